@@ -1,0 +1,88 @@
+/* asym shared helpers: atomics and back-off for both SVM transports.
+ *
+ * The runtime builds every program with exactly one of
+ *   -DASYM_FINE=1    fine transport: host threads and this kernel run at the same time on
+ *                    fine-grained SVM with SVM atomics; shared words are accessed with OpenCL C
+ *                    2.0/3.0 atomics, acquire/release, memory_scope_device (PoCL declares no
+ *                    memory_scope_all_svm_devices; on a CPU device memory is coherent, so device
+ *                    scope orders host accesses as well).
+ *   -DASYM_COARSE=1  coarse transport: the host touches shared memory only between kernels
+ *                    (map/unmap), so kernels need atomics only among their own work-items. These
+ *                    use OpenCL C 1.2 atomics (atomic_cmpxchg, atomic_add) plus global fences, the
+ *                    subset NVIDIA's OpenCL C 1.2 compiler accepts.
+ *
+ * Memory-ordering argument: a word written by one side and read by the other is published by
+ * a release store (asym_store_release) after the data it guards and read by an acquire load
+ * (asym_load_acquire) before the data. On the coarse transport the kernel boundary (event
+ * completion, unmap) is the synchronisation point and the fences only order work-items.
+ */
+#if defined(ASYM_FINE) && !defined(__opencl_c_atomic_order_acq_rel) && (__OPENCL_C_VERSION__ < 200)
+#error "asym: the fine transport needs OpenCL C acquire/release atomics (OpenCL C 2.0, or 3.0 with __opencl_c_atomic_order_acq_rel)"
+#endif
+
+#ifdef ASYM_FINE
+typedef volatile __global atomic_uint asym_atomic_uint;
+
+inline uint asym_load_acquire(__global uint *p) {
+    return atomic_load_explicit((asym_atomic_uint *)p, memory_order_acquire, memory_scope_device);
+}
+inline uint asym_load_relaxed(__global uint *p) {
+    return atomic_load_explicit((asym_atomic_uint *)p, memory_order_relaxed, memory_scope_device);
+}
+inline void asym_store_release(__global uint *p, uint v) {
+    atomic_store_explicit((asym_atomic_uint *)p, v, memory_order_release, memory_scope_device);
+}
+inline void asym_store_relaxed(__global uint *p, uint v) {
+    atomic_store_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
+}
+/* Strong compare-and-swap, acq_rel on success. Returns true when *p was `expected`. */
+inline bool asym_cas(__global uint *p, uint expected, uint desired) {
+    return atomic_compare_exchange_strong_explicit((asym_atomic_uint *)p, &expected, desired,
+        memory_order_acq_rel, memory_order_acquire, memory_scope_device);
+}
+inline uint asym_fetch_add(__global uint *p, uint v) {
+    return atomic_fetch_add_explicit((asym_atomic_uint *)p, v, memory_order_acq_rel, memory_scope_device);
+}
+#else
+inline uint asym_load_acquire(__global uint *p) {
+    uint v = *(volatile __global uint *)p;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return v;
+}
+inline uint asym_load_relaxed(__global uint *p) {
+    return *(volatile __global uint *)p;
+}
+inline void asym_store_release(__global uint *p, uint v) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    *(volatile __global uint *)p = v;
+}
+inline void asym_store_relaxed(__global uint *p, uint v) {
+    *(volatile __global uint *)p = v;
+}
+inline bool asym_cas(__global uint *p, uint expected, uint desired) {
+    return atomic_cmpxchg((volatile __global uint *)p, expected, desired) == expected;
+}
+inline uint asym_fetch_add(__global uint *p, uint v) {
+    return atomic_add((volatile __global uint *)p, v);
+}
+#endif
+
+/* Device-side back-off for spin loops: wait a little longer each call (capped), re-reading
+ * memory through a volatile load so the loop is not optimised away. There is no sleep in
+ * OpenCL C; on a CPU device (PoCL) the OS still preempts a spinning work-group, and the host
+ * side of every wait yields and sleeps (see runtime/src/backoff.rs). */
+inline void asym_backoff(uint *step, __global uint *watch) {
+    uint n = 1u << min(*step, 10u);
+    for (uint i = 0; i < n; ++i) {
+        (void)asym_load_relaxed(watch);
+    }
+    if (*step < 10u) {
+        *step += 1u;
+    }
+}
+
+/* Service control block (see runtime/src/signal/service.rs). */
+#define ASYM_CTL_STOP 0        /* host sets 1: persistent kernels return */
+#define ASYM_CTL_PERSISTENT 1  /* 1: loop until stopped (fine); 0: one pass per launch (coarse) */
+#define ASYM_CTL_PROGRESS 2    /* messages handled, a liveness counter the host reads */
+#define ASYM_CTL_WORDS 16

@@ -1,0 +1,63 @@
+/* asym runtime kernels: SVM round trips, launch latency, host/device ping-pong and the echo
+ * service that exercises the signal ring. They are small on purpose: they measure and test the
+ * runtime's mechanisms, not a structure. */
+
+/* Adds 1 to each of n words: the device half of an SVM round trip host -> device -> host. */
+kernel void asym_add_one(__global uint *data, uint n) {
+    size_t i = get_global_id(0);
+    if (i < n) {
+        data[i] += 1u;
+    }
+}
+
+/* Does nothing: launch + finish latency. */
+kernel void asym_noop(__global uint *data) {
+    (void)data;
+}
+
+#ifdef ASYM_FINE
+/* Ping-pong through one SVM word while the host thread runs (fine transport only): the host
+ * stores 2i-1, the kernel answers 2i, for i = 1..rounds. A round the host never starts is
+ * abandoned after max_spins polls, writing ctl[ASYM_CTL_PROGRESS] = rounds done, so a dead host
+ * cannot leave the kernel spinning forever. */
+kernel void asym_pingpong(__global uint *flag, __global uint *ctl, uint rounds, uint max_spins) {
+    if (get_global_id(0) != 0) return;
+    for (uint i = 1; i <= rounds; ++i) {
+        uint spins = 0;
+        uint step = 0;
+        while (asym_load_acquire(flag) != 2u * i - 1u) {
+            if (++spins > max_spins || asym_load_relaxed(ctl + ASYM_CTL_STOP)) {
+                asym_store_release(ctl + ASYM_CTL_PROGRESS, i - 1u);
+                return;
+            }
+            if (spins > 64u) asym_backoff(&step, flag);
+        }
+        asym_store_release(flag, 2u * i);
+    }
+    asym_store_release(ctl + ASYM_CTL_PROGRESS, rounds);
+}
+#endif
+
+/* Echo service: takes (lo, hi) from the to-device ring and replies (lo + 1, hi) on the
+ * from-device ring. One work-item serves, in arrival order, so replies keep each producer's
+ * order. A request is taken only when its reply has a slot (this work-item is the reply ring's
+ * only producer), so nothing is lost when the host is slow to receive.
+ * Fine transport: persistent, runs until ctl[ASYM_CTL_STOP]. Coarse: one pass per launch,
+ * returning when the ring is empty or the reply ring is full. */
+kernel void asym_echo(__global uint *to_dev, __global uint *from_dev, __global uint *ctl) {
+    if (get_global_id(0) != 0) return;
+    uint step = 0;
+    for (;;) {
+        uint lo, hi;
+        if (asym_ring_has_room(from_dev) && asym_ring_try_pop(to_dev, &lo, &hi)) {
+            asym_ring_try_push(from_dev, lo + 1u, hi);
+            asym_fetch_add(ctl + ASYM_CTL_PROGRESS, 1u);
+            step = 0;
+            continue;
+        }
+        if (!ctl[ASYM_CTL_PERSISTENT] || asym_load_acquire(ctl + ASYM_CTL_STOP)) {
+            return;
+        }
+        asym_backoff(&step, to_dev + ASYM_RING_TAIL);
+    }
+}

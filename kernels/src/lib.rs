@@ -1,0 +1,63 @@
+//! asym's OpenCL C sources, embedded at build time.
+//!
+//! One `.cl` file per structure lives in this crate's directory (`kernels/`); the shared
+//! helpers (`common.cl`: atomics and back-off for both transports; `ring.cl`: the device side
+//! of the SVM signal ring) are prepended to every program by [`with_helpers`].
+#![warn(missing_docs, unsafe_op_in_unsafe_fn)]
+#![forbid(unsafe_code)]
+
+/// An OpenCL C source file and the name it is known by in errors and caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSource {
+    /// File name, for example `runtime.cl`.
+    pub name: &'static str,
+    /// The OpenCL C text.
+    pub text: &'static str,
+}
+
+impl KernelSource {
+    /// A source of the user's own (it gets the shared helpers prepended too).
+    pub const fn new(name: &'static str, text: &'static str) -> Self {
+        KernelSource { name, text }
+    }
+}
+
+/// Atomics, memory-ordering wrappers and device-side back-off for both SVM transports.
+pub const COMMON: KernelSource = KernelSource::new("common.cl", include_str!("../common.cl"));
+
+/// The device side of the SVM signal ring (bounded MPMC, per-slot sequence numbers).
+pub const RING: KernelSource = KernelSource::new("ring.cl", include_str!("../ring.cl"));
+
+/// The runtime's own kernels: round trips, ping-pong, launch latency, the echo service.
+pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("../runtime.cl"));
+
+/// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
+/// right file and line.
+pub fn with_helpers(source: &KernelSource) -> String {
+    let mut out = String::new();
+    let helpers = [&COMMON, &RING].into_iter().filter(|h| *h != source);
+    for part in helpers.chain([source]) {
+        out.push_str(&format!("#line 1 \"{}\"\n", part.name));
+        out.push_str(part.text);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_come_first_once() {
+        let s = with_helpers(&RUNTIME);
+        let c = s.find("#line 1 \"common.cl\"").unwrap();
+        let r = s.find("#line 1 \"ring.cl\"").unwrap();
+        let k = s.find("#line 1 \"runtime.cl\"").unwrap();
+        assert!(c < r && r < k);
+        assert_eq!(
+            with_helpers(&RING).matches("#line 1 \"ring.cl\"").count(),
+            1
+        );
+    }
+}

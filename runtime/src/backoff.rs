@@ -1,0 +1,75 @@
+//! Back-off for every spin in asym, and deadlines for every wait.
+//!
+//! PoCL's worker threads and asym's pinned threads share the same cores on a small machine: a
+//! thread that spins without yielding can starve the very thread it waits for. So a wait
+//! spins briefly, then yields, then sleeps with growing intervals (capped at a millisecond).
+
+use std::time::{Duration, Instant};
+
+/// Escalating back-off: spin, then yield, then sleep.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    step: u32,
+}
+
+const SPIN_LIMIT: u32 = 6;
+const YIELD_LIMIT: u32 = 16;
+
+impl Backoff {
+    /// A fresh back-off.
+    pub fn new() -> Self {
+        Backoff { step: 0 }
+    }
+
+    /// Waits a little longer than last time.
+    pub fn snooze(&mut self) {
+        if self.step <= SPIN_LIMIT {
+            for _ in 0..(1u32 << self.step) {
+                std::hint::spin_loop();
+            }
+        } else if self.step <= YIELD_LIMIT {
+            std::thread::yield_now();
+        } else {
+            let exp = (self.step - YIELD_LIMIT).min(5);
+            std::thread::sleep(Duration::from_micros(30u64 << exp));
+        }
+        self.step = self.step.saturating_add(1);
+    }
+
+    /// Starts over after progress.
+    pub fn reset(&mut self) {
+        self.step = 0;
+    }
+}
+
+/// A point in time after which a bounded wait gives up.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline {
+    start: Instant,
+    limit: Duration,
+}
+
+impl Deadline {
+    /// A deadline `limit` from now.
+    pub fn after(limit: Duration) -> Self {
+        Deadline {
+            start: Instant::now(),
+            limit,
+        }
+    }
+
+    /// Whether the deadline has passed.
+    pub fn expired(&self) -> bool {
+        self.start.elapsed() >= self.limit
+    }
+
+    /// Milliseconds waited so far.
+    pub fn waited_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// Time left, zero once expired.
+    pub fn remaining(&self) -> Duration {
+        self.limit.saturating_sub(self.start.elapsed())
+    }
+}

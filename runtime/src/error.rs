@@ -1,0 +1,171 @@
+//! The one error type of asym.
+//!
+//! Shaped after wgpu-hal: variants say what went wrong in the user's terms (`OutOfMemory`,
+//! `Stalled`, `Unsupported`), OpenCL status codes are shown by name, and a failed kernel build
+//! carries the device and the full build log.
+
+use std::fmt;
+
+/// Which side of a device boundary a bounded wait was waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The OpenCL device (a running kernel, or the queue that feeds it).
+    Device,
+    /// A host thread (a latency thread, the coarse transport's pump, or a producer/consumer).
+    Host,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Device => "device",
+            Side::Host => "host",
+        })
+    }
+}
+
+/// Everything that can go wrong in asym.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An OpenCL call returned an error status.
+    #[error("OpenCL {call} failed: {status}{}", detail_suffix(.detail))]
+    OpenCl {
+        /// The API call (for example `clSVMAlloc`).
+        call: &'static str,
+        /// The status code by name (`CL_OUT_OF_RESOURCES`) or the error text from `ocl`.
+        status: String,
+        /// What asym was doing.
+        detail: String,
+    },
+    /// No OpenCL platform is installed (no ICD registered).
+    #[error("no OpenCL platform found: install an OpenCL driver (on Debian: apt-get install pocl-opencl-icd ocl-icd-opencl-dev)")]
+    NoPlatform,
+    /// The requested device name matched nothing.
+    #[error("no OpenCL device matches {query:?}; devices that exist: {}", .available.join("; "))]
+    DeviceNotFound {
+        /// The name fragment that was asked for.
+        query: String,
+        /// `platform / device` of every device present.
+        available: Vec<String>,
+    },
+    /// The device lacks a capability the requested operation needs.
+    #[error("device {device:?} cannot {what}: it lacks {lacks}")]
+    Unsupported {
+        /// Device name.
+        device: String,
+        /// What was asked for.
+        what: String,
+        /// The missing capability.
+        lacks: String,
+    },
+    /// A kernel program failed to build; the log is the compiler's full output.
+    #[error("building OpenCL program {program:?} for {device:?} with options {options:?} failed:\n{log}")]
+    Build {
+        /// Device name.
+        device: String,
+        /// Name of the kernel source (for example `runtime.cl`).
+        program: String,
+        /// Build options used.
+        options: String,
+        /// The complete build log.
+        log: String,
+    },
+    /// An allocation (SVM, host, or a structure's pool) could not be satisfied.
+    #[error("out of memory: {0}")]
+    OutOfMemory(String),
+    /// A bounded structure is full (a ring, a pool, a heap of fixed capacity).
+    #[error("capacity exceeded: {what} holds at most {capacity}")]
+    CapacityExceeded {
+        /// The structure.
+        what: String,
+        /// Its capacity.
+        capacity: usize,
+    },
+    /// An argument was out of range or malformed.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An SVM buffer was used while another party owns it (mapped on the host, or in use by a
+    /// running kernel).
+    #[error("SVM buffer busy: {0}")]
+    Busy(String),
+    /// A bounded wait ran out: which side did not make progress, and what we waited for.
+    #[error("timed out after {waited_ms} ms waiting for the {side} to {waiting_for}{}", detail_suffix(.detail))]
+    Stalled {
+        /// The side that did not make progress.
+        side: Side,
+        /// What the wait expected.
+        waiting_for: String,
+        /// How long the wait lasted.
+        waited_ms: u64,
+        /// Liveness facts gathered at the time (for example the device's progress counter).
+        detail: String,
+    },
+    /// A latency thread panicked; the panic message is kept.
+    #[error("latency thread {thread} (cpu {cpu:?}) panicked: {message}")]
+    LatencyThreadPanicked {
+        /// Index of the thread in its pool.
+        thread: usize,
+        /// CPU it was pinned to.
+        cpu: Option<usize>,
+        /// The panic payload as text.
+        message: String,
+    },
+    /// The device, a kernel, or a thread that a structure depends on is gone.
+    #[error("lost: {0}")]
+    Lost(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    }
+}
+
+/// asym's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps an `ocl` error from `call`, keeping the status code by name.
+    pub(crate) fn ocl(
+        call: &'static str,
+        detail: impl Into<String>,
+        err: ocl::core::Error,
+    ) -> Self {
+        let status = match err.api_status() {
+            Some(s) => format!("{s:?}"),
+            None => err.to_string(),
+        };
+        Error::OpenCl {
+            call,
+            status,
+            detail: detail.into(),
+        }
+    }
+
+    /// Wraps a raw OpenCL status code from `call`.
+    pub(crate) fn status(call: &'static str, detail: impl Into<String>, code: i32) -> Self {
+        Error::OpenCl {
+            call,
+            status: status_name(code),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The name of an OpenCL status code (`-5` → `CL_OUT_OF_RESOURCES`).
+pub fn status_name(code: i32) -> String {
+    match <ocl::core::Status as num_traits::FromPrimitive>::from_i32(code) {
+        Some(s) => format!("{s:?}"),
+        None => format!("unknown status {code}"),
+    }
+}

@@ -1,0 +1,274 @@
+//! Kernels, their arguments and launches.
+//!
+//! A [`Launch`] keeps every SVM buffer its kernel uses alive and marked "in use" until its
+//! event completes, so the host can neither free nor map memory a kernel may still touch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ocl::core::{CommandQueue, Event, Kernel as ClKernel, OclPrm};
+
+use crate::backoff::{Backoff, Deadline};
+use crate::error::{Error, Result, Side};
+use crate::runtime::{Program, Runtime};
+use crate::sys::{self, SvmAlloc, SvmBuffer, SvmElement};
+
+/// An extra in-order command queue (see [`Runtime::new_queue`]).
+#[derive(Clone, Debug)]
+pub struct Queue {
+    pub(crate) queue: CommandQueue,
+}
+
+/// One kernel of a built program, with its arguments. Not `Sync`: build one per thread.
+pub struct Kernel {
+    rt: Runtime,
+    kernel: ClKernel,
+    name: String,
+    svm_args: Vec<Option<Arc<SvmAlloc>>>,
+    indirect: Vec<Arc<SvmAlloc>>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel").field("name", &self.name).finish()
+    }
+}
+
+impl Kernel {
+    pub(crate) fn new(rt: Runtime, program: &Program, name: &str) -> Result<Self> {
+        let kernel = ocl::core::create_kernel(&program.program, name).map_err(|e| {
+            Error::ocl(
+                "clCreateKernel",
+                format!("kernel {name:?} of {}", program.name),
+                e,
+            )
+        })?;
+        Ok(Kernel {
+            rt,
+            kernel,
+            name: name.to_string(),
+            svm_args: Vec::new(),
+            indirect: Vec::new(),
+        })
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn remember_svm(&mut self, index: u32, alloc: Option<Arc<SvmAlloc>>) {
+        let i = index as usize;
+        if self.svm_args.len() <= i {
+            self.svm_args.resize(i + 1, None);
+        }
+        self.svm_args[i] = alloc;
+    }
+
+    /// Sets argument `index` to an SVM buffer (a `__global T*` in the kernel).
+    pub fn arg_svm<T: SvmElement>(
+        &mut self,
+        index: u32,
+        buffer: &SvmBuffer<T>,
+    ) -> Result<&mut Self> {
+        sys::set_kernel_arg_svm(&self.kernel, index, buffer.shared())?;
+        self.remember_svm(index, Some(buffer.shared().clone()));
+        Ok(self)
+    }
+
+    /// Sets argument `index` to a scalar (write typed literals: `5u32`, `1.0f32`).
+    pub fn arg_scalar<T: OclPrm>(&mut self, index: u32, value: T) -> Result<&mut Self> {
+        ocl::core::set_kernel_arg(&self.kernel, index, ocl::core::ArgVal::scalar(&value)).map_err(
+            |e| {
+                Error::ocl(
+                    "clSetKernelArg",
+                    format!("{} argument {index}", self.name),
+                    e,
+                )
+            },
+        )?;
+        self.remember_svm(index, None);
+        Ok(self)
+    }
+
+    /// Sets argument `index` to `len` elements of local memory (a `__local T*`).
+    pub fn arg_local<T: OclPrm>(&mut self, index: u32, len: usize) -> Result<&mut Self> {
+        ocl::core::set_kernel_arg(&self.kernel, index, ocl::core::ArgVal::local::<T>(&len))
+            .map_err(|e| {
+                Error::ocl(
+                    "clSetKernelArg",
+                    format!("{} local argument {index}", self.name),
+                    e,
+                )
+            })?;
+        self.remember_svm(index, None);
+        Ok(self)
+    }
+
+    /// Declares that the kernel follows pointers stored in memory into `buffer` (a
+    /// pointer-linked structure), so the device makes it available (`clSetKernelExecInfo`).
+    pub fn use_indirect_svm<T: SvmElement>(&mut self, buffer: &SvmBuffer<T>) -> Result<&mut Self> {
+        if !self
+            .indirect
+            .iter()
+            .any(|a| Arc::ptr_eq(a, buffer.shared()))
+        {
+            self.indirect.push(buffer.shared().clone());
+        }
+        let list: Vec<&SvmAlloc> = self.indirect.iter().map(|a| a.as_ref()).collect();
+        sys::set_kernel_exec_info_svm_ptrs(&self.kernel, &list)?;
+        Ok(self)
+    }
+
+    /// Launches `global` work-items in work-groups of `local` on the runtime's main queue.
+    pub fn launch(&mut self, global: usize, local: Option<usize>) -> Result<Launch> {
+        let queue = self.rt.queue().clone();
+        self.launch_on_queue(&queue, global, local)
+    }
+
+    /// Launches on another queue (for example a persistent kernel beside the main queue).
+    pub fn launch_on(
+        &mut self,
+        queue: &Queue,
+        global: usize,
+        local: Option<usize>,
+    ) -> Result<Launch> {
+        self.launch_on_queue(&queue.queue, global, local)
+    }
+
+    fn launch_on_queue(
+        &mut self,
+        queue: &CommandQueue,
+        global: usize,
+        local: Option<usize>,
+    ) -> Result<Launch> {
+        if global == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {} launched with 0 work-items",
+                self.name
+            )));
+        }
+        if let Some(l) = local {
+            let max = self.rt.profile().max_work_group_size;
+            if l == 0 || global % l != 0 || (max > 0 && l > max) {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel {}: work-group size {l} must divide the global size {global} and be at most {max}",
+                    self.name
+                )));
+            }
+        }
+        let mut uses: Vec<Arc<SvmAlloc>> = Vec::new();
+        for a in self.svm_args.iter().flatten().chain(self.indirect.iter()) {
+            if !uses.iter().any(|u| Arc::ptr_eq(u, a)) {
+                uses.push(a.clone());
+            }
+        }
+        let mut claimed = Vec::with_capacity(uses.len());
+        for a in uses {
+            if let Err(e) = a.begin_use() {
+                claimed.iter().for_each(|c: &Arc<SvmAlloc>| c.end_use());
+                return Err(e);
+            }
+            claimed.push(a);
+        }
+        match sys::enqueue_kernel(queue, &self.kernel, global, local) {
+            Ok(event) => Ok(Launch {
+                event,
+                uses: claimed,
+                name: self.name.clone(),
+                timeout: self.rt.timeout(),
+                done: false,
+            }),
+            Err(e) => {
+                claimed.iter().for_each(|c| c.end_use());
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A kernel launch in flight. Dropping it waits (bounded) for the kernel to finish.
+#[derive(Debug)]
+pub struct Launch {
+    event: Event,
+    uses: Vec<Arc<SvmAlloc>>,
+    name: String,
+    timeout: Duration,
+    done: bool,
+}
+
+impl Launch {
+    /// Whether the kernel has finished (and releases its buffers if so). An error status of
+    /// the kernel's event is returned as [`Error::Lost`].
+    pub fn is_complete(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let status = ocl::core::event_status(&self.event)
+            .map_err(|e| Error::ocl("clGetEventInfo", format!("kernel {}", self.name), e))?;
+        match status {
+            ocl::core::CommandExecutionStatus::Complete => {
+                self.release();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn release(&mut self) {
+        self.done = true;
+        for a in self.uses.drain(..) {
+            a.end_use();
+        }
+    }
+
+    /// Waits at most `timeout` for the kernel to finish; [`Error::Stalled`] names the kernel.
+    pub fn wait_for(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = Deadline::after(timeout);
+        let mut backoff = Backoff::new();
+        loop {
+            if self.is_complete()? {
+                return Ok(());
+            }
+            if deadline.expired() {
+                return Err(Error::Stalled {
+                    side: Side::Device,
+                    waiting_for: format!("finish kernel {}", self.name),
+                    waited_ms: deadline.waited_ms(),
+                    detail: String::new(),
+                });
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Gives up on a kernel that did not finish: its buffers are leaked (never freed, never
+    /// mappable again) so that memory it may still touch stays valid.
+    pub(crate) fn abandon(mut self) {
+        self.done = true;
+        for a in self.uses.drain(..) {
+            std::mem::forget(a);
+        }
+    }
+
+    /// Waits for the kernel with the runtime's default bound.
+    pub fn wait(mut self) -> Result<()> {
+        self.wait_for(self.timeout)
+    }
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Err(e) = self.wait_for(self.timeout) {
+            // The kernel may still run: never free or hand back memory it can touch. Leak the
+            // buffers (they stay marked in use, so the host cannot map them either).
+            eprintln!("asym: {e}; leaking its SVM buffers to stay memory-safe");
+            for a in self.uses.drain(..) {
+                std::mem::forget(a);
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! asym runtime: the base every structure stands on.
+//!
+//! - [`device`]: OpenCL platforms and devices, profiles, selection by name (`ASYM_DEVICE`).
+//! - [`SvmBuffer`] and friends (module `sys`, the one home of FFI and raw pointers): owned
+//!   SVM, map guards, SVM kernel arguments.
+//! - [`transport`]: fine (SVM atomics, live) or coarse (kernel boundaries), `ASYM_SVM`.
+//! - [`Runtime`]: context, queue, program cache (kernels from `kernels/`, built once per
+//!   device with per-device options), [`Kernel`] and [`Launch`].
+//! - [`latency`]: the pool of pinned threads.
+//! - [`signal`]: host queues, the SVM ring, device services.
+//! - [`Mode`]: CPU-only, GPU-only or cooperative, taken by every batch API.
+//! - [`Error`]: the one error type.
+#![warn(missing_docs, unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
+
+pub mod backoff;
+pub mod device;
+mod error;
+mod kernel;
+pub mod latency;
+mod mode;
+mod runtime;
+pub mod signal;
+#[allow(unsafe_code)]
+mod sys;
+pub mod transport;
+
+pub use asym_kernels::KernelSource;
+pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel};
+pub use error::{status_name, Error, Result, Side};
+pub use kernel::{Kernel, Launch, Queue};
+pub use latency::{LatencyPool, PoolOptions, WorkerInfo};
+pub use mode::{parse_modes, Mode};
+pub use runtime::{Program, Runtime, RuntimeOptions, TIMEOUT_ENV};
+pub use sys::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};
+pub use transport::Transport;

@@ -1,0 +1,249 @@
+//! The runtime handle: one device, its context, a queue, the chosen transport and the
+//! program cache.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use asym_kernels::KernelSource;
+use ocl::core::{CommandQueue, Context, Program as ClProgram, ProgramBuildInfo};
+
+use crate::device::{select_device, DeviceProfile};
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, Queue};
+use crate::signal::ring_protocol;
+use crate::sys::{SvmBuffer, SvmElement, SvmKind};
+use crate::transport::Transport;
+
+/// The environment variable that sets the default bound of every wait, in milliseconds.
+pub const TIMEOUT_ENV: &str = "ASYM_TIMEOUT_MS";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to open a [`Runtime`]; `None` fields fall back to the environment, then to defaults.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOptions {
+    /// Device name fragment (else `ASYM_DEVICE`, else the first GPU, else the first CPU).
+    pub device: Option<String>,
+    /// Transport (else `ASYM_SVM`, else the best the device supports).
+    pub transport: Option<Transport>,
+    /// Bound of every wait on the device (else `ASYM_TIMEOUT_MS`, else 60 s).
+    pub timeout: Option<Duration>,
+}
+
+/// A device opened for asym. Cheap to clone and shareable between threads.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    profile: DeviceProfile,
+    transport: Transport,
+    context: Context,
+    queue: CommandQueue,
+    timeout: Duration,
+    programs: Mutex<HashMap<(&'static str, String), Program>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("device", &self.inner.profile.label())
+            .field("transport", &self.inner.transport)
+            .finish()
+    }
+}
+
+/// A built OpenCL program (cached per runtime).
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub(crate) program: ClProgram,
+    pub(crate) name: &'static str,
+}
+
+impl Runtime {
+    /// Opens the default device (`ASYM_DEVICE`, else first GPU, else first CPU) with the
+    /// default transport (`ASYM_SVM`, else the best available).
+    pub fn new() -> Result<Self> {
+        Self::with_options(RuntimeOptions::default())
+    }
+
+    /// Opens a device as `options` say.
+    pub fn with_options(options: RuntimeOptions) -> Result<Self> {
+        let profile = select_device(options.device.as_deref())?;
+        Self::open(profile, options.transport, options.timeout)
+    }
+
+    /// Opens `profile` with `transport` (or the default choice) and `timeout` (or the default).
+    pub fn open(
+        profile: DeviceProfile,
+        transport: Option<Transport>,
+        timeout: Option<Duration>,
+    ) -> Result<Self> {
+        let transport = Transport::choose(&profile, transport)?;
+        let timeout = match timeout {
+            Some(t) => t,
+            None => match std::env::var(TIMEOUT_ENV) {
+                Ok(s) if !s.trim().is_empty() => {
+                    Duration::from_millis(s.trim().parse().map_err(|_| {
+                        Error::InvalidArgument(format!("{TIMEOUT_ENV}={s:?} is not a number"))
+                    })?)
+                }
+                _ => DEFAULT_TIMEOUT,
+            },
+        };
+        let label = profile.label();
+        let context = ocl::core::create_context(None, &[profile.device_id], None, None)
+            .map_err(|e| Error::ocl("clCreateContext", label.clone(), e))?;
+        let queue = ocl::core::create_command_queue(&context, profile.device_id, None)
+            .map_err(|e| Error::ocl("clCreateCommandQueue", label, e))?;
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                profile,
+                transport,
+                context,
+                queue,
+                timeout,
+                programs: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The device's profile.
+    pub fn profile(&self) -> &DeviceProfile {
+        &self.inner.profile
+    }
+
+    /// The transport in use.
+    pub fn transport(&self) -> Transport {
+        self.inner.transport
+    }
+
+    /// The bound of waits on the device.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    pub(crate) fn queue(&self) -> &CommandQueue {
+        &self.inner.queue
+    }
+
+    /// Allocates `len` zeroed elements of SVM of the kind the transport uses.
+    pub fn alloc<T: SvmElement>(&self, len: usize) -> Result<SvmBuffer<T>> {
+        self.alloc_kind(len, self.inner.transport.svm_kind())
+    }
+
+    /// Allocates `len` zeroed elements of SVM of `kind`, if the device supports it.
+    pub fn alloc_kind<T: SvmElement>(&self, len: usize, kind: SvmKind) -> Result<SvmBuffer<T>> {
+        use crate::device::SvmLevel;
+        let need = match kind {
+            SvmKind::Coarse => SvmLevel::Coarse,
+            SvmKind::Fine => SvmLevel::Fine,
+            SvmKind::FineAtomics => SvmLevel::FineAtomics,
+        };
+        if self.inner.profile.svm < need {
+            return Err(Error::Unsupported {
+                device: self.inner.profile.label(),
+                what: format!("allocate {kind:?} SVM"),
+                lacks: format!("SVM level {need} (it has {})", self.inner.profile.svm),
+            });
+        }
+        SvmBuffer::allocate(&self.inner.context, &self.inner.queue, len, kind)
+    }
+
+    /// The build options for this device and transport (plus `extra`).
+    pub fn build_options(&self, extra: &str) -> String {
+        let transport = match self.inner.transport {
+            Transport::Fine => "-DASYM_FINE=1",
+            Transport::Coarse => "-DASYM_COARSE=1",
+        };
+        format!(
+            "-cl-std={} {transport} {} {extra}",
+            self.inner.profile.cl_std(),
+            ring_protocol::cl_defines()
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// Builds `source` (after the shared helpers in `kernels/common.cl` and `kernels/ring.cl`)
+    /// once per runtime and caches it. A failure returns [`Error::Build`] with the full log.
+    pub fn program(&self, source: &KernelSource) -> Result<Program> {
+        self.program_with(source, "")
+    }
+
+    /// Like [`Runtime::program`], with extra build options (for example `-DD=8`); each
+    /// distinct option string is a separate cache entry.
+    pub fn program_with(&self, source: &KernelSource, extra_options: &str) -> Result<Program> {
+        let key = (source.name, extra_options.to_string());
+        let mut cache = self
+            .inner
+            .programs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache.get(&key) {
+            return Ok(p.clone());
+        }
+        let program = self.build(source, extra_options)?;
+        cache.insert(key, program.clone());
+        Ok(program)
+    }
+
+    fn build(&self, source: &KernelSource, extra: &str) -> Result<Program> {
+        let profile = &self.inner.profile;
+        let text = asym_kernels::with_helpers(source);
+        let nul = |what: &str| Error::InvalidArgument(format!("{what} contains a NUL byte"));
+        let text = CString::new(text).map_err(|_| nul(source.name))?;
+        let options = self.build_options(extra);
+        let c_options = CString::new(options.clone()).map_err(|_| nul("build options"))?;
+        let program = ocl::core::create_program_with_source(&self.inner.context, &[text])
+            .map_err(|e| Error::ocl("clCreateProgramWithSource", source.name, e))?;
+        if ocl::core::build_program(&program, Some(&[profile.device_id]), &c_options, None, None)
+            .is_err()
+        {
+            let log = match ocl::core::get_program_build_info(
+                &program,
+                profile.device_id,
+                ProgramBuildInfo::BuildLog,
+            ) {
+                Ok(log) => log.to_string(),
+                Err(e) => format!("(the build log could not be read: {e})"),
+            };
+            return Err(Error::Build {
+                device: profile.label(),
+                program: source.name.to_string(),
+                options,
+                log,
+            });
+        }
+        Ok(Program {
+            program,
+            name: source.name,
+        })
+    }
+
+    /// Creates kernel `name` of `source` (building the program on first use). `Kernel` is
+    /// `Send` but not `Sync`: create one per thread.
+    pub fn kernel(&self, source: &KernelSource, name: &str) -> Result<Kernel> {
+        let program = self.program(source)?;
+        Kernel::new(self.clone(), &program, name)
+    }
+
+    /// A new in-order command queue on this device, for work that must not wait behind the
+    /// main queue (a persistent kernel, a pipeline stage).
+    pub fn new_queue(&self) -> Result<Queue> {
+        let q = ocl::core::create_command_queue(
+            &self.inner.context,
+            self.inner.profile.device_id,
+            None,
+        )
+        .map_err(|e| Error::ocl("clCreateCommandQueue", self.inner.profile.label(), e))?;
+        Ok(Queue { queue: q })
+    }
+
+    /// Waits for every command on the main queue.
+    pub fn finish(&self) -> Result<()> {
+        ocl::core::finish(&self.inner.queue).map_err(|e| Error::ocl("clFinish", "main queue", e))
+    }
+}

@@ -1,0 +1,82 @@
+//! Raw OpenCL calls that `ocl` 0.19 does not wrap safely: SVM kernel arguments, indirect SVM
+//! pointers (`clSetKernelExecInfo`) and the kernel enqueue itself.
+
+use std::ffi::c_void;
+
+use ocl::core::{CommandQueue, Event, Kernel};
+use ocl::ffi;
+
+use super::SvmAlloc;
+use crate::error::{Error, Result};
+
+/// Sets argument `index` of `kernel` to the SVM pointer of `alloc`.
+pub(crate) fn set_kernel_arg_svm(kernel: &Kernel, index: u32, alloc: &SvmAlloc) -> Result<()> {
+    // SAFETY: `kernel` is a live kernel object (owned by the caller's `Kernel`), and the pointer
+    // is the base of a live SVM allocation of the same context. The caller keeps the allocation
+    // alive (an `Arc<SvmAlloc>`) for as long as the argument can be used by a launch.
+    let code = unsafe {
+        ffi::clSetKernelArgSVMPointer(kernel.as_ptr(), index, alloc.as_ptr() as *const c_void)
+    };
+    if code != 0 {
+        return Err(Error::status(
+            "clSetKernelArgSVMPointer",
+            format!("argument {index}"),
+            code,
+        ));
+    }
+    Ok(())
+}
+
+/// Tells the runtime which SVM allocations `kernel` reaches through pointers stored in memory
+/// (pointer-linked structures), so it makes them available to the device.
+pub(crate) fn set_kernel_exec_info_svm_ptrs(kernel: &Kernel, allocs: &[&SvmAlloc]) -> Result<()> {
+    let ptrs: Vec<*const c_void> = allocs.iter().map(|a| a.as_ptr() as *const c_void).collect();
+    // SAFETY: `ptrs` is a valid array of `ptrs.len()` pointers that lives across the call; the
+    // OpenCL runtime copies it. Each pointer is the base of a live SVM allocation that the caller
+    // keeps alive while launches of this kernel may run.
+    let code = unsafe {
+        ffi::clSetKernelExecInfo(
+            kernel.as_ptr(),
+            ffi::CL_KERNEL_EXEC_INFO_SVM_PTRS,
+            std::mem::size_of_val(ptrs.as_slice()),
+            ptrs.as_ptr() as *const c_void,
+        )
+    };
+    if code != 0 {
+        return Err(Error::status(
+            "clSetKernelExecInfo",
+            "CL_KERNEL_EXEC_INFO_SVM_PTRS",
+            code,
+        ));
+    }
+    Ok(())
+}
+
+/// Enqueues a 1-D NDRange of `kernel` on `queue`, flushes the queue (NVIDIA may not start work
+/// without a flush) and returns the launch's event.
+pub(crate) fn enqueue_kernel(
+    queue: &CommandQueue,
+    kernel: &Kernel,
+    global: usize,
+    local: Option<usize>,
+) -> Result<Event> {
+    let mut event = Event::null();
+    // SAFETY: every argument of `kernel` was set by `Kernel` (scalars by value, SVM pointers to
+    // allocations that the launch keeps alive until its event completes); the work sizes are
+    // plain values. `ocl` checks the returned status.
+    unsafe {
+        ocl::core::enqueue_kernel(
+            queue,
+            kernel,
+            1,
+            None,
+            &[global, 1, 1],
+            local.map(|l| [l, 1, 1]),
+            None::<Event>,
+            Some(&mut event),
+        )
+    }
+    .map_err(|e| Error::ocl("clEnqueueNDRangeKernel", "kernel launch", e))?;
+    ocl::core::flush(queue).map_err(|e| Error::ocl("clFlush", "after kernel launch", e))?;
+    Ok(event)
+}

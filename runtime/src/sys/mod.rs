@@ -1,0 +1,16 @@
+//! The one home of FFI and raw pointers in asym.
+//!
+//! Everything that calls OpenCL's C API directly (SVM allocation, mapping, SVM kernel
+//! arguments, kernel enqueue) or the C library (`sched_getcpu`) lives under this module, with a
+//! `// SAFETY:` comment on every `unsafe` block. The rest of the crate is
+//! `#![deny(unsafe_code)]` and builds on the safe types exported here: [`SvmBuffer`],
+//! [`SvmMap`] and the crate-private launch helpers.
+
+mod cl;
+mod os;
+mod svm;
+
+pub(crate) use cl::{enqueue_kernel, set_kernel_arg_svm, set_kernel_exec_info_svm_ptrs};
+pub(crate) use os::current_cpu;
+pub(crate) use svm::SvmAlloc;
+pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};

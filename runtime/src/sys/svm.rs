@@ -1,0 +1,465 @@
+//! Owned SVM allocations and host access to them.
+//!
+//! # Ownership protocol
+//!
+//! An allocation has exactly one host owner, [`SvmBuffer`], and any number of in-flight kernel
+//! launches that hold an `Arc<SvmAlloc>` to it. The allocation is freed when the last `Arc`
+//! drops, so memory a kernel may still use is never freed: a launch drops its `Arc`s only after
+//! its event completed (or leaks them if the kernel never finishes).
+//!
+//! `SvmAlloc::state` arbitrates between the host and the device:
+//! - bit 0 (`MAPPED`) is set while a [`SvmMap`] guard gives the host plain (non-atomic) access;
+//! - the remaining bits count launches that use the allocation and have not completed.
+//!
+//! A map is refused while launches are in flight, and a launch is refused while the buffer is
+//! mapped: plain host accesses never race with a kernel. Concurrent host/kernel access is only
+//! offered through [`SvmBuffer::atomics`], on fine-grained allocations with SVM atomics.
+
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ocl::core::{CommandQueue, Context, Event};
+use ocl::ffi;
+
+use crate::error::{Error, Result};
+
+const MAPPED: usize = 1;
+const IN_FLIGHT_ONE: usize = 2;
+
+/// How an SVM allocation is shared between host and device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SvmKind {
+    /// Coarse-grained buffer SVM: the same pointer on both sides, ownership passes by map/unmap.
+    Coarse,
+    /// Fine-grained buffer SVM: host and device see each other's writes at synchronisation
+    /// points, without map/unmap.
+    Fine,
+    /// Fine-grained buffer SVM with SVM atomics: host and a running kernel may use atomics on
+    /// the same words at the same time.
+    FineAtomics,
+}
+
+impl SvmKind {
+    fn flags(self) -> ffi::cl_bitfield {
+        let rw = ffi::CL_MEM_READ_WRITE;
+        match self {
+            SvmKind::Coarse => rw,
+            SvmKind::Fine => rw | ffi::CL_MEM_SVM_FINE_GRAIN_BUFFER,
+            SvmKind::FineAtomics => {
+                rw | ffi::CL_MEM_SVM_FINE_GRAIN_BUFFER | ffi::CL_MEM_SVM_ATOMICS
+            }
+        }
+    }
+
+    /// Whether host access needs map/unmap.
+    pub fn needs_map(self) -> bool {
+        self == SvmKind::Coarse
+    }
+}
+
+/// Plain-old-data element types that may live in SVM.
+///
+/// # Safety
+/// Implementors must be `Copy`, have no padding and no invalid bit patterns (all-zero bytes
+/// and any bytes a kernel writes are valid values), and have the same layout as the matching
+/// OpenCL C type.
+pub unsafe trait SvmElement: Copy + Send + Sync + 'static {}
+
+// SAFETY: primitive integers and floats: no padding, every bit pattern valid, same layout as
+// OpenCL C's char/uchar/int/uint/long/ulong/float/double.
+unsafe impl SvmElement for u8 {}
+// SAFETY: as above.
+unsafe impl SvmElement for i8 {}
+// SAFETY: as above.
+unsafe impl SvmElement for i32 {}
+// SAFETY: as above.
+unsafe impl SvmElement for u32 {}
+// SAFETY: as above.
+unsafe impl SvmElement for i64 {}
+// SAFETY: as above.
+unsafe impl SvmElement for u64 {}
+// SAFETY: as above.
+unsafe impl SvmElement for f32 {}
+// SAFETY: as above.
+unsafe impl SvmElement for f64 {}
+
+/// Element types with a matching host atomic type of the same size and alignment.
+///
+/// # Safety
+/// `Atomic` must have the same size and alignment as `Self` and be an atomic integer type.
+pub unsafe trait SvmAtomicElement: SvmElement {
+    /// The host atomic with the same in-memory representation.
+    type Atomic: Send + Sync;
+}
+// SAFETY: AtomicU32 has the size and alignment of u32.
+unsafe impl SvmAtomicElement for u32 {
+    type Atomic = AtomicU32;
+}
+// SAFETY: AtomicI32 has the size and alignment of i32.
+unsafe impl SvmAtomicElement for i32 {
+    type Atomic = AtomicI32;
+}
+// SAFETY: AtomicU64 has the size and alignment of u64 (on every target with 64-bit atomics,
+// which `AtomicU64` existing implies).
+unsafe impl SvmAtomicElement for u64 {
+    type Atomic = AtomicU64;
+}
+
+/// One SVM allocation, shared by its host owner and the launches that use it.
+#[derive(Debug)]
+pub(crate) struct SvmAlloc {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    kind: SvmKind,
+    context: Context,
+    queue: CommandQueue,
+    state: AtomicUsize,
+}
+
+// SAFETY: the allocation is plain memory owned by this object; every host access goes through
+// `SvmMap` (exclusive, checked by `state`) or through atomics. The OpenCL handles are
+// thread-safe reference-counted objects (`ocl` marks them Send + Sync).
+unsafe impl Send for SvmAlloc {}
+// SAFETY: as above; `&SvmAlloc` only exposes atomic state updates and the raw pointer value.
+unsafe impl Sync for SvmAlloc {}
+
+/// Alignment of every SVM allocation: a cache line on both sides (and a d-heap block of 16
+/// int32 keys), so structures can lay out aligned blocks and keep hot words apart.
+pub(crate) const SVM_ALIGN: u32 = 128;
+
+impl SvmAlloc {
+    fn new(context: &Context, queue: &CommandQueue, bytes: usize, kind: SvmKind) -> Result<Self> {
+        let request = bytes.max(SVM_ALIGN as usize);
+        if request > u32::MAX as usize * 16 || Layout::from_size_align(request, 1).is_err() {
+            return Err(Error::OutOfMemory(format!(
+                "SVM allocation of {bytes} bytes is too large"
+            )));
+        }
+        // SAFETY: `context` is a live context; flags and alignment are valid values. A null
+        // return means failure and is checked below.
+        let raw = unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) };
+        let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
+            Error::OutOfMemory(format!(
+                "clSVMAlloc returned null for {request} bytes of {kind:?} SVM \
+                 (device memory exhausted, or the device does not support {kind:?} SVM)"
+            ))
+        })?;
+        let alloc = SvmAlloc {
+            ptr,
+            bytes: request,
+            kind,
+            context: context.clone(),
+            queue: queue.clone(),
+            state: AtomicUsize::new(0),
+        };
+        // Zero the memory so every element starts as a valid value.
+        {
+            let mut map = alloc.map_raw()?;
+            // SAFETY: the allocation is mapped for writing and `bytes` long; nothing else can
+            // access it yet (it is not shared with any launch).
+            unsafe { std::ptr::write_bytes(alloc.ptr.as_ptr(), 0, alloc.bytes) };
+            map.unmap()?;
+        }
+        Ok(alloc)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Marks the allocation as used by a launch; refused while it is mapped on the host.
+    pub(crate) fn begin_use(&self) -> Result<()> {
+        self.state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s & MAPPED == 0).then_some(s + IN_FLIGHT_ONE)
+            })
+            .map(|_| ())
+            .map_err(|_| {
+                Error::Busy("a kernel cannot use an SVM buffer the host has mapped".into())
+            })
+    }
+
+    /// Ends one launch's use (its event completed).
+    pub(crate) fn end_use(&self) {
+        let prev = self.state.fetch_sub(IN_FLIGHT_ONE, Ordering::AcqRel);
+        debug_assert!(prev >= IN_FLIGHT_ONE, "end_use without begin_use");
+    }
+
+    fn in_flight(&self) -> usize {
+        self.state.load(Ordering::Acquire) / IN_FLIGHT_ONE
+    }
+
+    /// Takes exclusive host access: refused while launches are in flight or another map exists.
+    fn map_raw(&self) -> Result<RawMap<'_>> {
+        self.state
+            .compare_exchange(0, MAPPED, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|s| {
+                if s & MAPPED != 0 {
+                    Error::Busy("the SVM buffer is already mapped on the host".into())
+                } else {
+                    Error::Busy(format!(
+                        "{} kernel launch(es) using this SVM buffer have not completed",
+                        s / IN_FLIGHT_ONE
+                    ))
+                }
+            })?;
+        let raw = RawMap {
+            alloc: self,
+            done: false,
+        };
+        if self.kind.needs_map() {
+            // SAFETY: queue and pointer belong to the same context; the region is the whole
+            // allocation; the call is blocking, so the host may touch the memory on return.
+            let code = unsafe {
+                ffi::clEnqueueSVMMap(
+                    self.queue.as_ptr(),
+                    ffi::CL_TRUE,
+                    ffi::CL_MAP_READ | ffi::CL_MAP_WRITE,
+                    self.ptr.as_ptr() as *mut c_void,
+                    self.bytes,
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            };
+            if code != 0 {
+                // Not mapped: release the claim without enqueueing an unmap.
+                std::mem::forget(raw);
+                self.state.store(0, Ordering::Release);
+                return Err(Error::status(
+                    "clEnqueueSVMMap",
+                    "mapping an SVM buffer",
+                    code,
+                ));
+            }
+        }
+        Ok(raw)
+    }
+}
+
+impl Drop for SvmAlloc {
+    fn drop(&mut self) {
+        debug_assert_eq!(self.in_flight(), 0, "SVM allocation dropped while in use");
+        // SAFETY: the last `Arc` is gone, so no launch can use the memory any more (launches
+        // hold an `Arc` until their event completes) and no host reference exists. On the
+        // coarse transport a map guard cannot outlive its buffer either.
+        unsafe { ffi::clSVMFree(self.context.as_ptr(), self.ptr.as_ptr() as *mut c_void) };
+    }
+}
+
+/// Exclusive host access to a whole allocation; unmaps on `unmap` or drop.
+struct RawMap<'a> {
+    alloc: &'a SvmAlloc,
+    done: bool,
+}
+
+impl RawMap<'_> {
+    fn unmap(&mut self) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let alloc = self.alloc;
+        if alloc.kind.needs_map() {
+            let mut raw_event: ffi::cl_event = std::ptr::null_mut();
+            // SAFETY: the pointer was mapped by `map_raw` on this queue and is unmapped once
+            // (`done` guards against a second unmap); `raw_event` is a valid out-pointer.
+            let code = unsafe {
+                ffi::clEnqueueSVMUnmap(
+                    alloc.queue.as_ptr(),
+                    alloc.ptr.as_ptr() as *mut c_void,
+                    0,
+                    std::ptr::null(),
+                    &mut raw_event,
+                )
+            };
+            if code != 0 {
+                // Leave MAPPED set: the device must not use memory whose hand-off failed.
+                return Err(Error::status(
+                    "clEnqueueSVMUnmap",
+                    "unmapping an SVM buffer",
+                    code,
+                ));
+            }
+            // SAFETY: a successful enqueue returned a new event with one reference, which this
+            // `Event` now owns and releases on drop.
+            let event = unsafe { Event::from_raw_create_ptr(raw_event) };
+            // Wait for the unmap so the next user (a launch on any queue) sees the host's writes.
+            ocl::core::wait_for_event(&event)
+                .map_err(|e| Error::ocl("clWaitForEvents", "SVM unmap", e))?;
+        }
+        alloc.state.store(0, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for RawMap<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.unmap() {
+            eprintln!("asym: {e}; the buffer stays marked as mapped");
+        }
+    }
+}
+
+/// A typed SVM buffer owned by the host, freed on drop (after every launch that uses it).
+///
+/// Host access: [`SvmBuffer::map`] (exclusive, any kind) or [`SvmBuffer::atomics`] (shared with
+/// running kernels, fine-grained buffers with atomics only).
+pub struct SvmBuffer<T: SvmElement> {
+    alloc: Arc<SvmAlloc>,
+    len: usize,
+    _element: PhantomData<T>,
+}
+
+impl<T: SvmElement> std::fmt::Debug for SvmBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SvmBuffer")
+            .field("len", &self.len)
+            .field("kind", &self.alloc.kind)
+            .field("ptr", &self.alloc.ptr)
+            .finish()
+    }
+}
+
+impl<T: SvmElement> SvmBuffer<T> {
+    /// Allocates `len` zeroed elements of `kind` SVM in `context`; `queue` serves maps.
+    pub(crate) fn allocate(
+        context: &Context,
+        queue: &CommandQueue,
+        len: usize,
+        kind: SvmKind,
+    ) -> Result<Self> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::OutOfMemory(format!(
+                "{len} elements of {} bytes overflow",
+                size_of::<T>()
+            ))
+        })?;
+        let alloc = SvmAlloc::new(context, queue, bytes, kind)?;
+        Ok(SvmBuffer {
+            alloc: Arc::new(alloc),
+            len,
+            _element: PhantomData,
+        })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The sharing level of the allocation.
+    pub fn kind(&self) -> SvmKind {
+        self.alloc.kind
+    }
+
+    /// Number of kernel launches using the buffer that have not completed.
+    pub fn launches_in_flight(&self) -> usize {
+        self.alloc.in_flight()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<SvmAlloc> {
+        &self.alloc
+    }
+
+    /// Exclusive host access: a blocking map on coarse SVM, nothing to enqueue on fine SVM.
+    /// Fails with [`Error::Busy`] while a kernel launch that uses the buffer has not completed.
+    pub fn map(&mut self) -> Result<SvmMap<'_, T>> {
+        let raw = self.alloc.map_raw()?;
+        Ok(SvmMap {
+            raw,
+            len: self.len,
+            _element: PhantomData,
+        })
+    }
+
+    /// Copies `data` into the buffer (map, copy, unmap). `data.len()` must equal `len()`.
+    pub fn write(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len {
+            return Err(Error::InvalidArgument(format!(
+                "writing {} elements into an SVM buffer of {}",
+                data.len(),
+                self.len
+            )));
+        }
+        let mut map = self.map()?;
+        map.copy_from_slice(data);
+        map.unmap()
+    }
+
+    /// Copies the buffer out (map, copy, unmap).
+    pub fn read(&mut self) -> Result<Vec<T>> {
+        let map = self.map()?;
+        let out = map.to_vec();
+        map.unmap()?;
+        Ok(out)
+    }
+}
+
+impl<T: SvmAtomicElement> SvmBuffer<T> {
+    /// The buffer as host atomics, usable while a kernel works on the same memory.
+    ///
+    /// Only for [`SvmKind::FineAtomics`] buffers: on coarse SVM a running kernel and the host do
+    /// not see each other's writes, and on fine SVM without atomics they may not race.
+    pub fn atomics(&self) -> Result<&[T::Atomic]> {
+        if self.alloc.kind != SvmKind::FineAtomics {
+            return Err(Error::InvalidArgument(format!(
+                "host atomics need a fine-grained SVM buffer with atomics, this one is {:?}",
+                self.alloc.kind
+            )));
+        }
+        // SAFETY: the allocation is at least `len * size_of::<T>()` bytes, aligned to
+        // SVM_ALIGN (≥ the atomic's alignment), zero-initialised (a valid atomic value) and lives
+        // as long as `&self`. `T::Atomic` has `T`'s size and alignment (SvmAtomicElement's
+        // contract). Plain host access (`map`) needs `&mut self`, so it cannot coexist with this
+        // shared view; device accesses are the OpenCL memory model's business (kernels use
+        // atomics on words they share with the host).
+        Ok(
+            unsafe {
+                std::slice::from_raw_parts(self.alloc.as_ptr() as *const T::Atomic, self.len)
+            },
+        )
+    }
+}
+
+/// Exclusive host access to an [`SvmBuffer`]; unmaps on drop (or on [`SvmMap::unmap`], which
+/// reports errors).
+pub struct SvmMap<'a, T: SvmElement> {
+    raw: RawMap<'a>,
+    len: usize,
+    _element: PhantomData<&'a mut [T]>,
+}
+
+impl<T: SvmElement> SvmMap<'_, T> {
+    /// Hands the memory back to the device and reports a failed unmap.
+    pub fn unmap(mut self) -> Result<()> {
+        self.raw.unmap()
+    }
+}
+
+impl<T: SvmElement> Deref for SvmMap<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the map guard holds exclusive host access (MAPPED, no launch in flight) to an
+        // allocation of at least `len` zero-initialised or device-written elements of a type for
+        // which every bit pattern is valid (SvmElement).
+        unsafe { std::slice::from_raw_parts(self.raw.alloc.as_ptr() as *const T, self.len) }
+    }
+}
+
+impl<T: SvmElement> DerefMut for SvmMap<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference into the memory.
+        unsafe { std::slice::from_raw_parts_mut(self.raw.alloc.as_ptr() as *mut T, self.len) }
+    }
+}

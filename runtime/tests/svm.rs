@@ -1,0 +1,135 @@
+//! SVM buffers, maps, launches and program builds on the default device, for every transport
+//! under test (`ASYM_SVM=coarse cargo test` runs the coarse path alone).
+
+mod common;
+
+use asym_runtime::{Error, KernelSource, SvmKind, Transport};
+use rand::Rng;
+
+#[test]
+fn round_trip_host_device_host() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for n in [1usize, 7, 1000, 4097] {
+            let mut buf = rt.alloc::<u32>(n).unwrap();
+            assert_eq!(buf.kind(), t.svm_kind());
+            let data: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
+            buf.write(&data).unwrap();
+            let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+            k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
+            let global = n.next_multiple_of(64);
+            k.launch(global, Some(64)).unwrap().wait().unwrap();
+            let back = buf.read().unwrap();
+            let want: Vec<u32> = data.iter().map(|v| v.wrapping_add(1)).collect();
+            assert_eq!(back, want, "transport {t}, n = {n}");
+        }
+    }
+}
+
+#[test]
+fn empty_buffer_is_usable() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut buf = rt.alloc::<u32>(0).unwrap();
+        assert!(buf.is_empty());
+        assert_eq!(buf.read().unwrap(), Vec::<u32>::new());
+        assert!(matches!(buf.write(&[1]), Err(Error::InvalidArgument(_))));
+    }
+}
+
+#[test]
+fn host_and_kernel_never_share_plain_access() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut buf = rt.alloc::<u32>(16).unwrap();
+        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+        k.arg_svm(0, &buf).unwrap().arg_scalar(1, 16u32).unwrap();
+        {
+            let _map = buf.map().unwrap();
+            // The kernel holds the buffer as an argument: launching while mapped is refused.
+            assert!(
+                matches!(k.launch(16, None), Err(Error::Busy(_))),
+                "transport {t}"
+            );
+        }
+        let mut launch = k.launch(16, None).unwrap();
+        launch.wait_for(std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!(buf.launches_in_flight(), 0);
+        assert_eq!(buf.read().unwrap(), vec![1; 16]);
+    }
+}
+
+#[test]
+fn atomics_only_on_fine_buffers() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let buf = rt.alloc::<u32>(4).unwrap();
+        match t {
+            Transport::Fine => assert_eq!(buf.atomics().unwrap().len(), 4),
+            Transport::Coarse => assert!(matches!(buf.atomics(), Err(Error::InvalidArgument(_)))),
+        }
+        let coarse = rt.alloc_kind::<u32>(4, SvmKind::Coarse).unwrap();
+        assert!(coarse.atomics().is_err());
+    }
+}
+
+#[test]
+fn broken_kernel_reports_the_build_log() {
+    let rt = common::runtime(common::transports()[0]);
+    let broken = KernelSource::new(
+        "broken.cl",
+        "kernel void f(__global uint *p) { p[0] = undefined_name; }",
+    );
+    match rt.program(&broken) {
+        Err(Error::Build {
+            device,
+            program,
+            log,
+            options,
+        }) => {
+            assert_eq!(program, "broken.cl");
+            assert_eq!(device, rt.profile().label());
+            assert!(
+                log.contains("undefined_name"),
+                "log should name the error: {log}"
+            );
+            assert!(options.contains("-cl-std="));
+        }
+        other => panic!("expected a build error, got {other:?}"),
+    }
+    let msg = rt.program(&broken).unwrap_err().to_string();
+    assert!(
+        msg.contains("undefined_name") && msg.contains("broken.cl"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn programs_are_cached_and_kernel_names_checked() {
+    let rt = common::runtime(common::transports()[0]);
+    let a = rt.program(&asym_kernels::RUNTIME).unwrap();
+    let b = rt.program(&asym_kernels::RUNTIME).unwrap();
+    assert_eq!(
+        format!("{a:?}"),
+        format!("{b:?}"),
+        "the second build comes from the cache"
+    );
+    let err = rt
+        .kernel(&asym_kernels::RUNTIME, "no_such_kernel")
+        .unwrap_err();
+    assert!(err.to_string().contains("no_such_kernel"), "{err}");
+}
+
+#[test]
+fn bad_launch_sizes_are_errors() {
+    let rt = common::runtime(common::transports()[0]);
+    let buf = rt.alloc::<u32>(8).unwrap();
+    let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_noop").unwrap();
+    k.arg_svm(0, &buf).unwrap();
+    assert!(matches!(k.launch(0, None), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        k.launch(10, Some(4)),
+        Err(Error::InvalidArgument(_))
+    ));
+    k.launch(8, Some(8)).unwrap().wait().unwrap();
+}
