@@ -1,0 +1,151 @@
+//! The latency pool: pinning, panics, bounded waits, bad options.
+
+use std::time::Duration;
+
+use asym_runtime::latency::CpuTopology;
+use asym_runtime::{Error, LatencyPool, PoolOptions};
+
+#[test]
+fn pinned_threads_run_on_the_cpus_they_were_given() {
+    let topo = CpuTopology::discover();
+    assert!(!topo.pus.is_empty() && topo.cores >= 1);
+    // Every usable CPU, in reverse so the assignment differs from the default order.
+    let cores: Vec<usize> = topo.pus.iter().rev().copied().collect();
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(cores.len()),
+        cores: Some(cores.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(
+        pool.pinned_cpus(),
+        cores.iter().map(|&c| Some(c)).collect::<Vec<_>>()
+    );
+    for _ in 0..5 {
+        let seen = pool
+            .broadcast(|w| {
+                // Burn a little time so the scheduler has a chance to move an unpinned thread.
+                let mut x = 0u64;
+                for i in 0..200_000u64 {
+                    x = x.wrapping_add(i * i);
+                }
+                std::hint::black_box(x);
+                (w.pinned_cpu, w.current_cpu())
+            })
+            .unwrap();
+        for (i, (pinned, current)) in seen.into_iter().enumerate() {
+            assert_eq!(pinned, Some(cores[i]));
+            assert_eq!(
+                current,
+                Some(cores[i]),
+                "thread {i} runs on the CPU it was pinned to"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_panicking_job_is_an_error_not_a_hang() {
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    let err = pool
+        .broadcast(|w| {
+            if w.index == 1 {
+                panic!("boom on thread {}", w.index);
+            }
+            w.index
+        })
+        .unwrap_err();
+    match err {
+        Error::LatencyThreadPanicked {
+            thread, message, ..
+        } => {
+            assert_eq!(thread, 1);
+            assert!(message.contains("boom on thread 1"), "{message}");
+        }
+        other => panic!("expected a panic error, got {other:?}"),
+    }
+    // The pool survives the panic.
+    assert_eq!(pool.broadcast(|w| w.index).unwrap(), vec![0, 1]);
+    assert!(matches!(
+        pool.run_on(0, |_| -> u8 { panic!("x") }),
+        Err(Error::LatencyThreadPanicked { thread: 0, .. })
+    ));
+    assert_eq!(pool.run_on(1, |w| w.index * 10).unwrap(), 10);
+}
+
+#[test]
+fn a_stuck_job_times_out_naming_the_thread() {
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        timeout: Some(Duration::from_millis(200)),
+        ..Default::default()
+    })
+    .unwrap();
+    let err = pool
+        .broadcast_timeout(
+            |w| {
+                if w.index == 0 {
+                    std::thread::sleep(Duration::from_millis(600));
+                }
+            },
+            Duration::from_millis(100),
+        )
+        .unwrap_err();
+    match err {
+        Error::Stalled { waiting_for, .. } => assert!(waiting_for.contains("[0]"), "{waiting_for}"),
+        other => panic!("expected a stall, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_options_are_errors() {
+    assert!(matches!(
+        LatencyPool::new(PoolOptions {
+            threads: Some(0),
+            ..Default::default()
+        }),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        LatencyPool::new(PoolOptions { cores: Some(vec![100_000]), ..Default::default() }),
+        Err(Error::InvalidArgument(m)) if m.contains("100000")
+    ));
+    assert!(matches!(
+        LatencyPool::new(PoolOptions {
+            cores: Some(vec![]),
+            ..Default::default()
+        }),
+        Err(Error::InvalidArgument(_))
+    ));
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(matches!(
+        pool.run_on(5, |_| ()),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn more_threads_than_cpus_share_them_round_robin() {
+    let topo = CpuTopology::discover();
+    let n = topo.pus.len() * 2 + 1;
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(n),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(pool.len(), n);
+    let sums = pool
+        .broadcast(|w| (0..1000u64).map(|i| i * w.index as u64).sum::<u64>())
+        .unwrap();
+    for (i, s) in sums.into_iter().enumerate() {
+        assert_eq!(s, 499_500 * i as u64);
+    }
+}
