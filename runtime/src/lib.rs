@@ -15,6 +15,7 @@
 
 pub mod backoff;
 pub mod device;
+pub mod diag;
 mod error;
 mod kernel;
 pub mod latency;

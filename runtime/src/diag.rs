@@ -1,0 +1,242 @@
+//! Probes of the runtime's mechanisms, shared by the `devices` example and the runtime
+//! benchmarks: SVM round trips, launch + finish latency, map + unmap cost, host/device
+//! ping-pong on the fine transport, and the echo service behind the signal ring.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::backoff::{Backoff, Deadline};
+use crate::error::{Error, Result, Side};
+use crate::kernel::{Kernel, Launch, Queue};
+use crate::runtime::Runtime;
+use crate::signal::DeviceService;
+use crate::sys::SvmBuffer;
+use crate::transport::Transport;
+
+/// Writes `n` pseudo-random words to SVM, adds one to each in a kernel, reads them back and
+/// checks every word. Returns the time of the whole round trip.
+pub fn svm_round_trip(rt: &Runtime, n: usize, seed: u32) -> Result<Duration> {
+    let start = Instant::now();
+    let mut buf = rt.alloc::<u32>(n)?;
+    let mut x = seed | 1;
+    let data: Vec<u32> = (0..n)
+        .map(|_| {
+            // xorshift32: enough to make every word distinct-ish and checkable.
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect();
+    buf.write(&data)?;
+    let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one")?;
+    k.arg_svm(0, &buf)?.arg_scalar(1, n as u32)?;
+    k.launch(n.max(1), None)?.wait()?;
+    let back = buf.read()?;
+    if let Some(i) = (0..n).find(|&i| back[i] != data[i].wrapping_add(1)) {
+        return Err(Error::Lost(format!(
+            "SVM round trip on {} ({}) corrupted word {i}: wrote {}, device should make {}, host read {}",
+            rt.profile().label(),
+            rt.transport(),
+            data[i],
+            data[i].wrapping_add(1),
+            back[i]
+        )));
+    }
+    Ok(start.elapsed())
+}
+
+/// An empty kernel, to time launch + finish.
+pub struct LaunchProbe {
+    kernel: Kernel,
+    _buf: SvmBuffer<u32>,
+}
+
+impl LaunchProbe {
+    /// Builds the probe (and the runtime program, once).
+    pub fn new(rt: &Runtime) -> Result<Self> {
+        let buf = rt.alloc::<u32>(1)?;
+        let mut kernel = rt.kernel(&asym_kernels::RUNTIME, "asym_noop")?;
+        kernel.arg_svm(0, &buf)?;
+        Ok(LaunchProbe { kernel, _buf: buf })
+    }
+
+    /// One launch of one work-item, waited for.
+    pub fn launch_finish(&mut self) -> Result<()> {
+        self.kernel.launch(1, None)?.wait()
+    }
+}
+
+/// A buffer to time map + unmap (blocking map on coarse SVM, bookkeeping only on fine).
+pub struct MapProbe {
+    buf: SvmBuffer<u32>,
+}
+
+impl MapProbe {
+    /// A probe over `words` words of the transport's SVM.
+    pub fn new(rt: &Runtime, words: usize) -> Result<Self> {
+        Ok(MapProbe {
+            buf: rt.alloc::<u32>(words)?,
+        })
+    }
+
+    /// Maps, touches one word, unmaps.
+    pub fn map_unmap(&mut self) -> Result<()> {
+        let mut m = self.buf.map()?;
+        m[0] = m[0].wrapping_add(1);
+        m.unmap()
+    }
+}
+
+/// Host ↔ running-kernel ping-pong through one SVM word (fine transport only).
+pub struct PingPong {
+    flag: SvmBuffer<u32>,
+    control: SvmBuffer<u32>,
+    launch: Option<Launch>,
+    round: u32,
+    rounds: u32,
+    timeout: Duration,
+    _queue: Queue,
+}
+
+impl PingPong {
+    /// Launches the ping-pong kernel for `rounds` rounds on its own queue.
+    pub fn start(rt: &Runtime, rounds: u32) -> Result<Self> {
+        if rt.transport() != Transport::Fine {
+            return Err(Error::Unsupported {
+                device: rt.profile().label(),
+                what: "ping-pong with a running kernel".into(),
+                lacks: "the fine transport (a running kernel and the host do not see each other's writes on coarse SVM)".into(),
+            });
+        }
+        if rounds == 0 || rounds > u32::MAX / 2 {
+            return Err(Error::InvalidArgument(format!(
+                "ping-pong rounds {rounds} out of 1..=2^31-1"
+            )));
+        }
+        let flag = rt.alloc::<u32>(1)?;
+        let control = rt.alloc::<u32>(16)?;
+        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_pingpong")?;
+        k.arg_svm(0, &flag)?
+            .arg_svm(1, &control)?
+            .arg_scalar(2, rounds)?
+            .arg_scalar(3, u32::MAX)?;
+        let queue = rt.new_queue()?;
+        let launch = k.launch_on(&queue, 1, Some(1))?;
+        Ok(PingPong {
+            flag,
+            control,
+            launch: Some(launch),
+            round: 0,
+            rounds,
+            timeout: rt.timeout(),
+            _queue: queue,
+        })
+    }
+
+    /// One round: the host stores `2i-1`, waits (bounded) for the kernel's `2i`.
+    pub fn round(&mut self) -> Result<()> {
+        if self.round >= self.rounds {
+            return Err(Error::InvalidArgument(
+                "all ping-pong rounds are used".into(),
+            ));
+        }
+        self.round += 1;
+        let word = &self.flag.atomics()?[0];
+        word.store(2 * self.round - 1, Ordering::Release);
+        let deadline = Deadline::after(self.timeout);
+        let mut backoff = Backoff::new();
+        let mut polls = 0u32;
+        while word.load(Ordering::Acquire) != 2 * self.round {
+            polls += 1;
+            // Pure spinning first: the answer usually comes within a microsecond.
+            if polls > 2000 {
+                backoff.snooze();
+                if deadline.expired() {
+                    return Err(Error::Stalled {
+                        side: Side::Device,
+                        waiting_for: format!("answer ping-pong round {}", self.round),
+                        waited_ms: deadline.waited_ms(),
+                        detail: String::new(),
+                    });
+                }
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the kernel (early if rounds remain) and waits for it.
+    pub fn finish(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if let Some(mut l) = self.launch.take() {
+            self.control.atomics()?[0].store(1, Ordering::Release);
+            if let Err(e) = l.wait_for(self.timeout) {
+                l.abandon();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PingPong {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            eprintln!("asym: stopping ping-pong: {e}");
+        }
+    }
+}
+
+/// Starts the runtime's echo service (`asym_echo`): replies `(lo + 1, hi)` to `(lo, hi)`.
+pub fn echo_service(rt: &Runtime, capacity: u32) -> Result<DeviceService> {
+    let k = rt.kernel(&asym_kernels::RUNTIME, "asym_echo")?;
+    DeviceService::start(rt, k, capacity, 1, Some(1))
+}
+
+/// Summary of latency samples, microseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    /// Samples.
+    pub n: usize,
+    /// Median.
+    pub median_us: f64,
+    /// 10th percentile.
+    pub p10_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+}
+
+impl Summary {
+    /// Summarises durations (at least one).
+    pub fn of(samples: &mut [Duration]) -> Summary {
+        assert!(!samples.is_empty(), "no samples");
+        samples.sort_unstable();
+        let at =
+            |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
+        Summary {
+            n: samples.len(),
+            median_us: at(0.5),
+            p10_us: at(0.1),
+            p90_us: at(0.9),
+        }
+    }
+}
+
+/// Times `n` runs of `f` after `warmup` untimed ones.
+pub fn sample(warmup: usize, n: usize, mut f: impl FnMut() -> Result<()>) -> Result<Summary> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n.max(1) {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed());
+    }
+    Ok(Summary::of(&mut v))
+}
