@@ -1,6 +1,4 @@
-//! asym: concurrent data structures across the two kinds of cores of an asymmetric
-//! processor, a few fast CPU cores (latency units) and many GPU lanes (throughput units),
-//! sharing memory through OpenCL shared virtual memory.
+#![doc = include_str!("../README.md")]
 //!
 //! This facade re-exports the member crates: [`runtime`] (devices, SVM, transports, program
 //! cache, latency pool, signal queues, modes, errors), [`kernels`] (the OpenCL C sources) and
