@@ -61,3 +61,14 @@ kernel void asym_echo(__global uint *to_dev, __global uint *from_dev, __global u
         asym_backoff(&step, to_dev + ASYM_RING_TAIL);
     }
 }
+
+/* Follows a pointer stored in SVM: table[0] holds the address of another SVM allocation
+ * (written by the host), whose first n words get 1 added. The runtime declares the target with
+ * clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS), as pointer-linked structures must. */
+kernel void asym_follow_pointer(__global ulong *table, uint n) {
+    __global uint *target = (__global uint *)(uintptr_t)table[0];
+    size_t i = get_global_id(0);
+    if (i < n) {
+        target[i] += 1u;
+    }
+}

@@ -171,7 +171,8 @@ impl Kernel {
             }
             claimed.push(a);
         }
-        match sys::enqueue_kernel(queue, &self.kernel, global, local) {
+        let wait: Vec<Event> = claimed.iter().filter_map(|a| a.pending_unmap()).collect();
+        match sys::enqueue_kernel(queue, &self.kernel, global, local, &wait) {
             Ok(event) => Ok(Launch {
                 event,
                 uses: claimed,

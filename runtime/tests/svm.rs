@@ -133,3 +133,29 @@ fn bad_launch_sizes_are_errors() {
     ));
     k.launch(8, Some(8)).unwrap().wait().unwrap();
 }
+
+#[test]
+fn kernels_follow_pointers_stored_in_svm() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut target = rt.alloc::<u32>(100).unwrap();
+        target.write(&(0..100).collect::<Vec<u32>>()).unwrap();
+        let mut table = rt.alloc::<u64>(1).unwrap();
+        table.write(&[target.svm_address()]).unwrap();
+        let mut k = rt
+            .kernel(&asym_kernels::RUNTIME, "asym_follow_pointer")
+            .unwrap();
+        k.arg_svm(0, &table).unwrap().arg_scalar(1, 100u32).unwrap();
+        k.use_indirect_svm(&target).unwrap();
+        // The target is in use by the launch (until it is seen complete) though no argument.
+        let launch = k.launch(128, None).unwrap();
+        assert_eq!(target.launches_in_flight(), 1);
+        assert!(matches!(target.map(), Err(Error::Busy(_))));
+        launch.wait().unwrap();
+        assert_eq!(
+            target.read().unwrap(),
+            (1..=100).collect::<Vec<u32>>(),
+            "{t}"
+        );
+    }
+}

@@ -52,18 +52,19 @@ pub(crate) fn set_kernel_exec_info_svm_ptrs(kernel: &Kernel, allocs: &[&SvmAlloc
     Ok(())
 }
 
-/// Enqueues a 1-D NDRange of `kernel` on `queue`, flushes the queue (NVIDIA may not start work
-/// without a flush) and returns the launch's event.
+/// Enqueues a 1-D NDRange of `kernel` on `queue` after the events in `wait`, flushes the queue
+/// (NVIDIA may not start work without a flush) and returns the launch's event.
 pub(crate) fn enqueue_kernel(
     queue: &CommandQueue,
     kernel: &Kernel,
     global: usize,
     local: Option<usize>,
+    wait: &[Event],
 ) -> Result<Event> {
     let mut event = Event::null();
     // SAFETY: every argument of `kernel` was set by `Kernel` (scalars by value, SVM pointers to
     // allocations that the launch keeps alive until its event completes); the work sizes are
-    // plain values. `ocl` checks the returned status.
+    // plain values; `wait` holds live events. `ocl` checks the returned status.
     unsafe {
         ocl::core::enqueue_kernel(
             queue,
@@ -72,7 +73,7 @@ pub(crate) fn enqueue_kernel(
             None,
             &[global, 1, 1],
             local.map(|l| [l, 1, 1]),
-            None::<Event>,
+            (!wait.is_empty()).then_some(wait),
             Some(&mut event),
         )
     }

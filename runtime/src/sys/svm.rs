@@ -12,7 +12,12 @@
 //! - the remaining bits count launches that use the allocation and have not completed.
 //!
 //! A map is refused while launches are in flight, and a launch is refused while the buffer is
-//! mapped: plain host accesses never race with a kernel. Concurrent host/kernel access is only
+//! mapped: plain host accesses never race with a kernel.
+//!
+//! On coarse SVM the unmap is not waited for: its event is kept (`pending_unmap`) and every
+//! later launch that uses the allocation waits for it on the device (an event wait list), a
+//! later map is ordered after it by the in-order queue, and the allocation waits for it before
+//! it is freed. That saves one host/driver synchronisation per hand-off. Concurrent host/kernel access is only
 //! offered through [`SvmBuffer::atomics`], on fine-grained allocations with SVM atomics.
 
 use std::alloc::Layout;
@@ -21,7 +26,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ocl::core::{CommandQueue, Context, Event};
 use ocl::ffi;
@@ -119,6 +124,7 @@ pub(crate) struct SvmAlloc {
     context: Context,
     queue: CommandQueue,
     state: AtomicUsize,
+    pending_unmap: Mutex<Option<Event>>,
 }
 
 // SAFETY: the allocation is plain memory owned by this object; every host access goes through
@@ -156,6 +162,7 @@ impl SvmAlloc {
             context: context.clone(),
             queue: queue.clone(),
             state: AtomicUsize::new(0),
+            pending_unmap: Mutex::new(None),
         };
         // Zero the memory so every element starts as a valid value.
         {
@@ -182,6 +189,14 @@ impl SvmAlloc {
             .map_err(|_| {
                 Error::Busy("a kernel cannot use an SVM buffer the host has mapped".into())
             })
+    }
+
+    /// The event of the last unmap, if it may not have completed: launches wait for it.
+    pub(crate) fn pending_unmap(&self) -> Option<Event> {
+        self.pending_unmap
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Ends one launch's use (its event completed).
@@ -245,6 +260,18 @@ impl SvmAlloc {
 impl Drop for SvmAlloc {
     fn drop(&mut self) {
         debug_assert_eq!(self.in_flight(), 0, "SVM allocation dropped while in use");
+        if let Some(event) = self
+            .pending_unmap
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            if let Err(e) = ocl::core::wait_for_event(&event) {
+                // The unmap may still touch the memory: leak it rather than free it.
+                eprintln!("asym: waiting for an SVM unmap failed ({e}); leaking the allocation");
+                return;
+            }
+        }
         // SAFETY: the last `Arc` is gone, so no launch can use the memory any more (launches
         // hold an `Arc` until their event completes) and no host reference exists. On the
         // coarse transport a map guard cannot outlive its buffer either.
@@ -289,9 +316,13 @@ impl RawMap<'_> {
             // SAFETY: a successful enqueue returned a new event with one reference, which this
             // `Event` now owns and releases on drop.
             let event = unsafe { Event::from_raw_create_ptr(raw_event) };
-            // Wait for the unmap so the next user (a launch on any queue) sees the host's writes.
-            ocl::core::wait_for_event(&event)
-                .map_err(|e| Error::ocl("clWaitForEvents", "SVM unmap", e))?;
+            // Not waited for here: launches wait for it on the device (module docs).
+            ocl::core::flush(&alloc.queue)
+                .map_err(|e| Error::ocl("clFlush", "after SVM unmap", e))?;
+            *alloc
+                .pending_unmap
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(event);
         }
         alloc.state.store(0, Ordering::Release);
         Ok(())
@@ -361,6 +392,12 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// The sharing level of the allocation.
     pub fn kind(&self) -> SvmKind {
         self.alloc.kind
+    }
+
+    /// The buffer's address in the shared virtual address space, as stored inside SVM
+    /// structures for kernels to follow (declare the target with `Kernel::use_indirect_svm`).
+    pub fn svm_address(&self) -> u64 {
+        self.alloc.as_ptr() as u64
     }
 
     /// Number of kernel launches using the buffer that have not completed.
