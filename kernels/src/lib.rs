@@ -31,6 +31,10 @@ pub const RING: KernelSource = KernelSource::new("ring.cl", include_str!("../rin
 /// The runtime's own kernels: round trips, ping-pong, launch latency, the echo service.
 pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("../runtime.cl"));
 
+/// Heap-based batch k-selection (the d-heap baseline of the ad-heap seed), one work-group per
+/// sub-list; built with `-DD=`, `-DWG=`, `-DHEAP_LOCAL=`.
+pub const KSELECT: KernelSource = KernelSource::new("kselect.cl", include_str!("../kselect.cl"));
+
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {

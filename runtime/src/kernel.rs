@@ -52,6 +52,12 @@ impl Kernel {
         })
     }
 
+    /// Creates kernel `name` of an already built `program` (for programs built with extra
+    /// options, [`Runtime::program_with`]).
+    pub fn from_program(rt: &Runtime, program: &Program, name: &str) -> Result<Self> {
+        Self::new(rt.clone(), program, name)
+    }
+
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -149,3 +149,36 @@ fn more_threads_than_cpus_share_them_round_robin() {
         assert_eq!(s, 499_500 * i as u64);
     }
 }
+
+#[test]
+fn scoped_broadcast_borrows_and_reports_panics() {
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(3),
+        ..Default::default()
+    })
+    .unwrap();
+    let data: Vec<u64> = (0..3000).collect();
+    let chunks: Vec<&[u64]> = data.chunks(1000).collect();
+    // Each thread sums its own borrowed chunk and returns a borrow into the data.
+    let sums = pool
+        .broadcast_scoped(|w| (chunks[w.index].iter().sum::<u64>(), &chunks[w.index][0]))
+        .unwrap();
+    assert_eq!(
+        sums.iter().map(|s| s.0).sum::<u64>(),
+        data.iter().sum::<u64>()
+    );
+    assert_eq!(*sums[2].1, 2000);
+    let err = pool
+        .broadcast_scoped(|w| {
+            if w.index == 2 {
+                panic!("scoped boom")
+            } else {
+                w.index
+            }
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::LatencyThreadPanicked { thread: 2, ref message, .. } if message.contains("scoped boom"))
+    );
+    assert_eq!(pool.broadcast_scoped(|w| w.index).unwrap(), vec![0, 1, 2]);
+}

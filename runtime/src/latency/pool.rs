@@ -62,7 +62,7 @@ impl WorkerInfo {
     }
 }
 
-type Job = Box<dyn FnOnce(&WorkerInfo) + Send + 'static>;
+use crate::sys::Job;
 
 struct Worker {
     jobs: Sender<Job>,
@@ -280,6 +280,38 @@ impl LatencyPool {
             .into_iter()
             .map(|r| r.expect("every thread answered"))
             .collect())
+    }
+
+    /// Runs `f` once on every thread, letting it borrow from the caller, and returns the
+    /// results in thread order.
+    ///
+    /// Unlike [`LatencyPool::broadcast`], this wait has no time bound: `f` borrows the caller's
+    /// data, so the call cannot return while any thread may still use it. Its liveness check is
+    /// structural: every job ends by returning or panicking (panics are caught and returned as
+    /// [`Error::LatencyThreadPanicked`]), and a job that cannot be delivered is dropped unrun.
+    /// Use it for work that terminates (a batch), not for waits on other parties.
+    pub fn broadcast_scoped<R, F>(&self, f: F) -> Result<Vec<R>>
+    where
+        R: Send,
+        F: Fn(&WorkerInfo) -> R + Sync,
+    {
+        let queues: Vec<&Sender<Job>> = self.workers.iter().map(|w| &w.jobs).collect();
+        let out = sys::run_scoped(&queues, &f);
+        let mut results = Vec::with_capacity(out.len());
+        for (i, r) in out.into_iter().enumerate() {
+            match r {
+                Some(Ok(v)) => results.push(v),
+                Some(Err(p)) => {
+                    return Err(Error::LatencyThreadPanicked {
+                        thread: i,
+                        cpu: self.workers[i].info.pinned_cpu,
+                        message: panic_message(&p),
+                    })
+                }
+                None => return Err(Error::Lost(format!("latency thread {i} has exited"))),
+            }
+        }
+        Ok(results)
     }
 
     /// Runs `f` on thread `index` and waits (bounded) for its result.

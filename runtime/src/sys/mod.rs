@@ -8,9 +8,11 @@
 
 mod cl;
 mod os;
+mod scope;
 mod svm;
 
 pub(crate) use cl::{enqueue_kernel, set_kernel_arg_svm, set_kernel_exec_info_svm_ptrs};
 pub(crate) use os::current_cpu;
+pub(crate) use scope::{run_scoped, Job};
 pub(crate) use svm::SvmAlloc;
 pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};

@@ -1,0 +1,39 @@
+//! Helpers shared by the structures' integration tests.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use asym_runtime::{select_device, LatencyPool, PoolOptions, Runtime, Transport};
+use asym_structures::kselect::{KSelector, SelectKey};
+
+/// The transports to test: the one `ASYM_SVM` forces, else every one the default device has.
+pub fn transports() -> Vec<Transport> {
+    let device = select_device(None).expect("an OpenCL device (install pocl-opencl-icd)");
+    match std::env::var("ASYM_SVM") {
+        Ok(s) if !s.trim().is_empty() => vec![s.parse().expect("ASYM_SVM is fine or coarse")],
+        _ => Transport::supported_by(&device),
+    }
+}
+
+/// A selector on the default device with `transport`, heaps of arity `d` and two pinned threads.
+pub fn selector(transport: Transport, d: usize) -> KSelector {
+    let device = select_device(None).expect("an OpenCL device");
+    let rt = Runtime::open(device, Some(transport), Some(Duration::from_secs(120)))
+        .expect("open runtime");
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .expect("pool");
+    KSelector::new(Some(rt), pool, d).expect("selector")
+}
+
+/// The reference: the k-th smallest of each sub-list by `select_nth_unstable_by`.
+pub fn reference<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+    offs.windows(2)
+        .map(|w| {
+            let mut v = data[w[0]..w[1]].to_vec();
+            *v.select_nth_unstable_by(k - 1, K::cmp_keys).1
+        })
+        .collect()
+}

@@ -1,0 +1,216 @@
+//! Batch k-selection in every mode against `select_nth_unstable`, on fresh random data and
+//! the edge cases, for every d and both transports (`ASYM_SVM=coarse` runs coarse alone).
+
+mod common;
+
+use asym_runtime::{Error, Mode};
+use asym_structures::kselect::{SelectKey, Sublists};
+use rand::{Rng, SeedableRng};
+
+fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
+    vec![
+        ("random", (0..n).map(|_| rng.gen()).collect()),
+        ("sorted", (0..n as i32).collect()),
+        ("reverse", (0..n as i32).rev().collect()),
+        ("all equal", vec![-3; n]),
+        (
+            "many duplicates",
+            (0..n).map(|_| rng.gen_range(-2..3)).collect(),
+        ),
+    ]
+}
+
+#[test]
+fn every_mode_matches_select_nth_on_every_pattern() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let sel = common::selector(t, 8);
+        for len in [1usize, 7, 64, 1000] {
+            let n = len * 13;
+            for (name, data) in patterns(n, &mut rng) {
+                for k in [1, (len / 10).max(1), len] {
+                    let offs: Vec<usize> = (0..=13).map(|i| i * len).collect();
+                    let want = common::reference(&data, &offs, k);
+                    for mode in Mode::ALL {
+                        let got = sel.select(&data, &Sublists::Equal(len), k, mode).unwrap();
+                        assert_eq!(got, want, "{t} {mode} {name} len {len} k {k}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_d_and_lengths_that_are_not_powers_of_two() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let t = common::transports()[0];
+    for d in asym_structures::dheap::SUPPORTED_D {
+        let sel = common::selector(t, d);
+        let len = 3 * d + 5;
+        let data: Vec<i32> = (0..len * 9).map(|_| rng.gen_range(-1000..1000)).collect();
+        let offs: Vec<usize> = (0..=9).map(|i| i * len).collect();
+        for k in [1, 2, d, d + 1, len / 2, len] {
+            let want = common::reference(&data, &offs, k);
+            for mode in Mode::ALL {
+                assert_eq!(
+                    sel.select(&data, &Sublists::Equal(len), k, mode).unwrap(),
+                    want,
+                    "d {d} {mode} k {k}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn uneven_offsets_and_other_key_types() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let t = common::transports()[0];
+    let sel = common::selector(t, 16);
+    let mut offs = vec![0usize];
+    for _ in 0..40 {
+        offs.push(offs.last().unwrap() + rng.gen_range(20..300));
+    }
+    let total = *offs.last().unwrap();
+    let k = 17;
+    let u: Vec<u32> = (0..total).map(|_| rng.gen()).collect();
+    let f: Vec<f32> = (0..total)
+        .map(|i| match i % 50 {
+            0 => f32::NAN,
+            1 => -f32::NAN,
+            2 => f32::INFINITY,
+            3 => -0.0,
+            _ => rng.gen_range(-1e6..1e6),
+        })
+        .collect();
+    let cut = Sublists::Offsets(offs.clone());
+    for mode in Mode::ALL {
+        assert_eq!(
+            sel.select(&u, &cut, k, mode).unwrap(),
+            common::reference(&u, &offs, k),
+            "u32 {mode}"
+        );
+        let got = sel.select(&f, &cut, k, mode).unwrap();
+        let want = common::reference(&f, &offs, k);
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "f32 {mode}: {got:?} vs {want:?}"
+        );
+    }
+    // The key mappings are order-preserving bijections.
+    for x in [i32::MIN, -1, 0, 1, i32::MAX] {
+        assert_eq!(u32::from_ordered((x as u32).to_ordered()), x as u32);
+        assert_eq!(i32::from_ordered(x), x);
+    }
+    for x in [f32::NEG_INFINITY, -1.5, -0.0, 0.0, 2.5, f32::INFINITY] {
+        assert_eq!(f32::from_ordered(x.to_ordered()).to_bits(), x.to_bits());
+    }
+    assert!((-0.0f32).to_ordered() < 0.0f32.to_ordered());
+}
+
+#[test]
+fn larger_sublists_use_global_heaps_when_local_memory_is_short() {
+    // k = 0.1 · 2^17 needs ~52 KB of heap: over NVIDIA's 48 KB of local memory, inside PoCL's.
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let t = common::transports()[0];
+    let sel = common::selector(t, 32);
+    let len = 1 << 17;
+    let data: Vec<i32> = (0..len * 3).map(|_| rng.gen()).collect();
+    let offs: Vec<usize> = (0..=3).map(|i| i * len).collect();
+    let k = len / 10;
+    let want = common::reference(&data, &offs, k);
+    for mode in Mode::ALL {
+        let (got, stats) = sel
+            .select_with_stats(&data, &Sublists::Equal(len), k, mode)
+            .unwrap();
+        assert_eq!(got, want, "{mode} (local heap: {})", stats.local_heap);
+        assert_eq!(stats.cpu_sublists + stats.device_sublists, 3);
+    }
+}
+
+#[test]
+fn cooperative_splits_the_work_and_gets_it_right() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let sel = common::selector(t, 8);
+        let len = 2048;
+        let data: Vec<i32> = (0..len * 512).map(|_| rng.gen()).collect();
+        let offs: Vec<usize> = (0..=512).map(|i| i * len).collect();
+        let (got, stats) = sel
+            .select_with_stats(&data, &Sublists::Equal(len), len / 10, Mode::Cooperative)
+            .unwrap();
+        assert_eq!(got, common::reference(&data, &offs, len / 10), "{t}");
+        assert_eq!(
+            stats.cpu_sublists + stats.device_sublists,
+            512,
+            "{t}: {stats:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors_not_panics() {
+    let sel = common::selector(common::transports()[0], 4);
+    let data: Vec<i32> = (0..100).collect();
+    let bad = |r: asym_runtime::Result<Vec<i32>>| matches!(r, Err(Error::InvalidArgument(_)));
+    for mode in Mode::ALL {
+        assert!(
+            bad(sel.select(&data, &Sublists::Equal(10), 0, mode)),
+            "k = 0"
+        );
+        assert!(
+            bad(sel.select(&data, &Sublists::Equal(10), 11, mode)),
+            "k > length"
+        );
+        assert!(bad(sel.select(&[], &Sublists::Equal(10), 1, mode)), "empty");
+        assert!(
+            bad(sel.select(&data, &Sublists::Equal(7), 1, mode)),
+            "not divisible"
+        );
+        assert!(
+            bad(sel.select(&data, &Sublists::Equal(0), 1, mode)),
+            "length 0"
+        );
+        assert!(
+            bad(sel.select(&data, &Sublists::Offsets(vec![0, 50, 40, 100]), 1, mode)),
+            "decreasing"
+        );
+        assert!(
+            bad(sel.select(&data, &Sublists::Offsets(vec![0, 50]), 1, mode)),
+            "short of the end"
+        );
+    }
+    let msg = sel
+        .select(&data, &Sublists::Equal(10), 11, Mode::CpuOnly)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("k = 11") && msg.contains("10"), "{msg}");
+    // A selector without a device refuses the device modes clearly.
+    let cpu_only = asym_structures::KSelector::new(
+        None,
+        asym_runtime::LatencyPool::new(Default::default()).unwrap(),
+        4,
+    )
+    .unwrap();
+    assert_eq!(
+        cpu_only
+            .select(&data, &Sublists::Equal(10), 3, Mode::CpuOnly)
+            .unwrap(),
+        (0..10).map(|i| i * 10 + 2).collect::<Vec<_>>()
+    );
+    assert!(bad(cpu_only.select(
+        &data,
+        &Sublists::Equal(10),
+        3,
+        Mode::GpuOnly
+    )));
+    assert!(asym_structures::KSelector::new(
+        None,
+        asym_runtime::LatencyPool::new(Default::default()).unwrap(),
+        3
+    )
+    .is_err());
+}
