@@ -178,31 +178,20 @@ impl<T: Copy + Ord + Default> DHeap<T> {
     }
 
     /// Moves the hole at node `i` down, placing `key` where the heap property holds:
-    /// find-max-child over one aligned block, then compare-and-swap, level by level.
+    /// find-max-child over one aligned block, then compare-and-swap, level by level. The arity
+    /// is dispatched to a const-generic loop so each block scan is unrolled and branch-free.
     #[inline]
-    fn sift_down(&mut self, mut i: usize, key: T) {
-        let (r, d, len) = (self.root, self.d, self.len);
-        loop {
-            let first = d * i + 1;
-            if first >= len {
-                break;
-            }
-            let last = (first + d).min(len);
-            let block = &self.buf[r + first..r + last];
-            let mut best = 0;
-            for (j, v) in block.iter().enumerate().skip(1) {
-                if *v > block[best] {
-                    best = j;
-                }
-            }
-            let child = block[best];
-            if child <= key {
-                break;
-            }
-            self.buf[r + i] = child;
-            i = first + best;
+    fn sift_down(&mut self, i: usize, key: T) {
+        let (r, len) = (self.root, self.len);
+        let heap = &mut self.buf[r..r + len];
+        match self.d {
+            2 => sift_down_const::<T, 2>(heap, i, key),
+            4 => sift_down_const::<T, 4>(heap, i, key),
+            8 => sift_down_const::<T, 8>(heap, i, key),
+            16 => sift_down_const::<T, 16>(heap, i, key),
+            32 => sift_down_const::<T, 32>(heap, i, key),
+            _ => sift_down_const::<T, 64>(heap, i, key),
         }
-        self.buf[r + i] = key;
     }
 
     /// Whether every node is at least as large as its children.
@@ -220,4 +209,48 @@ impl<T: Copy + Ord + Default> DHeap<T> {
             child0 % block_bytes == 0
         })
     }
+}
+
+/// Sift-down in a heap of arity `D` stored from index 0 of `heap` (children of node `i` at
+/// `D·i + 1 ..= D·i + D`).
+#[inline(always)]
+fn sift_down_const<T: Copy + Ord, const D: usize>(heap: &mut [T], mut i: usize, key: T) {
+    let len = heap.len();
+    loop {
+        let first = D * i + 1;
+        if first + D <= len {
+            // A full block: scan it without bounds checks or branches on the data.
+            let block: &[T; D] = heap[first..first + D].try_into().expect("block of D keys");
+            let mut best = 0;
+            let mut bv = block[0];
+            for (j, &v) in block.iter().enumerate().skip(1) {
+                let gt = v > bv;
+                bv = if gt { v } else { bv };
+                best = if gt { j } else { best };
+            }
+            if bv <= key {
+                break;
+            }
+            heap[i] = bv;
+            i = first + best;
+        } else {
+            if first >= len {
+                break;
+            }
+            let block = &heap[first..];
+            let mut best = 0;
+            for (j, v) in block.iter().enumerate().skip(1) {
+                if *v > block[best] {
+                    best = j;
+                }
+            }
+            let child = block[best];
+            if child <= key {
+                break;
+            }
+            heap[i] = child;
+            i = first + best;
+        }
+    }
+    heap[i] = key;
 }

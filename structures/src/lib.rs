@@ -12,6 +12,7 @@
 
 pub mod dheap;
 pub mod kselect;
+pub mod npy;
 
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;

@@ -1,0 +1,371 @@
+//! Batch k-selection, the main job: the k-th smallest key of every sub-list of a list set, in
+//! every scheduling mode (CpuOnly, GpuOnly, Cooperative) and with the peers a user would pick
+//! instead (`select_nth_unstable` and std `BinaryHeap`, both over rayon), each answer checked
+//! against `select_nth_unstable`.
+//!
+//!     cargo run --release --example batch_kselect                 # 2^22 random int32 keys
+//!     cargo run --release --example batch_kselect -- --total-log2 25 --sublist 8192 --json
+//!     cargo run --release --example batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
+
+use std::collections::BinaryHeap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use asym::runtime::{parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::structures::kselect::{KSelector, SelectKey, Sublists};
+use asym::structures::npy::{self, Dtype, NpyElement};
+use clap::Parser;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use serde_json::json;
+
+#[derive(Parser, Debug)]
+#[command(about = "Heap-based batch k-selection on CPU latency cores, the OpenCL device, or both")]
+struct Args {
+    /// Generate 2^N random int32 keys (ignored with --input).
+    #[arg(long, default_value_t = 22)]
+    total_log2: u32,
+    /// Sub-list length (default: 2^11, 2^13, ..., 2^21, those that fit; with a 2-D --input, the row length).
+    #[arg(long)]
+    sublist: Option<usize>,
+    /// k (default: 0.1 · sub-list length, at least 1).
+    #[arg(long)]
+    k: Option<usize>,
+    /// Modes: cpu, gpu, coop (comma-separated) or all.
+    #[arg(long, default_value = "all")]
+    mode: String,
+    /// Heap arity: 2, 4, 8, 16, 32 or 64.
+    #[arg(long, default_value_t = 8)]
+    d: usize,
+    /// OpenCL device: part of its platform or device name (default: ASYM_DEVICE, else the first GPU, else the first CPU device).
+    #[arg(long)]
+    device: Option<String>,
+    /// Random seed for generated keys.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Read keys from a .npy file (1-D int32/uint32/float32 cut by --sublist, or 2-D rows).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Write the k-th values (one per sub-list, same dtype) to a .npy file (from the last mode run).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Verify every answer against select_nth_unstable (default).
+    #[arg(long, overrides_with = "no_check")]
+    check: bool,
+    /// Skip verification.
+    #[arg(long)]
+    no_check: bool,
+    /// Also time the peers: select_nth_unstable and BinaryHeap k-selection over rayon (default).
+    #[arg(long, overrides_with = "no_peers")]
+    peers: bool,
+    /// Skip the peers.
+    #[arg(long)]
+    no_peers: bool,
+    /// Timed runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Latency threads (default: every CPU).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object per mode and length instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What was run: one of the modes, or a peer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Runner {
+    Mode(Mode),
+    PeerSelectNth,
+    PeerBinaryHeap,
+}
+
+impl Runner {
+    fn name(self) -> &'static str {
+        match self {
+            Runner::Mode(m) => m.short_name(),
+            Runner::PeerSelectNth => "peer:select_nth",
+            Runner::PeerBinaryHeap => "peer:binaryheap",
+        }
+    }
+}
+
+struct Row {
+    runner: Runner,
+    sublist: usize,
+    k: usize,
+    ms: f64,
+    verified: Option<bool>,
+    cpu_sublists: usize,
+    device_sublists: usize,
+}
+
+fn generate(total: usize, seed: u64) -> Vec<i32> {
+    let mut v = vec![0i32; total];
+    v.par_chunks_mut(1 << 16).enumerate().for_each(|(i, chunk)| {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        chunk.iter_mut().for_each(|x| *x = rng.gen());
+    });
+    v
+}
+
+fn reference<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+    offs.par_windows(2)
+        .map(|w| {
+            let mut v = data[w[0]..w[1]].to_vec();
+            *v.select_nth_unstable_by(k - 1, K::cmp_keys).1
+        })
+        .collect()
+}
+
+fn peer_binary_heap<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+    offs.par_windows(2)
+        .map(|w| {
+            let list = &data[w[0]..w[1]];
+            let mut heap: BinaryHeap<i32> = list[..k].iter().map(|x| x.to_ordered()).collect();
+            for x in &list[k..] {
+                let v = x.to_ordered();
+                if let Some(mut top) = heap.peek_mut() {
+                    if v < *top {
+                        *top = v;
+                    }
+                }
+            }
+            K::from_ordered(*heap.peek().expect("k >= 1"))
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+struct Bench<'a> {
+    args: &'a Args,
+    selector: &'a KSelector,
+    device_label: String,
+    transport: String,
+    progress: Progress,
+}
+
+/// A progress bar that appears only once the run has taken more than a second.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    started: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(steps: u64, quiet: bool) -> Self {
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_length(steps);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        Progress { bar, started: Instant::now(), shown: quiet }
+    }
+    fn step(&mut self, msg: String) {
+        if !self.shown && self.started.elapsed() > Duration::from_secs(1) {
+            self.bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        self.bar.set_message(msg);
+        self.bar.inc(1);
+    }
+}
+
+impl Bench<'_> {
+    fn run<K: SelectKey + NpyElement>(&mut self, data: &[K], lengths: &[usize], runners: &[Runner]) -> Result<(Vec<Row>, Option<Vec<K>>)> {
+        let mut rows = Vec::new();
+        let mut last = None;
+        for &len in lengths {
+            let k = match self.args.k {
+                Some(k) => k,
+                None => (len / 10).max(1),
+            };
+            let cut = Sublists::Equal(len);
+            let offs = cut.boundaries(data.len(), k)?;
+            let want = if self.args.no_check { None } else { Some(reference(data, &offs, k)) };
+            for &runner in runners {
+                self.progress.step(format!("{} sub-list {len}", runner.name()));
+                let mut times = Vec::new();
+                let mut result = Vec::new();
+                let mut split = (0, 0);
+                for _ in 0..self.args.repeat.max(1) {
+                    let t = Instant::now();
+                    result = match runner {
+                        Runner::Mode(m) => {
+                            let (v, s) = self.selector.select_with_stats(data, &cut, k, m)?;
+                            split = (s.cpu_sublists, s.device_sublists);
+                            v
+                        }
+                        Runner::PeerSelectNth => reference(data, &offs, k),
+                        Runner::PeerBinaryHeap => peer_binary_heap(data, &offs, k),
+                    };
+                    times.push(t.elapsed());
+                }
+                let verified = want.as_ref().map(|w| {
+                    w.iter().zip(&result).all(|(a, b)| a.to_ordered() == b.to_ordered())
+                });
+                rows.push(Row {
+                    runner,
+                    sublist: len,
+                    k,
+                    ms: median(times).as_secs_f64() * 1e3,
+                    verified,
+                    cpu_sublists: split.0,
+                    device_sublists: split.1,
+                });
+                if matches!(runner, Runner::Mode(_)) {
+                    last = Some(result);
+                }
+            }
+        }
+        Ok((rows, last))
+    }
+
+    fn print(&self, rows: &[Row], n: usize, dtype: Dtype) {
+        let cpu_ms = |len: usize| rows.iter().find(|r| r.sublist == len && r.runner == Runner::Mode(Mode::CpuOnly)).map(|r| r.ms);
+        if self.args.json {
+            for r in rows {
+                let line = json!({
+                    "mode": r.runner.name(), "device": self.device_label, "transport": self.transport,
+                    "n": n, "sublist": r.sublist, "k": r.k, "d": self.selector.d(), "dtype": dtype.descr(),
+                    "ms": r.ms, "mkeys_per_s": n as f64 / r.ms / 1e3,
+                    "speedup_vs_cpu": cpu_ms(r.sublist).map(|c| c / r.ms),
+                    "verified": r.verified, "cpu_sublists": r.cpu_sublists, "device_sublists": r.device_sublists,
+                    "threads": self.selector.pool().len(),
+                });
+                println!("{line}");
+            }
+            return;
+        }
+        println!(
+            "batch k-selection: {n} {} keys, d = {}, {} latency threads, device: {} ({} SVM)",
+            dtype.descr(),
+            self.selector.d(),
+            self.selector.pool().len(),
+            self.device_label,
+            self.transport
+        );
+        println!("{:>9} {:>8}  {:<16} {:>10} {:>9} {:>7}  {:<8} {}", "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified", "sub-lists cpu/dev");
+        for r in rows {
+            let speed = cpu_ms(r.sublist).map(|c| format!("{:.2}x", c / r.ms)).unwrap_or_else(|| "-".into());
+            let verified = match r.verified {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "-",
+            };
+            let split = match r.runner {
+                Runner::Mode(_) => format!("{}/{}", r.cpu_sublists, r.device_sublists),
+                _ => "rayon".into(),
+            };
+            println!(
+                "{:>9} {:>8}  {:<16} {:>10.2} {:>9.1} {:>7}  {:<8} {}",
+                r.sublist, r.k, r.runner.name(), r.ms, n as f64 / r.ms / 1e3, speed, verified, split
+            );
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<bool> {
+    let modes = parse_modes(&args.mode)?;
+    let mut runners: Vec<Runner> = modes.iter().map(|&m| Runner::Mode(m)).collect();
+    if !args.no_peers {
+        runners.extend([Runner::PeerSelectNth, Runner::PeerBinaryHeap]);
+    }
+    let needs_device = modes.iter().any(|m| m.uses_device());
+    let rt = if needs_device {
+        Some(Runtime::with_options(RuntimeOptions { device: args.device.clone(), ..Default::default() })?)
+    } else {
+        None
+    };
+    let (device_label, transport) = match &rt {
+        Some(rt) => (rt.profile().label(), rt.transport().to_string()),
+        None => ("none (cpu mode only)".into(), "-".into()),
+    };
+    let pool = LatencyPool::new(PoolOptions { threads: args.threads, ..Default::default() })?;
+    let selector = KSelector::new(rt, pool, args.d)?;
+
+    // Keys: from a file, or generated.
+    let (array, generated);
+    let (dtype, lengths, n): (Dtype, Vec<usize>, usize) = match &args.input {
+        Some(path) => {
+            array = npy::read(path)?;
+            let len = match (array.shape.as_slice(), args.sublist) {
+                (&[_, cols], None) => cols,
+                (&[_, cols], Some(s)) if s != cols => {
+                    return Err(Error::InvalidArgument(format!("--sublist {s} disagrees with the file's rows of {cols}")))
+                }
+                (_, Some(s)) => s,
+                (&[_], None) => return Err(Error::InvalidArgument("a 1-D --input needs --sublist LEN".into())),
+                _ => unreachable!("npy::read returns 1-D or 2-D"),
+            };
+            generated = Vec::new();
+            (array.dtype, vec![len], array.bits.len())
+        }
+        None => {
+            if args.total_log2 > 31 {
+                return Err(Error::InvalidArgument(format!("--total-log2 {} is too large (at most 31)", args.total_log2)));
+            }
+            let total = 1usize << args.total_log2;
+            let lengths: Vec<usize> = match args.sublist {
+                Some(s) => vec![s],
+                None => (11..=21).step_by(2).map(|e| 1usize << e).filter(|&l| l <= total).collect(),
+            };
+            if lengths.is_empty() {
+                return Err(Error::InvalidArgument(format!("2^{} keys hold no default sub-list (the shortest is 2^11); pass --sublist", args.total_log2)));
+            }
+            generated = generate(total, args.seed);
+            array = npy::NpyArray { dtype: Dtype::I32, shape: vec![], bits: vec![] };
+            (Dtype::I32, lengths, total)
+        }
+    };
+    if n == 0 {
+        return Err(Error::InvalidArgument("the input is empty".into()));
+    }
+    // Warm up: build the kernels once, outside the timings.
+    let warm: Vec<i32> = (0..64).collect();
+    for &m in &modes {
+        selector.select(&warm, &Sublists::Equal(64), 6, m)?;
+    }
+    let steps = (lengths.len() * runners.len()) as u64;
+    let mut bench = Bench { args, selector: &selector, device_label, transport, progress: Progress::new(steps, args.json) };
+    macro_rules! go {
+        ($t:ty, $data:expr) => {{
+            let (rows, last) = bench.run::<$t>($data, &lengths, &runners)?;
+            bench.progress.bar.finish_and_clear();
+            bench.print(&rows, n, dtype);
+            if let (Some(path), Some(values)) = (&args.output, last) {
+                npy::write(path, &values)?;
+            }
+            rows.iter().all(|r| r.verified != Some(false))
+        }};
+    }
+    let ok = match (args.input.is_some(), dtype) {
+        (false, _) => go!(i32, &generated),
+        (true, Dtype::I32) => go!(i32, &array.to_vec::<i32>()?),
+        (true, Dtype::U32) => go!(u32, &array.to_vec::<u32>()?),
+        (true, Dtype::F32) => go!(f32, &array.to_vec::<f32>()?),
+    };
+    Ok(ok)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("batch_kselect: some answers differ from select_nth_unstable");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("batch_kselect: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
