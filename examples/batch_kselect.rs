@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::runtime::{
+    parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions,
+};
 use asym::structures::kselect::{KSelector, SelectKey, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
 use clap::Parser;
@@ -103,10 +105,14 @@ struct Row {
 
 fn generate(total: usize, seed: u64) -> Vec<i32> {
     let mut v = vec![0i32; total];
-    v.par_chunks_mut(1 << 16).enumerate().for_each(|(i, chunk)| {
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        chunk.iter_mut().for_each(|x| *x = rng.gen());
-    });
+    v.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(
+                seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            );
+            chunk.iter_mut().for_each(|x| *x = rng.gen());
+        });
     v
 }
 
@@ -162,15 +168,22 @@ impl Progress {
         let bar = indicatif::ProgressBar::hidden();
         bar.set_length(steps);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-                .expect("static template")
-                .progress_chars("=> "),
+            indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
         );
-        Progress { bar, started: Instant::now(), shown: quiet }
+        Progress {
+            bar,
+            started: Instant::now(),
+            shown: quiet,
+        }
     }
     fn step(&mut self, msg: String) {
         if !self.shown && self.started.elapsed() > Duration::from_secs(1) {
-            self.bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
             self.shown = true;
         }
         self.bar.set_message(msg);
@@ -179,7 +192,12 @@ impl Progress {
 }
 
 impl Bench<'_> {
-    fn run<K: SelectKey + NpyElement>(&mut self, data: &[K], lengths: &[usize], runners: &[Runner]) -> Result<(Vec<Row>, Option<Vec<K>>)> {
+    fn run<K: SelectKey + NpyElement>(
+        &mut self,
+        data: &[K],
+        lengths: &[usize],
+        runners: &[Runner],
+    ) -> Result<(Vec<Row>, Option<Vec<K>>)> {
         let mut rows = Vec::new();
         let mut last = None;
         for &len in lengths {
@@ -189,9 +207,14 @@ impl Bench<'_> {
             };
             let cut = Sublists::Equal(len);
             let offs = cut.boundaries(data.len(), k)?;
-            let want = if self.args.no_check { None } else { Some(reference(data, &offs, k)) };
+            let want = if self.args.no_check {
+                None
+            } else {
+                Some(reference(data, &offs, k))
+            };
             for &runner in runners {
-                self.progress.step(format!("{} sub-list {len}", runner.name()));
+                self.progress
+                    .step(format!("{} sub-list {len}", runner.name()));
                 let mut times = Vec::new();
                 let mut result = Vec::new();
                 let mut split = (0, 0);
@@ -209,7 +232,9 @@ impl Bench<'_> {
                     times.push(t.elapsed());
                 }
                 let verified = want.as_ref().map(|w| {
-                    w.iter().zip(&result).all(|(a, b)| a.to_ordered() == b.to_ordered())
+                    w.iter()
+                        .zip(&result)
+                        .all(|(a, b)| a.to_ordered() == b.to_ordered())
                 });
                 rows.push(Row {
                     runner,
@@ -229,7 +254,11 @@ impl Bench<'_> {
     }
 
     fn print(&self, rows: &[Row], n: usize, dtype: Dtype) {
-        let cpu_ms = |len: usize| rows.iter().find(|r| r.sublist == len && r.runner == Runner::Mode(Mode::CpuOnly)).map(|r| r.ms);
+        let cpu_ms = |len: usize| {
+            rows.iter()
+                .find(|r| r.sublist == len && r.runner == Runner::Mode(Mode::CpuOnly))
+                .map(|r| r.ms)
+        };
         if self.args.json {
             for r in rows {
                 let line = json!({
@@ -252,9 +281,14 @@ impl Bench<'_> {
             self.device_label,
             self.transport
         );
-        println!("{:>9} {:>8}  {:<16} {:>10} {:>9} {:>7}  {:<8} {}", "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified", "sub-lists cpu/dev");
+        println!(
+            "{:>9} {:>8}  {:<16} {:>10} {:>9} {:>7}  {:<8} {}",
+            "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified", "sub-lists cpu/dev"
+        );
         for r in rows {
-            let speed = cpu_ms(r.sublist).map(|c| format!("{:.2}x", c / r.ms)).unwrap_or_else(|| "-".into());
+            let speed = cpu_ms(r.sublist)
+                .map(|c| format!("{:.2}x", c / r.ms))
+                .unwrap_or_else(|| "-".into());
             let verified = match r.verified {
                 Some(true) => "yes",
                 Some(false) => "NO",
@@ -266,7 +300,14 @@ impl Bench<'_> {
             };
             println!(
                 "{:>9} {:>8}  {:<16} {:>10.2} {:>9.1} {:>7}  {:<8} {}",
-                r.sublist, r.k, r.runner.name(), r.ms, n as f64 / r.ms / 1e3, speed, verified, split
+                r.sublist,
+                r.k,
+                r.runner.name(),
+                r.ms,
+                n as f64 / r.ms / 1e3,
+                speed,
+                verified,
+                split
             );
         }
     }
@@ -280,7 +321,10 @@ fn run(args: &Args) -> Result<bool> {
     }
     let needs_device = modes.iter().any(|m| m.uses_device());
     let rt = if needs_device {
-        Some(Runtime::with_options(RuntimeOptions { device: args.device.clone(), ..Default::default() })?)
+        Some(Runtime::with_options(RuntimeOptions {
+            device: args.device.clone(),
+            ..Default::default()
+        })?)
     } else {
         None
     };
@@ -288,7 +332,10 @@ fn run(args: &Args) -> Result<bool> {
         Some(rt) => (rt.profile().label(), rt.transport().to_string()),
         None => ("none (cpu mode only)".into(), "-".into()),
     };
-    let pool = LatencyPool::new(PoolOptions { threads: args.threads, ..Default::default() })?;
+    let pool = LatencyPool::new(PoolOptions {
+        threads: args.threads,
+        ..Default::default()
+    })?;
     let selector = KSelector::new(rt, pool, args.d)?;
 
     // Keys: from a file, or generated.
@@ -299,10 +346,16 @@ fn run(args: &Args) -> Result<bool> {
             let len = match (array.shape.as_slice(), args.sublist) {
                 (&[_, cols], None) => cols,
                 (&[_, cols], Some(s)) if s != cols => {
-                    return Err(Error::InvalidArgument(format!("--sublist {s} disagrees with the file's rows of {cols}")))
+                    return Err(Error::InvalidArgument(format!(
+                        "--sublist {s} disagrees with the file's rows of {cols}"
+                    )))
                 }
                 (_, Some(s)) => s,
-                (&[_], None) => return Err(Error::InvalidArgument("a 1-D --input needs --sublist LEN".into())),
+                (&[_], None) => {
+                    return Err(Error::InvalidArgument(
+                        "a 1-D --input needs --sublist LEN".into(),
+                    ))
+                }
                 _ => unreachable!("npy::read returns 1-D or 2-D"),
             };
             generated = Vec::new();
@@ -310,18 +363,32 @@ fn run(args: &Args) -> Result<bool> {
         }
         None => {
             if args.total_log2 > 31 {
-                return Err(Error::InvalidArgument(format!("--total-log2 {} is too large (at most 31)", args.total_log2)));
+                return Err(Error::InvalidArgument(format!(
+                    "--total-log2 {} is too large (at most 31)",
+                    args.total_log2
+                )));
             }
             let total = 1usize << args.total_log2;
             let lengths: Vec<usize> = match args.sublist {
                 Some(s) => vec![s],
-                None => (11..=21).step_by(2).map(|e| 1usize << e).filter(|&l| l <= total).collect(),
+                None => (11..=21)
+                    .step_by(2)
+                    .map(|e| 1usize << e)
+                    .filter(|&l| l <= total)
+                    .collect(),
             };
             if lengths.is_empty() {
-                return Err(Error::InvalidArgument(format!("2^{} keys hold no default sub-list (the shortest is 2^11); pass --sublist", args.total_log2)));
+                return Err(Error::InvalidArgument(format!(
+                    "2^{} keys hold no default sub-list (the shortest is 2^11); pass --sublist",
+                    args.total_log2
+                )));
             }
             generated = generate(total, args.seed);
-            array = npy::NpyArray { dtype: Dtype::I32, shape: vec![], bits: vec![] };
+            array = npy::NpyArray {
+                dtype: Dtype::I32,
+                shape: vec![],
+                bits: vec![],
+            };
             (Dtype::I32, lengths, total)
         }
     };
@@ -334,7 +401,13 @@ fn run(args: &Args) -> Result<bool> {
         selector.select(&warm, &Sublists::Equal(64), 6, m)?;
     }
     let steps = (lengths.len() * runners.len()) as u64;
-    let mut bench = Bench { args, selector: &selector, device_label, transport, progress: Progress::new(steps, args.json) };
+    let mut bench = Bench {
+        args,
+        selector: &selector,
+        device_label,
+        transport,
+        progress: Progress::new(steps, args.json),
+    };
     macro_rules! go {
         ($t:ty, $data:expr) => {{
             let (rows, last) = bench.run::<$t>($data, &lengths, &runners)?;

@@ -14,8 +14,10 @@
 //!   computes chunk i (double buffering; on the coarse transport each hand-off is an unmap and
 //!   a kernel launch).
 //! - **Cooperative** (by amount): latency threads and the device claim sub-lists from the same
-//!   counter; the device's chunk shrinks as the end nears, in proportion to its measured share of
-//!   the throughput, so neither side is left with a long tail.
+//!   counter. The device first claims a small probe (1/256 of the sub-lists), then claims its
+//!   measured share of the throughput applied to what remains (at most a full chunk), and stops
+//!   claiming once that share rounds to nothing, so a slow device cannot leave the CPU waiting
+//!   at the end and a fast one is not starved.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -146,6 +148,23 @@ pub struct KSelector {
     pool: LatencyPool,
     d: usize,
     work_group: Option<usize>,
+    /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
+    learned: std::sync::Mutex<std::collections::HashMap<u32, Learned>>,
+}
+
+/// What earlier selections measured for one sub-list length bucket.
+#[derive(Clone, Copy, Debug, Default)]
+struct Learned {
+    /// All latency threads together, keys per second (0: unknown).
+    cpu_keys_per_s: f64,
+    /// The device, keys per second over whole chunks (0: unknown).
+    dev_keys_per_s: f64,
+    /// Shortest time from claim to answers of one device launch, seconds (0: unknown).
+    dev_launch_s: f64,
+}
+
+fn bucket(avg_len: usize) -> u32 {
+    usize::BITS - avg_len.max(1).leading_zeros()
 }
 
 impl std::fmt::Debug for KSelector {
@@ -188,6 +207,7 @@ impl KSelector {
             pool,
             d,
             work_group: None,
+            learned: Default::default(),
         })
     }
 
@@ -256,21 +276,36 @@ impl KSelector {
             results: &results,
             claims: &claims,
             progress: &progress,
+            cpu_threads: self.pool.len(),
         };
         let mut stats = SelectStats::default();
+        let key = bucket(data.len() / n);
+        let hint = self
+            .learned
+            .lock()
+            .map(|l| l.get(&key).copied().unwrap_or_default())
+            .unwrap_or_default();
+        let started = Instant::now();
         match mode {
             Mode::CpuOnly => {
                 stats.cpu_sublists = self.cpu_workers(&job)?;
+                let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                self.learn(key, |l| l.cpu_keys_per_s = rate);
             }
             Mode::GpuOnly => {
-                let dev = self.device_worker(&job, false)?;
+                let dev = self.device_worker(&job, None)?;
                 stats.device_sublists = dev.sublists;
                 stats.launches = dev.launches;
                 stats.local_heap = dev.local_heap;
+                let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                self.learn(key, |l| {
+                    l.dev_keys_per_s = rate;
+                    l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
+                });
             }
             Mode::Cooperative => {
                 let (dev, cpu) = std::thread::scope(|s| {
-                    let dev = s.spawn(|| self.device_worker(&job, true));
+                    let dev = s.spawn(|| self.device_worker(&job, Some(hint)));
                     let cpu = self.cpu_workers(&job);
                     let dev = dev.join().unwrap_or_else(|_| {
                         Err(Error::Lost("the device driver thread panicked".into()))
@@ -282,6 +317,17 @@ impl KSelector {
                 stats.device_sublists = dev.sublists;
                 stats.launches = dev.launches;
                 stats.local_heap = dev.local_heap;
+                let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
+                    / started.elapsed().as_secs_f64().max(1e-9);
+                self.learn(key, |l| {
+                    if stats.cpu_sublists > 0 {
+                        l.cpu_keys_per_s = cpu_rate;
+                    }
+                    l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
+                    if dev.device_s > 0.0 && dev.keys > 0 {
+                        l.dev_keys_per_s = dev.keys as f64 / dev.device_s;
+                    }
+                });
             }
         }
         if stats.cpu_sublists + stats.device_sublists != n {
@@ -299,6 +345,12 @@ impl KSelector {
                 .collect(),
             stats,
         ))
+    }
+
+    fn learn(&self, key: u32, f: impl FnOnce(&mut Learned)) {
+        if let Ok(mut l) = self.learned.lock() {
+            f(l.entry(key).or_default());
+        }
     }
 
     fn cpu_workers<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<usize> {
@@ -327,10 +379,12 @@ impl KSelector {
         counts.into_iter().sum()
     }
 
+    /// Runs the device side; `cooperative` carries what earlier runs learned (Cooperative mode),
+    /// `None` means the device does everything (GpuOnly).
     fn device_worker<K: SelectKey>(
         &self,
         job: &Job<'_, K>,
-        cooperative: bool,
+        cooperative: Option<Learned>,
     ) -> Result<DeviceOutcome> {
         let rt = self.rt.as_ref().ok_or_else(|| {
             Error::InvalidArgument(
@@ -349,6 +403,7 @@ struct Job<'a, K> {
     results: &'a [AtomicI32],
     claims: &'a Claims,
     progress: &'a Progress,
+    cpu_threads: usize,
 }
 
 /// The k-th smallest of `list` with a d-heap (`heap` and `first` are reused scratch).
@@ -377,6 +432,19 @@ struct DeviceOutcome {
     sublists: usize,
     launches: usize,
     local_heap: bool,
+    /// Keys the device answered and the time it spent from its first claim to its last answer.
+    keys: usize,
+    device_s: f64,
+    /// The shortest claim-to-answer time of one launch (0: none measured).
+    fastest_launch_s: f64,
+}
+
+fn min_known(a: f64, b: f64) -> f64 {
+    match (a > 0.0, b > 0.0) {
+        (true, true) => a.min(b),
+        (true, false) => a,
+        _ => b,
+    }
 }
 
 /// Device-side sizes for one selection.
@@ -386,7 +454,6 @@ struct DevicePlan {
     local_heap: bool,
     heap_words: usize,
     chunk: usize,
-    chunk_keys: usize,
     options: String,
 }
 
@@ -398,6 +465,8 @@ struct Stage {
     _scratch: SvmBuffer<i32>,
     kernel: Kernel,
     launch: Option<(Launch, std::ops::Range<usize>)>,
+    keys: usize,
+    subs: usize,
 }
 
 /// Keys per device chunk: enough to keep the device busy, small enough to pipeline.
@@ -426,24 +495,14 @@ impl DevicePlan {
             });
         }
         let heap_words = (d - 1 + k).next_multiple_of(16) + 16;
-        let fixed_local = (wg + 2 * d + 8) * 4 + 256;
+        // cand (2·WG), redv, redi, redv2, redi2, scan (WG each), root; plus slack.
+        let fixed_local = (7 * wg + 8) * 4 + 256;
         let local_heap = (heap_words * 4 + fixed_local) as u64 <= p.local_mem_bytes;
         let n = job.claims.n;
         let avg = job.data.len() / n;
         let chunk = (CHUNK_KEYS / avg.max(1))
             .max(p.compute_units as usize * 4)
             .clamp(1, n);
-        // The most keys any `chunk` consecutive sub-lists hold (the staging buffers' size).
-        let chunk_keys = (0..n)
-            .step_by(1)
-            .map(|i| job.offs[(i + chunk).min(n)] - job.offs[i])
-            .max()
-            .unwrap_or(0);
-        if chunk_keys > u32::MAX as usize {
-            return Err(Error::InvalidArgument(
-                "a device chunk exceeds 2^32 keys".into(),
-            ));
-        }
         let options = format!("-DD={d} -DWG={wg} -DHEAP_LOCAL={}", u8::from(local_heap));
         Ok(DevicePlan {
             rt: rt.clone(),
@@ -451,20 +510,21 @@ impl DevicePlan {
             local_heap,
             heap_words,
             chunk,
-            chunk_keys,
             options,
         })
     }
 
-    fn stage(&self, k: usize) -> Result<Stage> {
+    /// Staging buffers for up to `subs` sub-lists holding up to `keys` keys, and the kernel
+    /// bound to them.
+    fn stage(&self, k: usize, keys: usize, subs: usize) -> Result<Stage> {
         let rt = &self.rt;
-        let data = rt.alloc::<i32>(self.chunk_keys)?;
-        let offs = rt.alloc::<u32>(self.chunk + 1)?;
-        let out = rt.alloc::<i32>(self.chunk)?;
+        let data = rt.alloc::<i32>(keys)?;
+        let offs = rt.alloc::<u32>(subs + 1)?;
+        let out = rt.alloc::<i32>(subs)?;
         let scratch = rt.alloc::<i32>(if self.local_heap {
             1
         } else {
-            self.chunk * self.heap_words
+            subs * self.heap_words
         })?;
         let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
         let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
@@ -484,59 +544,145 @@ impl DevicePlan {
             _scratch: scratch,
             kernel,
             launch: None,
+            keys,
+            subs,
         })
     }
 
-    fn run<K: SelectKey>(&self, job: &Job<'_, K>, cooperative: bool) -> Result<DeviceOutcome> {
-        let mut stages = [self.stage(job.k)?, self.stage(job.k)?];
+    fn run<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        cooperative: Option<Learned>,
+    ) -> Result<DeviceOutcome> {
+        // Staging buffers are made on first use, sized to the claim (a small probe in
+        // Cooperative mode, a full chunk in GpuOnly), and regrown if a later claim is larger.
+        let mut stages: [Option<Stage>; 2] = [None, None];
+        let mut claimed_at: [Option<Instant>; 2] = [None, None];
         let mut cur = 0;
         let mut outcome = DeviceOutcome {
             sublists: 0,
             launches: 0,
             local_heap: self.local_heap,
+            keys: 0,
+            device_s: 0.0,
+            fastest_launch_s: 0.0,
         };
-        let mut device_keys = 0usize;
-        let mut device_time = 0f64;
+        let started = Instant::now();
+        let total_keys = job.data.len();
+        // Waits for a stage, books its answers and its claim-to-answer time.
+        let settle = |stage: &mut Stage,
+                      at: &mut Option<Instant>,
+                      outcome: &mut DeviceOutcome|
+         -> Result<()> {
+            if let Some((done, keys)) = self.finish(stage, job)? {
+                outcome.sublists += done;
+                outcome.keys += keys;
+                if let Some(t) = at.take() {
+                    outcome.fastest_launch_s =
+                        min_known(outcome.fastest_launch_s, t.elapsed().as_secs_f64());
+                }
+            }
+            Ok(())
+        };
         loop {
-            let count = if cooperative {
-                self.guided_chunk(job, device_keys, device_time)
-            } else {
-                self.chunk
+            let count = match cooperative {
+                None => self.chunk,
+                Some(hint) if outcome.launches == 0 => {
+                    match self.first_cooperative_claim(job, hint, total_keys) {
+                        Some(c) => c,
+                        None => break,
+                    }
+                }
+                Some(_) => match self.guided_chunk(job, outcome.keys, started) {
+                    Some(c) => c,
+                    None => break,
+                },
             };
             let Some(range) = job.claims.claim(count) else {
                 break;
             };
-            let t = Instant::now();
-            if let Some(done) = self.finish(&mut stages[cur], job)? {
-                outcome.sublists += done;
+            if let Some(stage) = stages[cur].as_mut() {
+                settle(stage, &mut claimed_at[cur], &mut outcome)?;
             }
-            self.start(&mut stages[cur], job, range.clone(), !cooperative)?;
+            let keys = job.offs[range.end] - job.offs[range.start];
+            if stages[cur]
+                .as_ref()
+                .is_none_or(|s| s.keys < keys || s.subs < range.len())
+            {
+                let (keys, subs) = match stages[cur].as_ref() {
+                    Some(s) => (keys.max(s.keys), range.len().max(s.subs)),
+                    None => (keys, range.len()),
+                };
+                stages[cur] = Some(self.stage(job.k, keys, subs)?);
+            }
+            let stage = stages[cur].as_mut().expect("made above");
+            claimed_at[cur] = Some(Instant::now());
+            self.start(stage, job, range, cooperative.is_none())?;
             outcome.launches += 1;
-            device_keys += job.offs[range.end] - job.offs[range.start];
-            device_time += t.elapsed().as_secs_f64();
+            if cooperative.is_some() && outcome.launches == 1 {
+                // Measure the first launch before deciding on the next claim.
+                settle(stage, &mut claimed_at[cur], &mut outcome)?;
+            }
             cur ^= 1;
         }
         for s in [cur, cur ^ 1] {
-            if let Some(done) = self.finish(&mut stages[s], job)? {
-                outcome.sublists += done;
+            if let Some(stage) = stages[s].as_mut() {
+                settle(stage, &mut claimed_at[s], &mut outcome)?;
             }
         }
+        outcome.device_s = started.elapsed().as_secs_f64();
         Ok(outcome)
     }
 
-    /// Sub-lists for the device's next claim when sharing with the CPU: its full chunk while
-    /// much remains, then its measured share of what is left.
-    fn guided_chunk<K>(&self, job: &Job<'_, K>, device_keys: usize, device_time: f64) -> usize {
+    /// The device's first claim in Cooperative mode, or `None` to leave everything to the CPU.
+    ///
+    /// With measurements from earlier runs of this sub-list length: sit out when one launch
+    /// takes longer than half of what the CPU needs for the whole job (the device would set the
+    /// finish time), else claim the device's share of the throughput. Without: probe with 1/256
+    /// of the sub-lists, unless there are fewer than 8 per latency thread (then even one
+    /// sub-list is too big a bet on a device of unknown speed).
+    fn first_cooperative_claim<K>(
+        &self,
+        job: &Job<'_, K>,
+        hint: Learned,
+        total_keys: usize,
+    ) -> Option<usize> {
+        if hint.cpu_keys_per_s > 0.0 && hint.dev_keys_per_s > 0.0 && hint.dev_launch_s > 0.0 {
+            let cpu_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
+            if hint.dev_launch_s > 0.5 * cpu_alone_s {
+                return None;
+            }
+            let share = hint.dev_keys_per_s / (hint.dev_keys_per_s + hint.cpu_keys_per_s);
+            let count = (job.claims.n as f64 * share * 0.9).floor() as usize;
+            return (count > 0).then(|| count.min(self.chunk));
+        }
+        if job.claims.n < 8 * job.cpu_threads {
+            return None;
+        }
+        Some((job.claims.n / 256).clamp(1, self.chunk))
+    }
+
+    /// Sub-lists for the device's next claim when sharing with the CPU: the device's measured
+    /// share of the throughput applied to what is left (so both sides finish together), at
+    /// most a full chunk; `None` once that share rounds to nothing (the device is too slow to
+    /// help with the rest).
+    fn guided_chunk<K>(
+        &self,
+        job: &Job<'_, K>,
+        device_keys: usize,
+        device_started: Instant,
+    ) -> Option<usize> {
         let remaining = job.claims.remaining();
-        let elapsed = job.progress.started.elapsed().as_secs_f64();
-        let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64 / elapsed.max(1e-9);
-        let dev_rate = if device_time > 0.0 {
-            device_keys as f64 / device_time
+        let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
+            / job.progress.started.elapsed().as_secs_f64().max(1e-9);
+        let dev_rate = device_keys as f64 / device_started.elapsed().as_secs_f64().max(1e-9);
+        let share = if cpu_rate > 0.0 {
+            dev_rate / (dev_rate + cpu_rate)
         } else {
-            cpu_rate.max(1.0)
+            1.0
         };
-        let share = dev_rate / (dev_rate + cpu_rate).max(1e-9);
-        ((remaining as f64 * share * 0.5).ceil() as usize).clamp(1, self.chunk)
+        let count = (remaining as f64 * share * 0.9).floor() as usize;
+        (count > 0).then(|| count.min(self.chunk))
     }
 
     fn start<K: SelectKey>(
@@ -548,6 +694,12 @@ impl DevicePlan {
     ) -> Result<()> {
         let base = job.offs[range.start];
         let end = job.offs[range.end];
+        if u32::try_from(end - base).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "a device chunk of {} keys exceeds 2^32",
+                end - base
+            )));
+        }
         let src = &job.data[base..end];
         {
             let mut map = stage.data.map()?;
@@ -579,7 +731,8 @@ impl DevicePlan {
         Ok(())
     }
 
-    fn finish<K>(&self, stage: &mut Stage, job: &Job<'_, K>) -> Result<Option<usize>> {
+    /// Waits for a stage's launch and stores its answers: (sub-lists, keys) done.
+    fn finish<K>(&self, stage: &mut Stage, job: &Job<'_, K>) -> Result<Option<(usize, usize)>> {
         let Some((launch, range)) = stage.launch.take() else {
             return Ok(None);
         };
@@ -589,6 +742,9 @@ impl DevicePlan {
             job.results[i].store(map[j], Ordering::Relaxed);
         }
         map.unmap()?;
-        Ok(Some(range.len()))
+        Ok(Some((
+            range.len(),
+            job.offs[range.end] - job.offs[range.start],
+        )))
     }
 }

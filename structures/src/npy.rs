@@ -46,7 +46,11 @@ impl NpyArray {
     /// The elements as `T` (the dtype must match).
     pub fn to_vec<T: NpyElement>(&self) -> Result<Vec<T>> {
         if self.dtype != T::DTYPE {
-            return Err(Error::InvalidArgument(format!("array holds {:?}, not {:?}", self.dtype, T::DTYPE)));
+            return Err(Error::InvalidArgument(format!(
+                "array holds {:?}, not {:?}",
+                self.dtype,
+                T::DTYPE
+            )));
         }
         Ok(self.bits.iter().map(|&b| T::from_bits(b)).collect())
     }
@@ -111,9 +115,15 @@ pub fn read(path: &Path) -> Result<NpyArray> {
     if path.extension().and_then(|e| e.to_str()) != Some("npy") {
         return Err(bad(path, "not a .npy file (the name must end in .npy)"));
     }
-    let mut f = std::fs::File::open(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    f.read_to_end(&mut bytes).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     parse(path, &bytes)
 }
 
@@ -123,7 +133,10 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<NpyArray> {
     }
     let (header_len, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
         v => return Err(bad(path, format!("unsupported .npy version {v}"))),
     };
     let header = bytes
@@ -132,42 +145,70 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<NpyArray> {
         .ok_or_else(|| bad(path, "truncated or non-text header"))?;
     let descr = header_value(header, "descr").ok_or_else(|| bad(path, "header has no 'descr'"))?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    let dtype = match descr {
-        "<i4" | "=i4" => Dtype::I32,
-        "<u4" | "=u4" => Dtype::U32,
-        "<f4" | "=f4" => Dtype::F32,
-        other => {
-            return Err(bad(path, format!("dtype {other} is not supported (use int32, uint32 or float32, little-endian)")))
-        }
-    };
+    let dtype =
+        match descr {
+            "<i4" | "=i4" => Dtype::I32,
+            "<u4" | "=u4" => Dtype::U32,
+            "<f4" | "=f4" => Dtype::F32,
+            other => return Err(bad(
+                path,
+                format!(
+                    "dtype {other} is not supported (use int32, uint32 or float32, little-endian)"
+                ),
+            )),
+        };
     match header_value(header, "fortran_order") {
         Some("False") => {}
         Some(_) => return Err(bad(path, "Fortran-ordered arrays are not supported")),
         None => return Err(bad(path, "header has no 'fortran_order'")),
     }
-    let shape_text = header_value(header, "shape").ok_or_else(|| bad(path, "header has no 'shape'"))?;
+    let shape_text =
+        header_value(header, "shape").ok_or_else(|| bad(path, "header has no 'shape'"))?;
     let shape: Vec<usize> = shape_text
         .trim_matches(|c| c == '(' || c == ')')
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| bad(path, format!("bad shape {shape_text}"))))
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| bad(path, format!("bad shape {shape_text}")))
+        })
         .collect::<Result<_>>()?;
     if shape.is_empty() || shape.len() > 2 {
-        return Err(bad(path, format!("shape {shape_text}: expected a 1-D list or 2-D rows")));
+        return Err(bad(
+            path,
+            format!("shape {shape_text}: expected a 1-D list or 2-D rows"),
+        ));
     }
-    let count = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).ok_or_else(|| bad(path, "shape overflows"))?;
+    let count = shape
+        .iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .ok_or_else(|| bad(path, "shape overflows"))?;
     let data = &bytes[start + header_len..];
     if data.len() != count * 4 {
-        return Err(bad(path, format!("shape {shape_text} needs {} bytes of data, the file has {}", count * 4, data.len())));
+        return Err(bad(
+            path,
+            format!(
+                "shape {shape_text} needs {} bytes of data, the file has {}",
+                count * 4,
+                data.len()
+            ),
+        ));
     }
-    let bits = data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let bits = data
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     Ok(NpyArray { dtype, shape, bits })
 }
 
 /// Writes a 1-D `.npy` file of `values`.
 pub fn write<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", T::DTYPE.descr(), values.len());
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}",
+        T::DTYPE.descr(),
+        values.len()
+    );
     // Pad so that the data starts on a 64-byte boundary, ending the header with a newline.
     let total = MAGIC.len() + 4 + header.len() + 1;
     header.push_str(&" ".repeat(total.next_multiple_of(64) - total));
@@ -180,8 +221,14 @@ pub fn write<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
     for v in values {
         out.extend_from_slice(&v.to_bits().to_le_bytes());
     }
-    let io = |e| Error::Io { path: path.display().to_string(), source: e };
-    std::fs::File::create(path).map_err(io)?.write_all(&out).map_err(io)
+    let io = |e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    std::fs::File::create(path)
+        .map_err(io)?
+        .write_all(&out)
+        .map_err(io)
 }
 
 #[cfg(test)]
@@ -198,7 +245,10 @@ mod tests {
         assert_eq!(a.to_vec::<i32>().unwrap(), vec![1, -2, 3]);
         assert!(a.to_vec::<f32>().is_err());
         write(&p, &[1.5f32, f32::NEG_INFINITY]).unwrap();
-        assert_eq!(read(&p).unwrap().to_vec::<f32>().unwrap(), vec![1.5, f32::NEG_INFINITY]);
+        assert_eq!(
+            read(&p).unwrap().to_vec::<f32>().unwrap(),
+            vec![1.5, f32::NEG_INFINITY]
+        );
         write(&p, &[u32::MAX]).unwrap();
         assert_eq!(read(&p).unwrap().to_vec::<u32>().unwrap(), vec![u32::MAX]);
         std::fs::remove_file(&p).unwrap();
@@ -215,18 +265,42 @@ mod tests {
             v.extend_from_slice(data);
             v
         };
-        let ok = make("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1), }\n", &[1, 0, 0, 0, 2, 0, 0, 0]);
+        let ok = make(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1), }\n",
+            &[1, 0, 0, 0, 2, 0, 0, 0],
+        );
         let a = parse(p, &ok).unwrap();
         assert_eq!(a.shape, vec![2, 1]);
-        let f8 = make("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n", &[0; 8]);
+        let f8 = make(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n",
+            &[0; 8],
+        );
         assert!(parse(p, &f8).unwrap_err().to_string().contains("<f8"));
-        let fort = make("{'descr': '<i4', 'fortran_order': True, 'shape': (1,), }\n", &[0; 4]);
+        let fort = make(
+            "{'descr': '<i4', 'fortran_order': True, 'shape': (1,), }\n",
+            &[0; 4],
+        );
         assert!(parse(p, &fort).unwrap_err().to_string().contains("Fortran"));
-        let short = make("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }\n", &[0; 8]);
-        assert!(parse(p, &short).unwrap_err().to_string().contains("12 bytes"));
-        let d3 = make("{'descr': '<i4', 'fortran_order': False, 'shape': (1, 1, 1), }\n", &[0; 4]);
+        let short = make(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }\n",
+            &[0; 8],
+        );
+        assert!(parse(p, &short)
+            .unwrap_err()
+            .to_string()
+            .contains("12 bytes"));
+        let d3 = make(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 1, 1), }\n",
+            &[0; 4],
+        );
         assert!(parse(p, &d3).is_err());
-        assert!(parse(p, b"PK\x03\x04 zip file").unwrap_err().to_string().contains("magic"));
-        assert!(read(Path::new("data.csv")).unwrap_err().to_string().contains(".npy"));
+        assert!(parse(p, b"PK\x03\x04 zip file")
+            .unwrap_err()
+            .to_string()
+            .contains("magic"));
+        assert!(read(Path::new("data.csv"))
+            .unwrap_err()
+            .to_string()
+            .contains(".npy"));
     }
 }

@@ -140,7 +140,7 @@ pub(crate) const SVM_ALIGN: u32 = 128;
 
 impl SvmAlloc {
     fn new(context: &Context, queue: &CommandQueue, bytes: usize, kind: SvmKind) -> Result<Self> {
-        let request = bytes.max(SVM_ALIGN as usize);
+        let request = bytes.max(1).next_multiple_of(SVM_ALIGN as usize);
         if request > u32::MAX as usize * 16 || Layout::from_size_align(request, 1).is_err() {
             return Err(Error::OutOfMemory(format!(
                 "SVM allocation of {bytes} bytes is too large"
@@ -164,14 +164,37 @@ impl SvmAlloc {
             state: AtomicUsize::new(0),
             pending_unmap: Mutex::new(None),
         };
-        // Zero the memory so every element starts as a valid value.
-        {
-            let mut map = alloc.map_raw()?;
-            // SAFETY: the allocation is mapped for writing and `bytes` long; nothing else can
-            // access it yet (it is not shared with any launch).
-            unsafe { std::ptr::write_bytes(alloc.ptr.as_ptr(), 0, alloc.bytes) };
-            map.unmap()?;
+        // Zero the memory so every element starts initialised, with a device-side fill (a
+        // memset on the device for coarse SVM on a GPU, instead of a host loop over mapped
+        // memory), waited for before anyone can touch the buffer.
+        let pattern = 0u32;
+        let mut raw_event: ffi::cl_event = std::ptr::null_mut();
+        // SAFETY: the pointer and size describe this allocation (the size is a multiple of
+        // SVM_ALIGN, hence of the 4-byte pattern); the pattern lives across the call (the
+        // runtime copies it); `raw_event` is a valid out-pointer.
+        let code = unsafe {
+            ffi::clEnqueueSVMMemFill(
+                queue.as_ptr(),
+                alloc.ptr.as_ptr() as *mut c_void,
+                &pattern as *const u32 as *const c_void,
+                std::mem::size_of::<u32>(),
+                alloc.bytes,
+                0,
+                std::ptr::null(),
+                &mut raw_event,
+            )
+        };
+        if code != 0 {
+            return Err(Error::status(
+                "clEnqueueSVMMemFill",
+                "zeroing a new SVM buffer",
+                code,
+            ));
         }
+        // SAFETY: a successful enqueue returned a new event with one reference, owned here.
+        let event = unsafe { Event::from_raw_create_ptr(raw_event) };
+        ocl::core::wait_for_event(&event)
+            .map_err(|e| Error::ocl("clWaitForEvents", "SVM fill", e))?;
         Ok(alloc)
     }
 
