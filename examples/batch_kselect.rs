@@ -282,8 +282,8 @@ impl Bench<'_> {
             self.transport
         );
         println!(
-            "{:>9} {:>8}  {:<16} {:>10} {:>9} {:>7}  {:<8} {}",
-            "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified", "sub-lists cpu/dev"
+            "{:>9} {:>8}  {:<16} {:>10} {:>9} {:>7}  {:<8} sub-lists cpu/dev",
+            "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified"
         );
         for r in rows {
             let speed = cpu_ms(r.sublist)
