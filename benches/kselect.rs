@@ -1,1 +1,85 @@
-fn main() {}
+//! Batch k-selection benchmarks: one group per sub-list length, CpuOnly, GpuOnly and
+//! Cooperative side by side with the peers a user would pick instead (`select_nth_unstable`
+//! and std `BinaryHeap` k-selection, both over rayon), k = 0.1 · length, random int32 keys.
+//!
+//!     cargo bench --bench kselect                               # 2^22 keys, lengths 2^11, 2^15, 2^19
+//!     ASYM_BENCH_LOG2=28 ASYM_BENCH_LENGTHS=11,13,15,17,19,21 cargo bench --bench kselect
+//!
+//! `ASYM_DEVICE` picks the device; `ASYM_BENCH_D` the heap arity (default 8).
+
+use std::time::Duration;
+
+use asym::runtime::{LatencyPool, Mode, Runtime};
+use asym::structures::kselect::{peers, KSelector, Sublists};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn kselect(c: &mut Criterion) {
+    let total = 1usize << env_usize("ASYM_BENCH_LOG2", 22);
+    let lengths: Vec<usize> = std::env::var("ASYM_BENCH_LENGTHS")
+        .unwrap_or_else(|_| "11,15,19".into())
+        .split(',')
+        .filter_map(|e| e.trim().parse::<u32>().ok())
+        .map(|e| 1usize << e)
+        .filter(|&l| l <= total)
+        .collect();
+    let d = env_usize("ASYM_BENCH_D", 8);
+    let mut data = vec![0i32; total];
+    data.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(i as u64);
+            chunk.iter_mut().for_each(|x| *x = rng.gen());
+        });
+    let rt = Runtime::new().expect("an OpenCL device");
+    let selector = KSelector::new(
+        Some(rt),
+        LatencyPool::new(Default::default()).expect("pool"),
+        d,
+    )
+    .expect("selector");
+    for len in lengths {
+        let k = (len / 10).max(1);
+        let cut = Sublists::Equal(len);
+        let offs = cut.boundaries(total, k).expect("valid cut");
+        let mut g = c.benchmark_group(format!(
+            "kselect_2^{}_keys/sublist_{len}",
+            total.trailing_zeros()
+        ));
+        g.throughput(Throughput::Elements(total as u64));
+        for mode in Mode::ALL {
+            g.bench_function(BenchmarkId::new(mode.short_name(), format!("d{d}")), |b| {
+                b.iter(|| selector.select(&data, &cut, k, mode).expect("select"))
+            });
+        }
+        g.bench_function(BenchmarkId::new("peer_select_nth_rayon", ""), |b| {
+            b.iter(|| peers::select_nth(&data, &offs, k))
+        });
+        g.bench_function(BenchmarkId::new("peer_binaryheap_rayon", ""), |b| {
+            b.iter(|| peers::binary_heap(&data, &offs, k))
+        });
+        g.finish();
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(10)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = kselect
+}
+criterion_main!(benches);

@@ -7,7 +7,6 @@
 //!     cargo run --release --example batch_kselect -- --total-log2 25 --sublist 8192 --json
 //!     cargo run --release --example batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
 
-use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ use std::time::{Duration, Instant};
 use asym::runtime::{
     parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions,
 };
-use asym::structures::kselect::{KSelector, SelectKey, Sublists};
+use asym::structures::kselect::{peers, KSelector, SelectKey, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -116,33 +115,6 @@ fn generate(total: usize, seed: u64) -> Vec<i32> {
     v
 }
 
-fn reference<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
-    offs.par_windows(2)
-        .map(|w| {
-            let mut v = data[w[0]..w[1]].to_vec();
-            *v.select_nth_unstable_by(k - 1, K::cmp_keys).1
-        })
-        .collect()
-}
-
-fn peer_binary_heap<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
-    offs.par_windows(2)
-        .map(|w| {
-            let list = &data[w[0]..w[1]];
-            let mut heap: BinaryHeap<i32> = list[..k].iter().map(|x| x.to_ordered()).collect();
-            for x in &list[k..] {
-                let v = x.to_ordered();
-                if let Some(mut top) = heap.peek_mut() {
-                    if v < *top {
-                        *top = v;
-                    }
-                }
-            }
-            K::from_ordered(*heap.peek().expect("k >= 1"))
-        })
-        .collect()
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort_unstable();
     v[v.len() / 2]
@@ -210,7 +182,7 @@ impl Bench<'_> {
             let want = if self.args.no_check {
                 None
             } else {
-                Some(reference(data, &offs, k))
+                Some(peers::select_nth(data, &offs, k))
             };
             for &runner in runners {
                 self.progress
@@ -226,8 +198,8 @@ impl Bench<'_> {
                             split = (s.cpu_sublists, s.device_sublists);
                             v
                         }
-                        Runner::PeerSelectNth => reference(data, &offs, k),
-                        Runner::PeerBinaryHeap => peer_binary_heap(data, &offs, k),
+                        Runner::PeerSelectNth => peers::select_nth(data, &offs, k),
+                        Runner::PeerBinaryHeap => peers::binary_heap(data, &offs, k),
                     };
                     times.push(t.elapsed());
                 }

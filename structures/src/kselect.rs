@@ -306,7 +306,7 @@ impl KSelector {
             Mode::Cooperative => {
                 let (dev, cpu) = std::thread::scope(|s| {
                     let dev = s.spawn(|| self.device_worker(&job, Some(hint)));
-                    let cpu = self.cpu_workers(&job);
+                    let cpu = self.cpu_workers_leaving(&job, self.pool.len() >= 4);
                     let dev = dev.join().unwrap_or_else(|_| {
                         Err(Error::Lost("the device driver thread panicked".into()))
                     });
@@ -354,8 +354,21 @@ impl KSelector {
     }
 
     fn cpu_workers<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<usize> {
+        self.cpu_workers_leaving(job, false)
+    }
+
+    /// The latency threads' side; with `leave_one`, the last thread sits out so the device's
+    /// driver thread (staging copies, launches) has a core of its own.
+    fn cpu_workers_leaving<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        leave_one: bool,
+    ) -> Result<usize> {
         let d = self.d;
-        let counts = self.pool.broadcast_scoped(|_| -> Result<usize> {
+        let counts = self.pool.broadcast_scoped(|w| -> Result<usize> {
+            if leave_one && w.index + 1 == w.threads {
+                return Ok(0);
+            }
             let mut heap = DHeap::<i32>::with_capacity(d, job.k)?;
             let mut first = Vec::with_capacity(job.k);
             let mut done = 0;
@@ -746,5 +759,45 @@ impl DevicePlan {
             range.len(),
             job.offs[range.end] - job.offs[range.start],
         )))
+    }
+}
+
+/// The peers a user would pick instead of asym's heaps, for checks and benchmarks: both run
+/// one sub-list per rayon task.
+pub mod peers {
+    use std::collections::BinaryHeap;
+
+    use rayon::prelude::*;
+
+    use super::SelectKey;
+
+    /// The k-th smallest of each sub-list by `select_nth_unstable_by` (quickselect).
+    pub fn select_nth<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+        offs.par_windows(2)
+            .map(|w| {
+                let mut v = data[w[0]..w[1]].to_vec();
+                *v.select_nth_unstable_by(k - 1, K::cmp_keys).1
+            })
+            .collect()
+    }
+
+    /// Heap-based k-selection with std's `BinaryHeap` (max-heap of the first k; smaller keys
+    /// replace the root through `peek_mut`).
+    pub fn binary_heap<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+        offs.par_windows(2)
+            .map(|w| {
+                let list = &data[w[0]..w[1]];
+                let mut heap: BinaryHeap<i32> = list[..k].iter().map(|x| x.to_ordered()).collect();
+                for x in &list[k..] {
+                    let v = x.to_ordered();
+                    if let Some(mut top) = heap.peek_mut() {
+                        if v < *top {
+                            *top = v;
+                        }
+                    }
+                }
+                K::from_ordered(heap.peek().copied().unwrap_or(i32::MAX))
+            })
+            .collect()
     }
 }

@@ -145,18 +145,19 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<NpyArray> {
         .ok_or_else(|| bad(path, "truncated or non-text header"))?;
     let descr = header_value(header, "descr").ok_or_else(|| bad(path, "header has no 'descr'"))?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    let dtype =
-        match descr {
-            "<i4" | "=i4" => Dtype::I32,
-            "<u4" | "=u4" => Dtype::U32,
-            "<f4" | "=f4" => Dtype::F32,
-            other => return Err(bad(
+    let dtype = match descr {
+        "<i4" | "=i4" => Dtype::I32,
+        "<u4" | "=u4" => Dtype::U32,
+        "<f4" | "=f4" => Dtype::F32,
+        other => {
+            return Err(bad(
                 path,
                 format!(
                     "dtype {other} is not supported (use int32, uint32 or float32, little-endian)"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     match header_value(header, "fortran_order") {
         Some("False") => {}
         Some(_) => return Err(bad(path, "Fortran-ordered arrays are not supported")),

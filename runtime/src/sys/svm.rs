@@ -134,6 +134,11 @@ unsafe impl Send for SvmAlloc {}
 // SAFETY: as above; `&SvmAlloc` only exposes atomic state updates and the raw pointer value.
 unsafe impl Sync for SvmAlloc {}
 
+/// Serialises `clSVMAlloc`/`clSVMFree` across the process: NVIDIA's driver (580.x, H200)
+/// returned null for 128-byte coarse allocations when several threads allocated at once (seen
+/// in parallel tests); allocations are rare, so a lock costs nothing that matters.
+static SVM_ALLOC_LOCK: Mutex<()> = Mutex::new(());
+
 /// Alignment of every SVM allocation: a cache line on both sides (and a d-heap block of 16
 /// int32 keys), so structures can lay out aligned blocks and keep hot words apart.
 pub(crate) const SVM_ALIGN: u32 = 128;
@@ -146,9 +151,12 @@ impl SvmAlloc {
                 "SVM allocation of {bytes} bytes is too large"
             )));
         }
-        // SAFETY: `context` is a live context; flags and alignment are valid values. A null
-        // return means failure and is checked below.
-        let raw = unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) };
+        let raw = {
+            let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: `context` is a live context; flags and alignment are valid values. A null
+            // return means failure and is checked below.
+            unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) }
+        };
         let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
             Error::OutOfMemory(format!(
                 "clSVMAlloc returned null for {request} bytes of {kind:?} SVM \
@@ -295,6 +303,7 @@ impl Drop for SvmAlloc {
                 return;
             }
         }
+        let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the last `Arc` is gone, so no launch can use the memory any more (launches
         // hold an `Arc` until their event completes) and no host reference exists. On the
         // coarse transport a map guard cannot outlive its buffer either.

@@ -30,10 +30,5 @@ pub fn selector(transport: Transport, d: usize) -> KSelector {
 
 /// The reference: the k-th smallest of each sub-list by `select_nth_unstable_by`.
 pub fn reference<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
-    offs.windows(2)
-        .map(|w| {
-            let mut v = data[w[0]..w[1]].to_vec();
-            *v.select_nth_unstable_by(k - 1, K::cmp_keys).1
-        })
-        .collect()
+    asym_structures::kselect::peers::select_nth(data, offs, k)
 }
