@@ -715,7 +715,7 @@ impl DevicePlan {
         }
         let src = &job.data[base..end];
         {
-            let mut map = stage.data.map()?;
+            let mut map = stage.data.map_for_overwrite()?;
             let dst = &mut map[..src.len()];
             if parallel_copy && src.len() > 1 << 16 {
                 dst.par_chunks_mut(1 << 14)
@@ -731,7 +731,7 @@ impl DevicePlan {
             map.unmap()?;
         }
         {
-            let mut map = stage.offs.map()?;
+            let mut map = stage.offs.map_for_overwrite()?;
             for (j, i) in (range.start..=range.end).enumerate() {
                 map[j] = (job.offs[i] - base) as u32;
             }

@@ -241,7 +241,9 @@ impl SvmAlloc {
     }
 
     /// Takes exclusive host access: refused while launches are in flight or another map exists.
-    fn map_raw(&self) -> Result<RawMap<'_>> {
+    /// `write_only` maps with `CL_MAP_WRITE_INVALIDATE_REGION`: the host promises to overwrite
+    /// what it touches, so a coarse map need not bring the device's contents back first.
+    fn map_raw(&self, write_only: bool) -> Result<RawMap<'_>> {
         self.state
             .compare_exchange(0, MAPPED, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|s| {
@@ -265,7 +267,11 @@ impl SvmAlloc {
                 ffi::clEnqueueSVMMap(
                     self.queue.as_ptr(),
                     ffi::CL_TRUE,
-                    ffi::CL_MAP_READ | ffi::CL_MAP_WRITE,
+                    if write_only {
+                        ffi::CL_MAP_WRITE_INVALIDATE_REGION
+                    } else {
+                        ffi::CL_MAP_READ | ffi::CL_MAP_WRITE
+                    },
                     self.ptr.as_ptr() as *mut c_void,
                     self.bytes,
                     0,
@@ -444,7 +450,19 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// Exclusive host access: a blocking map on coarse SVM, nothing to enqueue on fine SVM.
     /// Fails with [`Error::Busy`] while a kernel launch that uses the buffer has not completed.
     pub fn map(&mut self) -> Result<SvmMap<'_, T>> {
-        let raw = self.alloc.map_raw()?;
+        let raw = self.alloc.map_raw(false)?;
+        Ok(SvmMap {
+            raw,
+            len: self.len,
+            _element: PhantomData,
+        })
+    }
+
+    /// Exclusive host access for overwriting: on coarse SVM the device's current contents are
+    /// not brought back (`CL_MAP_WRITE_INVALIDATE_REGION`), so what the guard shows before the
+    /// host writes is unspecified (but initialised) data. For staging uploads.
+    pub fn map_for_overwrite(&mut self) -> Result<SvmMap<'_, T>> {
+        let raw = self.alloc.map_raw(true)?;
         Ok(SvmMap {
             raw,
             len: self.len,
@@ -461,7 +479,7 @@ impl<T: SvmElement> SvmBuffer<T> {
                 self.len
             )));
         }
-        let mut map = self.map()?;
+        let mut map = self.map_for_overwrite()?;
         map.copy_from_slice(data);
         map.unmap()
     }

@@ -1,0 +1,195 @@
+//! The examples as a user runs them: bad input gets a clear message and a non-zero exit, and
+//! `.npy` files round-trip through `batch_kselect`. Runs the example binaries that `cargo test`
+//! builds (target/<profile>/examples/).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use asym::structures::kselect::peers;
+use asym::structures::npy;
+
+fn example(name: &str) -> PathBuf {
+    // The test binary lives in target/<profile>/deps; examples in target/<profile>/examples.
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("target/<profile>");
+    let here = profile_dir.join("examples").join(name);
+    let release = profile_dir
+        .parent()
+        .map(|t| t.join("release").join("examples").join(name));
+    match (here.exists(), release) {
+        (true, _) => here,
+        (false, Some(r)) if r.exists() => r,
+        _ => panic!(
+            "{} is missing: `cargo test` (without a --test filter) builds the examples",
+            here.display()
+        ),
+    }
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(example("batch_kselect"))
+        .args(args)
+        .output()
+        .expect("run batch_kselect");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("asym-cli-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn bad_inputs_fail_with_a_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--total-log2",
+                "12",
+                "--sublist",
+                "1000",
+                "--no-peers",
+                "--mode",
+                "cpu",
+            ],
+            "not a multiple",
+        ),
+        (
+            &[
+                "--total-log2",
+                "12",
+                "--sublist",
+                "1024",
+                "--k",
+                "0",
+                "--mode",
+                "cpu",
+            ],
+            "k = 0",
+        ),
+        (
+            &[
+                "--total-log2",
+                "12",
+                "--sublist",
+                "1024",
+                "--k",
+                "2000",
+                "--mode",
+                "cpu",
+            ],
+            "k = 2000",
+        ),
+        (&["--total-log2", "12", "--mode", "fast"], "unknown mode"),
+        (
+            &["--total-log2", "12", "--d", "3", "--mode", "cpu"],
+            "d = 3",
+        ),
+        (
+            &[
+                "--total-log2",
+                "12",
+                "--device",
+                "no-such-device-xyz",
+                "--mode",
+                "gpu",
+            ],
+            "no OpenCL device matches",
+        ),
+        (
+            &["--input", "/nonexistent/keys.npy", "--sublist", "4"],
+            "keys.npy",
+        ),
+        (
+            &["--input", "keys.csv", "--sublist", "4"],
+            "not a .npy file",
+        ),
+    ];
+    for (args, want) in cases {
+        let (ok, _, err) = run(args);
+        assert!(!ok, "{args:?} should fail");
+        assert!(
+            err.contains(want),
+            "{args:?}: stderr should mention {want:?}, got {err:?}"
+        );
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+    // A file with the wrong dtype.
+    let bad = tmp("f64.npy");
+    std::fs::write(&bad, b"\x93NUMPY\x01\x00\x46\x00{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }          \n\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let (ok, _, err) = run(&["--input", bad.to_str().unwrap(), "--sublist", "2"]);
+    assert!(!ok && err.contains("<f8"), "{err}");
+    std::fs::remove_file(bad).ok();
+}
+
+#[test]
+fn npy_round_trip_in_every_mode() {
+    let keys: Vec<f32> = (0..4000)
+        .map(|i| ((i * 7919) % 1013) as f32 - 500.5)
+        .collect();
+    let input = tmp("keys.npy");
+    npy::write(&input, &keys).unwrap();
+    for mode in ["cpu", "gpu", "coop"] {
+        let output = tmp(&format!("kth-{mode}.npy"));
+        let (ok, stdout, err) = run(&[
+            "--input",
+            input.to_str().unwrap(),
+            "--sublist",
+            "400",
+            "--k",
+            "17",
+            "--mode",
+            mode,
+            "--output",
+            output.to_str().unwrap(),
+            "--json",
+            "--no-peers",
+        ]);
+        assert!(ok, "{mode}: {err}");
+        let line: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+        assert_eq!(line["verified"], true, "{mode}: {line}");
+        assert_eq!(line["sublist"], 400);
+        let got = npy::read(&output).unwrap();
+        assert_eq!(got.shape, vec![10]);
+        let offs: Vec<usize> = (0..=10).map(|i| i * 400).collect();
+        assert_eq!(
+            got.to_vec::<f32>().unwrap(),
+            peers::select_nth(&keys, &offs, 17),
+            "{mode}"
+        );
+        std::fs::remove_file(output).ok();
+    }
+    std::fs::remove_file(input).ok();
+}
+
+#[test]
+fn the_default_table_and_devices_report_run() {
+    let (ok, stdout, err) = run(&["--total-log2", "14", "--repeat", "1"]);
+    assert!(ok, "{err}");
+    for mode in ["cpu", "gpu", "coop", "peer:select_nth", "peer:binaryheap"] {
+        assert!(stdout.contains(mode), "table lacks {mode}: {stdout}");
+    }
+    assert!(
+        !stdout.contains(" NO "),
+        "an answer failed verification: {stdout}"
+    );
+    let out = Command::new(example("devices"))
+        .args(["--samples", "20", "--words", "1000", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["transports"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+}
