@@ -150,6 +150,8 @@ pub struct KSelector {
     work_group: Option<usize>,
     /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
     learned: std::sync::Mutex<std::collections::HashMap<u32, Learned>>,
+    /// Device staging buffers kept between calls.
+    stages: StageCache,
 }
 
 /// What earlier selections measured for one sub-list length bucket.
@@ -208,6 +210,7 @@ impl KSelector {
             d,
             work_group: None,
             learned: Default::default(),
+            stages: Default::default(),
         })
     }
 
@@ -404,7 +407,7 @@ impl KSelector {
                 "the gpu and coop modes need an OpenCL device; none was opened".into(),
             )
         })?;
-        DevicePlan::new(rt, self.d, self.work_group, job)?.run(job, cooperative)
+        DevicePlan::new(rt, self.d, self.work_group, job)?.run(job, cooperative, &self.stages)
     }
 }
 
@@ -480,7 +483,14 @@ struct Stage {
     launch: Option<(Launch, std::ops::Range<usize>)>,
     keys: usize,
     subs: usize,
+    /// The program options and heap stride the stage was made for (reuse needs both equal).
+    options: String,
+    heap_words: usize,
 }
+
+/// Stages kept between selections: SVM allocation and zeroing cost milliseconds per call
+/// (tens of MiB on a GPU), so a selector reuses its staging buffers.
+type StageCache = std::sync::Mutex<Vec<Stage>>;
 
 /// Keys per device chunk: enough to keep the device busy, small enough to pipeline.
 const CHUNK_KEYS: usize = 1 << 23;
@@ -559,17 +569,36 @@ impl DevicePlan {
             launch: None,
             keys,
             subs,
+            options: self.options.clone(),
+            heap_words: self.heap_words,
         })
+    }
+
+    /// Takes a cached stage made for this plan (same program, same heap stride) and sets the
+    /// per-selection arguments.
+    fn reuse(&self, cache: &StageCache, k: usize) -> Result<Option<Stage>> {
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = cache
+            .iter()
+            .position(|s| s.options == self.options && s.heap_words == self.heap_words)
+        else {
+            return Ok(None);
+        };
+        let mut stage = cache.swap_remove(i);
+        stage.kernel.arg_scalar(4, k as u32)?;
+        Ok(Some(stage))
     }
 
     fn run<K: SelectKey>(
         &self,
         job: &Job<'_, K>,
         cooperative: Option<Learned>,
+        cache: &StageCache,
     ) -> Result<DeviceOutcome> {
-        // Staging buffers are made on first use, sized to the claim (a small probe in
-        // Cooperative mode, a full chunk in GpuOnly), and regrown if a later claim is larger.
-        let mut stages: [Option<Stage>; 2] = [None, None];
+        // Staging buffers come from the selector's cache or are made on first use, sized to the
+        // claim (a small probe in Cooperative mode, a full chunk in GpuOnly), and regrown if a
+        // later claim is larger; they go back to the cache at the end.
+        let mut stages: [Option<Stage>; 2] = [self.reuse(cache, job.k)?, self.reuse(cache, job.k)?];
         let mut claimed_at: [Option<Instant>; 2] = [None, None];
         let mut cur = 0;
         let mut outcome = DeviceOutcome {
@@ -644,6 +673,19 @@ impl DevicePlan {
             }
         }
         outcome.device_s = started.elapsed().as_secs_f64();
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.extend(stages.into_iter().flatten());
+        // Keep the cache bounded: the two largest stages per program suffice.
+        cache.sort_by_key(|s| std::cmp::Reverse(s.keys));
+        let mut seen: Vec<(String, usize, usize)> = Vec::new();
+        cache.retain(|s| {
+            let n = seen
+                .iter()
+                .filter(|(o, h, _)| *o == s.options && *h == s.heap_words)
+                .count();
+            seen.push((s.options.clone(), s.heap_words, 0));
+            n < 2
+        });
         Ok(outcome)
     }
 
