@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Plots batch k-selection throughput against sub-list length, one line per mode and peer,
+from the JSON lines that `batch_kselect --json` prints. Usage:
+
+    python3 docs/plot_kselect.py OUT.png "TITLE" results/a.jsonl [results/b.jsonl ...]
+
+Rows from several files are merged (a file's rows get a suffix with its d when d differs).
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    out, title, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    series = {}
+    ds = set()
+    rows_all = []
+    for f in files:
+        rows = [json.loads(line) for line in open(f) if line.startswith("{")]
+        rows_all.append(rows)
+        ds.update(r["d"] for r in rows)
+    for rows in rows_all:
+        for r in rows:
+            name = r["mode"]
+            if not name.startswith("peer") and len(ds) > 1:
+                name = f"{name} (d={r['d']})"
+            series.setdefault(name, []).append((r["sublist"], r["mkeys_per_s"] / 1e3))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        style = "--" if name.startswith("peer") else "-"
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sub-list length (k = 0.1 · length)")
+    ax.set_ylabel("throughput (G keys/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
