@@ -155,7 +155,16 @@ impl<T: Copy + Ord + Default> DHeap<T> {
     #[inline]
     pub fn replace_top(&mut self, key: T) -> Option<T> {
         let top = self.peek()?;
-        self.sift_down(0, key);
+        let (r, len) = (self.root, self.len);
+        let heap = &mut self.buf[r..r + len];
+        match self.d {
+            2 => replace_root_const::<T, 2>(heap, key),
+            4 => replace_root_const::<T, 4>(heap, key),
+            8 => replace_root_const::<T, 8>(heap, key),
+            16 => replace_root_const::<T, 16>(heap, key),
+            32 => replace_root_const::<T, 32>(heap, key),
+            _ => replace_root_const::<T, 64>(heap, key),
+        }
         Some(top)
     }
 
@@ -251,6 +260,54 @@ fn sift_down_const<T: Copy + Ord, const D: usize>(heap: &mut [T], mut i: usize, 
             heap[i] = child;
             i = first + best;
         }
+    }
+    heap[i] = key;
+}
+
+/// Update-key on the root, bottom-up (Floyd): move the hole from the root to a leaf along the
+/// max children without comparing them to `key`, then sift `key` up from there. A replacement
+/// key in k-selection is smaller than the root and usually belongs near the leaves, so this
+/// trades the per-level "does the key stop here?" branch, which the CPU mispredicts, for a
+/// short sift-up.
+#[inline(always)]
+fn replace_root_const<T: Copy + Ord, const D: usize>(heap: &mut [T], key: T) {
+    let len = heap.len();
+    let mut i = 0;
+    loop {
+        let first = D * i + 1;
+        if first + D <= len {
+            let block: &[T; D] = heap[first..first + D].try_into().expect("block of D keys");
+            let mut best = 0;
+            let mut bv = block[0];
+            for (j, &v) in block.iter().enumerate().skip(1) {
+                let gt = v > bv;
+                bv = if gt { v } else { bv };
+                best = if gt { j } else { best };
+            }
+            heap[i] = bv;
+            i = first + best;
+        } else {
+            if first < len {
+                let block = &heap[first..];
+                let mut best = 0;
+                for (j, v) in block.iter().enumerate().skip(1) {
+                    if *v > block[best] {
+                        best = j;
+                    }
+                }
+                heap[i] = block[best];
+                i = first + best;
+            }
+            break;
+        }
+    }
+    while i > 0 {
+        let parent = (i - 1) / D;
+        if heap[parent] >= key {
+            break;
+        }
+        heap[i] = heap[parent];
+        i = parent;
     }
     heap[i] = key;
 }
