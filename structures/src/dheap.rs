@@ -230,13 +230,7 @@ fn sift_down_const<T: Copy + Ord, const D: usize>(heap: &mut [T], mut i: usize, 
         if first + D <= len {
             // A full block: scan it without bounds checks or branches on the data.
             let block: &[T; D] = heap[first..first + D].try_into().expect("block of D keys");
-            let mut best = 0;
-            let mut bv = block[0];
-            for (j, &v) in block.iter().enumerate().skip(1) {
-                let gt = v > bv;
-                bv = if gt { v } else { bv };
-                best = if gt { j } else { best };
-            }
+            let (best, bv) = max_child::<T, D>(block);
             if bv <= key {
                 break;
             }
@@ -277,13 +271,7 @@ fn replace_root_const<T: Copy + Ord, const D: usize>(heap: &mut [T], key: T) {
         let first = D * i + 1;
         if first + D <= len {
             let block: &[T; D] = heap[first..first + D].try_into().expect("block of D keys");
-            let mut best = 0;
-            let mut bv = block[0];
-            for (j, &v) in block.iter().enumerate().skip(1) {
-                let gt = v > bv;
-                bv = if gt { v } else { bv };
-                best = if gt { j } else { best };
-            }
+            let (best, bv) = max_child::<T, D>(block);
             heap[i] = bv;
             i = first + best;
         } else {
@@ -310,4 +298,17 @@ fn replace_root_const<T: Copy + Ord, const D: usize>(heap: &mut [T], key: T) {
         i = parent;
     }
     heap[i] = key;
+}
+
+/// Find-max-child over one full aligned block: unrolled (D is a constant) and branch-free.
+#[inline(always)]
+fn max_child<T: Copy + Ord, const D: usize>(block: &[T; D]) -> (usize, T) {
+    let mut best = 0;
+    let mut bv = block[0];
+    for (j, &v) in block.iter().enumerate().skip(1) {
+        let gt = v > bv;
+        bv = if gt { v } else { bv };
+        best = if gt { j } else { best };
+    }
+    (best, bv)
 }
