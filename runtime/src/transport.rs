@@ -92,6 +92,20 @@ impl Transport {
             .collect()
     }
 
+    /// The transports to exercise on `device`: the one `ASYM_SVM` forces (checked), else every
+    /// one the device supports. Tests and benchmarks run each of these.
+    pub fn candidates(device: &DeviceProfile) -> Result<Vec<Transport>> {
+        match std::env::var(SVM_ENV) {
+            Ok(s) if !s.trim().is_empty() => {
+                let t: Transport = s
+                    .parse()
+                    .map_err(|e| Error::InvalidArgument(format!("{SVM_ENV}: {e}")))?;
+                t.check(device).map(|()| vec![t])
+            }
+            _ => Ok(Transport::supported_by(device)),
+        }
+    }
+
     /// The transport to use: `requested`, else `ASYM_SVM`, else the best the device supports.
     pub fn choose(device: &DeviceProfile, requested: Option<Transport>) -> Result<Transport> {
         let requested = match requested {

@@ -43,8 +43,13 @@ fn environment_selects_and_rejects() {
     std::env::set_var("ASYM_SVM", "coarse");
     let rt = Runtime::new().unwrap();
     assert_eq!(rt.transport(), Transport::Coarse);
+    assert_eq!(
+        Transport::candidates(rt.profile()).unwrap(),
+        vec![Transport::Coarse]
+    );
     std::env::set_var("ASYM_SVM", "warp-speed");
     assert!(matches!(Runtime::new(), Err(Error::InvalidArgument(m)) if m.contains("ASYM_SVM")));
+    assert!(Transport::candidates(&devices[0]).is_err());
     std::env::set_var("ASYM_SVM", "fine");
     let d = select_device(None).unwrap();
     match Runtime::new() {

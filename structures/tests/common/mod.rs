@@ -9,10 +9,7 @@ use asym_structures::kselect::{KSelector, SelectKey};
 /// The transports to test: the one `ASYM_SVM` forces, else every one the default device has.
 pub fn transports() -> Vec<Transport> {
     let device = select_device(None).expect("an OpenCL device (install pocl-opencl-icd)");
-    match std::env::var("ASYM_SVM") {
-        Ok(s) if !s.trim().is_empty() => vec![s.parse().expect("ASYM_SVM is fine or coarse")],
-        _ => Transport::supported_by(&device),
-    }
+    Transport::candidates(&device).expect("ASYM_SVM names a transport the device supports")
 }
 
 /// A selector on the default device with `transport`, heaps of arity `d` and two pinned threads.
