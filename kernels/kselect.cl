@@ -24,10 +24,9 @@
  * uniform across the group. Only OpenCL C 1.2 is used, as NVIDIA requires. Candidates are
  * compacted by a prefix sum (deterministic, in arrival order) rather than a local atomic.
  * PoCL 3.1 note: stores to local memory under a condition that differs between work-items
- * (`if (lid < s) redv[lid] = ...`) were lost after a barrier (seen for D = 2..16, with every
- * work-group method PoCL offers), so every such store here is unconditional: the reduction
- * ping-pongs between two buffers and work-items with nothing to store write a neutral value or
- * a slot of their own.
+ * were lost after a barrier (see kernels/heap.cl), so every such store here is unconditional:
+ * the reduction ping-pongs between two buffers and work-items with nothing to store write a
+ * neutral value or a slot of their own.
  */
 #ifndef D
 #error "build kselect.cl with -DD=<arity>"
@@ -46,17 +45,6 @@
 #endif
 
 #define PAD (D - 1)
-/* One step of the find-max-child reduction: SRC -> DST over every work-item, with an
- * unconditional store (work-items past S copy their own slot). */
-#define REDUCE_STEP(S, SRCV, SRCI, DSTV, DSTI)                            \
-    {                                                                     \
-        const uint o = min(lid + (S), (uint)(WG - 1));                    \
-        const int a = SRCV[lid], b = SRCV[o];                             \
-        const bool take = lid < (S) && b > a;                             \
-        DSTV[lid] = take ? b : a;                                         \
-        DSTI[lid] = take ? SRCI[o] : SRCI[lid];                           \
-    }                                                                     \
-    barrier(CLK_LOCAL_MEM_FENCE);
 #define FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 
 /* Sequential sift-down of `key` from node i (heapify, one work-item per node). */
@@ -166,29 +154,8 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
                     redi[lid] = ch;
                 }
                 barrier(FENCE);
-                /* Tree reduction over the D children, unrolled by the preprocessor. */
-                /* (ping-pong between two buffers so no step reads what it writes) */
-#if D >= 64
-                REDUCE_STEP(32, redv, redi, redv2, redi2)
-                REDUCE_STEP(16, redv2, redi2, redv, redi)
-#elif D >= 32
-                REDUCE_STEP(16, redv, redi, redv2, redi2)
-                REDUCE_STEP(0, redv2, redi2, redv, redi)
-#endif
-#if D >= 16
-                REDUCE_STEP(8, redv, redi, redv2, redi2)
-                REDUCE_STEP(4, redv2, redi2, redv, redi)
-#elif D >= 8
-                REDUCE_STEP(4, redv, redi, redv2, redi2)
-                REDUCE_STEP(0, redv2, redi2, redv, redi)
-#endif
-#if D >= 4
-                REDUCE_STEP(2, redv, redi, redv2, redi2)
-                REDUCE_STEP(1, redv2, redi2, redv, redi)
-#else
-                REDUCE_STEP(1, redv, redi, redv2, redi2)
-                REDUCE_STEP(0, redv2, redi2, redv, redi)
-#endif
+                /* Tree reduction over the D children (kernels/heap.cl). */
+                ASYM_MAX_CHILD(D, WG, lid, redv, redi, redv2, redi2)
                 const int best = redv[0];
                 const uint bi = redi[0];
                 barrier(CLK_LOCAL_MEM_FENCE);

@@ -2,7 +2,8 @@
 //!
 //! One `.cl` file per structure lives in this crate's directory (`kernels/`); the shared
 //! helpers (`common.cl`: atomics and back-off for both transports; `ring.cl`: the device side
-//! of the SVM signal ring) are prepended to every program by [`with_helpers`].
+//! of the SVM signal ring; `heap.cl`: the work-group find-max-child reduction) are prepended to
+//! every program by [`with_helpers`].
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
@@ -28,6 +29,9 @@ pub const COMMON: KernelSource = KernelSource::new("common.cl", include_str!("..
 /// The device side of the SVM signal ring (bounded MPMC, per-slot sequence numbers).
 pub const RING: KernelSource = KernelSource::new("ring.cl", include_str!("../ring.cl"));
 
+/// The work-group find-max-child reduction shared by the heap kernels (macros only).
+pub const HEAP: KernelSource = KernelSource::new("heap.cl", include_str!("../heap.cl"));
+
 /// The runtime's own kernels: round trips, ping-pong, launch latency, the echo service.
 pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("../runtime.cl"));
 
@@ -35,11 +39,15 @@ pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("
 /// sub-list; built with `-DD=`, `-DWG=`, `-DHEAP_LOCAL=`.
 pub const KSELECT: KernelSource = KernelSource::new("kselect.cl", include_str!("../kselect.cl"));
 
+/// The ad-heap's bridge walk (device half of update-key), batch and service kernels; built
+/// with `AdHeapLayout::cl_defines` and `-DWG=`.
+pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("../adheap.cl"));
+
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {
     let mut out = String::new();
-    let helpers = [&COMMON, &RING].into_iter().filter(|h| *h != source);
+    let helpers = [&COMMON, &RING, &HEAP].into_iter().filter(|h| *h != source);
     for part in helpers.chain([source]) {
         out.push_str(&format!("#line 1 \"{}\"\n", part.name));
         out.push_str(part.text);

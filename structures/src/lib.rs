@@ -2,18 +2,22 @@
 //!
 //! Landed:
 //! - [`dheap`]: the cache-aligned d-heap (d = 2..64), a fast CPU heap on its own;
-//! - [`kselect`]: heap-based batch k-selection in CpuOnly, GpuOnly and Cooperative modes.
+//! - [`adheap`]: the ad-heap, a d-heap with a bridge in its head through which a device and
+//!   CPU threads split update-key (device walks, CPU applies);
+//! - [`kselect`]: heap-based batch k-selection in CpuOnly, GpuOnly and Cooperative modes
+//!   (by amount, or by kind on ad-heaps).
 //!
-//! Still to come (see the project's issues): the ad-heap bridge (device finds, CPU applies),
-//! the generalized concurrent heap, the SVM allocator, the lock-free list and the red-black
+//! Still to come (see the project's issues): the generalized concurrent heap, the SVM allocator, the lock-free list and the red-black
 //! tree.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
+pub mod adheap;
 pub mod dheap;
 pub mod kselect;
 pub mod npy;
 
+pub use adheap::AdHeapLayout;
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;
-pub use kselect::{KSelector, SelectKey, SelectStats, Sublists};
+pub use kselect::{Cooperation, KSelector, SelectKey, SelectStats, Sublists};

@@ -262,8 +262,9 @@ impl DeviceService {
         }
     }
 
-    /// Liveness: an error if the service kernel exited or the pump failed.
-    fn check_alive(&self) -> Result<()> {
+    /// Liveness: an error if the service kernel exited or the pump failed (for callers that
+    /// poll with [`DeviceService::try_recv`] under their own deadline).
+    pub fn check_alive(&self) -> Result<()> {
         match &self.backend {
             Backend::Fine(f) => {
                 if f.exited.load(Ordering::Acquire) {

@@ -1,0 +1,457 @@
+//! Cooperative by kind: k-selection on ad-heaps ([`crate::adheap`]), every update-key split
+//! between the two kinds of cores.
+//!
+//! A *slot* holds the ad-heap of one sub-list at a time. Its latency side (a pinned CPU
+//! thread) builds the heap from the first k keys, filters the sub-list for the next key below
+//! the root (the cheap, branchy part the CPU is good at) and writes it as the new root; the
+//! device computes the bridge (the max-child walk, the wide part); a latency thread applies the
+//! bridge and filters again. When a sub-list has no key left below its root, the root is the
+//! answer and the slot takes the next sub-list from the selection's claim counter.
+//!
+//! Two schedules:
+//! - **Live** (fine transport): `adheap_service` runs persistently; slot indices travel to it
+//!   and back through the runtime's signal rings ([`DeviceService`]). Any latency thread may
+//!   take any answered slot, so the CPU side balances itself. At most as many slots as the
+//!   rings hold are in flight, so a send never finds a full ring.
+//! - **Pipelined** (any transport, the only one on coarse SVM): the slots are split in two
+//!   halves; while one launch of `adheap_bridges` computes the bridges of one half, the latency
+//!   threads apply the other half's bridges and write its new roots (double buffering). Each
+//!   hand-off is an unmap plus a launch, or a completed launch plus a map.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use asym_runtime::backoff::Backoff;
+use asym_runtime::signal::{pack, unpack, DeviceService};
+use asym_runtime::{
+    DeviceKind, Error, Kernel, LatencyPool, Launch, Result, Runtime, Side, SvmBuffer,
+};
+
+use super::{Job, SelectKey};
+use crate::adheap::{AdHeapLayout, AtomicSlot, SlotWords};
+
+/// Slots in flight on the live schedule (bounded by the rings; enough to cover the round trip).
+const LIVE_SLOTS: usize = 1024;
+/// Most slots per half on the pipelined schedule, and the most SVM they may take.
+const PIPELINED_SLOTS: usize = 1 << 16;
+const PIPELINED_BYTES: usize = 256 << 20;
+
+/// What a bridge run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct BridgeOutcome {
+    /// Sub-lists finished.
+    pub sublists: usize,
+    /// Update-keys done through a device bridge.
+    pub updates: u64,
+    /// Kernel launches (1 on the live schedule).
+    pub launches: usize,
+}
+
+/// Options of a bridge run.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct BridgeOptions {
+    pub d: usize,
+    pub work_group: Option<usize>,
+    /// Check every bridge against the rules and the heap after applying it (tests).
+    pub checks: bool,
+}
+
+/// Which sub-list a slot works on and how far its filter has read.
+#[derive(Clone, Copy, Debug)]
+struct SlotState {
+    sub: usize,
+    cursor: usize,
+}
+
+/// The latency side of one selection, shared by both schedules.
+struct Latency<'a, 'j, K> {
+    job: &'a Job<'j, K>,
+    layout: AdHeapLayout,
+    checks: bool,
+    finished: &'a AtomicUsize,
+    updates: &'a AtomicU64,
+}
+
+impl<K: SelectKey> Latency<'_, '_, K> {
+    /// Step 1 of update-key: reads on from the cursor to the next key below the root and writes
+    /// it as the new root. `true`: the slot goes to the device; `false`: the sub-list is done
+    /// and its answer stored.
+    fn advance<S: SlotWords + ?Sized>(&self, slot: &mut S, st: &mut SlotState) -> bool {
+        let job = self.job;
+        let list = &job.data[job.offs[st.sub]..job.offs[st.sub + 1]];
+        let root = self.layout.root(slot);
+        while st.cursor < list.len() {
+            let v = list[st.cursor].to_ordered();
+            st.cursor += 1;
+            if v < root {
+                self.layout.write_root(slot, v);
+                return true;
+            }
+        }
+        job.results[st.sub].store(root, Ordering::Relaxed);
+        self.finished.fetch_add(1, Ordering::AcqRel);
+        false
+    }
+
+    /// Claims sub-lists into the slot until one needs the device (`Some`), or none is left.
+    fn refill<S: SlotWords + ?Sized>(
+        &self,
+        slot: &mut S,
+        scratch: &mut Vec<i32>,
+    ) -> Option<SlotState> {
+        let job = self.job;
+        while let Some(r) = job.claims.claim(1) {
+            let sub = r.start;
+            let list = &job.data[job.offs[sub]..job.offs[sub + 1]];
+            let first: Vec<i32> = list[..job.k].iter().map(|x| x.to_ordered()).collect();
+            self.layout.build(slot, &first, scratch);
+            let mut st = SlotState { sub, cursor: job.k };
+            if self.advance(slot, &mut st) {
+                return Some(st);
+            }
+        }
+        None
+    }
+
+    /// Step 3 of update-key and what follows: applies the device's bridge, filters on, and
+    /// refills the slot when its sub-list is done. `Ok(true)`: the slot goes to the device.
+    fn after_bridge<S: SlotWords + ?Sized>(
+        &self,
+        slot: &mut S,
+        state: &mut Option<SlotState>,
+        scratch: &mut Vec<i32>,
+    ) -> Result<bool> {
+        let k = self.job.k;
+        if let Some(st) = state.as_mut() {
+            if self.checks {
+                self.layout.check_bridge(slot, k)?;
+            }
+            self.layout.apply_bridge(slot, k)?;
+            self.updates.fetch_add(1, Ordering::Relaxed);
+            if self.checks && !self.layout.is_valid(slot, k) {
+                return Err(Error::Lost(format!(
+                    "ad-heap of sub-list {} is not a heap after its bridge",
+                    st.sub
+                )));
+            }
+            if self.advance(slot, st) {
+                return Ok(true);
+            }
+        }
+        *state = self.refill(slot, scratch);
+        Ok(state.is_some())
+    }
+}
+
+/// Work-group size for the bridge walk: at least d (one child per work-item) and at least the
+/// bridge's pairs (one pair per work-item); a warp on GPUs; at least 8 everywhere, because
+/// PoCL 3.1 crashes on entry to the service kernel built for groups of 2 or 4 (a null
+/// argument block, seen here with the ring-polling loop; groups of 8 and more run fine).
+fn work_group(rt: &Runtime, layout: &AdHeapLayout, requested: Option<usize>) -> Result<usize> {
+    let p = rt.profile();
+    let need = layout
+        .d()
+        .max(layout.max_pairs().next_power_of_two())
+        .max(8);
+    let wg = match requested {
+        Some(w) => w.max(need),
+        None if p.kind == DeviceKind::Gpu => need.max(32),
+        None => need.max(16),
+    };
+    if wg > p.max_work_group_size.max(1) {
+        return Err(Error::Unsupported {
+            device: p.label(),
+            what: format!("run the ad-heap bridge with work-groups of {wg}"),
+            lacks: format!("work-groups that large (max {})", p.max_work_group_size),
+        });
+    }
+    Ok(wg)
+}
+
+fn program_options(layout: &AdHeapLayout, wg: usize) -> String {
+    format!("{} -DWG={wg}", layout.cl_defines())
+}
+
+/// Tracks global progress for the bounded waits of the latency threads.
+struct Liveness {
+    seen: u64,
+    since: Instant,
+}
+
+impl Liveness {
+    fn new(now: u64) -> Self {
+        Liveness {
+            seen: now,
+            since: Instant::now(),
+        }
+    }
+
+    /// An error once `progress` has not moved for the runtime's timeout.
+    fn check(&mut self, progress: u64, rt: &Runtime, what: &str) -> Result<()> {
+        if progress != self.seen {
+            self.seen = progress;
+            self.since = Instant::now();
+            return Ok(());
+        }
+        let waited = self.since.elapsed();
+        if waited > rt.timeout() {
+            return Err(Error::Stalled {
+                side: Side::Device,
+                waiting_for: what.to_string(),
+                waited_ms: waited.as_millis() as u64,
+                detail: format!("{progress} bridges applied so far"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The live schedule (fine transport only).
+pub(super) fn live<K: SelectKey>(
+    rt: &Runtime,
+    pool: &LatencyPool,
+    opts: BridgeOptions,
+    job: &Job<'_, K>,
+) -> Result<BridgeOutcome> {
+    if rt.transport() != asym_runtime::Transport::Fine {
+        return Err(Error::Unsupported {
+            device: rt.profile().label(),
+            what: "run the ad-heap bridge live (a persistent kernel sharing heaps with CPU threads)"
+                .into(),
+            lacks: "fine-grained SVM with atomics in use (this runtime uses the coarse transport; the pipelined schedule works there)".into(),
+        });
+    }
+    let layout = AdHeapLayout::new(opts.d, job.k)?;
+    let wg = work_group(rt, &layout, opts.work_group)?;
+    let stride = layout.stride();
+    let n = job.claims.n;
+    let slots = n.clamp(1, LIVE_SLOTS);
+    let groups = if rt.profile().kind == DeviceKind::Gpu {
+        (rt.profile().compute_units as usize * 2).clamp(1, slots)
+    } else {
+        // A CPU device shares its cores with the latency threads: one spinning group is enough.
+        1
+    };
+    let capacity = (slots as u32).next_power_of_two().max(2);
+    let buf = rt.alloc::<i32>(slots * stride)?;
+    let program = rt.program_with(&asym_kernels::ADHEAP, &program_options(&layout, wg))?;
+    let mut kernel = Kernel::from_program(rt, &program, "adheap_service")?;
+    kernel
+        .arg_svm(3, &buf)?
+        .arg_scalar(4, stride as u32)?
+        .arg_scalar(5, job.k as u32)?;
+    let service = DeviceService::start(rt, kernel, capacity, groups * wg, Some(wg))?;
+    let finished = AtomicUsize::new(0);
+    let updates = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let states: Vec<Mutex<Option<SlotState>>> = (0..slots).map(|_| Mutex::new(None)).collect();
+    let worked = (|| -> Result<()> {
+        let words = buf.atomics()?;
+        let lat = Latency {
+            job,
+            layout,
+            checks: opts.checks,
+            finished: &finished,
+            updates: &updates,
+        };
+        let results = pool.broadcast_scoped(|w| -> Result<()> {
+            let run = || -> Result<()> {
+                let mut scratch = Vec::new();
+                let slot_of = |s: usize| AtomicSlot(&words[s * stride..(s + 1) * stride]);
+                // Fill this thread's share of the slots.
+                for s in (w.index..slots).step_by(w.threads.max(1)) {
+                    let mut st = states[s].lock().unwrap_or_else(|p| p.into_inner());
+                    *st = lat.refill(&mut slot_of(s), &mut scratch);
+                    if st.is_some() {
+                        service.send(pack(s as u32, 0))?;
+                    }
+                }
+                let mut backoff = Backoff::new();
+                let mut alive = Liveness::new(updates.load(Ordering::Relaxed));
+                let mut polls = 0u32;
+                while finished.load(Ordering::Acquire) < n && !failed.load(Ordering::Relaxed) {
+                    if let Some(msg) = service.try_recv()? {
+                        let (s, _) = unpack(msg);
+                        let s = s as usize;
+                        if s >= slots {
+                            return Err(Error::Lost(format!("the device answered slot {s}")));
+                        }
+                        let mut st = states[s].lock().unwrap_or_else(|p| p.into_inner());
+                        if lat.after_bridge(&mut slot_of(s), &mut st, &mut scratch)? {
+                            service.send(msg)?;
+                        }
+                        backoff.reset();
+                        continue;
+                    }
+                    polls = polls.wrapping_add(1);
+                    if polls % 64 == 0 {
+                        service.check_alive()?;
+                        alive.check(
+                            updates.load(Ordering::Relaxed),
+                            rt,
+                            "ad-heap bridges from adheap_service",
+                        )?;
+                    }
+                    backoff.snooze();
+                }
+                Ok(())
+            };
+            let r = run();
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            r
+        })?;
+        results.into_iter().collect()
+    })();
+    // Stop the service whatever happened, so its kernel never outlives the buffers.
+    let stopped = service.stop();
+    worked?;
+    stopped?;
+    Ok(BridgeOutcome {
+        sublists: finished.load(Ordering::Acquire),
+        updates: updates.load(Ordering::Relaxed),
+        launches: 1,
+    })
+}
+
+/// One half of the pipelined schedule: its slots, its work list and its launch.
+struct Half {
+    slots: SvmBuffer<i32>,
+    work: SvmBuffer<u32>,
+    kernel: Kernel,
+    states: Vec<Option<SlotState>>,
+    /// Slots with a root written and no bridge yet (the last launch's work).
+    active: usize,
+    launch: Option<Launch>,
+}
+
+/// The pipelined schedule (any transport).
+pub(super) fn pipelined<K: SelectKey>(
+    rt: &Runtime,
+    pool: &LatencyPool,
+    opts: BridgeOptions,
+    job: &Job<'_, K>,
+) -> Result<BridgeOutcome> {
+    let layout = AdHeapLayout::new(opts.d, job.k)?;
+    let wg = work_group(rt, &layout, opts.work_group)?;
+    let stride = layout.stride();
+    let n = job.claims.n;
+    let per_half = n
+        .div_ceil(2)
+        .min(PIPELINED_SLOTS)
+        .min((PIPELINED_BYTES / 2 / (stride * 4)).max(1))
+        .max(1);
+    let program = rt.program_with(&asym_kernels::ADHEAP, &program_options(&layout, wg))?;
+    let mut halves = Vec::with_capacity(2);
+    for _ in 0..2 {
+        let slots = rt.alloc::<i32>(per_half * stride)?;
+        let work = rt.alloc::<u32>(per_half)?;
+        let mut kernel = Kernel::from_program(rt, &program, "adheap_bridges")?;
+        kernel
+            .arg_svm(0, &slots)?
+            .arg_svm(1, &work)?
+            .arg_scalar(2, 0u32)?
+            .arg_scalar(3, stride as u32)?
+            .arg_scalar(4, job.k as u32)?;
+        halves.push(Half {
+            slots,
+            work,
+            kernel,
+            states: vec![None; per_half],
+            active: 0,
+            launch: None,
+        });
+    }
+    let finished = AtomicUsize::new(0);
+    let updates = AtomicU64::new(0);
+    let lat = Latency {
+        job,
+        layout,
+        checks: opts.checks,
+        finished: &finished,
+        updates: &updates,
+    };
+    let mut launches = 0;
+    let mut first = true;
+    loop {
+        let mut any = false;
+        for half in halves.iter_mut() {
+            if let Some(launch) = half.launch.take() {
+                launch.wait()?;
+            }
+            if !first && half.active == 0 && job.claims.remaining() == 0 {
+                continue;
+            }
+            let work = latency_round(pool, &lat, half, stride)?;
+            half.active = work.len();
+            if work.is_empty() {
+                continue;
+            }
+            any = true;
+            {
+                let mut map = half.work.map_for_overwrite()?;
+                map[..work.len()].copy_from_slice(&work);
+                map.unmap()?;
+            }
+            half.kernel.arg_scalar(2, work.len() as u32)?;
+            half.launch = Some(half.kernel.launch(work.len() * wg, Some(wg))?);
+            launches += 1;
+        }
+        first = false;
+        if !any {
+            break;
+        }
+    }
+    Ok(BridgeOutcome {
+        sublists: finished.load(Ordering::Acquire),
+        updates: updates.load(Ordering::Relaxed),
+        launches,
+    })
+}
+
+/// One latency thread's share of a half: its first slot's index, words and states.
+type Part<'a> = (usize, &'a mut [i32], &'a mut [Option<SlotState>]);
+
+/// The latency threads' turn on one half (mapped): apply the bridges, filter, write new roots,
+/// refill finished slots. Returns the slots that go to the device.
+fn latency_round<K: SelectKey>(
+    pool: &LatencyPool,
+    lat: &Latency<'_, '_, K>,
+    half: &mut Half,
+    stride: usize,
+) -> Result<Vec<u32>> {
+    let mut map = half.slots.map()?;
+    let per_half = half.states.len();
+    let threads = pool.len().max(1);
+    let share = per_half.div_ceil(threads).max(1);
+    let parts: Vec<Mutex<Part<'_>>> = map
+        .chunks_mut(share * stride)
+        .zip(half.states.chunks_mut(share))
+        .enumerate()
+        .map(|(i, (words, states))| Mutex::new((i * share, words, states)))
+        .collect();
+    let lists = pool.broadcast_scoped(|w| -> Result<Vec<u32>> {
+        let mut out = Vec::new();
+        let Some(part) = parts.get(w.index) else {
+            return Ok(out);
+        };
+        let mut part = part.lock().unwrap_or_else(|p| p.into_inner());
+        let (base, words, states) = &mut *part;
+        let mut scratch = Vec::new();
+        for (j, (slot, state)) in words.chunks_mut(stride).zip(states.iter_mut()).enumerate() {
+            if lat.after_bridge(slot, state, &mut scratch)? {
+                out.push((*base + j) as u32);
+            }
+        }
+        Ok(out)
+    })?;
+    drop(parts);
+    map.unmap()?;
+    let mut work = Vec::new();
+    for l in lists {
+        work.extend(l?);
+    }
+    Ok(work)
+}

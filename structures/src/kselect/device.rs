@@ -1,0 +1,375 @@
+//! GpuOnly and the device half of Cooperative-by-amount: `kernels/kselect.cl`, one work-group
+//! per sub-list, fed in chunks through two sets of SVM staging buffers (double buffering).
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use asym_runtime::{Error, Kernel, Launch, Result, Runtime, SvmBuffer};
+use rayon::prelude::*;
+
+use super::{Job, Learned, SelectKey};
+
+pub(super) struct DeviceOutcome {
+    pub(super) sublists: usize,
+    pub(super) launches: usize,
+    pub(super) local_heap: bool,
+    /// Keys the device answered and the time it spent from its first claim to its last answer.
+    pub(super) keys: usize,
+    pub(super) device_s: f64,
+    /// The shortest claim-to-answer time of one launch (0: none measured).
+    pub(super) fastest_launch_s: f64,
+}
+
+pub(super) fn min_known(a: f64, b: f64) -> f64 {
+    match (a > 0.0, b > 0.0) {
+        (true, true) => a.min(b),
+        (true, false) => a,
+        _ => b,
+    }
+}
+
+/// Device-side sizes for one selection.
+pub(super) struct DevicePlan {
+    rt: Runtime,
+    wg: usize,
+    local_heap: bool,
+    heap_words: usize,
+    chunk: usize,
+    options: String,
+}
+
+/// One set of staging buffers and the kernel bound to them.
+pub(super) struct Stage {
+    data: SvmBuffer<i32>,
+    offs: SvmBuffer<u32>,
+    out: SvmBuffer<i32>,
+    _scratch: SvmBuffer<i32>,
+    kernel: Kernel,
+    launch: Option<(Launch, std::ops::Range<usize>)>,
+    keys: usize,
+    subs: usize,
+    /// The program options and heap stride the stage was made for (reuse needs both equal).
+    options: String,
+    heap_words: usize,
+}
+
+/// Stages kept between selections: SVM allocation and zeroing cost milliseconds per call
+/// (tens of MiB on a GPU), so a selector reuses its staging buffers.
+pub(super) type StageCache = std::sync::Mutex<Vec<Stage>>;
+
+/// Keys per device chunk: enough to keep the device busy, small enough to pipeline.
+const CHUNK_KEYS: usize = 1 << 23;
+
+impl DevicePlan {
+    pub(super) fn new<K>(
+        rt: &Runtime,
+        d: usize,
+        wg: Option<usize>,
+        job: &Job<'_, K>,
+    ) -> Result<Self> {
+        let p = rt.profile();
+        let k = job.k;
+        if k > (u32::MAX as usize) / 64 - 64 {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k} is too large for the device kernel (at most 2^26)"
+            )));
+        }
+        let max_wg = p.max_work_group_size.max(1);
+        let wg = wg.unwrap_or(if p.kind == asym_runtime::DeviceKind::Gpu {
+            d.max(64)
+        } else {
+            d.max(16)
+        });
+        if wg > max_wg {
+            return Err(Error::Unsupported {
+                device: p.label(),
+                what: format!("run k-selection with work-groups of {wg}"),
+                lacks: format!("work-groups that large (max {max_wg})"),
+            });
+        }
+        let heap_words = (d - 1 + k).next_multiple_of(16) + 16;
+        // cand (2·WG), redv, redi, redv2, redi2, scan (WG each), root; plus slack.
+        let fixed_local = (7 * wg + 8) * 4 + 256;
+        let local_heap = (heap_words * 4 + fixed_local) as u64 <= p.local_mem_bytes;
+        let n = job.claims.n;
+        let avg = job.data.len() / n;
+        let chunk = (CHUNK_KEYS / avg.max(1))
+            .max(p.compute_units as usize * 4)
+            .clamp(1, n);
+        let options = format!("-DD={d} -DWG={wg} -DHEAP_LOCAL={}", u8::from(local_heap));
+        Ok(DevicePlan {
+            rt: rt.clone(),
+            wg,
+            local_heap,
+            heap_words,
+            chunk,
+            options,
+        })
+    }
+
+    /// Staging buffers for up to `subs` sub-lists holding up to `keys` keys, and the kernel
+    /// bound to them.
+    fn stage(&self, k: usize, keys: usize, subs: usize) -> Result<Stage> {
+        let rt = &self.rt;
+        let data = rt.alloc::<i32>(keys)?;
+        let offs = rt.alloc::<u32>(subs + 1)?;
+        let out = rt.alloc::<i32>(subs)?;
+        let scratch = rt.alloc::<i32>(if self.local_heap {
+            1
+        } else {
+            subs * self.heap_words
+        })?;
+        let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
+        let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
+        kernel
+            .arg_svm(0, &data)?
+            .arg_svm(1, &offs)?
+            .arg_svm(2, &out)?
+            .arg_svm(3, &scratch)?
+            .arg_scalar(4, k as u32)?
+            .arg_scalar(5, 0u32)?
+            .arg_scalar(6, self.heap_words as u32)?
+            .arg_local::<i32>(7, if self.local_heap { self.heap_words } else { 1 })?;
+        Ok(Stage {
+            data,
+            offs,
+            out,
+            _scratch: scratch,
+            kernel,
+            launch: None,
+            keys,
+            subs,
+            options: self.options.clone(),
+            heap_words: self.heap_words,
+        })
+    }
+
+    /// Takes a cached stage made for this plan (same program, same heap stride) and sets the
+    /// per-selection arguments.
+    fn reuse(&self, cache: &StageCache, k: usize) -> Result<Option<Stage>> {
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = cache
+            .iter()
+            .position(|s| s.options == self.options && s.heap_words == self.heap_words)
+        else {
+            return Ok(None);
+        };
+        let mut stage = cache.swap_remove(i);
+        stage.kernel.arg_scalar(4, k as u32)?;
+        Ok(Some(stage))
+    }
+
+    pub(super) fn run<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        cooperative: Option<Learned>,
+        cache: &StageCache,
+    ) -> Result<DeviceOutcome> {
+        // Staging buffers come from the selector's cache or are made on first use, sized to the
+        // claim (a small probe in Cooperative mode, a full chunk in GpuOnly), and regrown if a
+        // later claim is larger; they go back to the cache at the end.
+        let mut stages: [Option<Stage>; 2] = [self.reuse(cache, job.k)?, self.reuse(cache, job.k)?];
+        let mut claimed_at: [Option<Instant>; 2] = [None, None];
+        let mut cur = 0;
+        let mut outcome = DeviceOutcome {
+            sublists: 0,
+            launches: 0,
+            local_heap: self.local_heap,
+            keys: 0,
+            device_s: 0.0,
+            fastest_launch_s: 0.0,
+        };
+        let started = Instant::now();
+        let total_keys = job.data.len();
+        // Waits for a stage, books its answers and its claim-to-answer time.
+        let settle = |stage: &mut Stage,
+                      at: &mut Option<Instant>,
+                      outcome: &mut DeviceOutcome|
+         -> Result<()> {
+            if let Some((done, keys)) = self.finish(stage, job)? {
+                outcome.sublists += done;
+                outcome.keys += keys;
+                if let Some(t) = at.take() {
+                    outcome.fastest_launch_s =
+                        min_known(outcome.fastest_launch_s, t.elapsed().as_secs_f64());
+                }
+            }
+            Ok(())
+        };
+        loop {
+            let count = match cooperative {
+                None => self.chunk,
+                Some(hint) if outcome.launches == 0 => {
+                    match self.first_cooperative_claim(job, hint, total_keys) {
+                        Some(c) => c,
+                        None => break,
+                    }
+                }
+                Some(_) => match self.guided_chunk(job, outcome.keys, started) {
+                    Some(c) => c,
+                    None => break,
+                },
+            };
+            let Some(range) = job.claims.claim(count) else {
+                break;
+            };
+            if let Some(stage) = stages[cur].as_mut() {
+                settle(stage, &mut claimed_at[cur], &mut outcome)?;
+            }
+            let keys = job.offs[range.end] - job.offs[range.start];
+            if stages[cur]
+                .as_ref()
+                .is_none_or(|s| s.keys < keys || s.subs < range.len())
+            {
+                let (keys, subs) = match stages[cur].as_ref() {
+                    Some(s) => (keys.max(s.keys), range.len().max(s.subs)),
+                    None => (keys, range.len()),
+                };
+                stages[cur] = Some(self.stage(job.k, keys, subs)?);
+            }
+            let stage = stages[cur].as_mut().expect("made above");
+            claimed_at[cur] = Some(Instant::now());
+            self.start(stage, job, range, cooperative.is_none())?;
+            outcome.launches += 1;
+            if cooperative.is_some() && outcome.launches == 1 {
+                // Measure the first launch before deciding on the next claim.
+                settle(stage, &mut claimed_at[cur], &mut outcome)?;
+            }
+            cur ^= 1;
+        }
+        for s in [cur, cur ^ 1] {
+            if let Some(stage) = stages[s].as_mut() {
+                settle(stage, &mut claimed_at[s], &mut outcome)?;
+            }
+        }
+        outcome.device_s = started.elapsed().as_secs_f64();
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.extend(stages.into_iter().flatten());
+        // Keep the cache bounded: the two largest stages per program suffice.
+        cache.sort_by_key(|s| std::cmp::Reverse(s.keys));
+        let mut seen: Vec<(String, usize, usize)> = Vec::new();
+        cache.retain(|s| {
+            let n = seen
+                .iter()
+                .filter(|(o, h, _)| *o == s.options && *h == s.heap_words)
+                .count();
+            seen.push((s.options.clone(), s.heap_words, 0));
+            n < 2
+        });
+        Ok(outcome)
+    }
+
+    /// The device's first claim in Cooperative mode, or `None` to leave everything to the CPU.
+    ///
+    /// With measurements from earlier runs of this sub-list length: sit out when one launch
+    /// takes longer than half of what the CPU needs for the whole job (the device would set the
+    /// finish time), else claim the device's share of the throughput. Without: probe with 1/256
+    /// of the sub-lists, unless there are fewer than 8 per latency thread (then even one
+    /// sub-list is too big a bet on a device of unknown speed).
+    fn first_cooperative_claim<K>(
+        &self,
+        job: &Job<'_, K>,
+        hint: Learned,
+        total_keys: usize,
+    ) -> Option<usize> {
+        if hint.cpu_keys_per_s > 0.0 && hint.dev_keys_per_s > 0.0 && hint.dev_launch_s > 0.0 {
+            let cpu_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
+            if hint.dev_launch_s > 0.5 * cpu_alone_s {
+                return None;
+            }
+            let share = hint.dev_keys_per_s / (hint.dev_keys_per_s + hint.cpu_keys_per_s);
+            let count = (job.claims.n as f64 * share * 0.9).floor() as usize;
+            return (count > 0).then(|| count.min(self.chunk));
+        }
+        if job.claims.n < 8 * job.cpu_threads {
+            return None;
+        }
+        Some((job.claims.n / 256).clamp(1, self.chunk))
+    }
+
+    /// Sub-lists for the device's next claim when sharing with the CPU: the device's measured
+    /// share of the throughput applied to what is left (so both sides finish together), at
+    /// most a full chunk; `None` once that share rounds to nothing (the device is too slow to
+    /// help with the rest).
+    fn guided_chunk<K>(
+        &self,
+        job: &Job<'_, K>,
+        device_keys: usize,
+        device_started: Instant,
+    ) -> Option<usize> {
+        let remaining = job.claims.remaining();
+        let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
+            / job.progress.started.elapsed().as_secs_f64().max(1e-9);
+        let dev_rate = device_keys as f64 / device_started.elapsed().as_secs_f64().max(1e-9);
+        let share = if cpu_rate > 0.0 {
+            dev_rate / (dev_rate + cpu_rate)
+        } else {
+            1.0
+        };
+        let count = (remaining as f64 * share * 0.9).floor() as usize;
+        (count > 0).then(|| count.min(self.chunk))
+    }
+
+    fn start<K: SelectKey>(
+        &self,
+        stage: &mut Stage,
+        job: &Job<'_, K>,
+        range: std::ops::Range<usize>,
+        parallel_copy: bool,
+    ) -> Result<()> {
+        let base = job.offs[range.start];
+        let end = job.offs[range.end];
+        if u32::try_from(end - base).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "a device chunk of {} keys exceeds 2^32",
+                end - base
+            )));
+        }
+        let src = &job.data[base..end];
+        {
+            let mut map = stage.data.map_for_overwrite()?;
+            let dst = &mut map[..src.len()];
+            if parallel_copy && src.len() > 1 << 16 {
+                dst.par_chunks_mut(1 << 14)
+                    .zip(src.par_chunks(1 << 14))
+                    .for_each(|(d, s)| {
+                        d.iter_mut().zip(s).for_each(|(d, s)| *d = s.to_ordered());
+                    });
+            } else {
+                dst.iter_mut()
+                    .zip(src)
+                    .for_each(|(d, s)| *d = s.to_ordered());
+            }
+            map.unmap()?;
+        }
+        {
+            let mut map = stage.offs.map_for_overwrite()?;
+            for (j, i) in (range.start..=range.end).enumerate() {
+                map[j] = (job.offs[i] - base) as u32;
+            }
+            map.unmap()?;
+        }
+        let count = range.len();
+        stage.kernel.arg_scalar(5, count as u32)?;
+        let launch = stage.kernel.launch(count * self.wg, Some(self.wg))?;
+        stage.launch = Some((launch, range));
+        Ok(())
+    }
+
+    /// Waits for a stage's launch and stores its answers: (sub-lists, keys) done.
+    fn finish<K>(&self, stage: &mut Stage, job: &Job<'_, K>) -> Result<Option<(usize, usize)>> {
+        let Some((launch, range)) = stage.launch.take() else {
+            return Ok(None);
+        };
+        launch.wait()?;
+        let map = stage.out.map()?;
+        for (j, i) in range.clone().enumerate() {
+            job.results[i].store(map[j], Ordering::Relaxed);
+        }
+        map.unmap()?;
+        Ok(Some((
+            range.len(),
+            job.offs[range.end] - job.offs[range.start],
+        )))
+    }
+}

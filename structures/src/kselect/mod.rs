@@ -1,0 +1,566 @@
+//! Heap-based batch k-selection: the k-th smallest key of every sub-list of a list set, as in
+//! the ad-heap seed (max-heap of the first k keys; every later key smaller than the root
+//! replaces it by update-key; the root is the answer).
+//!
+//! Keys are `i32`, `u32` or `f32`. Internally every key is mapped to an "ordered" `i32` whose
+//! signed order is the key's order ([`SelectKey`]), so one heap and one kernel serve all three.
+//! `f32` follows [`f32::total_cmp`]: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN.
+//!
+//! Modes ([`Mode`]):
+//! - **CpuOnly**: the pinned latency threads claim sub-lists from one counter and run the
+//!   cache-aligned d-heap ([`DHeap`]) on them.
+//! - **GpuOnly**: the device runs `kernels/kselect.cl`, one work-group per sub-list, in chunks
+//!   staged through two sets of SVM buffers so the host copies chunk i+1 while the device
+//!   computes chunk i (double buffering; on the coarse transport each hand-off is an unmap and
+//!   a kernel launch).
+//! - **Cooperative**, in one of two ways ([`Cooperation`]):
+//!   - *by amount* (the default): latency threads and the device claim sub-lists from the same
+//!     counter. The device first claims a small probe (1/256 of the sub-lists), then claims its
+//!     measured share of the throughput applied to what remains (at most a full chunk), and
+//!     stops claiming once that share rounds to nothing, so a slow device cannot leave the CPU
+//!     waiting at the end and a fast one is not starved;
+//!   - *by kind*, the ad-heap bridge ([`crate::adheap`]): every update-key is split, the CPU
+//!     filtering keys, writing roots and applying bridges, the device walking the max-child
+//!     path; live through the signal rings on the fine transport, in double-buffered batches on
+//!     any transport (`bridge.rs`).
+
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime};
+
+use crate::dheap::{check_d, DHeap};
+use device::{min_known, DeviceOutcome, DevicePlan, StageCache};
+
+/// A key type batch k-selection accepts.
+pub trait SelectKey: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
+    /// NumPy dtype string (`<i4`, `<u4`, `<f4`).
+    const DTYPE: &'static str;
+    /// Maps the key to an `i32` whose signed order is the key's order.
+    fn to_ordered(self) -> i32;
+    /// Inverse of [`SelectKey::to_ordered`].
+    fn from_ordered(v: i32) -> Self;
+    /// The key's order (total), for references and tests.
+    fn cmp_keys(a: &Self, b: &Self) -> std::cmp::Ordering {
+        a.to_ordered().cmp(&b.to_ordered())
+    }
+}
+
+impl SelectKey for i32 {
+    const DTYPE: &'static str = "<i4";
+    #[inline]
+    fn to_ordered(self) -> i32 {
+        self
+    }
+    #[inline]
+    fn from_ordered(v: i32) -> Self {
+        v
+    }
+}
+
+impl SelectKey for u32 {
+    const DTYPE: &'static str = "<u4";
+    #[inline]
+    fn to_ordered(self) -> i32 {
+        (self ^ 0x8000_0000) as i32
+    }
+    #[inline]
+    fn from_ordered(v: i32) -> Self {
+        (v as u32) ^ 0x8000_0000
+    }
+}
+
+impl SelectKey for f32 {
+    const DTYPE: &'static str = "<f4";
+    #[inline]
+    fn to_ordered(self) -> i32 {
+        // total_cmp's trick: flip the magnitude bits of negatives.
+        let b = self.to_bits() as i32;
+        b ^ (((b >> 31) as u32) >> 1) as i32
+    }
+    #[inline]
+    fn from_ordered(v: i32) -> Self {
+        f32::from_bits((v ^ (((v >> 31) as u32) >> 1) as i32) as u32)
+    }
+}
+
+/// How the list set is cut into sub-lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sublists {
+    /// Consecutive sub-lists of this length (the total must be a multiple of it).
+    Equal(usize),
+    /// Boundaries: sub-list i is `offsets[i]..offsets[i + 1]`; starts at 0, ends at the total,
+    /// strictly increasing.
+    Offsets(Vec<usize>),
+}
+
+impl Sublists {
+    /// Checks the cut against `total` keys and `k`, returning the boundaries.
+    pub fn boundaries(&self, total: usize, k: usize) -> Result<Vec<usize>> {
+        if total == 0 {
+            return Err(Error::InvalidArgument("the input is empty".into()));
+        }
+        let offs = match self {
+            Sublists::Equal(0) => return Err(Error::InvalidArgument("sub-list length 0".into())),
+            Sublists::Equal(len) => {
+                if total % len != 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "{total} keys cannot be cut into sub-lists of {len} ({total} is not a multiple of {len})"
+                    )));
+                }
+                (0..=total / len).map(|i| i * len).collect()
+            }
+            Sublists::Offsets(o) => {
+                if o.len() < 2 || o[0] != 0 || *o.last().unwrap_or(&0) != total {
+                    return Err(Error::InvalidArgument(format!(
+                        "sub-list offsets must start at 0 and end at {total} (the number of keys)"
+                    )));
+                }
+                if let Some(w) = o.windows(2).position(|w| w[1] <= w[0]) {
+                    return Err(Error::InvalidArgument(format!(
+                        "sub-list {w} is empty or offsets decrease"
+                    )));
+                }
+                o.clone()
+            }
+        };
+        let shortest = offs.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0);
+        if k == 0 || k > shortest {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
+            )));
+        }
+        Ok(offs)
+    }
+}
+
+/// How [`Mode::Cooperative`] divides the work between the latency threads and the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cooperation {
+    /// Split by amount: both sides claim whole sub-lists from one counter, the device's share
+    /// learned from measured throughput.
+    #[default]
+    ByAmount,
+    /// Split by kind with the ad-heap bridge, on the schedule the transport allows: live on
+    /// fine SVM, pipelined on coarse.
+    Bridge,
+    /// The ad-heap bridge, live: a persistent kernel and the latency threads share the heaps
+    /// through signal rings (fine transport only; an error elsewhere).
+    BridgeLive,
+    /// The ad-heap bridge in double-buffered batches (any transport).
+    BridgePipelined,
+}
+
+impl Cooperation {
+    /// Every cooperation.
+    pub const ALL: [Cooperation; 4] = [
+        Cooperation::ByAmount,
+        Cooperation::Bridge,
+        Cooperation::BridgeLive,
+        Cooperation::BridgePipelined,
+    ];
+
+    /// Short name (`amount`, `bridge`, `bridge-live`, `bridge-pipelined`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cooperation::ByAmount => "amount",
+            Cooperation::Bridge => "bridge",
+            Cooperation::BridgeLive => "bridge-live",
+            Cooperation::BridgePipelined => "bridge-pipelined",
+        }
+    }
+}
+
+impl std::fmt::Display for Cooperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Cooperation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Cooperation::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown cooperation {s:?}: use amount, bridge, bridge-live or bridge-pipelined"
+                ))
+            })
+    }
+}
+
+/// What a selection did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SelectStats {
+    /// Sub-lists the latency threads handled.
+    pub cpu_sublists: usize,
+    /// Sub-lists the device handled.
+    pub device_sublists: usize,
+    /// Device launches.
+    pub launches: usize,
+    /// Whether the device kept its heaps in local memory.
+    pub local_heap: bool,
+    /// Sub-lists done on ad-heaps, both kinds of cores together (Cooperative by kind).
+    pub bridge_sublists: usize,
+    /// Update-keys done through a device bridge.
+    pub bridge_updates: u64,
+}
+
+/// Batch k-selection on a runtime (optional: CpuOnly needs none) and a latency pool.
+pub struct KSelector {
+    rt: Option<Runtime>,
+    pool: LatencyPool,
+    d: usize,
+    work_group: Option<usize>,
+    cooperation: Cooperation,
+    bridge_checks: bool,
+    /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
+    learned: std::sync::Mutex<std::collections::HashMap<u32, Learned>>,
+    /// Device staging buffers kept between calls.
+    stages: StageCache,
+}
+
+/// What earlier selections measured for one sub-list length bucket.
+#[derive(Clone, Copy, Debug, Default)]
+struct Learned {
+    /// All latency threads together, keys per second (0: unknown).
+    cpu_keys_per_s: f64,
+    /// The device, keys per second over whole chunks (0: unknown).
+    dev_keys_per_s: f64,
+    /// Shortest time from claim to answers of one device launch, seconds (0: unknown).
+    dev_launch_s: f64,
+}
+
+fn bucket(avg_len: usize) -> u32 {
+    usize::BITS - avg_len.max(1).leading_zeros()
+}
+
+impl std::fmt::Debug for KSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KSelector")
+            .field("rt", &self.rt)
+            .field("d", &self.d)
+            .finish()
+    }
+}
+
+/// Sub-lists handed out from one counter to every worker, CPU or device.
+struct Claims {
+    next: AtomicUsize,
+    n: usize,
+}
+
+impl Claims {
+    fn claim(&self, count: usize) -> Option<std::ops::Range<usize>> {
+        let start = self.next.fetch_add(count.max(1), Ordering::Relaxed);
+        (start < self.n).then(|| start..(start + count.max(1)).min(self.n))
+    }
+    fn remaining(&self) -> usize {
+        self.n.saturating_sub(self.next.load(Ordering::Relaxed))
+    }
+}
+
+/// Progress shared by the workers of one selection (keys done per side, for the split).
+struct Progress {
+    cpu_keys: AtomicUsize,
+    started: Instant,
+}
+
+impl KSelector {
+    /// A selector with heaps of arity `d` (2, 4, 8, 16, 32 or 64).
+    pub fn new(rt: Option<Runtime>, pool: LatencyPool, d: usize) -> Result<Self> {
+        check_d(d)?;
+        Ok(KSelector {
+            rt,
+            pool,
+            d,
+            work_group: None,
+            cooperation: Cooperation::default(),
+            bridge_checks: false,
+            learned: Default::default(),
+            stages: Default::default(),
+        })
+    }
+
+    /// Overrides the device work-group size (a power of two ≥ d).
+    pub fn with_work_group(mut self, wg: usize) -> Result<Self> {
+        if !wg.is_power_of_two() || wg < self.d {
+            return Err(Error::InvalidArgument(format!(
+                "work-group size {wg} must be a power of two ≥ d = {}",
+                self.d
+            )));
+        }
+        self.work_group = Some(wg);
+        Ok(self)
+    }
+
+    /// Sets how Cooperative mode divides the work.
+    pub fn with_cooperation(mut self, cooperation: Cooperation) -> Self {
+        self.cooperation = cooperation;
+        self
+    }
+
+    /// With `true`, Cooperative-by-kind checks every bridge against the ad-heap's rules before
+    /// applying it and the whole heap after (slow: for tests and debugging).
+    pub fn with_bridge_checks(mut self, on: bool) -> Self {
+        self.bridge_checks = on;
+        self
+    }
+
+    /// How Cooperative mode divides the work.
+    pub fn cooperation(&self) -> Cooperation {
+        self.cooperation
+    }
+
+    /// The heap arity.
+    pub fn d(&self) -> usize {
+        self.d
+    }
+
+    /// The runtime, if any.
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.rt.as_ref()
+    }
+
+    /// The latency pool.
+    pub fn pool(&self) -> &LatencyPool {
+        &self.pool
+    }
+
+    /// The k-th smallest key of every sub-list of `data`, in sub-list order.
+    pub fn select<K: SelectKey>(
+        &self,
+        data: &[K],
+        sublists: &Sublists,
+        k: usize,
+        mode: Mode,
+    ) -> Result<Vec<K>> {
+        self.select_with_stats(data, sublists, k, mode)
+            .map(|(v, _)| v)
+    }
+
+    /// [`KSelector::select`], also reporting who did what.
+    pub fn select_with_stats<K: SelectKey>(
+        &self,
+        data: &[K],
+        sublists: &Sublists,
+        k: usize,
+        mode: Mode,
+    ) -> Result<(Vec<K>, SelectStats)> {
+        let offs = sublists.boundaries(data.len(), k)?;
+        let n = offs.len() - 1;
+        let results: Vec<AtomicI32> = (0..n).map(|_| AtomicI32::new(0)).collect();
+        let claims = Claims {
+            next: AtomicUsize::new(0),
+            n,
+        };
+        let progress = Progress {
+            cpu_keys: AtomicUsize::new(0),
+            started: Instant::now(),
+        };
+        let job = Job {
+            data,
+            offs: &offs,
+            k,
+            results: &results,
+            claims: &claims,
+            progress: &progress,
+            cpu_threads: self.pool.len(),
+        };
+        let mut stats = SelectStats::default();
+        let key = bucket(data.len() / n);
+        let hint = self
+            .learned
+            .lock()
+            .map(|l| l.get(&key).copied().unwrap_or_default())
+            .unwrap_or_default();
+        let started = Instant::now();
+        match mode {
+            Mode::CpuOnly => {
+                stats.cpu_sublists = self.cpu_workers(&job)?;
+                let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                self.learn(key, |l| l.cpu_keys_per_s = rate);
+            }
+            Mode::GpuOnly => {
+                let dev = self.device_worker(&job, None)?;
+                stats.device_sublists = dev.sublists;
+                stats.launches = dev.launches;
+                stats.local_heap = dev.local_heap;
+                let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                self.learn(key, |l| {
+                    l.dev_keys_per_s = rate;
+                    l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
+                });
+            }
+            Mode::Cooperative if self.cooperation != Cooperation::ByAmount => {
+                let b = self.bridge_worker(&job)?;
+                stats.bridge_sublists = b.sublists;
+                stats.bridge_updates = b.updates;
+                stats.launches = b.launches;
+            }
+            Mode::Cooperative => {
+                let (dev, cpu) = std::thread::scope(|s| {
+                    let dev = s.spawn(|| self.device_worker(&job, Some(hint)));
+                    let cpu = self.cpu_workers_leaving(&job, self.pool.len() >= 4);
+                    let dev = dev.join().unwrap_or_else(|_| {
+                        Err(Error::Lost("the device driver thread panicked".into()))
+                    });
+                    (dev, cpu)
+                });
+                let dev = dev?;
+                stats.cpu_sublists = cpu?;
+                stats.device_sublists = dev.sublists;
+                stats.launches = dev.launches;
+                stats.local_heap = dev.local_heap;
+                let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
+                    / started.elapsed().as_secs_f64().max(1e-9);
+                self.learn(key, |l| {
+                    if stats.cpu_sublists > 0 {
+                        l.cpu_keys_per_s = cpu_rate;
+                    }
+                    l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
+                    if dev.device_s > 0.0 && dev.keys > 0 {
+                        l.dev_keys_per_s = dev.keys as f64 / dev.device_s;
+                    }
+                });
+            }
+        }
+        let handled = stats.cpu_sublists + stats.device_sublists + stats.bridge_sublists;
+        if handled != n {
+            return Err(Error::Lost(format!(
+                "{handled} of {n} sub-lists were handled (cpu {}, device {}, bridge {})",
+                stats.cpu_sublists, stats.device_sublists, stats.bridge_sublists
+            )));
+        }
+        Ok((
+            results
+                .into_iter()
+                .map(|r| K::from_ordered(r.into_inner()))
+                .collect(),
+            stats,
+        ))
+    }
+
+    fn learn(&self, key: u32, f: impl FnOnce(&mut Learned)) {
+        if let Ok(mut l) = self.learned.lock() {
+            f(l.entry(key).or_default());
+        }
+    }
+
+    fn cpu_workers<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<usize> {
+        self.cpu_workers_leaving(job, false)
+    }
+
+    /// The latency threads' side; with `leave_one`, the last thread sits out so the device's
+    /// driver thread (staging copies, launches) has a core of its own.
+    fn cpu_workers_leaving<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        leave_one: bool,
+    ) -> Result<usize> {
+        let d = self.d;
+        let counts = self.pool.broadcast_scoped(|w| -> Result<usize> {
+            if leave_one && w.index + 1 == w.threads {
+                return Ok(0);
+            }
+            let mut heap = DHeap::<i32>::with_capacity(d, job.k)?;
+            let mut first = Vec::with_capacity(job.k);
+            let mut done = 0;
+            let avg = job.data.len() / job.claims.n;
+            let chunk = ((1 << 15) / avg.max(1)).max(1);
+            while let Some(range) = job.claims.claim(chunk) {
+                let mut keys = 0;
+                for i in range {
+                    let list = &job.data[job.offs[i]..job.offs[i + 1]];
+                    job.results[i].store(
+                        select_one(list, job.k, &mut heap, &mut first),
+                        Ordering::Relaxed,
+                    );
+                    keys += list.len();
+                    done += 1;
+                }
+                job.progress.cpu_keys.fetch_add(keys, Ordering::Relaxed);
+            }
+            Ok(done)
+        })?;
+        counts.into_iter().sum()
+    }
+
+    /// Cooperative by kind: every sub-list on an ad-heap shared by both kinds of cores.
+    fn bridge_worker<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<bridge::BridgeOutcome> {
+        let rt = self.device_runtime()?;
+        let opts = bridge::BridgeOptions {
+            d: self.d,
+            work_group: self.work_group,
+            checks: self.bridge_checks,
+        };
+        let live = match self.cooperation {
+            Cooperation::BridgeLive => true,
+            Cooperation::BridgePipelined => false,
+            _ => rt.transport() == asym_runtime::Transport::Fine,
+        };
+        if live {
+            bridge::live(rt, &self.pool, opts, job)
+        } else {
+            bridge::pipelined(rt, &self.pool, opts, job)
+        }
+    }
+
+    fn device_runtime(&self) -> Result<&Runtime> {
+        self.rt.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(
+                "the gpu and coop modes need an OpenCL device; none was opened".into(),
+            )
+        })
+    }
+
+    /// Runs the device side; `cooperative` carries what earlier runs learned (Cooperative mode),
+    /// `None` means the device does everything (GpuOnly).
+    fn device_worker<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        cooperative: Option<Learned>,
+    ) -> Result<DeviceOutcome> {
+        let rt = self.device_runtime()?;
+        DevicePlan::new(rt, self.d, self.work_group, job)?.run(job, cooperative, &self.stages)
+    }
+}
+
+/// One selection's shared state.
+struct Job<'a, K> {
+    data: &'a [K],
+    offs: &'a [usize],
+    k: usize,
+    results: &'a [AtomicI32],
+    claims: &'a Claims,
+    progress: &'a Progress,
+    cpu_threads: usize,
+}
+
+/// The k-th smallest of `list` with a d-heap (`heap` and `first` are reused scratch).
+#[inline]
+pub fn select_one<K: SelectKey>(
+    list: &[K],
+    k: usize,
+    heap: &mut DHeap<i32>,
+    first: &mut Vec<i32>,
+) -> i32 {
+    first.clear();
+    first.extend(list[..k].iter().map(|x| x.to_ordered()));
+    heap.rebuild_from(first);
+    let mut root = heap.peek().unwrap_or(i32::MAX);
+    for x in &list[k..] {
+        let v = x.to_ordered();
+        if v < root {
+            heap.replace_top(v);
+            root = heap.peek().unwrap_or(v);
+        }
+    }
+    root
+}
+
+mod bridge;
+mod device;
+pub mod peers;
