@@ -6,11 +6,14 @@
 //!     ASYM_BENCH_LOG2=28 ASYM_BENCH_LENGTHS=11,13,15,17,19,21 cargo bench --bench kselect
 //!
 //! `ASYM_DEVICE` picks the device; `ASYM_BENCH_D` the heap arity (default 8).
+//! `ASYM_BENCH_BRIDGE=1` adds Cooperative by kind (the ad-heap bridge, on the schedule the
+//! transport allows): it is one to three orders of magnitude slower than the rest on PoCL and
+//! on a discrete GPU (docs/BENCHMARKS.md), so it is left out by default.
 
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Mode, Runtime};
-use asym::structures::kselect::{peers, KSelector, Sublists};
+use asym::structures::kselect::{peers, Cooperation, KSelector, Sublists};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -58,6 +61,19 @@ fn kselect(c: &mut Criterion) {
         for mode in Mode::ALL {
             g.bench_function(BenchmarkId::new(mode.short_name(), format!("d{d}")), |b| {
                 b.iter(|| selector.select(&data, &cut, k, mode).expect("select"))
+            });
+        }
+        if std::env::var("ASYM_BENCH_BRIDGE").is_ok_and(|v| v == "1") {
+            let name = match selector.bridge_schedule(Cooperation::Bridge) {
+                Some(Cooperation::BridgeLive) => "coop_bridge_live",
+                _ => "coop_bridge_pipelined",
+            };
+            g.bench_function(BenchmarkId::new(name, format!("d{d}")), |b| {
+                b.iter(|| {
+                    selector
+                        .select_cooperating(&data, &cut, k, Mode::Cooperative, Cooperation::Bridge)
+                        .expect("select")
+                })
             });
         }
         g.bench_function(BenchmarkId::new("peer_select_nth_rayon", ""), |b| {

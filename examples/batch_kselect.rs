@@ -12,9 +12,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{
-    parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions,
+    parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions, Transport,
 };
-use asym::structures::kselect::{peers, KSelector, SelectKey, Sublists};
+use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -36,6 +36,11 @@ struct Args {
     /// Modes: cpu, gpu, coop (comma-separated) or all.
     #[arg(long, default_value = "all")]
     mode: String,
+    /// How coop divides the work: amount (whole sub-lists from one counter), bridge (the ad-heap:
+    /// every update-key split by kind; live on fine SVM, pipelined on coarse), bridge-live,
+    /// bridge-pipelined; comma-separated, or all. Each is its own row.
+    #[arg(long, default_value = "amount")]
+    coop: String,
     /// Heap arity: 2, 4, 8, 16, 32 or 64.
     #[arg(long, default_value_t = 8)]
     d: usize,
@@ -78,6 +83,8 @@ struct Args {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Runner {
     Mode(Mode),
+    /// Cooperative by kind on ad-heaps, on this schedule (bridge-live or bridge-pipelined).
+    Bridge(Cooperation),
     PeerSelectNth,
     PeerBinaryHeap,
 }
@@ -86,6 +93,8 @@ impl Runner {
     fn name(self) -> &'static str {
         match self {
             Runner::Mode(m) => m.short_name(),
+            Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live",
+            Runner::Bridge(_) => "coop:bridge-pipelined",
             Runner::PeerSelectNth => "peer:select_nth",
             Runner::PeerBinaryHeap => "peer:binaryheap",
         }
@@ -194,8 +203,25 @@ impl Bench<'_> {
                     let t = Instant::now();
                     result = match runner {
                         Runner::Mode(m) => {
-                            let (v, s) = self.selector.select_with_stats(data, &cut, k, m)?;
+                            let (v, s) = self.selector.select_cooperating(
+                                data,
+                                &cut,
+                                k,
+                                m,
+                                Cooperation::ByAmount,
+                            )?;
                             split = (s.cpu_sublists, s.device_sublists);
+                            v
+                        }
+                        Runner::Bridge(c) => {
+                            let (v, s) = self.selector.select_cooperating(
+                                data,
+                                &cut,
+                                k,
+                                Mode::Cooperative,
+                                c,
+                            )?;
+                            split = (s.bridge_sublists, s.bridge_sublists);
                             v
                         }
                         Runner::PeerSelectNth => peers::select_nth(data, &offs, k),
@@ -217,7 +243,7 @@ impl Bench<'_> {
                     cpu_sublists: split.0,
                     device_sublists: split.1,
                 });
-                if matches!(runner, Runner::Mode(_)) {
+                if matches!(runner, Runner::Mode(_) | Runner::Bridge(_)) {
                     last = Some(result);
                 }
             }
@@ -254,7 +280,7 @@ impl Bench<'_> {
             self.transport
         );
         println!(
-            "{:>9} {:>8}  {:<16} {:>10} {:>9} {:>7}  {:<8} sub-lists cpu/dev",
+            "{:>9} {:>8}  {:<22} {:>10} {:>9} {:>7}  {:<8} sub-lists cpu/dev",
             "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified"
         );
         for r in rows {
@@ -268,10 +294,11 @@ impl Bench<'_> {
             };
             let split = match r.runner {
                 Runner::Mode(_) => format!("{}/{}", r.cpu_sublists, r.device_sublists),
+                Runner::Bridge(_) => format!("{} shared", r.cpu_sublists),
                 _ => "rayon".into(),
             };
             println!(
-                "{:>9} {:>8}  {:<16} {:>10.2} {:>9.1} {:>7}  {:<8} {}",
+                "{:>9} {:>8}  {:<22} {:>10.2} {:>9.1} {:>7}  {:<8} {}",
                 r.sublist,
                 r.k,
                 r.runner.name(),
@@ -285,9 +312,44 @@ impl Bench<'_> {
     }
 }
 
+/// The cooperations `--coop` names (by-amount first).
+fn parse_coops(s: &str) -> Result<Vec<Cooperation>> {
+    if s.trim() == "all" {
+        return Ok(vec![
+            Cooperation::ByAmount,
+            Cooperation::BridgeLive,
+            Cooperation::BridgePipelined,
+        ]);
+    }
+    let mut out: Vec<Cooperation> = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let c: Cooperation = part.parse()?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::InvalidArgument("--coop names no cooperation".into()));
+    }
+    Ok(out)
+}
+
 fn run(args: &Args) -> Result<bool> {
     let modes = parse_modes(&args.mode)?;
-    let mut runners: Vec<Runner> = modes.iter().map(|&m| Runner::Mode(m)).collect();
+    let coops = parse_coops(&args.coop)?;
+    let mut runners: Vec<Runner> = Vec::new();
+    for &m in &modes {
+        if m != Mode::Cooperative {
+            runners.push(Runner::Mode(m));
+            continue;
+        }
+        for &c in &coops {
+            match c {
+                Cooperation::ByAmount => runners.push(Runner::Mode(m)),
+                c => runners.push(Runner::Bridge(c)),
+            }
+        }
+    }
     if !args.no_peers {
         runners.extend([Runner::PeerSelectNth, Runner::PeerBinaryHeap]);
     }
@@ -309,6 +371,29 @@ fn run(args: &Args) -> Result<bool> {
         ..Default::default()
     })?;
     let selector = KSelector::new(rt, pool, args.d)?;
+    // `bridge` means the schedule this transport allows; `--coop all` on coarse SVM leaves out
+    // the live schedule, which needs fine SVM.
+    let all = args.coop.trim() == "all";
+    let mut resolved = Vec::new();
+    for r in runners {
+        let r = match r {
+            Runner::Bridge(c) => match selector.bridge_schedule(c) {
+                Some(Cooperation::BridgeLive)
+                    if all
+                        && selector.runtime().map(Runtime::transport) != Some(Transport::Fine) =>
+                {
+                    continue
+                }
+                Some(s) => Runner::Bridge(s),
+                None => r,
+            },
+            r => r,
+        };
+        if !resolved.contains(&r) {
+            resolved.push(r);
+        }
+    }
+    let runners = resolved;
 
     // Keys: from a file, or generated.
     let (array, generated);
@@ -369,8 +454,28 @@ fn run(args: &Args) -> Result<bool> {
     }
     // Warm up: build the kernels once, outside the timings.
     let warm: Vec<i32> = (0..64).collect();
-    for &m in &modes {
-        selector.select(&warm, &Sublists::Equal(64), 6, m)?;
+    for &r in &runners {
+        match r {
+            Runner::Mode(m) => {
+                selector.select_cooperating(
+                    &warm,
+                    &Sublists::Equal(64),
+                    6,
+                    m,
+                    Cooperation::ByAmount,
+                )?;
+            }
+            Runner::Bridge(c) => {
+                selector.select_cooperating(
+                    &warm,
+                    &Sublists::Equal(64),
+                    6,
+                    Mode::Cooperative,
+                    c,
+                )?;
+            }
+            _ => {}
+        }
     }
     let steps = (lengths.len() * runners.len()) as u64;
     let mut bench = Bench {

@@ -169,6 +169,38 @@ fn npy_round_trip_in_every_mode() {
 }
 
 #[test]
+fn every_cooperation_runs_and_verifies() {
+    let (ok, stdout, err) = run(&[
+        "--total-log2",
+        "13",
+        "--sublist",
+        "512",
+        "--mode",
+        "coop",
+        "--coop",
+        "all",
+        "--json",
+        "--no-peers",
+    ]);
+    assert!(ok, "{err}");
+    let modes: Vec<String> = stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["verified"], true, "{v}");
+            v["mode"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(modes.contains(&"coop".to_string()), "{modes:?}");
+    assert!(
+        modes.contains(&"coop:bridge-pipelined".to_string()),
+        "{modes:?}"
+    );
+    let (ok, _, err) = run(&["--total-log2", "12", "--coop", "sideways"]);
+    assert!(!ok && err.contains("unknown cooperation"), "{err}");
+}
+
+#[test]
 fn the_default_table_and_devices_report_run() {
     let (ok, stdout, err) = run(&["--total-log2", "14", "--repeat", "1"]);
     assert!(ok, "{err}");

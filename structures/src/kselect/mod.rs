@@ -314,6 +314,22 @@ impl KSelector {
         self.cooperation
     }
 
+    /// The bridge schedule `cooperation` runs here (`BridgeLive` or `BridgePipelined`; `Bridge`
+    /// resolves by transport), or `None` for by-amount or without a device.
+    pub fn bridge_schedule(&self, cooperation: Cooperation) -> Option<Cooperation> {
+        match cooperation {
+            Cooperation::ByAmount => None,
+            Cooperation::BridgeLive | Cooperation::BridgePipelined => Some(cooperation),
+            Cooperation::Bridge => Some(
+                if self.rt.as_ref()?.transport() == asym_runtime::Transport::Fine {
+                    Cooperation::BridgeLive
+                } else {
+                    Cooperation::BridgePipelined
+                },
+            ),
+        }
+    }
+
     /// The heap arity.
     pub fn d(&self) -> usize {
         self.d
@@ -348,6 +364,19 @@ impl KSelector {
         sublists: &Sublists,
         k: usize,
         mode: Mode,
+    ) -> Result<(Vec<K>, SelectStats)> {
+        self.select_cooperating(data, sublists, k, mode, self.cooperation)
+    }
+
+    /// [`KSelector::select_with_stats`] with Cooperative mode dividing the work as
+    /// `cooperation` says (the other modes ignore it).
+    pub fn select_cooperating<K: SelectKey>(
+        &self,
+        data: &[K],
+        sublists: &Sublists,
+        k: usize,
+        mode: Mode,
+        cooperation: Cooperation,
     ) -> Result<(Vec<K>, SelectStats)> {
         let offs = sublists.boundaries(data.len(), k)?;
         let n = offs.len() - 1;
@@ -394,8 +423,8 @@ impl KSelector {
                     l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
                 });
             }
-            Mode::Cooperative if self.cooperation != Cooperation::ByAmount => {
-                let b = self.bridge_worker(&job)?;
+            Mode::Cooperative if cooperation != Cooperation::ByAmount => {
+                let b = self.bridge_worker(&job, cooperation)?;
                 stats.bridge_sublists = b.sublists;
                 stats.bridge_updates = b.updates;
                 stats.launches = b.launches;
@@ -489,19 +518,18 @@ impl KSelector {
     }
 
     /// Cooperative by kind: every sub-list on an ad-heap shared by both kinds of cores.
-    fn bridge_worker<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<bridge::BridgeOutcome> {
+    fn bridge_worker<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        cooperation: Cooperation,
+    ) -> Result<bridge::BridgeOutcome> {
         let rt = self.device_runtime()?;
         let opts = bridge::BridgeOptions {
             d: self.d,
             work_group: self.work_group,
             checks: self.bridge_checks,
         };
-        let live = match self.cooperation {
-            Cooperation::BridgeLive => true,
-            Cooperation::BridgePipelined => false,
-            _ => rt.transport() == asym_runtime::Transport::Fine,
-        };
-        if live {
+        if self.bridge_schedule(cooperation) == Some(Cooperation::BridgeLive) {
             bridge::live(rt, &self.pool, opts, job)
         } else {
             bridge::pipelined(rt, &self.pool, opts, job)
