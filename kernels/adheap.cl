@@ -102,6 +102,53 @@ kernel void adheap_bridges(__global int *slots, __global const uint *work, uint 
                 redi2);
 }
 
+/* Batch on a mirrored heap (pipelined schedule on coarse SVM, where the host's and the
+ * device's copies of a heap are separate memories and copying whole heaps at every hand-off
+ * would dominate). The device copy in `slots` is written only here; the latency threads keep
+ * the host copy. Work entry g = (slot, new root x, fresh index or 0xffffffff):
+ *   - fresh: the slot starts a new sub-list; its heap (built by the host) is copied in from
+ *     `fresh` (len words per heap);
+ *   - otherwise the device replays the bridge it left in the slot's head last round, which the
+ *     host has applied to its copy in the meantime, so both copies stay equal;
+ * then x becomes the root, the walk records the new bridge in the head, and the bridge is
+ * copied to out[g * (1 + 2 * AD_PAIRS) ..] for the host. Per hand-off only the work list, the
+ * fresh heaps and the bridges cross the bus. */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void adheap_bridges_mirrored(__global int *slots, __global const uint *work, uint count,
+                                    uint stride, uint len, __global const int *fresh,
+                                    __global int *out) {
+    __local int redv[WG];
+    __local uint redi[WG];
+    __local int redv2[WG];
+    __local uint redi2[WG];
+    const uint g = get_group_id(0);
+    const uint lid = get_local_id(0);
+    if (g >= count) return; /* whole group */
+    __global int *slot = slots + (ulong)work[3 * g] * stride;
+    const int x = (int)work[3 * g + 1];
+    const uint f = work[3 * g + 2];
+    if (f != 0xffffffffu) {
+        __global const int *src = fresh + (ulong)f * len;
+        for (uint i = lid; i < len; i += WG) slot[AD_PAD + i] = src[i];
+    } else {
+        /* The nodes of one bridge lie on one root-to-leaf path: distinct, so the pairs can be
+         * written in parallel. */
+        const uint pairs = (uint)slot[0];
+        for (uint p = lid; p < pairs && p < AD_PAIRS; p += WG) {
+            const uint node = (uint)slot[1 + 2 * p];
+            if (node < len) slot[AD_PAD + node] = slot[2 + 2 * p];
+        }
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) slot[AD_PAD] = x;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    adheap_walk(slot, len, lid, 1u, redv, redi, redv2, redi2);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    __global int *dst = out + (ulong)g * (1 + 2 * AD_PAIRS);
+    const uint words = 1 + 2 * (uint)slot[0];
+    for (uint i = lid; i < words; i += WG) dst[i] = slot[i];
+}
+
 #ifdef ASYM_FINE
 /* Service (live schedule, fine transport): every group takes slot indices (lo; hi is echoed)
  * from the to-device ring, computes their bridges and answers on the from-device ring, until

@@ -115,13 +115,13 @@ impl<K: SelectKey> Latency<'_, '_, K> {
     }
 
     /// Step 3 of update-key and what follows: applies the device's bridge, filters on, and
-    /// refills the slot when its sub-list is done. `Ok(true)`: the slot goes to the device.
+    /// refills the slot when its sub-list is done.
     fn after_bridge<S: SlotWords + ?Sized>(
         &self,
         slot: &mut S,
         state: &mut Option<SlotState>,
         scratch: &mut Vec<i32>,
-    ) -> Result<bool> {
+    ) -> Result<Next> {
         let k = self.job.k;
         if let Some(st) = state.as_mut() {
             if self.checks {
@@ -136,12 +136,24 @@ impl<K: SelectKey> Latency<'_, '_, K> {
                 )));
             }
             if self.advance(slot, st) {
-                return Ok(true);
+                return Ok(Next::Device { fresh: false });
             }
         }
         *state = self.refill(slot, scratch);
-        Ok(state.is_some())
+        Ok(match state {
+            Some(_) => Next::Device { fresh: true },
+            None => Next::Idle,
+        })
     }
+}
+
+/// Where a slot goes after the latency side's turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// To the device, with a new root; `fresh`: it holds a newly built heap.
+    Device { fresh: bool },
+    /// Nowhere: its sub-list is done and none is left to claim.
+    Idle,
 }
 
 /// Work-group size for the bridge walk: at least d (one child per work-item) and at least the
@@ -278,7 +290,7 @@ pub(super) fn live<K: SelectKey>(
                             return Err(Error::Lost(format!("the device answered slot {s}")));
                         }
                         let mut st = states[s].lock().unwrap_or_else(|p| p.into_inner());
-                        if lat.after_bridge(&mut slot_of(s), &mut st, &mut scratch)? {
+                        if lat.after_bridge(&mut slot_of(s), &mut st, &mut scratch)? != Next::Idle {
                             service.send(msg)?;
                         }
                         backoff.reset();
@@ -441,7 +453,7 @@ fn latency_round<K: SelectKey>(
         let (base, words, states) = &mut *part;
         let mut scratch = Vec::new();
         for (j, (slot, state)) in words.chunks_mut(stride).zip(states.iter_mut()).enumerate() {
-            if lat.after_bridge(slot, state, &mut scratch)? {
+            if lat.after_bridge(slot, state, &mut scratch)? != Next::Idle {
                 out.push((*base + j) as u32);
             }
         }
@@ -454,4 +466,219 @@ fn latency_round<K: SelectKey>(
         work.extend(l?);
     }
     Ok(work)
+}
+
+/// One half of the mirrored pipelined schedule: the host copy of its heaps, the device copy,
+/// and the small buffers that cross the bus at each hand-off.
+struct MirrorHalf {
+    host: Vec<i32>,
+    states: Vec<Option<SlotState>>,
+    /// The device copy: only the kernel touches it (kept alive for the kernel's argument).
+    _dev_slots: SvmBuffer<i32>,
+    /// (slot, new root, fresh index) per work-group.
+    work: SvmBuffer<u32>,
+    /// The bridges, `1 + 2·max_pairs` words per work-group.
+    out: SvmBuffer<i32>,
+    kernel: Kernel,
+    /// Staging for fresh heaps in power-of-two size classes (class c holds 2^c heaps), so a
+    /// round with few new sub-lists copies little. Per half: a half maps its staging only after
+    /// its own launch, the one that read it, has completed.
+    staging: Vec<Option<SvmBuffer<i32>>>,
+    /// The slots of the launch in flight, in work-group order.
+    in_flight: Vec<u32>,
+    launch: Option<Launch>,
+}
+
+/// The pipelined schedule on coarse SVM: heaps mirrored, bridges replayed (see
+/// `adheap_bridges_mirrored` in `kernels/adheap.cl`); only work lists, fresh heaps and bridges
+/// are copied.
+pub(super) fn pipelined_mirrored<K: SelectKey>(
+    rt: &Runtime,
+    pool: &LatencyPool,
+    opts: BridgeOptions,
+    job: &Job<'_, K>,
+) -> Result<BridgeOutcome> {
+    let layout = AdHeapLayout::new(opts.d, job.k)?;
+    let wg = work_group(rt, &layout, opts.work_group)?;
+    let stride = layout.stride();
+    let bridge_words = 1 + 2 * layout.max_pairs();
+    let (k, pad) = (job.k, layout.pad());
+    let n = job.claims.n;
+    let per_half = n
+        .div_ceil(2)
+        .min(PIPELINED_SLOTS)
+        .min((PIPELINED_BYTES / 2 / (stride * 4)).max(1))
+        .max(1);
+    let program = rt.program_with(&asym_kernels::ADHEAP, &program_options(&layout, wg))?;
+    let mut halves = Vec::with_capacity(2);
+    for _ in 0..2 {
+        let dev_slots = rt.alloc::<i32>(per_half * stride)?;
+        let work = rt.alloc::<u32>(3 * per_half)?;
+        let out = rt.alloc::<i32>(per_half * bridge_words)?;
+        let mut kernel = Kernel::from_program(rt, &program, "adheap_bridges_mirrored")?;
+        kernel
+            .arg_svm(0, &dev_slots)?
+            .arg_svm(1, &work)?
+            .arg_scalar(2, 0u32)?
+            .arg_scalar(3, stride as u32)?
+            .arg_scalar(4, k as u32)?
+            .arg_svm(6, &out)?;
+        halves.push(MirrorHalf {
+            host: vec![0; per_half * stride],
+            states: vec![None; per_half],
+            _dev_slots: dev_slots,
+            work,
+            out,
+            kernel,
+            staging: Vec::new(),
+            in_flight: Vec::new(),
+            launch: None,
+        });
+    }
+    let finished = AtomicUsize::new(0);
+    let updates = AtomicU64::new(0);
+    let lat = Latency {
+        job,
+        layout,
+        checks: opts.checks,
+        finished: &finished,
+        updates: &updates,
+    };
+    let mut launches = 0;
+    let mut first = true;
+    loop {
+        let mut any = false;
+        for half in halves.iter_mut() {
+            if let Some(launch) = half.launch.take() {
+                launch.wait()?;
+            }
+            if !first && half.in_flight.is_empty() && job.claims.remaining() == 0 {
+                continue;
+            }
+            // The bridges of the launch that just completed, by slot.
+            let mut bridge_of = vec![u32::MAX; per_half];
+            let bridges = if half.in_flight.is_empty() {
+                Vec::new()
+            } else {
+                let map = half.out.map()?;
+                let v = map[..half.in_flight.len() * bridge_words].to_vec();
+                map.unmap()?;
+                v
+            };
+            for (g, &s) in half.in_flight.iter().enumerate() {
+                bridge_of[s as usize] = g as u32;
+            }
+            let next = mirror_round(pool, &lat, half, stride, &bridge_of, &bridges, bridge_words)?;
+            half.in_flight = next.iter().map(|&(s, _)| s).collect();
+            if next.is_empty() {
+                continue;
+            }
+            any = true;
+            // Fresh heaps into the smallest staging class that holds them.
+            let fresh: Vec<u32> = next.iter().filter(|(_, f)| *f).map(|&(s, _)| s).collect();
+            if !fresh.is_empty() {
+                let class = fresh.len().next_power_of_two().trailing_zeros() as usize;
+                if half.staging.len() <= class {
+                    half.staging.resize_with(class + 1, || None);
+                }
+                if half.staging[class].is_none() {
+                    half.staging[class] = Some(rt.alloc::<i32>((1 << class) * k)?);
+                }
+                let buf = half.staging[class].as_mut().expect("made above");
+                {
+                    let mut map = buf.map_for_overwrite()?;
+                    for (i, &s) in fresh.iter().enumerate() {
+                        let src = s as usize * stride + pad;
+                        map[i * k..(i + 1) * k].copy_from_slice(&half.host[src..src + k]);
+                    }
+                    map.unmap()?;
+                }
+                half.kernel.arg_svm(5, buf)?;
+            } else {
+                // No fresh heap this round: any buffer will do for the unused argument.
+                half.kernel.arg_svm(5, &half.out)?;
+            }
+            {
+                let mut map = half.work.map_for_overwrite()?;
+                let mut f = 0u32;
+                for (g, &(s, is_fresh)) in next.iter().enumerate() {
+                    map[3 * g] = s;
+                    map[3 * g + 1] = lat.layout.root(&half.host[s as usize * stride..]) as u32;
+                    map[3 * g + 2] = if is_fresh {
+                        f += 1;
+                        f - 1
+                    } else {
+                        u32::MAX
+                    };
+                }
+                map.unmap()?;
+            }
+            half.kernel.arg_scalar(2, next.len() as u32)?;
+            half.launch = Some(half.kernel.launch(next.len() * wg, Some(wg))?);
+            launches += 1;
+        }
+        first = false;
+        if !any {
+            break;
+        }
+    }
+    Ok(BridgeOutcome {
+        sublists: finished.load(Ordering::Acquire),
+        updates: updates.load(Ordering::Relaxed),
+        launches,
+    })
+}
+
+/// The latency threads' turn on one mirrored half: take each slot's bridge into the host copy,
+/// apply it, filter, refill. Returns (slot, fresh) for the slots that go to the device.
+fn mirror_round<K: SelectKey>(
+    pool: &LatencyPool,
+    lat: &Latency<'_, '_, K>,
+    half: &mut MirrorHalf,
+    stride: usize,
+    bridge_of: &[u32],
+    bridges: &[i32],
+    bridge_words: usize,
+) -> Result<Vec<(u32, bool)>> {
+    let per_half = half.states.len();
+    let threads = pool.len().max(1);
+    let share = per_half.div_ceil(threads).max(1);
+    let parts: Vec<Mutex<Part<'_>>> = half
+        .host
+        .chunks_mut(share * stride)
+        .zip(half.states.chunks_mut(share))
+        .enumerate()
+        .map(|(i, (words, states))| Mutex::new((i * share, words, states)))
+        .collect();
+    let lists = pool.broadcast_scoped(|w| -> Result<Vec<(u32, bool)>> {
+        let mut out = Vec::new();
+        let Some(part) = parts.get(w.index) else {
+            return Ok(out);
+        };
+        let mut part = part.lock().unwrap_or_else(|p| p.into_inner());
+        let (base, words, states) = &mut *part;
+        let mut scratch = Vec::new();
+        for (j, (slot, state)) in words.chunks_mut(stride).zip(states.iter_mut()).enumerate() {
+            let s = *base + j;
+            let g = bridge_of[s];
+            if g != u32::MAX {
+                let b = &bridges[g as usize * bridge_words..(g as usize + 1) * bridge_words];
+                let pairs = (b[0].max(0) as usize).min((bridge_words - 1) / 2);
+                slot[..1 + 2 * pairs].copy_from_slice(&b[..1 + 2 * pairs]);
+                if b[0] as usize > pairs {
+                    slot[0] = b[0]; // let the bridge check report the bad counter
+                }
+            }
+            match lat.after_bridge(slot, state, &mut scratch)? {
+                Next::Device { fresh } => out.push((s as u32, fresh)),
+                Next::Idle => {}
+            }
+        }
+        Ok(out)
+    })?;
+    let mut next = Vec::new();
+    for l in lists {
+        next.extend(l?);
+    }
+    Ok(next)
 }
