@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use asym::runtime::{
     parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions, Transport,
 };
-use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, Sublists};
+use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, SelectStats, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -90,6 +90,15 @@ enum Runner {
 }
 
 impl Runner {
+    /// The mode and cooperation an asym runner selects with; `None` for a peer.
+    fn selection(self) -> Option<(Mode, Cooperation)> {
+        match self {
+            Runner::Mode(m) => Some((m, Cooperation::ByAmount)),
+            Runner::Bridge(c) => Some((Mode::Cooperative, c)),
+            _ => None,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Runner::Mode(m) => m.short_name(),
@@ -107,8 +116,8 @@ struct Row {
     k: usize,
     ms: f64,
     verified: Option<bool>,
-    cpu_sublists: usize,
-    device_sublists: usize,
+    /// Who did what (asym's runners; `None` for a peer).
+    stats: Option<SelectStats>,
 }
 
 fn generate(total: usize, seed: u64) -> Vec<i32> {
@@ -188,6 +197,13 @@ impl Bench<'_> {
             };
             let cut = Sublists::Equal(len);
             let offs = cut.boundaries(data.len(), k)?;
+            // Warm up outside the timings: kernels are built for this k (heap size, bridge
+            // length), so one sub-list of k keys builds the programs the timed runs use.
+            let warm: Vec<i32> = (0..k as i32).rev().collect();
+            for (m, c) in runners.iter().filter_map(|r| r.selection()) {
+                self.selector
+                    .select_cooperating(&warm, &Sublists::Equal(k), k, m, c)?;
+            }
             let want = if self.args.no_check {
                 None
             } else {
@@ -198,34 +214,19 @@ impl Bench<'_> {
                     .step(format!("{} sub-list {len}", runner.name()));
                 let mut times = Vec::new();
                 let mut result = Vec::new();
-                let mut split = (0, 0);
+                let mut stats = None;
                 for _ in 0..self.args.repeat.max(1) {
                     let t = Instant::now();
-                    result = match runner {
-                        Runner::Mode(m) => {
-                            let (v, s) = self.selector.select_cooperating(
-                                data,
-                                &cut,
-                                k,
-                                m,
-                                Cooperation::ByAmount,
-                            )?;
-                            split = (s.cpu_sublists, s.device_sublists);
+                    result = match runner.selection() {
+                        Some((m, c)) => {
+                            let (v, s) = self.selector.select_cooperating(data, &cut, k, m, c)?;
+                            stats = Some(s);
                             v
                         }
-                        Runner::Bridge(c) => {
-                            let (v, s) = self.selector.select_cooperating(
-                                data,
-                                &cut,
-                                k,
-                                Mode::Cooperative,
-                                c,
-                            )?;
-                            split = (s.bridge_sublists, s.bridge_sublists);
-                            v
+                        None if runner == Runner::PeerSelectNth => {
+                            peers::select_nth(data, &offs, k)
                         }
-                        Runner::PeerSelectNth => peers::select_nth(data, &offs, k),
-                        Runner::PeerBinaryHeap => peers::binary_heap(data, &offs, k),
+                        None => peers::binary_heap(data, &offs, k),
                     };
                     times.push(t.elapsed());
                 }
@@ -240,10 +241,9 @@ impl Bench<'_> {
                     k,
                     ms: median(times).as_secs_f64() * 1e3,
                     verified,
-                    cpu_sublists: split.0,
-                    device_sublists: split.1,
+                    stats,
                 });
-                if matches!(runner, Runner::Mode(_) | Runner::Bridge(_)) {
+                if runner.selection().is_some() {
                     last = Some(result);
                 }
             }
@@ -264,7 +264,12 @@ impl Bench<'_> {
                     "n": n, "sublist": r.sublist, "k": r.k, "d": self.selector.d(), "dtype": dtype.descr(),
                     "ms": r.ms, "mkeys_per_s": n as f64 / r.ms / 1e3,
                     "speedup_vs_cpu": cpu_ms(r.sublist).map(|c| c / r.ms),
-                    "verified": r.verified, "cpu_sublists": r.cpu_sublists, "device_sublists": r.device_sublists,
+                    "verified": r.verified,
+                    "cpu_sublists": r.stats.as_ref().map(|s| s.cpu_sublists),
+                    "device_sublists": r.stats.as_ref().map(|s| s.device_sublists),
+                    "bridge_sublists": r.stats.as_ref().map(|s| s.bridge_sublists),
+                    "bridge_updates": r.stats.as_ref().map(|s| s.bridge_updates),
+                    "launches": r.stats.as_ref().map(|s| s.launches),
                     "threads": self.selector.pool().len(),
                 });
                 println!("{line}");
@@ -292,9 +297,9 @@ impl Bench<'_> {
                 Some(false) => "NO",
                 None => "-",
             };
-            let split = match r.runner {
-                Runner::Mode(_) => format!("{}/{}", r.cpu_sublists, r.device_sublists),
-                Runner::Bridge(_) => format!("{} shared", r.cpu_sublists),
+            let split = match (&r.stats, r.runner) {
+                (Some(s), Runner::Bridge(_)) => format!("{} shared", s.bridge_sublists),
+                (Some(s), _) => format!("{}/{}", s.cpu_sublists, s.device_sublists),
                 _ => "rayon".into(),
             };
             println!(
@@ -451,31 +456,6 @@ fn run(args: &Args) -> Result<bool> {
     };
     if n == 0 {
         return Err(Error::InvalidArgument("the input is empty".into()));
-    }
-    // Warm up: build the kernels once, outside the timings.
-    let warm: Vec<i32> = (0..64).collect();
-    for &r in &runners {
-        match r {
-            Runner::Mode(m) => {
-                selector.select_cooperating(
-                    &warm,
-                    &Sublists::Equal(64),
-                    6,
-                    m,
-                    Cooperation::ByAmount,
-                )?;
-            }
-            Runner::Bridge(c) => {
-                selector.select_cooperating(
-                    &warm,
-                    &Sublists::Equal(64),
-                    6,
-                    Mode::Cooperative,
-                    c,
-                )?;
-            }
-            _ => {}
-        }
     }
     let steps = (lengths.len() * runners.len()) as u64;
     let mut bench = Bench {

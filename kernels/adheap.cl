@@ -13,7 +13,9 @@
  * records (node, child value) and descends to that child; otherwise, or at a leaf, it records
  * (node, x) and stops. Pair p is kept by work-item p in registers and written to the bridge in
  * local memory (the scratchpad) at the end, then dumped to the slot's head in one burst with
- * the node counter. The heap itself is only read: a latency thread applies the bridge.
+ * the node counter. The walk only reads the heap: a latency thread applies the bridge. (The
+ * batch kernel keeps a device copy of each heap and replays the bridge on it as well; see
+ * there.)
  *
  * Memory ordering: the slot belongs to this work-group from the hand-off until the bridge is
  * published. Batch kernel (any transport): the launch is the hand-off and its completion the
@@ -88,23 +90,9 @@ inline void adheap_walk(__global int *slot, uint len, uint lid, const uint go,
     if (go && lid == 0) slot[0] = (int)pairs;
 }
 
-/* Batch: group g computes the bridge of slot work[g] (pipelined schedule, any transport). */
-__attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void adheap_bridges(__global int *slots, __global const uint *work, uint count,
-                           uint stride, uint len) {
-    __local int redv[WG];
-    __local uint redi[WG];
-    __local int redv2[WG];
-    __local uint redi2[WG];
-    const uint g = get_group_id(0);
-    if (g >= count) return; /* whole group */
-    adheap_walk(slots + (ulong)work[g] * stride, len, get_local_id(0), 1u, redv, redi, redv2,
-                redi2);
-}
-
-/* Batch on a mirrored heap (pipelined schedule on coarse SVM, where the host's and the
- * device's copies of a heap are separate memories and copying whole heaps at every hand-off
- * would dominate). The device copy in `slots` is written only here; the latency threads keep
+/* Batch (the pipelined schedule, any transport) on mirrored heaps: on coarse SVM the host's
+ * and the device's copies of a heap are separate memories, and copying whole heaps at every
+ * hand-off would dominate. The device copy in `slots` is written only here; the latency threads keep
  * the host copy. Work entry g = (slot, new root x, fresh index or 0xffffffff):
  *   - fresh: the slot starts a new sub-list; its heap (built by the host) is copied in from
  *     `fresh` (len words per heap);
@@ -114,7 +102,7 @@ kernel void adheap_bridges(__global int *slots, __global const uint *work, uint 
  * copied to out[g * (1 + 2 * AD_PAIRS) ..] for the host. Per hand-off only the work list, the
  * fresh heaps and the bridges cross the bus. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void adheap_bridges_mirrored(__global int *slots, __global const uint *work, uint count,
+kernel void adheap_bridges(__global int *slots, __global const uint *work, uint count,
                                     uint stride, uint len, __global const int *fresh,
                                     __global int *out) {
     __local int redv[WG];

@@ -39,7 +39,7 @@
 
 use asym_runtime::{Error, Result};
 
-use crate::dheap::check_d;
+use crate::dheap::{check_d, DHeap};
 
 /// Word index of the node counter in a slot.
 pub const COUNTER: usize = 0;
@@ -173,16 +173,23 @@ impl From<BadBridge> for Error {
 }
 
 impl AdHeapLayout {
-    /// Heapifies `keys` (at most `capacity`) into the slot and clears the bridge (latency side).
-    pub fn build<S: SlotWords + ?Sized>(&self, slot: &mut S, keys: &[i32], scratch: &mut Vec<i32>) {
-        debug_assert!(keys.len() <= self.capacity);
-        scratch.clear();
-        scratch.extend_from_slice(keys);
-        heapify(scratch, self.d);
-        for (i, &v) in scratch.iter().enumerate() {
+    /// Copies `heap` (built by [`DHeap`], same arity, at most `capacity` keys) into the slot
+    /// and clears the bridge (latency side).
+    pub fn build<S: SlotWords + ?Sized>(&self, slot: &mut S, heap: &DHeap<i32>) -> Result<()> {
+        if heap.d() != self.d || heap.len() > self.capacity {
+            return Err(Error::InvalidArgument(format!(
+                "a {}-heap of {} keys does not fit an ad-heap slot of d = {}, capacity {}",
+                heap.d(),
+                heap.len(),
+                self.d,
+                self.capacity
+            )));
+        }
+        for (i, &v) in heap.as_slice().iter().enumerate() {
             slot.store(self.pad + i, v);
         }
         slot.store(COUNTER, 0);
+        Ok(())
     }
 
     /// The root (the maximum) of a heap of `len ≥ 1` keys.
@@ -337,37 +344,6 @@ impl AdHeapLayout {
     /// Whether the slot's heap of `len` keys has the max-heap property.
     pub fn is_valid<S: SlotWords + ?Sized>(&self, slot: &S, len: usize) -> bool {
         (1..len).all(|i| slot.load(self.pad + (i - 1) / self.d) >= slot.load(self.pad + i))
-    }
-}
-
-/// Bottom-up heapify of a max-d-heap stored from index 0.
-fn heapify(h: &mut [i32], d: usize) {
-    let len = h.len();
-    if len < 2 {
-        return;
-    }
-    for start in (0..=(len - 2) / d).rev() {
-        let key = h[start];
-        let mut i = start;
-        loop {
-            let first = d * i + 1;
-            if first >= len {
-                break;
-            }
-            let last = (first + d).min(len);
-            let mut best = first;
-            for c in first + 1..last {
-                if h[c] > h[best] {
-                    best = c;
-                }
-            }
-            if h[best] <= key {
-                break;
-            }
-            h[i] = h[best];
-            i = best;
-        }
-        h[i] = key;
     }
 }
 

@@ -15,7 +15,12 @@ use rand::{Rng, SeedableRng};
 
 fn slot_for(layout: &AdHeapLayout, keys: &[i32]) -> Vec<i32> {
     let mut slot = vec![0; layout.stride()];
-    layout.build(slot.as_mut_slice(), keys, &mut Vec::new());
+    layout
+        .build(
+            slot.as_mut_slice(),
+            &DHeap::from_slice(layout.d(), keys).unwrap(),
+        )
+        .unwrap();
     slot
 }
 
@@ -79,6 +84,10 @@ fn broken_bridges_are_rejected_before_they_touch_the_heap() {
             "{what} passed the check"
         );
     }
+    // A heap of another arity or size does not fit the slot.
+    let mut s = good.clone();
+    let other = DHeap::from_slice(8, &keys).unwrap();
+    assert!(layout.build(s.as_mut_slice(), &other).is_err());
     let mut s = good.clone();
     s[5] = -3;
     let before = s.clone();
@@ -90,7 +99,9 @@ fn broken_bridges_are_rejected_before_they_touch_the_heap() {
     );
 }
 
-/// The device's bridge walk against the host's, for every d, on every heap of a batch.
+/// The device's bridge walk against the host's, for every d, on every heap of a batch: a first
+/// round with half the heaps sent fresh (copied in from staging) and half already on the device,
+/// then a second round in which the device replays its first bridges before walking again.
 #[test]
 fn device_bridges_equal_the_host_reference() {
     let mut rng = rand::rngs::StdRng::from_entropy();
@@ -100,27 +111,43 @@ fn device_bridges_equal_the_host_reference() {
         for d in SUPPORTED_D {
             for len in [1usize, d + 3, 700] {
                 let layout = AdHeapLayout::new(d, len).unwrap();
-                let wg = d.max(layout.max_pairs().next_power_of_two());
+                let wg = d.max(layout.max_pairs().next_power_of_two()).max(8);
                 let heaps = 37;
                 let stride = layout.stride();
+                let bw = 1 + 2 * layout.max_pairs();
                 let mut host = vec![0i32; heaps * stride];
                 for s in host.chunks_mut(stride) {
                     let keys: Vec<i32> = (0..len).map(|_| rng.gen_range(-50..50)).collect();
-                    layout.build(s, &keys, &mut Vec::new());
-                    layout.write_root(s, rng.gen_range(-60..60));
+                    layout
+                        .build(s, &DHeap::from_slice(d, &keys).unwrap())
+                        .unwrap();
                 }
-                // Every other slot is in the work list, in reverse order.
+                // Every other slot is in the work list, in reverse order; every other entry is
+                // fresh, and its heap is zeroed on the device so only the staging copy is right.
                 let work: Vec<u32> = (0..heaps as u32).rev().step_by(2).collect();
-                let mut slots = rt.alloc::<i32>(host.len()).unwrap();
-                slots.write(&host).unwrap();
-                let mut list = rt.alloc::<u32>(work.len()).unwrap();
-                list.write(&work).unwrap();
+                let fresh: Vec<bool> = (0..work.len()).map(|g| g % 2 == 0).collect();
+                let mut device = host.clone();
+                let mut staged = Vec::new();
+                for (&s, &f) in work.iter().zip(&fresh) {
+                    let r = s as usize * stride + layout.pad();
+                    if f {
+                        staged.extend_from_slice(&host[r..r + len]);
+                        device[r..r + len].fill(0);
+                    }
+                }
+                let untouched = device.clone();
                 let program = rt
                     .program_with(
                         &asym_kernels::ADHEAP,
                         &format!("{} -DWG={wg}", layout.cl_defines()),
                     )
                     .unwrap();
+                let mut slots = rt.alloc::<i32>(host.len()).unwrap();
+                slots.write(&device).unwrap();
+                let mut staging = rt.alloc::<i32>(staged.len().max(1)).unwrap();
+                staging.write(&staged).unwrap();
+                let mut list = rt.alloc::<u32>(3 * work.len()).unwrap();
+                let mut out = rt.alloc::<i32>(work.len() * bw).unwrap();
                 let mut k = Kernel::from_program(rt, &program, "adheap_bridges").unwrap();
                 k.arg_svm(0, &slots)
                     .unwrap()
@@ -131,19 +158,59 @@ fn device_bridges_equal_the_host_reference() {
                     .arg_scalar(3, stride as u32)
                     .unwrap()
                     .arg_scalar(4, len as u32)
+                    .unwrap()
+                    .arg_svm(5, &staging)
+                    .unwrap()
+                    .arg_svm(6, &out)
                     .unwrap();
-                k.launch(work.len() * wg, Some(wg)).unwrap().wait().unwrap();
-                let got = slots.read().unwrap();
-                for (i, (g, h)) in got.chunks(stride).zip(host.chunks_mut(stride)).enumerate() {
-                    if work.contains(&(i as u32)) {
-                        layout
-                            .check_bridge(g, len)
-                            .unwrap_or_else(|e| panic!("{t} d {d} len {len} slot {i}: {e:?}"));
-                        layout.compute_bridge(h, len);
+                for round in 0..2 {
+                    // New roots on the host copy; the work list carries them.
+                    let mut entries = Vec::new();
+                    let mut next_fresh = 0u32;
+                    for (g, &s) in work.iter().enumerate() {
+                        let slot = &mut host[s as usize * stride..(s as usize + 1) * stride];
+                        let x = rng.gen_range(-60..60);
+                        layout.write_root(slot, x);
+                        let f = if round == 0 && fresh[g] {
+                            next_fresh += 1;
+                            next_fresh - 1
+                        } else {
+                            u32::MAX
+                        };
+                        entries.extend([s, x as u32, f]);
+                    }
+                    list.write(&entries).unwrap();
+                    k.launch(work.len() * wg, Some(wg)).unwrap().wait().unwrap();
+                    let bridges = out.read().unwrap();
+                    let dev = slots.read().unwrap();
+                    for (i, h) in host.chunks_mut(stride).enumerate() {
+                        let Some(g) = work.iter().position(|&s| s as usize == i) else {
+                            let u = &untouched[i * stride..(i + 1) * stride];
+                            assert_eq!(dev[i * stride], 0, "{t} d {d}: slot {i} not in the list");
+                            assert_eq!(
+                                &dev[i * stride..(i + 1) * stride],
+                                u,
+                                "{t} d {d}: slot {i} untouched"
+                            );
+                            continue;
+                        };
+                        let b = &bridges[g * bw..(g + 1) * bw];
+                        let words = (1 + 2 * b[0].max(0) as usize).min(bw);
+                        assert_eq!(
+                            b[..words],
+                            dev[i * stride..i * stride + words],
+                            "out = head"
+                        );
+                        // The device's bridge on the host copy, checked, against the host walk.
+                        let mut a = h.to_vec();
+                        a[..bw].copy_from_slice(b);
+                        layout.check_bridge(a.as_slice(), len).unwrap_or_else(|e| {
+                            panic!("{t} d {d} len {len} slot {i} round {round}: {e:?}")
+                        });
+                        layout.compute_bridge(&mut *h, len);
                         let pairs = h[COUNTER] as usize;
                         // Equal max children may be chosen differently; both are valid, so
                         // compare what applying them does.
-                        let mut a = g.to_vec();
                         layout.apply_bridge(a.as_mut_slice(), len).unwrap();
                         layout.apply_bridge(&mut *h, len).unwrap();
                         assert!(layout.is_valid(a.as_slice(), len));
@@ -152,12 +219,8 @@ fn device_bridges_equal_the_host_reference() {
                         ka.sort_unstable();
                         kh.sort_unstable();
                         assert_eq!(ka, kh, "{t} d {d} len {len} slot {i} ({pairs} pairs)");
-                    } else {
-                        assert_eq!(
-                            g[COUNTER], 0,
-                            "{t} d {d}: slot {i} was not in the work list"
-                        );
-                        assert_eq!(g, &h[..], "{t} d {d}: slot {i} untouched");
+                        // Keep the host copy equal to the device's, which replays its own bridge.
+                        h.copy_from_slice(&a);
                     }
                 }
             }

@@ -14,15 +14,17 @@
 //!   take any answered slot, so the CPU side balances itself. At most as many slots as the
 //!   rings hold are in flight, so a send never finds a full ring.
 //! - **Pipelined** (any transport, the only one on coarse SVM): the slots are split in two
-//!   halves; while one launch of `adheap_bridges` computes the bridges of one half, the latency
-//!   threads apply the other half's bridges and write its new roots (double buffering). Each
-//!   hand-off is an unmap plus a launch, or a completed launch plus a map.
+//!   halves; while one launch of `adheap_bridges` computes the bridges of one half, the
+//!   latency threads apply the other half's bridges and write its new roots (double buffering).
+//!   Each heap has a host copy (the latency threads') and a device copy (the kernel's), kept
+//!   equal by applying the same bridge to both: mapping shared heaps at every hand-off would
+//!   copy all of them over the bus on coarse SVM (measured on the H200: 1.2–3.9× slower,
+//!   docs/BENCHMARKS.md), and on fine SVM (PoCL) the two ways ran equally fast.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
-use asym_runtime::backoff::Backoff;
+use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::signal::{pack, unpack, DeviceService};
 use asym_runtime::{
     DeviceKind, Error, Kernel, LatencyPool, Launch, Result, Runtime, Side, SvmBuffer,
@@ -30,6 +32,7 @@ use asym_runtime::{
 
 use super::{Job, SelectKey};
 use crate::adheap::{AdHeapLayout, AtomicSlot, SlotWords};
+use crate::dheap::DHeap;
 
 /// Slots in flight on the live schedule (bounded by the rings; enough to cover the round trip).
 const LIVE_SLOTS: usize = 1024;
@@ -98,20 +101,24 @@ impl<K: SelectKey> Latency<'_, '_, K> {
     fn refill<S: SlotWords + ?Sized>(
         &self,
         slot: &mut S,
-        scratch: &mut Vec<i32>,
-    ) -> Option<SlotState> {
+        scratch: &mut Scratch,
+    ) -> Result<Option<SlotState>> {
         let job = self.job;
         while let Some(r) = job.claims.claim(1) {
             let sub = r.start;
             let list = &job.data[job.offs[sub]..job.offs[sub + 1]];
-            let first: Vec<i32> = list[..job.k].iter().map(|x| x.to_ordered()).collect();
-            self.layout.build(slot, &first, scratch);
+            scratch.keys.clear();
+            scratch
+                .keys
+                .extend(list[..job.k].iter().map(|x| x.to_ordered()));
+            scratch.heap.rebuild_from(&scratch.keys);
+            self.layout.build(slot, &scratch.heap)?;
             let mut st = SlotState { sub, cursor: job.k };
             if self.advance(slot, &mut st) {
-                return Some(st);
+                return Ok(Some(st));
             }
         }
-        None
+        Ok(None)
     }
 
     /// Step 3 of update-key and what follows: applies the device's bridge, filters on, and
@@ -120,7 +127,7 @@ impl<K: SelectKey> Latency<'_, '_, K> {
         &self,
         slot: &mut S,
         state: &mut Option<SlotState>,
-        scratch: &mut Vec<i32>,
+        scratch: &mut Scratch,
     ) -> Result<Next> {
         let k = self.job.k;
         if let Some(st) = state.as_mut() {
@@ -139,10 +146,25 @@ impl<K: SelectKey> Latency<'_, '_, K> {
                 return Ok(Next::Device { fresh: false });
             }
         }
-        *state = self.refill(slot, scratch);
+        *state = self.refill(slot, scratch)?;
         Ok(match state {
             Some(_) => Next::Device { fresh: true },
             None => Next::Idle,
+        })
+    }
+}
+
+/// A latency thread's reusable buffers for building heaps.
+struct Scratch {
+    keys: Vec<i32>,
+    heap: DHeap<i32>,
+}
+
+impl Scratch {
+    fn new(layout: &AdHeapLayout) -> Result<Self> {
+        Ok(Scratch {
+            keys: Vec::with_capacity(layout.capacity()),
+            heap: DHeap::with_capacity(layout.d(), layout.capacity())?,
         })
     }
 }
@@ -188,30 +210,26 @@ fn program_options(layout: &AdHeapLayout, wg: usize) -> String {
 /// Tracks global progress for the bounded waits of the latency threads.
 struct Liveness {
     seen: u64,
-    since: Instant,
+    deadline: Deadline,
 }
 
 impl Liveness {
-    fn new(now: u64) -> Self {
+    fn new(now: u64, rt: &Runtime) -> Self {
         Liveness {
             seen: now,
-            since: Instant::now(),
+            deadline: Deadline::after(rt.timeout()),
         }
     }
 
     /// An error once `progress` has not moved for the runtime's timeout.
     fn check(&mut self, progress: u64, rt: &Runtime, what: &str) -> Result<()> {
         if progress != self.seen {
-            self.seen = progress;
-            self.since = Instant::now();
-            return Ok(());
-        }
-        let waited = self.since.elapsed();
-        if waited > rt.timeout() {
+            *self = Liveness::new(progress, rt);
+        } else if self.deadline.expired() {
             return Err(Error::Stalled {
                 side: Side::Device,
                 waiting_for: what.to_string(),
-                waited_ms: waited.as_millis() as u64,
+                waited_ms: self.deadline.waited_ms(),
                 detail: format!("{progress} bridges applied so far"),
             });
         }
@@ -269,18 +287,18 @@ pub(super) fn live<K: SelectKey>(
         };
         let results = pool.broadcast_scoped(|w| -> Result<()> {
             let run = || -> Result<()> {
-                let mut scratch = Vec::new();
+                let mut scratch = Scratch::new(&lat.layout)?;
                 let slot_of = |s: usize| AtomicSlot(&words[s * stride..(s + 1) * stride]);
                 // Fill this thread's share of the slots.
                 for s in (w.index..slots).step_by(w.threads.max(1)) {
                     let mut st = states[s].lock().unwrap_or_else(|p| p.into_inner());
-                    *st = lat.refill(&mut slot_of(s), &mut scratch);
+                    *st = lat.refill(&mut slot_of(s), &mut scratch)?;
                     if st.is_some() {
                         service.send(pack(s as u32, 0))?;
                     }
                 }
                 let mut backoff = Backoff::new();
-                let mut alive = Liveness::new(updates.load(Ordering::Relaxed));
+                let mut alive = Liveness::new(updates.load(Ordering::Relaxed), rt);
                 let mut polls = 0u32;
                 while finished.load(Ordering::Acquire) < n && !failed.load(Ordering::Relaxed) {
                     if let Some(msg) = service.try_recv()? {
@@ -328,149 +346,12 @@ pub(super) fn live<K: SelectKey>(
     })
 }
 
-/// One half of the pipelined schedule: its slots, its work list and its launch.
-struct Half {
-    slots: SvmBuffer<i32>,
-    work: SvmBuffer<u32>,
-    kernel: Kernel,
-    states: Vec<Option<SlotState>>,
-    /// Slots with a root written and no bridge yet (the last launch's work).
-    active: usize,
-    launch: Option<Launch>,
-}
-
-/// The pipelined schedule (any transport).
-pub(super) fn pipelined<K: SelectKey>(
-    rt: &Runtime,
-    pool: &LatencyPool,
-    opts: BridgeOptions,
-    job: &Job<'_, K>,
-) -> Result<BridgeOutcome> {
-    let layout = AdHeapLayout::new(opts.d, job.k)?;
-    let wg = work_group(rt, &layout, opts.work_group)?;
-    let stride = layout.stride();
-    let n = job.claims.n;
-    let per_half = n
-        .div_ceil(2)
-        .min(PIPELINED_SLOTS)
-        .min((PIPELINED_BYTES / 2 / (stride * 4)).max(1))
-        .max(1);
-    let program = rt.program_with(&asym_kernels::ADHEAP, &program_options(&layout, wg))?;
-    let mut halves = Vec::with_capacity(2);
-    for _ in 0..2 {
-        let slots = rt.alloc::<i32>(per_half * stride)?;
-        let work = rt.alloc::<u32>(per_half)?;
-        let mut kernel = Kernel::from_program(rt, &program, "adheap_bridges")?;
-        kernel
-            .arg_svm(0, &slots)?
-            .arg_svm(1, &work)?
-            .arg_scalar(2, 0u32)?
-            .arg_scalar(3, stride as u32)?
-            .arg_scalar(4, job.k as u32)?;
-        halves.push(Half {
-            slots,
-            work,
-            kernel,
-            states: vec![None; per_half],
-            active: 0,
-            launch: None,
-        });
-    }
-    let finished = AtomicUsize::new(0);
-    let updates = AtomicU64::new(0);
-    let lat = Latency {
-        job,
-        layout,
-        checks: opts.checks,
-        finished: &finished,
-        updates: &updates,
-    };
-    let mut launches = 0;
-    let mut first = true;
-    loop {
-        let mut any = false;
-        for half in halves.iter_mut() {
-            if let Some(launch) = half.launch.take() {
-                launch.wait()?;
-            }
-            if !first && half.active == 0 && job.claims.remaining() == 0 {
-                continue;
-            }
-            let work = latency_round(pool, &lat, half, stride)?;
-            half.active = work.len();
-            if work.is_empty() {
-                continue;
-            }
-            any = true;
-            {
-                let mut map = half.work.map_for_overwrite()?;
-                map[..work.len()].copy_from_slice(&work);
-                map.unmap()?;
-            }
-            half.kernel.arg_scalar(2, work.len() as u32)?;
-            half.launch = Some(half.kernel.launch(work.len() * wg, Some(wg))?);
-            launches += 1;
-        }
-        first = false;
-        if !any {
-            break;
-        }
-    }
-    Ok(BridgeOutcome {
-        sublists: finished.load(Ordering::Acquire),
-        updates: updates.load(Ordering::Relaxed),
-        launches,
-    })
-}
-
 /// One latency thread's share of a half: its first slot's index, words and states.
 type Part<'a> = (usize, &'a mut [i32], &'a mut [Option<SlotState>]);
 
-/// The latency threads' turn on one half (mapped): apply the bridges, filter, write new roots,
-/// refill finished slots. Returns the slots that go to the device.
-fn latency_round<K: SelectKey>(
-    pool: &LatencyPool,
-    lat: &Latency<'_, '_, K>,
-    half: &mut Half,
-    stride: usize,
-) -> Result<Vec<u32>> {
-    let mut map = half.slots.map()?;
-    let per_half = half.states.len();
-    let threads = pool.len().max(1);
-    let share = per_half.div_ceil(threads).max(1);
-    let parts: Vec<Mutex<Part<'_>>> = map
-        .chunks_mut(share * stride)
-        .zip(half.states.chunks_mut(share))
-        .enumerate()
-        .map(|(i, (words, states))| Mutex::new((i * share, words, states)))
-        .collect();
-    let lists = pool.broadcast_scoped(|w| -> Result<Vec<u32>> {
-        let mut out = Vec::new();
-        let Some(part) = parts.get(w.index) else {
-            return Ok(out);
-        };
-        let mut part = part.lock().unwrap_or_else(|p| p.into_inner());
-        let (base, words, states) = &mut *part;
-        let mut scratch = Vec::new();
-        for (j, (slot, state)) in words.chunks_mut(stride).zip(states.iter_mut()).enumerate() {
-            if lat.after_bridge(slot, state, &mut scratch)? != Next::Idle {
-                out.push((*base + j) as u32);
-            }
-        }
-        Ok(out)
-    })?;
-    drop(parts);
-    map.unmap()?;
-    let mut work = Vec::new();
-    for l in lists {
-        work.extend(l?);
-    }
-    Ok(work)
-}
-
-/// One half of the mirrored pipelined schedule: the host copy of its heaps, the device copy,
-/// and the small buffers that cross the bus at each hand-off.
-struct MirrorHalf {
+/// One half of the pipelined schedule: the host copy of its heaps, the device copy, and the
+/// small buffers that cross the bus at each hand-off.
+struct Half {
     host: Vec<i32>,
     states: Vec<Option<SlotState>>,
     /// The device copy: only the kernel touches it (kept alive for the kernel's argument).
@@ -489,10 +370,10 @@ struct MirrorHalf {
     launch: Option<Launch>,
 }
 
-/// The pipelined schedule on coarse SVM: heaps mirrored, bridges replayed (see
-/// `adheap_bridges_mirrored` in `kernels/adheap.cl`); only work lists, fresh heaps and bridges
+/// The pipelined schedule (any transport): heaps mirrored, bridges replayed (see
+/// `adheap_bridges` in `kernels/adheap.cl`); only work lists, fresh heaps and bridges
 /// are copied.
-pub(super) fn pipelined_mirrored<K: SelectKey>(
+pub(super) fn pipelined<K: SelectKey>(
     rt: &Runtime,
     pool: &LatencyPool,
     opts: BridgeOptions,
@@ -515,7 +396,7 @@ pub(super) fn pipelined_mirrored<K: SelectKey>(
         let dev_slots = rt.alloc::<i32>(per_half * stride)?;
         let work = rt.alloc::<u32>(3 * per_half)?;
         let out = rt.alloc::<i32>(per_half * bridge_words)?;
-        let mut kernel = Kernel::from_program(rt, &program, "adheap_bridges_mirrored")?;
+        let mut kernel = Kernel::from_program(rt, &program, "adheap_bridges")?;
         kernel
             .arg_svm(0, &dev_slots)?
             .arg_svm(1, &work)?
@@ -523,7 +404,7 @@ pub(super) fn pipelined_mirrored<K: SelectKey>(
             .arg_scalar(3, stride as u32)?
             .arg_scalar(4, k as u32)?
             .arg_svm(6, &out)?;
-        halves.push(MirrorHalf {
+        halves.push(Half {
             host: vec![0; per_half * stride],
             states: vec![None; per_half],
             _dev_slots: dev_slots,
@@ -545,15 +426,14 @@ pub(super) fn pipelined_mirrored<K: SelectKey>(
         updates: &updates,
     };
     let mut launches = 0;
-    let mut first = true;
     loop {
         let mut any = false;
         for half in halves.iter_mut() {
             if let Some(launch) = half.launch.take() {
                 launch.wait()?;
             }
-            if !first && half.in_flight.is_empty() && job.claims.remaining() == 0 {
-                continue;
+            if half.in_flight.is_empty() && job.claims.remaining() == 0 {
+                continue; // drained: nothing to apply, nothing to claim
             }
             // The bridges of the launch that just completed, by slot.
             let mut bridge_of = vec![u32::MAX; per_half];
@@ -600,13 +480,13 @@ pub(super) fn pipelined_mirrored<K: SelectKey>(
             }
             {
                 let mut map = half.work.map_for_overwrite()?;
-                let mut f = 0u32;
+                // Fresh slots take staging places in the order they were copied above.
+                let mut staged = 0u32..;
                 for (g, &(s, is_fresh)) in next.iter().enumerate() {
                     map[3 * g] = s;
                     map[3 * g + 1] = lat.layout.root(&half.host[s as usize * stride..]) as u32;
                     map[3 * g + 2] = if is_fresh {
-                        f += 1;
-                        f - 1
+                        staged.next().expect("unbounded")
                     } else {
                         u32::MAX
                     };
@@ -617,7 +497,6 @@ pub(super) fn pipelined_mirrored<K: SelectKey>(
             half.launch = Some(half.kernel.launch(next.len() * wg, Some(wg))?);
             launches += 1;
         }
-        first = false;
         if !any {
             break;
         }
@@ -629,12 +508,12 @@ pub(super) fn pipelined_mirrored<K: SelectKey>(
     })
 }
 
-/// The latency threads' turn on one mirrored half: take each slot's bridge into the host copy,
+/// The latency threads' turn on one half: take each slot's bridge into the host copy,
 /// apply it, filter, refill. Returns (slot, fresh) for the slots that go to the device.
 fn mirror_round<K: SelectKey>(
     pool: &LatencyPool,
     lat: &Latency<'_, '_, K>,
-    half: &mut MirrorHalf,
+    half: &mut Half,
     stride: usize,
     bridge_of: &[u32],
     bridges: &[i32],
@@ -657,17 +536,15 @@ fn mirror_round<K: SelectKey>(
         };
         let mut part = part.lock().unwrap_or_else(|p| p.into_inner());
         let (base, words, states) = &mut *part;
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::new(&lat.layout)?;
         for (j, (slot, state)) in words.chunks_mut(stride).zip(states.iter_mut()).enumerate() {
             let s = *base + j;
             let g = bridge_of[s];
             if g != u32::MAX {
+                // The whole bridge area (the head holds it: pad ≥ bridge_words); words past
+                // the counter's pairs are ignored, a bad counter is caught when applying.
                 let b = &bridges[g as usize * bridge_words..(g as usize + 1) * bridge_words];
-                let pairs = (b[0].max(0) as usize).min((bridge_words - 1) / 2);
-                slot[..1 + 2 * pairs].copy_from_slice(&b[..1 + 2 * pairs]);
-                if b[0] as usize > pairs {
-                    slot[0] = b[0]; // let the bridge check report the bad counter
-                }
+                slot[..bridge_words].copy_from_slice(b);
             }
             match lat.after_bridge(slot, state, &mut scratch)? {
                 Next::Device { fresh } => out.push((s as u32, fresh)),

@@ -531,12 +531,8 @@ impl KSelector {
         };
         if self.bridge_schedule(cooperation) == Some(Cooperation::BridgeLive) {
             bridge::live(rt, &self.pool, opts, job)
-        } else if rt.transport() == asym_runtime::Transport::Fine {
-            // One copy of each heap, shared: mapping it costs nothing on fine SVM.
-            bridge::pipelined(rt, &self.pool, opts, job)
         } else {
-            // Coarse SVM copies whatever is mapped: mirror the heaps, move only the bridges.
-            bridge::pipelined_mirrored(rt, &self.pool, opts, job)
+            bridge::pipelined(rt, &self.pool, opts, job)
         }
     }
 
