@@ -129,6 +129,20 @@ impl Runtime {
         &self.inner.queue
     }
 
+    /// `Error::Unsupported` unless the device runs work-groups of `size` (`what`: the job, for
+    /// the message, e.g. "run k-selection").
+    pub fn check_work_group(&self, size: usize, what: &str) -> Result<()> {
+        let max = self.inner.profile.max_work_group_size.max(1);
+        if size > max {
+            return Err(Error::Unsupported {
+                device: self.inner.profile.label(),
+                what: format!("{what} with work-groups of {size}"),
+                lacks: format!("work-groups that large (max {max})"),
+            });
+        }
+        Ok(())
+    }
+
     /// Allocates `len` zeroed elements of SVM of the kind the transport uses.
     pub fn alloc<T: SvmElement>(&self, len: usize) -> Result<SvmBuffer<T>> {
         self.alloc_kind(len, self.inner.transport.svm_kind())

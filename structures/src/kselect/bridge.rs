@@ -193,13 +193,7 @@ fn work_group(rt: &Runtime, layout: &AdHeapLayout, requested: Option<usize>) -> 
         None if p.kind == DeviceKind::Gpu => need.max(32),
         None => need.max(16),
     };
-    if wg > p.max_work_group_size.max(1) {
-        return Err(Error::Unsupported {
-            device: p.label(),
-            what: format!("run the ad-heap bridge with work-groups of {wg}"),
-            lacks: format!("work-groups that large (max {})", p.max_work_group_size),
-        });
-    }
+    rt.check_work_group(wg, "run the ad-heap bridge")?;
     Ok(wg)
 }
 

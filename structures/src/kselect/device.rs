@@ -74,19 +74,12 @@ impl DevicePlan {
                 "k = {k} is too large for the device kernel (at most 2^26)"
             )));
         }
-        let max_wg = p.max_work_group_size.max(1);
         let wg = wg.unwrap_or(if p.kind == asym_runtime::DeviceKind::Gpu {
             d.max(64)
         } else {
             d.max(16)
         });
-        if wg > max_wg {
-            return Err(Error::Unsupported {
-                device: p.label(),
-                what: format!("run k-selection with work-groups of {wg}"),
-                lacks: format!("work-groups that large (max {max_wg})"),
-            });
-        }
+        rt.check_work_group(wg, "run k-selection")?;
         let heap_words = (d - 1 + k).next_multiple_of(16) + 16;
         // cand (2·WG), redv, redi, redv2, redi2, scan (WG each), root; plus slack.
         let fixed_local = (7 * wg + 8) * 4 + 256;
