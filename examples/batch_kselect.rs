@@ -74,6 +74,14 @@ struct Args {
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
+    /// Device work-group size: a power of two ≥ d (default: max(d, 64) on a GPU, max(d, 16)
+    /// on a CPU device).
+    #[arg(long)]
+    work_group: Option<usize>,
+    /// How the device kernel runs an update-key: single (one work-item, no barriers inside)
+    /// or reduce (the seed's baseline: the work-group finds the max child by reduction).
+    #[arg(long, default_value = "single")]
+    device_update: String,
     /// Print one JSON object per mode and length instead of a table.
     #[arg(long)]
     json: bool,
@@ -270,6 +278,12 @@ impl Bench<'_> {
                     "bridge_sublists": r.stats.as_ref().map(|s| s.bridge_sublists),
                     "bridge_updates": r.stats.as_ref().map(|s| s.bridge_updates),
                     "launches": r.stats.as_ref().map(|s| s.launches),
+                    "device_stages_ms": r.stats.as_ref().filter(|s| s.device_sublists > 0).map(|s| {
+                        let t = s.device_times;
+                        json!({"stage": t.stage_s * 1e3, "transfer": t.transfer_s * 1e3,
+                               "kernel": t.kernel_s * 1e3, "wait": t.wait_s * 1e3,
+                               "readback": t.readback_s * 1e3})
+                    }),
                     "threads": self.selector.pool().len(),
                 });
                 println!("{line}");
@@ -375,7 +389,11 @@ fn run(args: &Args) -> Result<bool> {
         threads: args.threads,
         ..Default::default()
     })?;
-    let selector = KSelector::new(rt, pool, args.d)?;
+    let mut selector =
+        KSelector::new(rt, pool, args.d)?.with_device_update(args.device_update.parse()?);
+    if let Some(wg) = args.work_group {
+        selector = selector.with_work_group(wg)?;
+    }
     // `bridge` means the schedule this transport allows; `--coop all` on coarse SVM leaves out
     // the live schedule, which needs fine SVM.
     let all = args.coop.trim() == "all";

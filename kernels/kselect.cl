@@ -3,8 +3,10 @@
  *
  * One work-group per sub-list. Build options: -DD=<arity: 2..64, power of two>,
  * -DWG=<work-group size: power of two, >= D>, -DHEAP_LOCAL=<1: heap in local memory; 0: in the
- * group's slice of global scratch>. Keys are int32 in "ordered" form: the host maps u32 and f32
- * keys so that signed comparison gives their order (structures/src/kselect.rs).
+ * group's slice of global scratch>, -DSERIAL=<0: update-key by the work-group (the seed's
+ * baseline, below); 1: update-key by one work-item>, -DPER=<keys each work-item filters per
+ * round, SERIAL only>. Keys are int32 in "ordered" form: the host maps u32 and f32 keys so
+ * that signed comparison gives their order (structures/src/kselect/mod.rs).
  *
  * Algorithm (per sub-list of n keys, 1 <= k <= n):
  *   1. load the first k keys into a cache-aligned max-d-heap (node i at h[D-1+i], its children
@@ -17,6 +19,13 @@
  *      aligned child block and find the max child by parallel reduction, one work-item moves it
  *      up (compare-and-swap chain), level by level;
  *   4. the root is the k-th smallest key.
+ *
+ * SERIAL=1 keeps steps 1, 2 and 4 and the parallel rejection of step 3, but work-item 0 runs
+ * every candidate's update-key alone: per level it reads the child block (D consecutive words,
+ * padded with INT_MIN past the last node so no bound check is needed per child), takes the
+ * max in registers and moves it up. No barrier inside an update-key (the baseline pays
+ * 2 + log2(D) per level), one pair per round of WG * PER keys; the other work-items wait at
+ * the round's barrier. Which wins depends on the device (docs/BENCHMARKS.md).
  *
  * Memory ordering: a heap belongs to one work-group; every step that reads what another
  * work-item wrote is separated by barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE), and all
@@ -36,6 +45,13 @@
 #endif
 #if WG < D
 #error "the work-group must have at least D work-items"
+#endif
+
+#ifndef SERIAL
+#define SERIAL 0
+#endif
+#ifndef PER
+#define PER 1
 #endif
 
 #if HEAP_LOCAL
@@ -66,15 +82,41 @@ inline void kselect_sift_down_seq(HEAP_AS int *h, uint i, int key, uint len) {
     h[PAD + i] = key;
 }
 
+/* Update-key by one work-item: replace the root by `x` and sift it down. Needs the heap's
+ * last child block padded with INT_MIN (step 1), so a block is read whole. */
+inline void kselect_update_root_serial(HEAP_AS int *h, int x, uint k) {
+    uint i = 0;
+    for (;;) {
+        const uint first = D * i + 1;
+        if (first >= k) break;
+        HEAP_AS const int *block = h + PAD + first; /* = h + D * (i + 1): aligned */
+        int best = block[0];
+        uint bi = 0;
+#pragma unroll
+        for (uint c = 1; c < D; ++c) {
+            const int v = block[c];
+            const bool take = v > best;
+            best = take ? v : best;
+            bi = take ? c : bi;
+        }
+        if (best <= x) break;
+        h[PAD + i] = best;
+        i = first + bi;
+    }
+    h[PAD + i] = x;
+}
+
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void kselect_dheap(__global const int *data, __global const uint *offsets,
                           __global int *out, __global int *scratch, uint k, uint nsub,
                           uint scratch_stride, __local int *lheap) {
+#if !SERIAL
     __local int cand[2 * WG];
     __local int redv[WG];
     __local uint redi[WG];
     __local int redv2[WG];
     __local uint redi2[WG];
+#endif
     __local uint scan[WG];
     __local int root;
 
@@ -90,8 +132,10 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     HEAP_AS int *h = scratch + (ulong)g * scratch_stride;
 #endif
 
-    /* 1. the first k keys */
-    for (uint i = lid; i < k; i += WG) h[PAD + i] = list[i];
+    /* 1. the first k keys, then INT_MIN up to the end of the last child block (the host
+     *    sizes the heap at least k + 2D words) */
+    const uint pad_end = D * ((k - 1) / D + 2) - PAD;
+    for (uint i = lid; i < pad_end; i += WG) h[PAD + i] = i < k ? list[i] : INT_MIN;
     barrier(FENCE);
 
     /* 2. heapify, deepest internal level first (level starts: s0 = 0, s(L+1) = D*s(L) + 1) */
@@ -115,6 +159,52 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     for (ulong first = 1; first < k; first = first * D + 1) ++height;
 
     /* 3. stream the remaining keys */
+#if SERIAL
+    __local int scand[2 * WG * PER];
+    for (uint base = k; base < n; base += WG * PER) {
+        /* Reject keys >= root in parallel, PER per work-item (coalesced: key j of work-item
+         * lid is base + j * WG + lid); count the rest and place them by a prefix sum of the
+         * counts. Non-candidates park in slots of their own past WG * PER (see top). */
+        const int r = root;
+        int xs[PER];
+        uint cnt = 0;
+#pragma unroll
+        for (uint j = 0; j < PER; ++j) {
+            const uint idx = base + j * WG + lid;
+            xs[j] = idx < n ? list[idx] : INT_MAX;
+            cnt += xs[j] < r ? 1u : 0u;
+        }
+        scan[lid] = cnt;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint off = 1; off < WG; off <<= 1) {
+            const uint add = lid >= off ? scan[lid - off] : 0u;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            scan[lid] += add;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        uint pos = scan[lid] - cnt;
+#pragma unroll
+        for (uint j = 0; j < PER; ++j) {
+            const bool take = xs[j] < r;
+            scand[take ? pos : WG * PER + lid * PER + j] = xs[j];
+            pos += take ? 1u : 0u;
+        }
+        const uint nc = scan[WG - 1];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            int rt = r;
+            for (uint c = 0; c < nc; ++c) {
+                const int x = scand[c];
+                if (x < rt) {
+                    kselect_update_root_serial(h, x, k);
+                    rt = h[PAD];
+                }
+            }
+            root = rt;
+        }
+        barrier(FENCE);
+    }
+#else
     for (uint base = k; base < n; base += WG) {
         /* Reject keys >= root in parallel; compact the rest (candidates) in arrival order by
          * an inclusive prefix sum over the work-group (Hillis-Steele, log2(WG) barriers). */
@@ -175,6 +265,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
         /* Every work-item is done with cand before the next round refills it. */
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
 
     /* 4. the root is the k-th smallest */
     if (lid == 0) out[g] = root;

@@ -262,6 +262,13 @@ impl Launch {
     pub fn wait(mut self) -> Result<()> {
         self.wait_for(self.timeout)
     }
+
+    /// Waits with the runtime's default bound and returns how long the kernel ran on the
+    /// device (profiling start to end; `None` where the driver gives no times).
+    pub fn wait_timed(mut self) -> Result<Option<Duration>> {
+        self.wait_for(self.timeout)?;
+        Ok(sys::event_device_time(&self.event))
+    }
 }
 
 impl Drop for Launch {

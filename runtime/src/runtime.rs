@@ -19,6 +19,8 @@ use crate::transport::Transport;
 /// The environment variable that sets the default bound of every wait, in milliseconds.
 pub const TIMEOUT_ENV: &str = "ASYM_TIMEOUT_MS";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+const PROFILING: ocl::core::CommandQueueProperties =
+    ocl::core::CommandQueueProperties::PROFILING_ENABLE;
 
 /// How to open a [`Runtime`]; `None` fields fall back to the environment, then to defaults.
 #[derive(Clone, Debug, Default)]
@@ -96,7 +98,9 @@ impl Runtime {
         let label = profile.label();
         let context = ocl::core::create_context(None, &[profile.device_id], None, None)
             .map_err(|e| Error::ocl("clCreateContext", label.clone(), e))?;
-        let queue = ocl::core::create_command_queue(&context, profile.device_id, None)
+        // Profiling is on for every queue: launch and transfer times feed the stage timers
+        // (`Launch::device_time`, `SvmBuffer::last_transfer_time`); it costs two timestamps.
+        let queue = ocl::core::create_command_queue(&context, profile.device_id, Some(PROFILING))
             .map_err(|e| Error::ocl("clCreateCommandQueue", label, e))?;
         Ok(Runtime {
             inner: Arc::new(Inner {
@@ -250,7 +254,7 @@ impl Runtime {
         let q = ocl::core::create_command_queue(
             &self.inner.context,
             self.inner.profile.device_id,
-            None,
+            Some(PROFILING),
         )
         .map_err(|e| Error::ocl("clCreateCommandQueue", self.inner.profile.label(), e))?;
         Ok(Queue { queue: q })

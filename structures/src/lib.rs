@@ -20,4 +20,6 @@ pub mod npy;
 pub use adheap::AdHeapLayout;
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;
-pub use kselect::{Cooperation, KSelector, SelectKey, SelectStats, Sublists};
+pub use kselect::{
+    Cooperation, DeviceTimes, DeviceUpdate, KSelector, SelectKey, SelectStats, Sublists,
+};

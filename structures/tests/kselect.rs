@@ -4,7 +4,7 @@
 mod common;
 
 use asym_runtime::{Error, Mode};
-use asym_structures::kselect::{SelectKey, Sublists};
+use asym_structures::kselect::{DeviceUpdate, SelectKey, Sublists};
 use rand::{Rng, SeedableRng};
 
 fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
@@ -58,6 +58,40 @@ fn every_d_and_lengths_that_are_not_powers_of_two() {
                     want,
                     "d {d} {mode} k {k}"
                 );
+            }
+        }
+    }
+}
+
+#[test]
+fn both_device_kernels_on_every_d_with_local_and_global_heaps() {
+    // GpuOnly alone: the baseline (work-group reduction) and the single-work-item update-key,
+    // heaps in local memory and forced to global memory, on every pattern; k = 1, k = d + 1
+    // (a partial last child block: the INT_MIN padding), 0.1 · length and the whole length.
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let t = common::transports()[0];
+    for d in asym_structures::dheap::SUPPORTED_D {
+        for update in [DeviceUpdate::GroupReduce, DeviceUpdate::SingleItem] {
+            for global in [false, true] {
+                let sel = common::selector(t, d)
+                    .with_device_update(update)
+                    .with_global_device_heaps(global);
+                let len = 150 + 3 * d;
+                let n = len * 3;
+                for (name, data) in patterns(n, &mut rng) {
+                    let offs: Vec<usize> = (0..=3).map(|i| i * len).collect();
+                    for k in [1, d + 1, len / 10, len] {
+                        let (got, stats) = sel
+                            .select_with_stats(&data, &Sublists::Equal(len), k, Mode::GpuOnly)
+                            .unwrap();
+                        assert_eq!(
+                            got,
+                            common::reference(&data, &offs, k),
+                            "d {d} {update:?} global {global} {name} k {k}"
+                        );
+                        assert_eq!(stats.local_heap, !global, "d {d} {update:?} k {k}");
+                    }
+                }
             }
         }
     }

@@ -81,3 +81,22 @@ pub(crate) fn enqueue_kernel(
     ocl::core::flush(queue).map_err(|e| Error::ocl("clFlush", "after kernel launch", e))?;
     Ok(event)
 }
+
+/// How long a completed command ran on the device (profiling `END - START`), or `None` when the
+/// queue does not profile, the command has not completed, or the driver gives no times.
+pub(crate) fn event_device_time(event: &Event) -> Option<std::time::Duration> {
+    use ocl::core::{ProfilingInfo, ProfilingInfoResult};
+    let status = ocl::core::event_status(event).ok()?;
+    if status != ocl::core::CommandExecutionStatus::Complete {
+        return None;
+    }
+    let start = match ocl::core::get_event_profiling_info(event, ProfilingInfo::Start).ok()? {
+        ProfilingInfoResult::Start(t) => t,
+        _ => return None,
+    };
+    let end = match ocl::core::get_event_profiling_info(event, ProfilingInfo::End).ok()? {
+        ProfilingInfoResult::End(t) => t,
+        _ => return None,
+    };
+    Some(std::time::Duration::from_nanos(end.saturating_sub(start)))
+}

@@ -11,7 +11,9 @@ mod os;
 mod scope;
 mod svm;
 
-pub(crate) use cl::{enqueue_kernel, set_kernel_arg_svm, set_kernel_exec_info_svm_ptrs};
+pub(crate) use cl::{
+    enqueue_kernel, event_device_time, set_kernel_arg_svm, set_kernel_exec_info_svm_ptrs,
+};
 pub(crate) use os::current_cpu;
 pub(crate) use scope::{run_scoped, Job};
 pub(crate) use svm::SvmAlloc;

@@ -230,6 +230,13 @@ impl SvmAlloc {
             .clone()
     }
 
+    /// How long the last unmap ran on the device (the host-to-device transfer of a coarse
+    /// buffer), once it has completed; `None` before, on fine SVM, or without profiling.
+    pub(crate) fn last_transfer_time(&self) -> Option<std::time::Duration> {
+        let event = self.pending_unmap()?;
+        super::event_device_time(&event)
+    }
+
     /// Ends one launch's use (its event completed).
     pub(crate) fn end_use(&self) {
         let prev = self.state.fetch_sub(IN_FLIGHT_ONE, Ordering::AcqRel);
@@ -441,6 +448,13 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// Number of kernel launches using the buffer that have not completed.
     pub fn launches_in_flight(&self) -> usize {
         self.alloc.in_flight()
+    }
+
+    /// How long the last unmap ran on the device: on the coarse transport, the copy of what
+    /// the host wrote to the device. `None` until it completed (a launch that used the buffer
+    /// has finished), on the fine transport, or where the driver gives no profiling times.
+    pub fn last_transfer_time(&self) -> Option<std::time::Duration> {
+        self.alloc.last_transfer_time()
     }
 
     pub(crate) fn shared(&self) -> &Arc<SvmAlloc> {

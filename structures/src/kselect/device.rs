@@ -7,7 +7,7 @@ use std::time::Instant;
 use asym_runtime::{Error, Kernel, Launch, Result, Runtime, SvmBuffer};
 use rayon::prelude::*;
 
-use super::{Job, Learned, SelectKey};
+use super::{DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
 
 pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
@@ -18,6 +18,8 @@ pub(super) struct DeviceOutcome {
     pub(super) device_s: f64,
     /// The shortest claim-to-answer time of one launch (0: none measured).
     pub(super) fastest_launch_s: f64,
+    /// Where the time went, summed over launches.
+    pub(super) times: DeviceTimes,
 }
 
 pub(super) fn min_known(a: f64, b: f64) -> f64 {
@@ -60,13 +62,27 @@ pub(super) type StageCache = std::sync::Mutex<Vec<Stage>>;
 /// Keys per device chunk: enough to keep the device busy, small enough to pipeline.
 const CHUNK_KEYS: usize = 1 << 23;
 
+/// Keys each work-item filters per round with [`DeviceUpdate::SingleItem`]: enough to
+/// amortise the round's prefix sum and barriers over several keys.
+const KEYS_PER_ITEM: usize = 4;
+
+/// The selector's choices for the device kernel.
+pub(super) struct DeviceShape {
+    pub(super) d: usize,
+    pub(super) work_group: Option<usize>,
+    pub(super) update: DeviceUpdate,
+    /// Heaps in global memory even where local memory would hold them.
+    pub(super) global_heaps: bool,
+}
+
 impl DevicePlan {
-    pub(super) fn new<K>(
-        rt: &Runtime,
-        d: usize,
-        wg: Option<usize>,
-        job: &Job<'_, K>,
-    ) -> Result<Self> {
+    pub(super) fn new<K>(rt: &Runtime, shape: DeviceShape, job: &Job<'_, K>) -> Result<Self> {
+        let DeviceShape {
+            d,
+            work_group: wg,
+            update,
+            global_heaps,
+        } = shape;
         let p = rt.profile();
         let k = job.k;
         if k > (u32::MAX as usize) / 64 - 64 {
@@ -80,16 +96,29 @@ impl DevicePlan {
             d.max(16)
         });
         rt.check_work_group(wg, "run k-selection")?;
-        let heap_words = (d - 1 + k).next_multiple_of(16) + 16;
-        // cand (2·WG), redv, redi, redv2, redi2, scan (WG each), root; plus slack.
-        let fixed_local = (7 * wg + 8) * 4 + 256;
-        let local_heap = (heap_words * 4 + fixed_local) as u64 <= p.local_mem_bytes;
+        // The kernel pads the last child block with INT_MIN: k + 2d words hold it (kselect.cl).
+        let heap_words = (k + 2 * d).next_multiple_of(16);
+        let (serial, per) = match update {
+            DeviceUpdate::GroupReduce => (0, 1),
+            DeviceUpdate::SingleItem => (1, KEYS_PER_ITEM),
+        };
+        // Baseline: cand (2·WG), redv, redi, redv2, redi2, scan (WG each); single-item: the
+        // candidates (2·WG·PER) and scan; both: root, plus slack.
+        let fixed_local = match update {
+            DeviceUpdate::GroupReduce => 7 * wg * 4,
+            DeviceUpdate::SingleItem => (2 * per + 1) * wg * 4,
+        } + 256;
+        let local_heap =
+            !global_heaps && (heap_words * 4 + fixed_local) as u64 <= p.local_mem_bytes;
         let n = job.claims.n;
         let avg = job.data.len() / n;
         let chunk = (CHUNK_KEYS / avg.max(1))
             .max(p.compute_units as usize * 4)
             .clamp(1, n);
-        let options = format!("-DD={d} -DWG={wg} -DHEAP_LOCAL={}", u8::from(local_heap));
+        let options = format!(
+            "-DD={d} -DWG={wg} -DHEAP_LOCAL={} -DSERIAL={serial} -DPER={per}",
+            u8::from(local_heap)
+        );
         Ok(DevicePlan {
             rt: rt.clone(),
             wg,
@@ -171,6 +200,7 @@ impl DevicePlan {
             keys: 0,
             device_s: 0.0,
             fastest_launch_s: 0.0,
+            times: DeviceTimes::default(),
         };
         let started = Instant::now();
         let total_keys = job.data.len();
@@ -179,7 +209,7 @@ impl DevicePlan {
                       at: &mut Option<Instant>,
                       outcome: &mut DeviceOutcome|
          -> Result<()> {
-            if let Some((done, keys)) = self.finish(stage, job)? {
+            if let Some((done, keys)) = self.finish(stage, job, &mut outcome.times)? {
                 outcome.sublists += done;
                 outcome.keys += keys;
                 if let Some(t) = at.take() {
@@ -222,7 +252,9 @@ impl DevicePlan {
             }
             let stage = stages[cur].as_mut().expect("made above");
             claimed_at[cur] = Some(Instant::now());
+            let staging = Instant::now();
             self.start(stage, job, range, cooperative.is_none())?;
+            outcome.times.stage_s += staging.elapsed().as_secs_f64();
             outcome.launches += 1;
             if cooperative.is_some() && outcome.launches == 1 {
                 // Measure the first launch before deciding on the next claim.
@@ -349,17 +381,37 @@ impl DevicePlan {
         Ok(())
     }
 
-    /// Waits for a stage's launch and stores its answers: (sub-lists, keys) done.
-    fn finish<K>(&self, stage: &mut Stage, job: &Job<'_, K>) -> Result<Option<(usize, usize)>> {
+    /// Waits for a stage's launch, stores its answers and books the stage times: (sub-lists,
+    /// keys) done.
+    fn finish<K>(
+        &self,
+        stage: &mut Stage,
+        job: &Job<'_, K>,
+        times: &mut DeviceTimes,
+    ) -> Result<Option<(usize, usize)>> {
         let Some((launch, range)) = stage.launch.take() else {
             return Ok(None);
         };
-        launch.wait()?;
+        let waiting = Instant::now();
+        let kernel = launch.wait_timed()?;
+        times.wait_s += waiting.elapsed().as_secs_f64();
+        times.kernel_s += kernel.map_or(0.0, |t| t.as_secs_f64());
+        // The launch waited for both unmaps, so their times are final now.
+        times.transfer_s += [
+            stage.data.last_transfer_time(),
+            stage.offs.last_transfer_time(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|t| t.as_secs_f64())
+        .sum::<f64>();
+        let reading = Instant::now();
         let map = stage.out.map()?;
         for (j, i) in range.clone().enumerate() {
             job.results[i].store(map[j], Ordering::Relaxed);
         }
         map.unmap()?;
+        times.readback_s += reading.elapsed().as_secs_f64();
         Ok(Some((
             range.len(),
             job.offs[range.end] - job.offs[range.start],

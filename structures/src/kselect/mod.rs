@@ -30,7 +30,7 @@ use std::time::Instant;
 use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime};
 
 use crate::dheap::{check_d, DHeap};
-use device::{min_known, DeviceOutcome, DevicePlan, StageCache};
+use device::{min_known, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
 
 /// A key type batch k-selection accepts.
 pub trait SelectKey: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
@@ -192,7 +192,7 @@ impl std::str::FromStr for Cooperation {
 }
 
 /// What a selection did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SelectStats {
     /// Sub-lists the latency threads handled.
     pub cpu_sublists: usize,
@@ -206,6 +206,65 @@ pub struct SelectStats {
     pub bridge_sublists: usize,
     /// Update-keys done through a device bridge.
     pub bridge_updates: u64,
+    /// Where the device's time went (GpuOnly and Cooperative by amount).
+    pub device_times: DeviceTimes,
+}
+
+/// How the device kernel runs an update-key (GpuOnly and the device half of Cooperative by
+/// amount). Both reject keys ≥ the root in parallel over the work-group first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DeviceUpdate {
+    /// The seed's d-heap baseline: per level, the work-group loads the child block and finds
+    /// the max child by a parallel reduction; one work-item moves it up. 2 + log2(d) barriers
+    /// per level.
+    GroupReduce,
+    /// One work-item runs every candidate's whole update-key, reading each child block in one
+    /// go and taking the max in registers; no barrier inside an update-key.
+    #[default]
+    SingleItem,
+}
+
+impl DeviceUpdate {
+    /// The name `FromStr` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceUpdate::GroupReduce => "reduce",
+            DeviceUpdate::SingleItem => "single",
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceUpdate {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "reduce" => Ok(DeviceUpdate::GroupReduce),
+            "single" => Ok(DeviceUpdate::SingleItem),
+            other => Err(Error::InvalidArgument(format!(
+                "device update-key {other:?}: expected reduce or single"
+            ))),
+        }
+    }
+}
+
+/// Where the device's time went in GpuOnly and the device half of Cooperative by amount,
+/// seconds summed over launches. Host-side stages are wall time on the driving thread;
+/// `transfer_s` and `kernel_s` come from the queue's profiling (0 where the driver gives no
+/// times). With double buffering, staging one chunk overlaps the kernel of the other, so the
+/// parts can add up to more than the selection took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceTimes {
+    /// Host: mapping a staging buffer, copying keys into it in the device's ordered form,
+    /// unmapping it.
+    pub stage_s: f64,
+    /// Device: host-to-device copies (the unmaps of coarse staging buffers; 0 on fine SVM).
+    pub transfer_s: f64,
+    /// Device: the k-selection kernels.
+    pub kernel_s: f64,
+    /// Host: blocked waiting for launches to finish.
+    pub wait_s: f64,
+    /// Host: mapping the answers and storing them.
+    pub readback_s: f64,
 }
 
 /// Batch k-selection on a runtime (optional: CpuOnly needs none) and a latency pool.
@@ -214,6 +273,8 @@ pub struct KSelector {
     pool: LatencyPool,
     d: usize,
     work_group: Option<usize>,
+    device_update: DeviceUpdate,
+    global_device_heaps: bool,
     cooperation: Cooperation,
     bridge_checks: bool,
     /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
@@ -277,6 +338,8 @@ impl KSelector {
             pool,
             d,
             work_group: None,
+            device_update: DeviceUpdate::default(),
+            global_device_heaps: false,
             cooperation: Cooperation::default(),
             bridge_checks: false,
             learned: Default::default(),
@@ -294,6 +357,19 @@ impl KSelector {
         }
         self.work_group = Some(wg);
         Ok(self)
+    }
+
+    /// Sets how the device kernel runs an update-key.
+    pub fn with_device_update(mut self, update: DeviceUpdate) -> Self {
+        self.device_update = update;
+        self
+    }
+
+    /// Keeps the device's heaps in global memory even where local memory would hold them (by
+    /// default a heap goes to local memory when it fits): for tests and measurements.
+    pub fn with_global_device_heaps(mut self, global: bool) -> Self {
+        self.global_device_heaps = global;
+        self
     }
 
     /// Sets how Cooperative mode divides the work.
@@ -417,6 +493,7 @@ impl KSelector {
                 stats.device_sublists = dev.sublists;
                 stats.launches = dev.launches;
                 stats.local_heap = dev.local_heap;
+                stats.device_times = dev.times;
                 let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
                 self.learn(key, |l| {
                     l.dev_keys_per_s = rate;
@@ -443,6 +520,7 @@ impl KSelector {
                 stats.device_sublists = dev.sublists;
                 stats.launches = dev.launches;
                 stats.local_heap = dev.local_heap;
+                stats.device_times = dev.times;
                 let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
                     / started.elapsed().as_secs_f64().max(1e-9);
                 self.learn(key, |l| {
@@ -552,7 +630,13 @@ impl KSelector {
         cooperative: Option<Learned>,
     ) -> Result<DeviceOutcome> {
         let rt = self.device_runtime()?;
-        DevicePlan::new(rt, self.d, self.work_group, job)?.run(job, cooperative, &self.stages)
+        let shape = DeviceShape {
+            d: self.d,
+            work_group: self.work_group,
+            update: self.device_update,
+            global_heaps: self.global_device_heaps,
+        };
+        DevicePlan::new(rt, shape, job)?.run(job, cooperative, &self.stages)
     }
 }
 
