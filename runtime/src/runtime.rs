@@ -152,8 +152,23 @@ impl Runtime {
         self.alloc_kind(len, self.inner.transport.svm_kind())
     }
 
+    /// Allocates `len` zeroed elements of SVM of the transport's kind whose maps and unmaps go
+    /// to `queue` instead of the main queue. A pipeline stage with its own queue and buffers
+    /// can then map one buffer while a kernel of another stage runs: on one in-order queue a
+    /// blocking map waits for every command enqueued before it.
+    pub fn alloc_on<T: SvmElement>(&self, len: usize, queue: &Queue) -> Result<SvmBuffer<T>> {
+        let kind = self.inner.transport.svm_kind();
+        self.check_svm_kind(kind)?;
+        SvmBuffer::allocate(&self.inner.context, &queue.queue, len, kind)
+    }
+
     /// Allocates `len` zeroed elements of SVM of `kind`, if the device supports it.
     pub fn alloc_kind<T: SvmElement>(&self, len: usize, kind: SvmKind) -> Result<SvmBuffer<T>> {
+        self.check_svm_kind(kind)?;
+        SvmBuffer::allocate(&self.inner.context, &self.inner.queue, len, kind)
+    }
+
+    fn check_svm_kind(&self, kind: SvmKind) -> Result<()> {
         use crate::device::SvmLevel;
         let need = match kind {
             SvmKind::Coarse => SvmLevel::Coarse,
@@ -167,7 +182,7 @@ impl Runtime {
                 lacks: format!("SVM level {need} (it has {})", self.inner.profile.svm),
             });
         }
-        SvmBuffer::allocate(&self.inner.context, &self.inner.queue, len, kind)
+        Ok(())
     }
 
     /// The build options for this device and transport (plus `extra`).

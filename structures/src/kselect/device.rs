@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use asym_runtime::{Error, Kernel, Launch, Result, Runtime, SvmBuffer};
+use asym_runtime::{Error, Kernel, Launch, Queue, Result, Runtime, SvmBuffer};
 use rayon::prelude::*;
 
 use super::{DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
@@ -40,8 +40,11 @@ pub(super) struct DevicePlan {
     options: String,
 }
 
-/// One set of staging buffers and the kernel bound to them.
+/// One set of staging buffers, the kernel bound to them and their own command queue: the
+/// host can map this stage's buffers while the other stage's kernel runs (on a shared
+/// in-order queue a blocking map would wait for it).
 pub(super) struct Stage {
+    queue: Queue,
     data: SvmBuffer<i32>,
     offs: SvmBuffer<u32>,
     out: SvmBuffer<i32>,
@@ -133,14 +136,18 @@ impl DevicePlan {
     /// bound to them.
     fn stage(&self, k: usize, keys: usize, subs: usize) -> Result<Stage> {
         let rt = &self.rt;
-        let data = rt.alloc::<i32>(keys)?;
-        let offs = rt.alloc::<u32>(subs + 1)?;
-        let out = rt.alloc::<i32>(subs)?;
-        let scratch = rt.alloc::<i32>(if self.local_heap {
-            1
-        } else {
-            subs * self.heap_words
-        })?;
+        let queue = rt.new_queue()?;
+        let data = rt.alloc_on::<i32>(keys, &queue)?;
+        let offs = rt.alloc_on::<u32>(subs + 1, &queue)?;
+        let out = rt.alloc_on::<i32>(subs, &queue)?;
+        let scratch = rt.alloc_on::<i32>(
+            if self.local_heap {
+                1
+            } else {
+                subs * self.heap_words
+            },
+            &queue,
+        )?;
         let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
         let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
         kernel
@@ -153,6 +160,7 @@ impl DevicePlan {
             .arg_scalar(6, self.heap_words as u32)?
             .arg_local::<i32>(7, if self.local_heap { self.heap_words } else { 1 })?;
         Ok(Stage {
+            queue,
             data,
             offs,
             out,
@@ -376,7 +384,9 @@ impl DevicePlan {
         }
         let count = range.len();
         stage.kernel.arg_scalar(5, count as u32)?;
-        let launch = stage.kernel.launch(count * self.wg, Some(self.wg))?;
+        let launch = stage
+            .kernel
+            .launch_on(&stage.queue, count * self.wg, Some(self.wg))?;
         stage.launch = Some((launch, range));
         Ok(())
     }
