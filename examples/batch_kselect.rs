@@ -82,6 +82,10 @@ struct Args {
     /// or reduce (the seed's baseline: the work-group finds the max child by reduction).
     #[arg(long, default_value = "single")]
     device_update: String,
+    /// How keys reach the device: mapped (the host writes them into a mapped staging buffer)
+    /// or copy (the driver's copy engine reads them where they are).
+    #[arg(long, default_value = "mapped")]
+    staging: String,
     /// Print one JSON object per mode and length instead of a table.
     #[arg(long)]
     json: bool,
@@ -389,8 +393,9 @@ fn run(args: &Args) -> Result<bool> {
         threads: args.threads,
         ..Default::default()
     })?;
-    let mut selector =
-        KSelector::new(rt, pool, args.d)?.with_device_update(args.device_update.parse()?);
+    let mut selector = KSelector::new(rt, pool, args.d)?
+        .with_device_update(args.device_update.parse()?)
+        .with_device_staging(args.staging.parse()?);
     if let Some(wg) = args.work_group {
         selector = selector.with_work_group(wg)?;
     }

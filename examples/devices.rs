@@ -28,6 +28,9 @@ struct Args {
     /// Words in the SVM round-trip check.
     #[arg(long, default_value_t = 1 << 20)]
     words: usize,
+    /// MiB uploaded by the upload probe (mapped writes vs the driver's copy engine).
+    #[arg(long, default_value_t = 64)]
+    upload_mib: usize,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -41,6 +44,7 @@ struct TransportReport {
     map_unmap: Summary,
     echo: Summary,
     pingpong: Option<Summary>,
+    upload: diag::UploadTimes,
 }
 
 fn summary_json(s: &Summary) -> Value {
@@ -84,7 +88,10 @@ fn measure(device: &DeviceProfile, t: Transport, args: &Args) -> Result<Transpor
     } else {
         None
     };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let upload = diag::upload_probe(&rt, args.upload_mib.max(1) << 20, threads, 3)?;
     Ok(TransportReport {
+        upload,
         transport: t,
         round_trip_ms: round_trip.as_secs_f64() * 1e3,
         words: args.words,
@@ -160,6 +167,24 @@ fn run(args: &Args) -> Result<()> {
                 Some(p) => println!("    ping-pong with a running kernel   {}", f(p)),
                 None => println!("    ping-pong with a running kernel   n/a (coarse SVM: hand-offs at kernel boundaries only)"),
             }
+            let u = &r.upload;
+            let gbs = |d: std::time::Duration| u.bytes as f64 / d.as_secs_f64() / 1e9;
+            println!(
+                "    upload {} MiB, mapped: map {:.2} ms, write {:.2} ms ({:.1} GB/s; again {:.1} GB/s), unmap + transfer {:.2} ms ({:.1} GB/s)",
+                u.bytes >> 20,
+                u.map.as_secs_f64() * 1e3,
+                u.first_write.as_secs_f64() * 1e3,
+                gbs(u.first_write),
+                gbs(u.second_write),
+                u.unmap_transfer.as_secs_f64() * 1e3,
+                gbs(u.unmap_transfer)
+            );
+            println!(
+                "    upload {} MiB, copy engine from a Vec: {:.2} ms ({:.1} GB/s)",
+                u.bytes >> 20,
+                u.copy_engine.as_secs_f64() * 1e3,
+                gbs(u.copy_engine)
+            );
         }
         reports.push(r);
     }
@@ -174,6 +199,14 @@ fn run(args: &Args) -> Result<()> {
                 "map_unmap": summary_json(&r.map_unmap),
                 "ring_round_trip": summary_json(&r.echo),
                 "pingpong": r.pingpong.as_ref().map(summary_json),
+                "upload": {
+                    "bytes": r.upload.bytes,
+                    "map_ms": r.upload.map.as_secs_f64() * 1e3,
+                    "first_write_ms": r.upload.first_write.as_secs_f64() * 1e3,
+                    "second_write_ms": r.upload.second_write.as_secs_f64() * 1e3,
+                    "unmap_transfer_ms": r.upload.unmap_transfer.as_secs_f64() * 1e3,
+                    "copy_engine_ms": r.upload.copy_engine.as_secs_f64() * 1e3,
+                },
             })).collect::<Vec<_>>(),
         });
         println!(

@@ -5,8 +5,9 @@
  * -DWG=<work-group size: power of two, >= D>, -DHEAP_LOCAL=<1: heap in local memory; 0: in the
  * group's slice of global scratch>, -DSERIAL=<0: update-key by the work-group (the seed's
  * baseline, below); 1: update-key by one work-item>, -DPER=<keys each work-item filters per
- * round, SERIAL only>. Keys are int32 in "ordered" form: the host maps u32 and f32 keys so
- * that signed comparison gives their order (structures/src/kselect/mod.rs).
+ * round, SERIAL only>, -DKEY_MAP=<how raw key bits become the "ordered" int32 form, in which
+ * signed comparison gives the keys' order: 0 they already are (int32 keys, or keys the host
+ * mapped while staging), 1 uint32, 2 float32; structures/src/kselect/mod.rs>.
  *
  * Algorithm (per sub-list of n keys, 1 <= k <= n):
  *   1. load the first k keys into a cache-aligned max-d-heap (node i at h[D-1+i], its children
@@ -49,6 +50,18 @@
 
 #ifndef SERIAL
 #define SERIAL 0
+#endif
+/* Keys uploaded as raw bits are mapped to the ordered form on load (-DKEY_MAP, the same maps
+ * as SelectKey::to_ordered): 0 int32 as is, 1 uint32 (flip the sign bit), 2 float32 (total
+ * order: flip the magnitude bits of negatives). */
+#if !defined(KEY_MAP) || KEY_MAP == 0
+#define ORDERED(x) (x)
+#elif KEY_MAP == 1
+#define ORDERED(x) ((x) ^ INT_MIN)
+#elif KEY_MAP == 2
+#define ORDERED(x) ((x) ^ (int)(((uint)((x) >> 31)) >> 1))
+#else
+#error "KEY_MAP must be 0, 1 or 2"
 #endif
 #ifndef PER
 #define PER 1
@@ -135,7 +148,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     /* 1. the first k keys, then INT_MIN up to the end of the last child block (the host
      *    sizes the heap at least k + 2D words) */
     const uint pad_end = D * ((k - 1) / D + 2) - PAD;
-    for (uint i = lid; i < pad_end; i += WG) h[PAD + i] = i < k ? list[i] : INT_MIN;
+    for (uint i = lid; i < pad_end; i += WG) h[PAD + i] = i < k ? ORDERED(list[i]) : INT_MIN;
     barrier(FENCE);
 
     /* 2. heapify, deepest internal level first (level starts: s0 = 0, s(L+1) = D*s(L) + 1) */
@@ -171,7 +184,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
 #pragma unroll
         for (uint j = 0; j < PER; ++j) {
             const uint idx = base + j * WG + lid;
-            xs[j] = idx < n ? list[idx] : INT_MAX;
+            xs[j] = idx < n ? ORDERED(list[idx]) : INT_MAX;
             cnt += xs[j] < r ? 1u : 0u;
         }
         scan[lid] = cnt;
@@ -211,7 +224,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
         const uint idx = base + lid;
         const int r = root;
         int x = INT_MAX;
-        if (idx < n) x = list[idx];
+        if (idx < n) x = ORDERED(list[idx]);
         const uint flag = x < r ? 1u : 0u;
         scan[lid] = flag;
         barrier(CLK_LOCAL_MEM_FENCE);

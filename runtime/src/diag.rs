@@ -46,6 +46,95 @@ pub fn svm_round_trip(rt: &Runtime, n: usize, seed: u32) -> Result<Duration> {
     Ok(start.elapsed())
 }
 
+/// What uploading one buffer of host data to the device costs, by path (see [`upload_probe`]).
+#[derive(Clone, Copy, Debug)]
+pub struct UploadTimes {
+    /// Bytes uploaded by each path.
+    pub bytes: usize,
+    /// Mapped path: the blocking `map_for_overwrite`.
+    pub map: Duration,
+    /// Mapped path: the host writing every byte of the mapping (first touch), on `threads`.
+    pub first_write: Duration,
+    /// Mapped path: writing every byte again in the same mapping (no first-touch cost).
+    pub second_write: Duration,
+    /// Mapped path: unmap until the transfer to the device finished.
+    pub unmap_transfer: Duration,
+    /// Copy-engine path: `SvmBuffer::copy_from_host` from an ordinary (pageable) `Vec`.
+    pub copy_engine: Duration,
+}
+
+/// Times the two ways of getting `bytes` of host data into a device buffer: mapping the
+/// buffer and writing into the mapping with `threads` threads, and the driver's copy from
+/// ordinary host memory. Each path runs `rounds` times (after one untimed round); the fastest
+/// round of each step is reported.
+pub fn upload_probe(
+    rt: &Runtime,
+    bytes: usize,
+    threads: usize,
+    rounds: usize,
+) -> Result<UploadTimes> {
+    let words = (bytes / 4).max(1);
+    let threads = threads.max(1);
+    let mut buf = rt.alloc::<u32>(words)?;
+    let source: Vec<u32> = (0..words as u32).collect();
+    let fill = |dst: &mut [u32], v: u32| {
+        let chunk = dst.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            for part in dst.chunks_mut(chunk.max(1)) {
+                s.spawn(move || part.fill(v));
+            }
+        });
+    };
+    let mut best = UploadTimes {
+        bytes: words * 4,
+        map: Duration::MAX,
+        first_write: Duration::MAX,
+        second_write: Duration::MAX,
+        unmap_transfer: Duration::MAX,
+        copy_engine: Duration::MAX,
+    };
+    for round in 0..=rounds.max(1) {
+        let keep = |slot: &mut Duration, d: Duration| {
+            if round > 0 {
+                *slot = (*slot).min(d);
+            }
+        };
+        let t = Instant::now();
+        let mut map = buf.map_for_overwrite()?;
+        keep(&mut best.map, t.elapsed());
+        let t = Instant::now();
+        fill(&mut map, round as u32);
+        keep(&mut best.first_write, t.elapsed());
+        let t = Instant::now();
+        fill(&mut map, round as u32 + 1);
+        keep(&mut best.second_write, t.elapsed());
+        let t = Instant::now();
+        map.unmap()?;
+        rt.finish()?; // the buffer's maps go to the main queue
+        keep(&mut best.unmap_transfer, t.elapsed());
+        let mut probe = buf.map()?;
+        if probe[words - 1] != round as u32 + 1 {
+            return Err(Error::Lost(format!(
+                "upload probe: the buffer holds {} after writing {}",
+                probe[words - 1],
+                round + 1
+            )));
+        }
+        probe[0] = 0;
+        probe.unmap()?;
+        let t = Instant::now();
+        buf.copy_from_host(0, &source)?;
+        keep(&mut best.copy_engine, t.elapsed());
+    }
+    let back = buf.read()?;
+    if back != source {
+        return Err(Error::Lost(
+            "upload probe: the copy engine's upload did not arrive intact".into(),
+        ));
+    }
+    Ok(best)
+}
+
 /// An empty kernel, to time launch + finish.
 pub struct LaunchProbe {
     kernel: Kernel,

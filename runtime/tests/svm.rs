@@ -27,6 +27,54 @@ fn round_trip_host_device_host() {
 }
 
 #[test]
+fn copy_engine_uploads_land_where_asked_and_feed_kernels() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        // Buffers on the main queue and on a queue of their own (pipeline stages use both).
+        let side = rt.new_queue().unwrap();
+        for on_side in [false, true] {
+            let n = 5000usize;
+            let mut buf = if on_side {
+                rt.alloc_on::<u32>(n, &side).unwrap()
+            } else {
+                rt.alloc::<u32>(n).unwrap()
+            };
+            let data: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
+            buf.copy_from_host(0, &data[..3000]).unwrap();
+            buf.copy_from_host(3000, &data[3000..]).unwrap();
+            buf.copy_from_host(n, &[]).unwrap();
+            let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+            k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
+            k.launch(n.next_multiple_of(64), Some(64))
+                .unwrap()
+                .wait()
+                .unwrap();
+            let want: Vec<u32> = data.iter().map(|v| v.wrapping_add(1)).collect();
+            assert_eq!(buf.read().unwrap(), want, "{t}, own queue {on_side}");
+            // Out of range: an error, and the buffer is unchanged.
+            for (at, len) in [(n - 1, 2), (n + 1, 0), (usize::MAX, 1)] {
+                assert!(
+                    matches!(
+                        buf.copy_from_host(at, &vec![0; len]),
+                        Err(Error::InvalidArgument(_))
+                    ),
+                    "{t} at {at} len {len}"
+                );
+            }
+            // Refused while a launch may use the buffer.
+            let launch = k.launch(n.next_multiple_of(64), Some(64)).unwrap();
+            assert!(matches!(
+                buf.copy_from_host(0, &data[..1]),
+                Err(Error::Busy(_))
+            ));
+            launch.wait().unwrap();
+            let want: Vec<u32> = data.iter().map(|v| v.wrapping_add(2)).collect();
+            assert_eq!(buf.read().unwrap(), want, "{t}, own queue {on_side}");
+        }
+    }
+}
+
+#[test]
 fn empty_buffer_is_usable() {
     for t in common::transports() {
         let rt = common::runtime(t);

@@ -21,5 +21,6 @@ pub use adheap::AdHeapLayout;
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;
 pub use kselect::{
-    Cooperation, DeviceTimes, DeviceUpdate, KSelector, SelectKey, SelectStats, Sublists,
+    Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, SelectKey, SelectStats,
+    Sublists,
 };

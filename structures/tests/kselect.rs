@@ -4,7 +4,7 @@
 mod common;
 
 use asym_runtime::{Error, Mode};
-use asym_structures::kselect::{DeviceUpdate, SelectKey, Sublists};
+use asym_structures::kselect::{DeviceStaging, DeviceUpdate, SelectKey, Sublists};
 use rand::{Rng, SeedableRng};
 
 fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
@@ -99,9 +99,15 @@ fn both_device_kernels_on_every_d_with_local_and_global_heaps() {
 
 #[test]
 fn uneven_offsets_and_other_key_types() {
+    for staging in [DeviceStaging::Mapped, DeviceStaging::CopyEngine] {
+        uneven_offsets_and_other_key_types_with(staging);
+    }
+}
+
+fn uneven_offsets_and_other_key_types_with(staging: DeviceStaging) {
     let mut rng = rand::rngs::StdRng::from_entropy();
     let t = common::transports()[0];
-    let sel = common::selector(t, 16);
+    let sel = common::selector(t, 16).with_device_staging(staging);
     let mut offs = vec![0usize];
     for _ in 0..40 {
         offs.push(offs.last().unwrap() + rng.gen_range(20..300));
@@ -123,7 +129,7 @@ fn uneven_offsets_and_other_key_types() {
         assert_eq!(
             sel.select(&u, &cut, k, mode).unwrap(),
             common::reference(&u, &offs, k),
-            "u32 {mode}"
+            "u32 {mode} {staging:?}"
         );
         let got = sel.select(&f, &cut, k, mode).unwrap();
         let want = common::reference(&f, &offs, k);
@@ -131,7 +137,13 @@ fn uneven_offsets_and_other_key_types() {
             got.iter()
                 .zip(&want)
                 .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "f32 {mode}: {got:?} vs {want:?}"
+            "f32 {mode} {staging:?}: {got:?} vs {want:?}"
+        );
+        let i: Vec<i32> = u.iter().map(|&x| x as i32).collect();
+        assert_eq!(
+            sel.select(&i, &cut, k, mode).unwrap(),
+            common::reference(&i, &offs, k),
+            "i32 {mode} {staging:?}"
         );
     }
     // The key mappings are order-preserving bijections.

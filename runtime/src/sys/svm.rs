@@ -251,18 +251,7 @@ impl SvmAlloc {
     /// `write_only` maps with `CL_MAP_WRITE_INVALIDATE_REGION`: the host promises to overwrite
     /// what it touches, so a coarse map need not bring the device's contents back first.
     fn map_raw(&self, write_only: bool) -> Result<RawMap<'_>> {
-        self.state
-            .compare_exchange(0, MAPPED, Ordering::AcqRel, Ordering::Acquire)
-            .map_err(|s| {
-                if s & MAPPED != 0 {
-                    Error::Busy("the SVM buffer is already mapped on the host".into())
-                } else {
-                    Error::Busy(format!(
-                        "{} kernel launch(es) using this SVM buffer have not completed",
-                        s / IN_FLIGHT_ONE
-                    ))
-                }
-            })?;
+        let claim = self.map_claim()?;
         let raw = RawMap {
             alloc: self,
             done: false,
@@ -287,9 +276,8 @@ impl SvmAlloc {
                 )
             };
             if code != 0 {
-                // Not mapped: release the claim without enqueueing an unmap.
+                // Not mapped: release the claim (`claim`'s drop) without enqueueing an unmap.
                 std::mem::forget(raw);
-                self.state.store(0, Ordering::Release);
                 return Err(Error::status(
                     "clEnqueueSVMMap",
                     "mapping an SVM buffer",
@@ -297,7 +285,73 @@ impl SvmAlloc {
                 ));
             }
         }
+        // From here the map guard releases the claim (after its unmap).
+        std::mem::forget(claim);
         Ok(raw)
+    }
+}
+
+impl SvmAlloc {
+    /// Copies `bytes` bytes from host memory at `src` to offset `at` of the allocation with a
+    /// blocking `clEnqueueSVMMemcpy` (the driver's DMA path; no host mapping), under the same
+    /// exclusive claim as a map.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `bytes` bytes for the duration of the call, and
+    /// `at + bytes` must not exceed the allocation.
+    unsafe fn copy_in(&self, at: usize, src: *const u8, bytes: usize) -> Result<()> {
+        let raw = self.map_claim()?;
+        // SAFETY: the destination range lies inside this allocation (caller's contract), the
+        // source is readable for `bytes` (caller's contract) and the copy is blocking, so it has
+        // finished reading `src` and writing the allocation on return. The claim keeps launches
+        // and host maps away meanwhile.
+        let code = unsafe {
+            ffi::clEnqueueSVMMemcpy(
+                self.queue.as_ptr(),
+                ffi::CL_TRUE,
+                self.ptr.as_ptr().add(at) as *mut c_void,
+                src as *const c_void,
+                bytes,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        drop(raw);
+        if code != 0 {
+            return Err(Error::status(
+                "clEnqueueSVMMemcpy",
+                "copying host memory into SVM",
+                code,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The exclusive claim of a map without mapping: released on drop.
+    fn map_claim(&self) -> Result<Claim<'_>> {
+        self.state
+            .compare_exchange(0, MAPPED, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|s| {
+                Error::Busy(if s & MAPPED != 0 {
+                    "the SVM buffer is mapped on the host".into()
+                } else {
+                    format!(
+                        "{} kernel launch(es) using this SVM buffer have not completed",
+                        s / IN_FLIGHT_ONE
+                    )
+                })
+            })?;
+        Ok(Claim(self))
+    }
+}
+
+/// Exclusive access to an allocation without a host mapping (see `SvmAlloc::map_claim`).
+struct Claim<'a>(&'a SvmAlloc);
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.0.state.store(0, Ordering::Release);
     }
 }
 
@@ -496,6 +550,39 @@ impl<T: SvmElement> SvmBuffer<T> {
         let mut map = self.map_for_overwrite()?;
         map.copy_from_slice(data);
         map.unmap()
+    }
+
+    /// Copies `src` into elements `at..at + src.len()` with the driver's copy engine
+    /// (`clEnqueueSVMMemcpy`, blocking) instead of a host mapping: no host-side staging pass.
+    /// `U` must have `T`'s size; its bits are copied as they are (a `&[f32]` into an `i32`
+    /// buffer gives the floats' bit patterns, valid since every bit pattern of an
+    /// [`SvmElement`] is).
+    pub fn copy_from_host<U: SvmElement>(&mut self, at: usize, src: &[U]) -> Result<()> {
+        if size_of::<U>() != size_of::<T>() {
+            return Err(Error::InvalidArgument(format!(
+                "copying {}-byte elements into an SVM buffer of {}-byte elements",
+                size_of::<U>(),
+                size_of::<T>()
+            )));
+        }
+        if at.checked_add(src.len()).is_none_or(|end| end > self.len) {
+            return Err(Error::InvalidArgument(format!(
+                "copying {} elements to offset {at} of an SVM buffer of {}",
+                src.len(),
+                self.len
+            )));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let size = size_of::<T>();
+        // SAFETY: `src` is a live slice of `src.len() * size` bytes (U has T's size, checked)
+        // borrowed across the (blocking) call; the range `at..at + src.len()` was checked
+        // against the buffer above; any bits are a valid T (SvmElement's contract).
+        unsafe {
+            self.alloc
+                .copy_in(at * size, src.as_ptr() as *const u8, src.len() * size)
+        }
     }
 
     /// Copies the buffer out (map, copy, unmap).

@@ -7,7 +7,7 @@ use std::time::Instant;
 use asym_runtime::{Error, Kernel, Launch, Queue, Result, Runtime, SvmBuffer};
 use rayon::prelude::*;
 
-use super::{DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
+use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
 
 pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
@@ -33,6 +33,7 @@ pub(super) fn min_known(a: f64, b: f64) -> f64 {
 /// Device-side sizes for one selection.
 pub(super) struct DevicePlan {
     rt: Runtime,
+    staging: DeviceStaging,
     wg: usize,
     local_heap: bool,
     heap_words: usize,
@@ -76,15 +77,21 @@ pub(super) struct DeviceShape {
     pub(super) update: DeviceUpdate,
     /// Heaps in global memory even where local memory would hold them.
     pub(super) global_heaps: bool,
+    pub(super) staging: DeviceStaging,
 }
 
 impl DevicePlan {
-    pub(super) fn new<K>(rt: &Runtime, shape: DeviceShape, job: &Job<'_, K>) -> Result<Self> {
+    pub(super) fn new<K: SelectKey>(
+        rt: &Runtime,
+        shape: DeviceShape,
+        job: &Job<'_, K>,
+    ) -> Result<Self> {
         let DeviceShape {
             d,
             work_group: wg,
             update,
             global_heaps,
+            staging,
         } = shape;
         let p = rt.profile();
         let k = job.k;
@@ -118,11 +125,17 @@ impl DevicePlan {
         let chunk = (CHUNK_KEYS / avg.max(1))
             .max(p.compute_units as usize * 4)
             .clamp(1, n);
+        // Mapped staging writes ordered keys; the copy engine moves raw bits, mapped in-kernel.
+        let key_map = match staging {
+            DeviceStaging::Mapped => 0,
+            DeviceStaging::CopyEngine => K::KEY_MAP,
+        };
         let options = format!(
-            "-DD={d} -DWG={wg} -DHEAP_LOCAL={} -DSERIAL={serial} -DPER={per}",
+            "-DD={d} -DWG={wg} -DHEAP_LOCAL={} -DSERIAL={serial} -DPER={per} -DKEY_MAP={key_map}",
             u8::from(local_heap)
         );
         Ok(DevicePlan {
+            staging,
             rt: rt.clone(),
             wg,
             local_heap,
@@ -359,7 +372,9 @@ impl DevicePlan {
             )));
         }
         let src = &job.data[base..end];
-        {
+        if self.staging == DeviceStaging::CopyEngine {
+            stage.data.copy_from_host(0, src)?;
+        } else {
             let mut map = stage.data.map_for_overwrite()?;
             let dst = &mut map[..src.len()];
             if parallel_copy && src.len() > 1 << 16 {

@@ -27,15 +27,18 @@
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime};
+use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime, SvmElement};
 
 use crate::dheap::{check_d, DHeap};
 use device::{min_known, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
 
 /// A key type batch k-selection accepts.
-pub trait SelectKey: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
+pub trait SelectKey: SvmElement + std::fmt::Debug + PartialEq {
     /// NumPy dtype string (`<i4`, `<u4`, `<f4`).
     const DTYPE: &'static str;
+    /// How `kernels/kselect.cl` maps the raw bits to the ordered form when keys are uploaded
+    /// as they are (`-DKEY_MAP`): 0 as is, 1 flip the sign bit, 2 float total order.
+    const KEY_MAP: u32;
     /// Maps the key to an `i32` whose signed order is the key's order.
     fn to_ordered(self) -> i32;
     /// Inverse of [`SelectKey::to_ordered`].
@@ -48,6 +51,7 @@ pub trait SelectKey: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static 
 
 impl SelectKey for i32 {
     const DTYPE: &'static str = "<i4";
+    const KEY_MAP: u32 = 0;
     #[inline]
     fn to_ordered(self) -> i32 {
         self
@@ -60,6 +64,7 @@ impl SelectKey for i32 {
 
 impl SelectKey for u32 {
     const DTYPE: &'static str = "<u4";
+    const KEY_MAP: u32 = 1;
     #[inline]
     fn to_ordered(self) -> i32 {
         (self ^ 0x8000_0000) as i32
@@ -72,6 +77,7 @@ impl SelectKey for u32 {
 
 impl SelectKey for f32 {
     const DTYPE: &'static str = "<f4";
+    const KEY_MAP: u32 = 2;
     #[inline]
     fn to_ordered(self) -> i32 {
         // total_cmp's trick: flip the magnitude bits of negatives.
@@ -247,6 +253,41 @@ impl std::str::FromStr for DeviceUpdate {
     }
 }
 
+/// How keys reach the device (GpuOnly and the device half of Cooperative by amount).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DeviceStaging {
+    /// Map a staging buffer, write the keys into it in ordered form from the host (in parallel
+    /// in GpuOnly), unmap: on coarse SVM the driver then copies the buffer to the device.
+    #[default]
+    Mapped,
+    /// Let the driver's copy engine read the caller's keys directly (`clEnqueueSVMMemcpy`);
+    /// the kernel maps them to the ordered form as it loads them. No host pass over the keys.
+    CopyEngine,
+}
+
+impl DeviceStaging {
+    /// The name `FromStr` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceStaging::Mapped => "mapped",
+            DeviceStaging::CopyEngine => "copy",
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceStaging {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "mapped" => Ok(DeviceStaging::Mapped),
+            "copy" => Ok(DeviceStaging::CopyEngine),
+            other => Err(Error::InvalidArgument(format!(
+                "device staging {other:?}: expected mapped or copy"
+            ))),
+        }
+    }
+}
+
 /// Where the device's time went in GpuOnly and the device half of Cooperative by amount,
 /// seconds summed over launches. Host-side stages are wall time on the driving thread;
 /// `transfer_s` and `kernel_s` come from the queue's profiling (0 where the driver gives no
@@ -275,6 +316,7 @@ pub struct KSelector {
     work_group: Option<usize>,
     device_update: DeviceUpdate,
     global_device_heaps: bool,
+    device_staging: DeviceStaging,
     cooperation: Cooperation,
     bridge_checks: bool,
     /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
@@ -340,6 +382,7 @@ impl KSelector {
             work_group: None,
             device_update: DeviceUpdate::default(),
             global_device_heaps: false,
+            device_staging: DeviceStaging::default(),
             cooperation: Cooperation::default(),
             bridge_checks: false,
             learned: Default::default(),
@@ -369,6 +412,12 @@ impl KSelector {
     /// default a heap goes to local memory when it fits): for tests and measurements.
     pub fn with_global_device_heaps(mut self, global: bool) -> Self {
         self.global_device_heaps = global;
+        self
+    }
+
+    /// Sets how keys reach the device.
+    pub fn with_device_staging(mut self, staging: DeviceStaging) -> Self {
+        self.device_staging = staging;
         self
     }
 
@@ -635,6 +684,7 @@ impl KSelector {
             work_group: self.work_group,
             update: self.device_update,
             global_heaps: self.global_device_heaps,
+            staging: self.device_staging,
         };
         DevicePlan::new(rt, shape, job)?.run(job, cooperative, &self.stages)
     }
