@@ -42,7 +42,7 @@ fn copy_engine_uploads_land_where_asked_and_feed_kernels() {
             let data: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
             buf.copy_from_host(0, &data[..3000]).unwrap();
             buf.copy_from_host(3000, &data[3000..]).unwrap();
-            buf.copy_from_host(n, &[]).unwrap();
+            buf.copy_from_host::<u32>(n, &[]).unwrap();
             let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
             k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
             k.launch(n.next_multiple_of(64), Some(64))
@@ -55,12 +55,17 @@ fn copy_engine_uploads_land_where_asked_and_feed_kernels() {
             for (at, len) in [(n - 1, 2), (n + 1, 0), (usize::MAX, 1)] {
                 assert!(
                     matches!(
-                        buf.copy_from_host(at, &vec![0; len]),
+                        buf.copy_from_host(at, &vec![0u32; len]),
                         Err(Error::InvalidArgument(_))
                     ),
                     "{t} at {at} len {len}"
                 );
             }
+            // Elements of another size: an error.
+            assert!(matches!(
+                buf.copy_from_host(0, &[0u64]),
+                Err(Error::InvalidArgument(_))
+            ));
             // Refused while a launch may use the buffer.
             let launch = k.launch(n.next_multiple_of(64), Some(64)).unwrap();
             assert!(matches!(
