@@ -86,6 +86,10 @@ struct Args {
     /// or copy (the driver's copy engine reads them where they are).
     #[arg(long, default_value = "mapped")]
     staging: String,
+    /// Cores Cooperative mode leaves to the device's staging copies (default: a quarter of
+    /// the latency threads when there are 4 or more, else 0).
+    #[arg(long)]
+    staging_threads: Option<usize>,
     /// Print one JSON object per mode and length instead of a table.
     #[arg(long)]
     json: bool,
@@ -289,6 +293,7 @@ impl Bench<'_> {
                                "readback": t.readback_s * 1e3})
                     }),
                     "threads": self.selector.pool().len(),
+                    "staging_threads": self.selector.staging_threads(),
                 });
                 println!("{line}");
             }
@@ -398,6 +403,9 @@ fn run(args: &Args) -> Result<bool> {
         .with_device_staging(args.staging.parse()?);
     if let Some(wg) = args.work_group {
         selector = selector.with_work_group(wg)?;
+    }
+    if let Some(n) = args.staging_threads {
+        selector = selector.with_staging_threads(n)?;
     }
     // `bridge` means the schedule this transport allows; `--coop all` on coarse SVM leaves out
     // the live schedule, which needs fine SVM.

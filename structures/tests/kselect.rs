@@ -181,19 +181,31 @@ fn larger_sublists_use_global_heaps_when_local_memory_is_short() {
 fn cooperative_splits_the_work_and_gets_it_right() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let sel = common::selector(t, 8);
-        let len = 2048;
-        let data: Vec<i32> = (0..len * 512).map(|_| rng.gen()).collect();
-        let offs: Vec<usize> = (0..=512).map(|i| i * len).collect();
-        let (got, stats) = sel
-            .select_with_stats(&data, &Sublists::Equal(len), len / 10, Mode::Cooperative)
-            .unwrap();
-        assert_eq!(got, common::reference(&data, &offs, len / 10), "{t}");
-        assert_eq!(
-            stats.cpu_sublists + stats.device_sublists,
-            512,
-            "{t}: {stats:?}"
-        );
+        // Staging by the driver thread alone (the default on 2 cores), and by a staging pool
+        // on the core the one remaining latency thread leaves free.
+        for staging_threads in [0, 1] {
+            let sel = common::selector(t, 8)
+                .with_staging_threads(staging_threads)
+                .unwrap();
+            assert_eq!(sel.staging_threads(), staging_threads);
+            let len = 2048;
+            let data: Vec<i32> = (0..len * 512).map(|_| rng.gen()).collect();
+            let offs: Vec<usize> = (0..=512).map(|i| i * len).collect();
+            // Twice: the second call splits by the speeds the first measured.
+            for _ in 0..2 {
+                let (got, stats) = sel
+                    .select_with_stats(&data, &Sublists::Equal(len), len / 10, Mode::Cooperative)
+                    .unwrap();
+                assert_eq!(got, common::reference(&data, &offs, len / 10), "{t}");
+                assert_eq!(
+                    stats.cpu_sublists + stats.device_sublists,
+                    512,
+                    "{t}: {stats:?}"
+                );
+            }
+        }
+        // Staging threads must leave a latency thread to select.
+        assert!(common::selector(t, 8).with_staging_threads(2).is_err());
     }
 }
 

@@ -30,7 +30,7 @@ use std::time::Instant;
 use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime, SvmElement};
 
 use crate::dheap::{check_d, DHeap};
-use device::{min_known, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
+use device::{min_known, Copier, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
 
 /// A key type batch k-selection accepts.
 pub trait SelectKey: SvmElement + std::fmt::Debug + PartialEq {
@@ -317,6 +317,9 @@ pub struct KSelector {
     device_update: DeviceUpdate,
     global_device_heaps: bool,
     device_staging: DeviceStaging,
+    staging_threads: Option<usize>,
+    /// The staging copier pool of Cooperative mode, kept between calls: (threads, pool).
+    staging_pool: std::sync::Mutex<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>>,
     cooperation: Cooperation,
     bridge_checks: bool,
     /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
@@ -383,6 +386,8 @@ impl KSelector {
             device_update: DeviceUpdate::default(),
             global_device_heaps: false,
             device_staging: DeviceStaging::default(),
+            staging_threads: None,
+            staging_pool: Default::default(),
             cooperation: Cooperation::default(),
             bridge_checks: false,
             learned: Default::default(),
@@ -419,6 +424,49 @@ impl KSelector {
     pub fn with_device_staging(mut self, staging: DeviceStaging) -> Self {
         self.device_staging = staging;
         self
+    }
+
+    /// Sets how many of the latency pool's cores Cooperative mode leaves to the device's
+    /// staging copies (default: a quarter of them with 4 or more latency threads, else none;
+    /// GpuOnly always copies on every core). 0 means the driver thread copies alone.
+    pub fn with_staging_threads(mut self, threads: usize) -> Result<Self> {
+        if threads >= self.pool.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{threads} staging threads would leave none of the {} latency threads to select",
+                self.pool.len()
+            )));
+        }
+        self.staging_threads = Some(threads);
+        Ok(self)
+    }
+
+    /// Staging threads for Cooperative mode (see [`KSelector::with_staging_threads`]).
+    pub fn staging_threads(&self) -> usize {
+        self.staging_threads.unwrap_or(if self.pool.len() >= 4 {
+            self.pool.len() / 4
+        } else {
+            0
+        })
+    }
+
+    fn staging_copier(&self, threads: usize) -> Result<Copier> {
+        if threads == 0 {
+            return Ok(Copier::Serial);
+        }
+        let mut slot = self.staging_pool.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((n, pool)) = slot.as_ref() {
+            if *n == threads {
+                return Ok(Copier::Pool(pool.clone()));
+            }
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("asym-staging-{i}"))
+            .build()
+            .map_err(|e| Error::Lost(format!("could not start {threads} staging threads: {e}")))?;
+        let pool = std::sync::Arc::new(pool);
+        *slot = Some((threads, pool.clone()));
+        Ok(Copier::Pool(pool))
     }
 
     /// Sets how Cooperative mode divides the work.
@@ -538,7 +586,7 @@ impl KSelector {
                 self.learn(key, |l| l.cpu_keys_per_s = rate);
             }
             Mode::GpuOnly => {
-                let dev = self.device_worker(&job, None)?;
+                let dev = self.device_worker(&job, None, &Copier::Global)?;
                 stats.device_sublists = dev.sublists;
                 stats.launches = dev.launches;
                 stats.local_heap = dev.local_heap;
@@ -556,9 +604,14 @@ impl KSelector {
                 stats.launches = b.launches;
             }
             Mode::Cooperative => {
+                // The latency threads leave the staging threads' cores free, and with 4 or
+                // more one core for the device's driver thread.
+                let staging = self.staging_threads();
+                let copier = self.staging_copier(staging)?;
+                let leave = staging.max(usize::from(self.pool.len() >= 4));
                 let (dev, cpu) = std::thread::scope(|s| {
-                    let dev = s.spawn(|| self.device_worker(&job, Some(hint)));
-                    let cpu = self.cpu_workers_leaving(&job, self.pool.len() >= 4);
+                    let dev = s.spawn(|| self.device_worker(&job, Some(hint), &copier));
+                    let cpu = self.cpu_workers_leaving(&job, leave);
                     let dev = dev.join().unwrap_or_else(|_| {
                         Err(Error::Lost("the device driver thread panicked".into()))
                     });
@@ -606,19 +659,15 @@ impl KSelector {
     }
 
     fn cpu_workers<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<usize> {
-        self.cpu_workers_leaving(job, false)
+        self.cpu_workers_leaving(job, 0)
     }
 
-    /// The latency threads' side; with `leave_one`, the last thread sits out so the device's
-    /// driver thread (staging copies, launches) has a core of its own.
-    fn cpu_workers_leaving<K: SelectKey>(
-        &self,
-        job: &Job<'_, K>,
-        leave_one: bool,
-    ) -> Result<usize> {
+    /// The latency threads' side; the last `leave` threads sit out, so the device's driver
+    /// thread and staging copies have cores of their own.
+    fn cpu_workers_leaving<K: SelectKey>(&self, job: &Job<'_, K>, leave: usize) -> Result<usize> {
         let d = self.d;
         let counts = self.pool.broadcast_scoped(|w| -> Result<usize> {
-            if leave_one && w.index + 1 == w.threads {
+            if w.index + leave >= w.threads {
                 return Ok(0);
             }
             let mut heap = DHeap::<i32>::with_capacity(d, job.k)?;
@@ -677,6 +726,7 @@ impl KSelector {
         &self,
         job: &Job<'_, K>,
         cooperative: Option<Learned>,
+        copier: &Copier,
     ) -> Result<DeviceOutcome> {
         let rt = self.device_runtime()?;
         let shape = DeviceShape {
@@ -686,7 +736,7 @@ impl KSelector {
             global_heaps: self.global_device_heaps,
             staging: self.device_staging,
         };
-        DevicePlan::new(rt, shape, job)?.run(job, cooperative, &self.stages)
+        DevicePlan::new(rt, shape, job)?.run(job, cooperative, &self.stages, copier)
     }
 }
 
