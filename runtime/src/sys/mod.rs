@@ -9,6 +9,7 @@
 mod cl;
 mod os;
 mod scope;
+mod stream;
 mod svm;
 
 pub(crate) use cl::{
@@ -16,5 +17,6 @@ pub(crate) use cl::{
 };
 pub(crate) use os::current_cpu;
 pub(crate) use scope::{run_scoped, Job};
+pub use stream::copy_bits_streaming;
 pub(crate) use svm::SvmAlloc;
 pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use asym_runtime::{Error, Kernel, Launch, Queue, Result, Runtime, SvmBuffer};
+use asym_runtime::{copy_bits_streaming, Error, Kernel, Launch, Queue, Result, Runtime, SvmBuffer};
 use rayon::prelude::*;
 
 use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
@@ -73,11 +73,12 @@ pub(super) enum Copier {
     Serial,
 }
 
-/// Copies keys in ordered form on the current rayon pool.
-fn copy_ordered_par<K: SelectKey>(dst: &mut [i32], src: &[K]) {
-    dst.par_chunks_mut(1 << 14)
-        .zip(src.par_chunks(1 << 14))
-        .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, s)| *d = s.to_ordered()));
+/// Copies the keys' bits (the kernel maps them to the ordered form) on the current rayon
+/// pool, with streaming stores: the staging memory is only read by the device.
+fn copy_bits_par<K: SelectKey>(dst: &mut [i32], src: &[K]) -> Result<()> {
+    dst.par_chunks_mut(1 << 16)
+        .zip(src.par_chunks(1 << 16))
+        .try_for_each(|(d, s)| copy_bits_streaming(d, s))
 }
 
 /// Keys per device chunk: enough to keep the device busy, small enough to pipeline.
@@ -144,11 +145,8 @@ impl DevicePlan {
         let chunk = (CHUNK_KEYS / avg.max(1))
             .max(p.compute_units as usize * 4)
             .clamp(1, n);
-        // Mapped staging writes ordered keys; the copy engine moves raw bits, mapped in-kernel.
-        let key_map = match staging {
-            DeviceStaging::Mapped => 0,
-            DeviceStaging::CopyEngine => K::KEY_MAP,
-        };
+        // Both stagings move the keys' raw bits; the kernel maps them to the ordered form.
+        let key_map = K::KEY_MAP;
         let options = format!(
             "-DD={d} -DWG={wg} -DHEAP_LOCAL={} -DSERIAL={serial} -DPER={per} -DKEY_MAP={key_map}",
             u8::from(local_heap)
@@ -398,14 +396,11 @@ impl DevicePlan {
             let mut map = stage.data.map_for_overwrite()?;
             let dst = &mut map[..src.len()];
             match copier {
-                Copier::Global if src.len() > 1 << 16 => copy_ordered_par(dst, src),
+                Copier::Global if src.len() > 1 << 16 => copy_bits_par(dst, src)?,
                 Copier::Pool(pool) if src.len() > 1 << 16 => {
-                    pool.install(|| copy_ordered_par(dst, src))
+                    pool.install(|| copy_bits_par(dst, src))?
                 }
-                _ => dst
-                    .iter_mut()
-                    .zip(src)
-                    .for_each(|(d, s)| *d = s.to_ordered()),
+                _ => copy_bits_streaming(dst, src)?,
             }
             map.unmap()?;
         }

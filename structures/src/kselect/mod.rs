@@ -256,12 +256,16 @@ impl std::str::FromStr for DeviceUpdate {
 /// How keys reach the device (GpuOnly and the device half of Cooperative by amount).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DeviceStaging {
-    /// Map a staging buffer, write the keys into it in ordered form from the host (in parallel
-    /// in GpuOnly), unmap: on coarse SVM the driver then copies the buffer to the device.
+    /// Map a staging buffer, copy the keys into it from the host (streaming stores; in
+    /// parallel in GpuOnly, on the staging threads in Cooperative), unmap: on coarse SVM the
+    /// driver then copies the buffer to the device.
     #[default]
     Mapped,
-    /// Let the driver's copy engine read the caller's keys directly (`clEnqueueSVMMemcpy`);
-    /// the kernel maps them to the ordered form as it loads them. No host pass over the keys.
+    /// Let the driver's copy engine read the caller's keys directly (`clEnqueueSVMMemcpy`):
+    /// no host pass over the keys, but from ordinary (pageable) memory the driver stages them
+    /// itself (H200: 6.5 GB/s against 46 GB/s for mapped writes on 16 threads).
+    ///
+    /// Either way the keys travel as raw bits and the kernel maps them to the ordered form.
     CopyEngine,
 }
 
