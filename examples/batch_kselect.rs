@@ -86,8 +86,8 @@ struct Args {
     /// or copy (the driver's copy engine reads them where they are).
     #[arg(long, default_value = "mapped")]
     staging: String,
-    /// Cores Cooperative mode leaves to the device's staging copies (default: a quarter of
-    /// the latency threads when there are 4 or more, else 0).
+    /// Cores Cooperative mode leaves to the device's staging copies (default: half of the
+    /// latency threads when there are 4 or more, else 0).
     #[arg(long)]
     staging_threads: Option<usize>,
     /// Print one JSON object per mode and length instead of a table.

@@ -242,7 +242,6 @@ impl DevicePlan {
             times: DeviceTimes::default(),
         };
         let started = Instant::now();
-        let total_keys = job.data.len();
         // Waits for a stage, books its answers and its claim-to-answer time.
         let settle = |stage: &mut Stage,
                       at: &mut Option<Instant>,
@@ -262,7 +261,7 @@ impl DevicePlan {
             let count = match cooperative {
                 None => self.chunk,
                 Some(hint) if outcome.launches == 0 => {
-                    match self.first_cooperative_claim(job, hint, total_keys) {
+                    match self.first_cooperative_claim(job, hint) {
                         Some(c) => c,
                         None => break,
                     }
@@ -330,12 +329,12 @@ impl DevicePlan {
     /// finish time), else claim the device's share of the throughput. Without: probe with 1/256
     /// of the sub-lists, unless there are fewer than 8 per latency thread (then even one
     /// sub-list is too big a bet on a device of unknown speed).
-    fn first_cooperative_claim<K>(
+    pub(super) fn first_cooperative_claim<K>(
         &self,
         job: &Job<'_, K>,
         hint: Learned,
-        total_keys: usize,
     ) -> Option<usize> {
+        let total_keys = job.data.len();
         if hint.cpu_keys_per_s > 0.0 && hint.dev_keys_per_s > 0.0 && hint.dev_launch_s > 0.0 {
             let cpu_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
             if hint.dev_launch_s > 0.5 * cpu_alone_s {

@@ -341,6 +341,36 @@ struct Learned {
     dev_keys_per_s: f64,
     /// Shortest time from claim to answers of one device launch, seconds (0: unknown).
     dev_launch_s: f64,
+    /// Whole selections, keys per second, by who did the work (0: unknown): see
+    /// [`CoopPlan`].
+    whole_keys_per_s: [f64; 3],
+}
+
+/// Who does a selection's work. CpuOnly and GpuOnly always run one side alone; Cooperative by
+/// amount picks from what earlier calls measured for the same sub-list length: the split,
+/// unless a side alone was measured faster than the split (by more than 3 %; host memory
+/// bandwidth can make both sides slow each other down), or the device would sit out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CoopPlan {
+    CpuAlone = 0,
+    DeviceAlone = 1,
+    Split = 2,
+}
+
+impl Learned {
+    fn coop_plan(&self) -> CoopPlan {
+        let [cpu, dev, split] = self.whole_keys_per_s;
+        let (best, rate) = if dev > cpu {
+            (CoopPlan::DeviceAlone, dev)
+        } else {
+            (CoopPlan::CpuAlone, cpu)
+        };
+        if split > 0.0 && rate > split * 1.03 {
+            best
+        } else {
+            CoopPlan::Split
+        }
+    }
 }
 
 fn bucket(avg_len: usize) -> u32 {
@@ -431,8 +461,12 @@ impl KSelector {
     }
 
     /// Sets how many of the latency pool's cores Cooperative mode leaves to the device's
-    /// staging copies (default: a quarter of them with 4 or more latency threads, else none;
+    /// staging copies (default: half of them with 4 or more latency threads, else none;
     /// GpuOnly always copies on every core). 0 means the driver thread copies alone.
+    ///
+    /// Staging is bound by host memory bandwidth more than by cores (H200 host, 2^28 keys in
+    /// 2^11 sub-lists: 8 of 16 threads fed the device nearly as fast as 16, 4 did not), and
+    /// the device outruns the CPU by 3-4x there, so half the cores stage by default.
     pub fn with_staging_threads(mut self, threads: usize) -> Result<Self> {
         if threads >= self.pool.len() {
             return Err(Error::InvalidArgument(format!(
@@ -447,7 +481,7 @@ impl KSelector {
     /// Staging threads for Cooperative mode (see [`KSelector::with_staging_threads`]).
     pub fn staging_threads(&self) -> usize {
         self.staging_threads.unwrap_or(if self.pool.len() >= 4 {
-            self.pool.len() / 4
+            self.pool.len() / 2
         } else {
             0
         })
@@ -582,63 +616,23 @@ impl KSelector {
             .lock()
             .map(|l| l.get(&key).copied().unwrap_or_default())
             .unwrap_or_default();
-        let started = Instant::now();
+        let plan = match mode {
+            Mode::CpuOnly => CoopPlan::CpuAlone,
+            Mode::GpuOnly => CoopPlan::DeviceAlone,
+            Mode::Cooperative => hint.coop_plan(),
+        };
         match mode {
-            Mode::CpuOnly => {
-                stats.cpu_sublists = self.cpu_workers(&job)?;
-                let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                self.learn(key, |l| l.cpu_keys_per_s = rate);
-            }
-            Mode::GpuOnly => {
-                let dev = self.device_worker(&job, None, &Copier::Global)?;
-                stats.device_sublists = dev.sublists;
-                stats.launches = dev.launches;
-                stats.local_heap = dev.local_heap;
-                stats.device_times = dev.times;
-                let rate = data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                self.learn(key, |l| {
-                    l.dev_keys_per_s = rate;
-                    l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
-                });
-            }
+            Mode::CpuOnly | Mode::GpuOnly => self.run_alone(&job, plan, key, &mut stats)?,
             Mode::Cooperative if cooperation != Cooperation::ByAmount => {
                 let b = self.bridge_worker(&job, cooperation)?;
                 stats.bridge_sublists = b.sublists;
                 stats.bridge_updates = b.updates;
                 stats.launches = b.launches;
             }
-            Mode::Cooperative => {
-                // The latency threads leave the staging threads' cores free, and with 4 or
-                // more one core for the device's driver thread.
-                let staging = self.staging_threads();
-                let copier = self.staging_copier(staging)?;
-                let leave = staging.max(usize::from(self.pool.len() >= 4));
-                let (dev, cpu) = std::thread::scope(|s| {
-                    let dev = s.spawn(|| self.device_worker(&job, Some(hint), &copier));
-                    let cpu = self.cpu_workers_leaving(&job, leave);
-                    let dev = dev.join().unwrap_or_else(|_| {
-                        Err(Error::Lost("the device driver thread panicked".into()))
-                    });
-                    (dev, cpu)
-                });
-                let dev = dev?;
-                stats.cpu_sublists = cpu?;
-                stats.device_sublists = dev.sublists;
-                stats.launches = dev.launches;
-                stats.local_heap = dev.local_heap;
-                stats.device_times = dev.times;
-                let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
-                    / started.elapsed().as_secs_f64().max(1e-9);
-                self.learn(key, |l| {
-                    if stats.cpu_sublists > 0 {
-                        l.cpu_keys_per_s = cpu_rate;
-                    }
-                    l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
-                    if dev.device_s > 0.0 && dev.keys > 0 {
-                        l.dev_keys_per_s = dev.keys as f64 / dev.device_s;
-                    }
-                });
+            Mode::Cooperative if plan != CoopPlan::Split => {
+                self.run_alone(&job, plan, key, &mut stats)?
             }
+            Mode::Cooperative => self.run_split(&job, hint, key, &mut stats)?,
         }
         let handled = stats.cpu_sublists + stats.device_sublists + stats.bridge_sublists;
         if handled != n {
@@ -654,6 +648,88 @@ impl KSelector {
                 .collect(),
             stats,
         ))
+    }
+
+    /// One side does everything (CpuOnly, GpuOnly, or Cooperative when that measured faster).
+    fn run_alone<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        plan: CoopPlan,
+        key: u32,
+        stats: &mut SelectStats,
+    ) -> Result<()> {
+        let started = Instant::now();
+        if plan == CoopPlan::DeviceAlone {
+            let dev = self.device_worker(job, None, &Copier::Global)?;
+            stats.device_sublists = dev.sublists;
+            stats.launches = dev.launches;
+            stats.local_heap = dev.local_heap;
+            stats.device_times = dev.times;
+            let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            self.learn(key, |l| {
+                l.dev_keys_per_s = rate;
+                l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
+                l.whole_keys_per_s[plan as usize] = rate;
+            });
+        } else {
+            stats.cpu_sublists = self.cpu_workers(job)?;
+            let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            self.learn(key, |l| {
+                l.cpu_keys_per_s = rate;
+                l.whole_keys_per_s[plan as usize] = rate;
+            });
+        }
+        Ok(())
+    }
+
+    /// Cooperative by amount: the latency threads and the device claim sub-lists from one
+    /// counter; the device's claims follow the measured speeds.
+    fn run_split<K: SelectKey>(
+        &self,
+        job: &Job<'_, K>,
+        hint: Learned,
+        key: u32,
+        stats: &mut SelectStats,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let rt = self.device_runtime()?;
+        let plan = DevicePlan::new(rt, self.device_shape(), job)?;
+        if plan.first_cooperative_claim(job, hint).is_none() {
+            // The device would sit out: every latency thread selects.
+            return self.run_alone(job, CoopPlan::CpuAlone, key, stats);
+        }
+        // The latency threads leave the staging threads' cores free, and with 4 or more one
+        // core for the device's driver thread.
+        let staging = self.staging_threads();
+        let copier = self.staging_copier(staging)?;
+        let leave = staging.max(usize::from(self.pool.len() >= 4));
+        let (dev, cpu) = std::thread::scope(|s| {
+            let dev = s.spawn(|| plan.run(job, Some(hint), &self.stages, &copier));
+            let cpu = self.cpu_workers_leaving(job, leave);
+            let dev = dev
+                .join()
+                .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
+            (dev, cpu)
+        });
+        let dev = dev?;
+        stats.cpu_sublists = cpu?;
+        stats.device_sublists = dev.sublists;
+        stats.launches = dev.launches;
+        stats.local_heap = dev.local_heap;
+        stats.device_times = dev.times;
+        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+        let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64 / elapsed;
+        self.learn(key, |l| {
+            if stats.cpu_sublists > 0 {
+                l.cpu_keys_per_s = cpu_rate;
+            }
+            l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
+            if dev.device_s > 0.0 && dev.keys > 0 {
+                l.dev_keys_per_s = dev.keys as f64 / dev.device_s;
+            }
+            l.whole_keys_per_s[CoopPlan::Split as usize] = job.data.len() as f64 / elapsed;
+        });
+        Ok(())
     }
 
     fn learn(&self, key: u32, f: impl FnOnce(&mut Learned)) {
@@ -733,14 +809,17 @@ impl KSelector {
         copier: &Copier,
     ) -> Result<DeviceOutcome> {
         let rt = self.device_runtime()?;
-        let shape = DeviceShape {
+        DevicePlan::new(rt, self.device_shape(), job)?.run(job, cooperative, &self.stages, copier)
+    }
+
+    fn device_shape(&self) -> DeviceShape {
+        DeviceShape {
             d: self.d,
             work_group: self.work_group,
             update: self.device_update,
             global_heaps: self.global_device_heaps,
             staging: self.device_staging,
-        };
-        DevicePlan::new(rt, shape, job)?.run(job, cooperative, &self.stages, copier)
+        }
     }
 }
 
