@@ -67,56 +67,90 @@
 #define PER 1
 #endif
 
+#define PAD (D - 1)
+#define FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+
+/* Where the heap lives. HEAP_LOCAL=1: all of it in local memory; 0: in the work-group's slice
+ * of global scratch; 2 (split, SERIAL only): nodes below SPLIT in local memory, the rest in
+ * global scratch (same positions, the lower part unused). SPLIT is 1 modulo D, so every child
+ * block lies wholly on one side, and the hot top levels, which every update-key walks, are in
+ * local memory. HGET/HSET address node i wherever it lives. */
+#if HEAP_LOCAL == 2
+#if !SERIAL
+#error "a split heap needs SERIAL=1"
+#endif
+#if SPLIT % D != 1 % D
+#error "SPLIT must be 1 modulo D"
+#endif
+#define HEAP_PARAMS __local int *lh, __global int *gh
+#define HEAP_ARGS lh, gh
+#define HGET(i) ((i) < SPLIT ? lh[PAD + (i)] : gh[PAD + (i)])
+#define HSET(i, v) { const uint i_ = (i); const int v_ = (v); \
+                     if (i_ < SPLIT) lh[PAD + i_] = v_; else gh[PAD + i_] = v_; }
+#else
 #if HEAP_LOCAL
 #define HEAP_AS __local
 #else
 #define HEAP_AS __global
 #endif
-
-#define PAD (D - 1)
-#define FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#define HEAP_PARAMS HEAP_AS int *h
+#define HEAP_ARGS h
+#define HGET(i) (h[PAD + (i)])
+#define HSET(i, v) { h[PAD + (i)] = (v); }
+#endif
 
 /* Sequential sift-down of `key` from node i (heapify, one work-item per node). */
-inline void kselect_sift_down_seq(HEAP_AS int *h, uint i, int key, uint len) {
+inline void kselect_sift_down_seq(HEAP_PARAMS, uint i, int key, uint len) {
     for (;;) {
         uint first = D * i + 1;
         if (first >= len) break;
         uint last = min(first + D, len);
         uint best = first;
-        int bv = h[PAD + first];
+        int bv = HGET(first);
         for (uint c = first + 1; c < last; ++c) {
-            int v = h[PAD + c];
+            int v = HGET(c);
             if (v > bv) { bv = v; best = c; }
         }
         if (bv <= key) break;
-        h[PAD + i] = bv;
+        HSET(i, bv);
         i = best;
     }
-    h[PAD + i] = key;
+    HSET(i, key);
 }
+
+/* The max of the aligned child block at `block` (D words) and its offset in the block. */
+#define BLOCK_MAX(block, best, bi)                  \
+    {                                               \
+        best = (block)[0];                          \
+        bi = 0;                                     \
+        for (uint c = 1; c < D; ++c) {              \
+            const int v = (block)[c];               \
+            const bool take = v > best;             \
+            best = take ? v : best;                 \
+            bi = take ? c : bi;                     \
+        }                                           \
+    }
 
 /* Update-key by one work-item: replace the root by `x` and sift it down. Needs the heap's
  * last child block padded with INT_MIN (step 1), so a block is read whole. */
-inline void kselect_update_root_serial(HEAP_AS int *h, int x, uint k) {
+inline void kselect_update_root_serial(HEAP_PARAMS, int x, uint k) {
     uint i = 0;
     for (;;) {
-        const uint first = D * i + 1;
+        const uint first = D * i + 1; /* its block starts at word D * (i + 1): aligned */
         if (first >= k) break;
-        HEAP_AS const int *block = h + PAD + first; /* = h + D * (i + 1): aligned */
-        int best = block[0];
-        uint bi = 0;
-#pragma unroll
-        for (uint c = 1; c < D; ++c) {
-            const int v = block[c];
-            const bool take = v > best;
-            best = take ? v : best;
-            bi = take ? c : bi;
-        }
+        int best;
+        uint bi;
+#if HEAP_LOCAL == 2
+        if (first < SPLIT) BLOCK_MAX(lh + PAD + first, best, bi)
+        else BLOCK_MAX(gh + PAD + first, best, bi)
+#else
+        BLOCK_MAX(h + PAD + first, best, bi)
+#endif
         if (best <= x) break;
-        h[PAD + i] = best;
+        HSET(i, best);
         i = first + bi;
     }
-    h[PAD + i] = x;
+    HSET(i, x);
 }
 
 __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -139,7 +173,10 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     const uint start = offsets[g];
     const uint n = offsets[g + 1] - start;
     __global const int *list = data + start;
-#if HEAP_LOCAL
+#if HEAP_LOCAL == 2
+    __local int *lh = lheap;
+    __global int *gh = scratch + (ulong)g * scratch_stride;
+#elif HEAP_LOCAL
     HEAP_AS int *h = lheap;
 #else
     HEAP_AS int *h = scratch + (ulong)g * scratch_stride;
@@ -148,7 +185,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     /* 1. the first k keys, then INT_MIN up to the end of the last child block (the host
      *    sizes the heap at least k + 2D words) */
     const uint pad_end = D * ((k - 1) / D + 2) - PAD;
-    for (uint i = lid; i < pad_end; i += WG) h[PAD + i] = i < k ? ORDERED(list[i]) : INT_MIN;
+    for (uint i = lid; i < pad_end; i += WG) HSET(i, i < k ? ORDERED(list[i]) : INT_MIN)
     barrier(FENCE);
 
     /* 2. heapify, deepest internal level first (level starts: s0 = 0, s(L+1) = D*s(L) + 1) */
@@ -159,13 +196,13 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
         for (;;) {
             uint lo = (uint)lvl;
             uint hi = (uint)min((ulong)last_internal + 1, lvl * D + 1);
-            for (uint i = lo + lid; i < hi; i += WG) kselect_sift_down_seq(h, i, h[PAD + i], k);
+            for (uint i = lo + lid; i < hi; i += WG) kselect_sift_down_seq(HEAP_ARGS, i, HGET(i), k);
             barrier(FENCE);
             if (lvl == 0) break;
             lvl = (lvl - 1) / D;
         }
     }
-    if (lid == 0) root = h[PAD];
+    if (lid == 0) root = HGET(0);
     barrier(FENCE);
     /* Levels below the root: the most compare-and-swap rounds an update-key needs. */
     uint height = 0;
@@ -209,8 +246,8 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
             for (uint c = 0; c < nc; ++c) {
                 const int x = scand[c];
                 if (x < rt) {
-                    kselect_update_root_serial(h, x, k);
-                    rt = h[PAD];
+                    kselect_update_root_serial(HEAP_ARGS, x, k);
+                    rt = HGET(0);
                 }
             }
             root = rt;

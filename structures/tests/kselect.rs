@@ -64,18 +64,22 @@ fn every_d_and_lengths_that_are_not_powers_of_two() {
 }
 
 #[test]
-fn both_device_kernels_on_every_d_with_local_and_global_heaps() {
+fn both_device_kernels_on_every_d_with_local_split_and_global_heaps() {
     // GpuOnly alone: the baseline (work-group reduction) and the single-work-item update-key,
-    // heaps in local memory and forced to global memory, on every pattern; k = 1, k = d + 1
-    // (a partial last child block: the INT_MIN padding), 0.1 · length and the whole length.
+    // heaps in local memory, split (root and its children in local memory, the rest in
+    // global; single-item only) and forced to global memory, on every pattern; k = 1,
+    // k = d + 1 (a partial last child block: the INT_MIN padding), 0.1 · length and the
+    // whole length.
     let mut rng = rand::rngs::StdRng::from_entropy();
     let t = common::transports()[0];
     for d in asym_structures::dheap::SUPPORTED_D {
+        let split_limit = (d - 1 + 1 + d) * 4;
         for update in [DeviceUpdate::GroupReduce, DeviceUpdate::SingleItem] {
-            for global in [false, true] {
-                let sel = common::selector(t, d)
-                    .with_device_update(update)
-                    .with_global_device_heaps(global);
+            for limit in [None, Some(split_limit), Some(0)] {
+                let mut sel = common::selector(t, d).with_device_update(update);
+                if let Some(bytes) = limit {
+                    sel = sel.with_device_local_heap_limit(bytes);
+                }
                 let len = 150 + 3 * d;
                 let n = len * 3;
                 for (name, data) in patterns(n, &mut rng) {
@@ -84,12 +88,18 @@ fn both_device_kernels_on_every_d_with_local_and_global_heaps() {
                         let (got, stats) = sel
                             .select_with_stats(&data, &Sublists::Equal(len), k, Mode::GpuOnly)
                             .unwrap();
-                        assert_eq!(
-                            got,
-                            common::reference(&data, &offs, k),
-                            "d {d} {update:?} global {global} {name} k {k}"
-                        );
-                        assert_eq!(stats.local_heap, !global, "d {d} {update:?} k {k}");
+                        let what = format!("d {d} {update:?} limit {limit:?} {name} k {k}");
+                        assert_eq!(got, common::reference(&data, &offs, k), "{what}");
+                        // Where the heap went: whole (it fits), split, or global.
+                        let words = (k + 2 * d).next_multiple_of(16) * 4;
+                        let want = match limit {
+                            None => k,
+                            Some(bytes) if words <= bytes => k,
+                            Some(0) => 0,
+                            Some(_) if update == DeviceUpdate::SingleItem => 1 + d,
+                            Some(_) => 0,
+                        };
+                        assert_eq!(stats.local_heap_nodes, want, "{what}");
                     }
                 }
             }

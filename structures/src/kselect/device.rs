@@ -13,6 +13,8 @@ pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
     pub(super) launches: usize,
     pub(super) local_heap: bool,
+    /// Heap nodes in local memory (k for a local heap, the split point, or 0).
+    pub(super) local_heap_nodes: usize,
     /// Keys the device answered and the time it spent from its first claim to its last answer.
     pub(super) keys: usize,
     pub(super) device_s: f64,
@@ -30,9 +32,24 @@ pub(super) fn min_known(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Where the device kernel keeps a heap (`-DHEAP_LOCAL` in kselect.cl).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HeapPlace {
+    /// All of it in local memory.
+    Local,
+    /// Nodes below this index in local memory, the rest in global scratch.
+    Split(usize),
+    /// All of it in global scratch.
+    Global,
+}
+
 /// Device-side sizes for one selection.
 pub(super) struct DevicePlan {
     rt: Runtime,
+    place: HeapPlace,
+    local_heap_nodes: usize,
+    /// d − 1: the words before the root in a heap's layout.
+    d_pad: usize,
     staging: DeviceStaging,
     wg: usize,
     local_heap: bool,
@@ -93,8 +110,8 @@ pub(super) struct DeviceShape {
     pub(super) d: usize,
     pub(super) work_group: Option<usize>,
     pub(super) update: DeviceUpdate,
-    /// Heaps in global memory even where local memory would hold them.
-    pub(super) global_heaps: bool,
+    /// At most this many bytes of local memory for a heap (`None`: what the device has).
+    pub(super) local_heap_limit: Option<usize>,
     pub(super) staging: DeviceStaging,
 }
 
@@ -108,7 +125,7 @@ impl DevicePlan {
             d,
             work_group: wg,
             update,
-            global_heaps,
+            local_heap_limit,
             staging,
         } = shape;
         let p = rt.profile();
@@ -138,8 +155,22 @@ impl DevicePlan {
             DeviceUpdate::GroupReduce => 7 * wg * 4,
             DeviceUpdate::SingleItem => (2 * per + 1) * wg * 4,
         } + 256;
-        let local_heap =
-            !global_heaps && (heap_words * 4 + fixed_local) as u64 <= p.local_mem_bytes;
+        // Local memory the heap may use: the device's, less the kernel's own, capped by the
+        // selector's limit (tests and measurements force every placement with it).
+        let local_words = (p.local_mem_bytes as usize)
+            .saturating_sub(fixed_local)
+            .min(local_heap_limit.unwrap_or(usize::MAX))
+            / 4;
+        let place = if heap_words <= local_words {
+            HeapPlace::Local
+        } else if update == DeviceUpdate::SingleItem && local_words >= d - 1 + 1 + d {
+            // The largest split point that is 1 modulo d (a child block never straddles it)
+            // and fits with the padding words: at least the root and its children.
+            HeapPlace::Split(((local_words - (d - 1) - 1) / d) * d + 1)
+        } else {
+            HeapPlace::Global
+        };
+        let local_heap = place == HeapPlace::Local;
         let n = job.claims.n;
         let avg = job.data.len() / n;
         let chunk = (CHUNK_KEYS / avg.max(1))
@@ -147,14 +178,26 @@ impl DevicePlan {
             .clamp(1, n);
         // Both stagings move the keys' raw bits; the kernel maps them to the ordered form.
         let key_map = K::KEY_MAP;
+        let (heap_local, split) = match place {
+            HeapPlace::Global => (0, 0),
+            HeapPlace::Local => (1, 0),
+            HeapPlace::Split(s) => (2, s),
+        };
         let options = format!(
-            "-DD={d} -DWG={wg} -DHEAP_LOCAL={} -DSERIAL={serial} -DPER={per} -DKEY_MAP={key_map}",
-            u8::from(local_heap)
+            "-DD={d} -DWG={wg} -DHEAP_LOCAL={heap_local} -DSPLIT={split} -DSERIAL={serial} \
+             -DPER={per} -DKEY_MAP={key_map}"
         );
         Ok(DevicePlan {
             staging,
             rt: rt.clone(),
             wg,
+            place,
+            local_heap_nodes: match place {
+                HeapPlace::Local => k,
+                HeapPlace::Split(split) => split,
+                HeapPlace::Global => 0,
+            },
+            d_pad: d - 1,
             local_heap,
             heap_words,
             chunk,
@@ -178,6 +221,11 @@ impl DevicePlan {
             },
             &queue,
         )?;
+        let local_words = match self.place {
+            HeapPlace::Local => self.heap_words,
+            HeapPlace::Split(split) => split + self.d_pad,
+            HeapPlace::Global => 1,
+        };
         let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
         let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
         kernel
@@ -188,7 +236,7 @@ impl DevicePlan {
             .arg_scalar(4, k as u32)?
             .arg_scalar(5, 0u32)?
             .arg_scalar(6, self.heap_words as u32)?
-            .arg_local::<i32>(7, if self.local_heap { self.heap_words } else { 1 })?;
+            .arg_local::<i32>(7, local_words)?;
         Ok(Stage {
             queue,
             data,
@@ -236,6 +284,7 @@ impl DevicePlan {
             sublists: 0,
             launches: 0,
             local_heap: self.local_heap,
+            local_heap_nodes: self.local_heap_nodes,
             keys: 0,
             device_s: 0.0,
             fastest_launch_s: 0.0,
@@ -325,8 +374,11 @@ impl DevicePlan {
     /// The device's first claim in Cooperative mode, or `None` to leave everything to the CPU.
     ///
     /// With measurements from earlier runs of this sub-list length: sit out when one launch
-    /// takes longer than half of what the CPU needs for the whole job (the device would set the
-    /// finish time), else claim the device's share of the throughput. Without: probe with 1/256
+    /// takes 90 % of what the CPU needs for the whole job (the device would set the finish
+    /// time), else claim the device's share of the throughput. (Not half: with long
+    /// sub-lists one launch holds every sub-list the device takes and lasts as long as its
+    /// longest one; H200, 2^28 keys in 2^19 sub-lists: one launch 162 ms, the CPU alone
+    /// 290 ms, and half of the sub-lists on each side still balance.) Without: probe with 1/256
     /// of the sub-lists, unless there are fewer than 8 per latency thread (then even one
     /// sub-list is too big a bet on a device of unknown speed).
     pub(super) fn first_cooperative_claim<K>(
@@ -337,7 +389,7 @@ impl DevicePlan {
         let total_keys = job.data.len();
         if hint.cpu_keys_per_s > 0.0 && hint.dev_keys_per_s > 0.0 && hint.dev_launch_s > 0.0 {
             let cpu_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
-            if hint.dev_launch_s > 0.5 * cpu_alone_s {
+            if hint.dev_launch_s > 0.9 * cpu_alone_s {
                 return None;
             }
             let share = hint.dev_keys_per_s / (hint.dev_keys_per_s + hint.cpu_keys_per_s);

@@ -208,6 +208,9 @@ pub struct SelectStats {
     pub launches: usize,
     /// Whether the device kept its heaps in local memory.
     pub local_heap: bool,
+    /// Nodes of each device heap in local memory: k when the whole heap fits, the top nodes
+    /// of a heap split between local and global memory, or 0.
+    pub local_heap_nodes: usize,
     /// Sub-lists done on ad-heaps, both kinds of cores together (Cooperative by kind).
     pub bridge_sublists: usize,
     /// Update-keys done through a device bridge.
@@ -319,7 +322,7 @@ pub struct KSelector {
     d: usize,
     work_group: Option<usize>,
     device_update: DeviceUpdate,
-    global_device_heaps: bool,
+    local_heap_limit: Option<usize>,
     device_staging: DeviceStaging,
     staging_threads: Option<usize>,
     /// The staging copier pool of Cooperative mode, kept between calls: (threads, pool).
@@ -418,7 +421,7 @@ impl KSelector {
             d,
             work_group: None,
             device_update: DeviceUpdate::default(),
-            global_device_heaps: false,
+            local_heap_limit: None,
             device_staging: DeviceStaging::default(),
             staging_threads: None,
             staging_pool: Default::default(),
@@ -447,10 +450,12 @@ impl KSelector {
         self
     }
 
-    /// Keeps the device's heaps in global memory even where local memory would hold them (by
-    /// default a heap goes to local memory when it fits): for tests and measurements.
-    pub fn with_global_device_heaps(mut self, global: bool) -> Self {
-        self.global_device_heaps = global;
+    /// Caps the local memory a device heap may use, in bytes (by default what the device
+    /// has, less the kernel's own). A heap that does not fit is split (its top levels in local
+    /// memory, the rest in global) with the single-item kernel, else kept in global memory;
+    /// 0 keeps every heap in global memory. For tests and measurements.
+    pub fn with_device_local_heap_limit(mut self, bytes: usize) -> Self {
+        self.local_heap_limit = Some(bytes);
         self
     }
 
@@ -664,6 +669,7 @@ impl KSelector {
             stats.device_sublists = dev.sublists;
             stats.launches = dev.launches;
             stats.local_heap = dev.local_heap;
+            stats.local_heap_nodes = dev.local_heap_nodes;
             stats.device_times = dev.times;
             let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
             self.learn(key, |l| {
@@ -716,6 +722,7 @@ impl KSelector {
         stats.device_sublists = dev.sublists;
         stats.launches = dev.launches;
         stats.local_heap = dev.local_heap;
+        stats.local_heap_nodes = dev.local_heap_nodes;
         stats.device_times = dev.times;
         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
         let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64 / elapsed;
@@ -817,7 +824,7 @@ impl KSelector {
             d: self.d,
             work_group: self.work_group,
             update: self.device_update,
-            global_heaps: self.global_device_heaps,
+            local_heap_limit: self.local_heap_limit,
             staging: self.device_staging,
         }
     }
