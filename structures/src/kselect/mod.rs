@@ -853,7 +853,30 @@ pub fn select_one<K: SelectKey>(
     first.extend(list[..k].iter().map(|x| x.to_ordered()));
     heap.rebuild_from(first);
     let mut root = heap.peek().unwrap_or(i32::MAX);
-    for x in &list[k..] {
+    // Blocks of 16 keys: one branch-free (vectorisable) pass marks the keys below the root as
+    // it was at the block's start, then only marked keys are looked at again. The root only
+    // falls within a block, so the marks are a superset of the keys to insert; each is
+    // checked against the current root. This replaces a data-dependent branch per key
+    // (taken for ~23 % of keys at k = 0.1 · length: often mispredicted) by one per block.
+    let rest = &list[k..];
+    let mut blocks = rest.chunks_exact(16);
+    for block in &mut blocks {
+        let mut vals = [0i32; 16];
+        let mut mask = 0u32;
+        for (j, x) in block.iter().enumerate() {
+            vals[j] = x.to_ordered();
+            mask |= u32::from(vals[j] < root) << j;
+        }
+        while mask != 0 {
+            let v = vals[mask.trailing_zeros() as usize];
+            mask &= mask - 1;
+            if v < root {
+                heap.replace_top(v);
+                root = heap.peek().unwrap_or(v);
+            }
+        }
+    }
+    for x in blocks.remainder() {
         let v = x.to_ordered();
         if v < root {
             heap.replace_top(v);
