@@ -110,6 +110,29 @@ fn bad_inputs_fail_with_a_message() {
             &["--input", "keys.csv", "--sublist", "4"],
             "not a .npy file",
         ),
+        (
+            &["--total-log2", "12", "--device-update", "sideways"],
+            "device update-key",
+        ),
+        (
+            &["--total-log2", "12", "--staging", "sideways"],
+            "device staging",
+        ),
+        (
+            &[
+                "--total-log2",
+                "12",
+                "--threads",
+                "2",
+                "--staging-threads",
+                "2",
+            ],
+            "staging threads",
+        ),
+        (
+            &["--total-log2", "12", "--work-group", "48"],
+            "work-group size 48",
+        ),
     ];
     for (args, want) in cases {
         let (ok, _, err) = run(args);
@@ -201,6 +224,44 @@ fn every_cooperation_runs_and_verifies() {
 }
 
 #[test]
+fn device_knobs_run_verify_and_report_stages() {
+    // The seed's reduction kernel with the copy engine, and the single-item kernel with
+    // mapped staging and a staging thread: every answer verified, stage times reported.
+    for knobs in [
+        ["--device-update", "reduce", "--staging", "copy"],
+        ["--device-update", "single", "--staging-threads", "1"],
+    ] {
+        let mut args = vec![
+            "--total-log2",
+            "14",
+            "--sublist",
+            "1024",
+            "--mode",
+            "gpu,coop",
+            "--threads",
+            "2",
+            "--work-group",
+            "16",
+            "--json",
+            "--no-peers",
+        ];
+        args.extend(knobs);
+        let (ok, stdout, err) = run(&args);
+        assert!(ok, "{knobs:?}: {err}");
+        let rows: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 2, "{stdout}");
+        for v in &rows {
+            assert_eq!(v["verified"], true, "{knobs:?}: {v}");
+        }
+        let gpu = rows.iter().find(|v| v["mode"] == "gpu").unwrap();
+        assert!(gpu["device_stages_ms"]["kernel"].is_number(), "{gpu}");
+    }
+}
+
+#[test]
 fn the_default_table_and_devices_report_run() {
     let (ok, stdout, err) = run(&["--total-log2", "14", "--repeat", "1"]);
     assert!(ok, "{err}");
@@ -212,7 +273,15 @@ fn the_default_table_and_devices_report_run() {
         "an answer failed verification: {stdout}"
     );
     let out = Command::new(example("devices"))
-        .args(["--samples", "20", "--words", "1000", "--json"])
+        .args([
+            "--samples",
+            "20",
+            "--words",
+            "1000",
+            "--upload-mib",
+            "2",
+            "--json",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -221,7 +290,12 @@ fn the_default_table_and_devices_report_run() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(report["transports"]
-        .as_array()
-        .is_some_and(|t| !t.is_empty()));
+    let transports = report["transports"].as_array().expect("transports");
+    assert!(!transports.is_empty());
+    for t in transports {
+        assert_eq!(t["upload"]["bytes"], 2 << 20, "{t}");
+        assert!(t["upload"]["copy_engine_ms"]
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0));
+    }
 }
