@@ -220,6 +220,38 @@ fn cooperative_splits_the_work_and_gets_it_right() {
 }
 
 #[test]
+fn many_latency_threads_and_work_groups_share_one_claim_counter() {
+    // Eight pinned threads on however few cores, two staging threads and the device's
+    // work-groups all claim from one counter, over thousands of short uneven sub-lists; every
+    // sub-list must be answered exactly once, correctly, call after call (the later calls run
+    // whatever plan the earlier ones measured best).
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let sel = common::selector_with_threads(t, 4, 8)
+            .with_staging_threads(2)
+            .unwrap();
+        let mut offs = vec![0usize];
+        for _ in 0..3000 {
+            offs.push(offs.last().unwrap() + rng.gen_range(17..90));
+        }
+        let data: Vec<i32> = (0..*offs.last().unwrap()).map(|_| rng.gen()).collect();
+        let cut = Sublists::Offsets(offs.clone());
+        let want = common::reference(&data, &offs, 16);
+        for round in 0..4 {
+            let (got, stats) = sel
+                .select_with_stats(&data, &cut, 16, Mode::Cooperative)
+                .unwrap();
+            assert_eq!(got, want, "{t} round {round}");
+            assert_eq!(
+                stats.cpu_sublists + stats.device_sublists,
+                3000,
+                "{stats:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn bad_inputs_are_errors_not_panics() {
     let sel = common::selector(common::transports()[0], 4);
     let data: Vec<i32> = (0..100).collect();

@@ -14,11 +14,16 @@ pub fn transports() -> Vec<Transport> {
 
 /// A selector on the default device with `transport`, heaps of arity `d` and two pinned threads.
 pub fn selector(transport: Transport, d: usize) -> KSelector {
+    selector_with_threads(transport, d, 2)
+}
+
+/// A selector with `threads` pinned latency threads (more than the cores, for stress tests).
+pub fn selector_with_threads(transport: Transport, d: usize, threads: usize) -> KSelector {
     let device = select_device(None).expect("an OpenCL device");
     let rt = Runtime::open(device, Some(transport), Some(Duration::from_secs(120)))
         .expect("open runtime");
     let pool = LatencyPool::new(PoolOptions {
-        threads: Some(2),
+        threads: Some(threads),
         ..Default::default()
     })
     .expect("pool");
