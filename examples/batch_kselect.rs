@@ -75,8 +75,8 @@ struct Args {
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
-    /// Device work-group size: a power of two ≥ d (default: max(d, 64) on a GPU, max(d, 16)
-    /// on a CPU device).
+    /// Device work-group size: a power of two ≥ d (default on a GPU: max(d, 32) for the
+    /// single-item kernel, max(d, 64) for the reduction; max(d, 16) on a CPU device).
     #[arg(long)]
     work_group: Option<usize>,
     /// How the device kernel runs an update-key: single (one work-item, no barriers inside)
