@@ -5,21 +5,25 @@
 //! - [`adheap`]: the ad-heap, a d-heap with a bridge in its head through which a device and
 //!   CPU threads split update-key (device walks, CPU applies);
 //! - [`kselect`]: heap-based batch k-selection in CpuOnly, GpuOnly and Cooperative modes
-//!   (by amount, or by kind on ad-heaps).
+//!   (by amount, or by kind on ad-heaps);
+//! - [`gheap`]: the generalized heap (batches of K keys per node, partial buffer, top-down or
+//!   bottom-up insertion), sequential so far.
 //!
-//! Still to come (see the project's issues): the generalized concurrent heap, the SVM allocator, the lock-free list and the red-black
-//! tree.
+//! Still to come (see the project's issues): the generalized heap's concurrent and device
+//! versions, the SVM allocator, the lock-free list and the red-black tree.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
 pub mod adheap;
 pub mod dheap;
+pub mod gheap;
 pub mod kselect;
 pub mod npy;
 
 pub use adheap::AdHeapLayout;
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;
+pub use gheap::{GeneralizedHeap, InsertDirection};
 pub use kselect::{
     Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, SelectKey, SelectStats,
     Sublists,
