@@ -7,7 +7,8 @@
 //! - [`kselect`]: heap-based batch k-selection in CpuOnly, GpuOnly and Cooperative modes
 //!   (by amount, or by kind on ad-heaps);
 //! - [`gheap`]: the generalized heap (batches of K keys per node, partial buffer, top-down or
-//!   bottom-up insertion), sequential so far.
+//!   bottom-up insertion), sequential and shared by many host threads (TD-INS/TD-DEL with
+//!   per-node locks).
 //!
 //! Still to come (see the project's issues): the generalized heap's concurrent and device
 //! versions, the SVM allocator, the lock-free list and the red-black tree.
@@ -23,7 +24,7 @@ pub mod npy;
 pub use adheap::AdHeapLayout;
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;
-pub use gheap::{GeneralizedHeap, InsertDirection};
+pub use gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
 pub use kselect::{
     Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, SelectKey, SelectStats,
     Sublists,

@@ -29,10 +29,12 @@
 //! for many host threads and for device work-groups) build on its batch operations.
 
 pub mod batch;
+pub mod concurrent;
 
 use asym_runtime::{Error, Result};
 
 use batch::{bit_reverse, is_sorted, merge_and_sort, merge_into, MergeKind};
+pub use concurrent::ConcurrentGeneralizedHeap;
 
 /// How new nodes travel (the seed's two heaps).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -235,6 +237,33 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
         }
         all.extend_from_slice(&self.partial);
         all
+    }
+
+    /// A heap of `batch`-key nodes given at their array positions (those of the first
+    /// `nodes.len()` nodes added, in that order) and a partial buffer. The properties are not
+    /// checked here: call [`GeneralizedHeap::check`].
+    pub(crate) fn from_parts(
+        batch: usize,
+        nodes: Vec<(usize, Vec<T>)>,
+        partial: Vec<T>,
+    ) -> Result<Self> {
+        let mut heap = Self::new(batch)?;
+        for (i, (pos, keys)) in nodes.iter().enumerate() {
+            if *pos != heap.position(i) || keys.len() != batch {
+                return Err(Error::InvalidArgument(format!(
+                    "node {i} given at position {pos} with {} keys",
+                    keys.len()
+                )));
+            }
+            let need = (pos + 1) * batch;
+            if heap.keys.len() < need {
+                heap.keys.resize(need, keys[0]);
+            }
+            heap.keys[pos * batch..need].copy_from_slice(keys);
+        }
+        heap.nodes = nodes.len();
+        heap.partial = partial;
+        Ok(heap)
     }
 
     fn node(&self, pos: usize) -> &[T] {

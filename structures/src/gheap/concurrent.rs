@@ -1,0 +1,409 @@
+//! The generalized heap shared by many host threads: the seed's TD-INS/TD-DEL heap.
+//!
+//! Every node has a lock; the root's lock also guards the partial buffer and the node count.
+//! Both operations lock top-down, parent before child (an insert holds at most a node and its
+//! child; a delete a node and its two children), so no cycle of waits can form. Each node's
+//! lock carries the seed's state:
+//!
+//! - `Empty`: no node here (never filled, or removed by a delete);
+//! - `Avail`: a present node with valid keys;
+//! - `Target`: reserved by an insert that is still on its way down; its keys are not valid yet
+//!   (a delete sifting down treats it as absent: the insert, behind it on every shared path,
+//!   merges its batch through the nodes the delete changed);
+//! - `Marked`: a delete needed the target's keys (it is the last node): the insert, on
+//!   arriving, leaves its keys in the node and sets `Handed` instead of adding a node;
+//! - `Handed`: the keys are there for the waiting delete, which takes them and empties the node.
+//!
+//! Presence is decided by the state under the node's lock, never by a count read earlier: a
+//! delete sifting down can meet a node that a later delete has already removed, or a target
+//! whose insert has not arrived.
+//!
+//! Linearizability (the seed's theorem 3.2): every operation takes the root lock first and
+//! does its whole effect on the root, the partial buffer and the count while holding it; what
+//! happens below the root afterwards only restores the properties of sub-heaps that later
+//! operations reach only after it (they lock top-down behind it). An operation therefore takes
+//! effect at a point inside its root critical section, and those sections are totally ordered.
+//!
+//! `delete_min(n)` with `n ≤ K` is one DEL: the `K − n` keys of the root batch it does not
+//! return stay, under the root lock, in the root or the partial buffer. Larger `n` and inserts
+//! of more than `K` keys are sequences of such operations, each linearizable on its own.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use asym_runtime::backoff::{Backoff, Deadline};
+use asym_runtime::{Error, Result, Side};
+
+use super::batch::{bit_reverse, merge_and_sort, merge_into};
+use super::{GeneralizedHeap, MAX_BATCH};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Empty,
+    Avail,
+    Target,
+    Marked,
+    Handed,
+}
+
+#[derive(Debug)]
+struct Node<T> {
+    state: State,
+    keys: Vec<T>,
+}
+
+/// What the root lock guards besides the root's keys.
+#[derive(Debug)]
+struct Root<T> {
+    node: Node<T>,
+    partial: Vec<T>,
+    /// Full nodes present, including targets of inserts still on their way.
+    count: usize,
+}
+
+/// A generalized min-heap (batches of `K` keys) for many host threads at once (TD-INS/TD-DEL).
+#[derive(Debug)]
+pub struct ConcurrentGeneralizedHeap<T> {
+    batch: usize,
+    root: Mutex<Root<T>>,
+    /// Node `i` (array position `i ≥ 1`) is `nodes[i - 1]`.
+    nodes: Vec<Mutex<Node<T>>>,
+    /// Bound of a delete's wait for an insert to hand over its keys.
+    timeout: Duration,
+}
+
+/// The array position of the `i`-th node added (level order, bit-reversed within a level).
+fn position(i: usize) -> usize {
+    let level = usize::BITS - 1 - (i + 1).leading_zeros();
+    let first = (1usize << level) - 1;
+    first + bit_reverse(i - first, level)
+}
+
+/// The node a delete holds while it looks at the children: the root (with its buffer and
+/// count) first, then an ordinary node.
+enum Parent<'a, T> {
+    Root(MutexGuard<'a, Root<T>>),
+    Node(MutexGuard<'a, Node<T>>),
+}
+
+impl<T> Parent<'_, T> {
+    fn keys(&mut self) -> &mut Vec<T> {
+        match self {
+            Parent::Root(g) => &mut g.node.keys,
+            Parent::Node(g) => &mut g.keys,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a node lock leaves a heap whose properties may be broken; the
+    // panic itself is reported to the caller of the operation that panicked, and later
+    // operations still see consistent memory (every update is plain copying).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
+    /// An empty heap of batches of `batch` keys (a power of two up to [`MAX_BATCH`]) holding at
+    /// most `max_nodes` full nodes (plus the partial buffer).
+    pub fn new(batch: usize, max_nodes: usize) -> Result<Self> {
+        if !batch.is_power_of_two() || batch > MAX_BATCH {
+            return Err(Error::InvalidArgument(format!(
+                "batch size {batch}: the generalized heap needs a power of two up to {MAX_BATCH}"
+            )));
+        }
+        let node = || Node {
+            state: State::Empty,
+            keys: vec![T::default(); batch],
+        };
+        Ok(ConcurrentGeneralizedHeap {
+            batch,
+            root: Mutex::new(Root {
+                node: node(),
+                partial: Vec::with_capacity(batch),
+                count: 0,
+            }),
+            nodes: (1..max_nodes.max(1)).map(|_| Mutex::new(node())).collect(),
+            timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// Keys per node.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Full nodes the heap can hold.
+    pub fn max_nodes(&self) -> usize {
+        self.nodes.len() + 1
+    }
+
+    /// Keys in the heap (a snapshot under the root lock).
+    pub fn len(&self) -> usize {
+        let root = lock(&self.root);
+        root.count * self.batch + root.partial.len()
+    }
+
+    /// Whether the heap holds no key (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The smallest key (a snapshot).
+    pub fn peek(&self) -> Option<T> {
+        let root = lock(&self.root);
+        if root.count > 0 {
+            Some(root.node.keys[0])
+        } else {
+            root.partial.first().copied()
+        }
+    }
+
+    /// Room for `max_nodes` full nodes in all (between phases: needs exclusive access).
+    pub fn grow(&mut self, max_nodes: usize) {
+        while self.nodes.len() + 1 < max_nodes {
+            self.nodes.push(Mutex::new(Node {
+                state: State::Empty,
+                keys: vec![T::default(); self.batch],
+            }));
+        }
+    }
+
+    /// Inserts `keys` as INS operations of at most `K` keys each. Fails with
+    /// [`Error::CapacityExceeded`] when a new node would not fit; the INS operations before it
+    /// have taken effect, the refused one and the rest have not.
+    pub fn insert(&self, keys: &[T]) -> Result<()> {
+        let mut sorted = Vec::with_capacity(self.batch);
+        for part in keys.chunks(self.batch) {
+            sorted.clear();
+            sorted.extend_from_slice(part);
+            sorted.sort_unstable();
+            self.insert_sorted(&sorted)?;
+        }
+        Ok(())
+    }
+
+    /// Removes `n` keys and returns them sorted (fewer if the heap runs empty). With `n ≤ K`
+    /// this is one DEL: the `n` smallest keys at its linearization point. A larger `n` is a
+    /// sequence of DELs, each linearizable on its own; inserts by other threads between them
+    /// can be smaller than keys an earlier DEL of the sequence returned.
+    pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
+        let mut out = Vec::with_capacity(n.min(self.batch * 4));
+        let mut dels = 0;
+        while out.len() < n {
+            let before = out.len();
+            self.delete_batch(n - out.len(), &mut out)?;
+            dels += 1;
+            if out.len() == before {
+                break;
+            }
+        }
+        if dels > 1 {
+            out.sort_unstable();
+        }
+        Ok(out)
+    }
+
+    /// Moves the keys into a sequential heap (to check its properties or keep working alone).
+    pub fn into_sequential(self) -> Result<GeneralizedHeap<T>> {
+        let root = self.root.into_inner().unwrap_or_else(|p| p.into_inner());
+        let nodes: Vec<Node<T>> = self
+            .nodes
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let mut keys = Vec::with_capacity((root.count + 1) * self.batch);
+        for i in 0..root.count {
+            let pos = position(i);
+            let node = if pos == 0 {
+                &root.node
+            } else {
+                &nodes[pos - 1]
+            };
+            if pos != 0 && node.state != State::Avail {
+                return Err(Error::Lost(format!(
+                    "node {pos} was left in state {:?} by an unfinished operation",
+                    node.state
+                )));
+            }
+            keys.push((pos, node.keys.clone()));
+        }
+        GeneralizedHeap::from_parts(self.batch, keys, root.partial)
+    }
+
+    fn node(&self, pos: usize) -> &Mutex<Node<T>> {
+        &self.nodes[pos - 1]
+    }
+
+    /// One INS of at most `K` sorted keys (TD-INS).
+    fn insert_sorted(&self, sorted: &[T]) -> Result<()> {
+        let b = self.batch;
+        let mut root = lock(&self.root);
+        let mut combined = Vec::with_capacity(root.partial.len() + sorted.len());
+        merge_into(&root.partial, sorted, &mut combined);
+        let mut scratch = Vec::new();
+        if combined.len() < b {
+            root.partial = combined;
+            if root.count > 0 {
+                let Root { node, partial, .. } = &mut *root;
+                merge_and_sort(&mut node.keys, partial, &mut scratch);
+            }
+            return Ok(());
+        }
+        if root.count == self.max_nodes() {
+            return Err(Error::CapacityExceeded {
+                what: format!("a concurrent generalized heap of batches of {b} keys"),
+                capacity: self.max_nodes() * b + b - 1,
+            });
+        }
+        root.partial = combined.split_off(b);
+        let mut carried = combined;
+        if root.count == 0 {
+            root.node.keys.copy_from_slice(&carried);
+            root.count = 1;
+            return Ok(());
+        }
+        let target = position(root.count);
+        root.count += 1;
+        lock(self.node(target)).state = State::Target;
+        merge_and_sort(&mut root.node.keys, &mut carried, &mut scratch);
+        // Down the insert path, hand over hand: lock the child, then release the parent.
+        let depth = usize::BITS - 1 - (target + 1).leading_zeros();
+        let mut held: Option<MutexGuard<'_, Node<T>>> = None;
+        let mut root = Some(root);
+        for level in 1..=depth {
+            let pos = ((target + 1) >> (depth - level)) - 1;
+            let mut node = lock(self.node(pos));
+            drop(root.take());
+            drop(held.take());
+            if pos == target {
+                node.keys.copy_from_slice(&carried);
+                node.state = match node.state {
+                    // A delete took this node as its last one and waits for the keys.
+                    State::Marked => State::Handed,
+                    State::Target => State::Avail,
+                    s => unreachable!("an insert's target in state {s:?}"),
+                };
+                return Ok(());
+            }
+            merge_and_sort(&mut node.keys, &mut carried, &mut scratch);
+            held = Some(node);
+        }
+        unreachable!("the insert path ends at its target")
+    }
+
+    /// One DEL (TD-DEL) returning at most `want` keys into `out`.
+    fn delete_batch(&self, want: usize, out: &mut Vec<T>) -> Result<()> {
+        let b = self.batch;
+        let mut scratch = Vec::new();
+        let mut root = lock(&self.root);
+        if root.count == 0 {
+            let take = want.min(root.partial.len());
+            out.extend(root.partial.drain(..take));
+            return Ok(());
+        }
+        let take = want.min(b);
+        out.extend_from_slice(&root.node.keys[..take]);
+        // The keys of the root batch not returned: smaller than everything else.
+        let surplus: Vec<T> = root.node.keys[take..].to_vec();
+        let mut spare = Vec::with_capacity(surplus.len() + root.partial.len());
+        merge_into(&surplus, &root.partial, &mut spare);
+        if spare.len() >= b {
+            // The K smallest of surplus and buffer refill the root; the node count stays.
+            root.partial = spare.split_off(b);
+            root.node.keys.copy_from_slice(&spare);
+        } else {
+            root.partial = spare;
+            let last = position(root.count - 1);
+            root.count -= 1;
+            if last == 0 {
+                // The root was the only node: what is left lives in the buffer.
+                return Ok(());
+            }
+            let keys = self.take_last(last)?;
+            root.node.keys.copy_from_slice(&keys);
+            let Root { node, partial, .. } = &mut *root;
+            merge_and_sort(&mut node.keys, partial, &mut scratch);
+        }
+        self.sift_down(root, &mut scratch);
+        Ok(())
+    }
+
+    /// The keys of the last node, which leaves the heap; waits (bounded) for an insert still
+    /// on its way to it.
+    fn take_last(&self, last: usize) -> Result<Vec<T>> {
+        {
+            let mut node = lock(self.node(last));
+            match node.state {
+                State::Avail => {
+                    node.state = State::Empty;
+                    return Ok(node.keys.clone());
+                }
+                State::Target => node.state = State::Marked,
+                s => {
+                    return Err(Error::Lost(format!(
+                        "the heap's last node {last} is in state {s:?}"
+                    )))
+                }
+            }
+        }
+        let deadline = Deadline::after(self.timeout);
+        let mut backoff = Backoff::new();
+        loop {
+            {
+                let mut node = lock(self.node(last));
+                if node.state == State::Handed {
+                    node.state = State::Empty;
+                    return Ok(node.keys.clone());
+                }
+            }
+            if deadline.expired() {
+                return Err(Error::Stalled {
+                    side: Side::Host,
+                    waiting_for: format!("hand over the keys of node {last}"),
+                    waited_ms: deadline.waited_ms(),
+                    detail: "the insert that reserved it did not arrive".into(),
+                });
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// TD-DEL's propagation from the root: lock both children, merge them (the larger half
+    /// back into the child whose largest key was larger), then merge the node with the other
+    /// child while the property fails; release the parent once the child is locked.
+    fn sift_down(&self, root: MutexGuard<'_, Root<T>>, scratch: &mut Vec<T>) {
+        let b = self.batch;
+        let mut parent = Parent::Root(root);
+        let mut pos = 0usize;
+        loop {
+            let (l, r) = (2 * pos + 1, 2 * pos + 2);
+            let lg = (l <= self.nodes.len()).then(|| lock(self.node(l)));
+            let rg = (r <= self.nodes.len()).then(|| lock(self.node(r)));
+            let present = |g: &Option<MutexGuard<'_, Node<T>>>| {
+                g.as_ref().is_some_and(|g| g.state == State::Avail)
+            };
+            let (child_pos, mut child) = match (present(&lg), present(&rg)) {
+                (false, false) => return,
+                (true, false) => (l, lg.expect("present")),
+                (false, true) => (r, rg.expect("present")),
+                (true, true) => {
+                    let (mut lg, mut rg) = (lg.expect("present"), rg.expect("present"));
+                    if lg.keys[b - 1] > rg.keys[b - 1] {
+                        merge_and_sort(&mut rg.keys, &mut lg.keys, scratch);
+                        (r, rg)
+                    } else {
+                        merge_and_sort(&mut lg.keys, &mut rg.keys, scratch);
+                        (l, lg)
+                    }
+                }
+            };
+            let parent_keys = parent.keys();
+            if parent_keys[b - 1] <= child.keys[0] {
+                return;
+            }
+            merge_and_sort(parent_keys, &mut child.keys, scratch);
+            pos = child_pos;
+            parent = Parent::Node(child);
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The concurrent generalized heap (TD-INS/TD-DEL on host threads): alone against
+//! `BinaryHeap`, under many threads (nothing lost or duplicated, properties intact), and a
+//! linearizability check of small concurrent histories against a sequential priority queue.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+
+use asym_runtime::Error;
+use asym_structures::gheap::ConcurrentGeneralizedHeap;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Vec<i16>),
+    Delete(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        prop::collection::vec(any::<i16>(), 0..40).prop_map(Op::Insert),
+        (0usize..40).prop_map(Op::Delete),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn one_thread_matches_binary_heap(ops in prop::collection::vec(op(), 1..50), batch_log2 in 0u32..5) {
+        let heap = ConcurrentGeneralizedHeap::new(1 << batch_log2, 4096).unwrap();
+        let mut reference = BinaryHeap::new();
+        for op in ops {
+            match op {
+                Op::Insert(keys) => {
+                    heap.insert(&keys).unwrap();
+                    reference.extend(keys.into_iter().map(Reverse));
+                }
+                Op::Delete(n) => {
+                    let want: Vec<i16> = (0..n).map_while(|_| reference.pop().map(|r| r.0)).collect();
+                    prop_assert_eq!(heap.delete_min(n).unwrap(), want);
+                }
+            }
+            prop_assert_eq!(heap.len(), reference.len());
+            prop_assert_eq!(heap.peek(), reference.peek().map(|r| r.0));
+        }
+        let seq = heap.into_sequential().unwrap();
+        prop_assert!(seq.check().is_ok(), "{:?}", seq.check());
+    }
+}
+
+#[test]
+fn many_threads_lose_and_duplicate_nothing() {
+    for batch in [1usize, 4, 32, 256] {
+        let threads = 8;
+        let heap = ConcurrentGeneralizedHeap::new(batch, 1 << 14).unwrap();
+        let start = Barrier::new(threads);
+        let (inserted, deleted): (Vec<Vec<u64>>, Vec<Vec<u64>>) = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (heap, start) = (&heap, &start);
+                    s.spawn(move || {
+                        let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64 * 7919);
+                        let (mut ins, mut del) = (Vec::new(), Vec::new());
+                        start.wait();
+                        for round in 0..300u64 {
+                            // Distinct keys (thread, round, index) with random high bits.
+                            let n = rng.gen_range(1..=2 * batch + 1);
+                            let keys: Vec<u64> = (0..n as u64)
+                                .map(|i| {
+                                    (rng.gen_range(0..1000u64) << 40)
+                                        | ((t as u64) << 32)
+                                        | (round << 16)
+                                        | i
+                                })
+                                .collect();
+                            heap.insert(&keys).unwrap();
+                            ins.extend(keys);
+                            let out = heap.delete_min(rng.gen_range(1..=2 * batch)).unwrap();
+                            assert!(out.windows(2).all(|w| w[0] <= w[1]), "unsorted: {out:?}");
+                            del.extend(out);
+                        }
+                        (ins, del)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).unzip()
+        });
+        let mut all_in: Vec<u64> = inserted.into_iter().flatten().collect();
+        let mut all_out: Vec<u64> = deleted.into_iter().flatten().collect();
+        let left = heap.len();
+        all_out.extend(heap.delete_min(left).unwrap());
+        assert!(heap.is_empty());
+        all_in.sort_unstable();
+        all_out.sort_unstable();
+        assert_eq!(
+            all_in.len(),
+            all_out.len(),
+            "K {batch}: keys lost or duplicated"
+        );
+        assert_eq!(all_in, all_out, "K {batch}");
+        let seq = heap.into_sequential().unwrap();
+        seq.check().unwrap();
+    }
+}
+
+#[test]
+fn properties_hold_after_a_concurrent_phase() {
+    let heap = ConcurrentGeneralizedHeap::new(16, 1 << 12).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..6u64 {
+            let heap = &heap;
+            s.spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(t);
+                for _ in 0..400 {
+                    if rng.gen_bool(0.6) {
+                        let keys: Vec<i32> = (0..rng.gen_range(1..40)).map(|_| rng.gen()).collect();
+                        heap.insert(&keys).unwrap();
+                    } else {
+                        heap.delete_min(rng.gen_range(1..40)).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let len = heap.len();
+    let seq = heap.into_sequential().unwrap();
+    seq.check().unwrap();
+    assert_eq!(seq.len(), len);
+}
+
+#[test]
+fn a_full_heap_refuses_inserts_and_can_grow() {
+    let mut heap = ConcurrentGeneralizedHeap::new(4, 2).unwrap();
+    heap.insert(&[5, 6, 7, 8, 1, 2, 3, 4, 9, 10]).unwrap(); // 2 nodes + 2 in the buffer
+    assert!(matches!(
+        heap.insert(&[11, 12]),
+        Err(Error::CapacityExceeded { capacity: 11, .. })
+    ));
+    assert_eq!(heap.len(), 10);
+    heap.grow(3);
+    heap.insert(&[11, 12]).unwrap();
+    assert_eq!(heap.delete_min(12).unwrap(), (1..=12).collect::<Vec<i32>>());
+    assert!(matches!(
+        ConcurrentGeneralizedHeap::<i32>::new(6, 4),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// One operation of a recorded history: its real-time interval and what it did.
+#[derive(Clone, Debug)]
+struct Event {
+    start: u64,
+    end: u64,
+    op: Op,
+    /// What a delete returned.
+    got: Vec<i16>,
+}
+
+/// Whether some order of `events` that respects real time (an operation that ended before
+/// another started comes first) replays on a sequential priority queue with the same results.
+fn linearizable(events: &[Event]) -> bool {
+    fn search(events: &[Event], done: &mut Vec<bool>, queue: &BinaryHeap<Reverse<i16>>) -> bool {
+        if done.iter().all(|&d| d) {
+            return true;
+        }
+        for i in 0..events.len() {
+            if done[i] {
+                continue;
+            }
+            // `i` may go next only if no pending operation ended before `i` started.
+            let blocked =
+                (0..events.len()).any(|j| !done[j] && j != i && events[j].end < events[i].start);
+            if blocked {
+                continue;
+            }
+            let mut q = queue.clone();
+            let ok = match &events[i].op {
+                Op::Insert(keys) => {
+                    q.extend(keys.iter().map(|&k| Reverse(k)));
+                    true
+                }
+                Op::Delete(n) => {
+                    let want: Vec<i16> = (0..*n).map_while(|_| q.pop().map(|r| r.0)).collect();
+                    want == events[i].got
+                }
+            };
+            if ok {
+                done[i] = true;
+                if search(events, done, &q) {
+                    return true;
+                }
+                done[i] = false;
+            }
+        }
+        false
+    }
+    search(events, &mut vec![false; events.len()], &BinaryHeap::new())
+}
+
+#[test]
+fn small_concurrent_histories_are_linearizable() {
+    // Three threads, three operations each, batches of 2 keys (so deletes of 1..=2 keys are
+    // single DELs and inserts of up to 2 keys single INSs), small key range for ties.
+    let clock = AtomicU64::new(0);
+    for history in 0..300u64 {
+        let heap = ConcurrentGeneralizedHeap::new(2, 64).unwrap();
+        // A few keys first, so deletes have something to race over.
+        heap.insert(&[5, 1, 9]).unwrap();
+        let pre = Event {
+            start: 0,
+            end: 0,
+            op: Op::Insert(vec![5, 1, 9]),
+            got: vec![],
+        };
+        let start = Barrier::new(3);
+        let mut events: Vec<Event> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3u64)
+                .map(|t| {
+                    let (heap, clock, start) = (&heap, &clock, &start);
+                    s.spawn(move || {
+                        let mut rng = rand::rngs::StdRng::seed_from_u64(history * 31 + t);
+                        let mut mine = Vec::new();
+                        start.wait();
+                        for _ in 0..3 {
+                            let op = if rng.gen_bool(0.5) {
+                                Op::Insert(
+                                    (0..rng.gen_range(1..=2))
+                                        .map(|_| rng.gen_range(0..8))
+                                        .collect(),
+                                )
+                            } else {
+                                Op::Delete(rng.gen_range(1..=2))
+                            };
+                            let begin = clock.fetch_add(1, Ordering::SeqCst) + 1;
+                            let got = match &op {
+                                Op::Insert(keys) => {
+                                    heap.insert(keys).unwrap();
+                                    vec![]
+                                }
+                                Op::Delete(n) => heap.delete_min(*n).unwrap(),
+                            };
+                            let end = clock.fetch_add(1, Ordering::SeqCst) + 1;
+                            mine.push(Event {
+                                start: begin,
+                                end,
+                                op,
+                                got,
+                            });
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        events.insert(0, pre);
+        assert!(
+            linearizable(&events),
+            "history {history} is not linearizable: {events:#?}"
+        );
+    }
+}
+
+#[test]
+fn the_checker_rejects_a_history_that_is_not_linearizable() {
+    // A delete that returns a key no insert had finished or started putting in.
+    let bad = vec![
+        Event {
+            start: 1,
+            end: 2,
+            op: Op::Insert(vec![3]),
+            got: vec![],
+        },
+        Event {
+            start: 3,
+            end: 4,
+            op: Op::Delete(1),
+            got: vec![1],
+        },
+    ];
+    assert!(!linearizable(&bad));
+    let good = vec![
+        Event {
+            start: 1,
+            end: 4,
+            op: Op::Insert(vec![3]),
+            got: vec![],
+        },
+        Event {
+            start: 2,
+            end: 3,
+            op: Op::Delete(1),
+            got: vec![3],
+        },
+    ];
+    assert!(linearizable(&good));
+}
