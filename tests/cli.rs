@@ -299,3 +299,49 @@ fn the_default_table_and_devices_report_run() {
             .is_some_and(|ms| ms > 0.0));
     }
 }
+
+#[test]
+fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
+    let bench = |args: &[&str]| {
+        let out = Command::new(example("heap_bench"))
+            .args(args)
+            .output()
+            .expect("run heap_bench");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, stdout, err) = bench(&["--keys-log2", "14", "--batch", "32", "--json"]);
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 9, "3 patterns x (cpu, 2 peers): {stdout}");
+    assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    let (ok, stdout, err) = bench(&[
+        "--keys-log2",
+        "12",
+        "--batch",
+        "16",
+        "--mixed",
+        "--preload",
+        "5000",
+    ]);
+    assert!(
+        ok && stdout.contains("mixed") && !stdout.contains(" NO"),
+        "{stdout}{err}"
+    );
+    for (args, want) in [
+        (&["--batch", "48"][..], "power of two"),
+        (&["--mode", "gpu"][..], "not built yet"),
+        (&["--pattern", "zigzag"][..], "unknown pattern"),
+        (&["--keys-log2", "40"][..], "at most 30"),
+    ] {
+        let (ok, _, err) = bench(args);
+        assert!(!ok && err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
