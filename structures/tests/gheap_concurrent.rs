@@ -108,12 +108,19 @@ fn many_threads_lose_and_duplicate_nothing() {
 
 #[test]
 fn properties_hold_after_a_concurrent_phase() {
-    let heap = ConcurrentGeneralizedHeap::new(16, 1 << 12).unwrap();
+    // Several rounds with small batches, where crossings of operations are frequent.
+    for round in 0..6u64 {
+        properties_hold_with([4, 16][round as usize % 2], round);
+    }
+}
+
+fn properties_hold_with(batch: usize, round: u64) {
+    let heap = ConcurrentGeneralizedHeap::new(batch, 1 << 14).unwrap();
     std::thread::scope(|s| {
         for t in 0..6u64 {
             let heap = &heap;
             s.spawn(move || {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(t);
+                let mut rng = rand::rngs::StdRng::seed_from_u64(t + 100 * round);
                 for _ in 0..400 {
                     if rng.gen_bool(0.6) {
                         let keys: Vec<i32> = (0..rng.gen_range(1..40)).map(|_| rng.gen()).collect();
@@ -127,7 +134,8 @@ fn properties_hold_after_a_concurrent_phase() {
     });
     let len = heap.len();
     let seq = heap.into_sequential().unwrap();
-    seq.check().unwrap();
+    seq.check()
+        .unwrap_or_else(|e| panic!("K {batch} round {round}: {e}"));
     assert_eq!(seq.len(), len);
 }
 

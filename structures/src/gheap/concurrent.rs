@@ -190,10 +190,13 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         let mut out = Vec::with_capacity(n.min(self.batch * 4));
         let mut dels = 0;
         while out.len() < n {
+            let want = (n - out.len()).min(self.batch);
             let before = out.len();
-            self.delete_batch(n - out.len(), &mut out)?;
+            self.delete_batch(want, &mut out)?;
             dels += 1;
-            if out.len() == before {
+            if out.len() - before < want {
+                // The heap held fewer keys at this DEL's linearization point: stop here, so a
+                // request of at most K keys stays one DEL.
                 break;
             }
         }
