@@ -16,7 +16,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use asym::runtime::{Error, LatencyPool, PoolOptions, Result};
-use asym::structures::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap};
+use asym::structures::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -39,6 +39,10 @@ struct Args {
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
+    /// How inserted batches travel: td (top-down, TD-INS/TD-DEL), bu (bottom-up,
+    /// BU-INS/TD-DEL), or both (one row each).
+    #[arg(long, default_value = "both")]
+    insert: String,
     /// Run the seed's mixed workload instead: each thread inserts K keys then deletes K keys,
     /// 2^keys-log2 / K pairs in all, on a heap preloaded with --preload keys.
     #[arg(long)]
@@ -82,9 +86,15 @@ fn keys_for(pattern: &str, n: usize, seed: u64) -> Result<Vec<u32>> {
 
 /// Insert everything, then delete everything, on the latency threads; checks every thread's
 /// deletions are sorted and every key comes back once.
-fn concurrent_run(pool: &LatencyPool, batch: usize, keys: &[u32]) -> Result<(f64, f64, bool)> {
+fn concurrent_run(
+    pool: &LatencyPool,
+    batch: usize,
+    direction: InsertDirection,
+    keys: &[u32],
+) -> Result<(f64, f64, bool)> {
     let threads = pool.len();
-    let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?;
+    let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
+        .with_insert_direction(direction);
     let share = keys.len().div_ceil(threads);
     let barrier = Barrier::new(threads);
     let insert_ns = AtomicU64::new(0);
@@ -133,12 +143,14 @@ fn concurrent_run(pool: &LatencyPool, batch: usize, keys: &[u32]) -> Result<(f64
 fn mixed_run(
     pool: &LatencyPool,
     batch: usize,
+    direction: InsertDirection,
     preload: &[u32],
     pairs: usize,
     seed: u64,
 ) -> Result<(f64, bool)> {
     let threads = pool.len();
-    let heap = ConcurrentGeneralizedHeap::new(batch, (preload.len() + pairs * batch) / batch + 2)?;
+    let heap = ConcurrentGeneralizedHeap::new(batch, (preload.len() + pairs * batch) / batch + 2)?
+        .with_insert_direction(direction);
     heap.insert(preload)?;
     let barrier = Barrier::new(threads);
     let started = Instant::now();
@@ -218,6 +230,19 @@ fn run(args: &Args) -> Result<bool> {
             })
             .collect::<Result<_>>()?
     };
+    let directions: Vec<(&str, InsertDirection)> = match args.insert.trim() {
+        "td" => vec![("cpu:td", InsertDirection::TopDown)],
+        "bu" => vec![("cpu:bu", InsertDirection::BottomUp)],
+        "both" => vec![
+            ("cpu:td", InsertDirection::TopDown),
+            ("cpu:bu", InsertDirection::BottomUp),
+        ],
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "--insert {other:?}: expected td, bu or both"
+            )))
+        }
+    };
     let pool = LatencyPool::new(PoolOptions {
         threads: args.threads,
         ..Default::default()
@@ -227,27 +252,31 @@ fn run(args: &Args) -> Result<bool> {
     if args.mixed {
         let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
         let pairs = (n / args.batch).max(1);
-        let (ms, ok) = mixed_run(&pool, args.batch, &preload, pairs, args.seed)?;
-        rows.push(Row {
-            mode: "cpu".into(),
-            pattern: "mixed",
-            threads: pool.len(),
-            insert_ms: ms,
-            delete_ms: 0.0,
-            verified: ok,
-        });
+        for &(name, direction) in &directions {
+            let (ms, ok) = mixed_run(&pool, args.batch, direction, &preload, pairs, args.seed)?;
+            rows.push(Row {
+                mode: name.into(),
+                pattern: "mixed",
+                threads: pool.len(),
+                insert_ms: ms,
+                delete_ms: 0.0,
+                verified: ok,
+            });
+        }
     } else {
         for &pattern in &patterns {
             let keys = keys_for(pattern, n, args.seed)?;
-            let (ins, del, ok) = concurrent_run(&pool, args.batch, &keys)?;
-            rows.push(Row {
-                mode: "cpu".into(),
-                pattern,
-                threads: pool.len(),
-                insert_ms: ins,
-                delete_ms: del,
-                verified: ok,
-            });
+            for &(name, direction) in &directions {
+                let (ins, del, ok) = concurrent_run(&pool, args.batch, direction, &keys)?;
+                rows.push(Row {
+                    mode: name.into(),
+                    pattern,
+                    threads: pool.len(),
+                    insert_ms: ins,
+                    delete_ms: del,
+                    verified: ok,
+                });
+            }
             if !args.no_peers {
                 let t = Instant::now();
                 let mut bh = std::collections::BinaryHeap::with_capacity(n);

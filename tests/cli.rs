@@ -319,7 +319,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 9, "3 patterns x (cpu, 2 peers): {stdout}");
+    assert_eq!(rows.len(), 12, "3 patterns x (td, bu, 2 peers): {stdout}");
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     let (ok, stdout, err) = bench(&[
         "--keys-log2",
@@ -339,6 +339,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         (&["--mode", "gpu"][..], "not built yet"),
         (&["--pattern", "zigzag"][..], "unknown pattern"),
         (&["--keys-log2", "40"][..], "at most 30"),
+        (&["--insert", "sideways"][..], "expected td, bu or both"),
     ] {
         let (ok, _, err) = bench(args);
         assert!(!ok && err.contains(want), "{args:?}: {err}");

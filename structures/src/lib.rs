@@ -7,8 +7,8 @@
 //! - [`kselect`]: heap-based batch k-selection in CpuOnly, GpuOnly and Cooperative modes
 //!   (by amount, or by kind on ad-heaps);
 //! - [`gheap`]: the generalized heap (batches of K keys per node, partial buffer, top-down or
-//!   bottom-up insertion), sequential and shared by many host threads (TD-INS/TD-DEL with
-//!   per-node locks).
+//!   bottom-up insertion), sequential and shared by many host threads (TD-INS/TD-DEL and
+//!   BU-INS/TD-DEL with per-node multi-state locks).
 //!
 //! Still to come (see the project's issues): the generalized heap's concurrent and device
 //! versions, the SVM allocator, the lock-free list and the red-black tree.

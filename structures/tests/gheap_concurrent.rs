@@ -1,6 +1,7 @@
-//! The concurrent generalized heap (TD-INS/TD-DEL on host threads): alone against
-//! `BinaryHeap`, under many threads (nothing lost or duplicated, properties intact), and a
-//! linearizability check of small concurrent histories against a sequential priority queue.
+//! The concurrent generalized heap on host threads, TD-INS/TD-DEL and BU-INS/TD-DEL: alone
+//! against `BinaryHeap`, under many threads (nothing lost or duplicated, properties intact),
+//! and a linearizability check of small concurrent histories against a sequential priority
+//! queue.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,7 +9,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 
 use asym_runtime::Error;
-use asym_structures::gheap::ConcurrentGeneralizedHeap;
+use asym_structures::gheap::{ConcurrentGeneralizedHeap, InsertDirection};
+
+const DIRECTIONS: [InsertDirection; 2] = [InsertDirection::TopDown, InsertDirection::BottomUp];
+
+fn heap<T: Ord + Copy + Default + Send>(
+    batch: usize,
+    nodes: usize,
+    direction: InsertDirection,
+) -> ConcurrentGeneralizedHeap<T> {
+    ConcurrentGeneralizedHeap::new(batch, nodes)
+        .unwrap()
+        .with_insert_direction(direction)
+}
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -29,8 +42,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(150))]
 
     #[test]
-    fn one_thread_matches_binary_heap(ops in prop::collection::vec(op(), 1..50), batch_log2 in 0u32..5) {
-        let heap = ConcurrentGeneralizedHeap::new(1 << batch_log2, 4096).unwrap();
+    fn one_thread_matches_binary_heap(
+        ops in prop::collection::vec(op(), 1..50),
+        batch_log2 in 0u32..5,
+        bottom_up in any::<bool>(),
+    ) {
+        let direction = if bottom_up { InsertDirection::BottomUp } else { InsertDirection::TopDown };
+        let heap = heap(1 << batch_log2, 4096, direction);
         let mut reference = BinaryHeap::new();
         for op in ops {
             match op {
@@ -53,9 +71,12 @@ proptest! {
 
 #[test]
 fn many_threads_lose_and_duplicate_nothing() {
-    for batch in [1usize, 4, 32, 256] {
+    for (batch, direction) in [1usize, 4, 32, 256]
+        .into_iter()
+        .flat_map(|b| DIRECTIONS.map(|d| (b, d)))
+    {
         let threads = 8;
-        let heap = ConcurrentGeneralizedHeap::new(batch, 1 << 14).unwrap();
+        let heap = heap(batch, 1 << 14, direction);
         let start = Barrier::new(threads);
         let (inserted, deleted): (Vec<Vec<u64>>, Vec<Vec<u64>>) = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
@@ -98,9 +119,9 @@ fn many_threads_lose_and_duplicate_nothing() {
         assert_eq!(
             all_in.len(),
             all_out.len(),
-            "K {batch}: keys lost or duplicated"
+            "K {batch} {direction:?}: keys lost or duplicated"
         );
-        assert_eq!(all_in, all_out, "K {batch}");
+        assert_eq!(all_in, all_out, "K {batch} {direction:?}");
         let seq = heap.into_sequential().unwrap();
         seq.check().unwrap();
     }
@@ -110,12 +131,14 @@ fn many_threads_lose_and_duplicate_nothing() {
 fn properties_hold_after_a_concurrent_phase() {
     // Several rounds with small batches, where crossings of operations are frequent.
     for round in 0..6u64 {
-        properties_hold_with([4, 16][round as usize % 2], round);
+        for direction in DIRECTIONS {
+            properties_hold_with(direction, [4, 16][round as usize % 2], round);
+        }
     }
 }
 
-fn properties_hold_with(batch: usize, round: u64) {
-    let heap = ConcurrentGeneralizedHeap::new(batch, 1 << 14).unwrap();
+fn properties_hold_with(direction: InsertDirection, batch: usize, round: u64) {
+    let heap = heap(batch, 1 << 14, direction);
     std::thread::scope(|s| {
         for t in 0..6u64 {
             let heap = &heap;
@@ -135,7 +158,7 @@ fn properties_hold_with(batch: usize, round: u64) {
     let len = heap.len();
     let seq = heap.into_sequential().unwrap();
     seq.check()
-        .unwrap_or_else(|e| panic!("K {batch} round {round}: {e}"));
+        .unwrap_or_else(|e| panic!("{direction:?} K {batch} round {round}: {e}"));
     assert_eq!(seq.len(), len);
 }
 
@@ -213,8 +236,9 @@ fn small_concurrent_histories_are_linearizable() {
     // Three threads, three operations each, batches of 2 keys (so deletes of 1..=2 keys are
     // single DELs and inserts of up to 2 keys single INSs), small key range for ties.
     let clock = AtomicU64::new(0);
-    for history in 0..300u64 {
-        let heap = ConcurrentGeneralizedHeap::new(2, 64).unwrap();
+    for history in 0..400u64 {
+        let direction = DIRECTIONS[(history % 2) as usize];
+        let heap = heap(2, 64, direction);
         // A few keys first, so deletes have something to race over.
         heap.insert(&[5, 1, 9]).unwrap();
         let pre = Event {

@@ -14,6 +14,23 @@
 //!   arriving, leaves its keys in the node and sets `Handed` instead of adding a node;
 //! - `Handed`: the keys are there for the waiting delete, which takes them and empties the node.
 //!
+//! With bottom-up insertion (the seed's BU-INS/TD-DEL heap) an insert writes its batch into the
+//! target node under the root lock, then *climbs*: to merge a node with its parent it must
+//! lock the parent first (top-down order), so it lets go of the node in between and leaves it
+//! `InsHold` (claimed). Rules that keep every violated parent–child edge owned by a climb:
+//! - a node whose keys may be smaller than its parent's is claimed (`InsHold` or `DelMod`),
+//!   and some climb will come through it;
+//! - a delete that locks a claimed node leaves it `DelMod`; when a delete merges a node with
+//!   a child whose keys came from a claimed node (small keys move up), it claims that node
+//!   (`DelMod`) and climbs from it after its own sift-down; so does a delete that removes a
+//!   `DelMod` last node (for the node's parent);
+//! - a climb never merges into a claimed parent: it waits (locks released) until the owner
+//!   has moved on, so keys from above never sink past an open violation; waits only go up;
+//! - back on its node, a climb merges with the parent when the property fails, and goes on
+//!   while it merged or the node was `DelMod`; it stops when the property held on an
+//!   untouched node, when another climb already settled the node (`Avail`), or when a delete
+//!   removed it (`Empty`).
+//!
 //! Presence is decided by the state under the node's lock, never by a count read earlier: a
 //! delete sifting down can meet a node that a later delete has already removed, or a target
 //! whose insert has not arrived.
@@ -35,7 +52,7 @@ use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::{Error, Result, Side};
 
 use super::batch::{bit_reverse, merge_and_sort, merge_into};
-use super::{GeneralizedHeap, MAX_BATCH};
+use super::{GeneralizedHeap, InsertDirection, MAX_BATCH};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -44,6 +61,20 @@ enum State {
     Target,
     Marked,
     Handed,
+    InsHold,
+    DelMod,
+}
+
+impl State {
+    /// Whether the node is present with valid keys.
+    fn holds_keys(self) -> bool {
+        matches!(self, State::Avail | State::InsHold | State::DelMod)
+    }
+
+    /// Whether a climb (module docs) owns the node: its keys may be smaller than its parent's.
+    fn claimed(self) -> bool {
+        matches!(self, State::InsHold | State::DelMod)
+    }
 }
 
 #[derive(Debug)]
@@ -61,15 +92,17 @@ struct Root<T> {
     count: usize,
 }
 
-/// A generalized min-heap (batches of `K` keys) for many host threads at once (TD-INS/TD-DEL).
+/// A generalized min-heap (batches of `K` keys) for many host threads at once (TD-INS/TD-DEL,
+/// or BU-INS/TD-DEL).
 #[derive(Debug)]
 pub struct ConcurrentGeneralizedHeap<T> {
     batch: usize,
     root: Mutex<Root<T>>,
     /// Node `i` (array position `i ≥ 1`) is `nodes[i - 1]`.
     nodes: Vec<Mutex<Node<T>>>,
-    /// Bound of a delete's wait for an insert to hand over its keys.
+    /// Bound of a delete's wait for an insert to hand over its keys, and of a climb's wait.
     timeout: Duration,
+    direction: InsertDirection,
 }
 
 /// The array position of the `i`-th node added (level order, bit-reversed within a level).
@@ -124,7 +157,15 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
             }),
             nodes: (1..max_nodes.max(1)).map(|_| Mutex::new(node())).collect(),
             timeout: Duration::from_secs(30),
+            direction: InsertDirection::TopDown,
         })
+    }
+
+    /// Sets how inserted batches travel: top-down (TD-INS, the default here) or bottom-up
+    /// (BU-INS).
+    pub fn with_insert_direction(mut self, direction: InsertDirection) -> Self {
+        self.direction = direction;
+        self
     }
 
     /// Keys per node.
@@ -267,6 +308,15 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         }
         let target = position(root.count);
         root.count += 1;
+        if self.direction == InsertDirection::BottomUp {
+            {
+                let mut node = lock(self.node(target));
+                node.keys.copy_from_slice(&carried);
+                node.state = State::InsHold;
+            }
+            drop(root);
+            return self.climb(target, &mut scratch);
+        }
         lock(self.node(target)).state = State::Target;
         merge_and_sort(&mut root.node.keys, &mut carried, &mut scratch);
         // Down the insert path, hand over hand: lock the child, then release the parent.
@@ -322,24 +372,56 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 // The root was the only node: what is left lives in the buffer.
                 return Ok(());
             }
-            let keys = self.take_last(last)?;
+            let (keys, duty) = self.take_last(last)?;
             root.node.keys.copy_from_slice(&keys);
             let Root { node, partial, .. } = &mut *root;
             merge_and_sort(&mut node.keys, partial, &mut scratch);
+            let mut duties = self.sift_down(root, &mut scratch);
+            duties.extend(duty);
+            return self.climb_all(duties, &mut scratch);
         }
-        self.sift_down(root, &mut scratch);
+        let duties = self.sift_down(root, &mut scratch);
+        self.climb_all(duties, &mut scratch)
+    }
+
+    /// The climbs a delete owes (shallowest first: a deeper one may wait on a shallower one).
+    fn climb_all(&self, mut from: Vec<usize>, scratch: &mut Vec<T>) -> Result<()> {
+        from.sort_unstable();
+        for pos in from {
+            self.climb(pos, scratch)?;
+        }
         Ok(())
     }
 
     /// The keys of the last node, which leaves the heap; waits (bounded) for an insert still
     /// on its way to it.
-    fn take_last(&self, last: usize) -> Result<Vec<T>> {
+    ///
+    /// Also returns a node this delete must climb from: when the last node is `DelMod`, a
+    /// delete moved keys from it up into its parent, and the climb that would have gone on
+    /// from there finds its node gone; the parent is claimed here and the duty passes to this
+    /// delete.
+    fn take_last(&self, last: usize) -> Result<(Vec<T>, Option<usize>)> {
         {
             let mut node = lock(self.node(last));
             match node.state {
-                State::Avail => {
+                State::Avail | State::InsHold => {
                     node.state = State::Empty;
-                    return Ok(node.keys.clone());
+                    return Ok((node.keys.clone(), None));
+                }
+                State::DelMod => {
+                    node.state = State::Empty;
+                    let keys = node.keys.clone();
+                    drop(node);
+                    let up = (last - 1) / 2;
+                    if up == 0 {
+                        return Ok((keys, None));
+                    }
+                    let mut parent = lock(self.node(up));
+                    if !parent.state.holds_keys() {
+                        return Ok((keys, None));
+                    }
+                    parent.state = State::DelMod;
+                    return Ok((keys, Some(up)));
                 }
                 State::Target => node.state = State::Marked,
                 s => {
@@ -356,7 +438,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 let mut node = lock(self.node(last));
                 if node.state == State::Handed {
                     node.state = State::Empty;
-                    return Ok(node.keys.clone());
+                    return Ok((node.keys.clone(), None));
                 }
             }
             if deadline.expired() {
@@ -371,22 +453,84 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         }
     }
 
+    /// BU-INS's climb from `cur` (module docs).
+    fn climb(&self, mut cur: usize, scratch: &mut Vec<T>) -> Result<()> {
+        let b = self.batch;
+        let deadline = Deadline::after(self.timeout);
+        let mut backoff = Backoff::new();
+        loop {
+            let up = (cur - 1) / 2;
+            let mut parent = if up == 0 {
+                Parent::Root(lock(&self.root))
+            } else {
+                Parent::Node(lock(self.node(up)))
+            };
+            let mut node = lock(self.node(cur));
+            let seen = node.state;
+            if !seen.claimed() {
+                // Removed by a delete (its keys went to the root), or settled by another climb.
+                return Ok(());
+            }
+            if let Parent::Node(p) = &parent {
+                if p.state.claimed() {
+                    // Another climb owns the parent: wait until it has moved on.
+                    drop(node);
+                    drop(parent);
+                    if deadline.expired() {
+                        return Err(Error::Stalled {
+                            side: Side::Host,
+                            waiting_for: format!("move the climb at node {up} on"),
+                            waited_ms: deadline.waited_ms(),
+                            detail: "a bottom-up insert above did not finish".into(),
+                        });
+                    }
+                    backoff.snooze();
+                    continue;
+                }
+            }
+            let parent_keys = parent.keys();
+            let merged = parent_keys[b - 1] > node.keys[0];
+            if merged {
+                merge_and_sort(parent_keys, &mut node.keys, scratch);
+            }
+            node.state = State::Avail;
+            if up == 0 || (!merged && seen == State::InsHold) {
+                return Ok(());
+            }
+            match &mut parent {
+                Parent::Node(p) if p.state.holds_keys() => p.state = State::InsHold,
+                _ => return Ok(()),
+            }
+            cur = up;
+        }
+    }
+
     /// TD-DEL's propagation from the root: lock both children, merge them (the larger half
     /// back into the child whose largest key was larger), then merge the node with the other
-    /// child while the property fails; release the parent once the child is locked.
-    fn sift_down(&self, root: MutexGuard<'_, Root<T>>, scratch: &mut Vec<T>) {
+    /// child while the property fails; release the parent once the child is locked. Returns
+    /// the nodes it claimed because keys from a climb moved up into them (module docs).
+    fn sift_down(&self, root: MutexGuard<'_, Root<T>>, scratch: &mut Vec<T>) -> Vec<usize> {
         let b = self.batch;
+        let mut duties = Vec::new();
         let mut parent = Parent::Root(root);
         let mut pos = 0usize;
         loop {
             let (l, r) = (2 * pos + 1, 2 * pos + 2);
-            let lg = (l <= self.nodes.len()).then(|| lock(self.node(l)));
-            let rg = (r <= self.nodes.len()).then(|| lock(self.node(r)));
+            let mut lg = (l <= self.nodes.len()).then(|| lock(self.node(l)));
+            let mut rg = (r <= self.nodes.len()).then(|| lock(self.node(r)));
+            // Keys from a climb among the children; tell its owner a delete has been here.
+            let mut dirty = false;
+            for g in [&mut lg, &mut rg].into_iter().flatten() {
+                if g.state.claimed() {
+                    dirty = true;
+                    g.state = State::DelMod;
+                }
+            }
             let present = |g: &Option<MutexGuard<'_, Node<T>>>| {
-                g.as_ref().is_some_and(|g| g.state == State::Avail)
+                g.as_ref().is_some_and(|g| g.state.holds_keys())
             };
             let (child_pos, mut child) = match (present(&lg), present(&rg)) {
-                (false, false) => return,
+                (false, false) => return duties,
                 (true, false) => (l, lg.expect("present")),
                 (false, true) => (r, rg.expect("present")),
                 (true, true) => {
@@ -402,9 +546,16 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
             };
             let parent_keys = parent.keys();
             if parent_keys[b - 1] <= child.keys[0] {
-                return;
+                return duties;
             }
             merge_and_sort(parent_keys, &mut child.keys, scratch);
+            if dirty {
+                if let Parent::Node(p) = &mut parent {
+                    // Small keys moved up into this node: it may now break its own parent.
+                    p.state = State::DelMod;
+                    duties.push(pos);
+                }
+            }
             pos = child_pos;
             parent = Parent::Node(child);
         }
