@@ -1,0 +1,114 @@
+//! Generalized heap benchmarks: insert N random keys then delete them all, one group per batch
+//! size K; the concurrent heap on the pinned latency threads (top-down and bottom-up
+//! insertion) side by side with std `BinaryHeap` and the sequential generalized heap on one
+//! core.
+//!
+//!     cargo bench --bench heap                                  # 2^20 keys, K = 64, 1024
+//!     ASYM_BENCH_LOG2=24 ASYM_BENCH_BATCHES=256,1024,4096 cargo bench --bench heap
+//!
+//! The device modes of the generalized heap are not built yet.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use asym::runtime::LatencyPool;
+use asym::structures::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand::{Rng, SeedableRng};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Insert everything from every latency thread, then delete everything; returns how many keys
+/// came back (the caller checks it is all of them; the tests check their order).
+fn concurrent(pool: &LatencyPool, batch: usize, dir: InsertDirection, keys: &[u32]) -> usize {
+    let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)
+        .expect("heap")
+        .with_insert_direction(dir);
+    let share = keys.len().div_ceil(pool.len());
+    pool.broadcast_scoped(|w| {
+        for chunk in keys.chunks(share).nth(w.index).unwrap_or(&[]).chunks(batch) {
+            heap.insert(chunk).expect("insert");
+        }
+    })
+    .expect("pool");
+    pool.broadcast_scoped(|_| {
+        let mut n = 0;
+        loop {
+            let got = heap.delete_min(batch).expect("delete").len();
+            if got == 0 {
+                return n;
+            }
+            n += got;
+        }
+    })
+    .expect("pool")
+    .into_iter()
+    .sum()
+}
+
+fn heap(c: &mut Criterion) {
+    let n = 1usize << env_usize("ASYM_BENCH_LOG2", 20);
+    let batches: Vec<usize> = std::env::var("ASYM_BENCH_BATCHES")
+        .unwrap_or_else(|_| "64,1024".into())
+        .split(',')
+        .filter_map(|b| b.trim().parse().ok())
+        .filter(|b: &usize| b.is_power_of_two())
+        .collect();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
+    let pool = LatencyPool::new(Default::default()).expect("pool");
+    for batch in batches {
+        let mut g = c.benchmark_group(format!("gheap_2^{}_keys/K_{batch}", n.trailing_zeros()));
+        g.throughput(Throughput::Elements(n as u64));
+        for (name, dir) in [
+            ("cpu_td", InsertDirection::TopDown),
+            ("cpu_bu", InsertDirection::BottomUp),
+        ] {
+            g.bench_function(BenchmarkId::new(name, pool.len()), |b| {
+                b.iter(|| assert_eq!(concurrent(&pool, batch, dir, &keys), n))
+            });
+        }
+        g.bench_function(BenchmarkId::new("seq_gheap", 1), |b| {
+            b.iter(|| {
+                let mut h = GeneralizedHeap::new(batch).expect("heap");
+                h.insert(&keys).expect("insert");
+                assert_eq!(h.delete_min(n).len(), n);
+            })
+        });
+        g.bench_function(BenchmarkId::new("peer_binaryheap", 1), |b| {
+            b.iter(|| {
+                // Pushed one by one, as heap_bench does (not heapified from a Vec).
+                let mut h = BinaryHeap::with_capacity(n);
+                for &k in &keys {
+                    h.push(Reverse(k));
+                }
+                let mut m = 0;
+                while h.pop().is_some() {
+                    m += 1;
+                }
+                assert_eq!(m, n);
+            })
+        });
+        g.finish();
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(10)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = heap
+}
+criterion_main!(benches);
