@@ -43,6 +43,10 @@ pub const KSELECT: KernelSource = KernelSource::new("kselect.cl", include_str!("
 /// with `AdHeapLayout::cl_defines` and `-DWG=`.
 pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("../adheap.cl"));
 
+/// The generalized heap's batch operations (bitonic sort, merge-path MergeAndSort), one batch
+/// or pair per work-group; built with `-DK=` and `-DWG=`.
+pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../gheap.cl"));
+
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {

@@ -30,6 +30,7 @@
 
 pub mod batch;
 pub mod concurrent;
+pub mod device;
 
 use asym_runtime::{Error, Result};
 

@@ -1,0 +1,126 @@
+//! The generalized heap's batch operations on the device (`kernels/gheap.cl`): bitonic sort
+//! of batches and merge-path MergeAndSort of pairs of batches, one batch or pair per
+//! work-group, in local memory. The building blocks of the device heap's INS and DEL, usable
+//! (and tested, and measured) alone; the heap kernels themselves are still to come.
+
+use asym_runtime::{Error, Kernel, Result, Runtime};
+
+/// The largest batch the device kernels take (merge path keeps 4·K keys in local memory).
+pub const MAX_DEVICE_BATCH: usize = 2048;
+
+/// Batch sorting and MergeAndSort on one device for batches of `K` keys. Holds its kernels:
+/// build one per thread (`Kernel` is not `Sync`).
+pub struct DeviceBatchOps {
+    rt: Runtime,
+    batch: usize,
+    wg: usize,
+    sort: Kernel,
+    merge: Kernel,
+}
+
+impl DeviceBatchOps {
+    /// Kernels for batches of `batch` keys (a power of two, 2 to [`MAX_DEVICE_BATCH`], and
+    /// 4·K keys must fit the device's local memory).
+    pub fn new(rt: &Runtime, batch: usize) -> Result<Self> {
+        if !batch.is_power_of_two() || !(2..=MAX_DEVICE_BATCH).contains(&batch) {
+            return Err(Error::InvalidArgument(format!(
+                "batch size {batch}: the device kernels take a power of two from 2 to \
+                 {MAX_DEVICE_BATCH}"
+            )));
+        }
+        let p = rt.profile();
+        let need = (4 * batch * 4) as u64;
+        if need > p.local_mem_bytes {
+            return Err(Error::Unsupported {
+                device: p.label(),
+                what: format!("merge batches of {batch} keys"),
+                lacks: format!(
+                    "{need} bytes of local memory (it has {})",
+                    p.local_mem_bytes
+                ),
+            });
+        }
+        let max_wg = if p.max_work_group_size > 0 {
+            p.max_work_group_size
+        } else {
+            256
+        };
+        // The largest power of two up to K, 256 and what the device allows.
+        let cap = batch.min(256).min(max_wg.max(1));
+        let wg = if cap.is_power_of_two() {
+            cap
+        } else {
+            cap.next_power_of_two() / 2
+        };
+        rt.check_work_group(wg, "run the generalized heap's batch kernels")?;
+        let program = rt.program_with(&asym_kernels::GHEAP, &format!("-DK={batch} -DWG={wg}"))?;
+        Ok(DeviceBatchOps {
+            rt: rt.clone(),
+            batch,
+            wg,
+            sort: Kernel::from_program(rt, &program, "gheap_sort_batches")?,
+            merge: Kernel::from_program(rt, &program, "gheap_merge_batches")?,
+        })
+    }
+
+    /// Keys per batch.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Sorts every batch of `keys` (its length a multiple of K) ascending, on the device.
+    pub fn sort_batches(&mut self, keys: &mut [i32]) -> Result<()> {
+        let batches = self.count(keys.len(), "sorting")?;
+        if batches == 0 {
+            return Ok(());
+        }
+        let mut buf = self.rt.alloc::<i32>(keys.len())?;
+        buf.write(keys)?;
+        self.sort.arg_svm(0, &buf)?.arg_scalar(1, batches as u32)?;
+        self.sort.launch(batches * self.wg, Some(self.wg))?.wait()?;
+        keys.copy_from_slice(&buf.read()?);
+        Ok(())
+    }
+
+    /// MergeAndSort of `a[i]` and `b[i]` for every batch pair (equal lengths, multiples of K;
+    /// every batch sorted): `a` gets each pair's K smallest keys, `b` the rest, sorted.
+    pub fn merge_batches(&mut self, a: &mut [i32], b: &mut [i32]) -> Result<()> {
+        if a.len() != b.len() {
+            return Err(Error::InvalidArgument(format!(
+                "merging {} keys with {}: the two sides must have equal lengths",
+                a.len(),
+                b.len()
+            )));
+        }
+        let pairs = self.count(a.len(), "merging")?;
+        if pairs == 0 {
+            return Ok(());
+        }
+        let mut ba = self.rt.alloc::<i32>(a.len())?;
+        let mut bb = self.rt.alloc::<i32>(b.len())?;
+        ba.write(a)?;
+        bb.write(b)?;
+        self.merge
+            .arg_svm(0, &ba)?
+            .arg_svm(1, &bb)?
+            .arg_scalar(2, pairs as u32)?;
+        self.merge.launch(pairs * self.wg, Some(self.wg))?.wait()?;
+        a.copy_from_slice(&ba.read()?);
+        b.copy_from_slice(&bb.read()?);
+        Ok(())
+    }
+
+    fn count(&self, len: usize, what: &str) -> Result<usize> {
+        if len % self.batch != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{what} {len} keys: not a multiple of the batch size {}",
+                self.batch
+            )));
+        }
+        let n = len / self.batch;
+        u32::try_from(n).map_err(|_| {
+            Error::InvalidArgument(format!("{what} {n} batches: at most 2^32 - 1 per call"))
+        })?;
+        Ok(n)
+    }
+}
