@@ -153,6 +153,20 @@ inline void kselect_update_root_serial(HEAP_PARAMS, int x, uint k) {
     HSET(i, x);
 }
 
+/* Inclusive prefix sum of every work-item's `v` over the work-group into scan[0..WG)
+ * (Hillis-Steele, log2(WG) steps): deterministic, in work-item order. All WG work-items must
+ * call it; scan is readable by all on return. */
+inline void kselect_inclusive_scan(__local uint *scan, uint lid, uint v) {
+    scan[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < WG; off <<= 1) {
+        const uint add = lid >= off ? scan[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        scan[lid] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void kselect_dheap(__global const int *data, __global const uint *offsets,
                           __global int *out, __global int *scratch, uint k, uint nsub,
@@ -224,14 +238,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
             xs[j] = idx < n ? ORDERED(list[idx]) : INT_MAX;
             cnt += xs[j] < r ? 1u : 0u;
         }
-        scan[lid] = cnt;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint off = 1; off < WG; off <<= 1) {
-            const uint add = lid >= off ? scan[lid - off] : 0u;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            scan[lid] += add;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
+        kselect_inclusive_scan(scan, lid, cnt);
         uint pos = scan[lid] - cnt;
 #pragma unroll
         for (uint j = 0; j < PER; ++j) {
@@ -263,14 +270,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
         int x = INT_MAX;
         if (idx < n) x = ORDERED(list[idx]);
         const uint flag = x < r ? 1u : 0u;
-        scan[lid] = flag;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint off = 1; off < WG; off <<= 1) {
-            const uint add = lid >= off ? scan[lid - off] : 0u;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            scan[lid] += add;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
+        kselect_inclusive_scan(scan, lid, flag);
         /* Unconditional store: non-candidates park in their own slot past WG (see top). */
         cand[flag ? scan[lid] - 1u : WG + lid] = x;
         const uint nc = scan[WG - 1];

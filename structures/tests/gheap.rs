@@ -3,11 +3,14 @@
 //! directions, the properties after every operation, key–payload pairs, the capacity bound,
 //! and random operation sequences (proptest).
 
+mod common;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::Error;
 use asym_structures::gheap::{GeneralizedHeap, InsertDirection};
+use common::{op, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -163,19 +166,6 @@ fn the_seeds_short_cuts_happen() {
     let s = heap.stats();
     assert!(s.swaps > 0 && s.merges == 0, "{s:?}");
     heap.check().unwrap();
-}
-
-#[derive(Clone, Debug)]
-enum Op {
-    Insert(Vec<i16>),
-    Delete(usize),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        prop::collection::vec(any::<i16>(), 0..40).prop_map(Op::Insert),
-        (0usize..40).prop_map(Op::Delete),
-    ]
 }
 
 proptest! {

@@ -3,6 +3,8 @@
 //! and a linearizability check of small concurrent histories against a sequential priority
 //! queue.
 
+mod common;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,21 +24,9 @@ fn heap<T: Ord + Copy + Default + Send>(
         .unwrap()
         .with_insert_direction(direction)
 }
+use common::{op, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-
-#[derive(Clone, Debug)]
-enum Op {
-    Insert(Vec<i16>),
-    Delete(usize),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        prop::collection::vec(any::<i16>(), 0..40).prop_map(Op::Insert),
-        (0usize..40).prop_map(Op::Delete),
-    ]
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(150))]

@@ -38,28 +38,14 @@ pub fn merge_and_sort<T: Ord + Copy>(a: &mut [T], b: &mut [T], scratch: &mut Vec
         a.swap_with_slice(b);
         return MergeKind::Swapped;
     }
-    scratch.clear();
-    scratch.reserve(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        // Ties take from `a` first: the merge is stable, so equal keys keep their side.
-        if b[j] < a[i] {
-            scratch.push(b[j]);
-            j += 1;
-        } else {
-            scratch.push(a[i]);
-            i += 1;
-        }
-    }
-    scratch.extend_from_slice(&a[i..]);
-    scratch.extend_from_slice(&b[j..]);
+    merge_into(a, b, scratch);
     let (lo, hi) = scratch.split_at(a.len());
     a.copy_from_slice(lo);
     b.copy_from_slice(hi);
     MergeKind::Merged
 }
 
-/// Merges two sorted slices into `out` (cleared first).
+/// Merges two sorted slices into `out` (cleared first). Stable: ties take from `a` first.
 pub fn merge_into<T: Ord + Copy>(a: &[T], b: &[T], out: &mut Vec<T>) {
     out.clear();
     out.reserve(a.len() + b.len());
@@ -75,6 +61,15 @@ pub fn merge_into<T: Ord + Copy>(a: &[T], b: &[T], out: &mut Vec<T>) {
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
+}
+
+/// The array position of the `i`-th node added to a generalized heap: level by level, in
+/// bit-reversal order within a level (its own inverse: `position(position(p)) == p`, so it
+/// also gives the order in which the node at position `p` was added).
+pub fn position(i: usize) -> usize {
+    let level = usize::BITS - 1 - (i + 1).leading_zeros();
+    let first = (1usize << level) - 1;
+    first + bit_reverse(i - first, level)
 }
 
 /// The bit-reversal of the low `bits` bits of `x`: consecutive positions in a level of the

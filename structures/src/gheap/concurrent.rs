@@ -51,7 +51,7 @@ use std::time::Duration;
 use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::{Error, Result, Side};
 
-use super::batch::{bit_reverse, merge_and_sort, merge_into};
+use super::batch::{merge_and_sort, merge_into, position};
 use super::{GeneralizedHeap, InsertDirection, MAX_BATCH};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,13 +103,6 @@ pub struct ConcurrentGeneralizedHeap<T> {
     /// Bound of a delete's wait for an insert to hand over its keys, and of a climb's wait.
     timeout: Duration,
     direction: InsertDirection,
-}
-
-/// The array position of the `i`-th node added (level order, bit-reversed within a level).
-fn position(i: usize) -> usize {
-    let level = usize::BITS - 1 - (i + 1).leading_zeros();
-    let first = (1usize << level) - 1;
-    first + bit_reverse(i - first, level)
 }
 
 /// The node a delete holds while it looks at the children: the root (with its buffer and

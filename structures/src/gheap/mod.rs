@@ -34,7 +34,7 @@ pub mod device;
 
 use asym_runtime::{Error, Result};
 
-use batch::{bit_reverse, is_sorted, merge_and_sort, merge_into, MergeKind};
+use batch::{is_sorted, merge_and_sort, merge_into, position, MergeKind};
 pub use concurrent::ConcurrentGeneralizedHeap;
 
 /// How new nodes travel (the seed's two heaps).
@@ -200,13 +200,13 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
     /// Checks the generalized heap properties; the error names the first violation.
     pub fn check(&self) -> std::result::Result<(), String> {
         for i in 0..self.nodes {
-            let node = self.node(self.position(i));
+            let node = self.node(position(i));
             if !is_sorted(node) {
-                return Err(format!("node {} is not sorted", self.position(i)));
+                return Err(format!("node {} is not sorted", position(i)));
             }
         }
         for i in 1..self.nodes {
-            let pos = self.position(i);
+            let pos = position(i);
             let parent = (pos - 1) / 2;
             if !self.present(parent) {
                 return Err(format!("node {pos} has no parent node {parent}"));
@@ -234,7 +234,7 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
     pub fn keys(&self) -> Vec<T> {
         let mut all = Vec::with_capacity(self.len());
         for i in 0..self.nodes {
-            all.extend_from_slice(self.node(self.position(i)));
+            all.extend_from_slice(self.node(position(i)));
         }
         all.extend_from_slice(&self.partial);
         all
@@ -250,7 +250,7 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
     ) -> Result<Self> {
         let mut heap = Self::new(batch)?;
         for (i, (pos, keys)) in nodes.iter().enumerate() {
-            if *pos != heap.position(i) || keys.len() != batch {
+            if *pos != position(i) || keys.len() != batch {
                 return Err(Error::InvalidArgument(format!(
                     "node {i} given at position {pos} with {} keys",
                     keys.len()
@@ -271,19 +271,9 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
         &self.keys[pos * self.batch..(pos + 1) * self.batch]
     }
 
-    /// The array position of the `i`-th node added: level by level, bit-reversed within a
-    /// level.
-    fn position(&self, i: usize) -> usize {
-        let level = usize::BITS - 1 - (i + 1).leading_zeros();
-        let first = (1usize << level) - 1;
-        first + bit_reverse(i - first, level)
-    }
-
     /// Whether the node at array position `pos` is present.
     fn present(&self, pos: usize) -> bool {
-        let level = usize::BITS - 1 - (pos + 1).leading_zeros();
-        let first = (1usize << level) - 1;
-        first + bit_reverse(pos - first, level) < self.nodes
+        position(pos) < self.nodes
     }
 
     /// Two distinct nodes (`a != b`) as mutable slices.
@@ -327,7 +317,7 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
         // that results holds the K smallest of itself and the new node, so its largest key is
         // ≤ the new node's largest ≤ every key left in the buffer (property 3).
         self.partial = combined.split_off(self.batch);
-        let target = self.position(self.nodes);
+        let target = position(self.nodes);
         let need = (target + 1) * self.batch;
         if self.keys.len() < need {
             self.keys.resize(need, combined[0]);
@@ -380,7 +370,7 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
             return;
         }
         out.extend_from_slice(&self.keys[..self.batch]);
-        let last = self.position(self.nodes - 1);
+        let last = position(self.nodes - 1);
         self.nodes -= 1;
         if self.nodes == 0 {
             return;

@@ -47,12 +47,12 @@ enum HeapPlace {
 pub(super) struct DevicePlan {
     rt: Runtime,
     place: HeapPlace,
+    /// Heap nodes in local memory (reported in the stats).
     local_heap_nodes: usize,
-    /// d − 1: the words before the root in a heap's layout.
-    d_pad: usize,
+    /// Words of the kernel's local heap argument.
+    local_words: usize,
     staging: DeviceStaging,
     wg: usize,
-    local_heap: bool,
     heap_words: usize,
     chunk: usize,
     options: String,
@@ -170,7 +170,6 @@ impl DevicePlan {
         } else {
             HeapPlace::Global
         };
-        let local_heap = place == HeapPlace::Local;
         let n = job.claims.n;
         let avg = job.data.len() / n;
         let chunk = (CHUNK_KEYS / avg.max(1))
@@ -197,8 +196,12 @@ impl DevicePlan {
                 HeapPlace::Split(split) => split,
                 HeapPlace::Global => 0,
             },
-            d_pad: d - 1,
-            local_heap,
+            local_words: match place {
+                HeapPlace::Local => heap_words,
+                // The split point's nodes and the d − 1 words before the root.
+                HeapPlace::Split(split) => split + d - 1,
+                HeapPlace::Global => 1,
+            },
             heap_words,
             chunk,
             options,
@@ -214,18 +217,13 @@ impl DevicePlan {
         let offs = rt.alloc_on::<u32>(subs + 1, &queue)?;
         let out = rt.alloc_on::<i32>(subs, &queue)?;
         let scratch = rt.alloc_on::<i32>(
-            if self.local_heap {
+            if self.place == HeapPlace::Local {
                 1
             } else {
                 subs * self.heap_words
             },
             &queue,
         )?;
-        let local_words = match self.place {
-            HeapPlace::Local => self.heap_words,
-            HeapPlace::Split(split) => split + self.d_pad,
-            HeapPlace::Global => 1,
-        };
         let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
         let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
         kernel
@@ -236,7 +234,7 @@ impl DevicePlan {
             .arg_scalar(4, k as u32)?
             .arg_scalar(5, 0u32)?
             .arg_scalar(6, self.heap_words as u32)?
-            .arg_local::<i32>(7, local_words)?;
+            .arg_local::<i32>(7, self.local_words)?;
         Ok(Stage {
             queue,
             data,
@@ -283,7 +281,7 @@ impl DevicePlan {
         let mut outcome = DeviceOutcome {
             sublists: 0,
             launches: 0,
-            local_heap: self.local_heap,
+            local_heap: self.place == HeapPlace::Local,
             local_heap_nodes: self.local_heap_nodes,
             keys: 0,
             device_s: 0.0,

@@ -34,3 +34,19 @@ pub fn selector_with_threads(transport: Transport, d: usize, threads: usize) -> 
 pub fn reference<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
     asym_structures::kselect::peers::select_nth(data, offs, k)
 }
+
+/// A heap operation for property tests: insert these keys, or delete this many.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Insert(Vec<i16>),
+    Delete(usize),
+}
+
+/// Random heap operations (small keys, for ties).
+pub fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        prop::collection::vec(any::<i16>(), 0..40).prop_map(Op::Insert),
+        (0usize..40).prop_map(Op::Delete),
+    ]
+}
