@@ -170,6 +170,23 @@ fn a_full_heap_refuses_inserts_and_can_grow() {
     ));
 }
 
+#[test]
+fn a_capacity_between_whole_levels_is_usable_to_the_last_node() {
+    // 5 nodes: the 5th goes to position 5 (bit-reversal order), past a 5-slot array.
+    for direction in [InsertDirection::TopDown, InsertDirection::BottomUp] {
+        let heap = ConcurrentGeneralizedHeap::new(2, 5)
+            .unwrap()
+            .with_insert_direction(direction);
+        let keys: Vec<i32> = (0..11).rev().collect(); // 5 nodes + 1 in the buffer
+        heap.insert(&keys).unwrap();
+        assert!(matches!(
+            heap.insert(&[20]),
+            Err(Error::CapacityExceeded { .. })
+        ));
+        assert_eq!(heap.delete_min(11).unwrap(), (0..11).collect::<Vec<i32>>());
+    }
+}
+
 /// One operation of a recorded history: its real-time interval and what it did.
 #[derive(Clone, Debug)]
 struct Event {

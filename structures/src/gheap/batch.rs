@@ -72,6 +72,18 @@ pub fn position(i: usize) -> usize {
     first + bit_reverse(i - first, level)
 }
 
+/// Array slots a heap of up to `nodes` nodes needs: whole levels, because the bit-reversal
+/// order fills a level's positions from both of its ends at once (the 5th node of a heap goes
+/// to position 5, not 4).
+pub fn tree_slots(nodes: usize) -> usize {
+    if nodes == 0 {
+        return 0;
+    }
+    // The deepest node is the (nodes - 1)-th added, on level floor(log2(nodes)).
+    let level = usize::BITS - 1 - nodes.leading_zeros();
+    (1usize << (level + 1)) - 1
+}
+
 /// The bit-reversal of the low `bits` bits of `x`: consecutive positions in a level of the
 /// tree map to positions whose root paths share as little as possible (Hunt et al., used by
 /// the seed to spread consecutive inserts and deletes over the heap).
@@ -115,5 +127,17 @@ mod tests {
             [0, 4, 2, 6, 1, 5, 3, 7]
         );
         assert_eq!(bit_reverse(0, 0), 0);
+    }
+
+    #[test]
+    fn tree_slots_cover_every_position_used() {
+        for nodes in 0..300 {
+            let used = (0..nodes).map(position).max().map_or(0, |p| p + 1);
+            assert!(tree_slots(nodes) >= used, "{nodes} nodes use {used} slots");
+            assert!(tree_slots(nodes) < 2 * nodes.max(1), "{nodes}");
+        }
+        assert_eq!(tree_slots(5), 7);
+        assert_eq!(tree_slots(7), 7);
+        assert_eq!(tree_slots(8), 15);
     }
 }

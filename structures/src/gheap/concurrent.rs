@@ -51,7 +51,7 @@ use std::time::Duration;
 use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::{Error, Result, Side};
 
-use super::batch::{merge_and_sort, merge_into, position};
+use super::batch::{merge_and_sort, merge_into, position, tree_slots};
 use super::{GeneralizedHeap, InsertDirection, MAX_BATCH};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +98,10 @@ struct Root<T> {
 pub struct ConcurrentGeneralizedHeap<T> {
     batch: usize,
     root: Mutex<Root<T>>,
-    /// Node `i` (array position `i ≥ 1`) is `nodes[i - 1]`.
+    /// Node `i` (array position `i ≥ 1`) is `nodes[i - 1]`; whole levels (`tree_slots`).
     nodes: Vec<Mutex<Node<T>>>,
+    /// Full nodes the heap may hold.
+    max_nodes: usize,
     /// Bound of a delete's wait for an insert to hand over its keys, and of a climb's wait.
     timeout: Duration,
     direction: InsertDirection,
@@ -148,7 +150,10 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 partial: Vec::with_capacity(batch),
                 count: 0,
             }),
-            nodes: (1..max_nodes.max(1)).map(|_| Mutex::new(node())).collect(),
+            nodes: (1..tree_slots(max_nodes.max(1)))
+                .map(|_| Mutex::new(node()))
+                .collect(),
+            max_nodes: max_nodes.max(1),
             timeout: Duration::from_secs(30),
             direction: InsertDirection::TopDown,
         })
@@ -168,7 +173,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
 
     /// Full nodes the heap can hold.
     pub fn max_nodes(&self) -> usize {
-        self.nodes.len() + 1
+        self.max_nodes
     }
 
     /// Keys in the heap (a snapshot under the root lock).
@@ -194,7 +199,8 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
 
     /// Room for `max_nodes` full nodes in all (between phases: needs exclusive access).
     pub fn grow(&mut self, max_nodes: usize) {
-        while self.nodes.len() + 1 < max_nodes {
+        self.max_nodes = self.max_nodes.max(max_nodes);
+        while self.nodes.len() + 1 < tree_slots(self.max_nodes) {
             self.nodes.push(Mutex::new(Node {
                 state: State::Empty,
                 keys: vec![T::default(); self.batch],
