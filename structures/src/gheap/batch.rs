@@ -72,16 +72,19 @@ pub fn position(i: usize) -> usize {
     first + bit_reverse(i - first, level)
 }
 
-/// Array slots a heap of up to `nodes` nodes needs: whole levels, because the bit-reversal
-/// order fills a level's positions from both of its ends at once (the 5th node of a heap goes
-/// to position 5, not 4).
+/// Array slots a heap of up to `nodes` nodes needs: one past the largest position its nodes
+/// take. Bit reversal fills a level from both of its ends at once (the 5th node of a heap goes
+/// to position 5, not 4), so this can exceed `nodes` by up to half a level.
 pub fn tree_slots(nodes: usize) -> usize {
     if nodes == 0 {
         return 0;
     }
-    // The deepest node is the (nodes - 1)-th added, on level floor(log2(nodes)).
+    // The deepest node is the (nodes - 1)-th added, on level floor(log2(nodes)), which holds
+    // `used` nodes so far.
     let level = usize::BITS - 1 - nodes.leading_zeros();
-    (1usize << (level + 1)) - 1
+    let first = (1usize << level) - 1;
+    let used = nodes - first;
+    first + (0..used).map(|j| bit_reverse(j, level)).max().unwrap_or(0) + 1
 }
 
 /// The bit-reversal of the low `bits` bits of `x`: consecutive positions in a level of the
@@ -133,11 +136,11 @@ mod tests {
     fn tree_slots_cover_every_position_used() {
         for nodes in 0..300 {
             let used = (0..nodes).map(position).max().map_or(0, |p| p + 1);
-            assert!(tree_slots(nodes) >= used, "{nodes} nodes use {used} slots");
-            assert!(tree_slots(nodes) < 2 * nodes.max(1), "{nodes}");
+            assert_eq!(tree_slots(nodes), used, "{nodes} nodes");
         }
-        assert_eq!(tree_slots(5), 7);
+        assert_eq!(tree_slots(5), 6);
         assert_eq!(tree_slots(7), 7);
-        assert_eq!(tree_slots(8), 15);
+        assert_eq!(tree_slots(8), 8);
+        assert_eq!(tree_slots(9), 12);
     }
 }

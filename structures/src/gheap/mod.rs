@@ -31,11 +31,15 @@
 pub mod batch;
 pub mod concurrent;
 pub mod device;
+pub mod device_heap;
 
 use asym_runtime::{Error, Result};
 
 use batch::{is_sorted, merge_and_sort, merge_into, position, MergeKind};
 pub use concurrent::ConcurrentGeneralizedHeap;
+pub use device_heap::{
+    DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, HeapOp, LaunchTrace,
+};
 
 /// How new nodes travel (the seed's two heaps).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

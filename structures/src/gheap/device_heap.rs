@@ -1,0 +1,620 @@
+//! The generalized heap on the throughput device (GpuOnly): the seed's TD-INS/TD-DEL heap run
+//! by many work-groups at once, with per-node lock words taken by atomic compare-and-swap.
+//!
+//! The heap lives in device-visible SVM between launches (nodes, lock words, the header with
+//! the node count and the partial buffer); each call of the host API is one launch of
+//! `gheap_run` (`kernels/gheap.cl`, where the protocol and its memory-ordering argument are
+//! written down) whose work-groups take the call's INS and DEL operations by ticket, run them
+//! concurrently, and leave. Between launches the host only reads the small header, so the
+//! coarse transport (NVIDIA) and the fine one (PoCL) behave the same.
+//!
+//! Host threads may share one heap: calls are serialized on a mutex (one launch at a time);
+//! the concurrency is among the work-groups of a launch.
+//!
+//! Capacity grows between launches: before an insert the host computes how many nodes the
+//! heap can reach and, if the arrays are too small, allocates larger ones and copies the
+//! heap on the device (doubling, up to an optional limit that gives
+//! [`Error::CapacityExceeded`]). A failed launch (a lock wait past its bound, a node in a
+//! state the protocol does not allow) poisons the heap: later calls return the error.
+
+use std::sync::{Mutex, MutexGuard};
+
+use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
+
+use super::batch::tree_slots;
+use crate::kselect::SelectKey;
+
+/// The largest batch the device heap takes (six batches of keys live in local memory).
+pub const MAX_DEVICE_HEAP_BATCH: usize = 1024;
+
+const HDR_COUNT: usize = 0;
+const HDR_PLEN: usize = 1;
+const HDR_SEQ: usize = 2;
+const HDR_TICKET: usize = 3;
+const HDR_ERROR: usize = 4;
+const HDR_MAX_NODES: usize = 5;
+const HDR_LIN: usize = 6;
+const HDR_WORDS: usize = 8;
+
+const ERR_STALL: u32 = 1;
+const ERR_CAPACITY: u32 = 2;
+
+const OP_INSERT: u32 = 0;
+const OP_DELETE: u32 = 1;
+
+/// A key type the device heap stores: its device form is a signed integer whose order is the
+/// key's order.
+pub trait DeviceHeapKey: Copy + Send + 'static {
+    /// The device form (`int` or `long`).
+    type Repr: SvmElement + Ord + std::fmt::Debug;
+    /// Build options naming the device form and its largest value.
+    const CL_DEFINES: &'static str;
+    /// Maps the key to its device form.
+    fn to_repr(self) -> Self::Repr;
+    /// Inverse of [`DeviceHeapKey::to_repr`].
+    fn from_repr(r: Self::Repr) -> Self;
+}
+
+macro_rules! scalar_key {
+    ($($t:ty),*) => {$(
+        impl DeviceHeapKey for $t {
+            type Repr = i32;
+            const CL_DEFINES: &'static str = "-DKEY_T=int -DKEY_MAX=INT_MAX";
+            #[inline]
+            fn to_repr(self) -> i32 {
+                SelectKey::to_ordered(self)
+            }
+            #[inline]
+            fn from_repr(r: i32) -> Self {
+                <$t as SelectKey>::from_ordered(r)
+            }
+        }
+        /// A key with a 32-bit payload (a vertex, an item index), ordered by key, then payload.
+        impl DeviceHeapKey for ($t, u32) {
+            type Repr = i64;
+            const CL_DEFINES: &'static str = "-DKEY_T=long -DKEY_MAX=LONG_MAX";
+            #[inline]
+            fn to_repr(self) -> i64 {
+                ((SelectKey::to_ordered(self.0) as i64) << 32) | self.1 as i64
+            }
+            #[inline]
+            fn from_repr(r: i64) -> Self {
+                (<$t as SelectKey>::from_ordered((r >> 32) as i32), r as u32)
+            }
+        }
+    )*};
+}
+scalar_key!(i32, u32, f32);
+
+/// How the device heap is launched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceHeapConfig {
+    /// Keys per node: a power of two, 2 to [`MAX_DEVICE_HEAP_BATCH`].
+    pub batch: usize,
+    /// Work-groups per launch (`None`: twice the compute units).
+    pub work_groups: Option<usize>,
+    /// Work-items per group (`None`: min(K, 256, the device's limit)).
+    pub work_group_size: Option<usize>,
+    /// Full nodes to make room for at the start.
+    pub initial_nodes: usize,
+    /// Most full nodes the heap may grow to (`None`: as far as device memory goes).
+    pub max_nodes: Option<usize>,
+}
+
+impl DeviceHeapConfig {
+    /// Defaults for batches of `batch` keys.
+    pub fn new(batch: usize) -> Self {
+        DeviceHeapConfig {
+            batch,
+            work_groups: None,
+            work_group_size: None,
+            initial_nodes: 64,
+            max_nodes: None,
+        }
+    }
+}
+
+/// One operation of a concurrent launch ([`DeviceGeneralizedHeap::run_concurrent`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapOp {
+    /// INS of batch `i` of the launch's keys: `keys[i·K .. min(i·K + K, len)]`.
+    Insert(usize),
+    /// DEL of this many keys (1 to K).
+    Delete(usize),
+}
+
+/// What a concurrent launch did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchTrace<T> {
+    /// Operation indices in the order they took effect (their linearization order: each
+    /// took effect under the root lock, in this order).
+    pub order: Vec<usize>,
+    /// Per operation: the keys a DEL returned (sorted); empty for an INS.
+    pub deleted: Vec<Vec<T>>,
+}
+
+/// A generalized min-heap (batches of `K` keys) whose INS and DEL run as device work-groups.
+pub struct DeviceGeneralizedHeap<T: DeviceHeapKey> {
+    inner: Mutex<Inner<T>>,
+    batch: usize,
+}
+
+struct Inner<T: DeviceHeapKey> {
+    rt: Runtime,
+    run: Kernel,
+    copy: Kernel,
+    wg: usize,
+    groups: usize,
+    keys: SvmBuffer<T::Repr>,
+    words: SvmBuffer<u32>,
+    hdr: SvmBuffer<u32>,
+    partial: SvmBuffer<T::Repr>,
+    /// Full nodes the arrays have room for, and the array length in nodes.
+    max_nodes: usize,
+    slots: usize,
+    limit: Option<usize>,
+    /// The header as the last launch left it.
+    count: usize,
+    plen: usize,
+    poisoned: Option<String>,
+    launches: u64,
+}
+
+impl<T: DeviceHeapKey> std::fmt::Debug for DeviceGeneralizedHeap<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceGeneralizedHeap")
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
+    /// An empty heap on `rt`'s device.
+    pub fn new(rt: &Runtime, config: &DeviceHeapConfig) -> Result<Self> {
+        let k = config.batch;
+        if !k.is_power_of_two() || !(2..=MAX_DEVICE_HEAP_BATCH).contains(&k) {
+            return Err(Error::InvalidArgument(format!(
+                "batch size {k}: the device heap takes a power of two from 2 to \
+                 {MAX_DEVICE_HEAP_BATCH}"
+            )));
+        }
+        let p = rt.profile();
+        let key_bytes = std::mem::size_of::<T::Repr>();
+        let need = (6 * k * key_bytes + 64) as u64;
+        if need > p.local_mem_bytes {
+            return Err(Error::Unsupported {
+                device: p.label(),
+                what: format!("run a device heap of batches of {k} keys"),
+                lacks: format!(
+                    "{need} bytes of local memory (it has {})",
+                    p.local_mem_bytes
+                ),
+            });
+        }
+        let max_wg = if p.max_work_group_size > 0 {
+            p.max_work_group_size
+        } else {
+            256
+        };
+        let wg = match config.work_group_size {
+            Some(w) => {
+                if !w.is_power_of_two() || w > k || w > max_wg {
+                    return Err(Error::InvalidArgument(format!(
+                        "work-group size {w}: the device heap needs a power of two up to the \
+                         batch size {k} and the device's limit {max_wg}"
+                    )));
+                }
+                w
+            }
+            None => {
+                let cap = k.min(256).min(max_wg.max(1));
+                if cap.is_power_of_two() {
+                    cap
+                } else {
+                    cap.next_power_of_two() / 2
+                }
+            }
+        };
+        rt.check_work_group(wg, "run the device generalized heap")?;
+        let groups = match config.work_groups {
+            Some(0) => {
+                return Err(Error::InvalidArgument(
+                    "the device heap needs at least one work-group".into(),
+                ))
+            }
+            Some(g) => g,
+            None => 2 * (p.compute_units.max(1) as usize),
+        };
+        if let Some(limit) = config.max_nodes {
+            if limit == 0 {
+                return Err(Error::InvalidArgument(
+                    "a device heap must have room for at least one node".into(),
+                ));
+            }
+        }
+        let program = rt.program_with(
+            &asym_kernels::GHEAP,
+            &format!("-DK={k} -DWG={wg} {}", T::CL_DEFINES),
+        )?;
+        let initial = config
+            .initial_nodes
+            .max(1)
+            .min(config.max_nodes.unwrap_or(usize::MAX));
+        let slots = tree_slots(initial);
+        let mut hdr = rt.alloc::<u32>(HDR_WORDS)?;
+        let mut h = vec![0u32; HDR_WORDS];
+        h[HDR_MAX_NODES] = to_u32(initial, "nodes")?;
+        hdr.write(&h)?;
+        let partial = rt.alloc::<T::Repr>(k)?;
+        let inner = Inner {
+            run: Kernel::from_program(rt, &program, "gheap_run")?,
+            copy: Kernel::from_program(rt, &program, "gheap_copy_keys")?,
+            keys: alloc_zeroed::<T::Repr>(rt, slots * k)?,
+            words: alloc_zeroed::<u32>(rt, slots)?,
+            rt: rt.clone(),
+            wg,
+            groups,
+            hdr,
+            partial,
+            max_nodes: initial,
+            slots,
+            limit: config.max_nodes,
+            count: 0,
+            plen: 0,
+            poisoned: None,
+            launches: 0,
+        };
+        Ok(DeviceGeneralizedHeap {
+            inner: Mutex::new(inner),
+            batch: k,
+        })
+    }
+
+    /// Keys per node.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Work-groups and work-items per group of each launch.
+    pub fn launch_shape(&self) -> (usize, usize) {
+        let g = self.lock();
+        (g.groups, g.wg)
+    }
+
+    /// Keys in the heap.
+    pub fn len(&self) -> usize {
+        let g = self.lock();
+        g.count * self.batch + g.plen
+    }
+
+    /// Whether the heap holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Full nodes the heap has room for now (it grows on demand up to its limit).
+    pub fn capacity_nodes(&self) -> usize {
+        self.lock().max_nodes
+    }
+
+    /// Launches so far (one per call that had work).
+    pub fn launches(&self) -> u64 {
+        self.lock().launches
+    }
+
+    /// Inserts `keys` as INS operations of at most `K` keys each, run concurrently by the
+    /// launch's work-groups.
+    pub fn insert(&self, keys: &[T]) -> Result<()> {
+        let mut g = self.lock();
+        g.usable()?;
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let ops: Vec<HeapOp> = (0..keys.len().div_ceil(self.batch))
+            .map(HeapOp::Insert)
+            .collect();
+        g.run(keys, &ops).map(|_| ())
+    }
+
+    /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds fewer).
+    /// `n ≤ K` is one DEL; larger `n` are ⌈n/K⌉ DELs run concurrently, whose results in
+    /// linearization order are the sorted sequence.
+    pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
+        let mut g = self.lock();
+        g.usable()?;
+        let n = n.min(g.count * self.batch + g.plen);
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let k = self.batch;
+        let ops: Vec<HeapOp> = (0..n.div_ceil(k))
+            .map(|i| HeapOp::Delete((n - i * k).min(k)))
+            .collect();
+        let trace = g.run(&[], &ops)?;
+        let mut deleted = trace.deleted;
+        let out: Vec<T> = trace
+            .order
+            .iter()
+            .flat_map(|&i| std::mem::take(&mut deleted[i]))
+            .collect();
+        if out.len() != n {
+            return Err(Error::Lost(format!(
+                "the device heap returned {} keys for a delete of {n} with {n} or more held",
+                out.len()
+            )));
+        }
+        Ok(out)
+    }
+
+    /// One launch running `ops` concurrently, its work-groups taking them in list order;
+    /// INS operations take their batches from `keys`. Returns the order in which they took
+    /// effect and what each DEL returned: replaying that order on a sequential priority queue
+    /// must give the same results (the tests do).
+    pub fn run_concurrent(&self, keys: &[T], ops: &[HeapOp]) -> Result<LaunchTrace<T>> {
+        let mut g = self.lock();
+        g.usable()?;
+        let batches = keys.len().div_ceil(self.batch);
+        for (i, op) in ops.iter().enumerate() {
+            match *op {
+                HeapOp::Insert(b) if b >= batches => {
+                    return Err(Error::InvalidArgument(format!(
+                        "operation {i} inserts batch {b}, but {} keys make {batches} batches",
+                        keys.len()
+                    )))
+                }
+                HeapOp::Delete(n) if n == 0 || n > self.batch => {
+                    return Err(Error::InvalidArgument(format!(
+                        "operation {i} deletes {n} keys: a DEL takes 1 to K = {}",
+                        self.batch
+                    )))
+                }
+                _ => {}
+            }
+        }
+        g.run(keys, ops)
+    }
+
+    /// The seed's mixed workload in one launch: for each batch of `keys`, an INS of it and a
+    /// DEL of K keys, all concurrent. Returns each DEL's keys in linearization order.
+    pub fn insert_delete_pairs(&self, keys: &[T]) -> Result<Vec<Vec<T>>> {
+        let ops: Vec<HeapOp> = (0..keys.len().div_ceil(self.batch))
+            .flat_map(|b| [HeapOp::Insert(b), HeapOp::Delete(self.batch)])
+            .collect();
+        let trace = self.run_concurrent(keys, &ops)?;
+        let mut deleted = trace.deleted;
+        Ok(trace
+            .order
+            .iter()
+            .filter(|&&i| matches!(ops[i], HeapOp::Delete(_)))
+            .map(|&i| std::mem::take(&mut deleted[i]))
+            .collect())
+    }
+
+    /// The smallest key, without removing it.
+    pub fn peek(&self) -> Result<Option<T>> {
+        let mut g = self.lock();
+        g.usable()?;
+        if g.count == 0 && g.plen == 0 {
+            return Ok(None);
+        }
+        // A DEL of one key, then an INS of it back, would disturb the heap: read instead.
+        let k = self.batch;
+        let source = if g.count > 0 { 0 } else { 1 };
+        let first = g.read_first(source, k)?;
+        Ok(Some(T::from_repr(first)))
+    }
+
+    /// Removes every key (keeps the arrays).
+    pub fn clear(&self) -> Result<()> {
+        let mut g = self.lock();
+        let slots = g.slots;
+        g.words.write(&vec![0; slots])?;
+        let mut h = vec![0u32; HDR_WORDS];
+        h[HDR_MAX_NODES] = to_u32(g.max_nodes, "nodes")?;
+        g.hdr.write(&h)?;
+        g.count = 0;
+        g.plen = 0;
+        g.poisoned = None;
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<T>> {
+        // A panic in a call leaves the host mirror possibly stale; the next launch re-reads
+        // the header, so carrying on is sound.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T: DeviceHeapKey> Inner<T> {
+    fn usable(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(why) => Err(Error::Lost(format!(
+                "the device heap is unusable after an earlier failure ({why}); clear() it"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes room for `nodes` full nodes (between launches), copying the heap on the device.
+    fn reserve(&mut self, nodes: usize) -> Result<()> {
+        if nodes <= self.max_nodes {
+            return Ok(());
+        }
+        let k = self.partial.len();
+        if let Some(limit) = self.limit {
+            if nodes > limit {
+                return Err(Error::CapacityExceeded {
+                    what: format!("a device generalized heap of batches of {k} keys"),
+                    capacity: limit * k + k - 1,
+                });
+            }
+        }
+        let grown = nodes
+            .max(self.max_nodes.saturating_mul(2))
+            .min(self.limit.unwrap_or(usize::MAX));
+        let slots = tree_slots(grown);
+        let keys = alloc_zeroed::<T::Repr>(&self.rt, slots * k)?;
+        let used = (self.slots * k) as u64;
+        if used > 0 {
+            self.copy
+                .arg_svm(0, &self.keys)?
+                .arg_svm(1, &keys)?
+                .arg_scalar(2, used)?;
+            let global = (used as usize).div_ceil(256).min(65_536) * 256;
+            self.copy.launch(global, Some(256))?.wait()?;
+        }
+        let mut words = vec![0u32; slots];
+        words[..self.slots].copy_from_slice(&self.words.read()?);
+        let mut new_words = self.rt.alloc::<u32>(slots)?;
+        new_words.write(&words)?;
+        self.keys = keys;
+        self.words = new_words;
+        self.slots = slots;
+        self.max_nodes = grown;
+        Ok(())
+    }
+
+    /// One launch of `ops` (checked by the caller) over the insert keys `keys`.
+    fn run(&mut self, keys: &[T], ops: &[HeapOp]) -> Result<LaunchTrace<T>> {
+        let k = self.partial.len();
+        let n_ops = to_u32(ops.len(), "operations in one call")?;
+        let in_len = to_u32(keys.len(), "keys in one call")?;
+        let mut words = Vec::with_capacity(2 * ops.len());
+        let mut inserted = 0;
+        let mut dels = 0;
+        for op in ops {
+            match *op {
+                HeapOp::Insert(b) => {
+                    inserted += (keys.len() - b * k).min(k);
+                    words.extend([OP_INSERT, b as u32]);
+                }
+                HeapOp::Delete(n) => {
+                    dels += 1;
+                    words.extend([OP_DELETE, n as u32]);
+                }
+            }
+        }
+        // The most nodes this launch can reach: every insert lands before any delete.
+        self.reserve((self.count * k + self.plen + inserted) / k)?;
+        let mut input = self.rt.alloc::<T::Repr>(keys.len().max(1))?;
+        if !keys.is_empty() {
+            let mut map = input.map_for_overwrite()?;
+            for (d, s) in map.iter_mut().zip(keys) {
+                *d = s.to_repr();
+            }
+            map.unmap()?;
+        }
+        let mut op_buf = self.rt.alloc::<u32>(words.len().max(1))?;
+        if !words.is_empty() {
+            let mut map = op_buf.map_for_overwrite()?;
+            map[..words.len()].copy_from_slice(&words);
+            map.unmap()?;
+        }
+        let mut out = self.rt.alloc::<T::Repr>((dels * k).max(1))?;
+        let mut out_len = self.rt.alloc::<u32>(dels.max(1))?;
+        let mut order = self.rt.alloc::<u32>(ops.len().max(1))?;
+        let mut h = self.hdr.read()?;
+        h[HDR_SEQ] = 0;
+        h[HDR_TICKET] = 0;
+        h[HDR_ERROR] = 0;
+        h[HDR_LIN] = 0;
+        h[HDR_MAX_NODES] = to_u32(self.max_nodes, "nodes")?;
+        self.hdr.write(&h)?;
+        let groups = self.groups.min(ops.len()).max(1);
+        self.run
+            .arg_svm(0, &self.keys)?
+            .arg_svm(1, &self.words)?
+            .arg_svm(2, &self.hdr)?
+            .arg_svm(3, &self.partial)?
+            .arg_scalar(4, to_u32(self.slots, "node slots")?)?
+            .arg_svm(5, &op_buf)?
+            .arg_scalar(6, n_ops)?
+            .arg_svm(7, &input)?
+            .arg_scalar(8, in_len)?
+            .arg_svm(9, &out)?
+            .arg_svm(10, &out_len)?
+            .arg_svm(11, &order)?;
+        self.launches += 1;
+        self.run.launch(groups * self.wg, Some(self.wg))?.wait()?;
+        let h = self.hdr.read()?;
+        self.count = h[HDR_COUNT] as usize;
+        self.plen = h[HDR_PLEN] as usize;
+        if h[HDR_ERROR] != 0 {
+            let e = match h[HDR_ERROR] {
+                ERR_STALL => Error::Stalled {
+                    side: Side::Device,
+                    waiting_for: "take a node lock of the device heap".into(),
+                    waited_ms: 0,
+                    detail: "a work-group spun past its bound".into(),
+                },
+                ERR_CAPACITY => Error::Lost(
+                    "the device heap ran out of nodes inside a launch the host had sized".into(),
+                ),
+                code => Error::Lost(format!(
+                    "the device heap found a node in a state its protocol does not allow \
+                     (error {code})"
+                )),
+            };
+            self.poisoned = Some(e.to_string());
+            return Err(e);
+        }
+        if h[HDR_TICKET] < n_ops || h[HDR_LIN] != n_ops || h[HDR_SEQ] != dels as u32 {
+            let e = Error::Lost(format!(
+                "the device heap's launch took effect for {} of {n_ops} operations ({} of \
+                 {dels} DELs)",
+                h[HDR_LIN], h[HDR_SEQ]
+            ));
+            self.poisoned = Some(e.to_string());
+            return Err(e);
+        }
+        let order: Vec<usize> = order.read()?[..ops.len()]
+            .iter()
+            .map(|&t| t as usize)
+            .collect();
+        let mut deleted = vec![Vec::new(); ops.len()];
+        if dels > 0 {
+            let lens = out_len.read()?;
+            let out = out.read()?;
+            let dels_in_order = order
+                .iter()
+                .filter(|&&i| matches!(ops[i], HeapOp::Delete(_)));
+            for (seq, &i) in dels_in_order.enumerate() {
+                let n = (lens[seq] as usize).min(k);
+                deleted[i] = out[seq * k..seq * k + n]
+                    .iter()
+                    .map(|&r| T::from_repr(r))
+                    .collect();
+            }
+        }
+        Ok(LaunchTrace { order, deleted })
+    }
+
+    /// The first key of the root (`source` 0) or of the partial buffer (1).
+    fn read_first(&mut self, source: u32, k: usize) -> Result<T::Repr> {
+        if source == 1 {
+            return Ok(self.partial.read()?[0]);
+        }
+        // Copy the root's first batch to a small buffer on the device: a map of the whole
+        // key array would move the heap to the host on the coarse transport.
+        let mut small = alloc_zeroed::<T::Repr>(&self.rt, k)?;
+        self.copy
+            .arg_svm(0, &self.keys)?
+            .arg_svm(1, &small)?
+            .arg_scalar(2, k as u64)?;
+        self.copy.launch(256, Some(256))?.wait()?;
+        Ok(small.read()?[0])
+    }
+}
+
+/// A buffer of `len` elements (at least one); the runtime zeroes new SVM.
+fn alloc_zeroed<E: SvmElement>(rt: &Runtime, len: usize) -> Result<SvmBuffer<E>> {
+    rt.alloc::<E>(len.max(1))
+}
+
+fn to_u32(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{n} {what}: the device heap takes at most 2^32 - 1"
+        ))
+    })
+}

@@ -1,0 +1,322 @@
+//! The device generalized heap (GpuOnly): INS and DEL as concurrent work-groups with node
+//! locks, on both transports, against std's sort and `BinaryHeap`.
+
+mod common;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use asym_runtime::{select_device, Error, Runtime, Transport};
+use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp};
+use rand::{Rng, SeedableRng};
+
+fn runtime(t: Transport) -> Runtime {
+    let device = select_device(None).expect("an OpenCL device");
+    Runtime::open(device, Some(t), None).expect("runtime")
+}
+
+fn config(batch: usize, groups: usize) -> DeviceHeapConfig {
+    DeviceHeapConfig {
+        work_groups: Some(groups),
+        initial_nodes: 1,
+        ..DeviceHeapConfig::new(batch)
+    }
+}
+
+fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
+    vec![
+        ("random", (0..n).map(|_| rng.gen()).collect()),
+        ("ascending", (0..n as i32).collect()),
+        ("descending", (0..n as i32).rev().collect()),
+        ("all equal", vec![7; n]),
+        ("duplicates", (0..n).map(|_| rng.gen_range(-3..4)).collect()),
+        (
+            "extremes",
+            (0..n)
+                .map(|i| if i % 2 == 0 { i32::MAX } else { i32::MIN })
+                .collect(),
+        ),
+    ]
+}
+
+#[test]
+fn heap_sort_on_the_device_equals_std_sort() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = runtime(t);
+        for batch in [2usize, 32, 64, 256, 1024] {
+            // Sizes that are not multiples of K, and enough nodes for several levels.
+            for n in [1, batch - 1, 7 * batch + 3, 40 * batch + batch / 2 + 1] {
+                for (name, keys) in patterns(n, &mut rng) {
+                    let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 8)).unwrap();
+                    heap.insert(&keys).unwrap();
+                    assert_eq!(heap.len(), n, "{t} K {batch} n {n} {name}");
+                    let mut want = keys.clone();
+                    want.sort();
+                    assert_eq!(heap.peek().unwrap(), Some(want[0]), "{t} K {batch} {name}");
+                    let got = heap.delete_min(n + 5).unwrap();
+                    assert_eq!(got, want, "{t} K {batch} n {n} {name}");
+                    assert!(heap.is_empty());
+                    assert_eq!(heap.delete_min(3).unwrap(), Vec::<i32>::new());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn calls_of_every_size_match_a_binary_heap() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = runtime(t);
+        for batch in [4usize, 32] {
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 6)).unwrap();
+            let mut reference = BinaryHeap::new();
+            for step in 0..60 {
+                if rng.gen_bool(0.55) {
+                    let n = rng.gen_range(0..5 * batch);
+                    let keys: Vec<i32> = (0..n).map(|_| rng.gen_range(-50..50)).collect();
+                    heap.insert(&keys).unwrap();
+                    reference.extend(keys.iter().map(|&k| Reverse(k)));
+                } else {
+                    let n = rng.gen_range(0..3 * batch);
+                    let got = heap.delete_min(n).unwrap();
+                    let want: Vec<i32> =
+                        (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
+                    assert_eq!(got, want, "{t} K {batch} step {step}");
+                }
+                assert_eq!(heap.len(), reference.len(), "{t} K {batch} step {step}");
+                assert_eq!(heap.peek().unwrap(), reference.peek().map(|r| r.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = runtime(t);
+        for (batch, preload_nodes, pairs) in
+            [(32usize, 0usize, 64usize), (64, 40, 96), (256, 8, 24)]
+        {
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 12)).unwrap();
+            let preload: Vec<i32> = (0..preload_nodes * batch).map(|_| rng.gen()).collect();
+            heap.insert(&preload).unwrap();
+            let keys: Vec<i32> = (0..pairs * batch).map(|_| rng.gen()).collect();
+            let dels = heap.insert_delete_pairs(&keys).unwrap();
+            assert_eq!(dels.len(), pairs);
+            let mut all: Vec<i32> = preload.iter().chain(&keys).copied().collect();
+            all.sort();
+            let mut seen: Vec<i32> = Vec::new();
+            for (i, d) in dels.iter().enumerate() {
+                assert!(d.windows(2).all(|w| w[0] <= w[1]), "{t} DEL {i} unsorted");
+                // Every DEL runs after at least its own INS took effect... not necessarily:
+                // a DEL may be linearized before any INS of the launch; it returns what was
+                // there (possibly nothing), never more than K.
+                assert!(d.len() <= batch);
+                seen.extend(d);
+            }
+            let rest = heap.delete_min(usize::MAX).unwrap();
+            assert!(rest.windows(2).all(|w| w[0] <= w[1]));
+            seen.extend(&rest);
+            seen.sort();
+            assert_eq!(seen, all, "{t} K {batch}: keys lost or duplicated");
+        }
+    }
+}
+
+/// Many small concurrent launches of random INS and DEL: the order the device reports is a
+/// linearization (replaying it on `BinaryHeap` gives every DEL's result), and the heap holds
+/// what the replay holds.
+#[test]
+fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = runtime(t);
+        for batch in [2usize, 4, 16] {
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 8)).unwrap();
+            let mut reference = BinaryHeap::new();
+            for launch in 0..40 {
+                let n_keys = rng.gen_range(0..8 * batch);
+                let keys: Vec<i32> = (0..n_keys).map(|_| rng.gen_range(-40..40)).collect();
+                let batches = n_keys.div_ceil(batch);
+                let mut ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
+                for _ in 0..rng.gen_range(0..8) {
+                    ops.push(HeapOp::Delete(rng.gen_range(1..=batch)));
+                }
+                // Shuffle so INS and DEL of one launch overlap in every way.
+                for i in (1..ops.len()).rev() {
+                    ops.swap(i, rng.gen_range(0..=i));
+                }
+                let trace = heap.run_concurrent(&keys, &ops).unwrap();
+                let mut sorted_order = trace.order.clone();
+                sorted_order.sort();
+                assert_eq!(sorted_order, (0..ops.len()).collect::<Vec<_>>());
+                for &i in &trace.order {
+                    match ops[i] {
+                        HeapOp::Insert(b) => {
+                            let end = (b * batch + batch).min(keys.len());
+                            reference.extend(keys[b * batch..end].iter().map(|&k| Reverse(k)));
+                            assert!(trace.deleted[i].is_empty());
+                        }
+                        HeapOp::Delete(n) => {
+                            let want: Vec<i32> =
+                                (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
+                            assert_eq!(
+                                trace.deleted[i], want,
+                                "{t} K {batch} launch {launch}: op {i} in order {:?} of {ops:?}",
+                                trace.order
+                            );
+                        }
+                    }
+                }
+                assert_eq!(heap.len(), reference.len(), "{t} K {batch} launch {launch}");
+            }
+            let rest = heap.delete_min(usize::MAX).unwrap();
+            let want: Vec<i32> = std::iter::from_fn(|| reference.pop())
+                .map(|r| r.0)
+                .collect();
+            assert_eq!(rest, want);
+        }
+    }
+}
+
+#[test]
+fn bad_operations_are_refused_before_the_launch() {
+    let rt = runtime(common::transports()[0]);
+    let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(4, 2)).unwrap();
+    let e = heap
+        .run_concurrent(&[1, 2, 3, 4, 5], &[HeapOp::Insert(2)])
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("makes 2 batches") || e.to_string().contains("make 2 batches"),
+        "{e}"
+    );
+    for n in [0, 5] {
+        let e = heap.run_concurrent(&[], &[HeapOp::Delete(n)]).unwrap_err();
+        assert!(e.to_string().contains("1 to K = 4"), "{e}");
+    }
+    assert!(heap.is_empty());
+    assert_eq!(heap.launches(), 0);
+}
+
+#[test]
+fn the_heap_grows_between_launches_and_stops_at_its_limit() {
+    for t in common::transports() {
+        let rt = runtime(t);
+        let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(16, 4)).unwrap();
+        assert_eq!(heap.capacity_nodes(), 1);
+        let keys: Vec<i32> = (0..16 * 50 + 3).rev().collect();
+        for part in keys.chunks(100) {
+            heap.insert(part).unwrap();
+        }
+        assert!(heap.capacity_nodes() >= 50);
+        assert_eq!(
+            heap.delete_min(keys.len()).unwrap(),
+            (0..keys.len() as i32).collect::<Vec<_>>()
+        );
+
+        let limited = DeviceGeneralizedHeap::<i32>::new(
+            &rt,
+            &DeviceHeapConfig {
+                max_nodes: Some(3),
+                ..config(8, 4)
+            },
+        )
+        .unwrap();
+        limited.insert(&(0..30).collect::<Vec<i32>>()).unwrap(); // 3 nodes + 6 in the buffer
+        assert!(matches!(
+            limited.insert(&[1, 2]),
+            Err(Error::CapacityExceeded { capacity: 31, .. })
+        ));
+        // Refused before the launch: the heap is as it was.
+        assert_eq!(limited.len(), 30);
+        assert_eq!(
+            limited.delete_min(30).unwrap(),
+            (0..30).collect::<Vec<i32>>()
+        );
+        limited.insert(&[5]).unwrap();
+        limited.clear().unwrap();
+        assert!(limited.is_empty());
+        assert_eq!(limited.peek().unwrap(), None);
+    }
+}
+
+#[test]
+fn other_key_types_and_payloads_keep_their_order() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = runtime(t);
+        let floats: Vec<f32> = (0..700)
+            .map(|i| match i % 50 {
+                0 => f32::NEG_INFINITY,
+                1 => -0.0,
+                2 => 0.0,
+                _ => rng.gen_range(-1e6f32..1e6),
+            })
+            .collect();
+        let heap = DeviceGeneralizedHeap::<f32>::new(&rt, &config(32, 4)).unwrap();
+        heap.insert(&floats).unwrap();
+        let mut want = floats.clone();
+        want.sort_by(f32::total_cmp);
+        let got = heap.delete_min(floats.len()).unwrap();
+        assert_eq!(
+            got.iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+        );
+
+        let words: Vec<u32> = (0..500).map(|_| rng.gen()).chain([0, u32::MAX]).collect();
+        let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &config(64, 4)).unwrap();
+        heap.insert(&words).unwrap();
+        let mut want = words.clone();
+        want.sort();
+        assert_eq!(heap.delete_min(words.len()).unwrap(), want);
+
+        // Key–payload pairs: ordered by key, then payload; payloads come back intact.
+        let pairs: Vec<(i32, u32)> = (0..900u32)
+            .map(|i| (rng.gen_range(-20..20), i * 7919))
+            .collect();
+        let heap = DeviceGeneralizedHeap::<(i32, u32)>::new(&rt, &config(64, 6)).unwrap();
+        heap.insert(&pairs).unwrap();
+        let mut want = pairs.clone();
+        want.sort();
+        assert_eq!(heap.delete_min(pairs.len()).unwrap(), want);
+        let fp: Vec<(f32, u32)> = vec![(1.5, 3), (-2.0, 9), (1.5, 1), (f32::INFINITY, 0)];
+        let heap = DeviceGeneralizedHeap::<(f32, u32)>::new(&rt, &config(2, 2)).unwrap();
+        heap.insert(&fp).unwrap();
+        assert_eq!(
+            heap.delete_min(4).unwrap(),
+            vec![(-2.0, 9), (1.5, 1), (1.5, 3), (f32::INFINITY, 0)]
+        );
+    }
+}
+
+#[test]
+fn bad_configurations_are_refused_clearly() {
+    let rt = runtime(common::transports()[0]);
+    for batch in [0usize, 3, 2048] {
+        let e = DeviceGeneralizedHeap::<i32>::new(&rt, &DeviceHeapConfig::new(batch)).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "K {batch}: {e}");
+    }
+    let e = DeviceGeneralizedHeap::<i32>::new(
+        &rt,
+        &DeviceHeapConfig {
+            work_group_size: Some(64),
+            ..DeviceHeapConfig::new(32)
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("work-group size 64"), "{e}");
+    let e = DeviceGeneralizedHeap::<i32>::new(&rt, &config(32, 0)).unwrap_err();
+    assert!(e.to_string().contains("at least one work-group"), "{e}");
+    let e = DeviceGeneralizedHeap::<i32>::new(
+        &rt,
+        &DeviceHeapConfig {
+            max_nodes: Some(0),
+            ..DeviceHeapConfig::new(32)
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("at least one node"), "{e}");
+}
