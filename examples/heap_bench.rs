@@ -1,22 +1,27 @@
 //! The generalized heap under load: insert N keys then delete them all, or the seed's mixed
 //! insert/delete pairs on a preloaded heap; the concurrent heap on the pinned latency threads
-//! (CpuOnly) against std `BinaryHeap` on one core and the sequential generalized heap. Every
-//! run is checked: each thread's deletions come out sorted and all keys come back exactly once.
+//! (CpuOnly) and on the OpenCL device (GpuOnly: many work-groups per launch) against std
+//! `BinaryHeap` on one core and the sequential generalized heap. Every run is checked: the
+//! deletions come out sorted and all keys come back exactly once.
 //!
 //!     cargo run --release --example heap_bench                      # 2^20 keys, K = 1024
 //!     cargo run --release --example heap_bench -- --keys-log2 22 --batch 256 --pattern random
+//!     cargo run --release --example heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
 //!     cargo run --release --example heap_bench -- --mixed --preload 1000000 --json
 //!
-//! The device modes (GpuOnly, Cooperative) of the generalized heap are not built yet: asking
-//! for them is an error that says so.
+//! The cooperative mode of the generalized heap is not built yet: asking for it is an error
+//! that says so.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result};
-use asym::structures::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::structures::gheap::{
+    ConcurrentGeneralizedHeap, DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap,
+    InsertDirection,
+};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -27,15 +32,27 @@ struct Args {
     /// Keys inserted (2^N).
     #[arg(long, default_value_t = 20)]
     keys_log2: u32,
-    /// Keys per node (K): a power of two.
-    #[arg(long, default_value_t = 1024)]
-    batch: usize,
+    /// Keys per node (K): powers of two, comma-separated for a sweep.
+    #[arg(long, default_value = "1024")]
+    batch: String,
     /// Key patterns: random, ascending, descending (comma-separated) or all.
     #[arg(long, default_value = "all")]
     pattern: String,
-    /// Modes: cpu (the concurrent heap on the latency threads); gpu and coop are not built yet.
+    /// Modes: cpu (the concurrent heap on the latency threads), gpu (the device heap), or
+    /// all; coop is not built yet.
     #[arg(long, default_value = "cpu")]
     mode: String,
+    /// OpenCL device for gpu mode: part of its platform or device name (default: ASYM_DEVICE,
+    /// else the first GPU, else the first CPU device).
+    #[arg(long)]
+    device: Option<String>,
+    /// Work-groups per launch in gpu mode, comma-separated for a sweep (default: twice the
+    /// compute units).
+    #[arg(long)]
+    work_groups: Option<String>,
+    /// Work-items per group in gpu mode, comma-separated for a sweep (default: min(K, 256)).
+    #[arg(long)]
+    work_group: Option<String>,
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -64,7 +81,10 @@ struct Args {
 struct Row {
     mode: String,
     pattern: &'static str,
+    batch: usize,
+    /// Latency threads, or work-groups × work-items for the device.
     threads: usize,
+    work_group: Option<usize>,
     insert_ms: f64,
     delete_ms: f64,
     verified: bool,
@@ -183,34 +203,159 @@ fn mixed_run(
     Ok((ms, added == removed))
 }
 
+/// Insert everything, then delete everything, on the device; checks the deletions come back
+/// sorted and complete. Returns (insert ms, delete ms, verified); the kernel build and a
+/// first launch are done before the clock starts.
+fn device_run(heap: &DeviceGeneralizedHeap<u32>, keys: &[u32]) -> Result<(f64, f64, bool)> {
+    warm_up(heap)?;
+    let t = Instant::now();
+    heap.insert(keys)?;
+    let insert_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let out = heap.delete_min(keys.len())?;
+    let delete_ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut want = keys.to_vec();
+    want.sort_unstable();
+    Ok((insert_ms, delete_ms, out == want && heap.is_empty()))
+}
+
+/// The mixed workload on the device: one launch of all pairs on the preloaded heap.
+fn device_mixed_run(
+    heap: &DeviceGeneralizedHeap<u32>,
+    preload: &[u32],
+    pairs: usize,
+    seed: u64,
+) -> Result<(f64, bool)> {
+    warm_up(heap)?;
+    heap.insert(preload)?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed);
+    let keys: Vec<u32> = (0..pairs * heap.batch()).map(|_| rng.gen()).collect();
+    let t = Instant::now();
+    let dels = heap.insert_delete_pairs(&keys)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut ok = dels.iter().all(|d| d.windows(2).all(|w| w[0] <= w[1]));
+    let mut removed: Vec<u32> = dels.into_iter().flatten().collect();
+    removed.extend(heap.delete_min(heap.len())?);
+    let mut added: Vec<u32> = preload.iter().chain(&keys).copied().collect();
+    added.sort_unstable();
+    removed.sort_unstable();
+    ok &= added == removed;
+    Ok((ms, ok))
+}
+
+/// A first launch (PoCL compiles a kernel for its work-group size at the first launch).
+fn warm_up(heap: &DeviceGeneralizedHeap<u32>) -> Result<()> {
+    let k = heap.batch();
+    heap.insert(&(0..k as u32).collect::<Vec<_>>())?;
+    let back = heap.delete_min(k)?;
+    if back.len() != k || !heap.is_empty() {
+        return Err(Error::Lost("the device heap's warm-up lost keys".into()));
+    }
+    Ok(())
+}
+
+/// std `BinaryHeap` and the sequential generalized heap, one core each.
+fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Row>> {
+    let n = keys.len();
+    let t = Instant::now();
+    let mut bh = std::collections::BinaryHeap::with_capacity(n);
+    for &k in keys {
+        bh.push(std::cmp::Reverse(k));
+    }
+    let ins = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let mut prev = 0u32;
+    let mut ok = bh.len() == n;
+    while let Some(std::cmp::Reverse(k)) = bh.pop() {
+        ok &= k >= prev;
+        prev = k;
+    }
+    let mut rows = vec![Row {
+        mode: "peer:binaryheap".into(),
+        pattern,
+        batch,
+        threads: 1,
+        work_group: None,
+        insert_ms: ins,
+        delete_ms: t.elapsed().as_secs_f64() * 1e3,
+        verified: ok,
+    }];
+    let t = Instant::now();
+    let mut gh = GeneralizedHeap::new(batch)?;
+    gh.insert(keys)?;
+    let ins = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let out = gh.delete_min(n);
+    let del = t.elapsed().as_secs_f64() * 1e3;
+    let ok = out.len() == n && out.windows(2).all(|w| w[0] <= w[1]);
+    rows.push(Row {
+        mode: "seq:gheap".into(),
+        pattern,
+        batch,
+        threads: 1,
+        work_group: None,
+        insert_ms: ins,
+        delete_ms: del,
+        verified: ok,
+    });
+    Ok(rows)
+}
+
+fn parse_list(s: &str, what: &str) -> Result<Vec<usize>> {
+    s.split(',')
+        .map(|v| {
+            v.trim().parse::<usize>().map_err(|_| {
+                Error::InvalidArgument(format!("{what} {v:?}: expected a number (or a comma list)"))
+            })
+        })
+        .collect()
+}
+
 fn run(args: &Args) -> Result<bool> {
-    if !args.batch.is_power_of_two() {
+    let batches = parse_list(&args.batch, "--batch")?;
+    if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
         return Err(Error::InvalidArgument(format!(
-            "--batch {}: K must be a power of two",
-            args.batch
+            "--batch {b}: K must be a power of two"
         )));
     }
+    let group_counts: Vec<Option<usize>> = match &args.work_groups {
+        Some(s) => parse_list(s, "--work-groups")?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => vec![None],
+    };
+    let group_sizes: Vec<Option<usize>> = match &args.work_group {
+        Some(s) => parse_list(s, "--work-group")?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => vec![None],
+    };
     if args.keys_log2 > 30 {
         return Err(Error::InvalidArgument(format!(
             "--keys-log2 {}: at most 30 here",
             args.keys_log2
         )));
     }
+    let (mut use_cpu, mut use_gpu) = (false, false);
     for mode in args.mode.split(',').map(str::trim) {
         match mode {
-            "cpu" | "all" => {}
-            "gpu" | "coop" => {
+            "cpu" => use_cpu = true,
+            "gpu" => use_gpu = true,
+            "all" => (use_cpu, use_gpu) = (true, true),
+            "coop" => {
                 return Err(Error::Unsupported {
                     device: "any".into(),
-                    what: format!("run the generalized heap in {mode} mode"),
-                    lacks: "the device kernels of the generalized heap (not built yet; \
-                            only the cpu mode exists)"
+                    what: "run the generalized heap in coop mode".into(),
+                    lacks: "a cooperative schedule of the generalized heap (not built yet; \
+                            the cpu and gpu modes exist)"
                         .into(),
                 })
             }
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected cpu"
+                    "unknown mode {other:?}: expected cpu, gpu or all"
                 )))
             }
         }
@@ -247,74 +392,109 @@ fn run(args: &Args) -> Result<bool> {
         threads: args.threads,
         ..Default::default()
     })?;
+    let rt = if use_gpu {
+        Some(Runtime::with_options(RuntimeOptions {
+            device: args.device.clone(),
+            ..Default::default()
+        })?)
+    } else {
+        None
+    };
     let n = 1usize << args.keys_log2;
     let mut rows = Vec::new();
-    if args.mixed {
-        let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
-        let pairs = (n / args.batch).max(1);
-        for &(name, direction) in &directions {
-            let (ms, ok) = mixed_run(&pool, args.batch, direction, &preload, pairs, args.seed)?;
-            rows.push(Row {
-                mode: name.into(),
-                pattern: "mixed",
-                threads: pool.len(),
-                insert_ms: ms,
-                delete_ms: 0.0,
-                verified: ok,
-            });
+    let device_heap = |batch: usize, groups: Option<usize>, wg: Option<usize>, nodes: usize| {
+        let rt = rt.as_ref().expect("gpu mode opened a runtime");
+        DeviceGeneralizedHeap::<u32>::new(
+            rt,
+            &DeviceHeapConfig {
+                work_groups: groups,
+                work_group_size: wg,
+                initial_nodes: nodes,
+                ..DeviceHeapConfig::new(batch)
+            },
+        )
+    };
+    for &batch in &batches {
+        let device_shapes = || {
+            group_counts
+                .iter()
+                .flat_map(|&g| group_sizes.iter().map(move |&w| (g, w)))
+                // A sweep over K and work-group sizes skips groups larger than K.
+                .filter(move |&(_, w)| w.is_none_or(|w| w <= batch))
+        };
+        if args.mixed {
+            let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
+            let pairs = (n / batch).max(1);
+            if use_cpu {
+                for &(name, direction) in &directions {
+                    let (ms, ok) = mixed_run(&pool, batch, direction, &preload, pairs, args.seed)?;
+                    rows.push(Row {
+                        mode: name.into(),
+                        pattern: "mixed",
+                        batch,
+                        threads: pool.len(),
+                        work_group: None,
+                        insert_ms: ms,
+                        delete_ms: 0.0,
+                        verified: ok,
+                    });
+                }
+            }
+            if use_gpu {
+                for (g, w) in device_shapes() {
+                    let heap = device_heap(batch, g, w, (preload.len() + n) / batch + 2)?;
+                    let (ms, ok) = device_mixed_run(&heap, &preload, pairs, args.seed)?;
+                    let (groups, wg) = heap.launch_shape();
+                    rows.push(Row {
+                        mode: "gpu:td".into(),
+                        pattern: "mixed",
+                        batch,
+                        threads: groups,
+                        work_group: Some(wg),
+                        insert_ms: ms,
+                        delete_ms: 0.0,
+                        verified: ok,
+                    });
+                }
+            }
+            continue;
         }
-    } else {
         for &pattern in &patterns {
             let keys = keys_for(pattern, n, args.seed)?;
-            for &(name, direction) in &directions {
-                let (ins, del, ok) = concurrent_run(&pool, args.batch, direction, &keys)?;
-                rows.push(Row {
-                    mode: name.into(),
-                    pattern,
-                    threads: pool.len(),
-                    insert_ms: ins,
-                    delete_ms: del,
-                    verified: ok,
-                });
+            if use_cpu {
+                for &(name, direction) in &directions {
+                    let (ins, del, ok) = concurrent_run(&pool, batch, direction, &keys)?;
+                    rows.push(Row {
+                        mode: name.into(),
+                        pattern,
+                        batch,
+                        threads: pool.len(),
+                        work_group: None,
+                        insert_ms: ins,
+                        delete_ms: del,
+                        verified: ok,
+                    });
+                }
+            }
+            if use_gpu {
+                for (g, w) in device_shapes() {
+                    let heap = device_heap(batch, g, w, n / batch + 2)?;
+                    let (ins, del, ok) = device_run(&heap, &keys)?;
+                    let (groups, wg) = heap.launch_shape();
+                    rows.push(Row {
+                        mode: "gpu:td".into(),
+                        pattern,
+                        batch,
+                        threads: groups,
+                        work_group: Some(wg),
+                        insert_ms: ins,
+                        delete_ms: del,
+                        verified: ok,
+                    });
+                }
             }
             if !args.no_peers {
-                let t = Instant::now();
-                let mut bh = std::collections::BinaryHeap::with_capacity(n);
-                for &k in &keys {
-                    bh.push(std::cmp::Reverse(k));
-                }
-                let ins = t.elapsed().as_secs_f64() * 1e3;
-                let t = Instant::now();
-                let mut prev = 0u32;
-                let mut ok = bh.len() == n;
-                while let Some(std::cmp::Reverse(k)) = bh.pop() {
-                    ok &= k >= prev;
-                    prev = k;
-                }
-                rows.push(Row {
-                    mode: "peer:binaryheap".into(),
-                    pattern,
-                    threads: 1,
-                    insert_ms: ins,
-                    delete_ms: t.elapsed().as_secs_f64() * 1e3,
-                    verified: ok,
-                });
-                let t = Instant::now();
-                let mut gh = GeneralizedHeap::new(args.batch)?;
-                gh.insert(&keys)?;
-                let ins = t.elapsed().as_secs_f64() * 1e3;
-                let t = Instant::now();
-                let out = gh.delete_min(n);
-                let del = t.elapsed().as_secs_f64() * 1e3;
-                let ok = out.len() == n && out.windows(2).all(|w| w[0] <= w[1]);
-                rows.push(Row {
-                    mode: "seq:gheap".into(),
-                    pattern,
-                    threads: 1,
-                    insert_ms: ins,
-                    delete_ms: del,
-                    verified: ok,
-                });
+                rows.extend(peer_rows(&keys, pattern, batch)?);
             }
         }
     }
@@ -325,8 +505,10 @@ fn run(args: &Args) -> Result<bool> {
             println!(
                 "{}",
                 json!({
-                    "mode": r.mode, "pattern": r.pattern, "keys": n, "batch": args.batch,
-                    "threads": r.threads, "preload": if args.mixed { args.preload } else { 0 },
+                    "mode": r.mode, "pattern": r.pattern, "keys": n, "batch": r.batch,
+                    "threads": r.threads, "work_group": r.work_group,
+                    "device": rt.as_ref().filter(|_| r.work_group.is_some()).map(|rt| rt.profile().label()),
+                    "preload": if args.mixed { args.preload } else { 0 },
                     "insert_ms": r.insert_ms, "delete_ms": r.delete_ms, "ms": total,
                     "mkeys_per_s": n as f64 / total / 1e3, "verified": r.verified,
                 })
@@ -334,9 +516,12 @@ fn run(args: &Args) -> Result<bool> {
         }
     } else {
         println!(
-            "generalized heap: {n} u32 keys, K = {}, {} latency threads{}",
-            args.batch,
+            "generalized heap: {n} u32 keys, {} latency threads{}{}",
             pool.len(),
+            match &rt {
+                Some(rt) => format!(", device {} ({} SVM)", rt.profile().label(), rt.transport()),
+                None => String::new(),
+            },
             if args.mixed {
                 format!(", mixed pairs on {} preloaded keys", args.preload)
             } else {
@@ -344,16 +529,21 @@ fn run(args: &Args) -> Result<bool> {
             }
         );
         println!(
-            "{:<11} {:<17} {:>7} {:>11} {:>11} {:>11} {:>9}  verified",
-            "pattern", "mode", "threads", "insert ms", "delete ms", "total ms", "Mkeys/s"
+            "{:<11} {:<17} {:>5} {:>10} {:>11} {:>11} {:>11} {:>9}  verified",
+            "pattern", "mode", "K", "threads", "insert ms", "delete ms", "total ms", "Mkeys/s"
         );
         for r in &rows {
             let total = r.insert_ms + r.delete_ms;
+            let threads = match r.work_group {
+                Some(wg) => format!("{}x{wg}", r.threads),
+                None => r.threads.to_string(),
+            };
             println!(
-                "{:<11} {:<17} {:>7} {:>11.2} {:>11.2} {:>11.2} {:>9.1}  {}",
+                "{:<11} {:<17} {:>5} {:>10} {:>11.2} {:>11.2} {:>11.2} {:>9.1}  {}",
                 r.pattern,
                 r.mode,
-                r.threads,
+                r.batch,
+                threads,
                 r.insert_ms,
                 r.delete_ms,
                 total,

@@ -334,9 +334,64 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         ok && stdout.contains("mixed") && !stdout.contains(" NO"),
         "{stdout}{err}"
     );
+    // The device heap, swept over K and work-groups (a group larger than K is skipped).
+    let (ok, stdout, err) = bench(&[
+        "--mode",
+        "gpu",
+        "--keys-log2",
+        "13",
+        "--batch",
+        "16,64",
+        "--work-groups",
+        "1,6",
+        "--work-group",
+        "16,32",
+        "--pattern",
+        "descending",
+        "--no-peers",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        2 + 4,
+        "K 16: 2 shapes, K 64: 4 shapes: {stdout}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["verified"] == true && r["mode"] == "gpu:td"),
+        "{stdout}"
+    );
+    let (ok, stdout, err) = bench(&[
+        "--mode",
+        "gpu",
+        "--keys-log2",
+        "12",
+        "--batch",
+        "32",
+        "--mixed",
+        "--preload",
+        "3000",
+    ]);
+    assert!(
+        ok && stdout.contains("gpu:td") && !stdout.contains(" NO"),
+        "{stdout}{err}"
+    );
     for (args, want) in [
         (&["--batch", "48"][..], "power of two"),
-        (&["--mode", "gpu"][..], "not built yet"),
+        (&["--mode", "coop"][..], "not built yet"),
+        (
+            &["--mode", "gpu", "--work-groups", "0"][..],
+            "at least one work-group",
+        ),
+        (
+            &["--mode", "gpu", "--work-group", "x"][..],
+            "expected a number",
+        ),
         (&["--pattern", "zigzag"][..], "unknown pattern"),
         (&["--keys-log2", "40"][..], "at most 30"),
         (&["--insert", "sideways"][..], "expected td, bu or both"),
