@@ -270,112 +270,257 @@ inline bool gh_wait_swap(__global uint *w, __global uint *hdr, uint from, uint t
  * at a barrier). */
 inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, state); }
 
-/* ---- Data-parallel steps (gh_mop), run by the whole group between two barriers ---- */
+/* ---- Data-parallel actions, run by the whole group; a step is up to GH_ACTS independent
+ * actions between two barriers (no action of a step reads what another writes). ---- */
 
-#define MO_NONE 0u   /* nothing: work-item 0 only needed a barrier                      */
-#define MO_EXIT 1u   /* the group leaves                                                */
-#define MO_LOAD 2u   /* loc[x][0..K) = glob[y][off..off+n), padded with KEY_MAX        */
-#define MO_STORE 3u  /* glob[y][off..off+n) = loc[x][from..from+n)                       */
-#define MO_SORT 4u   /* bitonic stage (k = off, j = n) over loc[x]                      */
-#define MO_MERGE 5u  /* loc[M] = merge path of loc[x] and loc[y]                         */
-#define MO_SPLIT 6u  /* loc[x] = loc[M][0..K), loc[y] = loc[M][K..2K) (GH_NONE: skipped) */
-#define MO_SHIFT 7u  /* loc[x][i] = loc[y][i + from], KEY_MAX past the end               */
-#define MO_COPY 8u   /* loc[x] = loc[y]                                                  */
+#define A_LOAD 1u   /* loc[x][i] = glob[y][off + i + from] for i + from < n, else KEY_MAX   */
+#define A_STORE 2u  /* glob[y][off + i] = loc[x][from + i] for i < n                       */
+#define A_GCOPY 3u  /* glob[y][off + i] = glob[z][off2 + i] for i < n (volatile reads)     */
+#define A_SORT 4u   /* bitonic stage (k = from, j = n) over loc[x]                         */
+#define A_MERGE 5u  /* merge path of loc[x], loc[y]: K smallest to loc[z], the rest to loc[w] */
+#define A_EXIT 6u   /* the group leaves                                                    */
 
-/* Local arrays: A, B, C (nodes and the buffer), D (the batch an INS carries), M (2K). */
-#define LA 0u
-#define LB 1u
-#define LC 2u
-#define LD 3u
-#define LM 4u
 /* Global arrays. */
 #define G_KEYS 0u
 #define G_PARTIAL 1u
 #define G_IN 2u
 #define G_OUT 3u
 
-typedef struct {
-    uint code, x, y, from, n;
-    ulong off;
-} gh_mop;
+#define GH_ARRAYS 6u /* local arrays of K keys; work-item 0 assigns them to roles */
+#define GH_ACTS 4
+#define GH_UNLOCKS 3
+#define GH_QUEUE 4
 
-inline gh_mop gh_make(uint code, uint x, uint y, ulong off, uint from, uint n) {
-    gh_mop m;
-    m.code = code;
-    m.x = x;
-    m.y = y;
-    m.off = off;
-    m.from = from;
-    m.n = n;
-    return m;
+typedef struct {
+    uint code, x, y, z, w, from, n;
+    ulong off, off2;
+} gh_act;
+
+/* What the group runs next (broadcast through local memory). */
+typedef struct {
+    uint n_act;
+    gh_act act[GH_ACTS];
+} gh_step;
+
+/* A step as work-item 0 builds it: its actions, the locks to release once it has run (its
+ * stores fenced and the group met at the barrier), and the arrays free after it. */
+typedef struct {
+    gh_step s;
+    uint n_unlock;
+    uint unlock_at[GH_UNLOCKS], unlock_to[GH_UNLOCKS];
+    uint frees;
+} gh_pending;
+
+/* Merge path with the output split over two arrays: out position p < K goes to lo[p], the
+ * rest to hi[p - K] (ties: a first). */
+inline void gh_merge_split(__local const KEY_T *a, __local const KEY_T *b, __local KEY_T *lo,
+                           __local KEY_T *hi, uint lid) {
+    const uint per = (2 * K) / WG;
+    const uint d = lid * per;
+    uint l = d > K ? d - K : 0, h = min(d, (uint)K);
+    while (l < h) {
+        const uint mid = (l + h) / 2;
+        if (a[mid] <= b[d - mid - 1]) l = mid + 1;
+        else h = mid;
+    }
+    uint i = l, j = d - l;
+    for (uint t = 0; t < per; ++t) {
+        const KEY_T av = a[min(i, (uint)K - 1)];
+        const KEY_T bv = b[min(j, (uint)K - 1)];
+        const bool take_a = j >= K || (i < K && av <= bv);
+        const uint p = d + t;
+        const KEY_T v = take_a ? av : bv;
+        if (p < K) lo[p] = v;
+        else hi[p - K] = v;
+        i += take_a ? 1u : 0u;
+        j += take_a ? 0u : 1u;
+    }
+}
+
+inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *keys,
+                       __global KEY_T *partial, __global const KEY_T *in, __global KEY_T *out,
+                       uint lid) {
+    __global KEY_T *glob = m.y == G_KEYS ? keys : (m.y == G_PARTIAL ? partial : out);
+    switch (m.code) {
+    case A_LOAD: {
+        __local KEY_T *dst = loc[m.x];
+        if (m.y == G_IN) {
+            for (uint i = lid; i < K; i += WG) {
+                dst[i] = i + m.from < m.n ? in[m.off + i + m.from] : KEY_MAX;
+            }
+        } else {
+            volatile __global const KEY_T *src = (volatile __global const KEY_T *)(glob + m.off);
+            for (uint i = lid; i < K; i += WG) {
+                dst[i] = i + m.from < m.n ? src[i + m.from] : KEY_MAX;
+            }
+        }
+        break;
+    }
+    case A_STORE: {
+        volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
+        __local const KEY_T *src = loc[m.x] + m.from;
+        for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
+        break;
+    }
+    case A_GCOPY: {
+        volatile __global const KEY_T *src =
+            (volatile __global const KEY_T *)((m.z == G_KEYS ? keys : partial) + m.off2);
+        volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
+        for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
+        break;
+    }
+    case A_SORT:
+        gheap_bitonic_stage(loc[m.x], m.from, m.n, lid);
+        break;
+    case A_MERGE:
+        gh_merge_split(loc[m.x], loc[m.y], loc[m.z], loc[m.w], lid);
+        break;
+    default:
+        break;
+    }
 }
 
 /* ---- Work-item 0's control: the operations as a state machine ---- */
 
 enum {
-    P_NEXT, P_SORT, P_INS_LOCK, P_INS_SPLIT, P_INS_BUF_ROOT, P_INS_BUF_STORE, P_UNLOCK_ROOT,
-    P_INS_ROOT_MERGE, P_INS_DOWN, P_INS_RELEASE, P_INS_NODE_MERGE, P_INS_FINISH,
-    P_DEL_LOCK, P_DEL_SPARE, P_DEL_TAKE, P_DEL_REFILL, P_SIFT, P_SIFT_CHILDREN,
-    P_SIFT_RELEASE_LARGE, P_SIFT_DECIDE, P_SIFT_END, P_SIFT_STEP
+    P_NEXT, P_SORT, P_INS_LOCK, P_INS_MERGED, P_INS_BUF_ROOT, P_INS_DOWN, P_INS_NODE,
+    P_DEL_LOCK, P_DEL_SPARE, P_DEL_TAKE, P_SIFT, P_SIFT_CHILDREN, P_SIFT_DECIDE
 };
-
-#define GH_QUEUE 8
 
 typedef struct {
     uint pc;
+    /* steps built and not yet run; the one that ran last (its unlocks and frees) */
+    gh_pending q[GH_QUEUE];
     uint qlen, qpos;
-    gh_mop q[GH_QUEUE];
+    gh_pending cur;
+    gh_pending ran;
+    uint free_mask;
     /* the operation */
     uint t, n, want, count, plen, total, target, depth, level, held, pos, st, seq, spare, last;
-    uint sort_k, sort_j, child, ck, large_pos, sl, sr;
+    uint sort_k, sort_j, child, large_pos, sl, sr;
+    /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
+     * merge results, children (a, b) */
+    uint c, d, p, a, b;
     bool changed, child_changed, has_l, has_r;
 } gh_ctl;
 
-inline void gh_push(gh_ctl *c, gh_mop m) { c->q[c->qlen++] = m; }
-
-/* Records `code` (the first error wins) and makes the group leave. */
-inline void gh_fail(gh_ctl *c, __global uint *hdr, uint code) {
-    (void)asym_cas(&hdr[GH_ERROR], 0u, code);
-    c->qlen = 0;
-    c->qpos = 0;
-    gh_push(c, gh_make(MO_EXIT, 0, 0, 0, 0, 0));
+inline uint gh_alloc(__local gh_ctl *c) {
+    const uint i = 31u - clz(c->free_mask & (0u - c->free_mask)); /* lowest free */
+    c->free_mask &= ~(1u << i);
+    return i;
 }
 
-inline void gh_merge_steps(gh_ctl *c, uint a, uint b) {
-    gh_push(c, gh_make(MO_MERGE, a, b, 0, 0, 0));
-    gh_push(c, gh_make(MO_SPLIT, a, b, 0, 0, 0));
+/* The array is free once the step being built has run. */
+inline void gh_free(__local gh_ctl *c, uint i) { c->cur.frees |= 1u << i; }
+
+inline void gh_add(__local gh_ctl *c, uint code, uint x, uint y, uint z, uint w, ulong off, ulong off2,
+                   uint from, uint n) {
+    gh_act m;
+    m.code = code;
+    m.x = x;
+    m.y = y;
+    m.z = z;
+    m.w = w;
+    m.off = off;
+    m.off2 = off2;
+    m.from = from;
+    m.n = n;
+    c->cur.s.act[c->cur.s.n_act++] = m;
+}
+
+inline void gh_load(__local gh_ctl *c, uint dst, uint g, ulong off, uint from, uint n) {
+    gh_add(c, A_LOAD, dst, g, 0, 0, off, 0, from, n);
+}
+inline void gh_store(__local gh_ctl *c, uint src, uint g, ulong off, uint from, uint n) {
+    if (n > 0) gh_add(c, A_STORE, src, g, 0, 0, off, 0, from, n);
+}
+/* MergeAndSort of x and y into two new arrays (returned in *lo, *hi); x and y are freed. */
+inline void gh_merge(__local gh_ctl *c, uint x, uint y, uint *lo, uint *hi) {
+    *lo = gh_alloc(c);
+    *hi = gh_alloc(c);
+    gh_add(c, A_MERGE, x, y, *lo, *hi, 0, 0, 0, 0);
+    gh_free(c, x);
+    gh_free(c, y);
+}
+/* Releases the lock once the step being built has run. */
+inline void gh_after(__local gh_ctl *c, uint at, uint state) {
+    c->cur.unlock_at[c->cur.n_unlock] = at;
+    c->cur.unlock_to[c->cur.n_unlock] = state;
+    c->cur.n_unlock++;
+}
+
+/* Ends the step being built: queued (or, with no action and nothing queued before it, its
+ * unlocks and frees apply at once: everything before it has run). */
+inline void gh_end_step(__local gh_ctl *c, __global uint *word) {
+    if (c->cur.s.n_act == 0 && c->qpos == c->qlen) {
+        for (uint i = 0; i < c->cur.n_unlock; ++i) gh_unlock(&word[c->cur.unlock_at[i]], c->cur.unlock_to[i]);
+        c->free_mask |= c->cur.frees;
+    } else {
+        c->q[c->qlen++] = c->cur;
+    }
+    c->cur.s.n_act = 0;
+    c->cur.n_unlock = 0;
+    c->cur.frees = 0;
+}
+
+/* Records `code` (the first error wins) and makes the group leave. */
+inline void gh_fail(__local gh_ctl *c, __global uint *hdr, uint code) {
+    (void)asym_cas(&hdr[GH_ERROR], 0u, code);
+    c->qlen = c->qpos = 0;
+    c->cur.s.n_act = 0;
+    c->cur.n_unlock = 0;
+    c->cur.frees = 0;
+    gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
+    c->q[c->qlen++] = c->cur;
+    c->cur.s.n_act = 0;
 }
 
 /* Under the root lock: the operation takes effect here; the host reads the order. */
-inline void gh_linearize(gh_ctl *c, __global uint *hdr, __global uint *order) {
+inline void gh_linearize(__local gh_ctl *c, __global uint *hdr, __global uint *order) {
     const uint lin = asym_load_relaxed(&hdr[GH_LIN]);
     asym_store_relaxed(&hdr[GH_LIN], lin + 1u);
     order[lin] = c->t;
 }
 
-/* The next step for the group. `loc` are the group's local arrays, readable here because
- * every call follows a barrier. */
-inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
-                         __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
-                         uint in_len, __global uint *out_len, __global uint *order) {
+/* Whether MergeAndSort of x and y has anything to do (the seed's early stop). */
+inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
+    return loc[x][K - 1] > loc[y][0];
+}
+
+/* The next step for the group. `loc` is readable here: every call follows a barrier. */
+inline gh_step gh_control(__local gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
+                          __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
+                          uint in_len, __global uint *out_len, __global uint *order) {
+    /* The step that just ran: its stores are fenced and the group met at the barrier. */
+    for (uint i = 0; i < c->ran.n_unlock; ++i) gh_unlock(&word[c->ran.unlock_at[i]], c->ran.unlock_to[i]);
+    c->free_mask |= c->ran.frees;
+    c->ran.n_unlock = 0;
+    c->ran.frees = 0;
     for (;;) {
         if (c->qpos < c->qlen) {
-            gh_mop m = c->q[c->qpos++];
+            c->ran = c->q[c->qpos++];
             if (c->qpos == c->qlen) c->qpos = c->qlen = 0;
-            return m;
+            return c->ran.s;
         }
         switch (c->pc) {
         case P_NEXT: {
             const uint t = asym_load_relaxed(&hdr[GH_ERROR]) != 0u
                                ? n_ops
                                : asym_fetch_add(&hdr[GH_TICKET], 1u);
-            if (t >= n_ops) return gh_make(MO_EXIT, 0, 0, 0, 0, 0);
+            if (t >= n_ops) {
+                gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
+                gh_end_step(c, word);
+                break;
+            }
             const uint kind = ops[2u * t], arg = ops[2u * t + 1u];
             c->t = t;
+            c->free_mask = (1u << GH_ARRAYS) - 1u;
             if (kind == GH_OP_INSERT) {
                 const ulong start = (ulong)arg * K;
                 c->n = (uint)min((ulong)K, (ulong)in_len - start);
-                gh_push(c, gh_make(MO_LOAD, LD, G_IN, start, 0, c->n));
+                c->d = gh_alloc(c);
+                gh_load(c, c->d, G_IN, start, 0, c->n);
+                gh_end_step(c, word);
                 c->sort_k = 2;
                 c->sort_j = 1;
                 c->pc = P_SORT;
@@ -390,7 +535,8 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
                 c->pc = P_INS_LOCK;
                 break;
             }
-            gh_push(c, gh_make(MO_SORT, LD, 0, c->sort_k, 0, c->sort_j));
+            gh_add(c, A_SORT, c->d, 0, 0, 0, 0, 0, c->sort_k, c->sort_j);
+            gh_end_step(c, word);
             c->sort_j >>= 1;
             if (c->sort_j == 0) {
                 c->sort_k <<= 1;
@@ -407,21 +553,46 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
             gh_linearize(c, hdr, order);
             c->count = asym_load_relaxed(&hdr[GH_COUNT]);
             c->plen = asym_load_relaxed(&hdr[GH_PLEN]);
-            gh_push(c, gh_make(MO_LOAD, LA, G_PARTIAL, 0, 0, c->plen));
-            gh_push(c, gh_make(MO_MERGE, LA, LD, 0, 0, 0));
-            c->pc = P_INS_SPLIT;
-            break;
-        case P_INS_SPLIT:
             c->total = c->plen + c->n;
+            c->p = gh_alloc(c);
+            gh_load(c, c->p, G_PARTIAL, 0, 0, c->plen);
+            c->c = GH_NONE;
+            if (c->count > 0) {
+                /* The root, read ahead. */
+                c->c = gh_alloc(c);
+                gh_load(c, c->c, G_KEYS, 0, 0, K);
+            }
+            gh_end_step(c, word);
+            if (c->plen > 0) {
+                uint lo, hi;
+                gh_merge(c, c->p, c->d, &lo, &hi);
+                gh_end_step(c, word);
+                c->d = lo; /* the K smallest of buffer and batch */
+                c->p = hi; /* the rest */
+            } else {
+                gh_free(c, c->p);
+                c->p = GH_NONE;
+            }
+            c->pc = P_INS_MERGED;
+            break;
+        case P_INS_MERGED:
             if (c->total < K) {
-                /* Everything stays in the buffer, after a MergeAndSort with the root. */
-                gh_push(c, gh_make(MO_SPLIT, LA, GH_NONE, 0, 0, 0));
-                if (c->count > 0) {
-                    gh_push(c, gh_make(MO_LOAD, LC, G_KEYS, 0, 0, K));
-                    c->pc = P_INS_BUF_ROOT;
-                } else {
-                    c->pc = P_INS_BUF_STORE;
+                /* Everything stays in the buffer (d holds it all), after a MergeAndSort
+                 * with the root. */
+                if (c->p != GH_NONE) gh_free(c, c->p);
+                c->p = c->d;
+                if (c->count > 0 && gh_overlap(loc, c->c, c->p)) {
+                    uint lo, hi;
+                    gh_merge(c, c->c, c->p, &lo, &hi);
+                    gh_end_step(c, word);
+                    gh_store(c, lo, G_KEYS, 0, 0, K);
+                    c->p = hi;
                 }
+                gh_store(c, c->p, G_PARTIAL, 0, 0, c->total);
+                asym_store_relaxed(&hdr[GH_PLEN], c->total);
+                gh_after(c, 0, GH_AVAIL);
+                gh_end_step(c, word);
+                c->pc = P_NEXT;
                 break;
             }
             if (c->count >= asym_load_relaxed(&hdr[GH_MAX_NODES])) {
@@ -430,14 +601,18 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
                 gh_fail(c, hdr, GH_ERR_CAPACITY);
                 break;
             }
-            /* The K smallest travel down as the new node; the rest stay in the buffer. */
-            gh_push(c, gh_make(MO_SPLIT, LD, LA, 0, 0, 0));
-            gh_push(c, gh_make(MO_STORE, LA, G_PARTIAL, 0, 0, c->total - K));
+            /* d (the K smallest) travels down as the new node; p's keys stay in the buffer. */
+            if (c->p != GH_NONE) {
+                gh_store(c, c->p, G_PARTIAL, 0, 0, c->total - K);
+                gh_free(c, c->p);
+            }
             asym_store_relaxed(&hdr[GH_PLEN], c->total - K);
             asym_store_relaxed(&hdr[GH_COUNT], c->count + 1u);
             if (c->count == 0) {
-                gh_push(c, gh_make(MO_STORE, LD, G_KEYS, 0, 0, K));
-                c->pc = P_UNLOCK_ROOT;
+                gh_store(c, c->d, G_KEYS, 0, 0, K);
+                gh_after(c, 0, GH_AVAIL);
+                gh_end_step(c, word);
+                c->pc = P_NEXT;
                 break;
             }
             c->target = gh_position(c->count);
@@ -450,33 +625,22 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
-            gh_push(c, gh_make(MO_LOAD, LC, G_KEYS, 0, 0, K));
             c->depth = 31u - clz(c->target + 1u);
             c->level = 1;
             c->held = 0;
-            c->pc = P_INS_ROOT_MERGE;
+            c->pc = P_INS_NODE;
             break;
-        case P_INS_BUF_ROOT:
-            if (loc[LC][K - 1] > loc[LA][0]) {
-                gh_merge_steps(c, LC, LA);
-                gh_push(c, gh_make(MO_STORE, LC, G_KEYS, 0, 0, K));
+        case P_INS_NODE:
+            /* c: the held node's keys, d: the carried batch (the buffer store, if any, is
+             * in the step being built). */
+            c->changed = gh_overlap(loc, c->c, c->d);
+            if (c->changed) {
+                uint lo, hi;
+                gh_merge(c, c->c, c->d, &lo, &hi);
+                c->c = lo;
+                c->d = hi;
             }
-            c->pc = P_INS_BUF_STORE;
-            break;
-        case P_INS_BUF_STORE:
-            gh_push(c, gh_make(MO_STORE, LA, G_PARTIAL, 0, 0, c->total));
-            asym_store_relaxed(&hdr[GH_PLEN], c->total);
-            c->pc = P_UNLOCK_ROOT;
-            break;
-        case P_UNLOCK_ROOT:
-            gh_unlock(&word[0], GH_AVAIL);
-            c->pc = P_NEXT;
-            break;
-        case P_INS_ROOT_MERGE:
-        case P_INS_NODE_MERGE:
-            /* C: the node on the path, D: the carried batch. */
-            c->changed = loc[LC][K - 1] > loc[LD][0];
-            if (c->changed) gh_merge_steps(c, LC, LD);
+            gh_end_step(c, word);
             c->pc = P_INS_DOWN;
             break;
         case P_INS_DOWN:
@@ -486,41 +650,39 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
-            if (c->changed) {
-                gh_push(c, gh_make(MO_STORE, LC, G_KEYS, (ulong)c->held * K, 0, K));
-            }
-            c->pc = P_INS_RELEASE;
-            break;
-        case P_INS_RELEASE:
-            gh_unlock(&word[c->held], GH_AVAIL);
+            /* One step: store the node left behind, and load the next one or place the
+             * batch; the left node is released after it. */
+            if (c->changed) gh_store(c, c->c, G_KEYS, (ulong)c->held * K, 0, K);
+            gh_free(c, c->c);
+            gh_after(c, c->held, GH_AVAIL);
             if (c->pos == c->target) {
-                gh_push(c, gh_make(MO_STORE, LD, G_KEYS, (ulong)c->pos * K, 0, K));
-                c->pc = P_INS_FINISH;
+                gh_store(c, c->d, G_KEYS, (ulong)c->pos * K, 0, K);
+                if (c->st == GH_MARKED) {
+                    gh_after(c, c->pos, GH_HANDED);
+                } else if (c->st == GH_TARGET) {
+                    gh_after(c, c->pos, GH_AVAIL);
+                } else {
+                    gh_fail(c, hdr, GH_ERR_STATE);
+                    break;
+                }
+                gh_end_step(c, word);
+                c->pc = P_NEXT;
                 break;
             }
             if (c->st != GH_AVAIL) {
                 gh_fail(c, hdr, GH_ERR_STATE);
                 break;
             }
-            gh_push(c, gh_make(MO_LOAD, LC, G_KEYS, (ulong)c->pos * K, 0, K));
+            c->c = gh_alloc(c);
+            gh_load(c, c->c, G_KEYS, (ulong)c->pos * K, 0, K);
+            gh_end_step(c, word);
             c->held = c->pos;
             c->level += 1u;
-            c->pc = P_INS_NODE_MERGE;
-            break;
-        case P_INS_FINISH:
-            if (c->st == GH_MARKED) {
-                gh_unlock(&word[c->pos], GH_HANDED);
-            } else if (c->st == GH_TARGET) {
-                gh_unlock(&word[c->pos], GH_AVAIL);
-            } else {
-                gh_fail(c, hdr, GH_ERR_STATE);
-                break;
-            }
-            c->pc = P_NEXT;
+            c->pc = P_INS_NODE;
             break;
 
         /* ---- DEL (TD-DEL) ---- */
-        case P_DEL_LOCK:
+        case P_DEL_LOCK: {
             if (gh_lock(&word[0], hdr) == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
@@ -530,47 +692,73 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
             c->plen = asym_load_relaxed(&hdr[GH_PLEN]);
             c->seq = asym_load_relaxed(&hdr[GH_SEQ]);
             asym_store_relaxed(&hdr[GH_SEQ], c->seq + 1u);
+            const ulong dst = (ulong)c->seq * K;
             if (c->count == 0) {
                 const uint take = min(c->want, c->plen);
-                gh_push(c, gh_make(MO_LOAD, LA, G_PARTIAL, 0, 0, c->plen));
-                gh_push(c, gh_make(MO_STORE, LA, G_OUT, (ulong)c->seq * K, 0, take));
-                gh_push(c, gh_make(MO_STORE, LA, G_PARTIAL, 0, take, c->plen - take));
+                c->p = gh_alloc(c);
+                gh_load(c, c->p, G_PARTIAL, 0, 0, c->plen);
+                gh_end_step(c, word);
+                gh_store(c, c->p, G_OUT, dst, 0, take);
+                gh_store(c, c->p, G_PARTIAL, 0, take, c->plen - take);
+                gh_after(c, 0, GH_AVAIL);
+                gh_end_step(c, word);
                 out_len[c->seq] = take;
                 asym_store_relaxed(&hdr[GH_PLEN], c->plen - take);
-                c->pc = P_UNLOCK_ROOT;
+                c->pc = P_NEXT;
                 break;
             }
-            /* The root's keys not returned, merged with the buffer: smaller than the rest. */
-            gh_push(c, gh_make(MO_LOAD, LC, G_KEYS, 0, 0, K));
-            gh_push(c, gh_make(MO_LOAD, LB, G_PARTIAL, 0, 0, c->plen));
-            gh_push(c, gh_make(MO_STORE, LC, G_OUT, (ulong)c->seq * K, 0, c->want));
-            gh_push(c, gh_make(MO_SHIFT, LA, LC, 0, c->want, 0));
-            gh_push(c, gh_make(MO_MERGE, LA, LB, 0, 0, 0));
+            /* The root's first keys go out; the rest (a) and the buffer (b) are the spare
+             * keys, smaller than everything below. */
+            gh_add(c, A_GCOPY, 0, G_OUT, G_KEYS, 0, dst, 0, 0, c->want);
+            c->a = GH_NONE;
+            c->b = GH_NONE;
+            if (c->want < K) {
+                c->a = gh_alloc(c);
+                gh_load(c, c->a, G_KEYS, 0, c->want, K);
+            }
+            if (c->plen > 0) {
+                c->b = gh_alloc(c);
+                gh_load(c, c->b, G_PARTIAL, 0, 0, c->plen);
+            }
+            gh_end_step(c, word);
             out_len[c->seq] = c->want;
             c->spare = K - c->want + c->plen;
+            c->p = c->a != GH_NONE ? c->a : c->b; /* the spare keys' first K */
+            c->d = GH_NONE;                        /* and the rest */
+            if (c->a != GH_NONE && c->b != GH_NONE) {
+                uint lo, hi;
+                gh_merge(c, c->a, c->b, &lo, &hi);
+                gh_end_step(c, word);
+                c->p = lo;
+                c->d = hi;
+            }
             c->pc = P_DEL_SPARE;
             break;
+        }
         case P_DEL_SPARE:
             if (c->spare >= K) {
                 /* The K smallest spare keys refill the root; the node count stays. */
-                gh_push(c, gh_make(MO_SPLIT, LC, LA, 0, 0, 0));
-                gh_push(c, gh_make(MO_STORE, LA, G_PARTIAL, 0, 0, c->spare - K));
+                c->c = c->p;
+                gh_store(c, c->d, G_PARTIAL, 0, 0, c->spare - K);
+                gh_free(c, c->d);
                 asym_store_relaxed(&hdr[GH_PLEN], c->spare - K);
                 c->pos = 0;
                 c->changed = true;
                 c->pc = P_SIFT;
                 break;
             }
+            if (c->d != GH_NONE) gh_free(c, c->d);
             /* The last node refills the root. */
             c->last = gh_position(c->count - 1u);
             asym_store_relaxed(&hdr[GH_COUNT], c->count - 1u);
+            asym_store_relaxed(&hdr[GH_PLEN], c->spare);
             if (c->last == 0) {
-                gh_push(c, gh_make(MO_STORE, LM, G_PARTIAL, 0, 0, c->spare));
-                asym_store_relaxed(&hdr[GH_PLEN], c->spare);
-                c->pc = P_UNLOCK_ROOT;
+                if (c->p != GH_NONE) gh_store(c, c->p, G_PARTIAL, 0, 0, c->spare);
+                gh_after(c, 0, GH_AVAIL);
+                gh_end_step(c, word);
+                c->pc = P_NEXT;
                 break;
             }
-            gh_push(c, gh_make(MO_SPLIT, LA, GH_NONE, 0, 0, 0));
             c->st = gh_lock(&word[c->last], hdr);
             if (c->st == GH_TARGET) {
                 /* Its INS is still on the way: mark it and wait (holding the root). */
@@ -583,25 +771,32 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
                 gh_fail(c, hdr, c->st == GH_ABORT ? GH_ERR_STALL : GH_ERR_STATE);
                 break;
             }
-            gh_push(c, gh_make(MO_LOAD, LC, G_KEYS, (ulong)c->last * K, 0, K));
+            /* Nothing writes the node before an INS targets it again, which needs the root:
+             * it can be let go as soon as its keys are read. */
+            c->c = gh_alloc(c);
+            gh_load(c, c->c, G_KEYS, (ulong)c->last * K, 0, K);
+            gh_after(c, c->last, GH_EMPTY);
+            gh_end_step(c, word);
             c->pc = P_DEL_TAKE;
             break;
         case P_DEL_TAKE:
-            /* The keys are in C; nothing writes the node before an INS targets it again,
-             * which needs the root. */
-            gh_unlock(&word[c->last], GH_EMPTY);
-            if (loc[LC][K - 1] > loc[LA][0]) gh_merge_steps(c, LC, LA);
-            c->pc = P_DEL_REFILL;
-            break;
-        case P_DEL_REFILL:
-            gh_push(c, gh_make(MO_STORE, LA, G_PARTIAL, 0, 0, c->spare));
-            asym_store_relaxed(&hdr[GH_PLEN], c->spare);
+            if (c->spare > 0 && gh_overlap(loc, c->c, c->p)) {
+                uint lo, hi;
+                gh_merge(c, c->c, c->p, &lo, &hi);
+                gh_end_step(c, word);
+                c->c = lo;
+                c->p = hi;
+            }
+            /* The buffer's store goes with the sift's first step. */
+            if (c->spare > 0) gh_store(c, c->p, G_PARTIAL, 0, 0, c->spare);
+            if (c->p != GH_NONE) gh_free(c, c->p);
             c->pos = 0;
             c->changed = true;
             c->pc = P_SIFT;
             break;
 
-        /* ---- TD-DEL's sift-down: the group holds `pos`, its keys in C ---- */
+        /* ---- TD-DEL's sift-down: the group holds `pos`, its keys in c; the step being
+         * built may hold stores of the levels above ---- */
         case P_SIFT: {
             const uint l = 2u * c->pos + 1u, r = l + 1u;
             c->sl = l < slots ? gh_lock(&word[l], hdr) : GH_NONE;
@@ -615,61 +810,64 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
             /* An absent child (empty, or a target whose INS is behind us) is let go now. */
             if (c->sl != GH_NONE && !c->has_l) gh_unlock(&word[l], c->sl);
             if (c->sr != GH_NONE && !c->has_r) gh_unlock(&word[r], c->sr);
-            if (c->has_l) gh_push(c, gh_make(MO_LOAD, LA, G_KEYS, (ulong)l * K, 0, K));
-            if (c->has_r) gh_push(c, gh_make(MO_LOAD, LB, G_KEYS, (ulong)r * K, 0, K));
+            c->a = c->has_l ? gh_alloc(c) : GH_NONE;
+            c->b = c->has_r ? gh_alloc(c) : GH_NONE;
+            if (c->has_l) gh_load(c, c->a, G_KEYS, (ulong)l * K, 0, K);
+            if (c->has_r) gh_load(c, c->b, G_KEYS, (ulong)r * K, 0, K);
+            gh_end_step(c, word);
             c->pc = P_SIFT_CHILDREN;
             break;
         }
         case P_SIFT_CHILDREN: {
             const uint l = 2u * c->pos + 1u, r = l + 1u;
-            c->child_changed = false;
             if (c->has_l && c->has_r) {
                 /* The larger half goes back into the child whose largest key was larger. */
-                const bool l_larger = loc[LA][K - 1] > loc[LB][K - 1];
-                const uint small = l_larger ? LB : LA, large = l_larger ? LA : LB;
+                const bool l_larger = loc[c->a][K - 1] > loc[c->b][K - 1];
+                uint small = l_larger ? c->b : c->a, large = l_larger ? c->a : c->b;
                 c->large_pos = l_larger ? l : r;
                 c->child = l_larger ? r : l;
-                c->ck = small;
-                c->child_changed = loc[small][K - 1] > loc[large][0];
+                c->child_changed = gh_overlap(loc, small, large);
                 if (c->child_changed) {
-                    gh_merge_steps(c, small, large);
-                    gh_push(c, gh_make(MO_STORE, large, G_KEYS, (ulong)c->large_pos * K, 0, K));
+                    gh_merge(c, small, large, &small, &large);
+                    gh_end_step(c, word);
+                    gh_store(c, large, G_KEYS, (ulong)c->large_pos * K, 0, K);
                 }
-                c->pc = P_SIFT_RELEASE_LARGE;
-                break;
+                gh_free(c, large);
+                gh_after(c, c->large_pos, GH_AVAIL);
+                c->a = small;
+            } else {
+                c->child = c->has_l ? l : (c->has_r ? r : GH_NONE);
+                c->a = c->has_l ? c->a : c->b;
+                c->child_changed = false;
             }
-            c->child = c->has_l ? l : (c->has_r ? r : GH_NONE);
-            c->ck = c->has_l ? LA : LB;
             c->pc = P_SIFT_DECIDE;
             break;
         }
-        case P_SIFT_RELEASE_LARGE:
-            gh_unlock(&word[c->large_pos], GH_AVAIL);
-            c->pc = P_SIFT_DECIDE;
-            break;
         case P_SIFT_DECIDE:
-            if (c->child == GH_NONE || loc[LC][K - 1] <= loc[c->ck][0]) {
+            /* a: the smaller child's keys (child_changed: not yet stored). The step being
+             * built may hold the larger child's store and unlock. */
+            if (c->child == GH_NONE || !gh_overlap(loc, c->c, c->a)) {
                 /* The property holds below: store what changed and let go. */
-                if (c->changed) gh_push(c, gh_make(MO_STORE, LC, G_KEYS, (ulong)c->pos * K, 0, K));
-                if (c->child != GH_NONE && c->child_changed) {
-                    gh_push(c, gh_make(MO_STORE, c->ck, G_KEYS, (ulong)c->child * K, 0, K));
+                if (c->changed) gh_store(c, c->c, G_KEYS, (ulong)c->pos * K, 0, K);
+                if (c->child != GH_NONE) {
+                    if (c->child_changed) gh_store(c, c->a, G_KEYS, (ulong)c->child * K, 0, K);
+                    gh_after(c, c->child, GH_AVAIL);
                 }
-                c->pc = P_SIFT_END;
+                gh_after(c, c->pos, GH_AVAIL);
+                gh_end_step(c, word);
+                c->pc = P_NEXT;
                 break;
             }
-            gh_merge_steps(c, LC, c->ck);
-            gh_push(c, gh_make(MO_STORE, LC, G_KEYS, (ulong)c->pos * K, 0, K));
-            c->pc = P_SIFT_STEP;
-            break;
-        case P_SIFT_END:
-            if (c->child != GH_NONE) gh_unlock(&word[c->child], GH_AVAIL);
-            gh_unlock(&word[c->pos], GH_AVAIL);
-            c->pc = P_NEXT;
-            break;
-        case P_SIFT_STEP:
-            /* The child, still locked, becomes the node: its new keys move into C. */
-            gh_unlock(&word[c->pos], GH_AVAIL);
-            gh_push(c, gh_make(MO_COPY, LC, c->ck, 0, 0, 0));
+            {
+                uint lo, hi;
+                gh_merge(c, c->c, c->a, &lo, &hi);
+                gh_end_step(c, word);
+                /* The node's keys are final: stored with the next level's loads. */
+                gh_store(c, lo, G_KEYS, (ulong)c->pos * K, 0, K);
+                gh_free(c, lo);
+                gh_after(c, c->pos, GH_AVAIL);
+                c->c = hi;
+            }
             c->pos = c->child;
             c->changed = true;
             c->pc = P_SIFT;
@@ -681,54 +879,6 @@ inline gh_mop gh_control(gh_ctl *c, __local KEY_T *loc[5], __global uint *word,
     }
 }
 
-/* One step by the whole group; no barrier inside. */
-inline void gh_exec(gh_mop m, __local KEY_T *loc[5], __global KEY_T *keys,
-                    __global KEY_T *partial, __global const KEY_T *in, __global KEY_T *out,
-                    uint lid) {
-    __global KEY_T *glob = m.y == G_KEYS ? keys : (m.y == G_PARTIAL ? partial : out);
-    switch (m.code) {
-    case MO_LOAD: {
-        __local KEY_T *dst = loc[m.x];
-        if (m.y == G_IN) {
-            for (uint i = lid; i < K; i += WG) dst[i] = i < m.n ? in[m.off + i] : KEY_MAX;
-        } else {
-            volatile __global const KEY_T *src = (volatile __global const KEY_T *)(glob + m.off);
-            for (uint i = lid; i < K; i += WG) dst[i] = i < m.n ? src[i] : KEY_MAX;
-        }
-        break;
-    }
-    case MO_STORE: {
-        volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
-        __local const KEY_T *src = loc[m.x] + m.from;
-        for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
-        gh_fence();
-        break;
-    }
-    case MO_SORT:
-        gheap_bitonic_stage(loc[m.x], (uint)m.off, m.n, lid);
-        break;
-    case MO_MERGE:
-        gheap_merge_path(loc[m.x], loc[m.y], loc[LM], lid);
-        break;
-    case MO_SPLIT:
-        for (uint i = lid; i < K; i += WG) {
-            if (m.x != GH_NONE) loc[m.x][i] = loc[LM][i];
-            if (m.y != GH_NONE) loc[m.y][i] = loc[LM][K + i];
-        }
-        break;
-    case MO_SHIFT:
-        for (uint i = lid; i < K; i += WG) {
-            loc[m.x][i] = i + m.from < K ? loc[m.y][i + m.from] : KEY_MAX;
-        }
-        break;
-    case MO_COPY:
-        for (uint i = lid; i < K; i += WG) loc[m.x][i] = loc[m.y][i];
-        break;
-    default:
-        break;
-    }
-}
-
 /* Runs the launch's operations: ops[2t] is GH_OP_INSERT (ops[2t+1] = the chunk of `in`:
  * keys [chunk·K, min(chunk·K + K, in_len))) or GH_OP_DELETE (ops[2t+1] = keys wanted, 1..K).
  * Each work-group takes operations by ticket until none is left. */
@@ -737,26 +887,40 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
                       __global KEY_T *partial, uint slots, __global const uint *ops, uint n_ops,
                       __global const KEY_T *in, uint in_len, __global KEY_T *out,
                       __global uint *out_len, __global uint *order) {
-    __local KEY_T la[K], lb[K], lc[K], ld[K], lm[2 * K];
-    __local gh_mop step;
-    __local KEY_T *loc[5] = {la, lb, lc, ld, lm};
+    __local KEY_T l0[K], l1[K], l2[K], l3[K], l4[K], l5[K];
+    __local gh_step step;
+    __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4, l5};
     const uint lid = get_local_id(0);
-    gh_ctl ctl;
-    ctl.pc = P_NEXT;
-    ctl.qlen = 0;
-    ctl.qpos = 0;
+    /* Work-item 0's control state lives in local memory: private memory this large would
+     * be reserved for every work-item. */
+    __local gh_ctl ctl;
+    if (lid == 0) {
+        ctl.pc = P_NEXT;
+        ctl.qlen = ctl.qpos = 0;
+        ctl.cur.s.n_act = 0;
+        ctl.cur.n_unlock = 0;
+        ctl.cur.frees = 0;
+        ctl.ran.n_unlock = 0;
+        ctl.ran.frees = 0;
+        ctl.free_mask = (1u << GH_ARRAYS) - 1u;
+    }
     for (;;) {
-        if (lid == 0) step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len,
-                                           order);
+        if (lid == 0) {
+            step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len, order);
+        }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        const gh_mop m = step;
-        if (m.code == MO_EXIT) break;
-        gh_exec(m, loc, keys, partial, in, out, lid);
+        const uint n_act = step.n_act;
+        if (n_act > 0 && step.act[0].code == A_EXIT) break;
+        for (uint i = 0; i < n_act; ++i) {
+            gh_run_act(step.act[i], loc, keys, partial, in, out, lid);
+        }
+        gh_fence();
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
 }
 
 #endif /* K <= 1024 */
+
 
 /* Copies n keys (growing the heap's arrays between launches, reading the root for peek). */
 kernel void gheap_copy_keys(__global const KEY_T *src, __global KEY_T *dst, ulong n) {

@@ -180,7 +180,8 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         }
         let p = rt.profile();
         let key_bytes = std::mem::size_of::<T::Repr>();
-        let need = (6 * k * key_bytes + 64) as u64;
+        // Six arrays of K keys, the control state and the step broadcast.
+        let need = (6 * k * key_bytes + 2048) as u64;
         if need > p.local_mem_bytes {
             return Err(Error::Unsupported {
                 device: p.label(),
