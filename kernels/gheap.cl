@@ -289,7 +289,7 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define GH_ARRAYS 6u /* local arrays of K keys; work-item 0 assigns them to roles */
 #define GH_ACTS 4
 #define GH_UNLOCKS 3
-#define GH_QUEUE 4
+#define GH_QUEUE 8 /* a ring: steps queued, then the one being built */
 
 typedef struct {
     uint code, x, y, z, w, from, n;
@@ -299,6 +299,7 @@ typedef struct {
 /* What the group runs next (broadcast through local memory). */
 typedef struct {
     uint n_act;
+    uint stores; /* whether an action writes global memory (then every work-item fences) */
     gh_act act[GH_ACTS];
 } gh_step;
 
@@ -389,11 +390,11 @@ enum {
 
 typedef struct {
     uint pc;
-    /* steps built and not yet run; the one that ran last (its unlocks and frees) */
+    /* q[head..tail) are built and not yet run, q[tail] is being built, q[ran] ran last
+     * (its unlocks and frees are due); indices modulo GH_QUEUE */
     gh_pending q[GH_QUEUE];
-    uint qlen, qpos;
-    gh_pending cur;
-    gh_pending ran;
+    uint head, tail, ran;
+    bool has_ran;
     uint free_mask;
     /* the operation */
     uint t, n, want, count, plen, total, target, depth, level, held, pos, st, seq, spare, last;
@@ -411,7 +412,16 @@ inline uint gh_alloc(__local gh_ctl *c) {
 }
 
 /* The array is free once the step being built has run. */
-inline void gh_free(__local gh_ctl *c, uint i) { c->cur.frees |= 1u << i; }
+inline __local gh_pending *gh_cur(__local gh_ctl *c) { return &c->q[c->tail % GH_QUEUE]; }
+
+inline void gh_clear(__local gh_pending *p) {
+    p->s.n_act = 0;
+    p->s.stores = 0;
+    p->n_unlock = 0;
+    p->frees = 0;
+}
+
+inline void gh_free(__local gh_ctl *c, uint i) { gh_cur(c)->frees |= 1u << i; }
 
 inline void gh_add(__local gh_ctl *c, uint code, uint x, uint y, uint z, uint w, ulong off, ulong off2,
                    uint from, uint n) {
@@ -425,7 +435,9 @@ inline void gh_add(__local gh_ctl *c, uint code, uint x, uint y, uint z, uint w,
     m.off2 = off2;
     m.from = from;
     m.n = n;
-    c->cur.s.act[c->cur.s.n_act++] = m;
+    __local gh_pending *cur = gh_cur(c);
+    cur->s.act[cur->s.n_act++] = m;
+    if (code == A_STORE || code == A_GCOPY) cur->s.stores = 1;
 }
 
 inline void gh_load(__local gh_ctl *c, uint dst, uint g, ulong off, uint from, uint n) {
@@ -444,35 +456,33 @@ inline void gh_merge(__local gh_ctl *c, uint x, uint y, uint *lo, uint *hi) {
 }
 /* Releases the lock once the step being built has run. */
 inline void gh_after(__local gh_ctl *c, uint at, uint state) {
-    c->cur.unlock_at[c->cur.n_unlock] = at;
-    c->cur.unlock_to[c->cur.n_unlock] = state;
-    c->cur.n_unlock++;
+    __local gh_pending *cur = gh_cur(c);
+    cur->unlock_at[cur->n_unlock] = at;
+    cur->unlock_to[cur->n_unlock] = state;
+    cur->n_unlock++;
 }
 
 /* Ends the step being built: queued (or, with no action and nothing queued before it, its
  * unlocks and frees apply at once: everything before it has run). */
 inline void gh_end_step(__local gh_ctl *c, __global uint *word) {
-    if (c->cur.s.n_act == 0 && c->qpos == c->qlen) {
-        for (uint i = 0; i < c->cur.n_unlock; ++i) gh_unlock(&word[c->cur.unlock_at[i]], c->cur.unlock_to[i]);
-        c->free_mask |= c->cur.frees;
+    __local gh_pending *cur = gh_cur(c);
+    if (cur->s.n_act == 0 && c->head == c->tail) {
+        for (uint i = 0; i < cur->n_unlock; ++i) gh_unlock(&word[cur->unlock_at[i]], cur->unlock_to[i]);
+        c->free_mask |= cur->frees;
     } else {
-        c->q[c->qlen++] = c->cur;
+        c->tail += 1u;
     }
-    c->cur.s.n_act = 0;
-    c->cur.n_unlock = 0;
-    c->cur.frees = 0;
+    gh_clear(gh_cur(c));
 }
 
 /* Records `code` (the first error wins) and makes the group leave. */
 inline void gh_fail(__local gh_ctl *c, __global uint *hdr, uint code) {
     (void)asym_cas(&hdr[GH_ERROR], 0u, code);
-    c->qlen = c->qpos = 0;
-    c->cur.s.n_act = 0;
-    c->cur.n_unlock = 0;
-    c->cur.frees = 0;
+    c->head = c->tail;
+    gh_clear(gh_cur(c));
     gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
-    c->q[c->qlen++] = c->cur;
-    c->cur.s.n_act = 0;
+    c->tail += 1u;
+    gh_clear(gh_cur(c));
 }
 
 /* Under the root lock: the operation takes effect here; the host reads the order. */
@@ -488,19 +498,22 @@ inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
 }
 
 /* The next step for the group. `loc` is readable here: every call follows a barrier. */
-inline gh_step gh_control(__local gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
+inline uint gh_control(__local gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
                           __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
                           uint in_len, __global uint *out_len, __global uint *order) {
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
-    for (uint i = 0; i < c->ran.n_unlock; ++i) gh_unlock(&word[c->ran.unlock_at[i]], c->ran.unlock_to[i]);
-    c->free_mask |= c->ran.frees;
-    c->ran.n_unlock = 0;
-    c->ran.frees = 0;
+    if (c->has_ran) {
+        __local gh_pending *r = &c->q[c->ran];
+        for (uint i = 0; i < r->n_unlock; ++i) gh_unlock(&word[r->unlock_at[i]], r->unlock_to[i]);
+        c->free_mask |= r->frees;
+        c->has_ran = false;
+    }
     for (;;) {
-        if (c->qpos < c->qlen) {
-            c->ran = c->q[c->qpos++];
-            if (c->qpos == c->qlen) c->qpos = c->qlen = 0;
-            return c->ran.s;
+        if (c->head != c->tail) {
+            c->ran = c->head % GH_QUEUE;
+            c->has_ran = true;
+            c->head += 1u;
+            return c->ran;
         }
         switch (c->pc) {
         case P_NEXT: {
@@ -888,7 +901,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
                       __global const KEY_T *in, uint in_len, __global KEY_T *out,
                       __global uint *out_len, __global uint *order) {
     __local KEY_T l0[K], l1[K], l2[K], l3[K], l4[K], l5[K];
-    __local gh_step step;
+    __local uint step;
     __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4, l5};
     const uint lid = get_local_id(0);
     /* Work-item 0's control state lives in local memory: private memory this large would
@@ -896,26 +909,24 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     __local gh_ctl ctl;
     if (lid == 0) {
         ctl.pc = P_NEXT;
-        ctl.qlen = ctl.qpos = 0;
-        ctl.cur.s.n_act = 0;
-        ctl.cur.n_unlock = 0;
-        ctl.cur.frees = 0;
-        ctl.ran.n_unlock = 0;
-        ctl.ran.frees = 0;
+        ctl.head = ctl.tail = 0;
+        ctl.has_ran = false;
+        gh_clear(gh_cur(&ctl));
         ctl.free_mask = (1u << GH_ARRAYS) - 1u;
     }
     for (;;) {
         if (lid == 0) {
             step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len, order);
         }
-        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        const uint n_act = step.n_act;
-        if (n_act > 0 && step.act[0].code == A_EXIT) break;
-        for (uint i = 0; i < n_act; ++i) {
-            gh_run_act(step.act[i], loc, keys, partial, in, out, lid);
-        }
-        gh_fence();
-        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        __local const gh_step *st = &ctl.q[step].s;
+        const uint n_act = st->n_act;
+        if (n_act > 0 && st->act[0].code == A_EXIT) break;
+        for (uint i = 0; i < n_act; ++i) gh_run_act(st->act[i], loc, keys, partial, in, out, lid);
+        /* Stores are made visible device-wide before work-item 0 may release a lock after
+         * this step (the barrier orders the fences before its release). */
+        if (st->stores) gh_fence();
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 
