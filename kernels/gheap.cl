@@ -200,7 +200,7 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_ERR_STATE 3u
 
 #ifndef GH_SPIN_LIMIT
-#define GH_SPIN_LIMIT (1u << 20)
+#define GH_SPIN_LIMIT (1u << 24)
 #endif
 
 #define GH_OP_INSERT 0u
@@ -229,6 +229,15 @@ inline uint gh_position(uint i) {
     return level == 0u ? 0u : first + (gh_reverse_bits(i - first) >> (32u - level));
 }
 
+/* Back-off between polls of a node lock: short (at most 16 re-reads), because node locks are
+ * held for microseconds and a waiter that sleeps past the release sits on the critical path
+ * of every operation behind it (the shared asym_backoff grows to 1024 reads). */
+inline void gh_backoff(uint *step, __global uint *w) {
+    const uint n = 1u << min(*step, 4u);
+    for (uint i = 0; i < n; ++i) (void)asym_load_relaxed(w);
+    if (*step < 4u) *step += 1u;
+}
+
 /* Takes the lock of `w`; returns the state it held, or GH_ABORT (wait past its bound, or
  * another group recorded an error). */
 inline uint gh_lock(__global uint *w, __global uint *hdr) {
@@ -244,7 +253,7 @@ inline uint gh_lock(__global uint *w, __global uint *hdr) {
             (void)asym_cas(&hdr[GH_ERROR], 0u, GH_ERR_STALL);
             return GH_ABORT;
         }
-        asym_backoff(&step, w);
+        gh_backoff(&step, w);
     }
 }
 
@@ -262,7 +271,7 @@ inline bool gh_wait_swap(__global uint *w, __global uint *hdr, uint from, uint t
             (void)asym_cas(&hdr[GH_ERROR], 0u, GH_ERR_STALL);
             return false;
         }
-        asym_backoff(&step, w);
+        gh_backoff(&step, w);
     }
 }
 
@@ -392,7 +401,7 @@ typedef struct {
     uint pc;
     /* q[head..tail) are built and not yet run, q[tail] is being built, q[ran] ran last
      * (its unlocks and frees are due); indices modulo GH_QUEUE */
-    gh_pending q[GH_QUEUE];
+    __local gh_pending *q; /* GH_QUEUE steps, in local memory: the group reads them */
     uint head, tail, ran;
     bool has_ran;
     uint free_mask;
@@ -405,14 +414,14 @@ typedef struct {
     bool changed, child_changed, has_l, has_r;
 } gh_ctl;
 
-inline uint gh_alloc(__local gh_ctl *c) {
+inline uint gh_alloc(gh_ctl *c) {
     const uint i = 31u - clz(c->free_mask & (0u - c->free_mask)); /* lowest free */
     c->free_mask &= ~(1u << i);
     return i;
 }
 
 /* The array is free once the step being built has run. */
-inline __local gh_pending *gh_cur(__local gh_ctl *c) { return &c->q[c->tail % GH_QUEUE]; }
+inline __local gh_pending *gh_cur(gh_ctl *c) { return &c->q[c->tail % GH_QUEUE]; }
 
 inline void gh_clear(__local gh_pending *p) {
     p->s.n_act = 0;
@@ -421,9 +430,9 @@ inline void gh_clear(__local gh_pending *p) {
     p->frees = 0;
 }
 
-inline void gh_free(__local gh_ctl *c, uint i) { gh_cur(c)->frees |= 1u << i; }
+inline void gh_free(gh_ctl *c, uint i) { gh_cur(c)->frees |= 1u << i; }
 
-inline void gh_add(__local gh_ctl *c, uint code, uint x, uint y, uint z, uint w, ulong off, ulong off2,
+inline void gh_add(gh_ctl *c, uint code, uint x, uint y, uint z, uint w, ulong off, ulong off2,
                    uint from, uint n) {
     gh_act m;
     m.code = code;
@@ -440,14 +449,14 @@ inline void gh_add(__local gh_ctl *c, uint code, uint x, uint y, uint z, uint w,
     if (code == A_STORE || code == A_GCOPY) cur->s.stores = 1;
 }
 
-inline void gh_load(__local gh_ctl *c, uint dst, uint g, ulong off, uint from, uint n) {
+inline void gh_load(gh_ctl *c, uint dst, uint g, ulong off, uint from, uint n) {
     gh_add(c, A_LOAD, dst, g, 0, 0, off, 0, from, n);
 }
-inline void gh_store(__local gh_ctl *c, uint src, uint g, ulong off, uint from, uint n) {
+inline void gh_store(gh_ctl *c, uint src, uint g, ulong off, uint from, uint n) {
     if (n > 0) gh_add(c, A_STORE, src, g, 0, 0, off, 0, from, n);
 }
 /* MergeAndSort of x and y into two new arrays (returned in *lo, *hi); x and y are freed. */
-inline void gh_merge(__local gh_ctl *c, uint x, uint y, uint *lo, uint *hi) {
+inline void gh_merge(gh_ctl *c, uint x, uint y, uint *lo, uint *hi) {
     *lo = gh_alloc(c);
     *hi = gh_alloc(c);
     gh_add(c, A_MERGE, x, y, *lo, *hi, 0, 0, 0, 0);
@@ -455,7 +464,7 @@ inline void gh_merge(__local gh_ctl *c, uint x, uint y, uint *lo, uint *hi) {
     gh_free(c, y);
 }
 /* Releases the lock once the step being built has run. */
-inline void gh_after(__local gh_ctl *c, uint at, uint state) {
+inline void gh_after(gh_ctl *c, uint at, uint state) {
     __local gh_pending *cur = gh_cur(c);
     cur->unlock_at[cur->n_unlock] = at;
     cur->unlock_to[cur->n_unlock] = state;
@@ -464,7 +473,7 @@ inline void gh_after(__local gh_ctl *c, uint at, uint state) {
 
 /* Ends the step being built: queued (or, with no action and nothing queued before it, its
  * unlocks and frees apply at once: everything before it has run). */
-inline void gh_end_step(__local gh_ctl *c, __global uint *word) {
+inline void gh_end_step(gh_ctl *c, __global uint *word) {
     __local gh_pending *cur = gh_cur(c);
     if (cur->s.n_act == 0 && c->head == c->tail) {
         for (uint i = 0; i < cur->n_unlock; ++i) gh_unlock(&word[cur->unlock_at[i]], cur->unlock_to[i]);
@@ -476,7 +485,7 @@ inline void gh_end_step(__local gh_ctl *c, __global uint *word) {
 }
 
 /* Records `code` (the first error wins) and makes the group leave. */
-inline void gh_fail(__local gh_ctl *c, __global uint *hdr, uint code) {
+inline void gh_fail(gh_ctl *c, __global uint *hdr, uint code) {
     (void)asym_cas(&hdr[GH_ERROR], 0u, code);
     c->head = c->tail;
     gh_clear(gh_cur(c));
@@ -486,7 +495,7 @@ inline void gh_fail(__local gh_ctl *c, __global uint *hdr, uint code) {
 }
 
 /* Under the root lock: the operation takes effect here; the host reads the order. */
-inline void gh_linearize(__local gh_ctl *c, __global uint *hdr, __global uint *order) {
+inline void gh_linearize(gh_ctl *c, __global uint *hdr, __global uint *order) {
     const uint lin = asym_load_relaxed(&hdr[GH_LIN]);
     asym_store_relaxed(&hdr[GH_LIN], lin + 1u);
     order[lin] = c->t;
@@ -498,7 +507,7 @@ inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
 }
 
 /* The next step for the group. `loc` is readable here: every call follows a barrier. */
-inline uint gh_control(__local gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
+inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
                           __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
                           uint in_len, __global uint *out_len, __global uint *order) {
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
@@ -904,9 +913,11 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     __local uint step;
     __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4, l5};
     const uint lid = get_local_id(0);
-    /* Work-item 0's control state lives in local memory: private memory this large would
-     * be reserved for every work-item. */
-    __local gh_ctl ctl;
+    /* Work-item 0's control: its scalars in private memory (registers), the steps it builds
+     * in local memory. */
+    __local gh_pending queue[GH_QUEUE];
+    gh_ctl ctl;
+    ctl.q = queue;
     if (lid == 0) {
         ctl.pc = P_NEXT;
         ctl.head = ctl.tail = 0;
@@ -919,7 +930,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
             step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len, order);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        __local const gh_step *st = &ctl.q[step].s;
+        __local const gh_step *st = &queue[step].s;
         const uint n_act = st->n_act;
         if (n_act > 0 && st->act[0].code == A_EXIT) break;
         for (uint i = 0; i < n_act; ++i) gh_run_act(st->act[i], loc, keys, partial, in, out, lid);
