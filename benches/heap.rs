@@ -1,19 +1,22 @@
 //! Generalized heap benchmarks: insert N random keys then delete them all, one group per batch
 //! size K; the concurrent heap on the pinned latency threads (top-down and bottom-up
-//! insertion) side by side with std `BinaryHeap` and the sequential generalized heap on one
-//! core.
+//! insertion) and the device heap (GpuOnly, on the default OpenCL device; K up to 1024) side
+//! by side with std `BinaryHeap` and the sequential generalized heap on one core.
 //!
 //!     cargo bench --bench heap                                  # 2^20 keys, K = 64, 1024
 //!     ASYM_BENCH_LOG2=24 ASYM_BENCH_BATCHES=256,1024,4096 cargo bench --bench heap
 //!
-//! The device modes of the generalized heap are not built yet.
+//! The cooperative mode of the generalized heap is not built yet.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use asym::runtime::LatencyPool;
-use asym::structures::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+use asym::runtime::{LatencyPool, Runtime};
+use asym::structures::gheap::{
+    ConcurrentGeneralizedHeap, DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap,
+    InsertDirection,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 
@@ -63,6 +66,7 @@ fn heap(c: &mut Criterion) {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let keys: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
     let pool = LatencyPool::new(Default::default()).expect("pool");
+    let rt = Runtime::new().expect("an OpenCL device");
     for batch in batches {
         let mut g = c.benchmark_group(format!("gheap_2^{}_keys/K_{batch}", n.trailing_zeros()));
         g.throughput(Throughput::Elements(n as u64));
@@ -73,6 +77,25 @@ fn heap(c: &mut Criterion) {
             g.bench_function(BenchmarkId::new(name, pool.len()), |b| {
                 b.iter(|| assert_eq!(concurrent(&pool, batch, dir, &keys), n))
             });
+        }
+        match DeviceGeneralizedHeap::<u32>::new(
+            &rt,
+            &DeviceHeapConfig {
+                initial_nodes: n / batch + 1,
+                ..DeviceHeapConfig::new(batch)
+            },
+        ) {
+            Ok(dev) => {
+                let (groups, wg) = dev.launch_shape();
+                g.bench_function(BenchmarkId::new("gpu_td", format!("{groups}x{wg}")), |b| {
+                    b.iter(|| {
+                        dev.insert(&keys).expect("insert");
+                        assert_eq!(dev.delete_min(n).expect("delete").len(), n);
+                    })
+                });
+            }
+            // K beyond what the device takes: say so and bench the rest.
+            Err(e) => eprintln!("gheap bench: no device heap for K = {batch}: {e}"),
         }
         g.bench_function(BenchmarkId::new("seq_gheap", 1), |b| {
             b.iter(|| {
