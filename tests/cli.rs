@@ -401,3 +401,66 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
+    let run = |args: &[&str]| {
+        let out = Command::new(example("knapsack"))
+            .args(args)
+            .output()
+            .expect("run knapsack");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, stdout, err) = run(&["--n", "30", "--range", "500", "--threads", "2", "--json"]);
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 12, "6 classes x (seq, cpu): {stdout}");
+    assert!(
+        rows.iter()
+            .all(|r| r["verified"] == true && r["optimum"] == r["dp_optimum"]),
+        "{stdout}"
+    );
+    let dir = std::env::temp_dir().join(format!("asym-knapsack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.txt");
+    std::fs::write(&good, "3 10\n10 5\n7 4\n5 3\n").unwrap();
+    let (ok, stdout, err) = run(&["--input", good.to_str().unwrap(), "--mode", "seq"]);
+    assert!(
+        ok && stdout.contains(" 17 ") && stdout.contains("equal"),
+        "{stdout}{err}"
+    );
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "2 10\n10 5\n7 zero\n").unwrap();
+    for (args, want) in [
+        (vec!["--input", bad.to_str().unwrap()], "bad.txt, line 3"),
+        (vec!["--gen", "sideways"], "unknown instance class"),
+        (vec!["--mode", "gpu"], "not built yet"),
+        (vec!["--batch", "12"], "power of two"),
+        (vec!["--range", "3"], "range 3"),
+        (
+            vec![
+                "--gen",
+                "strongly",
+                "--n",
+                "200",
+                "--range",
+                "10000",
+                "--max-nodes",
+                "64",
+            ],
+            "raise --max-nodes",
+        ),
+    ] {
+        let (ok, _, err) = run(&args);
+        assert!(!ok && err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

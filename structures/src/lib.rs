@@ -18,6 +18,7 @@
 pub mod adheap;
 pub mod dheap;
 pub mod gheap;
+pub mod knapsack;
 pub mod kselect;
 pub mod npy;
 

@@ -1,0 +1,461 @@
+//! 0/1 knapsack: instances (the seed's text format and Pisinger's generated classes), dynamic
+//! programming for checks, and best-first branch-and-bound on the generalized heap, the
+//! concurrent-heap seed's second application.
+//!
+//! Branch-and-bound: items sorted by profit/weight, descending; a node fixes the first `level`
+//! items (taken or not) and carries its profit, weight and the Dantzig bound (the greedy
+//! fractional filling of the rest). The heap orders nodes by bound, best first; each thread
+//! takes a batch of the best nodes, drops those whose bound cannot beat the best solution found
+//! so far (the seed's garbage collection of useless nodes), and inserts the children of the
+//! rest. The search ends when the heap is empty and no thread is expanding.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use asym_runtime::backoff::{Backoff, Deadline};
+use asym_runtime::{Error, LatencyPool, Result, Side};
+
+use crate::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+
+/// One item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// Profit (≥ 0).
+    pub profit: u64,
+    /// Weight (≥ 1).
+    pub weight: u64,
+}
+
+/// A 0/1 knapsack instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// The items.
+    pub items: Vec<Item>,
+    /// The capacity.
+    pub capacity: u64,
+}
+
+/// Pisinger's instance classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Profits and weights independent, uniform in 1..=R.
+    Uncorrelated,
+    /// Profit within R/10 of the weight.
+    WeaklyCorrelated,
+    /// Profit = weight + R/10.
+    StronglyCorrelated,
+    /// Profit = weight + R/10 ± R/500.
+    AlmostStronglyCorrelated,
+    /// Even weights, profit = weight + R/10, odd capacity.
+    EvenOddStronglyCorrelated,
+    /// Profit = weight.
+    SubsetSum,
+}
+
+impl Class {
+    /// Every class, in the order above.
+    pub const ALL: [Class; 6] = [
+        Class::Uncorrelated,
+        Class::WeaklyCorrelated,
+        Class::StronglyCorrelated,
+        Class::AlmostStronglyCorrelated,
+        Class::EvenOddStronglyCorrelated,
+        Class::SubsetSum,
+    ];
+
+    /// The name `FromStr` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Uncorrelated => "uncorrelated",
+            Class::WeaklyCorrelated => "weakly",
+            Class::StronglyCorrelated => "strongly",
+            Class::AlmostStronglyCorrelated => "almost-strongly",
+            Class::EvenOddStronglyCorrelated => "even-odd",
+            Class::SubsetSum => "subset-sum",
+        }
+    }
+}
+
+impl std::str::FromStr for Class {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Class::ALL
+            .into_iter()
+            .find(|c| c.name() == s.trim())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown instance class {s:?}: expected one of {}",
+                    Class::ALL.map(|c| c.name()).join(", ")
+                ))
+            })
+    }
+}
+
+/// A small deterministic generator (splitmix64), so instances are reproducible from a seed
+/// without a dependency.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in lo..=hi.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+impl Instance {
+    /// Pisinger's class `class` with `n` items and data range `range` (R ≥ 10); the capacity is
+    /// half the total weight (made odd for the even-odd class).
+    pub fn generate(class: Class, n: usize, range: u64, seed: u64) -> Result<Self> {
+        if !(10..=1 << 40).contains(&range) {
+            return Err(Error::InvalidArgument(format!(
+                "range {range}: between 10 and 2^40"
+            )));
+        }
+        let mut rng = SplitMix(seed);
+        let r10 = range / 10;
+        let r500 = (range / 500).max(1);
+        let items: Vec<Item> = (0..n)
+            .map(|_| {
+                let w = rng.range(1, range);
+                match class {
+                    Class::Uncorrelated => Item {
+                        profit: rng.range(1, range),
+                        weight: w,
+                    },
+                    Class::WeaklyCorrelated => Item {
+                        profit: rng.range(w.saturating_sub(r10).max(1), w + r10),
+                        weight: w,
+                    },
+                    Class::StronglyCorrelated => Item {
+                        profit: w + r10,
+                        weight: w,
+                    },
+                    Class::AlmostStronglyCorrelated => Item {
+                        profit: rng.range(w + r10 - r500.min(r10), w + r10 + r500),
+                        weight: w,
+                    },
+                    Class::EvenOddStronglyCorrelated => {
+                        let w = (w / 2).max(1) * 2;
+                        Item {
+                            profit: w + r10,
+                            weight: w,
+                        }
+                    }
+                    Class::SubsetSum => Item {
+                        profit: w,
+                        weight: w,
+                    },
+                }
+            })
+            .collect();
+        let total: u64 = items.iter().map(|i| i.weight).sum();
+        let mut capacity = total / 2;
+        if class == Class::EvenOddStronglyCorrelated {
+            capacity |= 1;
+        }
+        Ok(Instance { items, capacity })
+    }
+
+    /// Reads the seed's format: `n capacity` on the first line, then `n` lines `profit weight`.
+    /// Blank lines and lines starting with `#` are skipped. Weights must be ≥ 1 and profits
+    /// ≥ 0 (an error names the line otherwise).
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let bad = |line: usize, what: String| {
+            Error::InvalidArgument(format!("{source}, line {line}: {what}"))
+        };
+        let (hl, header) = lines
+            .next()
+            .ok_or_else(|| Error::InvalidArgument(format!("{source}: empty file")))?;
+        let nums = |line: usize, l: &str| -> Result<Vec<i128>> {
+            l.split_whitespace()
+                .map(|t| {
+                    t.parse::<i128>()
+                        .map_err(|_| bad(line, format!("{t:?} is not an integer")))
+                })
+                .collect()
+        };
+        let h = nums(hl, header)?;
+        if h.len() != 2 {
+            return Err(bad(hl, "expected `n capacity`".into()));
+        }
+        let n = usize::try_from(h[0]).map_err(|_| bad(hl, format!("item count {}", h[0])))?;
+        let capacity = u64::try_from(h[1])
+            .map_err(|_| bad(hl, format!("capacity {} out of range 0..2^64", h[1])))?;
+        let mut items = Vec::with_capacity(n.min(1 << 20));
+        for (line, l) in lines.by_ref().take(n) {
+            let v = nums(line, l)?;
+            if v.len() != 2 {
+                return Err(bad(line, "expected `profit weight`".into()));
+            }
+            let profit = u64::try_from(v[0])
+                .map_err(|_| bad(line, format!("profit {} must be ≥ 0", v[0])))?;
+            let weight = u64::try_from(v[1])
+                .ok()
+                .filter(|&w| w >= 1)
+                .ok_or_else(|| bad(line, format!("weight {} must be ≥ 1", v[1])))?;
+            items.push(Item { profit, weight });
+        }
+        if items.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "{source}: the header announces {n} items, the file has {}",
+                items.len()
+            )));
+        }
+        if let Some((line, _)) = lines.next() {
+            return Err(bad(line, format!("more than the {n} items announced")));
+        }
+        // Sums must fit: profits and weights of all items together.
+        items
+            .iter()
+            .try_fold((0u64, 0u64), |(p, w), it| {
+                Some((p.checked_add(it.profit)?, w.checked_add(it.weight)?))
+            })
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{source}: total profit or weight exceeds 2^64"))
+            })?;
+        Ok(Instance { items, capacity })
+    }
+
+    /// The optimum by dynamic programming over capacities (O(n·capacity) time, O(capacity)
+    /// memory), or `None` when that exceeds `max_cells`.
+    pub fn dp_optimum(&self, max_cells: u64) -> Option<u64> {
+        let cells = (self.items.len() as u64).checked_mul(self.capacity.checked_add(1)?)?;
+        if cells > max_cells {
+            return None;
+        }
+        let c = self.capacity as usize;
+        let mut best = vec![0u64; c + 1];
+        for it in &self.items {
+            let w = it.weight as usize;
+            if w > c {
+                continue;
+            }
+            for cap in (w..=c).rev() {
+                best[cap] = best[cap].max(best[cap - w] + it.profit);
+            }
+        }
+        Some(best[c])
+    }
+}
+
+/// A branch-and-bound node as a heap key `(u64::MAX - bound, u32::MAX - level, profit,
+/// weight)`: the best bound first, and among equal bounds the deepest node (so the search
+/// reaches complete solutions, and a good incumbent, early).
+type NodeKey = (u64, u32, u64, u64);
+
+fn node(b: u64, level: usize, profit: u64, weight: u64) -> NodeKey {
+    (u64::MAX - b, u32::MAX - level as u32, profit, weight)
+}
+
+fn level_of(n: &NodeKey) -> usize {
+    (u32::MAX - n.1) as usize
+}
+
+/// The greedy solution (items in ratio order while they fit): the first incumbent.
+fn greedy(items: &[Item], capacity: u64) -> u64 {
+    let mut room = capacity;
+    let mut profit = 0;
+    for it in items {
+        if it.weight <= room {
+            room -= it.weight;
+            profit += it.profit;
+        }
+    }
+    profit
+}
+
+/// Statistics of a branch-and-bound run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BnbStats {
+    /// The optimum.
+    pub optimum: u64,
+    /// Nodes taken from the heap and expanded.
+    pub expanded: u64,
+    /// Nodes taken from the heap and dropped: their bound could not beat the incumbent.
+    pub pruned: u64,
+}
+
+/// Items that can fit, sorted by profit/weight descending (ties: heavier first).
+fn sorted_items(inst: &Instance) -> Vec<Item> {
+    let mut items: Vec<Item> = inst
+        .items
+        .iter()
+        .copied()
+        .filter(|i| i.weight <= inst.capacity)
+        .collect();
+    items.sort_by(|a, b| {
+        (b.profit as u128 * a.weight as u128)
+            .cmp(&(a.profit as u128 * b.weight as u128))
+            .then(b.weight.cmp(&a.weight))
+    });
+    items
+}
+
+/// Dantzig's bound: profit plus the greedy fractional filling of items `level..`.
+fn bound(items: &[Item], level: usize, profit: u64, weight: u64, capacity: u64) -> u64 {
+    let mut room = capacity - weight;
+    let mut b = profit;
+    for it in &items[level..] {
+        if it.weight <= room {
+            room -= it.weight;
+            b += it.profit;
+        } else {
+            b += (it.profit as u128 * room as u128 / it.weight as u128) as u64;
+            break;
+        }
+    }
+    b
+}
+
+/// The children of `node` whose bound beats `best` (with the profits they reach, to raise
+/// the incumbent).
+fn expand(items: &[Item], capacity: u64, n: NodeKey, best: u64, out: &mut Vec<NodeKey>) {
+    let (profit, weight, level) = (n.2, n.3, level_of(&n));
+    if level >= items.len() {
+        return;
+    }
+    let it = items[level];
+    if weight + it.weight <= capacity {
+        let (p, w) = (profit + it.profit, weight + it.weight);
+        let b = bound(items, level + 1, p, w, capacity);
+        if b > best {
+            out.push(node(b, level + 1, p, w));
+        }
+    }
+    let b = bound(items, level + 1, profit, weight, capacity);
+    if b > best {
+        out.push(node(b, level + 1, profit, weight));
+    }
+}
+
+/// Best-first branch-and-bound on one thread with the sequential generalized heap of at most
+/// `max_nodes` heap nodes (or, with `batch = 1`, one search node at a time: the classic
+/// best-first search). Strongly correlated instances can need exponentially many search
+/// nodes: past the bound the search stops with [`Error::CapacityExceeded`].
+pub fn solve_sequential(inst: &Instance, batch: usize, max_nodes: usize) -> Result<BnbStats> {
+    let items = sorted_items(inst);
+    let cap = inst.capacity;
+    let mut heap = GeneralizedHeap::new(batch)?.with_max_nodes(max_nodes);
+    heap.insert(&[node(bound(&items, 0, 0, 0, cap), 0, 0, 0)])?;
+    let mut stats = BnbStats {
+        optimum: greedy(&items, cap),
+        ..BnbStats::default()
+    };
+    let mut children = Vec::new();
+    while !heap.is_empty() {
+        for node in heap.delete_min(batch) {
+            if u64::MAX - node.0 <= stats.optimum {
+                stats.pruned += 1;
+                continue;
+            }
+            stats.expanded += 1;
+            stats.optimum = stats.optimum.max(node.2);
+            children.clear();
+            expand(&items, cap, node, stats.optimum, &mut children);
+            for c in &children {
+                stats.optimum = stats.optimum.max(c.2);
+            }
+            heap.insert(&children)?;
+        }
+    }
+    Ok(stats)
+}
+
+/// Best-first branch-and-bound on the latency threads sharing one concurrent generalized
+/// heap of `max_nodes` nodes. A thread that finds the heap empty while others are still
+/// expanding waits (bounded by `timeout`) for their children.
+pub fn solve_concurrent(
+    inst: &Instance,
+    pool: &LatencyPool,
+    batch: usize,
+    direction: InsertDirection,
+    max_nodes: usize,
+    timeout: Duration,
+) -> Result<BnbStats> {
+    let items = sorted_items(inst);
+    let cap = inst.capacity;
+    let heap = ConcurrentGeneralizedHeap::new(batch, max_nodes)?.with_insert_direction(direction);
+    heap.insert(&[node(bound(&items, 0, 0, 0, cap), 0, 0, 0)])?;
+    let best = AtomicU64::new(greedy(&items, cap));
+    let busy = AtomicUsize::new(0);
+    let expanded = AtomicU64::new(0);
+    let pruned = AtomicU64::new(0);
+    let results = pool.broadcast_scoped(|_| -> Result<()> {
+        let mut children = Vec::new();
+        let mut backoff = Backoff::new();
+        let mut idle_since: Option<Deadline> = None;
+        loop {
+            // Announce work before taking it, so "empty and nobody busy" means done.
+            busy.fetch_add(1, Ordering::AcqRel);
+            let nodes = heap.delete_min(batch);
+            let nodes = match nodes {
+                Ok(n) => n,
+                Err(e) => {
+                    busy.fetch_sub(1, Ordering::AcqRel);
+                    return Err(e);
+                }
+            };
+            if nodes.is_empty() {
+                let others = busy.fetch_sub(1, Ordering::AcqRel) - 1;
+                if others == 0 && heap.is_empty() {
+                    return Ok(());
+                }
+                let since = idle_since.get_or_insert_with(|| Deadline::after(timeout));
+                if since.expired() {
+                    return Err(Error::Stalled {
+                        side: Side::Host,
+                        waiting_for: "produce branch-and-bound nodes".into(),
+                        waited_ms: since.waited_ms(),
+                        detail: format!("{others} other thread(s) stayed busy"),
+                    });
+                }
+                backoff.snooze();
+                continue;
+            }
+            idle_since = None;
+            backoff = Backoff::new();
+            children.clear();
+            for node in nodes {
+                let incumbent = best.load(Ordering::Acquire);
+                if u64::MAX - node.0 <= incumbent {
+                    pruned.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                expanded.fetch_add(1, Ordering::Relaxed);
+                best.fetch_max(node.2, Ordering::AcqRel);
+                let start = children.len();
+                expand(
+                    &items,
+                    cap,
+                    node,
+                    best.load(Ordering::Acquire),
+                    &mut children,
+                );
+                for c in &children[start..] {
+                    best.fetch_max(c.2, Ordering::AcqRel);
+                }
+            }
+            let inserted = heap.insert(&children);
+            busy.fetch_sub(1, Ordering::AcqRel);
+            inserted?;
+        }
+    })?;
+    results.into_iter().collect::<Result<()>>()?;
+    Ok(BnbStats {
+        optimum: best.load(Ordering::Acquire),
+        expanded: expanded.load(Ordering::Relaxed),
+        pruned: pruned.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,143 @@
+//! Branch-and-bound on the generalized heap against dynamic programming on generated
+//! instances of every Pisinger class, sequential and on many threads (both insertion
+//! directions), and the file format's errors.
+
+use std::time::Duration;
+
+use asym_runtime::{Error, LatencyPool, PoolOptions};
+use asym_structures::gheap::InsertDirection;
+use asym_structures::knapsack::{solve_concurrent, solve_sequential, Class, Instance, Item};
+
+#[test]
+fn branch_and_bound_matches_dynamic_programming_on_every_class() {
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(4),
+        ..Default::default()
+    })
+    .unwrap();
+    for class in Class::ALL {
+        let mut cases = vec![(12, 50, 1u64), (24, 100, 2), (40, 300, 3)];
+        // Fresh instances each run, larger ones too.
+        let fresh: u64 = rand::random();
+        cases.extend([
+            (30, 1000, fresh),
+            (50, 1000, fresh ^ 1),
+            (50, 10_000, fresh ^ 2),
+        ]);
+        for (n, range, seed) in cases {
+            let inst = Instance::generate(class, n, range, seed).unwrap();
+            let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
+            let what = format!("{} n {n} R {range} seed {seed}", class.name());
+            for batch in [1usize, 8, 64] {
+                assert_eq!(
+                    solve_sequential(&inst, batch, 1 << 20).unwrap().optimum,
+                    want,
+                    "{what} K {batch}"
+                );
+            }
+            for dir in [InsertDirection::TopDown, InsertDirection::BottomUp] {
+                let s = solve_concurrent(&inst, &pool, 16, dir, 1 << 14, Duration::from_secs(30))
+                    .unwrap();
+                assert_eq!(s.optimum, want, "{what} {dir:?}");
+                assert!(s.expanded + s.pruned >= 1, "{what}: {s:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn edge_cases_and_file_errors() {
+    // Nothing fits, zero capacity, one item, items heavier than the capacity.
+    for (items, capacity, want) in [
+        (vec![], 10, 0),
+        (
+            vec![Item {
+                profit: 5,
+                weight: 3,
+            }],
+            0,
+            0,
+        ),
+        (
+            vec![Item {
+                profit: 5,
+                weight: 3,
+            }],
+            3,
+            5,
+        ),
+        (
+            vec![
+                Item {
+                    profit: 9,
+                    weight: 11,
+                },
+                Item {
+                    profit: 2,
+                    weight: 1,
+                },
+            ],
+            10,
+            2,
+        ),
+        (
+            vec![
+                Item {
+                    profit: 0,
+                    weight: 1
+                };
+                5
+            ],
+            3,
+            0,
+        ),
+    ] {
+        let inst = Instance { items, capacity };
+        assert_eq!(inst.dp_optimum(1 << 20), Some(want), "{inst:?}");
+        assert_eq!(
+            solve_sequential(&inst, 4, 1 << 10).unwrap().optimum,
+            want,
+            "{inst:?}"
+        );
+    }
+    let ok = Instance::parse("# a comment\n3 10\n10 5\n\n7 4\n5 3\n", "x.txt").unwrap();
+    assert_eq!(ok.items.len(), 3);
+    assert_eq!(ok.dp_optimum(1 << 20), Some(17));
+    for (text, want) in [
+        ("", "empty file"),
+        ("2 10\n1 2\n", "announces 2 items"),
+        ("1 10\n1 2\n3 4\n", "line 3"),
+        ("1 10\n1 0\n", "line 2: weight 0 must be ≥ 1"),
+        ("1 10\n1 -4\n", "line 2: weight -4"),
+        ("1 10\n-1 4\n", "line 2: profit -1"),
+        ("1 x\n", "line 1: \"x\" is not an integer"),
+        ("1 -5\n1 1\n", "capacity -5"),
+        ("1 10 3\n1 1\n", "line 1: expected `n capacity`"),
+        ("2 10\n18446744073709551615 1\n1 1\n", "exceeds 2^64"),
+    ] {
+        match Instance::parse(text, "x.txt") {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains(want), "{text:?}: {m}"),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+    assert!("sideways".parse::<Class>().is_err());
+    // A search past its node bound stops with a clear error, not memory exhaustion.
+    let hard = Instance::generate(Class::StronglyCorrelated, 60, 10_000, 5).unwrap();
+    assert!(matches!(
+        solve_sequential(&hard, 2, 4),
+        Err(Error::CapacityExceeded { .. })
+    ));
+    assert!(Instance::generate(Class::Uncorrelated, 10, 5, 1).is_err());
+    // DP refuses instances too large for it rather than allocating.
+    let big = Instance {
+        items: vec![
+            Item {
+                profit: 1,
+                weight: 1
+            };
+            1000
+        ],
+        capacity: 1 << 40,
+    };
+    assert_eq!(big.dp_optimum(1 << 30), None);
+}
