@@ -9,7 +9,7 @@
 //! so far (the seed's garbage collection of useless nodes), and inserts the children of the
 //! rest. The search ends when the heap is empty and no thread is expanding.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use asym_runtime::backoff::{Backoff, Deadline};
@@ -389,7 +389,13 @@ pub fn solve_concurrent(
     let heap = ConcurrentGeneralizedHeap::new(batch, max_nodes)?.with_insert_direction(direction);
     heap.insert(&[node(bound(&items, 0, 0, 0, cap), 0, 0, 0)])?;
     let best = AtomicU64::new(greedy(&items, cap));
+    // Termination: `busy` counts threads between announcing a take and finishing the inserts
+    // of what they took; `epoch` counts finished expansions. The search is over when a thread
+    // sees nobody busy, an empty heap, and still nobody busy with no expansion finished in
+    // between (a thread that took the last nodes is busy until its children are in).
     let busy = AtomicUsize::new(0);
+    let epoch = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
     let expanded = AtomicU64::new(0);
     let pruned = AtomicU64::new(0);
     let results = pool.broadcast_scoped(|_| -> Result<()> {
@@ -397,19 +403,18 @@ pub fn solve_concurrent(
         let mut backoff = Backoff::new();
         let mut idle_since: Option<Deadline> = None;
         loop {
-            // Announce work before taking it, so "empty and nobody busy" means done.
-            busy.fetch_add(1, Ordering::AcqRel);
-            let nodes = heap.delete_min(batch);
-            let nodes = match nodes {
-                Ok(n) => n,
-                Err(e) => {
-                    busy.fetch_sub(1, Ordering::AcqRel);
-                    return Err(e);
-                }
-            };
-            if nodes.is_empty() {
-                let others = busy.fetch_sub(1, Ordering::AcqRel) - 1;
-                if others == 0 && heap.is_empty() {
+            if done.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            if idle_since.is_some() && heap.is_empty() {
+                // Idle: wait for work without entering the busy count (so it can reach zero).
+                let e1 = epoch.load(Ordering::Acquire);
+                if busy.load(Ordering::Acquire) == 0
+                    && heap.is_empty()
+                    && busy.load(Ordering::Acquire) == 0
+                    && epoch.load(Ordering::Acquire) == e1
+                {
+                    done.store(true, Ordering::Release);
                     return Ok(());
                 }
                 let since = idle_since.get_or_insert_with(|| Deadline::after(timeout));
@@ -418,10 +423,27 @@ pub fn solve_concurrent(
                         side: Side::Host,
                         waiting_for: "produce branch-and-bound nodes".into(),
                         waited_ms: since.waited_ms(),
-                        detail: format!("{others} other thread(s) stayed busy"),
+                        detail: format!(
+                            "{} other thread(s) stayed busy",
+                            busy.load(Ordering::Relaxed)
+                        ),
                     });
                 }
                 backoff.snooze();
+                continue;
+            }
+            // Announce work before taking it.
+            busy.fetch_add(1, Ordering::AcqRel);
+            let nodes = match heap.delete_min(batch) {
+                Ok(n) => n,
+                Err(e) => {
+                    busy.fetch_sub(1, Ordering::AcqRel);
+                    return Err(e);
+                }
+            };
+            if nodes.is_empty() {
+                busy.fetch_sub(1, Ordering::AcqRel);
+                idle_since.get_or_insert_with(|| Deadline::after(timeout));
                 continue;
             }
             idle_since = None;
@@ -448,7 +470,12 @@ pub fn solve_concurrent(
                 }
             }
             let inserted = heap.insert(&children);
+            epoch.fetch_add(1, Ordering::AcqRel);
             busy.fetch_sub(1, Ordering::AcqRel);
+            if inserted.is_err() {
+                // Stop the others too: the search cannot be completed.
+                done.store(true, Ordering::Release);
+            }
             inserted?;
         }
     })?;
