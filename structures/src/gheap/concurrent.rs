@@ -123,6 +123,12 @@ impl<T> Parent<'_, T> {
     }
 }
 
+/// A node's keys become `src` (the node may never have held keys before).
+fn set_keys<T: Copy>(keys: &mut Vec<T>, src: &[T]) {
+    keys.clear();
+    keys.extend_from_slice(src);
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding a node lock leaves a heap whose properties may be broken; the
     // panic itself is reported to the caller of the operation that panicked, and later
@@ -141,7 +147,9 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         }
         let node = || Node {
             state: State::Empty,
-            keys: vec![T::default(); batch],
+            // Filled when the node first becomes present: a large capacity costs only the
+            // lock words until it is used.
+            keys: Vec::new(),
         };
         Ok(ConcurrentGeneralizedHeap {
             batch,
@@ -203,7 +211,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         while self.nodes.len() + 1 < tree_slots(self.max_nodes) {
             self.nodes.push(Mutex::new(Node {
                 state: State::Empty,
-                keys: vec![T::default(); self.batch],
+                keys: Vec::new(),
             }));
         }
     }
@@ -301,7 +309,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         root.partial = combined.split_off(b);
         let mut carried = combined;
         if root.count == 0 {
-            root.node.keys.copy_from_slice(&carried);
+            set_keys(&mut root.node.keys, &carried);
             root.count = 1;
             return Ok(());
         }
@@ -310,7 +318,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         if self.direction == InsertDirection::BottomUp {
             {
                 let mut node = lock(self.node(target));
-                node.keys.copy_from_slice(&carried);
+                set_keys(&mut node.keys, &carried);
                 node.state = State::InsHold;
             }
             drop(root);
@@ -328,7 +336,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
             drop(root.take());
             drop(held.take());
             if pos == target {
-                node.keys.copy_from_slice(&carried);
+                set_keys(&mut node.keys, &carried);
                 node.state = match node.state {
                     // A delete took this node as its last one and waits for the keys.
                     State::Marked => State::Handed,
@@ -362,7 +370,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         if spare.len() >= b {
             // The K smallest of surplus and buffer refill the root; the node count stays.
             root.partial = spare.split_off(b);
-            root.node.keys.copy_from_slice(&spare);
+            set_keys(&mut root.node.keys, &spare);
         } else {
             root.partial = spare;
             let last = position(root.count - 1);
@@ -372,7 +380,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 return Ok(());
             }
             let (keys, duty) = self.take_last(last)?;
-            root.node.keys.copy_from_slice(&keys);
+            set_keys(&mut root.node.keys, &keys);
             let Root { node, partial, .. } = &mut *root;
             merge_and_sort(&mut node.keys, partial, &mut scratch);
             let mut duties = self.sift_down(root, &mut scratch);
