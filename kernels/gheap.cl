@@ -5,8 +5,9 @@
  * (or pair of batches) per work-group, so they can be tested and measured alone.
  *
  * Build options: -DK=<keys per batch: power of two, 2..2048>, -DWG=<work-group size: power
- * of two, at most K>. Keys are int32 in the "ordered" form (signed comparison is the keys'
- * order; the host maps u32 and f32 as the k-selection does).
+ * of two, at most K>, -DKEY_T=int|long -DKEY_MAX=INT_MAX|LONG_MAX (default int). Keys are in
+ * the "ordered" form (signed comparison is the keys' order; the host maps u32 and f32 as the
+ * k-selection does, and packs a key with a 32-bit payload into a long).
  *
  * Bitonic sort: log2(K)·(log2(K)+1)/2 compare-exchange stages over the K/2 pairs of the stage,
  * each work-item taking pairs lid, lid + WG, ...; a barrier after each stage. Merge path: the
@@ -148,9 +149,12 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * Structure: work-item 0 runs the operation's control as a state machine (gh_control):
  * it takes and releases locks (compare-and-swap from an unlocked word to the same word with
  * GH_LOCKED; release by a store of the new state), reads the header, decides, and hands the
- * group one data-parallel step at a time (gh_mop: load a node into local memory, a bitonic
- * stage, a merge-path merge, a store...). Every step is bracketed by two barriers at the top
- * level of the kernel's single loop; no barrier sits in a branch. (A first version with
+ * group one step at a time: up to GH_ACTS independent data-parallel actions (load a node
+ * into local memory, a bitonic stage, a merge path writing its two halves straight into
+ * fresh local arrays, a store...), plus the locks to release once the step has run. Work-item
+ * 0 assigns six local arrays to roles (node, carried batch, children, merge results) instead
+ * of copying keys between them. Every step is bracketed by two barriers at the top level of
+ * the kernel's single loop; no barrier sits in a branch. (A first version with
  * barriers inside conditional helpers took PoCL eight minutes to compile per kernel shape:
  * its barrier tail replication grows with every conditional barrier.)
  *
@@ -161,8 +165,9 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * root, and the INS it waits for needs only nodes below the root.
  *
  * Memory ordering: keys a group reads were stored by the previous holder of the lock before
- * it released it: every work-item fences its global stores after each step (gh_fence), the
- * group meets at the barrier, and only then does work-item 0 release (asym_store_release).
+ * it released it: after a step that stores, every work-item fences its global stores
+ * (gh_fence), the group meets at the barrier, and only then does work-item 0 release the
+ * locks that step was waiting for (asym_store_release).
  * The next holder's work-item 0 acquires (asym_cas, then a fence), the group meets at the
  * barrier, and every work-item reads nodes through volatile pointers, which go past a
  * non-coherent L1 (NVIDIA caches global loads per multiprocessor). On the fine transport the

@@ -5,7 +5,7 @@
 //! first tries the seed's two short cuts: nothing to do when every key of `a` is already ≤
 //! every key of `b`, and a plain swap when the ranges are the other way round and the lengths
 //! match. This is the version the CPU threads run; the device's (bitonic sort and merge path in
-//! local memory) is still to come.
+//! local memory) is in `kernels/gheap.cl`.
 
 /// How a [`merge_and_sort`] was carried out (the seed's optimisation, counted by the heap's
 /// statistics).
