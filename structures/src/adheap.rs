@@ -26,7 +26,7 @@
 //!
 //! `pad ≡ d − 1 (mod d)`, so every child block starts at a multiple of `d` words: with a
 //! 64-byte aligned slot a block is one aligned load on the device and one or two cache lines on
-//! the CPU, as in the plain [`DHeap`](crate::DHeap). The seed puts the bridge in the `d − 1`
+//! the CPU, as in the plain [`crate::DHeap`]. The seed puts the bridge in the `d − 1`
 //! padding slots; for small `d` (and tall heaps) those are too few for `2h + 1` words, so the
 //! head here is grown by whole blocks of `d` until it holds the bridge.
 //!
