@@ -8,6 +8,8 @@ use std::collections::BinaryHeap;
 
 use asym_runtime::{select_device, Error, Runtime, Transport};
 use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp};
+use common::{op, Op};
+use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 fn runtime(t: Transport) -> Runtime {
@@ -353,5 +355,44 @@ fn host_threads_share_one_device_heap() {
         all.extend(heap.delete_min(usize::MAX).unwrap());
         all.sort();
         assert_eq!(all, (0..threads * per).collect::<Vec<_>>(), "{t}");
+    }
+}
+
+/// One runtime per transport for all proptest cases (programs are built once per runtime).
+fn shared_runtimes() -> &'static [Runtime] {
+    static RUNTIMES: std::sync::OnceLock<Vec<Runtime>> = std::sync::OnceLock::new();
+    RUNTIMES.get_or_init(|| common::transports().into_iter().map(runtime).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// Random calls against `BinaryHeap`, shrunk to a minimal failing sequence on failure.
+    #[test]
+    fn device_heap_matches_binary_heap(
+        ops in prop::collection::vec(op(), 1..30),
+        batch_log2 in 1u32..6,
+        groups in 1usize..6,
+    ) {
+        for rt in shared_runtimes() {
+            let heap = DeviceGeneralizedHeap::<i32>::new(rt, &config(1 << batch_log2, groups)).unwrap();
+            let mut reference = BinaryHeap::new();
+            for op in &ops {
+                match op {
+                    Op::Insert(keys) => {
+                        let keys: Vec<i32> = keys.iter().map(|&k| k as i32).collect();
+                        heap.insert(&keys).unwrap();
+                        reference.extend(keys.into_iter().map(Reverse));
+                    }
+                    Op::Delete(n) => {
+                        let want: Vec<i32> =
+                            (0..*n).map_while(|_| reference.pop().map(|r| r.0)).collect();
+                        prop_assert_eq!(heap.delete_min(*n).unwrap(), want);
+                    }
+                }
+                prop_assert_eq!(heap.len(), reference.len());
+                prop_assert_eq!(heap.peek().unwrap(), reference.peek().map(|r| r.0));
+            }
+        }
     }
 }
