@@ -61,25 +61,29 @@ inline void gheap_bitonic_sort(__local KEY_T *s, uint lid) {
     }
 }
 
-/* Merge path: out[0..2K) = the stable merge of sorted a[0..K) and b[0..K) (ties: a first).
- * All WG work-items must call it; out must be ready for reading after the caller's barrier. */
-inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __local KEY_T *out,
-                             uint lid) {
+/* Merge path: the stable merge of sorted a[0..K) and b[0..K) (ties: a first), its first K
+ * outputs to lo[0..K), the rest to hi[0..K) (lo and hi may be the two halves of one array).
+ * All WG work-items must call it; the output is ready for reading after the caller's
+ * barrier. Each output slot is written exactly once, by one unconditional store. */
+inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __local KEY_T *lo,
+                             __local KEY_T *hi, uint lid) {
     const uint per = (2 * K) / WG;
     const uint d = lid * per;
     /* x = how many of the first d outputs come from a. */
-    uint lo = d > K ? d - K : 0, hi = min(d, (uint)K);
-    while (lo < hi) {
-        const uint mid = (lo + hi) / 2;
-        if (a[mid] <= b[d - mid - 1]) lo = mid + 1;
-        else hi = mid;
+    uint l = d > K ? d - K : 0, h = min(d, (uint)K);
+    while (l < h) {
+        const uint mid = (l + h) / 2;
+        if (a[mid] <= b[d - mid - 1]) l = mid + 1;
+        else h = mid;
     }
-    uint i = lo, j = d - lo;
+    uint i = l, j = d - l;
     for (uint t = 0; t < per; ++t) {
         const KEY_T av = a[min(i, (uint)K - 1)];
         const KEY_T bv = b[min(j, (uint)K - 1)];
         const bool take_a = j >= K || (i < K && av <= bv);
-        out[d + t] = take_a ? av : bv;
+        const uint p = d + t;
+        __local KEY_T *dst = p < K ? lo + p : hi + (p - K);
+        *dst = take_a ? av : bv;
         i += take_a ? 1u : 0u;
         j += take_a ? 0u : 1u;
     }
@@ -116,7 +120,7 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
         lb[i] = gb[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    gheap_merge_path(la, lb, out, lid);
+    gheap_merge_path(la, lb, out, out + K, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint i = lid; i < K; i += WG) {
         ga[i] = out[i];
@@ -326,32 +330,6 @@ typedef struct {
     uint frees;
 } gh_pending;
 
-/* Merge path with the output split over two arrays: out position p < K goes to lo[p], the
- * rest to hi[p - K] (ties: a first). */
-inline void gh_merge_split(__local const KEY_T *a, __local const KEY_T *b, __local KEY_T *lo,
-                           __local KEY_T *hi, uint lid) {
-    const uint per = (2 * K) / WG;
-    const uint d = lid * per;
-    uint l = d > K ? d - K : 0, h = min(d, (uint)K);
-    while (l < h) {
-        const uint mid = (l + h) / 2;
-        if (a[mid] <= b[d - mid - 1]) l = mid + 1;
-        else h = mid;
-    }
-    uint i = l, j = d - l;
-    for (uint t = 0; t < per; ++t) {
-        const KEY_T av = a[min(i, (uint)K - 1)];
-        const KEY_T bv = b[min(j, (uint)K - 1)];
-        const bool take_a = j >= K || (i < K && av <= bv);
-        const uint p = d + t;
-        const KEY_T v = take_a ? av : bv;
-        if (p < K) lo[p] = v;
-        else hi[p - K] = v;
-        i += take_a ? 1u : 0u;
-        j += take_a ? 0u : 1u;
-    }
-}
-
 inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *keys,
                        __global KEY_T *partial, __global const KEY_T *in, __global KEY_T *out,
                        uint lid) {
@@ -388,7 +366,7 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
         gheap_bitonic_stage(loc[m.x], m.from, m.n, lid);
         break;
     case A_MERGE:
-        gh_merge_split(loc[m.x], loc[m.y], loc[m.z], loc[m.w], lid);
+        gheap_merge_path(loc[m.x], loc[m.y], loc[m.z], loc[m.w], lid);
         break;
     default:
         break;
