@@ -8,6 +8,37 @@ use asym_runtime::{Error, Kernel, Result, Runtime};
 /// The largest batch the device kernels take (merge path keeps 4·K keys in local memory).
 pub const MAX_DEVICE_BATCH: usize = 2048;
 
+/// Refuses a kernel shape whose local arrays (`bytes`) do not fit the device.
+pub(crate) fn check_local_memory(rt: &Runtime, bytes: usize, what: &str) -> Result<()> {
+    let p = rt.profile();
+    if bytes as u64 > p.local_mem_bytes {
+        return Err(Error::Unsupported {
+            device: p.label(),
+            what: what.to_string(),
+            lacks: format!(
+                "{bytes} bytes of local memory (it has {})",
+                p.local_mem_bytes
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The most work-items per group the device takes (256 where it does not say).
+pub(crate) fn max_work_group(rt: &Runtime) -> usize {
+    match rt.profile().max_work_group_size {
+        0 => 256,
+        n => n,
+    }
+}
+
+/// The batch kernels' default work-group: the largest power of two up to K, 256 and what
+/// the device allows.
+pub(crate) fn default_work_group(rt: &Runtime, batch: usize) -> usize {
+    let cap = batch.min(256).min(max_work_group(rt)).max(1);
+    1 << (usize::BITS - 1 - cap.leading_zeros())
+}
+
 /// Batch sorting and MergeAndSort on one device for batches of `K` keys. Holds its kernels:
 /// build one per thread (`Kernel` is not `Sync`).
 pub struct DeviceBatchOps {
@@ -28,30 +59,8 @@ impl DeviceBatchOps {
                  {MAX_DEVICE_BATCH}"
             )));
         }
-        let p = rt.profile();
-        let need = (4 * batch * 4) as u64;
-        if need > p.local_mem_bytes {
-            return Err(Error::Unsupported {
-                device: p.label(),
-                what: format!("merge batches of {batch} keys"),
-                lacks: format!(
-                    "{need} bytes of local memory (it has {})",
-                    p.local_mem_bytes
-                ),
-            });
-        }
-        let max_wg = if p.max_work_group_size > 0 {
-            p.max_work_group_size
-        } else {
-            256
-        };
-        // The largest power of two up to K, 256 and what the device allows.
-        let cap = batch.min(256).min(max_wg.max(1));
-        let wg = if cap.is_power_of_two() {
-            cap
-        } else {
-            cap.next_power_of_two() / 2
-        };
+        check_local_memory(rt, 4 * batch * 4, &format!("merge batches of {batch} keys"))?;
+        let wg = default_work_group(rt, batch);
         rt.check_work_group(wg, "run the generalized heap's batch kernels")?;
         let program = rt.program_with(&asym_kernels::GHEAP, &format!("-DK={batch} -DWG={wg}"))?;
         Ok(DeviceBatchOps {

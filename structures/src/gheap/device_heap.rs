@@ -22,6 +22,7 @@ use std::sync::{Mutex, MutexGuard};
 use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
 
 use super::batch::tree_slots;
+use super::device::{check_local_memory, default_work_group, max_work_group};
 use crate::kselect::SelectKey;
 
 /// The largest batch the device heap takes (six batches of keys live in local memory).
@@ -178,25 +179,13 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                  {MAX_DEVICE_HEAP_BATCH}"
             )));
         }
-        let p = rt.profile();
-        let key_bytes = std::mem::size_of::<T::Repr>();
         // Six arrays of K keys, the control state and the step broadcast.
-        let need = (6 * k * key_bytes + 2048) as u64;
-        if need > p.local_mem_bytes {
-            return Err(Error::Unsupported {
-                device: p.label(),
-                what: format!("run a device heap of batches of {k} keys"),
-                lacks: format!(
-                    "{need} bytes of local memory (it has {})",
-                    p.local_mem_bytes
-                ),
-            });
-        }
-        let max_wg = if p.max_work_group_size > 0 {
-            p.max_work_group_size
-        } else {
-            256
-        };
+        check_local_memory(
+            rt,
+            6 * k * std::mem::size_of::<T::Repr>() + 2048,
+            &format!("run a device heap of batches of {k} keys"),
+        )?;
+        let max_wg = max_work_group(rt);
         let wg = match config.work_group_size {
             Some(w) => {
                 if !w.is_power_of_two() || w > k || w > max_wg {
@@ -207,14 +196,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 }
                 w
             }
-            None => {
-                let cap = k.min(256).min(max_wg.max(1));
-                if cap.is_power_of_two() {
-                    cap
-                } else {
-                    cap.next_power_of_two() / 2
-                }
-            }
+            None => default_work_group(rt, k),
         };
         rt.check_work_group(wg, "run the device generalized heap")?;
         let groups = match config.work_groups {
@@ -224,7 +206,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 ))
             }
             Some(g) => g,
-            None => 2 * (p.compute_units.max(1) as usize),
+            None => 2 * (rt.profile().compute_units.max(1) as usize),
         };
         if let Some(limit) = config.max_nodes {
             if limit == 0 {
