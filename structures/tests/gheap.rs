@@ -16,16 +16,6 @@ use rand::{Rng, SeedableRng};
 
 const DIRECTIONS: [InsertDirection; 2] = [InsertDirection::TopDown, InsertDirection::BottomUp];
 
-fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
-    vec![
-        ("random", (0..n).map(|_| rng.gen()).collect()),
-        ("ascending", (0..n as i32).collect()),
-        ("descending", (0..n as i32).rev().collect()),
-        ("all equal", vec![7; n]),
-        ("duplicates", (0..n).map(|_| rng.gen_range(-3..4)).collect()),
-    ]
-}
-
 #[test]
 fn heap_sort_equals_std_sort_for_every_pattern_batch_and_direction() {
     let mut rng = rand::rngs::StdRng::from_entropy();
@@ -37,7 +27,7 @@ fn heap_sort_equals_std_sort_for_every_pattern_batch_and_direction() {
             3 * batch + 5,
             5000,
         ] {
-            for (name, keys) in patterns(n, &mut rng) {
+            for (name, keys) in common::key_patterns(n, &mut rng) {
                 for direction in DIRECTIONS {
                     let what = format!("K {batch} n {n} {name} {direction:?}");
                     let mut heap = GeneralizedHeap::new(batch)

@@ -4,31 +4,16 @@
 
 mod common;
 
-use asym_runtime::{select_device, Error, Runtime};
+use asym_runtime::Error;
 use asym_structures::gheap::batch::merge_and_sort;
 use asym_structures::gheap::device::DeviceBatchOps;
-use rand::{Rng, SeedableRng};
-
-fn runtime(t: asym_runtime::Transport) -> Runtime {
-    let device = select_device(None).expect("an OpenCL device");
-    Runtime::open(device, Some(t), None).expect("runtime")
-}
-
-fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
-    vec![
-        ("random", (0..n).map(|_| rng.gen()).collect()),
-        ("ascending", (0..n as i32).collect()),
-        ("descending", (0..n as i32).rev().collect()),
-        ("all equal", vec![i32::MIN; n]),
-        ("duplicates", (0..n).map(|_| rng.gen_range(-2..3)).collect()),
-    ]
-}
+use rand::SeedableRng;
 
 #[test]
 fn device_sort_and_merge_match_the_cpu_for_every_batch_size() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         for batch in [2usize, 4, 32, 256, 1024, 2048] {
             let mut ops = match DeviceBatchOps::new(&rt, batch) {
                 Ok(ops) => ops,
@@ -37,7 +22,7 @@ fn device_sort_and_merge_match_the_cpu_for_every_batch_size() {
                 Err(e) => panic!("K {batch}: {e}"),
             };
             let batches = 3;
-            for (name, keys) in patterns(batch * batches, &mut rng) {
+            for (name, keys) in common::key_patterns(batch * batches, &mut rng) {
                 let mut sorted = keys.clone();
                 ops.sort_batches(&mut sorted).unwrap();
                 for (got, orig) in sorted.chunks(batch).zip(keys.chunks(batch)) {
@@ -67,7 +52,7 @@ fn device_sort_and_merge_match_the_cpu_for_every_batch_size() {
 
 #[test]
 fn bad_batch_sizes_and_lengths_are_errors() {
-    let rt = runtime(common::transports()[0]);
+    let rt = common::runtime(common::transports()[0]);
     for batch in [0usize, 1, 3, 4096] {
         assert!(matches!(
             DeviceBatchOps::new(&rt, batch),

@@ -6,16 +6,11 @@ mod common;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use asym_runtime::{select_device, Error, Runtime, Transport};
+use asym_runtime::{Error, Runtime};
 use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp};
 use common::{op, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-
-fn runtime(t: Transport) -> Runtime {
-    let device = select_device(None).expect("an OpenCL device");
-    Runtime::open(device, Some(t), None).expect("runtime")
-}
 
 fn config(batch: usize, groups: usize) -> DeviceHeapConfig {
     DeviceHeapConfig {
@@ -25,31 +20,15 @@ fn config(batch: usize, groups: usize) -> DeviceHeapConfig {
     }
 }
 
-fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
-    vec![
-        ("random", (0..n).map(|_| rng.gen()).collect()),
-        ("ascending", (0..n as i32).collect()),
-        ("descending", (0..n as i32).rev().collect()),
-        ("all equal", vec![7; n]),
-        ("duplicates", (0..n).map(|_| rng.gen_range(-3..4)).collect()),
-        (
-            "extremes",
-            (0..n)
-                .map(|i| if i % 2 == 0 { i32::MAX } else { i32::MIN })
-                .collect(),
-        ),
-    ]
-}
-
 #[test]
 fn heap_sort_on_the_device_equals_std_sort() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         for batch in [2usize, 32, 64, 256, 1024] {
             // Sizes that are not multiples of K, and enough nodes for several levels.
             for n in [1, batch - 1, 7 * batch + 3, 40 * batch + batch / 2 + 1] {
-                for (name, keys) in patterns(n, &mut rng) {
+                for (name, keys) in common::key_patterns(n, &mut rng) {
                     let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 8)).unwrap();
                     heap.insert(&keys).unwrap();
                     assert_eq!(heap.len(), n, "{t} K {batch} n {n} {name}");
@@ -70,7 +49,7 @@ fn heap_sort_on_the_device_equals_std_sort() {
 fn calls_of_every_size_match_a_binary_heap() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         for batch in [4usize, 32] {
             let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 6)).unwrap();
             let mut reference = BinaryHeap::new();
@@ -98,7 +77,7 @@ fn calls_of_every_size_match_a_binary_heap() {
 fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         for (batch, preload_nodes, pairs) in
             [(32usize, 0usize, 64usize), (64, 40, 96), (256, 8, 24)]
         {
@@ -135,7 +114,7 @@ fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
 fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         for batch in [2usize, 4, 16] {
             let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 8)).unwrap();
             let mut reference = BinaryHeap::new();
@@ -186,7 +165,7 @@ fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
 
 #[test]
 fn bad_operations_are_refused_before_the_launch() {
-    let rt = runtime(common::transports()[0]);
+    let rt = common::runtime(common::transports()[0]);
     let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(4, 2)).unwrap();
     let e = heap
         .run_concurrent(&[1, 2, 3, 4, 5], &[HeapOp::Insert(2)])
@@ -206,7 +185,7 @@ fn bad_operations_are_refused_before_the_launch() {
 #[test]
 fn the_heap_grows_between_launches_and_stops_at_its_limit() {
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(16, 4)).unwrap();
         assert_eq!(heap.capacity_nodes(), 1);
         let keys: Vec<i32> = (0..16 * 50 + 3).rev().collect();
@@ -249,7 +228,7 @@ fn the_heap_grows_between_launches_and_stops_at_its_limit() {
 fn other_key_types_and_payloads_keep_their_order() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         let floats: Vec<f32> = (0..700)
             .map(|i| match i % 50 {
                 0 => f32::NEG_INFINITY,
@@ -296,7 +275,7 @@ fn other_key_types_and_payloads_keep_their_order() {
 
 #[test]
 fn bad_configurations_are_refused_clearly() {
-    let rt = runtime(common::transports()[0]);
+    let rt = common::runtime(common::transports()[0]);
     for batch in [0usize, 3, 2048] {
         let e = DeviceGeneralizedHeap::<i32>::new(&rt, &DeviceHeapConfig::new(batch)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "K {batch}: {e}");
@@ -328,7 +307,7 @@ fn bad_configurations_are_refused_clearly() {
 #[test]
 fn host_threads_share_one_device_heap() {
     for t in common::transports() {
-        let rt = runtime(t);
+        let rt = common::runtime(t);
         let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &config(32, 4)).unwrap();
         let threads = 4u32;
         let per = 5 * 32 + 7;
@@ -361,7 +340,12 @@ fn host_threads_share_one_device_heap() {
 /// One runtime per transport for all proptest cases (programs are built once per runtime).
 fn shared_runtimes() -> &'static [Runtime] {
     static RUNTIMES: std::sync::OnceLock<Vec<Runtime>> = std::sync::OnceLock::new();
-    RUNTIMES.get_or_init(|| common::transports().into_iter().map(runtime).collect())
+    RUNTIMES.get_or_init(|| {
+        common::transports()
+            .into_iter()
+            .map(common::runtime)
+            .collect()
+    })
 }
 
 proptest! {

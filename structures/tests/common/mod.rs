@@ -50,3 +50,27 @@ pub fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         (0usize..40).prop_map(Op::Delete),
     ]
 }
+
+/// A runtime on the default device with transport `t`.
+pub fn runtime(t: Transport) -> Runtime {
+    let device = select_device(None).expect("an OpenCL device");
+    Runtime::open(device, Some(t), None).expect("runtime")
+}
+
+/// Keys of the edge-case patterns every heap test runs: random, sorted both ways, all equal,
+/// few distinct values, and the extremes of the type (the device kernels pad with them).
+pub fn key_patterns(n: usize, rng: &mut impl rand::Rng) -> Vec<(&'static str, Vec<i32>)> {
+    vec![
+        ("random", (0..n).map(|_| rng.gen()).collect()),
+        ("ascending", (0..n as i32).collect()),
+        ("descending", (0..n as i32).rev().collect()),
+        ("all equal", vec![7; n]),
+        ("duplicates", (0..n).map(|_| rng.gen_range(-3..4)).collect()),
+        (
+            "extremes",
+            (0..n)
+                .map(|i| if i % 2 == 0 { i32::MAX } else { i32::MIN })
+                .collect(),
+        ),
+    ]
+}
