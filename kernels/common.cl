@@ -43,6 +43,14 @@ inline bool asym_cas(__global uint *p, uint expected, uint desired) {
 inline uint asym_fetch_add(__global uint *p, uint v) {
     return atomic_fetch_add_explicit((asym_atomic_uint *)p, v, memory_order_acq_rel, memory_scope_device);
 }
+/* Relaxed read-modify-writes for words only work-items of one launch touch concurrently
+ * (the host reads them after the launch): each word's modification order is all they need. */
+inline uint asym_fetch_min_relaxed(__global uint *p, uint v) {
+    return atomic_fetch_min_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
+}
+inline uint asym_exchange_relaxed(__global uint *p, uint v) {
+    return atomic_exchange_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
+}
 #else
 inline uint asym_load_acquire(__global uint *p) {
     uint v = *(volatile __global uint *)p;
@@ -64,6 +72,12 @@ inline bool asym_cas(__global uint *p, uint expected, uint desired) {
 }
 inline uint asym_fetch_add(__global uint *p, uint v) {
     return atomic_add((volatile __global uint *)p, v);
+}
+inline uint asym_fetch_min_relaxed(__global uint *p, uint v) {
+    return atomic_min((volatile __global uint *)p, v);
+}
+inline uint asym_exchange_relaxed(__global uint *p, uint v) {
+    return atomic_xchg((volatile __global uint *)p, v);
 }
 #endif
 

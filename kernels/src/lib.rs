@@ -47,6 +47,10 @@ pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("..
 /// or pair per work-group; built with `-DK=` and `-DWG=`.
 pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../gheap.cl"));
 
+/// One frontier expansion of the label-correcting SSSP search (relaxation with atomic minima,
+/// deduplicated next frontier) and its helpers.
+pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"));
+
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {

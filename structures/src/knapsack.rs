@@ -16,6 +16,7 @@ use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::{Error, LatencyPool, Result, Side};
 
 use crate::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+use crate::rng::SplitMix;
 
 /// One item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,24 +89,6 @@ impl std::str::FromStr for Class {
                     Class::ALL.map(|c| c.name()).join(", ")
                 ))
             })
-    }
-}
-
-/// A small deterministic generator (splitmix64), so instances are reproducible from a seed
-/// without a dependency.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in lo..=hi.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
     }
 }
 

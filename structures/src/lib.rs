@@ -10,17 +10,27 @@
 //!   bottom-up insertion), sequential and shared by many host threads (TD-INS/TD-DEL and
 //!   BU-INS/TD-DEL with per-node multi-state locks).
 //!
-//! Still to come (see the project's issues): the generalized heap's concurrent and device
-//! versions, the SVM allocator, the lock-free list and the red-black tree.
+//!   The device version ([`gheap::DeviceGeneralizedHeap`]) runs TD-INS/TD-DEL from many
+//!   work-groups at once;
+//! - [`graph`] and [`sssp`]: graphs (DIMACS, Matrix Market, Kronecker, geometric) and parallel
+//!   single-source shortest paths, frontier-expanded or heap-ordered, on latency threads or the
+//!   device;
+//! - [`knapsack`]: 0/1 knapsack by best-first branch-and-bound on the generalized heap.
+//!
+//! Still to come (see the project's issues): the SVM allocator, the lock-free list and the
+//! red-black tree.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
 pub mod adheap;
 pub mod dheap;
 pub mod gheap;
+pub mod graph;
 pub mod knapsack;
 pub mod kselect;
 pub mod npy;
+mod rng;
+pub mod sssp;
 
 pub use adheap::AdHeapLayout;
 pub use asym_runtime as runtime;

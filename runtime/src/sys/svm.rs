@@ -328,6 +328,38 @@ impl SvmAlloc {
         Ok(())
     }
 
+    /// Copies `bytes` bytes at byte offset `at` of the allocation to `dst` (blocking).
+    ///
+    /// # Safety
+    /// `at + bytes` must lie inside the allocation and `dst` must be writable for `bytes`.
+    unsafe fn copy_out(&self, at: usize, dst: *mut u8, bytes: usize) -> Result<()> {
+        let raw = self.map_claim()?;
+        // SAFETY: the source range lies inside this allocation and `dst` is writable for
+        // `bytes` (caller's contract); the copy is blocking, so it has finished on return. The
+        // claim keeps launches and host maps away meanwhile.
+        let code = unsafe {
+            ffi::clEnqueueSVMMemcpy(
+                self.queue.as_ptr(),
+                ffi::CL_TRUE,
+                dst as *mut c_void,
+                self.ptr.as_ptr().add(at) as *const c_void,
+                bytes,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        drop(raw);
+        if code != 0 {
+            return Err(Error::status(
+                "clEnqueueSVMMemcpy",
+                "copying SVM into host memory",
+                code,
+            ));
+        }
+        Ok(())
+    }
+
     /// The exclusive claim of a map without mapping: released on drop.
     fn map_claim(&self) -> Result<Claim<'_>> {
         self.state
@@ -583,6 +615,33 @@ impl<T: SvmElement> SvmBuffer<T> {
             self.alloc
                 .copy_in(at * size, src.as_ptr() as *const u8, src.len() * size)
         }
+    }
+
+    /// Copies elements `at..at + len` out with the driver's copy engine
+    /// (`clEnqueueSVMMemcpy`, blocking): on the coarse transport only that range moves, where
+    /// [`SvmBuffer::read`] maps the whole buffer.
+    pub fn read_range(&mut self, at: usize, len: usize) -> Result<Vec<T>> {
+        if at.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::InvalidArgument(format!(
+                "reading {len} elements at offset {at} of an SVM buffer of {}",
+                self.len
+            )));
+        }
+        let mut out: Vec<T> = Vec::with_capacity(len);
+        if len == 0 {
+            return Ok(out);
+        }
+        let size = size_of::<T>();
+        // SAFETY: `out` has capacity for `len` elements (`len * size` writable bytes), borrowed
+        // across the blocking call; the range `at..at + len` was checked above.
+        unsafe {
+            self.alloc
+                .copy_out(at * size, out.as_mut_ptr() as *mut u8, len * size)?;
+        }
+        // SAFETY: the copy above initialised all `len` elements with bytes of an SvmBuffer<T>,
+        // and any bits are a valid T (SvmElement's contract).
+        unsafe { out.set_len(len) };
+        Ok(out)
     }
 
     /// Copies the buffer out (map, copy, unmap).

@@ -1,0 +1,79 @@
+/* asym SSSP: one frontier expansion of the label-correcting search (structures/src/sssp).
+ *
+ * Algorithm. The frontier is a list of (distance when queued << 32 | vertex) entries. Each
+ * work-item takes entries (grid-stride) and, unless the entry is stale (its distance is above
+ * the vertex's current one: the vertex was queued again since), relaxes every edge of the
+ * vertex: new = min(dist[u] + w, LIMIT), atomic minimum into dist[v]; when that lowered
+ * dist[v], an exchange of stamp[v] with this iteration's number decides which work-item
+ * appends v to `next` (each vertex at most once per iteration). `sssp_pairs` then turns
+ * `next` into the following frontier with each vertex's final distance of the iteration.
+ * Distances saturate at LIMIT (2^32 - 2): a saturated path never beats a real distance, and
+ * the host reports a vertex left at LIMIT as an overflow.
+ *
+ * Memory ordering. dist, stamp and the counters are only touched by work-items of one launch
+ * while it runs (the host reads them between launches), so relaxed atomics suffice: the
+ * atomic minimum's result alone says whether this work-item lowered the distance, the
+ * exchange's result alone says whether v was already queued this iteration, and the counter's
+ * fetch-add gives each appended vertex its own slot. The plain pre-check of dist[v] (a
+ * volatile load) may read an old value: it only skips work when the value read is already
+ * ≤ new, and distances only decrease, so it never skips a needed update. The launch boundary
+ * orders everything before `sssp_pairs` reads dist.
+ */
+
+#define SSSP_LIMIT 0xfffffffeu
+#define SSSP_NEXT_LEN 0
+#define SSSP_VISITED 1
+#define SSSP_STALE 2
+
+__kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint source) {
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+        dist[i] = (i == source) ? 0u : 0xffffffffu;
+        stamp[i] = 0u;
+    }
+}
+
+__kernel void sssp_expand(__global const uint *offsets, __global const uint *targets,
+                          __global const uint *weights, __global uint *dist,
+                          __global uint *stamp, __global const ulong *frontier, uint flen,
+                          __global uint *next, __global uint *counters, uint iteration) {
+    __local uint visited, stale;
+    if (get_local_id(0) == 0) {
+        visited = 0u;
+        stale = 0u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = get_global_id(0); i < flen; i += get_global_size(0)) {
+        ulong entry = frontier[i];
+        uint key = (uint)(entry >> 32);
+        uint u = (uint)entry;
+        uint du = asym_load_relaxed(&dist[u]);
+        if (key > du) {
+            atomic_inc(&stale);
+            continue;
+        }
+        atomic_inc(&visited);
+        uint end = offsets[u + 1];
+        for (uint e = offsets[u]; e < end; ++e) {
+            uint v = targets[e];
+            uint nd = (uint)min((ulong)du + (ulong)weights[e], (ulong)SSSP_LIMIT);
+            if (nd < asym_load_relaxed(&dist[v]) &&
+                nd < asym_fetch_min_relaxed(&dist[v], nd) &&
+                asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
+                next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        asym_fetch_add(&counters[SSSP_VISITED], visited);
+        asym_fetch_add(&counters[SSSP_STALE], stale);
+    }
+}
+
+__kernel void sssp_pairs(__global const uint *next, uint len, __global const uint *dist,
+                         __global ulong *frontier) {
+    for (uint i = get_global_id(0); i < len; i += get_global_size(0)) {
+        uint v = next[i];
+        frontier[i] = ((ulong)dist[v] << 32) | (ulong)v;
+    }
+}

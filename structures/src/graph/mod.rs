@@ -1,0 +1,178 @@
+//! Weighted directed graphs in compressed sparse row form, the input of the SSSP application:
+//! read from DIMACS `.gr` and Matrix Market `.mtx` files or generated (Graph500 Kronecker /
+//! R-MAT, random geometric), with a sequential Dijkstra as the reference.
+//!
+//! Rules every loader and generator follows (the `sssp` example documents them to users):
+//! - weights are non-negative 32-bit integers; zero is allowed (Dijkstra and the parallel
+//!   label-correcting searches are correct with zero weights), negative weights are an error
+//!   naming the line;
+//! - self-loops are dropped (they never shorten a path) and counted in [`Graph::self_loops`];
+//! - duplicate edges are kept (the shortest one wins in every search, as in the file);
+//! - vertices no edge reaches keep an infinite distance ([`UNREACHABLE`]).
+
+mod generate;
+mod parse;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use asym_runtime::{Error, Result};
+
+pub use parse::MtxOptions;
+
+/// The distance of a vertex no path reaches.
+pub const UNREACHABLE: u64 = u64::MAX;
+
+/// A directed graph with `u32` weights in compressed sparse row form (edges of vertex `v` are
+/// `offsets[v]..offsets[v + 1]` of `targets`/`weights`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Graph {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+    weights: Vec<u32>,
+    self_loops: u64,
+}
+
+/// One edge `(from, to, weight)`, vertices numbered from 0.
+pub type Edge = (u32, u32, u32);
+
+impl Graph {
+    /// The graph on `vertices` vertices with `edges` (each added in both directions when
+    /// `undirected`). Self-loops are dropped and counted.
+    pub fn from_edges(vertices: usize, edges: &[Edge], undirected: bool) -> Result<Self> {
+        if vertices >= u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{vertices} vertices: graphs take fewer than 2^32 - 1"
+            )));
+        }
+        let mut degree = vec![0u64; vertices + 1];
+        let mut self_loops = 0u64;
+        for &(u, v, _) in edges {
+            for x in [u, v] {
+                if x as usize >= vertices {
+                    return Err(Error::InvalidArgument(format!(
+                        "edge ({u}, {v}) names a vertex outside 0..{vertices}"
+                    )));
+                }
+            }
+            if u == v {
+                self_loops += 1;
+                continue;
+            }
+            degree[u as usize] += 1;
+            if undirected {
+                degree[v as usize] += 1;
+            }
+        }
+        let total: u64 = degree.iter().sum();
+        if total >= u32::MAX as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "{total} directed edges: graphs take fewer than 2^32 - 1"
+            )));
+        }
+        let mut offsets = Vec::with_capacity(vertices + 1);
+        let mut at = 0u32;
+        for d in &degree[..vertices] {
+            offsets.push(at);
+            at += *d as u32;
+        }
+        offsets.push(at);
+        let mut fill: Vec<u32> = offsets[..vertices].to_vec();
+        let mut targets = vec![0u32; at as usize];
+        let mut weights = vec![0u32; at as usize];
+        let mut put = |from: u32, to: u32, w: u32| {
+            let slot = &mut fill[from as usize];
+            targets[*slot as usize] = to;
+            weights[*slot as usize] = w;
+            *slot += 1;
+        };
+        for &(u, v, w) in edges {
+            if u == v {
+                continue;
+            }
+            put(u, v, w);
+            if undirected {
+                put(v, u, w);
+            }
+        }
+        Ok(Graph {
+            offsets,
+            targets,
+            weights,
+            self_loops,
+        })
+    }
+
+    /// Number of vertices.
+    pub fn vertices(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Number of directed edges (an undirected edge counts twice).
+    pub fn edges(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Self-loops dropped while building.
+    pub fn self_loops(&self) -> u64 {
+        self.self_loops
+    }
+
+    /// The edges leaving `v` as `(target, weight)`.
+    pub fn neighbors(&self, v: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let (a, b) = (
+            self.offsets[v as usize] as usize,
+            self.offsets[v as usize + 1] as usize,
+        );
+        self.targets[a..b]
+            .iter()
+            .copied()
+            .zip(self.weights[a..b].iter().copied())
+    }
+
+    /// The CSR arrays `(offsets, targets, weights)`, for uploading to a device.
+    pub fn csr(&self) -> (&[u32], &[u32], &[u32]) {
+        (&self.offsets, &self.targets, &self.weights)
+    }
+
+    /// The largest edge weight (0 for a graph without edges).
+    pub fn max_weight(&self) -> u32 {
+        self.weights.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Checks that `source` names a vertex.
+    pub fn check_source(&self, source: usize) -> Result<()> {
+        if source >= self.vertices() {
+            return Err(Error::InvalidArgument(format!(
+                "source vertex {} (0-based {source}) is not in a graph of {} vertices",
+                source + 1,
+                self.vertices()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Shortest distances from `source` by Dijkstra's algorithm with a binary heap
+    /// ([`UNREACHABLE`] where no path leads): the reference every parallel search is checked
+    /// against.
+    pub fn dijkstra(&self, source: usize) -> Result<Vec<u64>> {
+        self.check_source(source)?;
+        let mut dist = vec![UNREACHABLE; self.vertices()];
+        let mut heap = BinaryHeap::new();
+        dist[source] = 0;
+        heap.push(Reverse((0u64, source as u32)));
+        while let Some(Reverse((d, u))) = heap.pop() {
+            if d > dist[u as usize] {
+                continue;
+            }
+            for (v, w) in self.neighbors(u) {
+                let nd = d + w as u64;
+                if nd < dist[v as usize] {
+                    dist[v as usize] = nd;
+                    heap.push(Reverse((nd, v)));
+                }
+            }
+        }
+        Ok(dist)
+    }
+}

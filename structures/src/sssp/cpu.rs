@@ -1,0 +1,208 @@
+//! SSSP on pinned latency threads (CpuOnly): relaxation shared out in chunks of the frontier,
+//! the ordering heap a [`ConcurrentGeneralizedHeap`] the threads insert into and delete from
+//! at once.
+//!
+//! Memory ordering: distances and stamps are single atomic words updated with `Relaxed`
+//! read-modify-writes (`fetch_min`, `swap`); each word's modification order alone decides who
+//! improved a distance and who queued a vertex. The threads' results reach the caller through
+//! the pool's join ([`LatencyPool::broadcast_scoped`] returns after every job has ended), which
+//! orders every relaxation before the reads that build the next frontier.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+
+use asym_runtime::{LatencyPool, Result};
+
+use super::{overflow_error, search, FrontierHeap, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
+use crate::gheap::ConcurrentGeneralizedHeap;
+use crate::graph::{Graph, UNREACHABLE};
+
+/// Frontier entries a thread takes at a time.
+const CHUNK: usize = 64;
+
+/// Shortest distances from `source` (0-based) on `pool`'s threads, the frontier expanded
+/// whole ([`Order::Frontier`]) or ordered by the concurrent generalized heap
+/// ([`Order::Heap`]).
+pub fn shortest_paths(
+    graph: &Graph,
+    source: usize,
+    pool: &LatencyPool,
+    order: Order,
+) -> Result<SsspRun> {
+    graph.check_source(source)?;
+    let mut relax = CpuRelaxer {
+        graph,
+        pool,
+        dist: (0..graph.vertices())
+            .map(|_| AtomicU32::new(u32::MAX))
+            .collect(),
+        stamp: (0..graph.vertices()).map(|_| AtomicU32::new(0)).collect(),
+        frontier: Vec::new(),
+        iteration: 0,
+    };
+    relax.dist[source].store(0, Relaxed);
+    match order {
+        Order::Frontier => search(&mut relax, None, order, source as u32),
+        Order::Heap { batch, .. } => {
+            let mut heap = CpuHeap {
+                heap: ConcurrentGeneralizedHeap::new(batch, 1024)?,
+                pool,
+            };
+            search(&mut relax, Some(&mut heap), order, source as u32)
+        }
+    }
+}
+
+struct CpuRelaxer<'a> {
+    graph: &'a Graph,
+    pool: &'a LatencyPool,
+    /// Tentative distances; `u32::MAX` = not reached, [`DISTANCE_LIMIT`] = saturated.
+    dist: Vec<AtomicU32>,
+    /// The iteration that last queued each vertex (iterations count from 1).
+    stamp: Vec<AtomicU32>,
+    frontier: Vec<Pair>,
+    iteration: u32,
+}
+
+impl Relaxer for CpuRelaxer<'_> {
+    fn frontier_len(&self) -> usize {
+        self.frontier.len()
+    }
+
+    fn take_frontier(&mut self) -> Result<Vec<Pair>> {
+        Ok(std::mem::take(&mut self.frontier))
+    }
+
+    fn set_frontier(&mut self, pairs: &[Pair]) -> Result<()> {
+        self.frontier.clear();
+        self.frontier.extend_from_slice(pairs);
+        Ok(())
+    }
+
+    fn expand(&mut self) -> Result<(u64, u64)> {
+        self.iteration += 1;
+        let (graph, dist, stamp, frontier, iteration) = (
+            self.graph,
+            &self.dist,
+            &self.stamp,
+            &self.frontier,
+            self.iteration,
+        );
+        let next_chunk = AtomicUsize::new(0);
+        let parts = self.pool.broadcast_scoped(|_| {
+            let mut queued = Vec::new();
+            let (mut visited, mut stale) = (0u64, 0u64);
+            loop {
+                let start = next_chunk.fetch_add(CHUNK, Relaxed);
+                if start >= frontier.len() {
+                    break;
+                }
+                for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
+                    let du = dist[u as usize].load(Relaxed);
+                    if key > du {
+                        stale += 1;
+                        continue;
+                    }
+                    visited += 1;
+                    for (v, w) in graph.neighbors(u) {
+                        // Saturating: a path at the limit never beats a real distance below
+                        // it, and a vertex left at the limit is reported as an overflow.
+                        let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
+                        let slot = &dist[v as usize];
+                        if nd < slot.load(Relaxed)
+                            && nd < slot.fetch_min(nd, Relaxed)
+                            && stamp[v as usize].swap(iteration, Relaxed) != iteration
+                        {
+                            queued.push(v);
+                        }
+                    }
+                }
+            }
+            (queued, visited, stale)
+        })?;
+        let total: usize = parts.iter().map(|p| p.0.len()).sum();
+        let mut next = Vec::with_capacity(total);
+        let (mut visited, mut stale) = (0, 0);
+        for (queued, vis, st) in parts {
+            next.extend(
+                queued
+                    .into_iter()
+                    .map(|v| (dist[v as usize].load(Relaxed), v)),
+            );
+            visited += vis;
+            stale += st;
+        }
+        self.frontier = next;
+        Ok((visited, stale))
+    }
+
+    fn distances(&mut self) -> Result<Vec<u64>> {
+        let mut out = Vec::with_capacity(self.dist.len());
+        for d in &self.dist {
+            match d.load(Relaxed) {
+                u32::MAX => out.push(UNREACHABLE),
+                d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(self.graph)),
+                d => out.push(d as u64),
+            }
+        }
+        Ok(out)
+    }
+}
+
+struct CpuHeap<'a> {
+    heap: ConcurrentGeneralizedHeap<Pair>,
+    pool: &'a LatencyPool,
+}
+
+impl FrontierHeap for CpuHeap<'_> {
+    fn insert(&mut self, pairs: &[Pair]) -> Result<()> {
+        let k = self.heap.batch();
+        let needed = (self.heap.len() + pairs.len()) / k + 1;
+        if needed > self.heap.max_nodes() {
+            self.heap.grow(needed.max(2 * self.heap.max_nodes()));
+        }
+        let (heap, threads) = (&self.heap, self.pool.len());
+        let share = pairs.len().div_ceil(threads).next_multiple_of(k);
+        let results = self.pool.broadcast_scoped(|w| {
+            let start = (w.index * share).min(pairs.len());
+            heap.insert(&pairs[start..(start + share).min(pairs.len())])
+        })?;
+        results.into_iter().collect()
+    }
+
+    fn pop(&mut self, n: usize) -> Result<Vec<Pair>> {
+        let heap = &self.heap;
+        let k = heap.batch();
+        // One DEL of at most K keys per ticket; the last ticket takes the remainder.
+        let dels = n.div_ceil(k);
+        let ticket = AtomicUsize::new(0);
+        let parts = self.pool.broadcast_scoped(|_| -> Result<Vec<Pair>> {
+            let mut mine = Vec::new();
+            loop {
+                let d = ticket.fetch_add(1, Relaxed);
+                if d >= dels {
+                    return Ok(mine);
+                }
+                let want = if d == dels - 1 && n % k != 0 {
+                    n % k
+                } else {
+                    k
+                };
+                let got = heap.delete_min(want)?;
+                let short = got.len() < want;
+                mine.extend(got);
+                if short {
+                    return Ok(mine);
+                }
+            }
+        })?;
+        let mut out = Vec::with_capacity(n);
+        for p in parts {
+            out.extend(p?);
+        }
+        Ok(out)
+    }
+
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+}

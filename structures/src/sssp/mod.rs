@@ -1,0 +1,206 @@
+//! Parallel single-source shortest paths, the concurrent-heap seed's first application.
+//!
+//! Both searches are label-correcting (Bellman–Ford with work lists, as Gunrock's SSSP): each
+//! iteration expands a frontier of vertices in parallel, relaxing their edges with an atomic
+//! minimum on the distance array, and the vertices whose distance dropped form the next
+//! frontier (each once: a per-vertex stamp of the iteration that queued it). Distances are
+//! exact when no frontier is left, whatever order the vertices were expanded in.
+//!
+//! - [`Order::Frontier`], the baseline: the whole next frontier is expanded.
+//! - [`Order::Heap`], the seed's heap-ordered search: once the frontier holds more than
+//!   `threshold` vertices, it goes into a generalized heap keyed by distance and only the
+//!   `pop` nearest vertices are expanded next; the heap stays in use until it is empty. Far
+//!   vertices wait, so fewer of them are expanded with a distance that later drops again.
+//!
+//! Frontier entries are `(distance when queued, vertex)` pairs. An entry whose distance is
+//! above the vertex's current one is stale: the vertex was queued again when its distance
+//! dropped, so the stale entry is skipped (not expanded, not counted as visited).
+//!
+//! The two engines run the same loop ([`search`]): [`cpu`] on pinned latency threads with
+//! the [`ConcurrentGeneralizedHeap`](crate::ConcurrentGeneralizedHeap), [`device`] with
+//! the relaxation in a kernel (`kernels/sssp.cl`) and the
+//! [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap).
+
+pub mod cpu;
+pub mod device;
+
+use std::time::{Duration, Instant};
+
+use asym_runtime::{Error, Result};
+
+use crate::graph::{Graph, UNREACHABLE};
+
+/// A frontier entry: `(distance when queued, vertex)`; the heap orders by distance first.
+pub type Pair = (u32, u32);
+
+/// A distance the 32-bit searches cannot hold: the searches stop with an error rather than
+/// wrap around.
+pub const DISTANCE_LIMIT: u64 = u32::MAX as u64 - 1;
+
+/// How the next vertices to expand are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Expand the whole frontier every iteration (the baseline).
+    Frontier,
+    /// Order the frontier by distance in a generalized heap once it exceeds `threshold`
+    /// vertices, expanding the `pop` nearest each iteration.
+    Heap {
+        /// Frontier size above which the heap is used (the seed's N = 10K).
+        threshold: usize,
+        /// Vertices taken from the heap per iteration.
+        pop: usize,
+        /// Keys per heap node (K).
+        batch: usize,
+    },
+}
+
+impl Order {
+    /// The seed's setting: threshold and pop 10,000, with batches of `batch` keys.
+    pub fn heap(batch: usize) -> Self {
+        Order::Heap {
+            threshold: 10_000,
+            pop: 10_000,
+            batch,
+        }
+    }
+
+    fn check(self) -> Result<()> {
+        if let Order::Heap { threshold, pop, .. } = self {
+            if pop == 0 || threshold == 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "heap threshold {threshold} and pop {pop}: both must be at least 1"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a search did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SsspStats {
+    /// Iterations (frontier expansions).
+    pub iterations: u64,
+    /// Vertices expanded (entries not skipped as stale), summed over iterations.
+    pub visited: u64,
+    /// Stale entries skipped.
+    pub stale: u64,
+    /// Entries inserted into the heap.
+    pub heap_inserted: u64,
+    /// Time in heap operations (inserting the frontier, taking the nearest vertices).
+    pub heap_time: Duration,
+    /// Time expanding frontiers (relaxation, building the next frontier).
+    pub compute_time: Duration,
+}
+
+/// Distances (as [`Graph::dijkstra`] gives them: [`UNREACHABLE`] where no path leads) and
+/// what the search did.
+#[derive(Clone, Debug)]
+pub struct SsspRun {
+    /// Distance of every vertex from the source.
+    pub distances: Vec<u64>,
+    /// Counters and times.
+    pub stats: SsspStats,
+}
+
+/// The ordering heap an engine brings: inserts and removals of frontier pairs.
+pub(crate) trait FrontierHeap {
+    fn insert(&mut self, pairs: &[Pair]) -> Result<()>;
+    /// The `n` smallest pairs (fewer when the heap holds fewer), in any order.
+    fn pop(&mut self, n: usize) -> Result<Vec<Pair>>;
+    fn len(&self) -> usize;
+}
+
+/// An engine's relaxation: it holds the distances and the current frontier.
+pub(crate) trait Relaxer {
+    /// Entries in the current frontier.
+    fn frontier_len(&self) -> usize;
+    /// The current frontier, moved to the host.
+    fn take_frontier(&mut self) -> Result<Vec<Pair>>;
+    /// Replaces the current frontier.
+    fn set_frontier(&mut self, pairs: &[Pair]) -> Result<()>;
+    /// Expands the current frontier; the next one replaces it. Returns (visited, stale).
+    fn expand(&mut self) -> Result<(u64, u64)>;
+    /// The final distances.
+    fn distances(&mut self) -> Result<Vec<u64>>;
+}
+
+/// The search loop both engines share.
+pub(crate) fn search(
+    relax: &mut dyn Relaxer,
+    mut heap: Option<&mut dyn FrontierHeap>,
+    order: Order,
+    source: u32,
+) -> Result<SsspRun> {
+    order.check()?;
+    let mut stats = SsspStats::default();
+    relax.set_frontier(&[(0, source)])?;
+    loop {
+        if let (Order::Heap { threshold, pop, .. }, Some(heap)) = (order, heap.as_deref_mut()) {
+            if heap.len() > 0 || relax.frontier_len() > threshold {
+                let t = Instant::now();
+                let frontier = relax.take_frontier()?;
+                heap.insert(&frontier)?;
+                stats.heap_inserted += frontier.len() as u64;
+                let next = heap.pop(pop)?;
+                relax.set_frontier(&next)?;
+                stats.heap_time += t.elapsed();
+            }
+        }
+        if relax.frontier_len() == 0 {
+            break;
+        }
+        let t = Instant::now();
+        let (visited, stale) = relax.expand()?;
+        stats.compute_time += t.elapsed();
+        stats.iterations += 1;
+        stats.visited += visited;
+        stats.stale += stale;
+    }
+    let t = Instant::now();
+    let distances = relax.distances()?;
+    stats.compute_time += t.elapsed();
+    Ok(SsspRun { distances, stats })
+}
+
+/// Compares `distances` with the reference (Dijkstra's): `Err` names the first vertex that
+/// differs (1-based, as in the graph files).
+pub fn check_distances(distances: &[u64], reference: &[u64]) -> std::result::Result<(), String> {
+    if distances.len() != reference.len() {
+        return Err(format!(
+            "{} distances for {} vertices",
+            distances.len(),
+            reference.len()
+        ));
+    }
+    let show = |d: u64| {
+        if d == UNREACHABLE {
+            "unreachable".to_string()
+        } else {
+            d.to_string()
+        }
+    };
+    match distances.iter().zip(reference).position(|(a, b)| a != b) {
+        None => Ok(()),
+        Some(v) => Err(format!(
+            "vertex {}: distance {} but Dijkstra gives {} ({} vertices differ)",
+            v + 1,
+            show(distances[v]),
+            show(reference[v]),
+            distances
+                .iter()
+                .zip(reference)
+                .filter(|(a, b)| a != b)
+                .count()
+        )),
+    }
+}
+
+/// The error a search gives when a distance would not fit its 32-bit words.
+pub(crate) fn overflow_error(graph: &Graph) -> Error {
+    Error::InvalidArgument(format!(
+        "a shortest distance exceeds {DISTANCE_LIMIT}: the parallel searches keep 32-bit \
+         distances (the largest weight here is {}; scale the weights down)",
+        graph.max_weight()
+    ))
+}

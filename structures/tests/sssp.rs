@@ -1,0 +1,466 @@
+//! SSSP and its graphs: loaders (errors name the line), generators, Dijkstra against
+//! Bellman–Ford, and every parallel search (CPU and device, frontier and heap-ordered, both
+//! transports) against Dijkstra on generated graphs and the edge cases.
+
+mod common;
+
+use std::io::Cursor;
+
+use asym_runtime::{Error, LatencyPool, PoolOptions};
+use asym_structures::gheap::DeviceHeapConfig;
+use asym_structures::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
+use asym_structures::sssp::{check_distances, cpu, device::DeviceSssp, Order};
+use rand::{Rng, SeedableRng};
+
+fn pool(threads: usize) -> LatencyPool {
+    LatencyPool::new(PoolOptions {
+        threads: Some(threads),
+        ..Default::default()
+    })
+    .expect("pool")
+}
+
+fn dimacs(text: &str) -> asym_runtime::Result<Graph> {
+    Graph::parse_dimacs(Cursor::new(text), "g.gr")
+}
+
+fn mtx(text: &str) -> asym_runtime::Result<Graph> {
+    Graph::parse_mtx(Cursor::new(text), "m.mtx", &MtxOptions::default())
+}
+
+fn message(r: asym_runtime::Result<Graph>) -> String {
+    match r {
+        Err(Error::InvalidArgument(m)) => m,
+        other => panic!("expected an InvalidArgument error, got {other:?}"),
+    }
+}
+
+/// Bellman–Ford by dynamic programming over path lengths: the reference for Dijkstra.
+fn bellman_ford(g: &Graph, source: usize) -> Vec<u64> {
+    let mut dist = vec![UNREACHABLE; g.vertices()];
+    dist[source] = 0;
+    for _ in 0..g.vertices() {
+        let mut changed = false;
+        for u in 0..g.vertices() {
+            if dist[u] == UNREACHABLE {
+                continue;
+            }
+            for (v, w) in g.neighbors(u as u32) {
+                if dist[u] + (w as u64) < dist[v as usize] {
+                    dist[v as usize] = dist[u] + w as u64;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    dist
+}
+
+fn random_graph(rng: &mut impl Rng, n: usize, m: usize, max_w: u32) -> Graph {
+    let edges: Vec<Edge> = (0..m)
+        .map(|_| {
+            (
+                rng.gen_range(0..n as u32),
+                rng.gen_range(0..n as u32),
+                rng.gen_range(0..=max_w),
+            )
+        })
+        .collect();
+    Graph::from_edges(n, &edges, false).unwrap()
+}
+
+/// Graphs covering the edge cases: one vertex, no edges, a long chain (many iterations),
+/// a star, zero weights, duplicate edges and self-loops, unreachable parts, random sparse and
+/// dense graphs, Kronecker and geometric graphs.
+/// `chain` sets the chain's length (one iteration per vertex: a device launch each).
+fn graphs(chain: u32) -> Vec<(String, Graph)> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    let chain_edges: Vec<Edge> = (0..chain - 1).map(|i| (i, i + 1, 1 + i % 7)).collect();
+    let star: Vec<Edge> = (1..5_000).map(|i| (0, i, i % 13)).collect();
+    let mut dup = vec![
+        (0, 1, 9),
+        (0, 1, 3),
+        (1, 1, 0),
+        (1, 2, 0),
+        (2, 0, 1),
+        (0, 2, 5),
+    ];
+    dup.extend((3..20).map(|i| (i, i + 1, 2)));
+    vec![
+        (
+            "one vertex".into(),
+            Graph::from_edges(1, &[], false).unwrap(),
+        ),
+        (
+            "no edges".into(),
+            Graph::from_edges(17, &[], false).unwrap(),
+        ),
+        (
+            "chain".into(),
+            Graph::from_edges(chain as usize, &chain_edges, false).unwrap(),
+        ),
+        (
+            "star".into(),
+            Graph::from_edges(5_000, &star, true).unwrap(),
+        ),
+        ("zero weights".into(), random_graph(&mut rng, 300, 2_000, 0)),
+        (
+            "duplicates, self-loops, unreachable".into(),
+            Graph::from_edges(21, &dup, false).unwrap(),
+        ),
+        (
+            "random sparse".into(),
+            random_graph(&mut rng, 4_000, 10_000, 1_000),
+        ),
+        (
+            "random dense".into(),
+            random_graph(&mut rng, 700, 60_000, 50),
+        ),
+        (
+            "kron 12".into(),
+            Graph::kronecker(12, 16, 255, rng.gen()).unwrap(),
+        ),
+        (
+            "geometric".into(),
+            Graph::geometric(5_000, 8.0, rng.gen()).unwrap(),
+        ),
+    ]
+}
+
+/// Small thresholds so the heap is used (and emptied) many times on these graphs.
+fn orders() -> Vec<Order> {
+    vec![
+        Order::Frontier,
+        Order::Heap {
+            threshold: 8,
+            pop: 8,
+            batch: 2,
+        },
+        Order::Heap {
+            threshold: 100,
+            pop: 37,
+            batch: 32,
+        },
+        Order::Heap {
+            threshold: 1_000,
+            pop: 1_000,
+            batch: 256,
+        },
+    ]
+}
+
+#[test]
+fn dimacs_reads_arcs_and_names_bad_lines() {
+    let g = dimacs("c a comment\np sp 3 4\na 1 2 5\na 2 3 0\na 3 3 7\n\na 1 2 2\n").unwrap();
+    assert_eq!(g.vertices(), 3);
+    assert_eq!(g.edges(), 3, "the self-loop is dropped");
+    assert_eq!(g.self_loops(), 1);
+    assert_eq!(
+        g.dijkstra(0).unwrap(),
+        vec![0, 2, 2],
+        "the shorter duplicate wins"
+    );
+    for (text, line, what) in [
+        ("p sp 2 1\na 1 2 -4\n", 2, "negative weight"),
+        ("p sp 2 1\na 1 3 4\n", 2, "outside 1..=2"),
+        ("p sp 2 1\na 0 1 4\n", 2, "outside 1..=2"),
+        ("p sp 2 1\na 1 2\n", 2, "expected `a FROM TO WEIGHT`"),
+        ("c x\na 1 2 3\n", 2, "before the `p sp` line"),
+        ("p sp 2 1\nx 1 2\n", 2, "unknown line type"),
+        ("p sp two 1\n", 1, "not a count"),
+        ("p sp 2 1\na 1 2 4294967296\n", 2, "exceeds 2^32 - 1"),
+        ("p sp 2 1\np sp 2 1\n", 2, "second `p` line"),
+    ] {
+        let m = message(dimacs(text));
+        assert!(
+            m.contains(&format!("g.gr, line {line}")) && m.contains(what),
+            "{m}"
+        );
+    }
+    assert!(message(dimacs("p sp 2 2\na 1 2 4\n")).contains("announces 2 arcs, the file has 1"));
+    assert!(message(dimacs("c nothing\n")).contains("no `p sp"));
+}
+
+#[test]
+fn matrix_market_reads_fields_and_symmetry() {
+    let g =
+        mtx("%%MatrixMarket matrix coordinate real general\n% c\n3 3 3\n1 2 2.6\n2 3 0.4\n3 3 1\n")
+            .unwrap();
+    assert_eq!((g.vertices(), g.edges(), g.self_loops()), (3, 2, 1));
+    assert_eq!(
+        g.dijkstra(0).unwrap(),
+        vec![0, 3, 3],
+        "2.6 rounds to 3, 0.4 to 0"
+    );
+    let scaled = Graph::parse_mtx(
+        Cursor::new("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 0.25\n"),
+        "m.mtx",
+        &MtxOptions {
+            real_scale: 100.0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(scaled.dijkstra(0).unwrap(), vec![0, 25]);
+    let sym = mtx("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n").unwrap();
+    assert_eq!(sym.edges(), 4);
+    assert_eq!(sym.dijkstra(2).unwrap(), vec![2, 1, 0]);
+    let unit = Graph::parse_mtx(
+        Cursor::new("%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 -7\n"),
+        "m.mtx",
+        &MtxOptions {
+            unit_weights: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(unit.dijkstra(0).unwrap(), vec![0, 1]);
+    for (text, line, what) in [
+        (
+            "%%MatrixMarket matrix array real general\n",
+            1,
+            "coordinate",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate complex general\n",
+            1,
+            "field",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real skew-symmetric\n",
+            1,
+            "symmetry",
+        ),
+        ("hello\n", 1, "%%MatrixMarket"),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 3 1\n",
+            2,
+            "square",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 -1.5\n",
+            3,
+            "negative",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 -1\n",
+            3,
+            "negative",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 3 1\n",
+            3,
+            "outside 1..=2",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2\n",
+            3,
+            "expected 3 numbers",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 x\n",
+            3,
+            "not a number",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 1\n2 1 1\n",
+            4,
+            "more than",
+        ),
+    ] {
+        let m = message(mtx(text));
+        assert!(
+            m.contains(&format!("m.mtx, line {line}")) && m.contains(what),
+            "{text}: {m}"
+        );
+    }
+    assert!(message(mtx(
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 2 1\n"
+    ))
+    .contains("announces 2 entries, the file has 1"));
+    assert!(message(mtx("")).contains("empty file"));
+}
+
+#[test]
+fn graph_files_are_read_by_extension() {
+    let dir = std::env::temp_dir().join(format!("asym-sssp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gr = dir.join("a.gr");
+    std::fs::write(&gr, "p sp 2 1\na 1 2 3\n").unwrap();
+    assert_eq!(Graph::read(&gr, &MtxOptions::default()).unwrap().edges(), 1);
+    let other = dir.join("a.txt");
+    std::fs::write(&other, "p sp 2 1\n").unwrap();
+    assert!(Graph::read(&other, &MtxOptions::default()).is_err());
+    assert!(matches!(
+        Graph::read(&dir.join("missing.gr"), &MtxOptions::default()),
+        Err(Error::Io { .. })
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn generators_are_reproducible_and_undirected() {
+    let a = Graph::kronecker(10, 8, 100, 7).unwrap();
+    assert_eq!(a, Graph::kronecker(10, 8, 100, 7).unwrap());
+    assert_ne!(a, Graph::kronecker(10, 8, 100, 8).unwrap());
+    assert_eq!(a.vertices(), 1024);
+    assert_eq!(a.edges() as u64 + 2 * a.self_loops(), 2 * 8 * 1024);
+    let g = Graph::geometric(3_000, 6.0, 1).unwrap();
+    let avg = g.edges() as f64 / g.vertices() as f64;
+    assert!((4.0..7.0).contains(&avg), "average degree {avg}");
+    for gr in [&a, &g] {
+        // Every edge has its reverse with the same weight.
+        for u in 0..gr.vertices() as u32 {
+            for (v, w) in gr.neighbors(u) {
+                assert!(gr.neighbors(v).any(|(x, y)| x == u && y == w));
+            }
+        }
+    }
+    assert!(Graph::kronecker(0, 16, 1, 0).is_err());
+    assert!(Graph::kronecker(10, 16, 0, 0).is_err());
+    assert!(Graph::geometric(1, 8.0, 0).is_err());
+    assert!(Graph::geometric(10, f64::NAN, 0).is_err());
+}
+
+#[test]
+fn dijkstra_matches_bellman_ford() {
+    for (name, g) in graphs(3_000) {
+        if g.vertices() > 5_000 {
+            continue;
+        }
+        for source in [0, g.vertices() / 2, g.vertices() - 1] {
+            assert_eq!(
+                g.dijkstra(source).unwrap(),
+                bellman_ford(&g, source),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn cpu_searches_match_dijkstra() {
+    for threads in [1, 2, 5] {
+        let pool = pool(threads);
+        for (name, g) in graphs(3_000) {
+            let source = g.vertices() / 3;
+            let want = g.dijkstra(source).unwrap();
+            for order in orders() {
+                let run = cpu::shortest_paths(&g, source, &pool, order).unwrap();
+                check_distances(&run.distances, &want)
+                    .unwrap_or_else(|e| panic!("{name}, {order:?}, {threads} threads: {e}"));
+                let reached = want.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+                assert!(
+                    run.stats.visited >= reached,
+                    "{name}: every reached vertex expands"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn device_searches_match_dijkstra() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for (name, g) in graphs(300) {
+            let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+            // Each iteration is a few launches (more with the heap): one source per graph and
+            // batches of 4 rather than 2 keep this test short on PoCL.
+            for source in [g.vertices() / 3] {
+                let want = g.dijkstra(source).unwrap();
+                for order in orders().into_iter().map(|o| match o {
+                    Order::Heap { batch: 2, .. } => Order::Heap {
+                        threshold: 16,
+                        pop: 16,
+                        batch: 4,
+                    },
+                    o => o,
+                }) {
+                    let heap = DeviceHeapConfig {
+                        work_groups: Some(3),
+                        ..DeviceHeapConfig::new(4)
+                    };
+                    let run = dev.shortest_paths(source, order, &heap).unwrap();
+                    check_distances(&run.distances, &want)
+                        .unwrap_or_else(|e| panic!("{name}, {order:?}, {t:?}: {e}"));
+                    if let Order::Heap { threshold, .. } = order {
+                        if run.stats.heap_inserted == 0 {
+                            assert!(run.stats.visited <= threshold as u64 * run.stats.iterations);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn heap_order_is_used_and_visits_no_more_than_needed() {
+    // A geometric graph with a large frontier: the heap must take part, and expanding the
+    // nearest vertices first must not expand more vertices than the frontier search does.
+    let g = Graph::geometric(20_000, 10.0, 3).unwrap();
+    let pool = pool(2);
+    let base = cpu::shortest_paths(&g, 0, &pool, Order::Frontier).unwrap();
+    let heap = cpu::shortest_paths(
+        &g,
+        0,
+        &pool,
+        Order::Heap {
+            threshold: 50,
+            pop: 50,
+            batch: 32,
+        },
+    )
+    .unwrap();
+    assert_eq!(base.distances, heap.distances);
+    assert!(heap.stats.heap_inserted > 0);
+    assert!(
+        heap.stats.visited <= base.stats.visited,
+        "heap visits {} > frontier visits {}",
+        heap.stats.visited,
+        base.stats.visited
+    );
+}
+
+#[test]
+fn bad_sources_and_overflow_are_errors() {
+    let pool = pool(2);
+    let g = Graph::from_edges(3, &[(0, 1, u32::MAX), (1, 2, u32::MAX)], false).unwrap();
+    assert!(g.dijkstra(3).is_err());
+    assert!(cpu::shortest_paths(&g, 3, &pool, Order::Frontier).is_err());
+    let overflow = cpu::shortest_paths(&g, 0, &pool, Order::Frontier).unwrap_err();
+    assert!(overflow.to_string().contains("exceeds"), "{overflow}");
+    let bad_order = Order::Heap {
+        threshold: 0,
+        pop: 1,
+        batch: 2,
+    };
+    assert!(cpu::shortest_paths(&g, 0, &pool, bad_order).is_err());
+    let rt = common::runtime(common::transports()[0]);
+    let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+    let heap = DeviceHeapConfig::new(2);
+    assert!(dev.shortest_paths(3, Order::Frontier, &heap).is_err());
+    let e = dev.shortest_paths(0, Order::Frontier, &heap).unwrap_err();
+    assert!(e.to_string().contains("exceeds"), "{e}");
+    // Distances just below the limit are exact.
+    let fits =
+        Graph::from_edges(3, &[(0, 1, u32::MAX / 2), (1, 2, u32::MAX / 2 - 1)], false).unwrap();
+    let mut dev = DeviceSssp::new(&rt, &fits).unwrap();
+    let want = fits.dijkstra(0).unwrap();
+    assert_eq!(
+        dev.shortest_paths(0, Order::Frontier, &heap)
+            .unwrap()
+            .distances,
+        want
+    );
+    assert_eq!(
+        cpu::shortest_paths(&fits, 0, &pool, Order::Frontier)
+            .unwrap()
+            .distances,
+        want
+    );
+}
