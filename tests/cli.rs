@@ -29,16 +29,21 @@ fn example(name: &str) -> PathBuf {
     }
 }
 
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(example("batch_kselect"))
+/// Runs example `name` with `args`: (success, stdout, stderr).
+fn run_example(name: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(example(name))
         .args(args)
         .output()
-        .expect("run batch_kselect");
+        .unwrap_or_else(|e| panic!("run {name}: {e}"));
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into(),
         String::from_utf8_lossy(&out.stderr).into(),
     )
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    run_example("batch_kselect", args)
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -404,17 +409,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
 
 #[test]
 fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
-    let run = |args: &[&str]| {
-        let out = Command::new(example("knapsack"))
-            .args(args)
-            .output()
-            .expect("run knapsack");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
+    let run = |args: &[&str]| run_example("knapsack", args);
     let (ok, stdout, err) = run(&["--n", "30", "--range", "500", "--threads", "2", "--json"]);
     assert!(ok, "{err}");
     let rows: Vec<serde_json::Value> = stdout
@@ -457,6 +452,90 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
             ],
             "raise --max-nodes",
         ),
+    ] {
+        let (ok, _, err) = run(&args);
+        assert!(!ok && err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
+    let run = |args: &[&str]| run_example("sssp", args);
+    let (ok, stdout, err) = run(&[
+        "--scale",
+        "10",
+        "--threads",
+        "2",
+        "--threshold",
+        "100",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        5,
+        "dijkstra + (cpu, gpu) x (frontier, heap): {stdout}"
+    );
+    assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    assert!(
+        rows.iter()
+            .any(|r| r["order"] == "heap" && r["heap_inserted"].as_u64() > Some(0)),
+        "the heap takes part with a threshold of 100: {stdout}"
+    );
+    let dir = std::env::temp_dir().join(format!("asym-sssp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Vertex 4 is unreachable; the self-loop is dropped; the shorter duplicate wins.
+    let good = dir.join("good.gr");
+    std::fs::write(
+        &good,
+        "c tiny\np sp 4 4\na 1 2 7\na 1 2 3\na 2 3 0\na 3 3 1\n",
+    )
+    .unwrap();
+    let out = dir.join("dist.txt");
+    let (ok, stdout, err) = run(&[
+        "--input",
+        good.to_str().unwrap(),
+        "--mode",
+        "cpu",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok && stdout.contains("= Dijkstra"), "{stdout}{err}");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "1 0\n2 3\n3 3\n4 inf\n"
+    );
+    let bad = dir.join("bad.gr");
+    std::fs::write(&bad, "p sp 2 1\n\na 1 2 -5\n").unwrap();
+    let neg = dir.join("neg.mtx");
+    std::fs::write(
+        &neg,
+        "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 -0.5\n",
+    )
+    .unwrap();
+    for (args, want) in [
+        (
+            vec!["--input", bad.to_str().unwrap()],
+            "bad.gr, line 3: negative weight",
+        ),
+        (vec!["--input", neg.to_str().unwrap()], "neg.mtx, line 3"),
+        (vec!["--input", "/nonexistent.gr"], "/nonexistent.gr"),
+        (vec!["--gen", "lattice"], "expected kron or geo"),
+        (vec!["--source", "0"], "numbered from 1"),
+        (vec!["--scale", "4", "--source", "17"], "source vertex 17"),
+        (vec!["--mode", "coop"], "not built yet"),
+        (
+            vec!["--scale", "4", "--mode", "cpu", "--batch", "12"],
+            "power of two",
+        ),
+        (vec!["--scale", "4", "--threshold", "0"], "at least 1"),
+        (vec!["--scale", "40"], "scale 40"),
     ] {
         let (ok, _, err) = run(&args);
         assert!(!ok && err.contains(want), "{args:?}: {err}");
