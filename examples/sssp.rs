@@ -61,9 +61,9 @@ struct Args {
     /// Matrix Market: `real` values are multiplied by this and rounded.
     #[arg(long, default_value_t = 1.0)]
     real_scale: f64,
-    /// Source vertex, numbered from 1.
-    #[arg(long, default_value_t = 1)]
-    source: usize,
+    /// Source vertex, numbered from 1 (default: the vertex with the most out-edges).
+    #[arg(long)]
+    source: Option<usize>,
     /// Modes: cpu (latency threads), gpu (the device), or all; each runs the frontier
     /// baseline and the heap-ordered search.
     #[arg(long, default_value = "all")]
@@ -180,7 +180,7 @@ fn run(args: &Args) -> Result<bool> {
             }
         }
     }
-    if args.source == 0 {
+    if args.source == Some(0) {
         return Err(Error::InvalidArgument(
             "--source 0: vertices are numbered from 1".into(),
         ));
@@ -191,7 +191,7 @@ fn run(args: &Args) -> Result<bool> {
         batch: args.batch,
     };
     let (name, graph) = load(args, args.json)?;
-    let source = args.source - 1;
+    let source = args.source.map_or_else(|| graph.hub(), |s| s - 1);
     graph.check_source(source)?;
     let t = Instant::now();
     let reference = graph.dijkstra(source)?;
@@ -266,7 +266,7 @@ fn run(args: &Args) -> Result<bool> {
                 "{}",
                 json!({
                     "graph": name, "vertices": graph.vertices(), "edges": graph.edges(),
-                    "source": args.source, "reached": reached, "mode": r.mode, "order": r.order,
+                    "source": source + 1, "reached": reached, "mode": r.mode, "order": r.order,
                     "threshold": args.threshold, "pop": args.pop.unwrap_or(args.threshold),
                     "batch": args.batch, "ms": r.ms,
                     "heap_ms": r.stats.heap_time.as_secs_f64() * 1e3,
@@ -285,7 +285,7 @@ fn run(args: &Args) -> Result<bool> {
             "{name}: {} vertices, {} edges, source {}, {reached} reached{}",
             graph.vertices(),
             graph.edges(),
-            args.source,
+            source + 1,
             device_label
                 .as_ref()
                 .map_or(String::new(), |d| format!(", device {d}"))

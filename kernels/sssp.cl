@@ -1,9 +1,9 @@
 /* asym SSSP: one frontier expansion of the label-correcting search (structures/src/sssp).
  *
  * Algorithm. The frontier is a list of (distance when queued << 32 | vertex) entries. Each
- * work-item takes entries (grid-stride) and, unless the entry is stale (its distance is above
- * the vertex's current one: the vertex was queued again since), relaxes every edge of the
- * vertex: new = min(dist[u] + w, LIMIT), atomic minimum into dist[v]; when that lowered
+ * entry that is not stale (its distance is above the vertex's current one: the vertex was
+ * queued again since) has every edge relaxed (load-balanced over the work-group, see
+ * sssp_expand): new = min(dist[u] + w, LIMIT), atomic minimum into dist[v]; when that lowered
  * dist[v], an exchange of stamp[v] with this iteration's number decides which work-item
  * appends v to `next` (each vertex at most once per iteration). `sssp_pairs` then turns
  * `next` into the following frontier with each vertex's final distance of the iteration.
@@ -32,39 +32,77 @@ __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint 
     }
 }
 
+/* Load balance: a work-group takes WG entries at a time, stores each vertex's edge range in
+ * local memory, scans the degrees, and then its work-items stride over the concatenated edge
+ * lists (each finds its vertex by binary search in the scan), so a hub's edges are shared by
+ * the whole group instead of serialising one work-item. Every barrier is reached by all
+ * work-items: the outer loop's trip count is the same for the whole group. */
 __kernel void sssp_expand(__global const uint *offsets, __global const uint *targets,
                           __global const uint *weights, __global uint *dist,
                           __global uint *stamp, __global const ulong *frontier, uint flen,
                           __global uint *next, __global uint *counters, uint iteration) {
+    __local uint lstart[WG], ldist[WG], lscan[WG];
     __local uint visited, stale;
-    if (get_local_id(0) == 0) {
+    uint lid = get_local_id(0);
+    if (lid == 0) {
         visited = 0u;
         stale = 0u;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = get_global_id(0); i < flen; i += get_global_size(0)) {
-        ulong entry = frontier[i];
-        uint key = (uint)(entry >> 32);
-        uint u = (uint)entry;
-        uint du = asym_load_relaxed(&dist[u]);
-        if (key > du) {
-            atomic_inc(&stale);
-            continue;
+    uint stride = get_num_groups(0) * WG;
+    for (uint base = get_group_id(0) * WG; base < flen; base += stride) {
+        uint i = base + lid;
+        uint deg = 0u, start = 0u, du = 0u;
+        if (i < flen) {
+            ulong entry = frontier[i];
+            uint key = (uint)(entry >> 32);
+            uint u = (uint)entry;
+            du = asym_load_relaxed(&dist[u]);
+            if (key > du) {
+                atomic_inc(&stale);
+            } else {
+                atomic_inc(&visited);
+                start = offsets[u];
+                deg = offsets[u + 1] - start;
+            }
         }
-        atomic_inc(&visited);
-        uint end = offsets[u + 1];
-        for (uint e = offsets[u]; e < end; ++e) {
-            uint v = targets[e];
-            uint nd = (uint)min((ulong)du + (ulong)weights[e], (ulong)SSSP_LIMIT);
+        lstart[lid] = start;
+        ldist[lid] = du;
+        lscan[lid] = deg;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* Inclusive scan of the degrees (Hillis–Steele). */
+        for (uint off = 1u; off < WG; off <<= 1) {
+            uint add = (lid >= off) ? lscan[lid - off] : 0u;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            lscan[lid] += add;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        uint total = lscan[WG - 1];
+        for (uint e = lid; e < total; e += WG) {
+            /* The entry owning edge e: the first j with lscan[j] > e. */
+            uint lo = 0u, hi = WG - 1u;
+            while (lo < hi) {
+                uint mid = (lo + hi) >> 1;
+                if (lscan[mid] > e) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1u;
+                }
+            }
+            uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
+            uint edge = lstart[lo] + (e - before);
+            uint v = targets[edge];
+            uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
             if (nd < asym_load_relaxed(&dist[v]) &&
                 nd < asym_fetch_min_relaxed(&dist[v], nd) &&
                 asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
                 next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
             }
         }
+        /* The next round overwrites the local arrays. */
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0) {
+    if (lid == 0) {
         asym_fetch_add(&counters[SSSP_VISITED], visited);
         asym_fetch_add(&counters[SSSP_STALE], stale);
     }

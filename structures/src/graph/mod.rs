@@ -140,6 +140,15 @@ impl Graph {
         self.weights.iter().copied().max().unwrap_or(0)
     }
 
+    /// The vertex with the most out-edges (the lowest-numbered among equals): a source whose
+    /// search reaches the graph's large component (Kronecker graphs have many isolated
+    /// vertices).
+    pub fn hub(&self) -> usize {
+        (0..self.vertices())
+            .max_by_key(|&v| (self.offsets[v + 1] - self.offsets[v], std::cmp::Reverse(v)))
+            .unwrap_or(0)
+    }
+
     /// Checks that `source` names a vertex.
     pub fn check_source(&self, source: usize) -> Result<()> {
         if source >= self.vertices() {

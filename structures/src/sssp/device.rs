@@ -56,7 +56,7 @@ impl<'g> DeviceSssp<'g> {
             b.copy_from_host(0, data)?;
             Ok(b)
         };
-        let program = rt.program(&asym_kernels::SSSP)?;
+        let program = rt.program_with(&asym_kernels::SSSP, &format!("-DWG={WG}"))?;
         let n = graph.vertices().max(1);
         Ok(DeviceSssp {
             offsets: upload(offsets)?,
