@@ -337,17 +337,6 @@ fn host_threads_share_one_device_heap() {
     }
 }
 
-/// One runtime per transport for all proptest cases (programs are built once per runtime).
-fn shared_runtimes() -> &'static [Runtime] {
-    static RUNTIMES: std::sync::OnceLock<Vec<Runtime>> = std::sync::OnceLock::new();
-    RUNTIMES.get_or_init(|| {
-        common::transports()
-            .into_iter()
-            .map(common::runtime)
-            .collect()
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
 
@@ -358,7 +347,7 @@ proptest! {
         batch_log2 in 1u32..6,
         groups in 1usize..6,
     ) {
-        for rt in shared_runtimes() {
+        for rt in common::shared_runtimes() {
             let heap = DeviceGeneralizedHeap::<i32>::new(rt, &config(1 << batch_log2, groups)).unwrap();
             let mut reference = BinaryHeap::new();
             for op in &ops {

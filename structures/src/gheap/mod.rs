@@ -30,6 +30,7 @@
 
 pub mod batch;
 pub mod concurrent;
+pub mod cooperative;
 pub mod device;
 pub mod device_heap;
 
@@ -37,6 +38,7 @@ use asym_runtime::{Error, Result};
 
 use batch::{is_sorted, merge_and_sort, merge_into, position, MergeKind};
 pub use concurrent::ConcurrentGeneralizedHeap;
+pub use cooperative::{CooperativeConfig, CooperativeHeap, CooperativeStats};
 pub use device_heap::{
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, HeapOp, LaunchTrace,
 };

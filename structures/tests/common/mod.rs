@@ -51,6 +51,13 @@ pub fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     ]
 }
 
+/// One runtime per transport, shared by all proptest cases of a test binary (programs are
+/// built once per runtime).
+pub fn shared_runtimes() -> &'static [Runtime] {
+    static RUNTIMES: std::sync::OnceLock<Vec<Runtime>> = std::sync::OnceLock::new();
+    RUNTIMES.get_or_init(|| transports().into_iter().map(runtime).collect())
+}
+
 /// A runtime on the default device with transport `t`.
 pub fn runtime(t: Transport) -> Runtime {
     let device = select_device(None).expect("an OpenCL device");
