@@ -9,8 +9,9 @@
 //!     cargo run --release --example heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
 //!     cargo run --release --example heap_bench -- --mixed --preload 1000000 --json
 //!
-//! The cooperative mode of the generalized heap is not built yet: asking for it is an error
-//! that says so.
+//! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
+//! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
+//! keys and the small inserts from a host-side top without a launch.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,8 +20,8 @@ use std::time::Instant;
 
 use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
 use asym::structures::gheap::{
-    ConcurrentGeneralizedHeap, DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap,
-    InsertDirection,
+    ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap,
+    DeviceHeapConfig, GeneralizedHeap, InsertDirection,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -38,8 +39,8 @@ struct Args {
     /// Key patterns: random, ascending, descending (comma-separated) or all.
     #[arg(long, default_value = "all")]
     pattern: String,
-    /// Modes: cpu (the concurrent heap on the latency threads), gpu (the device heap), or
-    /// all; coop is not built yet.
+    /// Modes: cpu (the concurrent heap on the latency threads), gpu (the device heap), coop
+    /// (device bulk + host top served by the latency threads), comma-separated, or all.
     #[arg(long, default_value = "cpu")]
     mode: String,
     /// OpenCL device for gpu mode: part of its platform or device name (default: ASYM_DEVICE,
@@ -64,6 +65,12 @@ struct Args {
     /// 2^keys-log2 / K pairs in all, on a heap preloaded with --preload keys.
     #[arg(long)]
     mixed: bool,
+    /// Coop mode: keys one refill brings from the device to the host top (default 64 K).
+    #[arg(long)]
+    refill: Option<usize>,
+    /// Coop mode: inserts gathered on the host before one device insert (default 64 K).
+    #[arg(long)]
+    flush: Option<usize>,
     /// Keys in the heap before the mixed pairs start (not timed).
     #[arg(long, default_value_t = 0)]
     preload: usize,
@@ -104,17 +111,46 @@ fn keys_for(pattern: &str, n: usize, seed: u64) -> Result<Vec<u32>> {
     })
 }
 
+/// A heap the latency threads share: the concurrent heap (CpuOnly) or the Cooperative one.
+trait SharedHeap: Sync {
+    fn insert(&self, keys: &[u32]) -> Result<()>;
+    fn delete_min(&self, n: usize) -> Result<Vec<u32>>;
+    fn len(&self) -> usize;
+}
+
+impl SharedHeap for ConcurrentGeneralizedHeap<u32> {
+    fn insert(&self, keys: &[u32]) -> Result<()> {
+        ConcurrentGeneralizedHeap::insert(self, keys)
+    }
+    fn delete_min(&self, n: usize) -> Result<Vec<u32>> {
+        ConcurrentGeneralizedHeap::delete_min(self, n)
+    }
+    fn len(&self) -> usize {
+        ConcurrentGeneralizedHeap::len(self)
+    }
+}
+
+impl SharedHeap for CooperativeHeap<u32> {
+    fn insert(&self, keys: &[u32]) -> Result<()> {
+        CooperativeHeap::insert(self, keys)
+    }
+    fn delete_min(&self, n: usize) -> Result<Vec<u32>> {
+        CooperativeHeap::delete_min(self, n)
+    }
+    fn len(&self) -> usize {
+        CooperativeHeap::len(self)
+    }
+}
+
 /// Insert everything, then delete everything, on the latency threads; checks every thread's
 /// deletions are sorted and every key comes back once.
 fn concurrent_run(
     pool: &LatencyPool,
+    heap: &impl SharedHeap,
     batch: usize,
-    direction: InsertDirection,
     keys: &[u32],
 ) -> Result<(f64, f64, bool)> {
     let threads = pool.len();
-    let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
-        .with_insert_direction(direction);
     let share = keys.len().div_ceil(threads);
     let barrier = Barrier::new(threads);
     let insert_ns = AtomicU64::new(0);
@@ -162,15 +198,13 @@ fn concurrent_run(
 /// The seed's mixed workload: preload, then pairs of (insert K, delete K) from every thread.
 fn mixed_run(
     pool: &LatencyPool,
+    heap: &impl SharedHeap,
     batch: usize,
-    direction: InsertDirection,
     preload: &[u32],
     pairs: usize,
     seed: u64,
 ) -> Result<(f64, bool)> {
     let threads = pool.len();
-    let heap = ConcurrentGeneralizedHeap::new(batch, (preload.len() + pairs * batch) / batch + 2)?
-        .with_insert_direction(direction);
     heap.insert(preload)?;
     let barrier = Barrier::new(threads);
     let started = Instant::now();
@@ -338,24 +372,16 @@ fn run(args: &Args) -> Result<bool> {
             args.keys_log2
         )));
     }
-    let (mut use_cpu, mut use_gpu) = (false, false);
+    let (mut use_cpu, mut use_gpu, mut use_coop) = (false, false, false);
     for mode in args.mode.split(',').map(str::trim) {
         match mode {
             "cpu" => use_cpu = true,
             "gpu" => use_gpu = true,
-            "all" => (use_cpu, use_gpu) = (true, true),
-            "coop" => {
-                return Err(Error::Unsupported {
-                    device: "any".into(),
-                    what: "run the generalized heap in coop mode".into(),
-                    lacks: "a cooperative schedule of the generalized heap (not built yet; \
-                            the cpu and gpu modes exist)"
-                        .into(),
-                })
-            }
+            "coop" => use_coop = true,
+            "all" => (use_cpu, use_gpu, use_coop) = (true, true, true),
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected cpu, gpu or all"
+                    "unknown mode {other:?}: expected cpu, gpu, coop or all"
                 )))
             }
         }
@@ -392,7 +418,7 @@ fn run(args: &Args) -> Result<bool> {
         threads: args.threads,
         ..Default::default()
     })?;
-    let rt = if use_gpu {
+    let rt = if use_gpu || use_coop {
         Some(Runtime::with_options(RuntimeOptions {
             device: args.device.clone(),
             ..Default::default()
@@ -414,6 +440,37 @@ fn run(args: &Args) -> Result<bool> {
             },
         )
     };
+    let coop_heap = |batch: usize, nodes: usize| -> Result<CooperativeHeap<u32>> {
+        let rt = rt.as_ref().expect("coop mode opened a runtime");
+        let mut config = CooperativeConfig::new(batch);
+        config.device.work_groups = group_counts[0];
+        config.device.work_group_size = group_sizes[0];
+        config.device.initial_nodes = nodes;
+        config.refill = args.refill.unwrap_or(config.refill);
+        config.flush = args.flush.unwrap_or(config.flush);
+        config.top_capacity = config.top_capacity.max(4 * config.refill);
+        let heap = CooperativeHeap::new(rt, &config)?;
+        // A first round trip builds the device program (as the gpu rows' warm-up).
+        heap.insert(&(0..batch as u32).collect::<Vec<_>>())?;
+        if heap.delete_min(batch)?.len() != batch || !heap.is_empty() {
+            return Err(Error::Lost(
+                "the cooperative heap's warm-up lost keys".into(),
+            ));
+        }
+        heap.clear()?;
+        Ok(heap)
+    };
+    let coop_row = |heap: &CooperativeHeap<u32>| {
+        let s = heap.stats();
+        format!(
+            "coop:r{}",
+            if s.refills > 0 {
+                (s.keys_from_device / s.refills).to_string()
+            } else {
+                "0".into()
+            }
+        )
+    };
     for &batch in &batches {
         let device_shapes = || {
             group_counts
@@ -425,9 +482,28 @@ fn run(args: &Args) -> Result<bool> {
         if args.mixed {
             let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
             let pairs = (n / batch).max(1);
+            if use_coop {
+                let heap = coop_heap(batch, (preload.len() + n) / batch + 2)?;
+                let (ms, ok) = mixed_run(&pool, &heap, batch, &preload, pairs, args.seed)?;
+                rows.push(Row {
+                    mode: coop_row(&heap),
+                    pattern: "mixed",
+                    batch,
+                    threads: pool.len(),
+                    work_group: None,
+                    insert_ms: ms,
+                    delete_ms: 0.0,
+                    verified: ok,
+                });
+            }
             if use_cpu {
                 for &(name, direction) in &directions {
-                    let (ms, ok) = mixed_run(&pool, batch, direction, &preload, pairs, args.seed)?;
+                    let heap = ConcurrentGeneralizedHeap::new(
+                        batch,
+                        (preload.len() + pairs * batch) / batch + 2,
+                    )?
+                    .with_insert_direction(direction);
+                    let (ms, ok) = mixed_run(&pool, &heap, batch, &preload, pairs, args.seed)?;
                     rows.push(Row {
                         mode: name.into(),
                         pattern: "mixed",
@@ -461,9 +537,25 @@ fn run(args: &Args) -> Result<bool> {
         }
         for &pattern in &patterns {
             let keys = keys_for(pattern, n, args.seed)?;
+            if use_coop {
+                let heap = coop_heap(batch, n / batch + 2)?;
+                let (ins, del, ok) = concurrent_run(&pool, &heap, batch, &keys)?;
+                rows.push(Row {
+                    mode: coop_row(&heap),
+                    pattern,
+                    batch,
+                    threads: pool.len(),
+                    work_group: None,
+                    insert_ms: ins,
+                    delete_ms: del,
+                    verified: ok,
+                });
+            }
             if use_cpu {
                 for &(name, direction) in &directions {
-                    let (ins, del, ok) = concurrent_run(&pool, batch, direction, &keys)?;
+                    let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
+                        .with_insert_direction(direction);
+                    let (ins, del, ok) = concurrent_run(&pool, &heap, batch, &keys)?;
                     rows.push(Row {
                         mode: name.into(),
                         pattern,

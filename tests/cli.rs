@@ -371,6 +371,35 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
             .all(|r| r["verified"] == true && r["mode"] == "gpu:td"),
         "{stdout}"
     );
+    // Cooperative: small refills and flushes so the host top and the device both work.
+    for extra in [&[][..], &["--mixed", "--preload", "3000"][..]] {
+        let mut args = vec![
+            "--mode",
+            "coop",
+            "--keys-log2",
+            "12",
+            "--batch",
+            "32",
+            "--refill",
+            "96",
+            "--flush",
+            "100",
+            "--threads",
+            "2",
+            "--no-peers",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, err) = bench(&args);
+        assert!(ok, "{args:?}: {err}");
+        assert!(
+            stdout.lines().all(|l| {
+                let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                r["verified"] == true && r["mode"].as_str().unwrap().starts_with("coop:r")
+            }),
+            "{stdout}"
+        );
+    }
     let (ok, stdout, err) = bench(&[
         "--mode",
         "gpu",
@@ -388,7 +417,8 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
     );
     for (args, want) in [
         (&["--batch", "48"][..], "power of two"),
-        (&["--mode", "coop"][..], "not built yet"),
+        (&["--mode", "coop", "--refill", "0"][..], "at least 1"),
+        (&["--mode", "sideways"][..], "unknown mode"),
         (
             &["--mode", "gpu", "--work-groups", "0"][..],
             "at least one work-group",
@@ -479,8 +509,8 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
         .collect();
     assert_eq!(
         rows.len(),
-        5,
-        "dijkstra + (cpu, gpu) x (frontier, heap): {stdout}"
+        6,
+        "dijkstra + (cpu, gpu) x (frontier, heap) + coop heap: {stdout}"
     );
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     assert!(
@@ -529,10 +559,14 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
         (vec!["--gen", "lattice"], "expected kron or geo"),
         (vec!["--source", "0"], "numbered from 1"),
         (vec!["--scale", "4", "--source", "17"], "source vertex 17"),
-        (vec!["--mode", "coop"], "not built yet"),
+        (vec!["--mode", "sideways"], "unknown mode"),
         (
             vec!["--scale", "4", "--mode", "cpu", "--batch", "12"],
             "power of two",
+        ),
+        (
+            vec!["--scale", "4", "--mode", "coop", "--refill", "0"],
+            "at least 1",
         ),
         (vec!["--scale", "4", "--threshold", "0"], "at least 1"),
         (vec!["--scale", "40"], "scale 40"),

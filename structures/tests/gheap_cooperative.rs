@@ -81,7 +81,19 @@ fn the_fence_splits_work_between_host_and_device() {
     assert!(heap.stats().served_by_host >= 200);
     heap.insert(&[3, 1, 2]).unwrap();
     heap.clear().unwrap();
+    // "Everything" from a heap whose keys are all on the device side (a refill of usize::MAX).
+    heap.insert(&(0..100).rev().collect::<Vec<u32>>()).unwrap();
+    assert_eq!(
+        heap.delete_min(usize::MAX).unwrap(),
+        (0..100).collect::<Vec<_>>()
+    );
+    heap.clear().unwrap();
     assert!(heap.is_empty() && heap.peek().unwrap().is_none());
+    assert_eq!(
+        heap.stats(),
+        Default::default(),
+        "clear resets the counters"
+    );
 }
 
 #[test]

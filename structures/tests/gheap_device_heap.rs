@@ -6,7 +6,7 @@ mod common;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use asym_runtime::{Error, Runtime};
+use asym_runtime::Error;
 use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp};
 use common::{op, Op};
 use proptest::prelude::*;

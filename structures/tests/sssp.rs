@@ -7,9 +7,10 @@ mod common;
 use std::io::Cursor;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
-use asym_structures::gheap::DeviceHeapConfig;
+use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig};
 use asym_structures::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
-use asym_structures::sssp::{check_distances, cpu, device::DeviceSssp, Order};
+use asym_structures::sssp::device::{DeviceSssp, OrderHeap};
+use asym_structures::sssp::{check_distances, cpu, Order};
 use rand::{Rng, SeedableRng};
 
 fn pool(threads: usize) -> LatencyPool {
@@ -380,13 +381,28 @@ fn device_searches_match_dijkstra() {
                     },
                     o => o,
                 }) {
-                    let heap = DeviceHeapConfig {
+                    let device = DeviceHeapConfig {
                         work_groups: Some(3),
                         ..DeviceHeapConfig::new(4)
                     };
-                    let run = dev.shortest_paths(source, order, &heap).unwrap();
+                    let coop = CooperativeConfig {
+                        device: device.clone(),
+                        refill: 50,
+                        flush: 70,
+                        top_capacity: 400,
+                    };
+                    let run = dev
+                        .shortest_paths(source, order, &OrderHeap::Device(device))
+                        .unwrap();
                     check_distances(&run.distances, &want)
                         .unwrap_or_else(|e| panic!("{name}, {order:?}, {t:?}: {e}"));
+                    if matches!(order, Order::Heap { .. }) {
+                        let coop = dev
+                            .shortest_paths(source, order, &OrderHeap::Cooperative(coop))
+                            .unwrap();
+                        check_distances(&coop.distances, &want)
+                            .unwrap_or_else(|e| panic!("{name}, {order:?}, {t:?}, coop: {e}"));
+                    }
                     if let Order::Heap { threshold, .. } = order {
                         if run.stats.heap_inserted == 0 {
                             assert!(run.stats.visited <= threshold as u64 * run.stats.iterations);
@@ -442,7 +458,7 @@ fn bad_sources_and_overflow_are_errors() {
     assert!(cpu::shortest_paths(&g, 0, &pool, bad_order).is_err());
     let rt = common::runtime(common::transports()[0]);
     let mut dev = DeviceSssp::new(&rt, &g).unwrap();
-    let heap = DeviceHeapConfig::new(2);
+    let heap = OrderHeap::Device(DeviceHeapConfig::new(2));
     assert!(dev.shortest_paths(3, Order::Frontier, &heap).is_err());
     let e = dev.shortest_paths(0, Order::Frontier, &heap).unwrap_err();
     assert!(e.to_string().contains("exceeds"), "{e}");

@@ -225,13 +225,14 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
         .map(T::from_repr))
     }
 
-    /// Removes every key.
+    /// Removes every key and resets the counters: the heap is as new (the fence back at −∞).
     pub fn clear(&self) -> Result<()> {
         let mut s = self.lock();
         self.device.clear()?;
         s.top.clear();
         s.pending.clear();
         s.fence = Fence::Low;
+        s.stats = CooperativeStats::default();
         Ok(())
     }
 
@@ -255,7 +256,9 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
             s.fence = Fence::High;
             return Ok(false);
         }
+        // At least a refill, at most what the device holds (`wanted` may be usize::MAX).
         let want = wanted
+            .min(self.device.len())
             .max(self.refill)
             .next_multiple_of(self.device.batch());
         let keys = self.device.delete_min(want)?;
