@@ -464,11 +464,7 @@ fn run(args: &Args) -> Result<bool> {
         let s = heap.stats();
         format!(
             "coop:r{}",
-            if s.refills > 0 {
-                (s.keys_from_device / s.refills).to_string()
-            } else {
-                "0".into()
-            }
+            s.keys_from_device.checked_div(s.refills).unwrap_or(0)
         )
     };
     for &batch in &batches {
