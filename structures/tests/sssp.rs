@@ -389,7 +389,7 @@ fn device_searches_match_dijkstra() {
                         device: device.clone(),
                         refill: 50,
                         flush: 70,
-                        top_capacity: 400,
+                        top_capacity: 2_048,
                     };
                     let run = dev
                         .shortest_paths(source, order, &OrderHeap::Device(device))

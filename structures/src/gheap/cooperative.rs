@@ -22,7 +22,7 @@
 //! calls): usable from several host threads at once, each call linearizing under the lock.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use asym_runtime::{Error, Result, Runtime};
@@ -85,8 +85,65 @@ enum Fence<R> {
     High,
 }
 
+/// The host top: the sorted run a refill brought (taken from the front by bulk copies) and a
+/// binary heap of the keys inserted on the host since (usually few).
+struct Top<R> {
+    run: VecDeque<R>,
+    extra: BinaryHeap<Reverse<R>>,
+}
+
+impl<R: Ord + Copy> Top<R> {
+    fn len(&self) -> usize {
+        self.run.len() + self.extra.len()
+    }
+
+    fn peek(&self) -> Option<R> {
+        match (self.run.front(), self.extra.peek()) {
+            (Some(&a), Some(&Reverse(b))) => Some(a.min(b)),
+            (a, b) => a.copied().or(b.map(|r| r.0)),
+        }
+    }
+
+    /// Moves up to `n` of the smallest keys to `out` (ascending); returns how many.
+    fn take(&mut self, n: usize, out: &mut Vec<R>) -> usize {
+        let mut taken = 0;
+        while taken < n {
+            if self.extra.is_empty() {
+                // The common case: a bulk copy from the sorted run.
+                let m = (n - taken).min(self.run.len());
+                out.extend(self.run.drain(..m));
+                return taken + m;
+            }
+            let Some(r) = self.peek() else {
+                break;
+            };
+            if self.run.front() == Some(&r) {
+                self.run.pop_front();
+            } else {
+                self.extra.pop();
+            }
+            out.push(r);
+            taken += 1;
+        }
+        taken
+    }
+
+    /// Every key, ascending; the top is left empty.
+    fn drain_sorted(&mut self) -> Vec<R> {
+        let mut all: Vec<R> = self.run.drain(..).collect();
+        all.extend(std::mem::take(&mut self.extra).into_iter().map(|r| r.0));
+        all.sort_unstable();
+        all
+    }
+
+    fn clear(&mut self) {
+        self.run.clear();
+        self.extra.clear();
+    }
+}
+
 struct State<R> {
-    top: BinaryHeap<Reverse<R>>,
+    top: Top<R>,
     pending: Vec<R>,
     fence: Fence<R>,
     stats: CooperativeStats,
@@ -132,7 +189,10 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
         Ok(CooperativeHeap {
             device: DeviceGeneralizedHeap::new(rt, &config.device)?,
             state: Mutex::new(State {
-                top: BinaryHeap::new(),
+                top: Top {
+                    run: VecDeque::new(),
+                    extra: BinaryHeap::new(),
+                },
                 pending: Vec::new(),
                 fence: Fence::Low,
                 stats: CooperativeStats::default(),
@@ -175,7 +235,7 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
                 Fence::High => true,
             };
             if to_top {
-                s.top.push(Reverse(r));
+                s.top.extra.push(Reverse(r));
                 s.stats.inserted_on_host += 1;
             } else {
                 s.pending.push(r);
@@ -195,26 +255,20 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
         let mut s = self.lock();
         let mut out = Vec::with_capacity(n.min(1 << 20));
         while out.len() < n {
-            match s.top.pop() {
-                Some(Reverse(r)) => {
-                    out.push(T::from_repr(r));
-                    s.stats.served_by_host += 1;
-                }
-                None => {
-                    if !self.refill_top(&mut s, n - out.len())? {
-                        break;
-                    }
-                }
+            let taken = s.top.take(n - out.len(), &mut out);
+            s.stats.served_by_host += taken as u64;
+            if out.len() < n && !self.refill_top(&mut s, n - out.len())? {
+                break;
             }
         }
-        Ok(out)
+        Ok(out.into_iter().map(T::from_repr).collect())
     }
 
     /// The smallest key, without removing it.
     pub fn peek(&self) -> Result<Option<T>> {
         let s = self.lock();
-        if let Some(Reverse(r)) = s.top.peek() {
-            return Ok(Some(T::from_repr(*r)));
+        if let Some(r) = s.top.peek() {
+            return Ok(Some(T::from_repr(r)));
         }
         let pending = s.pending.iter().min().copied();
         let device = self.device.peek()?.map(|k| k.to_repr());
@@ -277,20 +331,16 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
                 }
             }
         };
-        s.top.extend(keys.into_iter().map(|k| Reverse(k.to_repr())));
+        s.top.run.extend(keys.into_iter().map(|k| k.to_repr()));
         Ok(true)
     }
 
     /// Sends the larger half of the top to the device; the fence becomes its smallest key.
     fn spill(&self, s: &mut State<T::Repr>) -> Result<()> {
-        let mut sorted: Vec<T::Repr> = std::mem::take(&mut s.top)
-            .into_iter()
-            .map(|Reverse(r)| r)
-            .collect();
-        sorted.sort_unstable();
+        let mut sorted = s.top.drain_sorted();
         let keep = sorted.len() / 2;
         let moved = sorted.split_off(keep);
-        s.top = sorted.into_iter().map(Reverse).collect();
+        s.top.run = sorted.into();
         // Pending keys are ≥ the old fence > every top key: they may stay where they are.
         s.pending.extend_from_slice(&moved);
         s.fence = Fence::At(moved[0]);
