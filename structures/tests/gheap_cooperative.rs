@@ -96,6 +96,31 @@ fn the_fence_splits_work_between_host_and_device() {
     );
 }
 
+/// Many host inserts below the fence, then large deletes: the top merges its heap of host
+/// inserts into the sorted run; the output must still be the smallest keys in order.
+#[test]
+fn large_takes_after_many_host_inserts_match_a_binary_heap() {
+    use rand::Rng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    let rt = common::runtime(common::transports()[0]);
+    let heap = CooperativeHeap::<i32>::new(&rt, &config(32, 2, 1024)).unwrap();
+    let mut reference = BinaryHeap::new();
+    for round in 0..30 {
+        let n = rng.gen_range(200..1500);
+        let keys: Vec<i32> = (0..n).map(|_| rng.gen_range(-5000..5000)).collect();
+        heap.insert(&keys).unwrap();
+        reference.extend(keys.into_iter().map(Reverse));
+        let take = rng.gen_range(1..900);
+        let want: Vec<i32> = (0..take)
+            .map_while(|_| reference.pop().map(|r| r.0))
+            .collect();
+        assert_eq!(heap.delete_min(take).unwrap(), want, "round {round}");
+        assert_eq!(heap.len(), reference.len());
+    }
+    let s = heap.stats();
+    assert!(s.inserted_on_host > 1000 && s.refills > 0, "{s:?}");
+}
+
 #[test]
 fn host_threads_share_one_cooperative_heap() {
     for t in common::transports() {

@@ -85,6 +85,9 @@ enum Fence<R> {
     High,
 }
 
+/// Host inserts and take size from which the top merges its heap into the run.
+const MERGE_EXTRA: usize = 256;
+
 /// The host top: the sorted run a refill brought (taken from the front by bulk copies) and a
 /// binary heap of the keys inserted on the host since (usually few).
 struct Top<R> {
@@ -106,6 +109,26 @@ impl<R: Ord + Copy> Top<R> {
 
     /// Moves up to `n` of the smallest keys to `out` (ascending); returns how many.
     fn take(&mut self, n: usize, out: &mut Vec<R>) -> usize {
+        if n >= MERGE_EXTRA && self.extra.len() >= MERGE_EXTRA {
+            // Many host inserts and a large take: one merge into the run (linear) beats `n`
+            // binary-heap pops (each a cache-missing sift-down).
+            let mut extra: Vec<R> = std::mem::take(&mut self.extra)
+                .into_vec()
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+            extra.sort_unstable();
+            let run = std::mem::take(&mut self.run);
+            let mut merged = VecDeque::with_capacity(run.len() + extra.len());
+            let (mut a, mut b) = (run.into_iter().peekable(), extra.into_iter().peekable());
+            while let (Some(&x), Some(&y)) = (a.peek(), b.peek()) {
+                let smaller = if x <= y { a.next() } else { b.next() };
+                merged.extend(smaller);
+            }
+            merged.extend(a);
+            merged.extend(b);
+            self.run = merged;
+        }
         let mut taken = 0;
         while taken < n {
             if self.extra.is_empty() {
