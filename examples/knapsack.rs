@@ -6,15 +6,18 @@
 //!     cargo run --release --example knapsack -- --gen strongly --n 60 --range 10000 --json
 //!     cargo run --release --example knapsack -- --input instance.txt  # `n capacity`, then `profit weight`
 //!
-//! The device modes (the heap on the GPU, Cooperative) are not built for knapsack yet: asking
-//! for them is an error that says so.
+//! `--mode gpu` keeps the heap on the device (the latency threads expand the nodes between
+//! launches); `--mode coop` puts the Cooperative heap's host top in front of it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result};
-use asym::structures::gheap::InsertDirection;
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::structures::gheap::{
+    CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
+};
+use asym::structures::knapsack::device::solve_offloaded;
 use asym::structures::knapsack::{solve_concurrent, solve_sequential, BnbStats, Class, Instance};
 use clap::Parser;
 use serde_json::json;
@@ -39,7 +42,8 @@ struct Args {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Modes: seq (the sequential heap, one core), cpu (the concurrent heap on the latency
-    /// threads), or all; gpu and coop are not built for knapsack yet.
+    /// threads), gpu (the heap on the device), coop (host top + device heap), comma-separated,
+    /// or all.
     #[arg(long, default_value = "all")]
     mode: String,
     /// Nodes per heap batch (K): a power of two.
@@ -54,6 +58,15 @@ struct Args {
     /// Heap nodes (each holds K search nodes) before a search gives up.
     #[arg(long, default_value_t = 1 << 16)]
     max_nodes: usize,
+    /// gpu/coop: search nodes taken from the heap per round.
+    #[arg(long, default_value_t = 256)]
+    pop: usize,
+    /// coop: keys one refill brings from the device to the host top.
+    #[arg(long, default_value_t = 4096)]
+    refill: usize,
+    /// OpenCL device for gpu/coop: part of its platform or device name.
+    #[arg(long)]
+    device: Option<String>,
     /// Largest DP table (n · (capacity + 1) cells) used to check the optimum.
     #[arg(long, default_value_t = 1 << 31)]
     dp_max_cells: u64,
@@ -93,23 +106,17 @@ fn run(args: &Args) -> Result<bool> {
             args.batch
         )));
     }
-    let (mut seq, mut cpu) = (false, false);
+    let (mut seq, mut cpu, mut gpu, mut coop) = (false, false, false, false);
     for m in args.mode.split(',').map(str::trim) {
         match m {
             "seq" => seq = true,
             "cpu" => cpu = true,
-            "all" => (seq, cpu) = (true, true),
-            "gpu" | "coop" => {
-                return Err(Error::Unsupported {
-                    device: "any".into(),
-                    what: format!("run knapsack's branch-and-bound in {m} mode"),
-                    lacks: "a device schedule of the search (not built yet; seq and cpu exist)"
-                        .into(),
-                })
-            }
+            "gpu" => gpu = true,
+            "coop" => coop = true,
+            "all" => (seq, cpu, gpu, coop) = (true, true, true, true),
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected seq, cpu or all"
+                    "unknown mode {other:?}: expected seq, cpu, gpu, coop or all"
                 )))
             }
         }
@@ -150,7 +157,28 @@ fn run(args: &Args) -> Result<bool> {
                 .collect::<Result<_>>()?
         }
     };
-    let pool = if cpu {
+    let rt = if gpu || coop {
+        Some(Runtime::with_options(RuntimeOptions {
+            device: args.device.clone(),
+            ..Default::default()
+        })?)
+    } else {
+        None
+    };
+    let device = DeviceHeapConfig::new(args.batch);
+    let mut placements = Vec::new();
+    if gpu {
+        placements.push(("gpu", HeapPlacement::Device(device.clone())));
+    }
+    if coop {
+        let mut c = CooperativeConfig::new(args.batch);
+        c.device = device;
+        c.refill = args.refill;
+        c.flush = args.refill;
+        c.top_capacity = c.top_capacity.max(4 * args.refill);
+        placements.push(("coop", HeapPlacement::Cooperative(c)));
+    }
+    let pool = if cpu || gpu || coop {
         Some(LatencyPool::new(PoolOptions {
             threads: args.threads,
             ..Default::default()
@@ -158,6 +186,13 @@ fn run(args: &Args) -> Result<bool> {
     } else {
         None
     };
+    if let (Some(pool), Some(rt)) = (&pool, &rt) {
+        // Build the device programs before the clock starts (one tiny search per placement).
+        let tiny = Instance::generate(Class::Uncorrelated, 4, 10, 0)?;
+        for (_, placement) in &placements {
+            solve_offloaded(&tiny, pool, rt, placement, args.batch, args.pop, 1 << 10)?;
+        }
+    }
     let mut rows = Vec::new();
     for (name, inst) in &instances {
         let t = Instant::now();
@@ -180,7 +215,27 @@ fn run(args: &Args) -> Result<bool> {
             let s = solve_sequential(inst, args.batch, args.max_nodes).map_err(more_nodes)?;
             push("seq".into(), s, t.elapsed().as_secs_f64() * 1e3);
         }
-        if let Some(pool) = &pool {
+        if let (Some(pool), Some(rt)) = (&pool, &rt) {
+            for (name, placement) in &placements {
+                let t = Instant::now();
+                let s = solve_offloaded(
+                    inst,
+                    pool,
+                    rt,
+                    placement,
+                    args.batch,
+                    args.pop,
+                    args.max_nodes.saturating_mul(args.batch),
+                )
+                .map_err(more_nodes)?;
+                push(
+                    format!("{name}:p{}", args.pop),
+                    s,
+                    t.elapsed().as_secs_f64() * 1e3,
+                );
+            }
+        }
+        if let (true, Some(pool)) = (cpu, &pool) {
             let t = Instant::now();
             let s = solve_concurrent(
                 inst,

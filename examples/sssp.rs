@@ -22,9 +22,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::structures::gheap::HeapPlacement;
 use asym::structures::gheap::{CooperativeConfig, DeviceHeapConfig};
 use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
-use asym::structures::sssp::device::{DeviceSssp, OrderHeap};
+use asym::structures::sssp::device::DeviceSssp;
 use asym::structures::sssp::{check_distances, cpu, Order, SsspStats};
 use clap::Parser;
 use serde_json::json;
@@ -244,7 +245,10 @@ fn run(args: &Args) -> Result<bool> {
         coop.refill = args.refill;
         coop.flush = args.refill;
         coop.top_capacity = coop.top_capacity.max(4 * args.refill);
-        let (device, coop) = (OrderHeap::Device(device), OrderHeap::Cooperative(coop));
+        let (device, coop) = (
+            HeapPlacement::Device(device),
+            HeapPlacement::Cooperative(coop),
+        );
         let mut dev = DeviceSssp::new(&rt, &graph)?;
         // A first search builds the device heap's program (cached afterwards) and warms the
         // graph's pages: not timed.

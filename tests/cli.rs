@@ -440,13 +440,29 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
 #[test]
 fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
     let run = |args: &[&str]| run_example("knapsack", args);
-    let (ok, stdout, err) = run(&["--n", "30", "--range", "500", "--threads", "2", "--json"]);
+    let (ok, stdout, err) = run(&[
+        "--n",
+        "30",
+        "--range",
+        "500",
+        "--threads",
+        "2",
+        "--pop",
+        "32",
+        "--refill",
+        "64",
+        "--json",
+    ]);
     assert!(ok, "{err}");
     let rows: Vec<serde_json::Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 12, "6 classes x (seq, cpu): {stdout}");
+    assert_eq!(
+        rows.len(),
+        24,
+        "6 classes x (seq, cpu, gpu, coop): {stdout}"
+    );
     assert!(
         rows.iter()
             .all(|r| r["verified"] == true && r["optimum"] == r["dp_optimum"]),
@@ -466,7 +482,8 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
     for (args, want) in [
         (vec!["--input", bad.to_str().unwrap()], "bad.txt, line 3"),
         (vec!["--gen", "sideways"], "unknown instance class"),
-        (vec!["--mode", "gpu"], "not built yet"),
+        (vec!["--mode", "gpu", "--pop", "0"], "at least 1"),
+        (vec!["--mode", "warp"], "unknown mode"),
         (vec!["--batch", "12"], "power of two"),
         (vec!["--range", "3"], "range 3"),
         (

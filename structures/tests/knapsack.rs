@@ -2,6 +2,8 @@
 //! instances of every Pisinger class, sequential and on many threads (both insertion
 //! directions), and the file format's errors.
 
+mod common;
+
 use std::time::Duration;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
@@ -140,4 +142,59 @@ fn edge_cases_and_file_errors() {
         capacity: 1 << 40,
     };
     assert_eq!(big.dp_optimum(1 << 30), None);
+}
+
+/// The heap on the device (GpuOnly) and split host/device (Cooperative), both transports:
+/// the same optimum as dynamic programming on every class, and edge cases.
+#[test]
+fn device_and_cooperative_heaps_match_dynamic_programming() {
+    use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
+    use asym_structures::knapsack::device::solve_offloaded;
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(3),
+        ..Default::default()
+    })
+    .unwrap();
+    let device = DeviceHeapConfig {
+        work_groups: Some(3),
+        ..DeviceHeapConfig::new(16)
+    };
+    let placements = [
+        HeapPlacement::Device(device.clone()),
+        HeapPlacement::Cooperative(CooperativeConfig {
+            device,
+            refill: 64,
+            flush: 48,
+            top_capacity: 256,
+        }),
+    ];
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for class in Class::ALL {
+            let seed: u64 = rand::random();
+            for (n, range, pop) in [(14, 100, 4), (30, 1000, 128)] {
+                let inst = Instance::generate(class, n, range, seed).unwrap();
+                let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
+                for p in &placements {
+                    let s = solve_offloaded(&inst, &pool, &rt, p, 16, pop, 1 << 20).unwrap();
+                    assert_eq!(
+                        s.optimum,
+                        want,
+                        "{t} {} n {n} seed {seed} pop {pop} {p:?}",
+                        class.name()
+                    );
+                }
+            }
+        }
+        let empty = Instance {
+            items: vec![],
+            capacity: 5,
+        };
+        let s = solve_offloaded(&empty, &pool, &rt, &placements[0], 16, 8, 10).unwrap();
+        assert_eq!(s.optimum, 0);
+        let hard = Instance::generate(Class::StronglyCorrelated, 60, 10_000, 1).unwrap();
+        let e = solve_offloaded(&hard, &pool, &rt, &placements[1], 16, 8, 50).unwrap_err();
+        assert!(matches!(e, Error::CapacityExceeded { .. }), "{e}");
+        assert!(solve_offloaded(&hard, &pool, &rt, &placements[0], 16, 0, 50).is_err());
+    }
 }

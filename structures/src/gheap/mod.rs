@@ -43,6 +43,69 @@ pub use device_heap::{
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, HeapOp, LaunchTrace,
 };
 
+/// Where an application's heap of `(key, payload)` pairs lives when the device takes part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeapPlacement {
+    /// GpuOnly: every insert and delete is a launch of the device heap.
+    Device(DeviceHeapConfig),
+    /// Cooperative: a host top served by the calling threads in front of the device heap.
+    Cooperative(CooperativeConfig),
+}
+
+impl HeapPlacement {
+    /// The heap, with batches of `batch` keys (replacing the configuration's).
+    pub(crate) fn build(
+        &self,
+        rt: &asym_runtime::Runtime,
+        batch: usize,
+    ) -> Result<Box<dyn PairHeap>> {
+        Ok(match self {
+            HeapPlacement::Device(c) => {
+                let c = DeviceHeapConfig { batch, ..c.clone() };
+                Box::new(DeviceGeneralizedHeap::<(u32, u32)>::new(rt, &c)?)
+            }
+            HeapPlacement::Cooperative(c) => {
+                let mut c = c.clone();
+                c.device.batch = batch;
+                Box::new(CooperativeHeap::<(u32, u32)>::new(rt, &c)?)
+            }
+        })
+    }
+}
+
+/// A heap of `(key, payload)` pairs that an application (SSSP's frontier, knapsack's nodes)
+/// fills and drains in batches.
+pub(crate) trait PairHeap {
+    fn insert(&mut self, pairs: &[(u32, u32)]) -> Result<()>;
+    /// The `n` smallest pairs (fewer when the heap holds fewer).
+    fn pop(&mut self, n: usize) -> Result<Vec<(u32, u32)>>;
+    fn len(&self) -> usize;
+}
+
+impl PairHeap for DeviceGeneralizedHeap<(u32, u32)> {
+    fn insert(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
+        DeviceGeneralizedHeap::insert(self, pairs)
+    }
+    fn pop(&mut self, n: usize) -> Result<Vec<(u32, u32)>> {
+        self.delete_min(n)
+    }
+    fn len(&self) -> usize {
+        DeviceGeneralizedHeap::len(self)
+    }
+}
+
+impl PairHeap for CooperativeHeap<(u32, u32)> {
+    fn insert(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
+        CooperativeHeap::insert(self, pairs)
+    }
+    fn pop(&mut self, n: usize) -> Result<Vec<(u32, u32)>> {
+        self.delete_min(n)
+    }
+    fn len(&self) -> usize {
+        CooperativeHeap::len(self)
+    }
+}
+
 /// How new nodes travel (the seed's two heaps).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum InsertDirection {

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use asym_runtime::{LatencyPool, Result};
 
-use super::{overflow_error, search, FrontierHeap, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
-use crate::gheap::ConcurrentGeneralizedHeap;
+use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
+use crate::gheap::{ConcurrentGeneralizedHeap, PairHeap};
 use crate::graph::{Graph, UNREACHABLE};
 
 /// Frontier entries a thread takes at a time.
@@ -153,7 +153,7 @@ struct CpuHeap<'a> {
     pool: &'a LatencyPool,
 }
 
-impl FrontierHeap for CpuHeap<'_> {
+impl PairHeap for CpuHeap<'_> {
     fn insert(&mut self, pairs: &[Pair]) -> Result<()> {
         let k = self.heap.batch();
         let needed = (self.heap.len() + pairs.len()) / k + 1;

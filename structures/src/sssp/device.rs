@@ -3,13 +3,14 @@
 //! (`kernels/sssp.cl`), the host reading only a few counters between them. With the heap
 //! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`] of
 //! `(distance, vertex)` pairs and the nearest vertices come back as the next frontier; with
-//! [`OrderHeap::Cooperative`] it goes into a [`CooperativeHeap`] instead, whose host top serves
-//! most pops without a launch.
+//! [`HeapPlacement::Cooperative`] it goes into a
+//! [`CooperativeHeap`](crate::gheap::CooperativeHeap) instead, whose host top serves most
+//! pops without a launch.
 
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
-use super::{overflow_error, search, FrontierHeap, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
-use crate::gheap::{CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap, DeviceHeapConfig};
+use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
+use crate::gheap::HeapPlacement;
 use crate::graph::{Graph, UNREACHABLE};
 
 const NEXT_LEN: usize = 0;
@@ -20,15 +21,6 @@ const COUNTERS: usize = 4;
 const WG: usize = 256;
 /// Most work-groups of one launch (the kernels stride over larger frontiers).
 const MAX_GROUPS: usize = 4096;
-
-/// The heap that orders a device search ([`Order::Heap`]; its batch replaces the configs').
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OrderHeap {
-    /// GpuOnly: every insert and pop is a device launch.
-    Device(DeviceHeapConfig),
-    /// Cooperative: a host top in front of the device heap (refills and flushes in bulk).
-    Cooperative(CooperativeConfig),
-}
 
 /// A graph uploaded to the device, ready for searches from any source.
 pub struct DeviceSssp<'g> {
@@ -93,7 +85,7 @@ impl<'g> DeviceSssp<'g> {
         &mut self,
         source: usize,
         order: Order,
-        heap: &OrderHeap,
+        heap: &HeapPlacement,
     ) -> Result<SsspRun> {
         self.graph.check_source(source)?;
         let n = self.graph.vertices() as u32;
@@ -112,22 +104,10 @@ impl<'g> DeviceSssp<'g> {
         };
         match order {
             Order::Frontier => search(&mut relax, None, order, source as u32),
-            Order::Heap { batch, .. } => match heap {
-                OrderHeap::Device(config) => {
-                    let config = DeviceHeapConfig {
-                        batch,
-                        ..config.clone()
-                    };
-                    let mut heap = DeviceHeap(DeviceGeneralizedHeap::new(&relax.sssp.rt, &config)?);
-                    search(&mut relax, Some(&mut heap), order, source as u32)
-                }
-                OrderHeap::Cooperative(config) => {
-                    let mut config = config.clone();
-                    config.device.batch = batch;
-                    let mut heap = CoopHeap(CooperativeHeap::new(&relax.sssp.rt, &config)?);
-                    search(&mut relax, Some(&mut heap), order, source as u32)
-                }
-            },
+            Order::Heap { batch, .. } => {
+                let mut heap = heap.build(&relax.sssp.rt, batch)?;
+                search(&mut relax, Some(heap.as_mut()), order, source as u32)
+            }
         }
     }
 }
@@ -224,37 +204,5 @@ impl Relaxer for DeviceRelaxer<'_, '_> {
             }
         }
         Ok(out)
-    }
-}
-
-struct DeviceHeap(DeviceGeneralizedHeap<Pair>);
-
-impl FrontierHeap for DeviceHeap {
-    fn insert(&mut self, pairs: &[Pair]) -> Result<()> {
-        self.0.insert(pairs)
-    }
-
-    fn pop(&mut self, n: usize) -> Result<Vec<Pair>> {
-        self.0.delete_min(n)
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-struct CoopHeap(CooperativeHeap<Pair>);
-
-impl FrontierHeap for CoopHeap {
-    fn insert(&mut self, pairs: &[Pair]) -> Result<()> {
-        self.0.insert(pairs)
-    }
-
-    fn pop(&mut self, n: usize) -> Result<Vec<Pair>> {
-        self.0.delete_min(n)
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
     }
 }

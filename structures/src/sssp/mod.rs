@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use asym_runtime::{Error, Result};
 
+use crate::gheap::PairHeap;
 use crate::graph::{Graph, UNREACHABLE};
 
 /// A frontier entry: `(distance when queued, vertex)`; the heap orders by distance first.
@@ -103,14 +104,6 @@ pub struct SsspRun {
     pub stats: SsspStats,
 }
 
-/// The ordering heap an engine brings: inserts and removals of frontier pairs.
-pub(crate) trait FrontierHeap {
-    fn insert(&mut self, pairs: &[Pair]) -> Result<()>;
-    /// The `n` smallest pairs (fewer when the heap holds fewer), in any order.
-    fn pop(&mut self, n: usize) -> Result<Vec<Pair>>;
-    fn len(&self) -> usize;
-}
-
 /// An engine's relaxation: it holds the distances and the current frontier.
 pub(crate) trait Relaxer {
     /// Entries in the current frontier.
@@ -128,7 +121,7 @@ pub(crate) trait Relaxer {
 /// The search loop both engines share.
 pub(crate) fn search(
     relax: &mut dyn Relaxer,
-    mut heap: Option<&mut dyn FrontierHeap>,
+    mut heap: Option<&mut dyn PairHeap>,
     order: Order,
     source: u32,
 ) -> Result<SsspRun> {

@@ -8,6 +8,12 @@
 //! takes a batch of the best nodes, drops those whose bound cannot beat the best solution found
 //! so far (the seed's garbage collection of useless nodes), and inserts the children of the
 //! rest. The search ends when the heap is empty and no thread is expanding.
+//!
+//! [`device`] runs the same search with the heap on the throughput device (GpuOnly) or split
+//! between host and device (Cooperative): the latency threads expand nodes kept in a host
+//! arena, the heap orders `(bound key, arena index)` pairs.
+
+pub mod device;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -236,18 +242,18 @@ impl Instance {
 /// A branch-and-bound node as a heap key `(u64::MAX - bound, u32::MAX - level, profit,
 /// weight)`: the best bound first, and among equal bounds the deepest node (so the search
 /// reaches complete solutions, and a good incumbent, early).
-type NodeKey = (u64, u32, u64, u64);
+pub(crate) type NodeKey = (u64, u32, u64, u64);
 
-fn node(b: u64, level: usize, profit: u64, weight: u64) -> NodeKey {
+pub(crate) fn node(b: u64, level: usize, profit: u64, weight: u64) -> NodeKey {
     (u64::MAX - b, u32::MAX - level as u32, profit, weight)
 }
 
-fn level_of(n: &NodeKey) -> usize {
+pub(crate) fn level_of(n: &NodeKey) -> usize {
     (u32::MAX - n.1) as usize
 }
 
 /// The greedy solution (items in ratio order while they fit): the first incumbent.
-fn greedy(items: &[Item], capacity: u64) -> u64 {
+pub(crate) fn greedy(items: &[Item], capacity: u64) -> u64 {
     let mut room = capacity;
     let mut profit = 0;
     for it in items {
@@ -271,7 +277,7 @@ pub struct BnbStats {
 }
 
 /// Items that can fit, sorted by profit/weight descending (ties: heavier first).
-fn sorted_items(inst: &Instance) -> Vec<Item> {
+pub(crate) fn sorted_items(inst: &Instance) -> Vec<Item> {
     let mut items: Vec<Item> = inst
         .items
         .iter()
@@ -287,7 +293,7 @@ fn sorted_items(inst: &Instance) -> Vec<Item> {
 }
 
 /// Dantzig's bound: profit plus the greedy fractional filling of items `level..`.
-fn bound(items: &[Item], level: usize, profit: u64, weight: u64, capacity: u64) -> u64 {
+pub(crate) fn bound(items: &[Item], level: usize, profit: u64, weight: u64, capacity: u64) -> u64 {
     let mut room = capacity - weight;
     let mut b = profit;
     for it in &items[level..] {
@@ -304,7 +310,7 @@ fn bound(items: &[Item], level: usize, profit: u64, weight: u64, capacity: u64) 
 
 /// The children of `node` whose bound beats `best` (with the profits they reach, to raise
 /// the incumbent).
-fn expand(items: &[Item], capacity: u64, n: NodeKey, best: u64, out: &mut Vec<NodeKey>) {
+pub(crate) fn expand(items: &[Item], capacity: u64, n: NodeKey, best: u64, out: &mut Vec<NodeKey>) {
     let (profit, weight, level) = (n.2, n.3, level_of(&n));
     if level >= items.len() {
         return;

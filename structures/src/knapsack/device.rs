@@ -1,0 +1,121 @@
+//! Best-first branch-and-bound with the heap on the device (GpuOnly) or split between host and
+//! device (Cooperative): the latency threads expand the nodes, which live in a host arena; the
+//! heap orders `(bound key, arena index)` pairs.
+//!
+//! Each round takes the `pop` best nodes from the heap, drops those whose bound cannot beat
+//! the incumbent (the seed's garbage collection), expands the rest on the latency threads
+//! (chunks taken by an atomic counter), and inserts the children whose bound still beats the
+//! incumbent. Bounds never grow down the tree, so the root's bound is the largest: keys are
+//! `u32::MAX - (bound >> shift)` with the smallest shift that fits the root's bound in 32
+//! bits (exact order for bounds below 2^32; pruning always uses the exact bound kept in the
+//! arena). Ties between equal keys go to the lower arena index.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use asym_runtime::{Error, LatencyPool, Result, Runtime};
+
+use super::{bound, expand, greedy, node, sorted_items, BnbStats, Instance, NodeKey};
+use crate::gheap::HeapPlacement;
+
+/// Search nodes a thread expands at a time.
+const CHUNK: usize = 16;
+
+/// Branch-and-bound with the heap placed by `placement` (batches of `batch` keys), taking
+/// `pop` nodes per round and keeping at most `max_live` search nodes (else
+/// [`Error::CapacityExceeded`]).
+pub fn solve_offloaded(
+    inst: &Instance,
+    pool: &LatencyPool,
+    rt: &Runtime,
+    placement: &HeapPlacement,
+    batch: usize,
+    pop: usize,
+    max_live: usize,
+) -> Result<BnbStats> {
+    if pop == 0 || max_live == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "pop {pop} and node limit {max_live}: both must be at least 1"
+        )));
+    }
+    let items = sorted_items(inst);
+    let cap = inst.capacity;
+    let root_bound = bound(&items, 0, 0, 0, cap);
+    let shift = (64 - root_bound.leading_zeros()).saturating_sub(32);
+    let key = |n: &NodeKey| u32::MAX - ((u64::MAX - n.0) >> shift) as u32;
+    let mut heap = placement.build(rt, batch)?;
+    let root = node(root_bound, 0, 0, 0);
+    let mut arena: Vec<NodeKey> = vec![root];
+    let mut free: Vec<u32> = Vec::new();
+    heap.insert(&[(key(&root), 0)])?;
+    let best = AtomicU64::new(greedy(&items, cap));
+    let mut stats = BnbStats::default();
+    loop {
+        let popped = heap.pop(pop)?;
+        if popped.is_empty() {
+            break;
+        }
+        let nodes: Vec<NodeKey> = popped
+            .iter()
+            .map(|&(_, i)| {
+                free.push(i);
+                arena[i as usize]
+            })
+            .collect();
+        let next = AtomicUsize::new(0);
+        let (items, best) = (&items, &best);
+        let parts = pool.broadcast_scoped(|_| {
+            let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
+            loop {
+                let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                if start >= nodes.len() {
+                    return (children, expanded, pruned);
+                }
+                for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
+                    if u64::MAX - n.0 <= best.load(Ordering::Acquire) {
+                        pruned += 1;
+                        continue;
+                    }
+                    expanded += 1;
+                    best.fetch_max(n.2, Ordering::AcqRel);
+                    let from = children.len();
+                    expand(items, cap, n, best.load(Ordering::Acquire), &mut children);
+                    for c in &children[from..] {
+                        best.fetch_max(c.2, Ordering::AcqRel);
+                    }
+                }
+            }
+        })?;
+        let incumbent = best.load(Ordering::Acquire);
+        let mut pairs = Vec::new();
+        for (children, expanded, pruned) in parts {
+            stats.expanded += expanded;
+            stats.pruned += pruned;
+            for c in children {
+                if u64::MAX - c.0 <= incumbent {
+                    stats.pruned += 1;
+                    continue;
+                }
+                let index = match free.pop() {
+                    Some(i) => {
+                        arena[i as usize] = c;
+                        i
+                    }
+                    None => {
+                        if arena.len() >= max_live.min(u32::MAX as usize) {
+                            return Err(Error::CapacityExceeded {
+                                what: "branch-and-bound search nodes".into(),
+                                capacity: max_live,
+                            });
+                        }
+                        arena.push(c);
+                        (arena.len() - 1) as u32
+                    }
+                };
+                pairs.push((key(&c), index));
+            }
+        }
+        heap.insert(&pairs)?;
+    }
+    stats.optimum = best.load(Ordering::Acquire);
+    Ok(stats)
+}
