@@ -6,7 +6,7 @@
 //!     cargo bench --bench heap                                  # 2^20 keys, K = 64, 1024
 //!     ASYM_BENCH_LOG2=24 ASYM_BENCH_BATCHES=256,1024,4096 cargo bench --bench heap
 //!
-//! The cooperative mode of the generalized heap is not built yet.
+//! `coop` is the Cooperative heap (device bulk, host top served by the calling thread).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::gheap::{
-    ConcurrentGeneralizedHeap, DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap,
-    InsertDirection,
+    ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap,
+    DeviceHeapConfig, GeneralizedHeap, InsertDirection,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
@@ -96,6 +96,20 @@ fn heap(c: &mut Criterion) {
             }
             // K beyond what the device takes: say so and bench the rest.
             Err(e) => eprintln!("gheap bench: no device heap for K = {batch}: {e}"),
+        }
+        let mut coop = CooperativeConfig::new(batch);
+        coop.device.initial_nodes = n / batch + 1;
+        match CooperativeHeap::<u32>::new(&rt, &coop) {
+            Ok(heap) => {
+                g.bench_function(BenchmarkId::new("coop", 1), |b| {
+                    b.iter(|| {
+                        heap.insert(&keys).expect("insert");
+                        assert_eq!(heap.delete_min(n).expect("delete").len(), n);
+                        heap.clear().expect("clear");
+                    })
+                });
+            }
+            Err(e) => eprintln!("gheap bench: no cooperative heap for K = {batch}: {e}"),
         }
         g.bench_function(BenchmarkId::new("seq_gheap", 1), |b| {
             b.iter(|| {
