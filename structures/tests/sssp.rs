@@ -415,6 +415,34 @@ fn device_searches_match_dijkstra() {
     }
 }
 
+/// Pops larger than the graph: the heap can hold more entries than vertices (stale ones), so
+/// one pop may return more entries than the graph has vertices.
+#[test]
+fn pops_larger_than_the_graph() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    let g = random_graph(&mut rng, 60, 900, 100);
+    let order = Order::Heap {
+        threshold: 1,
+        pop: 5_000,
+        batch: 4,
+    };
+    let want = g.dijkstra(0).unwrap();
+    let pool = pool(2);
+    let run = cpu::shortest_paths(&g, 0, &pool, order).unwrap();
+    check_distances(&run.distances, &want).unwrap();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+        for heap in [
+            OrderHeap::Device(DeviceHeapConfig::new(4)),
+            OrderHeap::Cooperative(CooperativeConfig::new(4)),
+        ] {
+            let run = dev.shortest_paths(0, order, &heap).unwrap();
+            check_distances(&run.distances, &want).unwrap_or_else(|e| panic!("{t}: {e}"));
+        }
+    }
+}
+
 #[test]
 fn heap_order_is_used_and_visits_no_more_than_needed() {
     // A geometric graph with a large frontier: the heap must take part, and expanding the

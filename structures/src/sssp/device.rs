@@ -138,6 +138,9 @@ impl Relaxer for DeviceRelaxer<'_, '_> {
     }
 
     fn set_frontier(&mut self, pairs: &[Pair]) -> Result<()> {
+        // Never more than the vertices: a frontier queues each vertex once, and a pop returns
+        // at most min(pop, heap) entries, where the heap exceeds the vertex count only when
+        // pops are smaller than it (tests: `pops_larger_than_the_graph`).
         if pairs.len() > self.sssp.frontier.len() {
             return Err(Error::CapacityExceeded {
                 what: "the device SSSP frontier".into(),

@@ -16,10 +16,11 @@
 //! above the vertex's current one is stale: the vertex was queued again when its distance
 //! dropped, so the stale entry is skipped (not expanded, not counted as visited).
 //!
-//! The two engines run the same loop ([`search`]): [`cpu`] on pinned latency threads with
+//! The two engines run the same loop (`search`): [`cpu`] on pinned latency threads with
 //! the [`ConcurrentGeneralizedHeap`](crate::ConcurrentGeneralizedHeap), [`device`] with
 //! the relaxation in a kernel (`kernels/sssp.cl`) and the
-//! [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap).
+//! [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) or the
+//! [`CooperativeHeap`](crate::gheap::CooperativeHeap).
 
 pub mod cpu;
 pub mod device;
