@@ -7,7 +7,6 @@ mod common;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 
 use asym_runtime::Error;
@@ -24,7 +23,7 @@ fn heap<T: Ord + Copy + Default + Send>(
         .unwrap()
         .with_insert_direction(direction)
 }
-use common::{op, Op};
+use common::{linearizable, op, record_history, Event, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -187,118 +186,18 @@ fn a_capacity_between_whole_levels_is_usable_to_the_last_node() {
     }
 }
 
-/// One operation of a recorded history: its real-time interval and what it did.
-#[derive(Clone, Debug)]
-struct Event {
-    start: u64,
-    end: u64,
-    op: Op,
-    /// What a delete returned.
-    got: Vec<i16>,
-}
-
-/// Whether some order of `events` that respects real time (an operation that ended before
-/// another started comes first) replays on a sequential priority queue with the same results.
-fn linearizable(events: &[Event]) -> bool {
-    fn search(events: &[Event], done: &mut Vec<bool>, queue: &BinaryHeap<Reverse<i16>>) -> bool {
-        if done.iter().all(|&d| d) {
-            return true;
-        }
-        for i in 0..events.len() {
-            if done[i] {
-                continue;
-            }
-            // `i` may go next only if no pending operation ended before `i` started.
-            let blocked =
-                (0..events.len()).any(|j| !done[j] && j != i && events[j].end < events[i].start);
-            if blocked {
-                continue;
-            }
-            let mut q = queue.clone();
-            let ok = match &events[i].op {
-                Op::Insert(keys) => {
-                    q.extend(keys.iter().map(|&k| Reverse(k)));
-                    true
-                }
-                Op::Delete(n) => {
-                    let want: Vec<i16> = (0..*n).map_while(|_| q.pop().map(|r| r.0)).collect();
-                    want == events[i].got
-                }
-            };
-            if ok {
-                done[i] = true;
-                if search(events, done, &q) {
-                    return true;
-                }
-                done[i] = false;
-            }
-        }
-        false
-    }
-    search(events, &mut vec![false; events.len()], &BinaryHeap::new())
-}
-
 #[test]
 fn small_concurrent_histories_are_linearizable() {
     // Three threads, three operations each, batches of 2 keys (so deletes of 1..=2 keys are
     // single DELs and inserts of up to 2 keys single INSs), small key range for ties.
-    let clock = AtomicU64::new(0);
     for history in 0..400u64 {
         let direction = DIRECTIONS[(history % 2) as usize];
         let heap = heap(2, 64, direction);
-        // A few keys first, so deletes have something to race over.
-        heap.insert(&[5, 1, 9]).unwrap();
-        let pre = Event {
-            start: 0,
-            end: 0,
-            op: Op::Insert(vec![5, 1, 9]),
-            got: vec![],
-        };
-        let start = Barrier::new(3);
-        let mut events: Vec<Event> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..3u64)
-                .map(|t| {
-                    let (heap, clock, start) = (&heap, &clock, &start);
-                    s.spawn(move || {
-                        let mut rng = rand::rngs::StdRng::seed_from_u64(history * 31 + t);
-                        let mut mine = Vec::new();
-                        start.wait();
-                        for _ in 0..3 {
-                            let op = if rng.gen_bool(0.5) {
-                                Op::Insert(
-                                    (0..rng.gen_range(1..=2))
-                                        .map(|_| rng.gen_range(0..8))
-                                        .collect(),
-                                )
-                            } else {
-                                Op::Delete(rng.gen_range(1..=2))
-                            };
-                            let begin = clock.fetch_add(1, Ordering::SeqCst) + 1;
-                            let got = match &op {
-                                Op::Insert(keys) => {
-                                    heap.insert(keys).unwrap();
-                                    vec![]
-                                }
-                                Op::Delete(n) => heap.delete_min(*n).unwrap(),
-                            };
-                            let end = clock.fetch_add(1, Ordering::SeqCst) + 1;
-                            mine.push(Event {
-                                start: begin,
-                                end,
-                                op,
-                                got,
-                            });
-                        }
-                        mine
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
-        });
-        events.insert(0, pre);
+        let events = record_history(
+            history,
+            |keys| heap.insert(keys).unwrap(),
+            |n| heap.delete_min(n).unwrap(),
+        );
         assert!(
             linearizable(&events),
             "history {history} is not linearizable: {events:#?}"

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_structures::gheap::{CooperativeConfig, CooperativeHeap, DeviceHeapConfig};
-use common::{op, Op};
+use common::{linearizable, op, record_history, Op};
 use proptest::prelude::*;
 use rand::SeedableRng;
 
@@ -119,6 +119,35 @@ fn large_takes_after_many_host_inserts_match_a_binary_heap() {
     }
     let s = heap.stats();
     assert!(s.inserted_on_host > 1000 && s.refills > 0, "{s:?}");
+}
+
+/// Small concurrent histories (three threads, three operations each) replay on a sequential
+/// priority queue in an order that respects real time; tiny refills and flushes so the
+/// operations race over the fence and the device.
+#[test]
+fn small_concurrent_histories_are_linearizable() {
+    let rt = common::runtime(common::transports()[0]);
+    for history in 0..40u64 {
+        let heap = CooperativeHeap::<i32>::new(&rt, &config(2, 2, 2)).unwrap();
+        let events = record_history(
+            history,
+            |keys| {
+                let keys: Vec<i32> = keys.iter().map(|&k| k as i32).collect();
+                heap.insert(&keys).unwrap()
+            },
+            |n| {
+                heap.delete_min(n)
+                    .unwrap()
+                    .into_iter()
+                    .map(|k| k as i16)
+                    .collect()
+            },
+        );
+        assert!(
+            linearizable(&events),
+            "history {history} is not linearizable: {events:#?}"
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Helpers shared by the structures' integration tests.
 #![allow(dead_code)]
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use asym_runtime::{select_device, LatencyPool, PoolOptions, Runtime, Transport};
@@ -80,4 +82,121 @@ pub fn key_patterns(n: usize, rng: &mut impl rand::Rng) -> Vec<(&'static str, Ve
                 .collect(),
         ),
     ]
+}
+
+/// One operation of a recorded history: its real-time interval and what it did.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub start: u64,
+    pub end: u64,
+    pub op: Op,
+    /// What a delete returned.
+    pub got: Vec<i16>,
+}
+
+/// Whether some order of `events` that respects real time (an operation that ended before
+/// another started comes first) replays on a sequential priority queue with the same results.
+pub fn linearizable(events: &[Event]) -> bool {
+    fn search(events: &[Event], done: &mut Vec<bool>, queue: &BinaryHeap<Reverse<i16>>) -> bool {
+        if done.iter().all(|&d| d) {
+            return true;
+        }
+        for i in 0..events.len() {
+            if done[i] {
+                continue;
+            }
+            // `i` may go next only if no pending operation ended before `i` started.
+            let blocked =
+                (0..events.len()).any(|j| !done[j] && j != i && events[j].end < events[i].start);
+            if blocked {
+                continue;
+            }
+            let mut q = queue.clone();
+            let ok = match &events[i].op {
+                Op::Insert(keys) => {
+                    q.extend(keys.iter().map(|&k| Reverse(k)));
+                    true
+                }
+                Op::Delete(n) => {
+                    let want: Vec<i16> = (0..*n).map_while(|_| q.pop().map(|r| r.0)).collect();
+                    want == events[i].got
+                }
+            };
+            if ok {
+                done[i] = true;
+                if search(events, done, &q) {
+                    return true;
+                }
+                done[i] = false;
+            }
+        }
+        false
+    }
+    search(events, &mut vec![false; events.len()], &BinaryHeap::new())
+}
+
+/// A small concurrent history on a heap of `i16` keys: `insert {5, 1, 9}` first, then three
+/// threads running three random operations each (inserts of 1–2 keys in 0..8, deletes of
+/// 1–2), every operation stamped with a shared clock before and after.
+pub fn record_history(
+    history: u64,
+    insert: impl Fn(&[i16]) + Sync,
+    delete: impl Fn(usize) -> Vec<i16> + Sync,
+) -> Vec<Event> {
+    use rand::{Rng, SeedableRng};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let clock = AtomicU64::new(0);
+    insert(&[5, 1, 9]);
+    let pre = Event {
+        start: 0,
+        end: 0,
+        op: Op::Insert(vec![5, 1, 9]),
+        got: vec![],
+    };
+    let start = std::sync::Barrier::new(3);
+    let mut events: Vec<Event> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3u64)
+            .map(|t| {
+                let (clock, start, insert, delete) = (&clock, &start, &insert, &delete);
+                s.spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(history * 31 + t);
+                    let mut mine = Vec::new();
+                    start.wait();
+                    for _ in 0..3 {
+                        let op = if rng.gen_bool(0.5) {
+                            Op::Insert(
+                                (0..rng.gen_range(1..=2))
+                                    .map(|_| rng.gen_range(0..8))
+                                    .collect(),
+                            )
+                        } else {
+                            Op::Delete(rng.gen_range(1..=2))
+                        };
+                        let begin = clock.fetch_add(1, Ordering::SeqCst) + 1;
+                        let got = match &op {
+                            Op::Insert(keys) => {
+                                insert(keys);
+                                vec![]
+                            }
+                            Op::Delete(n) => delete(*n),
+                        };
+                        let end = clock.fetch_add(1, Ordering::SeqCst) + 1;
+                        mine.push(Event {
+                            start: begin,
+                            end,
+                            op,
+                            got,
+                        });
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    events.insert(0, pre);
+    events
 }
