@@ -17,7 +17,7 @@ use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOpt
 use asym::structures::gheap::{
     CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
-use asym::structures::knapsack::device::solve_offloaded;
+use asym::structures::knapsack::device::{solve_offloaded, OffloadConfig};
 use asym::structures::knapsack::{solve_concurrent, solve_sequential, BnbStats, Class, Instance};
 use clap::Parser;
 use serde_json::json;
@@ -61,6 +61,10 @@ struct Args {
     /// gpu/coop: search nodes taken from the heap per round.
     #[arg(long, default_value_t = 256)]
     pop: usize,
+    /// gpu/coop: garbage-collect the heap (drop nodes that cannot beat the incumbent) once it
+    /// holds more than this many search nodes (0: never).
+    #[arg(long, default_value_t = 1 << 20)]
+    gc: usize,
     /// coop: keys one refill brings from the device to the host top.
     #[arg(long, default_value_t = 4096)]
     refill: usize,
@@ -186,11 +190,18 @@ fn run(args: &Args) -> Result<bool> {
     } else {
         None
     };
+    let offload = |placement: &HeapPlacement| OffloadConfig {
+        placement: placement.clone(),
+        batch: args.batch,
+        pop: args.pop,
+        max_live: args.max_nodes.saturating_mul(args.batch),
+        gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
+    };
     if let (Some(pool), Some(rt)) = (&pool, &rt) {
         // Build the device programs before the clock starts (one tiny search per placement).
         let tiny = Instance::generate(Class::Uncorrelated, 4, 10, 0)?;
         for (_, placement) in &placements {
-            solve_offloaded(&tiny, pool, rt, placement, args.batch, args.pop, 1 << 10)?;
+            solve_offloaded(&tiny, pool, rt, &offload(placement))?;
         }
     }
     let mut rows = Vec::new();
@@ -218,16 +229,7 @@ fn run(args: &Args) -> Result<bool> {
         if let (Some(pool), Some(rt)) = (&pool, &rt) {
             for (name, placement) in &placements {
                 let t = Instant::now();
-                let s = solve_offloaded(
-                    inst,
-                    pool,
-                    rt,
-                    placement,
-                    args.batch,
-                    args.pop,
-                    args.max_nodes.saturating_mul(args.batch),
-                )
-                .map_err(more_nodes)?;
+                let s = solve_offloaded(inst, pool, rt, &offload(placement)).map_err(more_nodes)?;
                 push(
                     format!("{name}:p{}", args.pop),
                     s,
@@ -262,7 +264,8 @@ fn run(args: &Args) -> Result<bool> {
                 json!({
                     "instance": r.instance, "n": r.n, "capacity": r.capacity, "mode": r.mode,
                     "batch": args.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
-                    "pruned": r.stats.pruned, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
+                    "pruned": r.stats.pruned, "collected": r.stats.collected,
+                    "collections": r.stats.collections, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
                     "dp_ms": r.dp.map(|d| d.1), "verified": verified(r),
                 })
             );

@@ -149,7 +149,7 @@ fn edge_cases_and_file_errors() {
 #[test]
 fn device_and_cooperative_heaps_match_dynamic_programming() {
     use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
-    use asym_structures::knapsack::device::solve_offloaded;
+    use asym_structures::knapsack::device::{solve_offloaded, OffloadConfig};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(3),
         ..Default::default()
@@ -176,13 +176,22 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
                 let inst = Instance::generate(class, n, range, seed).unwrap();
                 let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
                 for p in &placements {
-                    let s = solve_offloaded(&inst, &pool, &rt, p, 16, pop, 1 << 20).unwrap();
-                    assert_eq!(
-                        s.optimum,
-                        want,
-                        "{t} {} n {n} seed {seed} pop {pop} {p:?}",
-                        class.name()
-                    );
+                    for gc_threshold in [usize::MAX, 64] {
+                        let config = OffloadConfig {
+                            placement: p.clone(),
+                            batch: 16,
+                            pop,
+                            max_live: 1 << 20,
+                            gc_threshold,
+                        };
+                        let s = solve_offloaded(&inst, &pool, &rt, &config).unwrap();
+                        assert_eq!(
+                            s.optimum,
+                            want,
+                            "{t} {} n {n} seed {seed} pop {pop} gc {gc_threshold} {p:?}",
+                            class.name()
+                        );
+                    }
                 }
             }
         }
@@ -190,11 +199,27 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
             items: vec![],
             capacity: 5,
         };
-        let s = solve_offloaded(&empty, &pool, &rt, &placements[0], 16, 8, 10).unwrap();
+        let config = |p: usize, pop: usize, max_live: usize| OffloadConfig {
+            placement: placements[p].clone(),
+            batch: 16,
+            pop,
+            max_live,
+            gc_threshold: usize::MAX,
+        };
+        let s = solve_offloaded(&empty, &pool, &rt, &config(0, 8, 10)).unwrap();
         assert_eq!(s.optimum, 0);
         let hard = Instance::generate(Class::StronglyCorrelated, 60, 10_000, 1).unwrap();
-        let e = solve_offloaded(&hard, &pool, &rt, &placements[1], 16, 8, 50).unwrap_err();
+        let e = solve_offloaded(&hard, &pool, &rt, &config(1, 8, 50)).unwrap_err();
         assert!(matches!(e, Error::CapacityExceeded { .. }), "{e}");
-        assert!(solve_offloaded(&hard, &pool, &rt, &placements[0], 16, 0, 50).is_err());
+        assert!(solve_offloaded(&hard, &pool, &rt, &config(0, 0, 50)).is_err());
+        // Garbage collection removes nodes and keeps the optimum.
+        let inst = Instance::generate(Class::StronglyCorrelated, 40, 1000, 5).unwrap();
+        let gc = OffloadConfig {
+            gc_threshold: 64,
+            ..config(1, 256, 1 << 20)
+        };
+        let s = solve_offloaded(&inst, &pool, &rt, &gc).unwrap();
+        assert_eq!(s.optimum, inst.dp_optimum(1 << 26).unwrap());
+        assert!(s.collections > 0 && s.collected > 0, "{s:?}");
     }
 }

@@ -9,6 +9,12 @@
 //! `u32::MAX - (bound >> shift)` with the smallest shift that fits the root's bound in 32
 //! bits (exact order for bounds below 2^32; pruning always uses the exact bound kept in the
 //! arena). Ties between equal keys go to the lower arena index.
+//!
+//! Garbage collection (the seed's "knapsack with GC"): rounds of parallel expansion can grow
+//! the heap with nodes a sequential search would never have kept; once the heap holds more
+//! than `gc_threshold` nodes, the search drains it, drops every node whose bound cannot beat
+//! the incumbent, and inserts the rest back (when most survive, the next pass waits until the
+//! heap has doubled, so a pass never runs every round).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -20,18 +26,35 @@ use crate::gheap::HeapPlacement;
 /// Search nodes a thread expands at a time.
 const CHUNK: usize = 16;
 
-/// Branch-and-bound with the heap placed by `placement` (batches of `batch` keys), taking
-/// `pop` nodes per round and keeping at most `max_live` search nodes (else
-/// [`Error::CapacityExceeded`]).
+/// How an offloaded search runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffloadConfig {
+    /// Where the heap lives.
+    pub placement: HeapPlacement,
+    /// Keys per heap node (K).
+    pub batch: usize,
+    /// Search nodes taken from the heap per round.
+    pub pop: usize,
+    /// Most search nodes alive at once (else [`Error::CapacityExceeded`]).
+    pub max_live: usize,
+    /// Heap size (search nodes) above which a garbage collection runs (`usize::MAX`: never).
+    pub gc_threshold: usize,
+}
+
+/// Branch-and-bound with the heap placed by `config.placement`.
 pub fn solve_offloaded(
     inst: &Instance,
     pool: &LatencyPool,
     rt: &Runtime,
-    placement: &HeapPlacement,
-    batch: usize,
-    pop: usize,
-    max_live: usize,
+    config: &OffloadConfig,
 ) -> Result<BnbStats> {
+    let OffloadConfig {
+        ref placement,
+        batch,
+        pop,
+        max_live,
+        gc_threshold,
+    } = *config;
     if pop == 0 || max_live == 0 {
         return Err(Error::InvalidArgument(format!(
             "pop {pop} and node limit {max_live}: both must be at least 1"
@@ -49,6 +72,7 @@ pub fn solve_offloaded(
     heap.insert(&[(key(&root), 0)])?;
     let best = AtomicU64::new(greedy(&items, cap));
     let mut stats = BnbStats::default();
+    let mut gc_at = gc_threshold;
     loop {
         let popped = heap.pop(pop)?;
         if popped.is_empty() {
@@ -115,6 +139,26 @@ pub fn solve_offloaded(
             }
         }
         heap.insert(&pairs)?;
+        if heap.len() > gc_at {
+            let incumbent = best.load(Ordering::Acquire);
+            let all = heap.pop(usize::MAX)?;
+            let before = all.len();
+            let kept: Vec<(u32, u32)> = all
+                .into_iter()
+                .filter(|&(_, i)| {
+                    let keep = u64::MAX - arena[i as usize].0 > incumbent;
+                    if !keep {
+                        free.push(i);
+                    }
+                    keep
+                })
+                .collect();
+            stats.collected += (before - kept.len()) as u64;
+            stats.collections += 1;
+            // If most nodes survive, wait until the heap doubles before the next pass.
+            gc_at = gc_threshold.max(kept.len().saturating_mul(2));
+            heap.insert(&kept)?;
+        }
     }
     stats.optimum = best.load(Ordering::Acquire);
     Ok(stats)

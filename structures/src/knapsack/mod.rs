@@ -274,6 +274,11 @@ pub struct BnbStats {
     pub expanded: u64,
     /// Nodes taken from the heap and dropped: their bound could not beat the incumbent.
     pub pruned: u64,
+    /// Nodes removed by garbage collections of the heap (the offloaded search's filter pass
+    /// once the heap outgrows its threshold), and how many passes ran.
+    pub collected: u64,
+    /// Garbage-collection passes.
+    pub collections: u64,
 }
 
 /// Items that can fit, sorted by profit/weight descending (ties: heavier first).
@@ -473,5 +478,6 @@ pub fn solve_concurrent(
         optimum: best.load(Ordering::Acquire),
         expanded: expanded.load(Ordering::Relaxed),
         pruned: pruned.load(Ordering::Relaxed),
+        ..BnbStats::default()
     })
 }
