@@ -153,6 +153,9 @@ fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
                     }
                 }
                 assert_eq!(heap.len(), reference.len(), "{t} K {batch} launch {launch}");
+                // The properties hold again after every concurrent launch.
+                heap.check_invariants()
+                    .unwrap_or_else(|e| panic!("{t} K {batch} launch {launch}: {e}"));
             }
             let rest = heap.delete_min(usize::MAX).unwrap();
             let want: Vec<i32> = std::iter::from_fn(|| reference.pop())
@@ -365,6 +368,9 @@ proptest! {
                 }
                 prop_assert_eq!(heap.len(), reference.len());
                 prop_assert_eq!(heap.peek().unwrap(), reference.peek().map(|r| r.0));
+                if let Err(e) = heap.check_invariants() {
+                    prop_assert!(false, "{}", e);
+                }
             }
         }
     }

@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
 
-use super::batch::tree_slots;
+use super::batch::{position, tree_slots};
 use super::device::{check_local_memory, default_work_group, max_work_group};
 use crate::kselect::SelectKey;
 
@@ -425,6 +425,54 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let source = if g.count > 0 { 0 } else { 1 };
         let first = g.read_first(source, k)?;
         Ok(Some(T::from_repr(first)))
+    }
+
+    /// Reads the whole heap back (a map of every node: for tests and debugging, not for hot
+    /// paths) and checks the generalized heap properties between launches: exactly the first
+    /// `count` positions of the bit-reversal order hold nodes (`AVAIL`, every other slot
+    /// `EMPTY` — the root's may stay `AVAIL` in an empty heap — and no lock held), each node is sorted and no smaller than its parent's largest
+    /// key, the partial buffer is sorted, shorter than K and no smaller than the root's
+    /// largest key. A violation is [`Error::Lost`] naming it.
+    pub fn check_invariants(&self) -> Result<()> {
+        let mut g = self.lock();
+        g.usable()?;
+        let k = self.batch;
+        let (count, plen) = (g.count, g.plen);
+        let words = g.words.read()?;
+        let keys = g.keys.read()?;
+        let partial = g.partial.read()?;
+        let bad = |what: String| Err(Error::Lost(format!("device heap invariant: {what}")));
+        let present: std::collections::HashSet<usize> = (0..count).map(position).collect();
+        for (pos, &w) in words.iter().enumerate() {
+            let want = u32::from(present.contains(&pos));
+            // The root's word doubles as the header's lock: an empty heap may leave it AVAIL.
+            let root_of_empty = pos == 0 && count == 0 && w == 1;
+            if w != want && !root_of_empty {
+                return bad(format!(
+                    "node slot {pos} has lock word {w:#x}, expected {want} (count {count})"
+                ));
+            }
+        }
+        let node = |pos: usize| &keys[pos * k..(pos + 1) * k];
+        for &pos in &present {
+            let n = node(pos);
+            if n.windows(2).any(|w| w[0] > w[1]) {
+                return bad(format!("node {pos} is not sorted"));
+            }
+            if pos > 0 && n[0] < node((pos - 1) / 2)[k - 1] {
+                return bad(format!("node {pos} holds a key below its parent's largest"));
+            }
+        }
+        let part = &partial[..plen];
+        if plen >= k || part.windows(2).any(|w| w[0] > w[1]) {
+            return bad(format!(
+                "the partial buffer ({plen} keys) is unsorted or full"
+            ));
+        }
+        if count > 0 && plen > 0 && part[0] < node(0)[k - 1] {
+            return bad("the partial buffer holds a key below the root's largest".into());
+        }
+        Ok(())
     }
 
     /// Removes every key (keeps the arrays).
