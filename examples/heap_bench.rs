@@ -448,7 +448,7 @@ fn run(args: &Args) -> Result<bool> {
         config.device.initial_nodes = nodes;
         config.refill = args.refill.unwrap_or(config.refill);
         config.flush = args.flush.unwrap_or(config.flush);
-        config.top_capacity = config.top_capacity.max(4 * config.refill);
+        config.top_capacity = config.top_capacity.max(config.refill.saturating_mul(4));
         let heap = CooperativeHeap::new(rt, &config)?;
         // A first round trip builds the device program (as the gpu rows' warm-up).
         heap.insert(&(0..batch as u32).collect::<Vec<_>>())?;

@@ -179,7 +179,7 @@ fn run(args: &Args) -> Result<bool> {
         c.device = device;
         c.refill = args.refill;
         c.flush = args.refill;
-        c.top_capacity = c.top_capacity.max(4 * args.refill);
+        c.top_capacity = c.top_capacity.max(args.refill.saturating_mul(4));
         placements.push(("coop", HeapPlacement::Cooperative(c)));
     }
     let pool = if cpu || gpu || coop {

@@ -244,7 +244,7 @@ fn run(args: &Args) -> Result<bool> {
         coop.device = device.clone();
         coop.refill = args.refill;
         coop.flush = args.refill;
-        coop.top_capacity = coop.top_capacity.max(4 * args.refill);
+        coop.top_capacity = coop.top_capacity.max(args.refill.saturating_mul(4));
         let (device, coop) = (
             HeapPlacement::Device(device),
             HeapPlacement::Cooperative(coop),

@@ -211,6 +211,13 @@ fn pairs_and_bad_configurations() {
             "two refills",
         ),
         (CooperativeConfig::new(12), "power of two"),
+        (
+            CooperativeConfig {
+                refill: usize::MAX,
+                ..CooperativeConfig::new(8)
+            },
+            "too large",
+        ),
     ] {
         let e = CooperativeHeap::<u32>::new(&rt, &c).unwrap_err();
         assert!(e.to_string().contains(what), "{e}");

@@ -208,7 +208,13 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
                 config.refill, config.flush
             )));
         }
-        let refill = config.refill.next_multiple_of(k.max(1));
+        let refill = config
+            .refill
+            .checked_next_multiple_of(k.max(1))
+            .filter(|r| r.checked_mul(2).is_some())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("refill {}: too large", config.refill))
+            })?;
         if config.top_capacity < 2 * refill {
             return Err(Error::InvalidArgument(format!(
                 "top capacity {}: must hold at least two refills ({})",
