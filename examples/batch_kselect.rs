@@ -17,6 +17,10 @@ use asym::runtime::{
 use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, SelectStats, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
 use clap::Parser;
+
+#[path = "support/progress.rs"]
+mod progress;
+use progress::Progress;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
@@ -161,41 +165,6 @@ struct Bench<'a> {
     device_label: String,
     transport: String,
     progress: Progress,
-}
-
-/// A progress bar that appears only once the run has taken more than a second.
-struct Progress {
-    bar: indicatif::ProgressBar,
-    started: Instant,
-    shown: bool,
-}
-
-impl Progress {
-    fn new(steps: u64, quiet: bool) -> Self {
-        let bar = indicatif::ProgressBar::hidden();
-        bar.set_length(steps);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
-            )
-            .expect("static template")
-            .progress_chars("=> "),
-        );
-        Progress {
-            bar,
-            started: Instant::now(),
-            shown: quiet,
-        }
-    }
-    fn step(&mut self, msg: String) {
-        if !self.shown && self.started.elapsed() > Duration::from_secs(1) {
-            self.bar
-                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            self.shown = true;
-        }
-        self.bar.set_message(msg);
-        self.bar.inc(1);
-    }
 }
 
 impl Bench<'_> {

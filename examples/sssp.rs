@@ -28,6 +28,10 @@ use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
 use asym::structures::sssp::device::DeviceSssp;
 use asym::structures::sssp::{check_distances, cpu, Order, SsspStats};
 use clap::Parser;
+
+#[path = "support/progress.rs"]
+mod progress;
+use progress::Progress;
 use serde_json::json;
 
 #[derive(Parser, Debug)]
@@ -189,12 +193,16 @@ fn run(args: &Args) -> Result<bool> {
         pop: args.pop.unwrap_or(args.threshold),
         batch: args.batch,
     };
+    let steps = 2 + 2 * u64::from(use_cpu) + 2 * u64::from(use_gpu) + u64::from(use_coop);
+    let mut progress = Progress::new(steps, args.json);
     let (name, graph) = load(args, args.json)?;
+    progress.step("Dijkstra".into());
     let source = args.source.map_or_else(|| graph.hub(), |s| s - 1);
     graph.check_source(source)?;
     let t = Instant::now();
     let reference = graph.dijkstra(source)?;
     let dijkstra_ms = t.elapsed().as_secs_f64() * 1e3;
+    progress.step("parallel searches".into());
     let reached = reference.iter().filter(|&&d| d != UNREACHABLE).count();
     let mut rows = vec![Row {
         mode: "seq",
@@ -228,6 +236,7 @@ fn run(args: &Args) -> Result<bool> {
             let t = Instant::now();
             let run = cpu::shortest_paths(&graph, source, &pool, o)?;
             push("cpu", o, run, t.elapsed().as_secs_f64() * 1e3);
+            progress.step("cpu search".into());
         }
     }
     if use_gpu || use_coop {
@@ -264,8 +273,10 @@ fn run(args: &Args) -> Result<bool> {
             let t = Instant::now();
             let run = dev.shortest_paths(source, o, heap)?;
             push(mode, o, run, t.elapsed().as_secs_f64() * 1e3);
+            progress.step(format!("{mode} search"));
         }
     }
+    progress.bar.finish_and_clear();
     if let Some(path) = &args.output {
         write_output(path, &reference)?;
     }
