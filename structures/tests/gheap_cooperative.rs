@@ -119,6 +119,12 @@ fn large_takes_after_many_host_inserts_match_a_binary_heap() {
     }
     let s = heap.stats();
     assert!(s.inserted_on_host > 1000 && s.refills > 0, "{s:?}");
+    // Host inserts below the fence, then "everything" (a take of usize::MAX keys).
+    let low: Vec<i32> = (0..400).map(|_| rng.gen_range(-6000..-5000)).collect();
+    heap.insert(&low).unwrap();
+    reference.extend(low.into_iter().map(Reverse));
+    let want: Vec<i32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+    assert_eq!(heap.delete_min(usize::MAX).unwrap(), want);
 }
 
 /// Small concurrent histories (three threads, three operations each) replay on a sequential

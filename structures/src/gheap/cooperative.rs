@@ -113,7 +113,7 @@ impl<R: Ord + Copy> Top<R> {
     fn take(&mut self, n: usize, out: &mut Vec<R>) -> usize {
         if n >= MERGE_EXTRA
             && self.extra.len() >= MERGE_EXTRA
-            && self.run.len() + self.extra.len() <= MERGE_SPAN * n
+            && self.run.len() + self.extra.len() <= MERGE_SPAN.saturating_mul(n)
         {
             // Many host inserts and a large take: one merge into the run (linear in the run)
             // beats `n` binary-heap pops (each a cache-missing sift-down) unless the run is
