@@ -80,6 +80,37 @@ fn copy_engine_uploads_land_where_asked_and_feed_kernels() {
 }
 
 #[test]
+fn ranged_reads_return_what_a_kernel_left() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let n = 4097usize;
+        let mut buf = rt.alloc::<u32>(n).unwrap();
+        let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+        buf.write(&data).unwrap();
+        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+        k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
+        k.launch(n.next_multiple_of(64), Some(64))
+            .unwrap()
+            .wait()
+            .unwrap();
+        let want: Vec<u32> = data.iter().map(|v| v.wrapping_add(1)).collect();
+        for (at, len) in [(0, n), (0, 1), (1000, 3000), (n - 1, 1), (n, 0), (17, 0)] {
+            assert_eq!(
+                buf.read_range(at, len).unwrap(),
+                &want[at..at + len],
+                "{t} {at}+{len}"
+            );
+        }
+        for (at, len) in [(n, 1), (4000, 98), (usize::MAX, 2)] {
+            assert!(
+                matches!(buf.read_range(at, len), Err(Error::InvalidArgument(_))),
+                "{t} {at}+{len}"
+            );
+        }
+    }
+}
+
+#[test]
 fn empty_buffer_is_usable() {
     for t in common::transports() {
         let rt = common::runtime(t);

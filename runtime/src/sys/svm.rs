@@ -292,57 +292,67 @@ impl SvmAlloc {
 }
 
 impl SvmAlloc {
-    /// Copies `bytes` bytes from host memory at `src` to offset `at` of the allocation with a
-    /// blocking `clEnqueueSVMMemcpy` (the driver's DMA path; no host mapping), under the same
-    /// exclusive claim as a map.
+    /// Copies `bytes` bytes from host memory at `src` to offset `at` of the allocation.
     ///
     /// # Safety
     /// `src` must be valid for reads of `bytes` bytes for the duration of the call, and
     /// `at + bytes` must not exceed the allocation.
     unsafe fn copy_in(&self, at: usize, src: *const u8, bytes: usize) -> Result<()> {
-        let raw = self.map_claim()?;
-        // SAFETY: the destination range lies inside this allocation (caller's contract), the
-        // source is readable for `bytes` (caller's contract) and the copy is blocking, so it has
-        // finished reading `src` and writing the allocation on return. The claim keeps launches
-        // and host maps away meanwhile.
-        let code = unsafe {
-            ffi::clEnqueueSVMMemcpy(
-                self.queue.as_ptr(),
-                ffi::CL_TRUE,
-                self.ptr.as_ptr().add(at) as *mut c_void,
+        // SAFETY: `at + bytes` lies inside the allocation and `src` is readable for `bytes`
+        // (caller's contract).
+        let dst = unsafe { self.ptr.as_ptr().add(at) };
+        // SAFETY: as above: both ranges are valid for `bytes`.
+        unsafe {
+            self.memcpy(
+                dst as *mut c_void,
                 src as *const c_void,
                 bytes,
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        };
-        drop(raw);
-        if code != 0 {
-            return Err(Error::status(
-                "clEnqueueSVMMemcpy",
                 "copying host memory into SVM",
-                code,
-            ));
+            )
         }
-        Ok(())
     }
 
-    /// Copies `bytes` bytes at byte offset `at` of the allocation to `dst` (blocking).
+    /// Copies `bytes` bytes at byte offset `at` of the allocation to `dst`.
     ///
     /// # Safety
     /// `at + bytes` must lie inside the allocation and `dst` must be writable for `bytes`.
     unsafe fn copy_out(&self, at: usize, dst: *mut u8, bytes: usize) -> Result<()> {
+        // SAFETY: `at + bytes` lies inside the allocation (caller's contract).
+        let src = unsafe { self.ptr.as_ptr().add(at) };
+        // SAFETY: as above; `dst` is writable for `bytes` (caller's contract).
+        unsafe {
+            self.memcpy(
+                dst as *mut c_void,
+                src as *const c_void,
+                bytes,
+                "copying SVM into host memory",
+            )
+        }
+    }
+
+    /// A blocking `clEnqueueSVMMemcpy` (the driver's DMA path; no host mapping) under the same
+    /// exclusive claim as a map; `what` names the copy in errors.
+    ///
+    /// # Safety
+    /// `src` must be readable and `dst` writable for `bytes` bytes for the duration of the
+    /// call, and the one of them inside this allocation must lie wholly inside it.
+    unsafe fn memcpy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+        what: &str,
+    ) -> Result<()> {
         let raw = self.map_claim()?;
-        // SAFETY: the source range lies inside this allocation and `dst` is writable for
-        // `bytes` (caller's contract); the copy is blocking, so it has finished on return. The
-        // claim keeps launches and host maps away meanwhile.
+        // SAFETY: both ranges are valid for `bytes` (caller's contract) and the copy is
+        // blocking, so it has finished with both on return. The claim keeps launches and host
+        // maps away meanwhile.
         let code = unsafe {
             ffi::clEnqueueSVMMemcpy(
                 self.queue.as_ptr(),
                 ffi::CL_TRUE,
-                dst as *mut c_void,
-                self.ptr.as_ptr().add(at) as *const c_void,
+                dst,
+                src,
                 bytes,
                 0,
                 std::ptr::null(),
@@ -351,11 +361,7 @@ impl SvmAlloc {
         };
         drop(raw);
         if code != 0 {
-            return Err(Error::status(
-                "clEnqueueSVMMemcpy",
-                "copying SVM into host memory",
-                code,
-            ));
+            return Err(Error::status("clEnqueueSVMMemcpy", what, code));
         }
         Ok(())
     }
