@@ -247,6 +247,17 @@ inline void gh_backoff(uint *step, __global uint *w) {
     if (*step < 4u) *step += 1u;
 }
 
+/* Whether a spin on a lock word should stop: another group recorded an error, or this one
+ * has waited past its bound (it then records GH_ERR_STALL). */
+inline bool gh_give_up(uint spins, __global uint *hdr) {
+    if (asym_load_relaxed(&hdr[GH_ERROR]) != 0u) return true;
+    if (spins >= GH_SPIN_LIMIT) {
+        (void)asym_cas(&hdr[GH_ERROR], 0u, GH_ERR_STALL);
+        return true;
+    }
+    return false;
+}
+
 /* Takes the lock of `w`; returns the state it held, or GH_ABORT (wait past its bound, or
  * another group recorded an error). */
 inline uint gh_lock(__global uint *w, __global uint *hdr) {
@@ -257,11 +268,7 @@ inline uint gh_lock(__global uint *w, __global uint *hdr) {
             gh_fence();
             return v;
         }
-        if (asym_load_relaxed(&hdr[GH_ERROR]) != 0u) return GH_ABORT;
-        if (spins >= GH_SPIN_LIMIT) {
-            (void)asym_cas(&hdr[GH_ERROR], 0u, GH_ERR_STALL);
-            return GH_ABORT;
-        }
+        if (gh_give_up(spins, hdr)) return GH_ABORT;
         gh_backoff(&step, w);
     }
 }
@@ -275,11 +282,7 @@ inline bool gh_wait_swap(__global uint *w, __global uint *hdr, uint from, uint t
             gh_fence();
             return true;
         }
-        if (asym_load_relaxed(&hdr[GH_ERROR]) != 0u) return false;
-        if (spins >= GH_SPIN_LIMIT) {
-            (void)asym_cas(&hdr[GH_ERROR], 0u, GH_ERR_STALL);
-            return false;
-        }
+        if (gh_give_up(spins, hdr)) return false;
         gh_backoff(&step, w);
     }
 }
