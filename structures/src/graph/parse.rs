@@ -31,6 +31,12 @@ fn bad(source: &str, line: usize, what: impl std::fmt::Display) -> Error {
     Error::InvalidArgument(format!("{source}, line {line}: {what}"))
 }
 
+/// A count of a header line (vertices, arcs, rows, entries).
+fn count(source: &str, line: usize, tok: &str) -> Result<usize> {
+    tok.parse()
+        .map_err(|_| bad(source, line, format!("{tok:?} is not a count")))
+}
+
 /// A 1-based vertex number of a file, as a 0-based index below `n`.
 fn vertex(source: &str, line: usize, tok: &str, n: usize) -> Result<u32> {
     let v: u64 = tok.parse().map_err(|_| {
@@ -97,10 +103,7 @@ impl Graph {
                     if t.len() != 3 || t[0] != "sp" {
                         return Err(bad(source, line, "expected `p sp VERTICES ARCS`"));
                     }
-                    let num = |s: &str| {
-                        s.parse::<usize>()
-                            .map_err(|_| bad(source, line, format!("{s:?} is not a count")))
-                    };
+                    let num = |tok| count(source, line, tok);
                     let (n, m) = (num(t[1])?, num(t[2])?);
                     edges.reserve(m.min(1 << 28));
                     header = Some((n, m));
@@ -211,10 +214,7 @@ impl Graph {
                 if t.len() != 3 {
                     return Err(bad(source, line, "expected `ROWS COLUMNS ENTRIES`"));
                 }
-                let num = |s: &str| {
-                    s.parse::<usize>()
-                        .map_err(|_| bad(source, line, format!("{s:?} is not a count")))
-                };
+                let num = |tok| count(source, line, tok);
                 let (r, c, nnz) = (num(t[0])?, num(t[1])?, num(t[2])?);
                 if r != c {
                     return Err(bad(
