@@ -161,31 +161,14 @@ fn host_threads_share_one_cooperative_heap() {
     for t in common::transports() {
         let rt = common::runtime(t);
         let heap = CooperativeHeap::<u32>::new(&rt, &config(16, 3, 40)).unwrap();
-        let threads = 4u32;
-        let per = 600u32;
-        let outs: Vec<Vec<u32>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|i| {
-                    let heap = &heap;
-                    s.spawn(move || {
-                        let keys: Vec<u32> = (0..per).map(|j| j * threads + i).collect();
-                        let mut got = Vec::new();
-                        for part in keys.chunks(37) {
-                            heap.insert(part).unwrap();
-                            let d = heap.delete_min(19).unwrap();
-                            assert!(d.windows(2).all(|w| w[0] <= w[1]), "{t}: unsorted");
-                            got.extend(d);
-                        }
-                        got
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let mut all: Vec<u32> = outs.into_iter().flatten().collect();
-        all.extend(heap.delete_min(usize::MAX).unwrap());
-        all.sort();
-        assert_eq!(all, (0..threads * per).collect::<Vec<_>>(), "{t}");
+        common::threads_share_one_heap(
+            &t.to_string(),
+            600u32,
+            37,
+            19,
+            |keys| heap.insert(keys).unwrap(),
+            |n| heap.delete_min(n).unwrap(),
+        );
     }
 }
 

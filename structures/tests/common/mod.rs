@@ -200,3 +200,40 @@ pub fn record_history(
     events.insert(0, pre);
     events
 }
+
+/// Four host threads share one heap of `u32` keys: each inserts its own `per` keys in chunks of
+/// `chunk` and deletes `take` after every chunk. Every delete must come back sorted, and after
+/// a final drain every key must have come back exactly once (`what` names the case).
+pub fn threads_share_one_heap(
+    what: &str,
+    per: u32,
+    chunk: usize,
+    take: usize,
+    insert: impl Fn(&[u32]) + Sync,
+    delete: impl Fn(usize) -> Vec<u32> + Sync,
+) {
+    let threads = 4u32;
+    let outs: Vec<Vec<u32>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (insert, delete) = (&insert, &delete);
+                s.spawn(move || {
+                    let keys: Vec<u32> = (0..per).map(|j| j * threads + i).collect();
+                    let mut got = Vec::new();
+                    for part in keys.chunks(chunk) {
+                        insert(part);
+                        let d = delete(take);
+                        assert!(d.windows(2).all(|w| w[0] <= w[1]), "{what}: unsorted");
+                        got.extend(d);
+                    }
+                    got
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<u32> = outs.into_iter().flatten().collect();
+    all.extend(delete(usize::MAX));
+    all.sort();
+    assert_eq!(all, (0..threads * per).collect::<Vec<_>>(), "{what}");
+}
