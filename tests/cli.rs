@@ -46,6 +46,14 @@ fn run(args: &[&str]) -> (bool, String, String) {
     run_example("batch_kselect", args)
 }
 
+/// One JSON object per line of an example's `--json` output.
+fn json_rows(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON row ({e}): {l}")))
+        .collect()
+}
+
 fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("asym-cli-{}-{name}", std::process::id()))
 }
@@ -253,10 +261,7 @@ fn device_knobs_run_verify_and_report_stages() {
         args.extend(knobs);
         let (ok, stdout, err) = run(&args);
         assert!(ok, "{knobs:?}: {err}");
-        let rows: Vec<serde_json::Value> = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let rows = json_rows(&stdout);
         assert_eq!(rows.len(), 2, "{stdout}");
         for v in &rows {
             assert_eq!(v["verified"], true, "{knobs:?}: {v}");
@@ -320,10 +325,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
     };
     let (ok, stdout, err) = bench(&["--keys-log2", "14", "--batch", "32", "--json"]);
     assert!(ok, "{err}");
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_rows(&stdout);
     assert_eq!(rows.len(), 12, "3 patterns x (td, bu, 2 peers): {stdout}");
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     let (ok, stdout, err) = bench(&[
@@ -357,10 +359,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         "--json",
     ]);
     assert!(ok, "{err}");
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_rows(&stdout);
     assert_eq!(
         rows.len(),
         2 + 4,
@@ -393,8 +392,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         let (ok, stdout, err) = bench(&args);
         assert!(ok, "{args:?}: {err}");
         assert!(
-            stdout.lines().all(|l| {
-                let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            json_rows(&stdout).iter().all(|r| {
                 r["verified"] == true && r["mode"].as_str().unwrap().starts_with("coop:r")
             }),
             "{stdout}"
@@ -454,10 +452,7 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
         "--json",
     ]);
     assert!(ok, "{err}");
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_rows(&stdout);
     assert_eq!(
         rows.len(),
         24,
@@ -520,10 +515,7 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
         "--json",
     ]);
     assert!(ok, "{err}");
-    let rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_rows(&stdout);
     assert_eq!(
         rows.len(),
         6,
