@@ -68,7 +68,7 @@ struct Args {
     /// Coop mode: keys one refill brings from the device to the host top (default 64 K).
     #[arg(long)]
     refill: Option<usize>,
-    /// Coop mode: inserts gathered on the host before one device insert (default 64 K).
+    /// Coop mode: inserts gathered on the host before one device insert (default: the refill).
     #[arg(long)]
     flush: Option<usize>,
     /// Keys in the heap before the mixed pairs start (not timed).
@@ -442,13 +442,16 @@ fn run(args: &Args) -> Result<bool> {
     };
     let coop_heap = |batch: usize, nodes: usize| -> Result<CooperativeHeap<u32>> {
         let rt = rt.as_ref().expect("coop mode opened a runtime");
-        let mut config = CooperativeConfig::new(batch);
-        config.device.work_groups = group_counts[0];
-        config.device.work_group_size = group_sizes[0];
-        config.device.initial_nodes = nodes;
-        config.refill = args.refill.unwrap_or(config.refill);
+        let mut config = CooperativeConfig::on(DeviceHeapConfig {
+            work_groups: group_counts[0],
+            work_group_size: group_sizes[0],
+            initial_nodes: nodes,
+            ..DeviceHeapConfig::new(batch)
+        });
+        if let Some(keys) = args.refill {
+            config = config.with_refill(keys);
+        }
         config.flush = args.flush.unwrap_or(config.flush);
-        config.top_capacity = config.top_capacity.max(config.refill.saturating_mul(4));
         let heap = CooperativeHeap::new(rt, &config)?;
         // A first round trip builds the device program (as the gpu rows' warm-up).
         heap.insert(&(0..batch as u32).collect::<Vec<_>>())?;

@@ -175,11 +175,7 @@ fn run(args: &Args) -> Result<bool> {
         placements.push(("gpu", HeapPlacement::Device(device.clone())));
     }
     if coop {
-        let mut c = CooperativeConfig::new(args.batch);
-        c.device = device;
-        c.refill = args.refill;
-        c.flush = args.refill;
-        c.top_capacity = c.top_capacity.max(args.refill.saturating_mul(4));
+        let c = CooperativeConfig::on(device).with_refill(args.refill);
         placements.push(("coop", HeapPlacement::Cooperative(c)));
     }
     let pool = if cpu || gpu || coop {

@@ -249,11 +249,7 @@ fn run(args: &Args) -> Result<bool> {
             work_groups: args.work_groups,
             ..DeviceHeapConfig::new(args.batch)
         };
-        let mut coop = CooperativeConfig::new(args.batch);
-        coop.device = device.clone();
-        coop.refill = args.refill;
-        coop.flush = args.refill;
-        coop.top_capacity = coop.top_capacity.max(args.refill.saturating_mul(4));
+        let coop = CooperativeConfig::on(device.clone()).with_refill(args.refill);
         let (device, coop) = (
             HeapPlacement::Device(device),
             HeapPlacement::Cooperative(coop),

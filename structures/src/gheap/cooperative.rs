@@ -46,12 +46,27 @@ impl CooperativeConfig {
     /// Defaults for batches of `batch` keys: refills and flushes of 64 batches, a top of four
     /// refills.
     pub fn new(batch: usize) -> Self {
+        Self::on(DeviceHeapConfig::new(batch))
+    }
+
+    /// The defaults in front of the device heap `device` (its batch is the K of every device
+    /// operation).
+    pub fn on(device: DeviceHeapConfig) -> Self {
+        let batch = device.batch;
         CooperativeConfig {
-            device: DeviceHeapConfig::new(batch),
+            device,
             refill: 64 * batch,
             flush: 64 * batch,
             top_capacity: 256 * batch,
         }
+    }
+
+    /// Refills and flushes of `keys` keys, the top grown to hold at least four refills.
+    pub fn with_refill(mut self, keys: usize) -> Self {
+        self.refill = keys;
+        self.flush = keys;
+        self.top_capacity = self.top_capacity.max(keys.saturating_mul(4));
+        self
     }
 }
 
