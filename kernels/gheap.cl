@@ -192,6 +192,8 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_TARGET 2u
 #define GH_MARKED 3u
 #define GH_HANDED 4u
+#define GH_INSHOLD 5u
+#define GH_DELMOD 6u
 #define GH_LOCKED 0x100u
 #define GH_ABORT 0xffffffffu
 #define GH_NONE 0xfffffffeu
@@ -203,10 +205,18 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_ERROR 4
 #define GH_MAX_NODES 5
 #define GH_LIN 6
+#define GH_CLIMBS 7
+/* Counters for measurements (the host zeroes them before each launch). */
+#define GH_STAT_CLIMB_MERGES 8 /* BU climbs' MergeAndSorts with a parent that had to merge */
+#define GH_STAT_DEL_CLIMBS 9   /* climbs owed by DELs (keys from a claimed node moved up) */
+#define GH_STAT_WAITS 10       /* back-off rounds: DELs for climbs, climbs for claimed parents */
 
 #define GH_ERR_STALL 1u
 #define GH_ERR_CAPACITY 2u
 #define GH_ERR_STATE 3u
+
+/* A DEL's climbs: at most one per level of its sift plus one for its last node. */
+#define GH_DUTIES 34u
 
 #ifndef GH_SPIN_LIMIT
 #define GH_SPIN_LIMIT (1u << 24)
@@ -222,6 +232,14 @@ inline void gh_fence(void) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);
 #endif
 }
+
+/* Whether a node in state `st` (unlocked) is present with valid keys. */
+inline bool gh_holds_keys(uint st) {
+    return st == GH_AVAIL || st == GH_INSHOLD || st == GH_DELMOD;
+}
+
+/* Whether a climb owns the node: its keys may be smaller than its parent's (BU-INS). */
+inline bool gh_claimed(uint st) { return st == GH_INSHOLD || st == GH_DELMOD; }
 
 inline uint gh_reverse_bits(uint x) {
     x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
@@ -380,7 +398,8 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
 
 enum {
     P_NEXT, P_SORT, P_INS_LOCK, P_INS_MERGED, P_INS_BUF_ROOT, P_INS_DOWN, P_INS_NODE,
-    P_DEL_LOCK, P_DEL_SPARE, P_DEL_TAKE, P_SIFT, P_SIFT_CHILDREN, P_SIFT_DECIDE
+    P_DEL_LOCK, P_DEL_SPARE, P_DEL_TAKE, P_SIFT, P_SIFT_CHILDREN, P_SIFT_DECIDE,
+    P_DUTY, P_CLIMB, P_CLIMB_MERGE
 };
 
 typedef struct {
@@ -394,10 +413,18 @@ typedef struct {
     /* the operation */
     uint t, n, want, count, plen, total, target, depth, level, held, pos, st, seq, spare, last;
     uint sort_k, sort_j, child, large_pos, sl, sr;
+    /* the states the sift releases its nodes with: the held node, the chosen child, the
+     * other child (AVAIL, or DELMOD for a node a climb owns) */
+    uint pos_rel, child_rel, large_rel;
+    /* BU-INS: the climbs this DEL owes (ascending positions: shallowest first), and the
+     * climb under way: its node, the node's parent, their states, its wait */
+    uint duty[GH_DUTIES];
+    uint n_duty, cur, up, seen, pstate, climb_spins, climb_step;
+    bool climbing;
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
     uint c, d, p, a, b;
-    bool changed, child_changed, has_l, has_r;
+    bool changed, child_changed, has_l, has_r, dirty, last_delmod;
 } gh_ctl;
 
 inline uint gh_alloc(gh_ctl *c) {
@@ -487,6 +514,30 @@ inline void gh_linearize(gh_ctl *c, __global uint *hdr, __global uint *order) {
     order[lin] = c->t;
 }
 
+/* A climb is owed (an INS's, under the root lock; a DEL's duty, while it holds the node and
+ * the claimed child it merged, so the count cannot reach zero in between). */
+inline void gh_climb_owed(__global uint *hdr) { (void)asym_fetch_add(&hdr[GH_CLIMBS], 1u); }
+
+inline void gh_count(__global uint *hdr, uint stat) { (void)asym_fetch_add(&hdr[stat], 1u); }
+
+/* Records a climb this DEL owes from `pos`, keeping the list ascending (shallowest first: a
+ * deeper climb may wait for a shallower one). False when the list is full (cannot happen:
+ * one per level and one more). */
+inline bool gh_owe(gh_ctl *c, __global uint *hdr, uint pos) {
+    for (uint i = 0; i < c->n_duty; ++i) {
+        if (c->duty[i] == pos) return true;
+    }
+    gh_climb_owed(hdr);
+    gh_count(hdr, GH_STAT_DEL_CLIMBS);
+    if (c->n_duty >= GH_DUTIES) return false;
+    uint i = c->n_duty;
+    for (; i > 0 && c->duty[i - 1] > pos; --i) c->duty[i] = c->duty[i - 1];
+    c->duty[i] = pos;
+    c->n_duty += 1u;
+    return true;
+}
+
+
 /* Whether MergeAndSort of x and y has anything to do (the seed's early stop). */
 inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
     return loc[x][K - 1] > loc[y][0];
@@ -495,7 +546,8 @@ inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
 /* The next step for the group. `loc` is readable here: every call follows a barrier. */
 inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
                           __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
-                          uint in_len, __global uint *out_len, __global uint *order) {
+                          uint in_len, __global uint *out_len, __global uint *order,
+                          uint bottom_up) {
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
     if (c->has_ran) {
         __local gh_pending *r = &c->q[c->ran];
@@ -523,6 +575,10 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             const uint kind = ops[2u * t], arg = ops[2u * t + 1u];
             c->t = t;
             c->free_mask = (1u << GH_ARRAYS) - 1u;
+            c->n_duty = 0;
+            c->climbing = false;
+            c->climb_spins = 0;
+            c->climb_step = 0;
             if (kind == GH_OP_INSERT) {
                 const ulong start = (ulong)arg * K;
                 c->n = (uint)min((ulong)K, (ulong)in_len - start);
@@ -628,6 +684,26 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 gh_fail(c, hdr, GH_ERR_CAPACITY);
                 break;
             }
+            if (bottom_up) {
+                /* BU-INS: the batch goes straight into the target, claimed for the climb
+                 * (a DEL sifting down may hold the empty slot's lock for a moment). */
+                c->st = gh_lock(&word[c->target], hdr);
+                if (c->st != GH_EMPTY) {
+                    gh_fail(c, hdr, c->st == GH_ABORT ? GH_ERR_STALL : GH_ERR_STATE);
+                    break;
+                }
+                gh_store(c, c->d, G_KEYS, (ulong)c->target * K, 0, K);
+                gh_free(c, c->d);
+                gh_free(c, c->c); /* the root, read ahead for TD-INS */
+                gh_after(c, c->target, GH_INSHOLD);
+                gh_after(c, 0, GH_AVAIL);
+                gh_end_step(c, word);
+                gh_climb_owed(hdr);
+                c->cur = c->target;
+                c->climbing = true;
+                c->pc = P_CLIMB;
+                break;
+            }
             /* Reserve the target (a DEL sifting down may hold its lock for a moment). */
             if (!gh_wait_swap(&word[c->target], hdr, GH_EMPTY, GH_TARGET)) {
                 gh_fail(c, hdr, GH_ERR_STALL);
@@ -691,8 +767,29 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
 
         /* ---- DEL (TD-DEL) ---- */
         case P_DEL_LOCK: {
-            if (gh_lock(&word[0], hdr) == GH_ABORT) {
+            /* BU-INS: a DEL starts only when no climb is in flight (waiting holding nothing;
+             * an INS owes its climb from inside its root section, so the count read under
+             * the root lock is exact). A climbing node may carry keys that sat in the partial
+             * buffer, and keys below an unsettled edge are out of the root's reach: without
+             * this, a DEL could return a key larger than one the heap held (the seed's proof
+             * of BU-INS/TD-DEL leaves the partial buffer out). With no climb in flight the
+             * heap is settled, and the DEL is linearized at the root as in TD-DEL. */
+            if (bottom_up && asym_load_relaxed(&hdr[GH_CLIMBS]) != 0u) {
+                if (c->climb_spins == 0u) gh_count(hdr, GH_STAT_WAITS);
+                if (gh_give_up(c->climb_spins++, hdr)) {
+                    gh_fail(c, hdr, GH_ERR_STALL);
+                    break;
+                }
+                gh_backoff(&c->climb_step, &hdr[GH_CLIMBS]);
+                break;
+            }
+            const uint root_state = gh_lock(&word[0], hdr);
+            if (root_state == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
+                break;
+            }
+            if (bottom_up && asym_load_relaxed(&hdr[GH_CLIMBS]) != 0u) {
+                gh_unlock(&word[0], root_state);
                 break;
             }
             gh_linearize(c, hdr, order);
@@ -751,6 +848,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 gh_free(c, c->d);
                 asym_store_relaxed(&hdr[GH_PLEN], c->spare - K);
                 c->pos = 0;
+                c->pos_rel = GH_AVAIL;
                 c->changed = true;
                 c->pc = P_SIFT;
                 break;
@@ -775,10 +873,14 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                     gh_fail(c, hdr, GH_ERR_STALL);
                     break;
                 }
-            } else if (c->st != GH_AVAIL) {
+            } else if (!gh_holds_keys(c->st)) {
                 gh_fail(c, hdr, c->st == GH_ABORT ? GH_ERR_STALL : GH_ERR_STATE);
                 break;
             }
+            /* A DELMOD last node: a DEL moved keys from it up into its parent, and the climb
+             * that would have gone on from the parent will find this node gone: the duty
+             * passes to this DEL (P_DEL_TAKE). An INSHOLD one's climb simply stops. */
+            c->last_delmod = c->st == GH_DELMOD;
             /* Nothing writes the node before an INS targets it again, which needs the root:
              * it can be let go as soon as its keys are read. */
             c->c = gh_alloc(c);
@@ -788,6 +890,22 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->pc = P_DEL_TAKE;
             break;
         case P_DEL_TAKE:
+            if (c->last_delmod && c->last > 2u) {
+                /* The last node is let go (the load ran): its parent may now be locked below
+                 * the root without breaking the top-down order. */
+                const uint up = (c->last - 1u) / 2u;
+                const uint st = gh_lock(&word[up], hdr);
+                if (st == GH_ABORT) {
+                    gh_fail(c, hdr, GH_ERR_STALL);
+                    break;
+                }
+                if (gh_holds_keys(st) && !gh_owe(c, hdr, up)) {
+                    gh_fail(c, hdr, GH_ERR_STATE);
+                    break;
+                }
+                gh_unlock(&word[up], gh_holds_keys(st) ? GH_DELMOD : st);
+            }
+            c->last_delmod = false;
             if (c->spare > 0 && gh_overlap(loc, c->c, c->p)) {
                 uint lo, hi;
                 gh_merge(c, c->c, c->p, &lo, &hi);
@@ -799,6 +917,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             if (c->spare > 0) gh_store(c, c->p, G_PARTIAL, 0, 0, c->spare);
             if (c->p != GH_NONE) gh_free(c, c->p);
             c->pos = 0;
+            c->pos_rel = GH_AVAIL;
             c->changed = true;
             c->pc = P_SIFT;
             break;
@@ -813,8 +932,13 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
-            c->has_l = c->sl == GH_AVAIL;
-            c->has_r = c->sr == GH_AVAIL;
+            c->has_l = gh_holds_keys(c->sl);
+            c->has_r = gh_holds_keys(c->sr);
+            /* Keys from a climb among the children: the climb's owner learns a DEL has been
+             * here (DELMOD), and if they move up into this node, it is claimed in turn. */
+            c->dirty = gh_claimed(c->sl) || gh_claimed(c->sr);
+            if (gh_claimed(c->sl)) c->sl = GH_DELMOD;
+            if (gh_claimed(c->sr)) c->sr = GH_DELMOD;
             /* An absent child (empty, or a target whose INS is behind us) is let go now. */
             if (c->sl != GH_NONE && !c->has_l) gh_unlock(&word[l], c->sl);
             if (c->sr != GH_NONE && !c->has_r) gh_unlock(&word[r], c->sr);
@@ -833,7 +957,9 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 const bool l_larger = loc[c->a][K - 1] > loc[c->b][K - 1];
                 uint small = l_larger ? c->b : c->a, large = l_larger ? c->a : c->b;
                 c->large_pos = l_larger ? l : r;
+                c->large_rel = l_larger ? c->sl : c->sr;
                 c->child = l_larger ? r : l;
+                c->child_rel = l_larger ? c->sr : c->sl;
                 c->child_changed = gh_overlap(loc, small, large);
                 if (c->child_changed) {
                     gh_merge(c, small, large, &small, &large);
@@ -841,10 +967,11 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                     gh_store(c, large, G_KEYS, (ulong)c->large_pos * K, 0, K);
                 }
                 gh_free(c, large);
-                gh_after(c, c->large_pos, GH_AVAIL);
+                gh_after(c, c->large_pos, c->large_rel);
                 c->a = small;
             } else {
                 c->child = c->has_l ? l : (c->has_r ? r : GH_NONE);
+                c->child_rel = c->has_l ? c->sl : c->sr;
                 c->a = c->has_l ? c->a : c->b;
                 c->child_changed = false;
             }
@@ -859,12 +986,21 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 if (c->changed) gh_store(c, c->c, G_KEYS, (ulong)c->pos * K, 0, K);
                 if (c->child != GH_NONE) {
                     if (c->child_changed) gh_store(c, c->a, G_KEYS, (ulong)c->child * K, 0, K);
-                    gh_after(c, c->child, GH_AVAIL);
+                    gh_after(c, c->child, c->child_rel);
                 }
-                gh_after(c, c->pos, GH_AVAIL);
+                gh_after(c, c->pos, c->pos_rel);
                 gh_end_step(c, word);
-                c->pc = P_NEXT;
+                c->pc = P_DUTY;
                 break;
+            }
+            if (c->dirty && c->pos != 0u) {
+                /* Small keys from a climb move up into this node: it may now break its own
+                 * parent's order, and this DEL climbs from it after the sift. */
+                c->pos_rel = GH_DELMOD;
+                if (!gh_owe(c, hdr, c->pos)) {
+                    gh_fail(c, hdr, GH_ERR_STATE);
+                    break;
+                }
             }
             {
                 uint lo, hi;
@@ -873,13 +1009,100 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 /* The node's keys are final: stored with the next level's loads. */
                 gh_store(c, lo, G_KEYS, (ulong)c->pos * K, 0, K);
                 gh_free(c, lo);
-                gh_after(c, c->pos, GH_AVAIL);
+                gh_after(c, c->pos, c->pos_rel);
                 c->c = hi;
             }
             c->pos = c->child;
+            c->pos_rel = c->child_rel;
             c->changed = true;
             c->pc = P_SIFT;
             break;
+
+        /* ---- BU-INS's climb (structures/src/gheap/concurrent.rs has the rules) ---- */
+        case P_DUTY:
+            /* Everything built so far has run: every array is free again, and a climb that
+             * led here is over (its last unlocks applied). */
+            c->free_mask = (1u << GH_ARRAYS) - 1u;
+            if (c->climbing) {
+                (void)asym_fetch_add(&hdr[GH_CLIMBS], 0xffffffffu); /* minus one */
+                c->climbing = false;
+            }
+            if (c->n_duty == 0u) {
+                c->pc = P_NEXT;
+                break;
+            }
+            c->cur = c->duty[0];
+            for (uint i = 1; i < c->n_duty; ++i) c->duty[i - 1] = c->duty[i];
+            c->n_duty -= 1u;
+            c->climb_spins = 0;
+            c->climb_step = 0;
+            c->climbing = true;
+            c->pc = P_CLIMB;
+            break;
+        case P_CLIMB:
+            /* Parent first, then the node: the top-down order of every lock. */
+            c->up = (c->cur - 1u) / 2u;
+            c->pstate = gh_lock(&word[c->up], hdr);
+            c->seen = c->pstate == GH_ABORT ? GH_ABORT : gh_lock(&word[c->cur], hdr);
+            if (c->seen == GH_ABORT) {
+                gh_fail(c, hdr, GH_ERR_STALL);
+                break;
+            }
+            if (!gh_claimed(c->seen)) {
+                /* Removed by a DEL (its keys went to the root), or settled by another climb. */
+                gh_unlock(&word[c->cur], c->seen);
+                gh_unlock(&word[c->up], c->pstate);
+                c->pc = P_DUTY;
+                break;
+            }
+            if (c->up != 0u && gh_claimed(c->pstate)) {
+                /* Another climb owns the parent: let go and wait until it has moved on, so
+                 * keys from above never sink past an open violation. */
+                gh_unlock(&word[c->cur], c->seen);
+                gh_unlock(&word[c->up], c->pstate);
+                if (c->climb_spins == 0u) gh_count(hdr, GH_STAT_WAITS);
+                if (gh_give_up(c->climb_spins++, hdr)) {
+                    gh_fail(c, hdr, GH_ERR_STALL);
+                    break;
+                }
+                gh_backoff(&c->climb_step, &word[c->up]);
+                break;
+            }
+            c->c = gh_alloc(c);
+            c->d = gh_alloc(c);
+            gh_load(c, c->c, G_KEYS, (ulong)c->up * K, 0, K);
+            gh_load(c, c->d, G_KEYS, (ulong)c->cur * K, 0, K);
+            gh_end_step(c, word);
+            c->pc = P_CLIMB_MERGE;
+            break;
+        case P_CLIMB_MERGE: {
+            const bool merged = gh_overlap(loc, c->c, c->d);
+            if (merged) {
+                gh_count(hdr, GH_STAT_CLIMB_MERGES);
+                uint lo, hi;
+                gh_merge(c, c->c, c->d, &lo, &hi);
+                gh_end_step(c, word);
+                gh_store(c, lo, G_KEYS, (ulong)c->up * K, 0, K);
+                gh_store(c, hi, G_KEYS, (ulong)c->cur * K, 0, K);
+                gh_free(c, lo);
+                gh_free(c, hi);
+            } else {
+                gh_free(c, c->c);
+                gh_free(c, c->d);
+            }
+            gh_after(c, c->cur, GH_AVAIL);
+            const bool stop = c->up == 0u || (!merged && c->seen == GH_INSHOLD) ||
+                              !gh_holds_keys(c->pstate);
+            gh_after(c, c->up, stop ? c->pstate : GH_INSHOLD);
+            gh_end_step(c, word);
+            if (stop) {
+                c->pc = P_DUTY;
+            } else {
+                c->cur = c->up;
+                c->pc = P_CLIMB;
+            }
+            break;
+        }
         default:
             gh_fail(c, hdr, GH_ERR_STATE);
             break;
@@ -894,7 +1117,7 @@ __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *hdr,
                       __global KEY_T *partial, uint slots, __global const uint *ops, uint n_ops,
                       __global const KEY_T *in, uint in_len, __global KEY_T *out,
-                      __global uint *out_len, __global uint *order) {
+                      __global uint *out_len, __global uint *order, uint bottom_up) {
     __local KEY_T l0[K], l1[K], l2[K], l3[K], l4[K], l5[K];
     __local uint step;
     __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4, l5};
@@ -913,7 +1136,8 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     }
     for (;;) {
         if (lid == 0) {
-            step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len, order);
+            step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len, order,
+                              bottom_up);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         __local const gh_step *st = &queue[step].s;

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::Error;
-use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp};
+use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp, InsertDirection};
 use common::{op, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -20,23 +20,40 @@ fn config(batch: usize, groups: usize) -> DeviceHeapConfig {
     }
 }
 
+/// Both of the seed's heaps: TD-INS/TD-DEL and BU-INS/TD-DEL.
+const DIRECTIONS: [InsertDirection; 2] = [InsertDirection::TopDown, InsertDirection::BottomUp];
+
+fn directed(batch: usize, groups: usize, direction: InsertDirection) -> DeviceHeapConfig {
+    config(batch, groups).with_direction(direction)
+}
+
 #[test]
 fn heap_sort_on_the_device_equals_std_sort() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for batch in [2usize, 32, 64, 256, 1024] {
+        for (batch, dir) in [2usize, 32, 64, 256, 1024]
+            .into_iter()
+            .flat_map(|b| DIRECTIONS.map(|d| (b, d)))
+        {
             // Sizes that are not multiples of K, and enough nodes for several levels.
             for n in [1, batch - 1, 7 * batch + 3, 40 * batch + batch / 2 + 1] {
                 for (name, keys) in common::key_patterns(n, &mut rng) {
-                    let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 8)).unwrap();
+                    let heap =
+                        DeviceGeneralizedHeap::<i32>::new(&rt, &directed(batch, 8, dir)).unwrap();
                     heap.insert(&keys).unwrap();
-                    assert_eq!(heap.len(), n, "{t} K {batch} n {n} {name}");
+                    assert_eq!(heap.len(), n, "{t} {dir:?} K {batch} n {n} {name}");
+                    heap.check_invariants()
+                        .unwrap_or_else(|e| panic!("{t} {dir:?} K {batch} n {n} {name}: {e}"));
                     let mut want = keys.clone();
                     want.sort();
-                    assert_eq!(heap.peek().unwrap(), Some(want[0]), "{t} K {batch} {name}");
+                    assert_eq!(
+                        heap.peek().unwrap(),
+                        Some(want[0]),
+                        "{t} {dir:?} K {batch} {name}"
+                    );
                     let got = heap.delete_min(n + 5).unwrap();
-                    assert_eq!(got, want, "{t} K {batch} n {n} {name}");
+                    assert_eq!(got, want, "{t} {dir:?} K {batch} n {n} {name}");
                     assert!(heap.is_empty());
                     assert_eq!(heap.delete_min(3).unwrap(), Vec::<i32>::new());
                 }
@@ -50,8 +67,12 @@ fn calls_of_every_size_match_a_binary_heap() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for batch in [4usize, 32] {
-            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 6)).unwrap();
+        for (batch, dir) in [
+            (4usize, DIRECTIONS[0]),
+            (32, DIRECTIONS[1]),
+            (8, DIRECTIONS[1]),
+        ] {
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &directed(batch, 6, dir)).unwrap();
             let mut reference = BinaryHeap::new();
             for step in 0..60 {
                 if rng.gen_bool(0.55) {
@@ -64,9 +85,13 @@ fn calls_of_every_size_match_a_binary_heap() {
                     let got = heap.delete_min(n).unwrap();
                     let want: Vec<i32> =
                         (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
-                    assert_eq!(got, want, "{t} K {batch} step {step}");
+                    assert_eq!(got, want, "{t} {dir:?} K {batch} step {step}");
                 }
-                assert_eq!(heap.len(), reference.len(), "{t} K {batch} step {step}");
+                assert_eq!(
+                    heap.len(),
+                    reference.len(),
+                    "{t} {dir:?} K {batch} step {step}"
+                );
                 assert_eq!(heap.peek().unwrap(), reference.peek().map(|r| r.0));
             }
         }
@@ -78,10 +103,12 @@ fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for (batch, preload_nodes, pairs) in
+        for ((batch, preload_nodes, pairs), dir) in
             [(32usize, 0usize, 64usize), (64, 40, 96), (256, 8, 24)]
+                .into_iter()
+                .flat_map(|c| DIRECTIONS.map(|d| (c, d)))
         {
-            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 12)).unwrap();
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &directed(batch, 12, dir)).unwrap();
             let preload: Vec<i32> = (0..preload_nodes * batch).map(|_| rng.gen()).collect();
             heap.insert(&preload).unwrap();
             let keys: Vec<i32> = (0..pairs * batch).map(|_| rng.gen()).collect();
@@ -91,7 +118,10 @@ fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
             all.sort();
             let mut seen: Vec<i32> = Vec::new();
             for (i, d) in dels.iter().enumerate() {
-                assert!(d.windows(2).all(|w| w[0] <= w[1]), "{t} DEL {i} unsorted");
+                assert!(
+                    d.windows(2).all(|w| w[0] <= w[1]),
+                    "{t} {dir:?} DEL {i} unsorted"
+                );
                 // Every DEL runs after at least its own INS took effect... not necessarily:
                 // a DEL may be linearized before any INS of the launch; it returns what was
                 // there (possibly nothing), never more than K.
@@ -102,7 +132,8 @@ fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
             assert!(rest.windows(2).all(|w| w[0] <= w[1]));
             seen.extend(&rest);
             seen.sort();
-            assert_eq!(seen, all, "{t} K {batch}: keys lost or duplicated");
+            assert_eq!(seen, all, "{t} {dir:?} K {batch}: keys lost or duplicated");
+            heap.check_invariants().unwrap();
         }
     }
 }
@@ -115,8 +146,11 @@ fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for batch in [2usize, 4, 16] {
-            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 8)).unwrap();
+        for (batch, dir) in [2usize, 4, 16]
+            .into_iter()
+            .flat_map(|b| DIRECTIONS.map(|d| (b, d)))
+        {
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &directed(batch, 8, dir)).unwrap();
             let mut reference = BinaryHeap::new();
             for launch in 0..40 {
                 let n_keys = rng.gen_range(0..8 * batch);
@@ -146,16 +180,32 @@ fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
                                 (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
                             assert_eq!(
                                 trace.deleted[i], want,
-                                "{t} K {batch} launch {launch}: op {i} in order {:?} of {ops:?}",
+                                "{t} {dir:?} K {batch} launch {launch}: op {i} in order {:?} of \
+                                 {ops:?}",
                                 trace.order
                             );
                         }
                     }
                 }
-                assert_eq!(heap.len(), reference.len(), "{t} K {batch} launch {launch}");
+                assert_eq!(
+                    heap.len(),
+                    reference.len(),
+                    "{t} {dir:?} K {batch} launch {launch}"
+                );
                 // The properties hold again after every concurrent launch.
                 heap.check_invariants()
-                    .unwrap_or_else(|e| panic!("{t} K {batch} launch {launch}: {e}"));
+                    .unwrap_or_else(|e| panic!("{t} {dir:?} K {batch} launch {launch}: {e}"));
+            }
+            let stats = heap.stats();
+            eprintln!("{t} {dir:?} K {batch}: {stats:?}");
+            if dir == InsertDirection::TopDown {
+                assert_eq!(
+                    (stats.climb_merges, stats.del_climbs, stats.waits),
+                    (0, 0, 0)
+                );
+            } else {
+                // Random keys inserted over a populated heap: some batches must climb.
+                assert!(stats.climb_merges > 0, "{t} K {batch}: {stats:?}");
             }
             let rest = heap.delete_min(usize::MAX).unwrap();
             let want: Vec<i32> = std::iter::from_fn(|| reference.pop())
@@ -189,7 +239,9 @@ fn bad_operations_are_refused_before_the_launch() {
 fn the_heap_grows_between_launches_and_stops_at_its_limit() {
     for t in common::transports() {
         let rt = common::runtime(t);
-        let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(16, 4)).unwrap();
+        let heap =
+            DeviceGeneralizedHeap::<i32>::new(&rt, &directed(16, 4, InsertDirection::BottomUp))
+                .unwrap();
         assert_eq!(heap.capacity_nodes(), 1);
         let keys: Vec<i32> = (0..16 * 50 + 3).rev().collect();
         for part in keys.chunks(100) {
@@ -261,7 +313,11 @@ fn other_key_types_and_payloads_keep_their_order() {
         let pairs: Vec<(i32, u32)> = (0..900u32)
             .map(|i| (rng.gen_range(-20..20), i * 7919))
             .collect();
-        let heap = DeviceGeneralizedHeap::<(i32, u32)>::new(&rt, &config(64, 6)).unwrap();
+        let heap = DeviceGeneralizedHeap::<(i32, u32)>::new(
+            &rt,
+            &directed(64, 6, InsertDirection::BottomUp),
+        )
+        .unwrap();
         heap.insert(&pairs).unwrap();
         let mut want = pairs.clone();
         want.sort();
@@ -311,15 +367,17 @@ fn bad_configurations_are_refused_clearly() {
 fn host_threads_share_one_device_heap() {
     for t in common::transports() {
         let rt = common::runtime(t);
-        let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &config(32, 4)).unwrap();
-        common::threads_share_one_heap(
-            &t.to_string(),
-            5 * 32 + 7,
-            41,
-            20,
-            |keys| heap.insert(keys).unwrap(),
-            |n| heap.delete_min(n).unwrap(),
-        );
+        for dir in DIRECTIONS {
+            let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &directed(32, 4, dir)).unwrap();
+            common::threads_share_one_heap(
+                &format!("{t} {dir:?}"),
+                5 * 32 + 7,
+                41,
+                20,
+                |keys| heap.insert(keys).unwrap(),
+                |n| heap.delete_min(n).unwrap(),
+            );
+        }
     }
 }
 
@@ -332,9 +390,12 @@ proptest! {
         ops in prop::collection::vec(op(), 1..30),
         batch_log2 in 1u32..6,
         groups in 1usize..6,
+        bottom_up in any::<bool>(),
     ) {
+        let dir = DIRECTIONS[usize::from(bottom_up)];
         for rt in common::shared_runtimes() {
-            let heap = DeviceGeneralizedHeap::<i32>::new(rt, &config(1 << batch_log2, groups)).unwrap();
+            let heap =
+                DeviceGeneralizedHeap::<i32>::new(rt, &directed(1 << batch_log2, groups, dir)).unwrap();
             let mut reference = BinaryHeap::new();
             for op in &ops {
                 match op {

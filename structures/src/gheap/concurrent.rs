@@ -31,6 +31,17 @@
 //!   untouched node, when another climb already settled the node (`Avail`), or when a delete
 //!   removed it (`Empty`).
 //!
+//! A climbing node is out of the root's reach, and it may carry keys that sat in the partial
+//! buffer (an INS merges its batch with the buffer and sends the `K` smallest as the new node):
+//! a DEL taken at the root meanwhile could return a key larger than one the heap held. The
+//! seed's proof of BU-INS/TD-DEL leaves the partial buffer out; we close the gap with a count of
+//! the climbs in flight: an INS owes its climb from inside its root critical section, a delete
+//! owes one while it holds the node and the claimed child it merged (so the count cannot touch
+//! zero in between), and a DEL enters its root section only when the count is zero (it waits
+//! holding nothing; climbs never wait for a DEL to start). At a DEL's root section the heap is
+//! then settled, and the DEL is linearized there as in TD-DEL. Insert-only and delete-only
+//! phases never wait.
+//!
 //! Presence is decided by the state under the node's lock, never by a count read earlier: a
 //! delete sifting down can meet a node that a later delete has already removed, or a target
 //! whose insert has not arrived.
@@ -45,6 +56,7 @@
 //! return stay, under the root lock, in the root or the partial buffer. Larger `n` and inserts
 //! of more than `K` keys are sequences of such operations, each linearizable on its own.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -105,6 +117,19 @@ pub struct ConcurrentGeneralizedHeap<T> {
     /// Bound of a delete's wait for an insert to hand over its keys, and of a climb's wait.
     timeout: Duration,
     direction: InsertDirection,
+    /// BU-INS: climbs owed and not finished (module docs). Changed only by `owe_climb` and
+    /// `ClimbDone`; SeqCst, though the lock order already makes every read that matters exact.
+    climbs: AtomicUsize,
+}
+
+/// Ends one owed climb when dropped (also when the climb fails: the heap is broken then, and
+/// a waiting DEL reports its own stall rather than hang).
+struct ClimbDone<'a>(&'a AtomicUsize);
+
+impl Drop for ClimbDone<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The node a delete holds while it looks at the children: the root (with its buffer and
@@ -164,6 +189,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
             max_nodes: max_nodes.max(1),
             timeout: Duration::from_secs(30),
             direction: InsertDirection::TopDown,
+            climbs: AtomicUsize::new(0),
         })
     }
 
@@ -321,8 +347,12 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 set_keys(&mut node.keys, &carried);
                 node.state = State::InsHold;
             }
+            self.owe_climb();
+            let done = ClimbDone(&self.climbs);
             drop(root);
-            return self.climb(target, &mut scratch);
+            let climbed = self.climb(target, &mut scratch);
+            drop(done);
+            return climbed;
         }
         lock(self.node(target)).state = State::Target;
         merge_and_sort(&mut root.node.keys, &mut carried, &mut scratch);
@@ -355,7 +385,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
     fn delete_batch(&self, want: usize, out: &mut Vec<T>) -> Result<()> {
         let b = self.batch;
         let mut scratch = Vec::new();
-        let mut root = lock(&self.root);
+        let mut root = self.lock_root_settled()?;
         if root.count == 0 {
             let take = want.min(root.partial.len());
             out.extend(root.partial.drain(..take));
@@ -391,11 +421,48 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         self.climb_all(duties, &mut scratch)
     }
 
+    /// One more climb in flight (a `ClimbDone` ends it).
+    fn owe_climb(&self) {
+        self.climbs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The root lock, taken when no climb is in flight (module docs; TD-INS never climbs).
+    fn lock_root_settled(&self) -> Result<MutexGuard<'_, Root<T>>> {
+        let deadline = Deadline::after(self.timeout);
+        let mut backoff = Backoff::new();
+        loop {
+            if self.climbs.load(Ordering::SeqCst) == 0 {
+                let root = lock(&self.root);
+                // An INS owes its climb under the root lock: zero here stays zero until the
+                // root is let go.
+                if self.climbs.load(Ordering::SeqCst) == 0 {
+                    return Ok(root);
+                }
+            }
+            if deadline.expired() {
+                return Err(Error::Stalled {
+                    side: Side::Host,
+                    waiting_for: "finish the bottom-up climbs in flight".into(),
+                    waited_ms: deadline.waited_ms(),
+                    detail: "a delete waits for a settled heap".into(),
+                });
+            }
+            backoff.snooze();
+        }
+    }
+
     /// The climbs a delete owes (shallowest first: a deeper one may wait on a shallower one).
     fn climb_all(&self, mut from: Vec<usize>, scratch: &mut Vec<T>) -> Result<()> {
         from.sort_unstable();
-        for pos in from {
-            self.climb(pos, scratch)?;
+        // Each entry was counted when it was owed (`owe_climb`): its guard ends it here, after the climb (a position owed twice climbs once).
+        let owed: Vec<ClimbDone<'_>> = from.iter().map(|_| ClimbDone(&self.climbs)).collect();
+        let mut last = None;
+        for (pos, done) in from.into_iter().zip(owed) {
+            if last != Some(pos) {
+                self.climb(pos, scratch)?;
+            }
+            last = Some(pos);
+            drop(done);
         }
         Ok(())
     }
@@ -428,6 +495,8 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                         return Ok((keys, None));
                     }
                     parent.state = State::DelMod;
+                    // Owed while the root is held: no DEL starts before it is counted.
+                    self.owe_climb();
                     return Ok((keys, Some(up)));
                 }
                 State::Target => node.state = State::Marked,
@@ -560,6 +629,8 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 if let Parent::Node(p) = &mut parent {
                     // Small keys moved up into this node: it may now break its own parent.
                     p.state = State::DelMod;
+                    // Owed while this node and the claimed child are held (module docs).
+                    self.owe_climb();
                     duties.push(pos);
                 }
             }

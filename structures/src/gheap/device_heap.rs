@@ -23,6 +23,7 @@ use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
 
 use super::batch::{position, tree_slots};
 use super::device::{check_local_memory, default_work_group, max_work_group};
+use super::InsertDirection;
 use crate::kselect::SelectKey;
 
 /// The largest batch the device heap takes (six batches of keys live in local memory).
@@ -35,7 +36,11 @@ const HDR_TICKET: usize = 3;
 const HDR_ERROR: usize = 4;
 const HDR_MAX_NODES: usize = 5;
 const HDR_LIN: usize = 6;
-const HDR_WORDS: usize = 8;
+const HDR_CLIMBS: usize = 7;
+const HDR_STAT_CLIMB_MERGES: usize = 8;
+const HDR_STAT_DEL_CLIMBS: usize = 9;
+const HDR_STAT_WAITS: usize = 10;
+const HDR_WORDS: usize = 16;
 
 const ERR_STALL: u32 = 1;
 const ERR_CAPACITY: u32 = 2;
@@ -100,6 +105,9 @@ pub struct DeviceHeapConfig {
     pub initial_nodes: usize,
     /// Most full nodes the heap may grow to (`None`: as far as device memory goes).
     pub max_nodes: Option<usize>,
+    /// How an INS's new node travels: top-down from the root (TD-INS) or placed at its
+    /// target and climbing while its parent holds larger keys (BU-INS).
+    pub direction: InsertDirection,
 }
 
 impl DeviceHeapConfig {
@@ -111,7 +119,14 @@ impl DeviceHeapConfig {
             work_group_size: None,
             initial_nodes: 64,
             max_nodes: None,
+            direction: InsertDirection::TopDown,
         }
+    }
+
+    /// The same, with inserts travelling `direction`.
+    pub fn with_direction(mut self, direction: InsertDirection) -> Self {
+        self.direction = direction;
+        self
     }
 }
 
@@ -134,6 +149,19 @@ pub struct LaunchTrace<T> {
     pub deleted: Vec<Vec<T>>,
 }
 
+/// What the device heap's launches did, summed since it was made (or cleared).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceHeapStats {
+    /// Launches (one per call that had work).
+    pub launches: u64,
+    /// BU-INS: climb steps whose MergeAndSort with the parent had to merge.
+    pub climb_merges: u64,
+    /// BU-INS: climbs a DEL owed because its sift moved keys up from a node a climb owned.
+    pub del_climbs: u64,
+    /// BU-INS: waits (a DEL for the climbs in flight to finish, a climb for a claimed parent).
+    pub waits: u64,
+}
+
 /// A generalized min-heap (batches of `K` keys) whose INS and DEL run as device work-groups.
 pub struct DeviceGeneralizedHeap<T: DeviceHeapKey> {
     inner: Mutex<Inner<T>>,
@@ -154,11 +182,13 @@ struct Inner<T: DeviceHeapKey> {
     max_nodes: usize,
     slots: usize,
     limit: Option<usize>,
+    /// 1 for BU-INS (the kernel's `bottom_up` argument).
+    bottom_up: u32,
     /// The header as the last launch left it.
     count: usize,
     plen: usize,
     poisoned: Option<String>,
-    launches: u64,
+    stats: DeviceHeapStats,
     /// Per-call buffers, kept between calls and grown when a call needs more: with five SVM
     /// buffers allocated per call, SSSP's device-heap calls on the H200 took 9.7 ms each,
     /// with these 0.94 ms (docs/BENCHMARKS.md, SSSP section).
@@ -282,10 +312,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             max_nodes: initial,
             slots,
             limit: config.max_nodes,
+            bottom_up: u32::from(config.direction == InsertDirection::BottomUp),
             count: 0,
             plen: 0,
             poisoned: None,
-            launches: 0,
+            stats: DeviceHeapStats::default(),
             staging: Staging::new(),
         };
         Ok(DeviceGeneralizedHeap {
@@ -323,7 +354,12 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
 
     /// Launches so far (one per call that had work).
     pub fn launches(&self) -> u64 {
-        self.lock().launches
+        self.lock().stats.launches
+    }
+
+    /// What the launches did so far (for measurements and tests).
+    pub fn stats(&self) -> DeviceHeapStats {
+        self.lock().stats
     }
 
     /// Inserts `keys` as INS operations of at most `K` keys each, run concurrently by the
@@ -487,6 +523,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         g.count = 0;
         g.plen = 0;
         g.poisoned = None;
+        g.stats = DeviceHeapStats::default();
         Ok(())
     }
 
@@ -594,6 +631,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         h[HDR_TICKET] = 0;
         h[HDR_ERROR] = 0;
         h[HDR_LIN] = 0;
+        h[HDR_STAT_CLIMB_MERGES..].fill(0);
         h[HDR_MAX_NODES] = to_u32(self.max_nodes, "nodes")?;
         self.hdr.write(&h)?;
         let groups = self.groups.min(ops.len()).max(1);
@@ -609,10 +647,14 @@ impl<T: DeviceHeapKey> Inner<T> {
             .arg_scalar(8, in_len)?
             .arg_svm(9, out)?
             .arg_svm(10, out_len)?
-            .arg_svm(11, order)?;
-        self.launches += 1;
+            .arg_svm(11, order)?
+            .arg_scalar(12, self.bottom_up)?;
+        self.stats.launches += 1;
         self.run.launch(groups * self.wg, Some(self.wg))?.wait()?;
         let h = self.hdr.read()?;
+        self.stats.climb_merges += u64::from(h[HDR_STAT_CLIMB_MERGES]);
+        self.stats.del_climbs += u64::from(h[HDR_STAT_DEL_CLIMBS]);
+        self.stats.waits += u64::from(h[HDR_STAT_WAITS]);
         self.count = h[HDR_COUNT] as usize;
         self.plen = h[HDR_PLEN] as usize;
         if h[HDR_ERROR] != 0 {
@@ -634,11 +676,15 @@ impl<T: DeviceHeapKey> Inner<T> {
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
-        if h[HDR_TICKET] < n_ops || h[HDR_LIN] != n_ops || h[HDR_SEQ] != dels as u32 {
+        if h[HDR_TICKET] < n_ops
+            || h[HDR_LIN] != n_ops
+            || h[HDR_SEQ] != dels as u32
+            || h[HDR_CLIMBS] != 0
+        {
             let e = Error::Lost(format!(
                 "the device heap's launch took effect for {} of {n_ops} operations ({} of \
-                 {dels} DELs)",
-                h[HDR_LIN], h[HDR_SEQ]
+                 {dels} DELs), {} BU-INS climbs left unfinished",
+                h[HDR_LIN], h[HDR_SEQ], h[HDR_CLIMBS]
             ));
             self.poisoned = Some(e.to_string());
             return Err(e);
