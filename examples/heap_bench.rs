@@ -57,8 +57,8 @@ struct Args {
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
-    /// How inserted batches travel: td (top-down, TD-INS/TD-DEL), bu (bottom-up,
-    /// BU-INS/TD-DEL), or both (one row each).
+    /// How inserted batches travel, in the cpu and gpu modes: td (top-down, TD-INS/TD-DEL),
+    /// bu (bottom-up, BU-INS/TD-DEL), or both (one row each).
     #[arg(long, default_value = "both")]
     insert: String,
     /// Run the seed's mixed workload instead: each thread inserts K keys then deletes K keys,
@@ -401,13 +401,10 @@ fn run(args: &Args) -> Result<bool> {
             })
             .collect::<Result<_>>()?
     };
-    let directions: Vec<(&str, InsertDirection)> = match args.insert.trim() {
-        "td" => vec![("cpu:td", InsertDirection::TopDown)],
-        "bu" => vec![("cpu:bu", InsertDirection::BottomUp)],
-        "both" => vec![
-            ("cpu:td", InsertDirection::TopDown),
-            ("cpu:bu", InsertDirection::BottomUp),
-        ],
+    let directions: Vec<InsertDirection> = match args.insert.trim() {
+        "td" => vec![InsertDirection::TopDown],
+        "bu" => vec![InsertDirection::BottomUp],
+        "both" => vec![InsertDirection::TopDown, InsertDirection::BottomUp],
         other => {
             return Err(Error::InvalidArgument(format!(
                 "--insert {other:?}: expected td, bu or both"
@@ -428,7 +425,15 @@ fn run(args: &Args) -> Result<bool> {
     };
     let n = 1usize << args.keys_log2;
     let mut rows = Vec::new();
-    let device_heap = |batch: usize, groups: Option<usize>, wg: Option<usize>, nodes: usize| {
+    // Row names: the mode and the insert direction.
+    let named = |mode: &str, d: InsertDirection| match d {
+        InsertDirection::TopDown => format!("{mode}:td"),
+        InsertDirection::BottomUp => format!("{mode}:bu"),
+    };
+    let device_heap = |batch: usize,
+                       (groups, wg): (Option<usize>, Option<usize>),
+                       nodes: usize,
+                       direction: InsertDirection| {
         let rt = rt.as_ref().expect("gpu mode opened a runtime");
         DeviceGeneralizedHeap::<u32>::new(
             rt,
@@ -436,6 +441,7 @@ fn run(args: &Args) -> Result<bool> {
                 work_groups: groups,
                 work_group_size: wg,
                 initial_nodes: nodes,
+                direction,
                 ..DeviceHeapConfig::new(batch)
             },
         )
@@ -477,6 +483,7 @@ fn run(args: &Args) -> Result<bool> {
                 .flat_map(|&g| group_sizes.iter().map(move |&w| (g, w)))
                 // A sweep over K and work-group sizes skips groups larger than K.
                 .filter(move |&(_, w)| w.is_none_or(|w| w <= batch))
+                .flat_map(|shape| directions.iter().map(move |&d| (shape, d)))
         };
         if args.mixed {
             let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
@@ -496,7 +503,7 @@ fn run(args: &Args) -> Result<bool> {
                 });
             }
             if use_cpu {
-                for &(name, direction) in &directions {
+                for &direction in &directions {
                     let heap = ConcurrentGeneralizedHeap::new(
                         batch,
                         (preload.len() + pairs * batch) / batch + 2,
@@ -504,7 +511,7 @@ fn run(args: &Args) -> Result<bool> {
                     .with_insert_direction(direction);
                     let (ms, ok) = mixed_run(&pool, &heap, batch, &preload, pairs, args.seed)?;
                     rows.push(Row {
-                        mode: name.into(),
+                        mode: named("cpu", direction),
                         pattern: "mixed",
                         batch,
                         threads: pool.len(),
@@ -516,12 +523,13 @@ fn run(args: &Args) -> Result<bool> {
                 }
             }
             if use_gpu {
-                for (g, w) in device_shapes() {
-                    let heap = device_heap(batch, g, w, (preload.len() + n) / batch + 2)?;
+                for (shape, direction) in device_shapes() {
+                    let heap =
+                        device_heap(batch, shape, (preload.len() + n) / batch + 2, direction)?;
                     let (ms, ok) = device_mixed_run(&heap, &preload, pairs, args.seed)?;
                     let (groups, wg) = heap.launch_shape();
                     rows.push(Row {
-                        mode: "gpu:td".into(),
+                        mode: named("gpu", direction),
                         pattern: "mixed",
                         batch,
                         threads: groups,
@@ -551,12 +559,12 @@ fn run(args: &Args) -> Result<bool> {
                 });
             }
             if use_cpu {
-                for &(name, direction) in &directions {
+                for &direction in &directions {
                     let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
                         .with_insert_direction(direction);
                     let (ins, del, ok) = concurrent_run(&pool, &heap, batch, &keys)?;
                     rows.push(Row {
-                        mode: name.into(),
+                        mode: named("cpu", direction),
                         pattern,
                         batch,
                         threads: pool.len(),
@@ -568,12 +576,12 @@ fn run(args: &Args) -> Result<bool> {
                 }
             }
             if use_gpu {
-                for (g, w) in device_shapes() {
-                    let heap = device_heap(batch, g, w, n / batch + 2)?;
+                for (shape, direction) in device_shapes() {
+                    let heap = device_heap(batch, shape, n / batch + 2, direction)?;
                     let (ins, del, ok) = device_run(&heap, &keys)?;
                     let (groups, wg) = heap.launch_shape();
                     rows.push(Row {
-                        mode: "gpu:td".into(),
+                        mode: named("gpu", direction),
                         pattern,
                         batch,
                         threads: groups,
