@@ -130,8 +130,9 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 
 /* ======================================================================================
  * The device generalized heap: INS and DEL from many work-groups at once (the seed's
- * TD-INS/TD-DEL heap, section 3.2), each work-group running one operation at a time and
- * taking operations from a ticket counter until the launch's list is done.
+ * TD-INS/TD-DEL and BU-INS/TD-DEL heaps, section 3.3; `bottom_up` picks one per launch),
+ * each work-group running one operation at a time and taking operations from a ticket
+ * counter until the launch's list is done.
  *
  * Layout (indices are node positions):
  *   keys[pos * K ..]  the node's K sorted keys (position 0 is the root);
@@ -148,7 +149,13 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * with valid keys; TARGET reserved by an INS on its way down (a sifting DEL treats it as
  * absent: the INS, behind it on every shared path, merges through what the DEL changed);
  * MARKED a DEL took the target as the heap's last node and waits, holding the root, for the
- * keys; HANDED the INS left them there for that DEL.
+ * keys; HANDED the INS left them there for that DEL. BU-INS adds INSHOLD (an INS's batch
+ * placed at its target and climbing: the node's keys may be smaller than its parent's) and
+ * DELMOD (a DEL met a claimed node, or moved keys from one up into this node and owes a
+ * climb from it); the rules are those of structures/src/gheap/concurrent.rs: a climb locks
+ * the parent, then the node, merges while the property fails, goes on while it merged or
+ * the node was DELMOD, and waits, holding nothing, while the parent is claimed. GH_CLIMBS
+ * counts climbs owed; with BU-INS a DEL starts only when it is zero (P_DEL_LOCK says why).
  *
  * Structure: work-item 0 runs the operation's control as a state machine (gh_control):
  * it takes and releases locks (compare-and-swap from an unlocked word to the same word with
@@ -162,11 +169,13 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * barriers inside conditional helpers took PoCL eight minutes to compile per kernel shape:
  * its barrier tail replication grows with every conditional barrier.)
  *
- * Deadlock freedom: both operations lock top-down, a child before letting go of its parent
- * (siblings left before right), so waits cannot form a cycle; a lock is only ever held by a
- * group that is running (it took the lock), so groups not yet resident on the device hold
- * nothing and oversubscription cannot deadlock. A DEL waiting for a hand-over holds only the
- * root, and the INS it waits for needs only nodes below the root.
+ * Deadlock freedom: every operation locks top-down, a child before letting go of its parent
+ * (siblings left before right; a climb lets go of its node before locking the parent), so
+ * waits cannot form a cycle; a climb's wait for a claimed parent and a DEL's wait for the
+ * climb count hold no lock, and wait only for climbs owed by running groups; a lock is only
+ * ever held by a group that is running (it took the lock), so groups not yet resident on
+ * the device hold and owe nothing and oversubscription cannot deadlock. A DEL waiting for a
+ * hand-over holds only the root, and the INS it waits for needs only nodes below the root.
  *
  * Memory ordering: keys a group reads were stored by the previous holder of the lock before
  * it released it: after a step that stores, every work-item fences its global stores

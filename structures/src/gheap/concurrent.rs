@@ -454,7 +454,8 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
     /// The climbs a delete owes (shallowest first: a deeper one may wait on a shallower one).
     fn climb_all(&self, mut from: Vec<usize>, scratch: &mut Vec<T>) -> Result<()> {
         from.sort_unstable();
-        // Each entry was counted when it was owed (`owe_climb`): its guard ends it here, after the climb (a position owed twice climbs once).
+        // Each entry was counted when it was owed (`owe_climb`): its guard ends it here,
+        // after the climb (a position owed twice climbs once).
         let owed: Vec<ClimbDone<'_>> = from.iter().map(|_| ClimbDone(&self.climbs)).collect();
         let mut last = None;
         for (pos, done) in from.into_iter().zip(owed) {

@@ -1,5 +1,9 @@
-//! The generalized heap on the throughput device (GpuOnly): the seed's TD-INS/TD-DEL heap run
-//! by many work-groups at once, with per-node lock words taken by atomic compare-and-swap.
+//! The generalized heap on the throughput device (GpuOnly): the seed's TD-INS/TD-DEL heap (the
+//! default) or BU-INS/TD-DEL heap ([`DeviceHeapConfig::with_direction`]) run by many
+//! work-groups at once, with per-node lock words taken by atomic compare-and-swap. With
+//! BU-INS a DEL waits for the climbs in flight (the seed's BU heap is not linearizable with a
+//! partial buffer: `concurrent.rs` has the argument). On the H200 BU-INS was not faster
+//! (docs/BENCHMARKS.md), hence the default.
 //!
 //! The heap lives in device-visible SVM between launches (nodes, lock words, the header with
 //! the node count and the partial buffer); each call of the host API is one launch of
@@ -467,9 +471,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// Reads the whole heap back (a map of every node: for tests and debugging, not for hot
     /// paths) and checks the generalized heap properties between launches: exactly the first
     /// `count` positions of the bit-reversal order hold nodes (`AVAIL`, every other slot
-    /// `EMPTY` — the root's may stay `AVAIL` in an empty heap — and no lock held), each node is sorted and no smaller than its parent's largest
-    /// key, the partial buffer is sorted, shorter than K and no smaller than the root's
-    /// largest key. A violation is [`Error::Lost`] naming it.
+    /// `EMPTY` — the root's may stay `AVAIL` in an empty heap — no lock held, no BU-INS claim
+    /// left), each node is sorted and no smaller than its parent's largest key, the partial
+    /// buffer is sorted, shorter than K and no smaller than the root's largest key. A
+    /// violation is [`Error::Lost`] naming it.
     pub fn check_invariants(&self) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
