@@ -206,6 +206,7 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_LOCKED 0x100u
 #define GH_ABORT 0xffffffffu
 #define GH_NONE 0xfffffffeu
+#define GH_BUSY 0xfffffffdu
 
 #define GH_COUNT 0
 #define GH_PLEN 1
@@ -219,6 +220,8 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_STAT_CLIMB_MERGES 8 /* BU climbs' MergeAndSorts with a parent that had to merge */
 #define GH_STAT_DEL_CLIMBS 9   /* climbs owed by DELs (keys from a claimed node moved up) */
 #define GH_STAT_WAITS 10       /* back-off rounds: DELs for climbs, climbs for claimed parents */
+#define GH_STAT_MERGES 11      /* MergeAndSorts that merged (a merge-path step) */
+#define GH_STAT_SWAPS 12       /* MergeAndSorts done by swapping two batches (no step) */
 
 #define GH_ERR_STALL 1u
 #define GH_ERR_CAPACITY 2u
@@ -298,6 +301,16 @@ inline uint gh_lock(__global uint *w, __global uint *hdr) {
         if (gh_give_up(spins, hdr)) return GH_ABORT;
         gh_backoff(&step, w);
     }
+}
+
+/* One attempt at the lock of `w`: the state it held, or GH_BUSY. */
+inline uint gh_try_lock(__global uint *w) {
+    const uint v = asym_load_relaxed(w);
+    if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) {
+        gh_fence();
+        return v;
+    }
+    return GH_BUSY;
 }
 
 /* Waits until `w` holds exactly `from` (unlocked) and swaps in `to`: an INS reserving its
@@ -552,6 +565,23 @@ inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
     return loc[x][K - 1] > loc[y][0];
 }
 
+/* MergeAndSort of x and y (both loaded: read here), the K smallest to *lo, the rest to *hi.
+ * When every key of y is ≤ every key of x the result is the two batches exchanged: the seed's
+ * swap instead of merge, done by renaming the arrays, without a step. Returns whether a merge
+ * was added to the step being built (then the caller ends the step before using lo or hi). */
+inline bool gh_merge_or_swap(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *hdr,
+                             uint x, uint y, uint *lo, uint *hi) {
+    if (loc[y][K - 1] <= loc[x][0]) {
+        gh_count(hdr, GH_STAT_SWAPS);
+        *lo = y;
+        *hi = x;
+        return false;
+    }
+    gh_count(hdr, GH_STAT_MERGES);
+    gh_merge(c, x, y, lo, hi);
+    return true;
+}
+
 /* The next step for the group. `loc` is readable here: every call follows a barrier. */
 inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
                           __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
@@ -638,6 +668,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             gh_end_step(c, word);
             if (c->plen > 0) {
                 uint lo, hi;
+                gh_count(hdr, GH_STAT_MERGES); /* just loaded: no swap test */
                 gh_merge(c, c->p, c->d, &lo, &hi);
                 gh_end_step(c, word);
                 c->d = lo; /* the K smallest of buffer and batch */
@@ -656,8 +687,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 c->p = c->d;
                 if (c->count > 0 && gh_overlap(loc, c->c, c->p)) {
                     uint lo, hi;
-                    gh_merge(c, c->c, c->p, &lo, &hi);
-                    gh_end_step(c, word);
+                    if (gh_merge_or_swap(c, loc, hdr, c->c, c->p, &lo, &hi)) gh_end_step(c, word);
                     gh_store(c, lo, G_KEYS, 0, 0, K);
                     c->p = hi;
                 }
@@ -729,7 +759,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->changed = gh_overlap(loc, c->c, c->d);
             if (c->changed) {
                 uint lo, hi;
-                gh_merge(c, c->c, c->d, &lo, &hi);
+                (void)gh_merge_or_swap(c, loc, hdr, c->c, c->d, &lo, &hi);
                 c->c = lo;
                 c->d = hi;
             }
@@ -841,6 +871,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->d = GH_NONE;                        /* and the rest */
             if (c->a != GH_NONE && c->b != GH_NONE) {
                 uint lo, hi;
+                gh_count(hdr, GH_STAT_MERGES); /* just loaded: no swap test */
                 gh_merge(c, c->a, c->b, &lo, &hi);
                 gh_end_step(c, word);
                 c->p = lo;
@@ -917,8 +948,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->last_delmod = false;
             if (c->spare > 0 && gh_overlap(loc, c->c, c->p)) {
                 uint lo, hi;
-                gh_merge(c, c->c, c->p, &lo, &hi);
-                gh_end_step(c, word);
+                if (gh_merge_or_swap(c, loc, hdr, c->c, c->p, &lo, &hi)) gh_end_step(c, word);
                 c->c = lo;
                 c->p = hi;
             }
@@ -935,8 +965,25 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
          * built may hold stores of the levels above ---- */
         case P_SIFT: {
             const uint l = 2u * c->pos + 1u, r = l + 1u;
-            c->sl = l < slots ? gh_lock(&word[l], hdr) : GH_NONE;
-            c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr) : GH_NONE;
+            __local gh_pending *cur = gh_cur(c);
+            if (cur->s.n_act > 0u || cur->n_unlock > 0u) {
+                /* The step being built stores the level above (and releases it): try the
+                 * children once; if either is busy (the DEL ahead still works below it),
+                 * run that step first, so the level above is let go before this group
+                 * blocks. Holding it while blocking chained every DEL's root section to the
+                 * progress of the DEL before it two levels down. The node itself stays
+                 * held throughout, so nobody overtakes. */
+                c->sl = l < slots ? gh_try_lock(&word[l]) : GH_NONE;
+                c->sr = (r < slots && c->sl != GH_BUSY) ? gh_try_lock(&word[r]) : GH_NONE;
+                if (c->sl == GH_BUSY || c->sr == GH_BUSY) {
+                    if (c->sl != GH_BUSY && c->sl != GH_NONE) gh_unlock(&word[l], c->sl);
+                    gh_end_step(c, word);
+                    break; /* back here with nothing pending: blocking locks */
+                }
+            } else {
+                c->sl = l < slots ? gh_lock(&word[l], hdr) : GH_NONE;
+                c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr) : GH_NONE;
+            }
             if (c->sl == GH_ABORT || c->sr == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
@@ -971,6 +1018,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 c->child_rel = l_larger ? c->sr : c->sl;
                 c->child_changed = gh_overlap(loc, small, large);
                 if (c->child_changed) {
+                    gh_count(hdr, GH_STAT_MERGES);
                     gh_merge(c, small, large, &small, &large);
                     gh_end_step(c, word);
                     gh_store(c, large, G_KEYS, (ulong)c->large_pos * K, 0, K);
@@ -1013,8 +1061,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             }
             {
                 uint lo, hi;
-                gh_merge(c, c->c, c->a, &lo, &hi);
-                gh_end_step(c, word);
+                if (gh_merge_or_swap(c, loc, hdr, c->c, c->a, &lo, &hi)) gh_end_step(c, word);
                 /* The node's keys are final: stored with the next level's loads. */
                 gh_store(c, lo, G_KEYS, (ulong)c->pos * K, 0, K);
                 gh_free(c, lo);
@@ -1089,8 +1136,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             if (merged) {
                 gh_count(hdr, GH_STAT_CLIMB_MERGES);
                 uint lo, hi;
-                gh_merge(c, c->c, c->d, &lo, &hi);
-                gh_end_step(c, word);
+                if (gh_merge_or_swap(c, loc, hdr, c->c, c->d, &lo, &hi)) gh_end_step(c, word);
                 gh_store(c, lo, G_KEYS, (ulong)c->up * K, 0, K);
                 gh_store(c, hi, G_KEYS, (ulong)c->cur * K, 0, K);
                 gh_free(c, lo);

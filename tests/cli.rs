@@ -355,6 +355,8 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         "16,32",
         "--pattern",
         "descending",
+        "--insert",
+        "td",
         "--no-peers",
         "--json",
     ]);
@@ -370,6 +372,28 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
             .all(|r| r["verified"] == true && r["mode"] == "gpu:td"),
         "{stdout}"
     );
+    // Both insert directions on the device, bulk and mixed: one row each, verified.
+    for extra in [&[][..], &["--mixed", "--preload", "3000"][..]] {
+        let mut args = vec![
+            "--mode",
+            "gpu",
+            "--keys-log2",
+            "13",
+            "--batch",
+            "32",
+            "--pattern",
+            "random",
+            "--no-peers",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, err) = bench(&args);
+        assert!(ok, "{err}");
+        let rows = json_rows(&stdout);
+        let modes: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+        assert_eq!(modes, ["gpu:td", "gpu:bu"], "{extra:?}: {stdout}");
+        assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    }
     // Cooperative: small refills and flushes so the host top and the device both work.
     for extra in [&[][..], &["--mixed", "--preload", "3000"][..]] {
         let mut args = vec![

@@ -44,6 +44,8 @@ const HDR_CLIMBS: usize = 7;
 const HDR_STAT_CLIMB_MERGES: usize = 8;
 const HDR_STAT_DEL_CLIMBS: usize = 9;
 const HDR_STAT_WAITS: usize = 10;
+const HDR_STAT_MERGES: usize = 11;
+const HDR_STAT_SWAPS: usize = 12;
 const HDR_WORDS: usize = 16;
 
 const ERR_STALL: u32 = 1;
@@ -164,6 +166,11 @@ pub struct DeviceHeapStats {
     pub del_climbs: u64,
     /// BU-INS: waits (a DEL for the climbs in flight to finish, a climb for a claimed parent).
     pub waits: u64,
+    /// MergeAndSorts that merged (each a merge-path step of the work-group).
+    pub merges: u64,
+    /// MergeAndSorts done by exchanging two batches whose ranges did not overlap (the seed's
+    /// swap instead of merge: the work-group renames two local arrays, no step).
+    pub swaps: u64,
 }
 
 /// A generalized min-heap (batches of `K` keys) whose INS and DEL run as device work-groups.
@@ -660,6 +667,8 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.stats.climb_merges += u64::from(h[HDR_STAT_CLIMB_MERGES]);
         self.stats.del_climbs += u64::from(h[HDR_STAT_DEL_CLIMBS]);
         self.stats.waits += u64::from(h[HDR_STAT_WAITS]);
+        self.stats.merges += u64::from(h[HDR_STAT_MERGES]);
+        self.stats.swaps += u64::from(h[HDR_STAT_SWAPS]);
         self.count = h[HDR_COUNT] as usize;
         self.plen = h[HDR_PLEN] as usize;
         if h[HDR_ERROR] != 0 {
