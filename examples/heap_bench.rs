@@ -95,6 +95,31 @@ struct Row {
     insert_ms: f64,
     delete_ms: f64,
     verified: bool,
+    /// The device heap's counters (and profile, in a profiling build), for --json.
+    device_stats: Option<serde_json::Value>,
+}
+
+/// The device heap's counters for a row: merges, swaps, BU climbs, and where a profiling
+/// build (`ASYM_GHEAP_PROFILE=1`) says the DELs' time went.
+fn device_stats(heap: &DeviceGeneralizedHeap<u32>) -> serde_json::Value {
+    let s = heap.stats();
+    let mut v = json!({
+        "launches": s.launches, "merges": s.merges, "swaps": s.swaps,
+        "climb_merges": s.climb_merges, "del_climbs": s.del_climbs, "waits": s.waits,
+    });
+    if let Some(p) = heap.profile() {
+        let per = |x: f64| if p.dels > 0 { x / p.dels as f64 } else { 0.0 };
+        v["profile_per_del"] = json!({
+            "dels": p.dels, "del_us": per(p.del_us), "root_wait_us": per(p.root_wait_us),
+            "root_hold_us": per(p.root_hold_us), "root_steps": per(p.root_steps as f64),
+            "child_wait_us": per(p.child_wait_us),
+        });
+        v["profile_calls_ms"] = json!({
+            "host_prepare": p.host_prepare_us / 1e3, "kernel": p.kernel_us / 1e3,
+            "host_read": p.host_read_us / 1e3,
+        });
+    }
+    v
 }
 
 fn keys_for(pattern: &str, n: usize, seed: u64) -> Result<Vec<u32>> {
@@ -313,6 +338,7 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
         insert_ms: ins,
         delete_ms: t.elapsed().as_secs_f64() * 1e3,
         verified: ok,
+        device_stats: None,
     }];
     let t = Instant::now();
     let mut gh = GeneralizedHeap::new(batch)?;
@@ -331,6 +357,7 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
         insert_ms: ins,
         delete_ms: del,
         verified: ok,
+        device_stats: None,
     });
     Ok(rows)
 }
@@ -500,6 +527,7 @@ fn run(args: &Args) -> Result<bool> {
                     insert_ms: ms,
                     delete_ms: 0.0,
                     verified: ok,
+                    device_stats: None,
                 });
             }
             if use_cpu {
@@ -519,6 +547,7 @@ fn run(args: &Args) -> Result<bool> {
                         insert_ms: ms,
                         delete_ms: 0.0,
                         verified: ok,
+                        device_stats: None,
                     });
                 }
             }
@@ -537,6 +566,7 @@ fn run(args: &Args) -> Result<bool> {
                         insert_ms: ms,
                         delete_ms: 0.0,
                         verified: ok,
+                        device_stats: Some(device_stats(&heap)),
                     });
                 }
             }
@@ -556,6 +586,7 @@ fn run(args: &Args) -> Result<bool> {
                     insert_ms: ins,
                     delete_ms: del,
                     verified: ok,
+                    device_stats: None,
                 });
             }
             if use_cpu {
@@ -572,6 +603,7 @@ fn run(args: &Args) -> Result<bool> {
                         insert_ms: ins,
                         delete_ms: del,
                         verified: ok,
+                        device_stats: None,
                     });
                 }
             }
@@ -589,6 +621,7 @@ fn run(args: &Args) -> Result<bool> {
                         insert_ms: ins,
                         delete_ms: del,
                         verified: ok,
+                        device_stats: Some(device_stats(&heap)),
                     });
                 }
             }
@@ -610,6 +643,7 @@ fn run(args: &Args) -> Result<bool> {
                     "preload": if args.mixed { args.preload } else { 0 },
                     "insert_ms": r.insert_ms, "delete_ms": r.delete_ms, "ms": total,
                     "mkeys_per_s": n as f64 / total / 1e3, "verified": r.verified,
+                    "device_stats": r.device_stats,
                 })
             );
         }

@@ -222,6 +222,26 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_STAT_WAITS 10       /* back-off rounds: DELs for climbs, climbs for claimed parents */
 #define GH_STAT_MERGES 11      /* MergeAndSorts that merged (a merge-path step) */
 #define GH_STAT_SWAPS 12       /* MergeAndSorts done by swapping two batches (no step) */
+/* Profile (built with -DGH_PROFILE, NVIDIA only: %globaltimer through inline PTX), in units
+ * of 256 ns, summed over work-groups: DELs' waits for the root lock, their root critical
+ * sections, the steps run inside them, sifts' blocking waits for children, whole DELs. */
+#define GH_PROF_ROOT_WAIT 16
+#define GH_PROF_ROOT_HOLD 17
+#define GH_PROF_ROOT_STEPS 18
+#define GH_PROF_CHILD_WAIT 19
+#define GH_PROF_DEL_TOTAL 20
+#define GH_PROF_DELS 21
+
+#ifdef GH_PROFILE
+inline ulong gh_now(void) {
+    ulong t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define GH_PROF(...) __VA_ARGS__
+#else
+#define GH_PROF(...)
+#endif
 
 #define GH_ERR_STALL 1u
 #define GH_ERR_CAPACITY 2u
@@ -443,6 +463,11 @@ typedef struct {
     uint duty[GH_DUTIES];
     uint n_duty, cur, up, seen, pstate, climb_spins, climb_step;
     bool climbing;
+#ifdef GH_PROFILE
+    ulong t_root, t_op, p_root_wait, p_root_hold, p_child_wait, p_del_total;
+    uint p_steps, p_dels;
+    bool root_held, in_del;
+#endif
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
     uint c, d, p, a, b;
@@ -508,10 +533,19 @@ inline void gh_after(gh_ctl *c, uint at, uint state) {
 
 /* Ends the step being built: queued (or, with no action and nothing queued before it, its
  * unlocks and frees apply at once: everything before it has run). */
+/* Releases a lock a step was waiting for (and ends a profiled root critical section). */
+inline void gh_release(gh_ctl *c, __global uint *word, uint at, uint state) {
+    gh_unlock(&word[at], state);
+    GH_PROF(if (at == 0u && c->root_held) {
+        c->p_root_hold += gh_now() - c->t_root;
+        c->root_held = false;
+    })
+}
+
 inline void gh_end_step(gh_ctl *c, __global uint *word) {
     __local gh_pending *cur = gh_cur(c);
     if (cur->s.n_act == 0 && c->head == c->tail) {
-        for (uint i = 0; i < cur->n_unlock; ++i) gh_unlock(&word[cur->unlock_at[i]], cur->unlock_to[i]);
+        for (uint i = 0; i < cur->n_unlock; ++i) gh_release(c, word, cur->unlock_at[i], cur->unlock_to[i]);
         c->free_mask |= cur->frees;
     } else {
         c->tail += 1u;
@@ -590,7 +624,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
     if (c->has_ran) {
         __local gh_pending *r = &c->q[c->ran];
-        for (uint i = 0; i < r->n_unlock; ++i) gh_unlock(&word[r->unlock_at[i]], r->unlock_to[i]);
+        for (uint i = 0; i < r->n_unlock; ++i) gh_release(c, word, r->unlock_at[i], r->unlock_to[i]);
         c->free_mask |= r->frees;
         c->has_ran = false;
     }
@@ -599,14 +633,29 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->ran = c->head % GH_QUEUE;
             c->has_ran = true;
             c->head += 1u;
+            GH_PROF(if (c->root_held) c->p_steps += 1u;)
             return c->ran;
         }
         switch (c->pc) {
         case P_NEXT: {
+            GH_PROF(if (c->in_del) {
+                c->p_del_total += gh_now() - c->t_op;
+                c->p_dels += 1u;
+                c->in_del = false;
+            })
             const uint t = asym_load_relaxed(&hdr[GH_ERROR]) != 0u
                                ? n_ops
                                : asym_fetch_add(&hdr[GH_TICKET], 1u);
+            GH_PROF(c->t_op = gh_now();)
             if (t >= n_ops) {
+                GH_PROF({
+                    (void)asym_fetch_add(&hdr[GH_PROF_ROOT_WAIT], (uint)(c->p_root_wait >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_ROOT_HOLD], (uint)(c->p_root_hold >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_ROOT_STEPS], c->p_steps);
+                    (void)asym_fetch_add(&hdr[GH_PROF_CHILD_WAIT], (uint)(c->p_child_wait >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_DEL_TOTAL], (uint)(c->p_del_total >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_DELS], c->p_dels);
+                })
                 gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
                 gh_end_step(c, word);
                 break;
@@ -630,6 +679,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             } else {
                 c->want = arg;
                 c->pc = P_DEL_LOCK;
+                GH_PROF(c->in_del = true;)
             }
             break;
         }
@@ -822,15 +872,21 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 gh_backoff(&c->climb_step, &hdr[GH_CLIMBS]);
                 break;
             }
+            GH_PROF(const ulong t_wait = gh_now();)
             const uint root_state = gh_lock(&word[0], hdr);
             if (root_state == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
+            GH_PROF({
+                c->t_root = gh_now();
+                c->p_root_wait += c->t_root - t_wait;
+            })
             if (bottom_up && asym_load_relaxed(&hdr[GH_CLIMBS]) != 0u) {
                 gh_unlock(&word[0], root_state);
                 break;
             }
+            GH_PROF(c->root_held = true;)
             gh_linearize(c, hdr, order);
             c->count = asym_load_relaxed(&hdr[GH_COUNT]);
             c->plen = asym_load_relaxed(&hdr[GH_PLEN]);
@@ -981,8 +1037,10 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                     break; /* back here with nothing pending: blocking locks */
                 }
             } else {
+                GH_PROF(const ulong t_wait = gh_now();)
                 c->sl = l < slots ? gh_lock(&word[l], hdr) : GH_NONE;
                 c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr) : GH_NONE;
+                GH_PROF(c->p_child_wait += gh_now() - t_wait;)
             }
             if (c->sl == GH_ABORT || c->sr == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
@@ -1183,6 +1241,11 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     gh_ctl ctl;
     ctl.q = queue;
     if (lid == 0) {
+        GH_PROF({
+            ctl.p_root_wait = ctl.p_root_hold = ctl.p_child_wait = ctl.p_del_total = 0;
+            ctl.p_steps = ctl.p_dels = 0;
+            ctl.root_held = ctl.in_del = false;
+        })
         ctl.pc = P_NEXT;
         ctl.head = ctl.tail = 0;
         ctl.has_ran = false;

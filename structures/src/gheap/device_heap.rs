@@ -46,7 +46,8 @@ const HDR_STAT_DEL_CLIMBS: usize = 9;
 const HDR_STAT_WAITS: usize = 10;
 const HDR_STAT_MERGES: usize = 11;
 const HDR_STAT_SWAPS: usize = 12;
-const HDR_WORDS: usize = 16;
+const HDR_PROF: usize = 16;
+const HDR_WORDS: usize = 32;
 
 const ERR_STALL: u32 = 1;
 const ERR_CAPACITY: u32 = 2;
@@ -173,6 +174,31 @@ pub struct DeviceHeapStats {
     pub swaps: u64,
 }
 
+/// Where the DELs' time went, summed over work-groups (a diagnostic build: set
+/// `ASYM_GHEAP_PROFILE=1` when the heap is made; NVIDIA devices only, whose OpenCL compiler
+/// takes inline PTX for the `%globaltimer` clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceHeapProfile {
+    /// DELs profiled.
+    pub dels: u64,
+    /// Their time from taking the operation to taking the next one, µs.
+    pub del_us: f64,
+    /// Host time per call before the launch (converting and copying keys, sizing), µs.
+    pub host_prepare_us: f64,
+    /// From the launch to its completion, µs.
+    pub kernel_us: f64,
+    /// Host time after the launch (reading the header, the results, converting them), µs.
+    pub host_read_us: f64,
+    /// Waiting for the root lock, µs.
+    pub root_wait_us: f64,
+    /// Holding the root lock (the DEL's root critical section), µs.
+    pub root_hold_us: f64,
+    /// Work-group steps run while holding the root lock.
+    pub root_steps: u64,
+    /// Sifting DELs' blocking waits for children's locks, µs.
+    pub child_wait_us: f64,
+}
+
 /// A generalized min-heap (batches of `K` keys) whose INS and DEL run as device work-groups.
 pub struct DeviceGeneralizedHeap<T: DeviceHeapKey> {
     inner: Mutex<Inner<T>>,
@@ -200,10 +226,38 @@ struct Inner<T: DeviceHeapKey> {
     plen: usize,
     poisoned: Option<String>,
     stats: DeviceHeapStats,
+    /// `Some` in a profiling build (`ASYM_GHEAP_PROFILE`).
+    profile: Option<DeviceHeapProfile>,
     /// Per-call buffers, kept between calls and grown when a call needs more: with five SVM
     /// buffers allocated per call, SSSP's device-heap calls on the H200 took 9.7 ms each,
     /// with these 0.94 ms (docs/BENCHMARKS.md, SSSP section).
     staging: Staging<T::Repr>,
+}
+
+/// What one launch returned: the operations' linearization order (when asked for), and each
+/// DEL's keys (`lens[seq]` keys at `out[seq·K..]`, `seq` the DEL's place among the DELs in
+/// linearization order).
+struct RawLaunch<R> {
+    order: Vec<u32>,
+    lens: Vec<u32>,
+    out: Vec<R>,
+}
+
+impl<R: Copy> RawLaunch<R> {
+    /// Every DEL's keys, in linearization order.
+    fn deleted_in_order<T: DeviceHeapKey<Repr = R>>(&self, k: usize) -> Vec<T> {
+        let total = self.lens.iter().map(|&n| (n as usize).min(k)).sum();
+        let mut all = Vec::with_capacity(total);
+        for (seq, &n) in self.lens.iter().enumerate() {
+            let n = (n as usize).min(k);
+            all.extend(
+                self.out[seq * k..seq * k + n]
+                    .iter()
+                    .map(|&r| T::from_repr(r)),
+            );
+        }
+        all
+    }
 }
 
 /// A call's inputs and outputs in SVM; the host writes and reads only the ranges a call uses
@@ -296,9 +350,14 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 ));
             }
         }
+        let profiled = std::env::var_os("ASYM_GHEAP_PROFILE").is_some_and(|v| v != "0");
         let program = rt.program_with(
             &asym_kernels::GHEAP,
-            &format!("-DK={k} -DWG={wg} {}", T::CL_DEFINES),
+            &format!(
+                "-DK={k} -DWG={wg} {}{}",
+                T::CL_DEFINES,
+                if profiled { " -DGH_PROFILE" } else { "" }
+            ),
         )?;
         let initial = config
             .initial_nodes
@@ -328,6 +387,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             plen: 0,
             poisoned: None,
             stats: DeviceHeapStats::default(),
+            profile: profiled.then(DeviceHeapProfile::default),
             staging: Staging::new(),
         };
         Ok(DeviceGeneralizedHeap {
@@ -373,6 +433,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         self.lock().stats
     }
 
+    /// Where the DELs' time went, in a profiling build ([`DeviceHeapProfile`]).
+    pub fn profile(&self) -> Option<DeviceHeapProfile> {
+        self.lock().profile
+    }
+
     /// Inserts `keys` as INS operations of at most `K` keys each, run concurrently by the
     /// launch's work-groups.
     pub fn insert(&self, keys: &[T]) -> Result<()> {
@@ -384,7 +449,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let ops: Vec<HeapOp> = (0..keys.len().div_ceil(self.batch))
             .map(HeapOp::Insert)
             .collect();
-        g.run(keys, &ops).map(|_| ())
+        g.run(keys, &ops, false).map(|_| ())
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds fewer).
@@ -401,13 +466,8 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let ops: Vec<HeapOp> = (0..n.div_ceil(k))
             .map(|i| HeapOp::Delete((n - i * k).min(k)))
             .collect();
-        let trace = g.run(&[], &ops)?;
-        let mut deleted = trace.deleted;
-        let out: Vec<T> = trace
-            .order
-            .iter()
-            .flat_map(|&i| std::mem::take(&mut deleted[i]))
-            .collect();
+        // The DELs' results in linearization order are the sorted sequence.
+        let out: Vec<T> = g.run(&[], &ops, false)?.deleted_in_order(k);
         if out.len() != n {
             return Err(Error::Lost(format!(
                 "the device heap returned {} keys for a delete of {n} with {n} or more held",
@@ -442,7 +502,21 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 _ => {}
             }
         }
-        g.run(keys, ops)
+        let raw = g.run(keys, ops, true)?;
+        let order: Vec<usize> = raw.order.iter().map(|&t| t as usize).collect();
+        let k = self.batch;
+        let mut deleted = vec![Vec::new(); ops.len()];
+        let dels_in_order = order
+            .iter()
+            .filter(|&&i| matches!(ops[i], HeapOp::Delete(_)));
+        for (seq, &i) in dels_in_order.enumerate() {
+            let n = (raw.lens[seq] as usize).min(k);
+            deleted[i] = raw.out[seq * k..seq * k + n]
+                .iter()
+                .map(|&r| T::from_repr(r))
+                .collect();
+        }
+        Ok(LaunchTrace { order, deleted })
     }
 
     /// The seed's mixed workload in one launch: for each batch of `keys`, an INS of it and a
@@ -536,6 +610,9 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         g.plen = 0;
         g.poisoned = None;
         g.stats = DeviceHeapStats::default();
+        if g.profile.is_some() {
+            g.profile = Some(DeviceHeapProfile::default());
+        }
         Ok(())
     }
 
@@ -595,8 +672,10 @@ impl<T: DeviceHeapKey> Inner<T> {
         Ok(())
     }
 
-    /// One launch of `ops` (checked by the caller) over the insert keys `keys`.
-    fn run(&mut self, keys: &[T], ops: &[HeapOp]) -> Result<LaunchTrace<T>> {
+    /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
+    /// linearization order only when `want_order`.
+    fn run(&mut self, keys: &[T], ops: &[HeapOp], want_order: bool) -> Result<RawLaunch<T::Repr>> {
+        let t_start = std::time::Instant::now();
         let k = self.partial.len();
         let n_ops = to_u32(ops.len(), "operations in one call")?;
         let in_len = to_u32(keys.len(), "keys in one call")?;
@@ -662,13 +741,24 @@ impl<T: DeviceHeapKey> Inner<T> {
             .arg_svm(11, order)?
             .arg_scalar(12, self.bottom_up)?;
         self.stats.launches += 1;
+        let t_kernel_start = std::time::Instant::now();
         self.run.launch(groups * self.wg, Some(self.wg))?.wait()?;
+        let t_kernel = t_kernel_start.elapsed();
         let h = self.hdr.read()?;
         self.stats.climb_merges += u64::from(h[HDR_STAT_CLIMB_MERGES]);
         self.stats.del_climbs += u64::from(h[HDR_STAT_DEL_CLIMBS]);
         self.stats.waits += u64::from(h[HDR_STAT_WAITS]);
         self.stats.merges += u64::from(h[HDR_STAT_MERGES]);
         self.stats.swaps += u64::from(h[HDR_STAT_SWAPS]);
+        if let Some(p) = &mut self.profile {
+            let us = |i: usize| f64::from(h[HDR_PROF + i]) * 0.256;
+            p.root_wait_us += us(0);
+            p.root_hold_us += us(1);
+            p.root_steps += u64::from(h[HDR_PROF + 2]);
+            p.child_wait_us += us(3);
+            p.del_us += us(4);
+            p.dels += u64::from(h[HDR_PROF + 5]);
+        }
         self.count = h[HDR_COUNT] as usize;
         self.plen = h[HDR_PLEN] as usize;
         if h[HDR_ERROR] != 0 {
@@ -703,27 +793,26 @@ impl<T: DeviceHeapKey> Inner<T> {
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
-        let order: Vec<usize> = order
-            .read_range(0, ops.len())?
-            .iter()
-            .map(|&t| t as usize)
-            .collect();
-        let mut deleted = vec![Vec::new(); ops.len()];
-        if dels > 0 {
-            let lens = out_len.read_range(0, dels)?;
-            let out = out.read_range(0, dels * k)?;
-            let dels_in_order = order
-                .iter()
-                .filter(|&&i| matches!(ops[i], HeapOp::Delete(_)));
-            for (seq, &i) in dels_in_order.enumerate() {
-                let n = (lens[seq] as usize).min(k);
-                deleted[i] = out[seq * k..seq * k + n]
-                    .iter()
-                    .map(|&r| T::from_repr(r))
-                    .collect();
-            }
+        let (lens, out) = if dels > 0 {
+            (out_len.read_range(0, dels)?, out.read_range(0, dels * k)?)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let order = if want_order {
+            order.read_range(0, ops.len())?
+        } else {
+            Vec::new()
+        };
+        if let Some(p) = &mut self.profile {
+            p.host_prepare_us += (t_kernel_start - t_start).as_secs_f64() * 1e6;
+            p.kernel_us += t_kernel.as_secs_f64() * 1e6;
+            p.host_read_us += t_kernel_start
+                .elapsed()
+                .saturating_sub(t_kernel)
+                .as_secs_f64()
+                * 1e6;
         }
-        Ok(LaunchTrace { order, deleted })
+        Ok(RawLaunch { order, lens, out })
     }
 
     /// The first key of the root (`source` 0) or of the partial buffer (1).
