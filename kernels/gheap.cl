@@ -368,7 +368,7 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define G_OUT 3u
 
 #define GH_ARRAYS 6u /* local arrays of K keys; work-item 0 assigns them to roles */
-#define GH_ACTS 4
+#define GH_ACTS 6
 #define GH_UNLOCKS 3
 #define GH_QUEUE 8 /* a ring: steps queued, then the one being built */
 
@@ -471,7 +471,7 @@ typedef struct {
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
     uint c, d, p, a, b;
-    bool changed, child_changed, has_l, has_r, dirty, last_delmod;
+    bool changed, child_changed, has_l, has_r, dirty, last_delmod, fused;
 } gh_ctl;
 
 inline uint gh_alloc(gh_ctl *c) {
@@ -664,6 +664,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->t = t;
             c->free_mask = (1u << GH_ARRAYS) - 1u;
             c->n_duty = 0;
+            c->fused = false;
             c->climbing = false;
             c->climb_spins = 0;
             c->climb_step = 0;
@@ -907,6 +908,54 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 c->pc = P_NEXT;
                 break;
             }
+            if (c->want == K && c->count >= 4u && c->plen < K) {
+                /* The common DEL (a whole batch, a heap of three levels or more, the last
+                 * node below the root's children): take the root's children and then the
+                 * last node now (top-down order: they are below the root, the last node
+                 * below the children), and load all three with the root's copy-out, so the
+                 * root is held for two steps fewer (profile: 5 steps, 12.8 µs per DEL on
+                 * the H200 before). Anything unusual (an INS's target among them, a claimed
+                 * node) lets go and takes the general way. */
+                const uint last = gh_position(c->count - 1u);
+                c->sl = gh_lock(&word[1], hdr);
+                c->sr = c->sl == GH_ABORT ? GH_ABORT : gh_lock(&word[2], hdr);
+                c->st = c->sr == GH_ABORT ? GH_ABORT : gh_lock(&word[last], hdr);
+                if (c->st == GH_ABORT) {
+                    gh_fail(c, hdr, GH_ERR_STALL);
+                    break;
+                }
+                if (c->st == GH_AVAIL && c->sl == GH_AVAIL && c->sr == GH_AVAIL) {
+                    gh_add(c, A_GCOPY, 0, G_OUT, G_KEYS, 0, dst, 0, 0, K);
+                    c->p = GH_NONE;
+                    if (c->plen > 0) {
+                        c->p = gh_alloc(c);
+                        gh_load(c, c->p, G_PARTIAL, 0, 0, c->plen);
+                    }
+                    c->c = gh_alloc(c);
+                    gh_load(c, c->c, G_KEYS, (ulong)last * K, 0, K);
+                    c->a = gh_alloc(c);
+                    gh_load(c, c->a, G_KEYS, (ulong)K, 0, K);
+                    c->b = gh_alloc(c);
+                    gh_load(c, c->b, G_KEYS, (ulong)2 * K, 0, K);
+                    gh_after(c, last, GH_EMPTY);
+                    gh_end_step(c, word);
+                    out_len[c->seq] = K;
+                    c->spare = c->plen;
+                    c->last = last;
+                    c->last_delmod = false;
+                    asym_store_relaxed(&hdr[GH_COUNT], c->count - 1u);
+                    asym_store_relaxed(&hdr[GH_PLEN], c->spare);
+                    c->has_l = true;
+                    c->has_r = true;
+                    c->dirty = false;
+                    c->fused = true;
+                    c->pc = P_DEL_TAKE;
+                    break;
+                }
+                gh_unlock(&word[last], c->st);
+                gh_unlock(&word[2], c->sr);
+                gh_unlock(&word[1], c->sl);
+            }
             /* The root's first keys go out; the rest (a) and the buffer (b) are the spare
              * keys, smaller than everything below. */
             gh_add(c, A_GCOPY, 0, G_OUT, G_KEYS, 0, dst, 0, 0, c->want);
@@ -1014,7 +1063,9 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->pos = 0;
             c->pos_rel = GH_AVAIL;
             c->changed = true;
-            c->pc = P_SIFT;
+            /* Fused: the root's children are held and loaded (a, b) already. */
+            c->pc = c->fused ? P_SIFT_CHILDREN : P_SIFT;
+            c->fused = false;
             break;
 
         /* ---- TD-DEL's sift-down: the group holds `pos`, its keys in c; the step being

@@ -317,7 +317,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         // Six arrays of K keys, the control state and the step broadcast.
         check_local_memory(
             rt,
-            6 * k * std::mem::size_of::<T::Repr>() + 2048,
+            6 * k * std::mem::size_of::<T::Repr>() + 4096,
             &format!("run a device heap of batches of {k} keys"),
         )?;
         let max_wg = max_work_group(rt);
