@@ -231,6 +231,9 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_PROF_CHILD_WAIT 19
 #define GH_PROF_DEL_TOTAL 20
 #define GH_PROF_DELS 21
+/* The common DEL's root section in segments: header (linearize, count, buffer), taking the
+ * children and the last node, the first step (copy-out and loads), the rest until release. */
+#define GH_PROF_SEG 22
 
 #ifdef GH_PROFILE
 inline ulong gh_now(void) {
@@ -308,19 +311,24 @@ inline bool gh_give_up(uint spins, __global uint *hdr) {
     return false;
 }
 
-/* Takes the lock of `w`; returns the state it held, or GH_ABORT (wait past its bound, or
- * another group recorded an error). */
-inline uint gh_lock(__global uint *w, __global uint *hdr) {
+/* Takes the lock of `w` without the acquire fence (the caller fences once after taking
+ * several); returns the state it held, or GH_ABORT (wait past its bound, or another group
+ * recorded an error). */
+inline uint gh_lock_unfenced(__global uint *w, __global uint *hdr) {
     uint step = 0;
     for (uint spins = 0;; ++spins) {
         const uint v = asym_load_relaxed(w);
-        if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) {
-            gh_fence();
-            return v;
-        }
+        if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) return v;
         if (gh_give_up(spins, hdr)) return GH_ABORT;
         gh_backoff(&step, w);
     }
+}
+
+/* Takes the lock of `w` (acquire: the fence orders the node's reads after it). */
+inline uint gh_lock(__global uint *w, __global uint *hdr) {
+    const uint v = gh_lock_unfenced(w, hdr);
+    gh_fence();
+    return v;
 }
 
 /* One attempt at the lock of `w`: the state it held, or GH_BUSY. */
@@ -464,7 +472,7 @@ typedef struct {
     uint n_duty, cur, up, seen, pstate, climb_spins, climb_step;
     bool climbing;
 #ifdef GH_PROFILE
-    ulong t_root, t_op, p_root_wait, p_root_hold, p_child_wait, p_del_total;
+    ulong t_root, t_op, t_seg, p_root_wait, p_root_hold, p_child_wait, p_del_total, p_seg[4];
     uint p_steps, p_dels;
     bool root_held, in_del;
 #endif
@@ -533,18 +541,29 @@ inline void gh_after(gh_ctl *c, uint at, uint state) {
 
 /* Ends the step being built: queued (or, with no action and nothing queued before it, its
  * unlocks and frees apply at once: everything before it has run). */
-/* Releases a lock a step was waiting for (and ends a profiled root critical section). */
+/* Releases a lock a step was waiting for (and ends a profiled root critical section); the
+ * caller fenced once before a run of these (gh_release_fence). */
 inline void gh_release(gh_ctl *c, __global uint *word, uint at, uint state) {
-    gh_unlock(&word[at], state);
+    asym_store_relaxed(&word[at], state);
     GH_PROF(if (at == 0u && c->root_held) {
-        c->p_root_hold += gh_now() - c->t_root;
+        const ulong now = gh_now();
+        c->p_root_hold += now - c->t_root;
+        if (c->fused) c->p_seg[3] += now - c->t_seg;
         c->root_held = false;
     })
+}
+
+/* The release fence before a run of gh_release: work-item 0's own writes (the header) are
+ * ordered before the lock words that publish them; the step's stores were fenced by every
+ * work-item before the barrier. */
+inline void gh_release_fence(uint n_unlock) {
+    if (n_unlock > 0u) gh_fence();
 }
 
 inline void gh_end_step(gh_ctl *c, __global uint *word) {
     __local gh_pending *cur = gh_cur(c);
     if (cur->s.n_act == 0 && c->head == c->tail) {
+        gh_release_fence(cur->n_unlock);
         for (uint i = 0; i < cur->n_unlock; ++i) gh_release(c, word, cur->unlock_at[i], cur->unlock_to[i]);
         c->free_mask |= cur->frees;
     } else {
@@ -624,6 +643,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
     if (c->has_ran) {
         __local gh_pending *r = &c->q[c->ran];
+        gh_release_fence(r->n_unlock);
         for (uint i = 0; i < r->n_unlock; ++i) gh_release(c, word, r->unlock_at[i], r->unlock_to[i]);
         c->free_mask |= r->frees;
         c->has_ran = false;
@@ -655,6 +675,9 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                     (void)asym_fetch_add(&hdr[GH_PROF_CHILD_WAIT], (uint)(c->p_child_wait >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_DEL_TOTAL], (uint)(c->p_del_total >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_DELS], c->p_dels);
+                    for (uint i = 0; i < 4u; ++i) {
+                        (void)asym_fetch_add(&hdr[GH_PROF_SEG + i], (uint)(c->p_seg[i] >> 8));
+                    }
                 })
                 gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
                 gh_end_step(c, word);
@@ -894,6 +917,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->seq = asym_load_relaxed(&hdr[GH_SEQ]);
             asym_store_relaxed(&hdr[GH_SEQ], c->seq + 1u);
             const ulong dst = (ulong)c->seq * K;
+            GH_PROF(c->t_seg = gh_now();)
             if (c->count == 0) {
                 const uint take = min(c->want, c->plen);
                 c->p = gh_alloc(c);
@@ -917,14 +941,21 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                  * the H200 before). Anything unusual (an INS's target among them, a claimed
                  * node) lets go and takes the general way. */
                 const uint last = gh_position(c->count - 1u);
-                c->sl = gh_lock(&word[1], hdr);
-                c->sr = c->sl == GH_ABORT ? GH_ABORT : gh_lock(&word[2], hdr);
-                c->st = c->sr == GH_ABORT ? GH_ABORT : gh_lock(&word[last], hdr);
+                c->sl = gh_lock_unfenced(&word[1], hdr);
+                c->sr = c->sl == GH_ABORT ? GH_ABORT : gh_lock_unfenced(&word[2], hdr);
+                c->st = c->sr == GH_ABORT ? GH_ABORT : gh_lock_unfenced(&word[last], hdr);
+                gh_fence(); /* one acquire fence for the three */
                 if (c->st == GH_ABORT) {
                     gh_fail(c, hdr, GH_ERR_STALL);
                     break;
                 }
                 if (c->st == GH_AVAIL && c->sl == GH_AVAIL && c->sr == GH_AVAIL) {
+                    GH_PROF({
+                        const ulong now = gh_now();
+                        c->p_seg[0] += c->t_seg - c->t_root;
+                        c->p_seg[1] += now - c->t_seg;
+                        c->t_seg = now;
+                    })
                     gh_add(c, A_GCOPY, 0, G_OUT, G_KEYS, 0, dst, 0, 0, K);
                     c->p = GH_NONE;
                     if (c->plen > 0) {
@@ -1035,6 +1066,11 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->pc = P_DEL_TAKE;
             break;
         case P_DEL_TAKE:
+            GH_PROF(if (c->fused) {
+                const ulong now = gh_now();
+                c->p_seg[2] += now - c->t_seg;
+                c->t_seg = now;
+            })
             if (c->last_delmod && c->last > 2u) {
                 /* The last node is let go (the load ran): its parent may now be locked below
                  * the root without breaking the top-down order. */
@@ -1065,7 +1101,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->changed = true;
             /* Fused: the root's children are held and loaded (a, b) already. */
             c->pc = c->fused ? P_SIFT_CHILDREN : P_SIFT;
-            c->fused = false;
             break;
 
         /* ---- TD-DEL's sift-down: the group holds `pos`, its keys in c; the step being
@@ -1295,6 +1330,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
         GH_PROF({
             ctl.p_root_wait = ctl.p_root_hold = ctl.p_child_wait = ctl.p_del_total = 0;
             ctl.p_steps = ctl.p_dels = 0;
+            for (uint i = 0; i < 4u; ++i) ctl.p_seg[i] = 0;
             ctl.root_held = ctl.in_del = false;
         })
         ctl.pc = P_NEXT;
