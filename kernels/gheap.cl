@@ -89,6 +89,66 @@ inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __l
     }
 }
 
+/* How many keys of sorted y[0..K) are < v (lower) or <= v (upper). */
+inline uint gheap_lower(__local const KEY_T *y, KEY_T v) {
+    uint lo = 0, hi = K;
+    while (lo < hi) {
+        const uint mid = (lo + hi) / 2;
+        if (y[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+inline uint gheap_upper(__local const KEY_T *y, KEY_T v) {
+    uint lo = 0, hi = K;
+    while (lo < hi) {
+        const uint mid = (lo + hi) / 2;
+        if (y[mid] <= v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* A sift level's two MergeAndSorts in one pass: from a node n and its children l and r (each
+ * K sorted keys), node = the K smallest of all three, top = the K largest of l and r (for the
+ * child whose largest key was larger), mid = the K left (carried down into the other child).
+ * Equal to merging l with r, then n with the smaller half, as multisets and in order. Each
+ * key finds its output place from its ranks: among all 3K keys (rank `all`) and among the
+ * children's 2K keys (`lr`, for n's keys: how many children's keys precede it), with ties
+ * broken by array (n, then l, then r) so ranks are distinct and every output slot is written
+ * exactly once, by one unconditional store. A key of n goes to mid past the top keys that
+ * precede it: max(0, lr - K) of them. All WG work-items must call it. */
+inline void gheap_partition3(__local const KEY_T *n, __local const KEY_T *l,
+                             __local const KEY_T *r, __local KEY_T *node, __local KEY_T *top,
+                             __local KEY_T *mid, uint lid) {
+    for (uint t = lid; t < 3u * K; t += WG) {
+        const uint which = t / K, i = t % K;
+        KEY_T v;
+        uint all, lr;
+        if (which == 0u) {
+            v = n[i];
+            lr = gheap_lower(l, v) + gheap_lower(r, v);
+            all = i + lr;
+        } else if (which == 1u) {
+            v = l[i];
+            const uint in_r = gheap_lower(r, v);
+            lr = i + in_r;
+            all = lr + gheap_upper(n, v);
+        } else {
+            v = r[i];
+            const uint in_l = gheap_upper(l, v);
+            lr = i + in_l;
+            all = lr + gheap_upper(n, v);
+        }
+        const bool child = which != 0u;
+        __local KEY_T *dst;
+        if (child && lr >= K) dst = top + (lr - K);
+        else if (all < K) dst = node + all;
+        else dst = mid + (all - K - (child ? 0u : (lr > K ? lr - K : 0u)));
+        *dst = v;
+    }
+}
+
 /* Sorts each of `batches` consecutive batches of K keys in place: one work-group per batch. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void gheap_sort_batches(__global KEY_T *keys, uint batches) {
@@ -368,6 +428,7 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define A_SORT 4u   /* bitonic stage (k = from, j = n) over loc[x]                         */
 #define A_MERGE 5u  /* merge path of loc[x], loc[y]: K smallest to loc[z], the rest to loc[w] */
 #define A_EXIT 6u   /* the group leaves                                                    */
+#define A_PART3 7u  /* gheap_partition3(loc[x], loc[y], loc[z]) to loc[w], loc[from], loc[n] */
 
 /* Global arrays. */
 #define G_KEYS 0u
@@ -438,6 +499,9 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
         break;
     case A_MERGE:
         gheap_merge_path(loc[m.x], loc[m.y], loc[m.z], loc[m.w], lid);
+        break;
+    case A_PART3:
+        gheap_partition3(loc[m.x], loc[m.y], loc[m.z], loc[m.w], loc[m.from], loc[m.n], lid);
         break;
     default:
         break;
@@ -1155,21 +1219,67 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             if (c->has_l && c->has_r) {
                 /* The larger half goes back into the child whose largest key was larger. */
                 const bool l_larger = loc[c->a][K - 1] > loc[c->b][K - 1];
-                uint small = l_larger ? c->b : c->a, large = l_larger ? c->a : c->b;
+                const uint small = l_larger ? c->b : c->a, large = l_larger ? c->a : c->b;
                 c->large_pos = l_larger ? l : r;
                 c->large_rel = l_larger ? c->sl : c->sr;
                 c->child = l_larger ? r : l;
                 c->child_rel = l_larger ? c->sr : c->sl;
-                c->child_changed = gh_overlap(loc, small, large);
-                if (c->child_changed) {
-                    gh_count(hdr, GH_STAT_MERGES);
-                    gh_merge(c, small, large, &small, &large);
+                if (loc[c->c][K - 1] <= min(loc[c->a][0], loc[c->b][0])) {
+                    /* The node is no larger than either child: nothing below changes, not
+                     * even the children (the seed's early stop, before their merge). */
+                    if (c->changed) gh_store(c, c->c, G_KEYS, (ulong)c->pos * K, 0, K);
+                    gh_after(c, l, c->sl);
+                    gh_after(c, r, c->sr);
+                    gh_after(c, c->pos, c->pos_rel);
                     gh_end_step(c, word);
-                    gh_store(c, large, G_KEYS, (ulong)c->large_pos * K, 0, K);
+                    c->pc = P_DUTY;
+                    break;
                 }
-                gh_free(c, large);
+                if (!gh_overlap(loc, small, large)) {
+                    /* The children do not overlap: the larger keeps its keys, and only the
+                     * node and the smaller child meet (P_SIFT_DECIDE). */
+                    gh_free(c, large);
+                    gh_after(c, c->large_pos, c->large_rel);
+                    c->a = small;
+                    c->child_changed = false;
+                    c->pc = P_SIFT_DECIDE;
+                    break;
+                }
+                if (popcount(c->free_mask) < 3u) {
+                    /* A store still holds an array (the buffer's): let that step run. */
+                    gh_end_step(c, word);
+                    break;
+                }
+                if (c->dirty && c->pos != 0u) {
+                    /* Keys from a claimed child may move up into this node (P_SIFT_DECIDE). */
+                    c->pos_rel = GH_DELMOD;
+                    if (!gh_owe(c, hdr, c->pos)) {
+                        gh_fail(c, hdr, GH_ERR_STATE);
+                        break;
+                    }
+                }
+                /* Both MergeAndSorts of the level in one step (gheap_partition3). */
+                gh_count(hdr, GH_STAT_MERGES);
+                gh_count(hdr, GH_STAT_MERGES);
+                const uint node = gh_alloc(c), top = gh_alloc(c), mid = gh_alloc(c);
+                gh_add(c, A_PART3, c->c, c->a, c->b, node, 0, 0, top, mid);
+                gh_free(c, c->c);
+                gh_free(c, c->a);
+                gh_free(c, c->b);
+                gh_end_step(c, word);
+                gh_store(c, top, G_KEYS, (ulong)c->large_pos * K, 0, K);
+                gh_free(c, top);
                 gh_after(c, c->large_pos, c->large_rel);
-                c->a = small;
+                /* The node's keys are final: stored with the next level's loads. */
+                gh_store(c, node, G_KEYS, (ulong)c->pos * K, 0, K);
+                gh_free(c, node);
+                gh_after(c, c->pos, c->pos_rel);
+                c->c = mid;
+                c->pos = c->child;
+                c->pos_rel = c->child_rel;
+                c->changed = true;
+                c->pc = P_SIFT;
+                break;
             } else {
                 c->child = c->has_l ? l : (c->has_r ? r : GH_NONE);
                 c->child_rel = c->has_l ? c->sl : c->sr;
