@@ -113,7 +113,6 @@ fn device_stats(heap: &DeviceGeneralizedHeap<u32>) -> serde_json::Value {
             "dels": p.dels, "del_us": per(p.del_us), "root_wait_us": per(p.root_wait_us),
             "root_hold_us": per(p.root_hold_us), "root_steps": per(p.root_steps as f64),
             "child_wait_us": per(p.child_wait_us),
-            "root_segments_us": p.root_segments_us.map(per),
         });
         v["profile_calls_ms"] = json!({
             "host_prepare": p.host_prepare_us / 1e3, "kernel": p.kernel_us / 1e3,

@@ -89,66 +89,6 @@ inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __l
     }
 }
 
-/* How many keys of sorted y[0..K) are < v (lower) or <= v (upper). */
-inline uint gheap_lower(__local const KEY_T *y, KEY_T v) {
-    uint lo = 0, hi = K;
-    while (lo < hi) {
-        const uint mid = (lo + hi) / 2;
-        if (y[mid] < v) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-inline uint gheap_upper(__local const KEY_T *y, KEY_T v) {
-    uint lo = 0, hi = K;
-    while (lo < hi) {
-        const uint mid = (lo + hi) / 2;
-        if (y[mid] <= v) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-/* A sift level's two MergeAndSorts in one pass: from a node n and its children l and r (each
- * K sorted keys), node = the K smallest of all three, top = the K largest of l and r (for the
- * child whose largest key was larger), mid = the K left (carried down into the other child).
- * Equal to merging l with r, then n with the smaller half, as multisets and in order. Each
- * key finds its output place from its ranks: among all 3K keys (rank `all`) and among the
- * children's 2K keys (`lr`, for n's keys: how many children's keys precede it), with ties
- * broken by array (n, then l, then r) so ranks are distinct and every output slot is written
- * exactly once, by one unconditional store. A key of n goes to mid past the top keys that
- * precede it: max(0, lr - K) of them. All WG work-items must call it. */
-inline void gheap_partition3(__local const KEY_T *n, __local const KEY_T *l,
-                             __local const KEY_T *r, __local KEY_T *node, __local KEY_T *top,
-                             __local KEY_T *mid, uint lid) {
-    for (uint t = lid; t < 3u * K; t += WG) {
-        const uint which = t / K, i = t % K;
-        KEY_T v;
-        uint all, lr;
-        if (which == 0u) {
-            v = n[i];
-            lr = gheap_lower(l, v) + gheap_lower(r, v);
-            all = i + lr;
-        } else if (which == 1u) {
-            v = l[i];
-            const uint in_r = gheap_lower(r, v);
-            lr = i + in_r;
-            all = lr + gheap_upper(n, v);
-        } else {
-            v = r[i];
-            const uint in_l = gheap_upper(l, v);
-            lr = i + in_l;
-            all = lr + gheap_upper(n, v);
-        }
-        const bool child = which != 0u;
-        __local KEY_T *dst;
-        if (child && lr >= K) dst = top + (lr - K);
-        else if (all < K) dst = node + all;
-        else dst = mid + (all - K - (child ? 0u : (lr > K ? lr - K : 0u)));
-        *dst = v;
-    }
-}
-
 /* Sorts each of `batches` consecutive batches of K keys in place: one work-group per batch. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void gheap_sort_batches(__global KEY_T *keys, uint batches) {
@@ -291,9 +231,6 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_PROF_CHILD_WAIT 19
 #define GH_PROF_DEL_TOTAL 20
 #define GH_PROF_DELS 21
-/* The common DEL's root section in segments: header (linearize, count, buffer), taking the
- * children and the last node, the first step (copy-out and loads), the rest until release. */
-#define GH_PROF_SEG 22
 
 #ifdef GH_PROFILE
 inline ulong gh_now(void) {
@@ -371,24 +308,19 @@ inline bool gh_give_up(uint spins, __global uint *hdr) {
     return false;
 }
 
-/* Takes the lock of `w` without the acquire fence (the caller fences once after taking
- * several); returns the state it held, or GH_ABORT (wait past its bound, or another group
- * recorded an error). */
-inline uint gh_lock_unfenced(__global uint *w, __global uint *hdr) {
+/* Takes the lock of `w`; returns the state it held, or GH_ABORT (wait past its bound, or
+ * another group recorded an error). */
+inline uint gh_lock(__global uint *w, __global uint *hdr) {
     uint step = 0;
     for (uint spins = 0;; ++spins) {
         const uint v = asym_load_relaxed(w);
-        if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) return v;
+        if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) {
+            gh_fence();
+            return v;
+        }
         if (gh_give_up(spins, hdr)) return GH_ABORT;
         gh_backoff(&step, w);
     }
-}
-
-/* Takes the lock of `w` (acquire: the fence orders the node's reads after it). */
-inline uint gh_lock(__global uint *w, __global uint *hdr) {
-    const uint v = gh_lock_unfenced(w, hdr);
-    gh_fence();
-    return v;
 }
 
 /* One attempt at the lock of `w`: the state it held, or GH_BUSY. */
@@ -428,7 +360,6 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define A_SORT 4u   /* bitonic stage (k = from, j = n) over loc[x]                         */
 #define A_MERGE 5u  /* merge path of loc[x], loc[y]: K smallest to loc[z], the rest to loc[w] */
 #define A_EXIT 6u   /* the group leaves                                                    */
-#define A_PART3 7u  /* gheap_partition3(loc[x], loc[y], loc[z]) to loc[w], loc[from], loc[n] */
 
 /* Global arrays. */
 #define G_KEYS 0u
@@ -437,7 +368,7 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define G_OUT 3u
 
 #define GH_ARRAYS 6u /* local arrays of K keys; work-item 0 assigns them to roles */
-#define GH_ACTS 6
+#define GH_ACTS 4
 #define GH_UNLOCKS 3
 #define GH_QUEUE 8 /* a ring: steps queued, then the one being built */
 
@@ -500,9 +431,6 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
     case A_MERGE:
         gheap_merge_path(loc[m.x], loc[m.y], loc[m.z], loc[m.w], lid);
         break;
-    case A_PART3:
-        gheap_partition3(loc[m.x], loc[m.y], loc[m.z], loc[m.w], loc[m.from], loc[m.n], lid);
-        break;
     default:
         break;
     }
@@ -536,14 +464,14 @@ typedef struct {
     uint n_duty, cur, up, seen, pstate, climb_spins, climb_step;
     bool climbing;
 #ifdef GH_PROFILE
-    ulong t_root, t_op, t_seg, p_root_wait, p_root_hold, p_child_wait, p_del_total, p_seg[4];
+    ulong t_root, t_op, p_root_wait, p_root_hold, p_child_wait, p_del_total;
     uint p_steps, p_dels;
     bool root_held, in_del;
 #endif
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
     uint c, d, p, a, b;
-    bool changed, child_changed, has_l, has_r, dirty, last_delmod, fused;
+    bool changed, child_changed, has_l, has_r, dirty, last_delmod;
 } gh_ctl;
 
 inline uint gh_alloc(gh_ctl *c) {
@@ -610,9 +538,7 @@ inline void gh_after(gh_ctl *c, uint at, uint state) {
 inline void gh_release(gh_ctl *c, __global uint *word, uint at, uint state) {
     asym_store_relaxed(&word[at], state);
     GH_PROF(if (at == 0u && c->root_held) {
-        const ulong now = gh_now();
-        c->p_root_hold += now - c->t_root;
-        if (c->fused) c->p_seg[3] += now - c->t_seg;
+        c->p_root_hold += gh_now() - c->t_root;
         c->root_held = false;
     })
 }
@@ -739,9 +665,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                     (void)asym_fetch_add(&hdr[GH_PROF_CHILD_WAIT], (uint)(c->p_child_wait >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_DEL_TOTAL], (uint)(c->p_del_total >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_DELS], c->p_dels);
-                    for (uint i = 0; i < 4u; ++i) {
-                        (void)asym_fetch_add(&hdr[GH_PROF_SEG + i], (uint)(c->p_seg[i] >> 8));
-                    }
                 })
                 gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
                 gh_end_step(c, word);
@@ -751,7 +674,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->t = t;
             c->free_mask = (1u << GH_ARRAYS) - 1u;
             c->n_duty = 0;
-            c->fused = false;
             c->climbing = false;
             c->climb_spins = 0;
             c->climb_step = 0;
@@ -981,7 +903,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->seq = asym_load_relaxed(&hdr[GH_SEQ]);
             asym_store_relaxed(&hdr[GH_SEQ], c->seq + 1u);
             const ulong dst = (ulong)c->seq * K;
-            GH_PROF(c->t_seg = gh_now();)
             if (c->count == 0) {
                 const uint take = min(c->want, c->plen);
                 c->p = gh_alloc(c);
@@ -995,61 +916,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 asym_store_relaxed(&hdr[GH_PLEN], c->plen - take);
                 c->pc = P_NEXT;
                 break;
-            }
-            if (c->want == K && c->count >= 4u && c->plen < K) {
-                /* The common DEL (a whole batch, a heap of three levels or more, the last
-                 * node below the root's children): take the root's children and then the
-                 * last node now (top-down order: they are below the root, the last node
-                 * below the children), and load all three with the root's copy-out, so the
-                 * root is held for two steps fewer (profile: 5 steps, 12.8 µs per DEL on
-                 * the H200 before). Anything unusual (an INS's target among them, a claimed
-                 * node) lets go and takes the general way. */
-                const uint last = gh_position(c->count - 1u);
-                c->sl = gh_lock_unfenced(&word[1], hdr);
-                c->sr = c->sl == GH_ABORT ? GH_ABORT : gh_lock_unfenced(&word[2], hdr);
-                c->st = c->sr == GH_ABORT ? GH_ABORT : gh_lock_unfenced(&word[last], hdr);
-                gh_fence(); /* one acquire fence for the three */
-                if (c->st == GH_ABORT) {
-                    gh_fail(c, hdr, GH_ERR_STALL);
-                    break;
-                }
-                if (c->st == GH_AVAIL && c->sl == GH_AVAIL && c->sr == GH_AVAIL) {
-                    GH_PROF({
-                        const ulong now = gh_now();
-                        c->p_seg[0] += c->t_seg - c->t_root;
-                        c->p_seg[1] += now - c->t_seg;
-                        c->t_seg = now;
-                    })
-                    gh_add(c, A_GCOPY, 0, G_OUT, G_KEYS, 0, dst, 0, 0, K);
-                    c->p = GH_NONE;
-                    if (c->plen > 0) {
-                        c->p = gh_alloc(c);
-                        gh_load(c, c->p, G_PARTIAL, 0, 0, c->plen);
-                    }
-                    c->c = gh_alloc(c);
-                    gh_load(c, c->c, G_KEYS, (ulong)last * K, 0, K);
-                    c->a = gh_alloc(c);
-                    gh_load(c, c->a, G_KEYS, (ulong)K, 0, K);
-                    c->b = gh_alloc(c);
-                    gh_load(c, c->b, G_KEYS, (ulong)2 * K, 0, K);
-                    gh_after(c, last, GH_EMPTY);
-                    gh_end_step(c, word);
-                    out_len[c->seq] = K;
-                    c->spare = c->plen;
-                    c->last = last;
-                    c->last_delmod = false;
-                    asym_store_relaxed(&hdr[GH_COUNT], c->count - 1u);
-                    asym_store_relaxed(&hdr[GH_PLEN], c->spare);
-                    c->has_l = true;
-                    c->has_r = true;
-                    c->dirty = false;
-                    c->fused = true;
-                    c->pc = P_DEL_TAKE;
-                    break;
-                }
-                gh_unlock(&word[last], c->st);
-                gh_unlock(&word[2], c->sr);
-                gh_unlock(&word[1], c->sl);
             }
             /* The root's first keys go out; the rest (a) and the buffer (b) are the spare
              * keys, smaller than everything below. */
@@ -1130,11 +996,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->pc = P_DEL_TAKE;
             break;
         case P_DEL_TAKE:
-            GH_PROF(if (c->fused) {
-                const ulong now = gh_now();
-                c->p_seg[2] += now - c->t_seg;
-                c->t_seg = now;
-            })
             if (c->last_delmod && c->last > 2u) {
                 /* The last node is let go (the load ran): its parent may now be locked below
                  * the root without breaking the top-down order. */
@@ -1163,8 +1024,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->pos = 0;
             c->pos_rel = GH_AVAIL;
             c->changed = true;
-            /* Fused: the root's children are held and loaded (a, b) already. */
-            c->pc = c->fused ? P_SIFT_CHILDREN : P_SIFT;
+            c->pc = P_SIFT;
             break;
 
         /* ---- TD-DEL's sift-down: the group holds `pos`, its keys in c; the step being
@@ -1235,51 +1095,17 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                     c->pc = P_DUTY;
                     break;
                 }
-                if (!gh_overlap(loc, small, large)) {
-                    /* The children do not overlap: the larger keeps its keys, and only the
-                     * node and the smaller child meet (P_SIFT_DECIDE). */
-                    gh_free(c, large);
-                    gh_after(c, c->large_pos, c->large_rel);
-                    c->a = small;
-                    c->child_changed = false;
-                    c->pc = P_SIFT_DECIDE;
-                    break;
-                }
-                if (popcount(c->free_mask) < 3u) {
-                    /* A store still holds an array (the buffer's): let that step run. */
+                uint lo = small, hi = large;
+                c->child_changed = gh_overlap(loc, small, large);
+                if (c->child_changed) {
+                    gh_count(hdr, GH_STAT_MERGES);
+                    gh_merge(c, small, large, &lo, &hi);
                     gh_end_step(c, word);
-                    break;
+                    gh_store(c, hi, G_KEYS, (ulong)c->large_pos * K, 0, K);
                 }
-                if (c->dirty && c->pos != 0u) {
-                    /* Keys from a claimed child may move up into this node (P_SIFT_DECIDE). */
-                    c->pos_rel = GH_DELMOD;
-                    if (!gh_owe(c, hdr, c->pos)) {
-                        gh_fail(c, hdr, GH_ERR_STATE);
-                        break;
-                    }
-                }
-                /* Both MergeAndSorts of the level in one step (gheap_partition3). */
-                gh_count(hdr, GH_STAT_MERGES);
-                gh_count(hdr, GH_STAT_MERGES);
-                const uint node = gh_alloc(c), top = gh_alloc(c), mid = gh_alloc(c);
-                gh_add(c, A_PART3, c->c, c->a, c->b, node, 0, 0, top, mid);
-                gh_free(c, c->c);
-                gh_free(c, c->a);
-                gh_free(c, c->b);
-                gh_end_step(c, word);
-                gh_store(c, top, G_KEYS, (ulong)c->large_pos * K, 0, K);
-                gh_free(c, top);
+                gh_free(c, hi);
                 gh_after(c, c->large_pos, c->large_rel);
-                /* The node's keys are final: stored with the next level's loads. */
-                gh_store(c, node, G_KEYS, (ulong)c->pos * K, 0, K);
-                gh_free(c, node);
-                gh_after(c, c->pos, c->pos_rel);
-                c->c = mid;
-                c->pos = c->child;
-                c->pos_rel = c->child_rel;
-                c->changed = true;
-                c->pc = P_SIFT;
-                break;
+                c->a = lo;
             } else {
                 c->child = c->has_l ? l : (c->has_r ? r : GH_NONE);
                 c->child_rel = c->has_l ? c->sl : c->sr;
@@ -1440,7 +1266,6 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
         GH_PROF({
             ctl.p_root_wait = ctl.p_root_hold = ctl.p_child_wait = ctl.p_del_total = 0;
             ctl.p_steps = ctl.p_dels = 0;
-            for (uint i = 0; i < 4u; ++i) ctl.p_seg[i] = 0;
             ctl.root_held = ctl.in_del = false;
         })
         ctl.pc = P_NEXT;

@@ -197,9 +197,6 @@ pub struct DeviceHeapProfile {
     pub root_steps: u64,
     /// Sifting DELs' blocking waits for children's locks, µs.
     pub child_wait_us: f64,
-    /// The common DEL's root section in segments, µs: reading and updating the header; taking
-    /// the root's children and the last node; the first step (copy-out and loads); the rest.
-    pub root_segments_us: [f64; 4],
 }
 
 /// A generalized min-heap (batches of `K` keys) whose INS and DEL run as device work-groups.
@@ -320,7 +317,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         // Six arrays of K keys, the control state and the step broadcast.
         check_local_memory(
             rt,
-            6 * k * std::mem::size_of::<T::Repr>() + 4096,
+            6 * k * std::mem::size_of::<T::Repr>() + 2048,
             &format!("run a device heap of batches of {k} keys"),
         )?;
         let max_wg = max_work_group(rt);
@@ -359,7 +356,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             &format!(
                 "-DK={k} -DWG={wg} {}{}",
                 T::CL_DEFINES,
-                if profiled { " -DGH_PROFILE" } else { "" }
+                if profiled { " -DGH_PROFILE" } else { "" },
             ),
         )?;
         let initial = config
@@ -761,9 +758,6 @@ impl<T: DeviceHeapKey> Inner<T> {
             p.child_wait_us += us(3);
             p.del_us += us(4);
             p.dels += u64::from(h[HDR_PROF + 5]);
-            for (i, seg) in p.root_segments_us.iter_mut().enumerate() {
-                *seg += us(6 + i);
-            }
         }
         self.count = h[HDR_COUNT] as usize;
         self.plen = h[HDR_PLEN] as usize;
