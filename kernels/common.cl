@@ -81,6 +81,20 @@ inline uint asym_exchange_relaxed(__global uint *p, uint v) {
 }
 #endif
 
+/* Keys uploaded as raw bits become the "ordered" int32 form on load (-DKEY_MAP, the maps of
+ * SelectKey::to_ordered), in which signed comparison is the keys' order: 0 as they are
+ * (int32 keys, or keys the host mapped already), 1 uint32 (flip the sign bit), 2 float32
+ * (total order: flip the magnitude bits of negatives). */
+#if !defined(KEY_MAP) || KEY_MAP == 0
+#define ASYM_ORDERED(x) (x)
+#elif KEY_MAP == 1
+#define ASYM_ORDERED(x) ((x) ^ INT_MIN)
+#elif KEY_MAP == 2
+#define ASYM_ORDERED(x) ((x) ^ (int)(((uint)((x) >> 31)) >> 1))
+#else
+#error "KEY_MAP must be 0, 1 or 2"
+#endif
+
 /* Device-side back-off for spin loops: wait a little longer each call (capped), re-reading
  * memory through a volatile load so the loop is not optimised away. There is no sleep in
  * OpenCL C; on a CPU device (PoCL) the OS still preempts a spinning work-group, and the host

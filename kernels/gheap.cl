@@ -5,7 +5,8 @@
  * (or pair of batches) per work-group, so they can be tested and measured alone.
  *
  * Build options: -DK=<keys per batch: power of two, 2..2048>, -DWG=<work-group size: power
- * of two, at most K>, -DKEY_T=int|long -DKEY_MAX=INT_MAX|LONG_MAX (default int). Keys are in
+ * of two, at most K>, -DKEY_T=int|long -DKEY_MAX=INT_MAX|LONG_MAX (default int), -DKEY_MAP
+ * (common.cl: how the device heap's inserted keys, uploaded as raw bits, become ordered). Keys are in
  * the "ordered" form (signed comparison is the keys' order; the host maps u32 and f32 as the
  * k-selection does, and packs a key with a 32-bit payload into a long).
  *
@@ -401,8 +402,9 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
     case A_LOAD: {
         __local KEY_T *dst = loc[m.x];
         if (m.y == G_IN) {
+            /* Scalar keys arrive as the host holds them (-DKEY_MAP maps them here). */
             for (uint i = lid; i < K; i += WG) {
-                dst[i] = i + m.from < m.n ? in[m.off + i + m.from] : KEY_MAX;
+                dst[i] = i + m.from < m.n ? ASYM_ORDERED(in[m.off + i + m.from]) : KEY_MAX;
             }
         } else {
             volatile __global const KEY_T *src = (volatile __global const KEY_T *)(glob + m.off);

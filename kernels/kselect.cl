@@ -51,18 +51,9 @@
 #ifndef SERIAL
 #define SERIAL 0
 #endif
-/* Keys uploaded as raw bits are mapped to the ordered form on load (-DKEY_MAP, the same maps
- * as SelectKey::to_ordered): 0 int32 as is, 1 uint32 (flip the sign bit), 2 float32 (total
- * order: flip the magnitude bits of negatives). */
-#if !defined(KEY_MAP) || KEY_MAP == 0
-#define ORDERED(x) (x)
-#elif KEY_MAP == 1
-#define ORDERED(x) ((x) ^ INT_MIN)
-#elif KEY_MAP == 2
-#define ORDERED(x) ((x) ^ (int)(((uint)((x) >> 31)) >> 1))
-#else
-#error "KEY_MAP must be 0, 1 or 2"
-#endif
+/* Keys uploaded as raw bits are mapped to the ordered form on load: ASYM_ORDERED (common.cl,
+ * -DKEY_MAP). */
+#define ORDERED(x) ASYM_ORDERED(x)
 #ifndef PER
 #define PER 1
 #endif
