@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots the generalized heap's measurements from `heap_bench --json` lines: time against
-work-groups and against K (device heap), and the mixed workload against the preloaded size
-(device heap and the CPU heap, top-down and bottom-up). Usage:
+work-groups and against K (device heap, top-down and bottom-up inserts), and the mixed
+workload against the preloaded size (device heap and CPU heap, top-down and bottom-up). Usage:
 
     python3 docs/plot_heap.py OUT.png SWEEPS.jsonl MIXED.jsonl
 """
@@ -23,13 +23,21 @@ def main():
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
 
     # Time against work-groups: 2^22 keys, K = 1024, 1024 work-items per group.
-    g = sorted(
-        (r for r in sweeps if r["keys"] == 1 << 22 and r["batch"] == 1024 and r["work_group"] == 1024),
-        key=lambda r: r["threads"],
-    )
-    x = [r["threads"] for r in g]
-    ax[0].plot(x, [r["insert_ms"] for r in g], "o-", label="insert all")
-    ax[0].plot(x, [r["delete_ms"] for r in g], "s-", label="delete all")
+    for mode, style in [("gpu:td", "-"), ("gpu:bu", "--")]:
+        g = sorted(
+            (
+                r
+                for r in sweeps
+                if r["mode"] == mode
+                and r["keys"] == 1 << 22
+                and r["batch"] == 1024
+                and r["work_group"] == 1024
+            ),
+            key=lambda r: r["threads"],
+        )
+        x = [r["threads"] for r in g]
+        ax[0].plot(x, [r["insert_ms"] for r in g], "o" + style, label=f"{mode} insert all")
+        ax[0].plot(x, [r["delete_ms"] for r in g], "s" + style, label=f"{mode} delete all")
     ax[0].set_xscale("log", base=2)
     ax[0].set_xlabel("work-groups")
     ax[0].set_ylabel("ms")
@@ -37,11 +45,19 @@ def main():
     ax[0].legend()
 
     # Time against K: 2^26 keys, 66 work-groups of 256.
-    k = sorted(
-        (r for r in sweeps if r["keys"] == 1 << 26 and r["threads"] == 66 and r["work_group"] == 256),
-        key=lambda r: r["batch"],
-    )
-    ax[1].plot([r["batch"] for r in k], [r["ms"] for r in k], "o-", label="insert + delete")
+    for mode, style in [("gpu:td", "o-"), ("gpu:bu", "s--")]:
+        k = sorted(
+            (
+                r
+                for r in sweeps
+                if r["mode"] == mode
+                and r["keys"] == 1 << 26
+                and r["threads"] == 66
+                and r["work_group"] == 256
+            ),
+            key=lambda r: r["batch"],
+        )
+        ax[1].plot([r["batch"] for r in k], [r["ms"] for r in k], style, label=f"{mode} insert + delete")
     ax[1].set_xscale("log", base=2)
     ax[1].set_xlabel("K (keys per node)")
     ax[1].set_ylabel("ms")
@@ -49,7 +65,7 @@ def main():
     ax[1].legend()
 
     # Mixed pairs against the preloaded size.
-    for mode, style in [("gpu:td", "o-"), ("cpu:td", "s--"), ("cpu:bu", "^--")]:
+    for mode, style in [("gpu:td", "o-"), ("gpu:bu", "o--"), ("cpu:td", "s-"), ("cpu:bu", "s--")]:
         m = sorted((r for r in mixed if r["mode"] == mode), key=lambda r: r["preload"])
         ax[2].plot([r["preload"] / 1e6 for r in m], [r["ms"] for r in m], style, label=mode)
     ax[2].set_xlabel("keys preloaded (millions)")
