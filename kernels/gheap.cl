@@ -310,8 +310,15 @@ inline bool gh_give_up(uint spins, __global uint *hdr) {
 }
 
 /* Takes the lock of `w`; returns the state it held, or GH_ABORT (wait past its bound, or
- * another group recorded an error). */
-inline uint gh_lock(__global uint *w, __global uint *hdr) {
+ * another group recorded an error). `guess` is the state the caller expects (a present
+ * node: AVAIL): one compare-and-swap on it first saves the read before it, an L2 round trip
+ * of work-item 0's serial chain, when the lock is free (the profile put the DEL's root
+ * section at 12.8 µs, mostly such round trips). */
+inline uint gh_lock(__global uint *w, __global uint *hdr, uint guess) {
+    if (asym_cas(w, guess, guess | GH_LOCKED)) {
+        gh_fence();
+        return guess;
+    }
     uint step = 0;
     for (uint spins = 0;; ++spins) {
         const uint v = asym_load_relaxed(w);
@@ -324,8 +331,13 @@ inline uint gh_lock(__global uint *w, __global uint *hdr) {
     }
 }
 
-/* One attempt at the lock of `w`: the state it held, or GH_BUSY. */
-inline uint gh_try_lock(__global uint *w) {
+/* One attempt at the lock of `w` (first on the expected state, as gh_lock): the state it
+ * held, or GH_BUSY. */
+inline uint gh_try_lock(__global uint *w, uint guess) {
+    if (asym_cas(w, guess, guess | GH_LOCKED)) {
+        gh_fence();
+        return guess;
+    }
     const uint v = asym_load_relaxed(w);
     if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) {
         gh_fence();
@@ -339,7 +351,7 @@ inline uint gh_try_lock(__global uint *w) {
 inline bool gh_wait_swap(__global uint *w, __global uint *hdr, uint from, uint to) {
     uint step = 0;
     for (uint spins = 0;; ++spins) {
-        if (asym_load_relaxed(w) == from && asym_cas(w, from, to)) {
+        if ((spins == 0u || asym_load_relaxed(w) == from) && asym_cas(w, from, to)) {
             gh_fence();
             return true;
         }
@@ -711,7 +723,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
 
         /* ---- INS (TD-INS) ---- */
         case P_INS_LOCK:
-            if (gh_lock(&word[0], hdr) == GH_ABORT) {
+            if (gh_lock(&word[0], hdr, GH_AVAIL) == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
@@ -788,7 +800,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             if (bottom_up) {
                 /* BU-INS: the batch goes straight into the target, claimed for the climb
                  * (a DEL sifting down may hold the empty slot's lock for a moment). */
-                c->st = gh_lock(&word[c->target], hdr);
+                c->st = gh_lock(&word[c->target], hdr, GH_EMPTY);
                 if (c->st != GH_EMPTY) {
                     gh_fail(c, hdr, c->st == GH_ABORT ? GH_ERR_STALL : GH_ERR_STATE);
                     break;
@@ -830,7 +842,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             break;
         case P_INS_DOWN:
             c->pos = ((c->target + 1u) >> (c->depth - c->level)) - 1u;
-            c->st = gh_lock(&word[c->pos], hdr);
+            c->st = gh_lock(&word[c->pos], hdr, GH_AVAIL);
             if (c->st == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
@@ -885,7 +897,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 break;
             }
             GH_PROF(const ulong t_wait = gh_now();)
-            const uint root_state = gh_lock(&word[0], hdr);
+            const uint root_state = gh_lock(&word[0], hdr, GH_AVAIL);
             if (root_state == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
@@ -973,7 +985,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 c->pc = P_NEXT;
                 break;
             }
-            c->st = gh_lock(&word[c->last], hdr);
+            c->st = gh_lock(&word[c->last], hdr, GH_AVAIL);
             if (c->st == GH_TARGET) {
                 /* Its INS is still on the way: mark it and wait (holding the root). */
                 gh_unlock(&word[c->last], GH_MARKED);
@@ -1002,7 +1014,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 /* The last node is let go (the load ran): its parent may now be locked below
                  * the root without breaking the top-down order. */
                 const uint up = (c->last - 1u) / 2u;
-                const uint st = gh_lock(&word[up], hdr);
+                const uint st = gh_lock(&word[up], hdr, GH_AVAIL);
                 if (st == GH_ABORT) {
                     gh_fail(c, hdr, GH_ERR_STALL);
                     break;
@@ -1041,8 +1053,8 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                  * blocks. Holding it while blocking chained every DEL's root section to the
                  * progress of the DEL before it two levels down. The node itself stays
                  * held throughout, so nobody overtakes. */
-                c->sl = l < slots ? gh_try_lock(&word[l]) : GH_NONE;
-                c->sr = (r < slots && c->sl != GH_BUSY) ? gh_try_lock(&word[r]) : GH_NONE;
+                c->sl = l < slots ? gh_try_lock(&word[l], GH_AVAIL) : GH_NONE;
+                c->sr = (r < slots && c->sl != GH_BUSY) ? gh_try_lock(&word[r], GH_AVAIL) : GH_NONE;
                 if (c->sl == GH_BUSY || c->sr == GH_BUSY) {
                     if (c->sl != GH_BUSY && c->sl != GH_NONE) gh_unlock(&word[l], c->sl);
                     gh_end_step(c, word);
@@ -1050,8 +1062,8 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 }
             } else {
                 GH_PROF(const ulong t_wait = gh_now();)
-                c->sl = l < slots ? gh_lock(&word[l], hdr) : GH_NONE;
-                c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr) : GH_NONE;
+                c->sl = l < slots ? gh_lock(&word[l], hdr, GH_AVAIL) : GH_NONE;
+                c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr, GH_AVAIL) : GH_NONE;
                 GH_PROF(c->p_child_wait += gh_now() - t_wait;)
             }
             if (c->sl == GH_ABORT || c->sr == GH_ABORT) {
@@ -1180,8 +1192,8 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
         case P_CLIMB:
             /* Parent first, then the node: the top-down order of every lock. */
             c->up = (c->cur - 1u) / 2u;
-            c->pstate = gh_lock(&word[c->up], hdr);
-            c->seen = c->pstate == GH_ABORT ? GH_ABORT : gh_lock(&word[c->cur], hdr);
+            c->pstate = gh_lock(&word[c->up], hdr, GH_AVAIL);
+            c->seen = c->pstate == GH_ABORT ? GH_ABORT : gh_lock(&word[c->cur], hdr, GH_INSHOLD);
             if (c->seen == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
