@@ -18,23 +18,20 @@ def rows(path):
     return [json.loads(line) for line in open(path) if line.startswith("{")]
 
 
+def series(rows, by, **fields):
+    """The rows whose fields have the given values, ordered by `by`."""
+    return sorted(
+        (r for r in rows if all(r[f] == v for f, v in fields.items())), key=lambda r: r[by]
+    )
+
+
 def main():
     out, sweeps, mixed = sys.argv[1], rows(sys.argv[2]), rows(sys.argv[3])
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
 
     # Time against work-groups: 2^22 keys, K = 1024, 1024 work-items per group.
     for mode, style in [("gpu:td", "-"), ("gpu:bu", "--")]:
-        g = sorted(
-            (
-                r
-                for r in sweeps
-                if r["mode"] == mode
-                and r["keys"] == 1 << 22
-                and r["batch"] == 1024
-                and r["work_group"] == 1024
-            ),
-            key=lambda r: r["threads"],
-        )
+        g = series(sweeps, "threads", mode=mode, keys=1 << 22, batch=1024, work_group=1024)
         x = [r["threads"] for r in g]
         ax[0].plot(x, [r["insert_ms"] for r in g], "o" + style, label=f"{mode} insert all")
         ax[0].plot(x, [r["delete_ms"] for r in g], "s" + style, label=f"{mode} delete all")
@@ -46,17 +43,7 @@ def main():
 
     # Time against K: 2^26 keys, 66 work-groups of 256.
     for mode, style in [("gpu:td", "o-"), ("gpu:bu", "s--")]:
-        k = sorted(
-            (
-                r
-                for r in sweeps
-                if r["mode"] == mode
-                and r["keys"] == 1 << 26
-                and r["threads"] == 66
-                and r["work_group"] == 256
-            ),
-            key=lambda r: r["batch"],
-        )
+        k = series(sweeps, "batch", mode=mode, keys=1 << 26, threads=66, work_group=256)
         ax[1].plot([r["batch"] for r in k], [r["ms"] for r in k], style, label=f"{mode} insert + delete")
     ax[1].set_xscale("log", base=2)
     ax[1].set_xlabel("K (keys per node)")
@@ -66,7 +53,7 @@ def main():
 
     # Mixed pairs against the preloaded size.
     for mode, style in [("gpu:td", "o-"), ("gpu:bu", "o--"), ("cpu:td", "s-"), ("cpu:bu", "s--")]:
-        m = sorted((r for r in mixed if r["mode"] == mode), key=lambda r: r["preload"])
+        m = series(mixed, "preload", mode=mode)
         ax[2].plot([r["preload"] / 1e6 for r in m], [r["ms"] for r in m], style, label=mode)
     ax[2].set_xlabel("keys preloaded (millions)")
     ax[2].set_ylabel("ms")
