@@ -115,7 +115,8 @@ fn device_stats(heap: &DeviceGeneralizedHeap<u32>) -> serde_json::Value {
             "child_wait_us": per(p.child_wait_us),
         });
         v["profile_calls_ms"] = json!({
-            "host_prepare": p.host_prepare_us / 1e3, "kernel": p.kernel_us / 1e3,
+            "host_prepare": p.host_prepare_us / 1e3, "host_alloc": p.host_alloc_us / 1e3,
+            "host_copy": p.host_copy_us / 1e3, "kernel": p.kernel_us / 1e3,
             "host_read": p.host_read_us / 1e3,
         });
     }

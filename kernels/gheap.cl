@@ -1261,12 +1261,17 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
 
 /* Runs the launch's operations: ops[2t] is GH_OP_INSERT (ops[2t+1] = the chunk of `in`:
  * keys [chunk·K, min(chunk·K + K, in_len))) or GH_OP_DELETE (ops[2t+1] = keys wanted, 1..K).
- * Each work-group takes operations by ticket until none is left. */
+ * Each work-group takes operations by ticket until none is left; DEL number `seq` writes
+ * out[out_base + seq·K ..]. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *hdr,
                       __global KEY_T *partial, uint slots, __global const uint *ops, uint n_ops,
                       __global const KEY_T *in, uint in_len, __global KEY_T *out,
-                      __global uint *out_len, __global uint *order, uint bottom_up) {
+                      __global uint *out_len, __global uint *order, uint bottom_up,
+                      ulong out_base) {
+    /* The DELs' keys start `out_base` keys into `out` (the host passes one staging buffer
+     * for the inserted keys and, after them, the deleted ones). */
+    out += out_base;
     __local KEY_T l0[K], l1[K], l2[K], l3[K], l4[K], l5[K];
     __local uint step;
     __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4, l5};
