@@ -84,7 +84,8 @@ inline uint asym_exchange_relaxed(__global uint *p, uint v) {
 /* Keys uploaded as raw bits become the "ordered" int32 form on load (-DKEY_MAP, the maps of
  * SelectKey::to_ordered), in which signed comparison is the keys' order: 0 as they are
  * (int32 keys, or keys the host mapped already), 1 uint32 (flip the sign bit), 2 float32
- * (total order: flip the magnitude bits of negatives). */
+ * (total order: flip the magnitude bits of negatives). Each map is its own inverse, so the
+ * same macro turns ordered keys back into raw bits. */
 #if !defined(KEY_MAP) || KEY_MAP == 0
 #define ASYM_ORDERED(x) (x)
 #elif KEY_MAP == 1

@@ -429,14 +429,23 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
     case A_STORE: {
         volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
         __local const KEY_T *src = loc[m.x] + m.from;
-        for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
+        /* DELs' keys leave in the caller's form: the KEY_MAP maps are their own inverses. */
+        if (m.y == G_OUT) {
+            for (uint i = lid; i < m.n; i += WG) dst[i] = ASYM_ORDERED(src[i]);
+        } else {
+            for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
+        }
         break;
     }
     case A_GCOPY: {
         volatile __global const KEY_T *src =
             (volatile __global const KEY_T *)((m.z == G_KEYS ? keys : partial) + m.off2);
         volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
-        for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
+        if (m.y == G_OUT) {
+            for (uint i = lid; i < m.n; i += WG) dst[i] = ASYM_ORDERED(src[i]);
+        } else {
+            for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
+        }
         break;
     }
     case A_SORT:

@@ -107,6 +107,13 @@ fn ranged_reads_return_what_a_kernel_left() {
                 "{t} {at}+{len}"
             );
         }
+        // The same bytes as another element type of the same size; other sizes are refused.
+        let as_i32: Vec<i32> = want[5..905].iter().map(|&v| v as i32).collect();
+        assert_eq!(buf.read_range_as::<i32>(5, 900).unwrap(), as_i32, "{t}");
+        assert!(matches!(
+            buf.read_range_as::<u64>(0, 2),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }
 

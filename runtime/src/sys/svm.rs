@@ -627,25 +627,39 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// (`clEnqueueSVMMemcpy`, blocking): on the coarse transport only that range moves, where
     /// [`SvmBuffer::read`] maps the whole buffer.
     pub fn read_range(&mut self, at: usize, len: usize) -> Result<Vec<T>> {
+        self.read_range_as::<T>(at, len)
+    }
+
+    /// [`SvmBuffer::read_range`] into elements of another type of the same size (a kernel
+    /// that stored keys in the caller's form, in a buffer typed by the device's).
+    pub fn read_range_as<U: SvmElement>(&mut self, at: usize, len: usize) -> Result<Vec<U>> {
+        if size_of::<U>() != size_of::<T>() {
+            return Err(Error::InvalidArgument(format!(
+                "reading {}-byte elements from an SVM buffer of {}-byte elements",
+                size_of::<U>(),
+                size_of::<T>()
+            )));
+        }
         if at.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(Error::InvalidArgument(format!(
                 "reading {len} elements at offset {at} of an SVM buffer of {}",
                 self.len
             )));
         }
-        let mut out: Vec<T> = Vec::with_capacity(len);
+        let mut out: Vec<U> = Vec::with_capacity(len);
         if len == 0 {
             return Ok(out);
         }
         let size = size_of::<T>();
-        // SAFETY: `out` has capacity for `len` elements (`len * size` writable bytes), borrowed
-        // across the blocking call; the range `at..at + len` was checked above.
+        // SAFETY: `out` has capacity for `len` elements of U's size (T's, checked above):
+        // `len * size` writable bytes, borrowed across the blocking call; the range
+        // `at..at + len` was checked above.
         unsafe {
             self.alloc
                 .copy_out(at * size, out.as_mut_ptr() as *mut u8, len * size)?;
         }
-        // SAFETY: the copy above initialised all `len` elements with bytes of an SvmBuffer<T>,
-        // and any bits are a valid T (SvmElement's contract).
+        // SAFETY: the copy above initialised all `len` elements, and any bits are a valid U
+        // (SvmElement's contract).
         unsafe { out.set_len(len) };
         Ok(out)
     }

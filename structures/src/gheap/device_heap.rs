@@ -75,6 +75,9 @@ pub trait DeviceHeapKey: Copy + Send + 'static {
     /// The keys as uploaded: borrowed for scalar keys, so an insert converts nothing on the
     /// host (the profile put ~105 ms of a 2^24-key insert there on the H200).
     fn upload(keys: &[Self]) -> Cow<'_, [Self::Upload]>;
+    /// Keys a DEL returned, as the device stored them (scalar keys: already in the caller's
+    /// form, the map being its own inverse), into keys.
+    fn download(stored: Vec<Self::Upload>) -> Vec<Self>;
 }
 
 macro_rules! scalar_key {
@@ -95,6 +98,9 @@ macro_rules! scalar_key {
             fn upload(keys: &[Self]) -> Cow<'_, [$t]> {
                 Cow::Borrowed(keys)
             }
+            fn download(stored: Vec<$t>) -> Vec<$t> {
+                stored
+            }
         }
         /// A key with a 32-bit payload (a vertex, an item index), ordered by key, then payload.
         impl DeviceHeapKey for ($t, u32) {
@@ -112,6 +118,9 @@ macro_rules! scalar_key {
             const KEY_MAP: u32 = 0;
             fn upload(keys: &[Self]) -> Cow<'_, [i64]> {
                 Cow::Owned(keys.iter().map(|&k| k.to_repr()).collect())
+            }
+            fn download(stored: Vec<i64>) -> Vec<Self> {
+                stored.into_iter().map(Self::from_repr).collect()
             }
         }
     )*};
@@ -260,25 +269,26 @@ struct Inner<T: DeviceHeapKey> {
 /// What one launch returned: the operations' linearization order (when asked for), and each
 /// DEL's keys (`lens[seq]` keys at `out[seq·K..]`, `seq` the DEL's place among the DELs in
 /// linearization order).
-struct RawLaunch<R> {
+struct RawLaunch<T> {
     order: Vec<u32>,
     lens: Vec<u32>,
-    out: Vec<R>,
+    out: Vec<T>,
 }
 
-impl<R: Copy> RawLaunch<R> {
-    /// Every DEL's keys, in linearization order.
-    fn deleted_in_order<T: DeviceHeapKey<Repr = R>>(&self, k: usize) -> Vec<T> {
-        let total = self.lens.iter().map(|&n| (n as usize).min(k)).sum();
-        let mut all = Vec::with_capacity(total);
+impl<T: Copy> RawLaunch<T> {
+    /// Every DEL's keys, in linearization order: the slots compacted in place (a DEL that
+    /// returned fewer than K keys leaves a gap), so the read-back vector is the result.
+    fn deleted_in_order(self, k: usize) -> Vec<T> {
+        let mut all = self.out;
+        let mut end = 0;
         for (seq, &n) in self.lens.iter().enumerate() {
             let n = (n as usize).min(k);
-            all.extend(
-                self.out[seq * k..seq * k + n]
-                    .iter()
-                    .map(|&r| T::from_repr(r)),
-            );
+            if end != seq * k {
+                all.copy_within(seq * k..seq * k + n, end);
+            }
+            end += n;
         }
+        all.truncate(end);
         all
     }
 }
@@ -537,10 +547,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             .filter(|&&i| matches!(ops[i], HeapOp::Delete(_)));
         for (seq, &i) in dels_in_order.enumerate() {
             let n = (raw.lens[seq] as usize).min(k);
-            deleted[i] = raw.out[seq * k..seq * k + n]
-                .iter()
-                .map(|&r| T::from_repr(r))
-                .collect();
+            deleted[i] = raw.out[seq * k..seq * k + n].to_vec();
         }
         Ok(LaunchTrace { order, deleted })
     }
@@ -700,7 +707,7 @@ impl<T: DeviceHeapKey> Inner<T> {
 
     /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
     /// linearization order only when `want_order`.
-    fn run(&mut self, keys: &[T], ops: &[HeapOp], want_order: bool) -> Result<RawLaunch<T::Repr>> {
+    fn run(&mut self, keys: &[T], ops: &[HeapOp], want_order: bool) -> Result<RawLaunch<T>> {
         let t_start = std::time::Instant::now();
         let k = self.partial.len();
         let n_ops = to_u32(ops.len(), "operations in one call")?;
@@ -829,7 +836,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let (lens, out) = if dels > 0 {
             (
                 out_len.read_range(0, dels)?,
-                io.read_range(out_base, dels * k)?,
+                T::download(io.read_range_as::<T::Upload>(out_base, dels * k)?),
             )
         } else {
             (Vec::new(), Vec::new())
