@@ -494,7 +494,7 @@ typedef struct {
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
     uint c, d, p, a, b;
-    bool changed, child_changed, has_l, has_r, dirty, last_delmod, last_loaded;
+    bool changed, child_changed, has_l, has_r, dirty, last_delmod;
 } gh_ctl;
 
 inline uint gh_alloc(gh_ctl *c) {
@@ -953,28 +953,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 c->b = gh_alloc(c);
                 gh_load(c, c->b, G_PARTIAL, 0, 0, c->plen);
             }
-            c->last_loaded = false;
-            if (c->plen < c->want && c->count >= 2u) {
-                /* The spare keys will not refill the root: the last node will. Take it now
-                 * and load it with the root's copy-out, one step fewer under the root lock
-                 * (the last node is rarely busy; the root's children, which are, are taken
-                 * later as before). An INS's target (TD) takes the general way below. */
-                c->last = gh_position(c->count - 1u);
-                c->st = gh_lock(&word[c->last], hdr, GH_AVAIL);
-                if (c->st == GH_ABORT) {
-                    gh_fail(c, hdr, GH_ERR_STALL);
-                    break;
-                }
-                if (gh_holds_keys(c->st)) {
-                    c->last_delmod = c->st == GH_DELMOD; /* P_DEL_SPARE says why */
-                    c->c = gh_alloc(c);
-                    gh_load(c, c->c, G_KEYS, (ulong)c->last * K, 0, K);
-                    gh_after(c, c->last, GH_EMPTY);
-                    c->last_loaded = true;
-                } else {
-                    gh_unlock(&word[c->last], c->st);
-                }
-            }
             gh_end_step(c, word);
             out_len[c->seq] = c->want;
             c->spare = K - c->want + c->plen;
@@ -1009,11 +987,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->last = gh_position(c->count - 1u);
             asym_store_relaxed(&hdr[GH_COUNT], c->count - 1u);
             asym_store_relaxed(&hdr[GH_PLEN], c->spare);
-            if (c->last_loaded) {
-                /* Taken and loaded in P_DEL_LOCK's step (and let go after it). */
-                c->pc = P_DEL_TAKE;
-                break;
-            }
             if (c->last == 0) {
                 if (c->p != GH_NONE) gh_store(c, c->p, G_PARTIAL, 0, 0, c->spare);
                 gh_after(c, 0, GH_AVAIL);
