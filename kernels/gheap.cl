@@ -164,7 +164,7 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * group one step at a time: up to GH_ACTS independent data-parallel actions (load a node
  * into local memory, a bitonic stage, a merge path writing its two halves straight into
  * fresh local arrays, a store...), plus the locks to release once the step has run. Work-item
- * 0 assigns six local arrays to roles (node, carried batch, children, merge results) instead
+ * 0 assigns five local arrays to roles (node, carried batch, children, merge results) instead
  * of copying keys between them. Every step is bracketed by two barriers at the top level of
  * the kernel's single loop; no barrier sits in a branch. (A first version with
  * barriers inside conditional helpers took PoCL eight minutes to compile per kernel shape:
@@ -195,7 +195,7 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * another group has recorded an error, the group records GH_ERR_STALL and leaves, and the
  * others follow as they notice: the heap is then unusable and the host says so.
  * ====================================================================================== */
-#if K <= 1024
+#if K <= 2048
 
 #define GH_EMPTY 0u
 #define GH_AVAIL 1u
@@ -380,7 +380,10 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define G_IN 2u
 #define G_OUT 3u
 
-#define GH_ARRAYS 6u /* local arrays of K keys; work-item 0 assigns them to roles */
+/* Local arrays of K keys; work-item 0 assigns them to roles. Five cover every path (most at
+ * once: an INS's buffer, batch and root plus a merge's two results; a sift's node and two
+ * children plus two results), so K = 2048 int keys and K = 1024 pairs fit in 48 KiB. */
+#define GH_ARRAYS 5u
 #define GH_ACTS 4
 #define GH_UNLOCKS 3
 #define GH_QUEUE 8 /* a ring: steps queued, then the one being built */
@@ -494,10 +497,16 @@ typedef struct {
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
     uint c, d, p, a, b;
-    bool changed, child_changed, has_l, has_r, dirty, last_delmod;
+    bool changed, child_changed, has_l, has_r, dirty, last_delmod, out_of_arrays;
 } gh_ctl;
 
 inline uint gh_alloc(gh_ctl *c) {
+    if (c->free_mask == 0u) {
+        /* A path needing more arrays than GH_ARRAYS: a bug. Hand out array 0 and record
+         * it; gh_control fails the launch before any step built since runs. */
+        c->out_of_arrays = true;
+        return 0u;
+    }
     const uint i = 31u - clz(c->free_mask & (0u - c->free_mask)); /* lowest free */
     c->free_mask &= ~(1u << i);
     return i;
@@ -662,6 +671,10 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
         c->has_ran = false;
     }
     for (;;) {
+        if (c->out_of_arrays) {
+            c->out_of_arrays = false;
+            gh_fail(c, hdr, GH_ERR_STATE); /* drops the steps queued, queues the exit */
+        }
         if (c->head != c->tail) {
             c->ran = c->head % GH_QUEUE;
             c->has_ran = true;
@@ -1281,9 +1294,9 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     /* The DELs' keys start `out_base` keys into `out` (the host passes one staging buffer
      * for the inserted keys and, after them, the deleted ones). */
     out += out_base;
-    __local KEY_T l0[K], l1[K], l2[K], l3[K], l4[K], l5[K];
+    __local KEY_T l0[K], l1[K], l2[K], l3[K], l4[K];
     __local uint step;
-    __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4, l5};
+    __local KEY_T *loc[GH_ARRAYS] = {l0, l1, l2, l3, l4};
     const uint lid = get_local_id(0);
     /* Work-item 0's control: its scalars in private memory (registers), the steps it builds
      * in local memory. */
@@ -1298,6 +1311,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
         })
         ctl.pc = P_NEXT;
         ctl.head = ctl.tail = 0;
+        ctl.out_of_arrays = false;
         ctl.has_ran = false;
         gh_clear(gh_cur(&ctl));
         ctl.free_mask = (1u << GH_ARRAYS) - 1u;
@@ -1319,7 +1333,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     }
 }
 
-#endif /* K <= 1024 */
+#endif /* K <= 2048 */
 
 
 /* Copies n keys (growing the heap's arrays between launches, reading the root for peek). */

@@ -32,7 +32,7 @@ fn heap_sort_on_the_device_equals_std_sort() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for (batch, dir) in [2usize, 32, 64, 256, 1024]
+        for (batch, dir) in [2usize, 32, 64, 256, 1024, 2048]
             .into_iter()
             .flat_map(|b| DIRECTIONS.map(|d| (b, d)))
         {
@@ -341,7 +341,7 @@ fn other_key_types_and_payloads_keep_their_order() {
 #[test]
 fn bad_configurations_are_refused_clearly() {
     let rt = common::runtime(common::transports()[0]);
-    for batch in [0usize, 3, 2048] {
+    for batch in [0usize, 3, 4096] {
         let e = DeviceGeneralizedHeap::<i32>::new(&rt, &DeviceHeapConfig::new(batch)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "K {batch}: {e}");
     }

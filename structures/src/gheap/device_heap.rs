@@ -31,8 +31,9 @@ use super::device::{check_local_memory, default_work_group, max_work_group};
 use super::InsertDirection;
 use crate::kselect::SelectKey;
 
-/// The largest batch the device heap takes (six batches of keys live in local memory).
-pub const MAX_DEVICE_HEAP_BATCH: usize = 1024;
+/// The largest batch the device heap takes (five batches of keys live in local memory: K =
+/// 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in 48 KiB).
+pub const MAX_DEVICE_HEAP_BATCH: usize = 2048;
 
 const HDR_COUNT: usize = 0;
 const HDR_PLEN: usize = 1;
@@ -349,10 +350,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                  {MAX_DEVICE_HEAP_BATCH}"
             )));
         }
-        // Six arrays of K keys, the control state and the step broadcast.
+        // Five arrays of K keys, the control state and the step broadcast.
         check_local_memory(
             rt,
-            6 * k * std::mem::size_of::<T::Repr>() + 2048,
+            5 * k * std::mem::size_of::<T::Repr>() + 2048,
             &format!("run a device heap of batches of {k} keys"),
         )?;
         let max_wg = max_work_group(rt);
