@@ -6,9 +6,9 @@
  *
  * Build options: -DK=<keys per batch: power of two, 2..2048>, -DWG=<work-group size: power
  * of two, at most K>, -DKEY_T=int|long -DKEY_MAX=INT_MAX|LONG_MAX (default int), -DKEY_MAP
- * (common.cl: how the device heap's inserted keys, uploaded as raw bits, become ordered). Keys are in
- * the "ordered" form (signed comparison is the keys' order; the host maps u32 and f32 as the
- * k-selection does, and packs a key with a 32-bit payload into a long).
+ * (common.cl: how the device heap's inserted keys, uploaded as raw bits, become ordered).
+ * Keys are in the "ordered" form (signed comparison is the keys' order: u32 and f32 map as
+ * in the k-selection, and a key with a 32-bit payload packs into a long).
  *
  * Bitonic sort: log2(K)·(log2(K)+1)/2 compare-exchange stages over the K/2 pairs of the stage,
  * each work-item taking pairs lid, lid + WG, ...; a barrier after each stage. Merge path: the
@@ -309,32 +309,12 @@ inline bool gh_give_up(uint spins, __global uint *hdr) {
     return false;
 }
 
-/* Takes the lock of `w`; returns the state it held, or GH_ABORT (wait past its bound, or
- * another group recorded an error). `guess` is the state the caller expects (a present
- * node: AVAIL): one compare-and-swap on it first saves the read before it, an L2 round trip
- * of work-item 0's serial chain, when the lock is free (the profile put the DEL's root
- * section at 12.8 µs, mostly such round trips). */
-inline uint gh_lock(__global uint *w, __global uint *hdr, uint guess) {
-    if (asym_cas(w, guess, guess | GH_LOCKED)) {
-        gh_fence();
-        return guess;
-    }
-    uint step = 0;
-    for (uint spins = 0;; ++spins) {
-        const uint v = asym_load_relaxed(w);
-        if ((v & GH_LOCKED) == 0u && asym_cas(w, v, v | GH_LOCKED)) {
-            gh_fence();
-            return v;
-        }
-        if (gh_give_up(spins, hdr)) return GH_ABORT;
-        gh_backoff(&step, w);
-    }
-}
-
-/* One attempt at the lock of `w` (first on the expected state, as gh_lock): the state it
- * held, or GH_BUSY. */
+/* One attempt at the lock of `w`: the state it held, or GH_BUSY. `guess` is the state the
+ * caller expects (a present node: AVAIL); a compare-and-swap on it first saves the read
+ * before it when the lock is free, an L2 round trip of work-item 0's serial chain (the DEL's
+ * root section went 12.99 -> 12.28 µs on the H200, docs/BENCHMARKS.md). GH_NONE: no guess. */
 inline uint gh_try_lock(__global uint *w, uint guess) {
-    if (asym_cas(w, guess, guess | GH_LOCKED)) {
+    if (guess != GH_NONE && asym_cas(w, guess, guess | GH_LOCKED)) {
         gh_fence();
         return guess;
     }
@@ -344,6 +324,19 @@ inline uint gh_try_lock(__global uint *w, uint guess) {
         return v;
     }
     return GH_BUSY;
+}
+
+/* Takes the lock of `w`, guessing `guess` on the first attempt only (spinners must not
+ * hammer a held word with compare-and-swaps); returns the state it held, or GH_ABORT (wait
+ * past its bound, or another group recorded an error). */
+inline uint gh_lock(__global uint *w, __global uint *hdr, uint guess) {
+    uint step = 0;
+    for (uint spins = 0;; ++spins) {
+        const uint v = gh_try_lock(w, spins == 0u ? guess : GH_NONE);
+        if (v != GH_BUSY) return v;
+        if (gh_give_up(spins, hdr)) return GH_ABORT;
+        gh_backoff(&step, w);
+    }
 }
 
 /* Waits until `w` holds exactly `from` (unlocked) and swaps in `to`: an INS reserving its
@@ -409,6 +402,10 @@ typedef struct {
     uint frees;
 } gh_pending;
 
+/* A key as stored to global array `g`: DELs' keys leave in the caller's form (the KEY_MAP
+ * maps are their own inverses), the heap's own arrays keep the ordered form. */
+inline KEY_T gh_stored(KEY_T v, uint g) { return g == G_OUT ? ASYM_ORDERED(v) : v; }
+
 inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *keys,
                        __global KEY_T *partial, __global const KEY_T *in, __global KEY_T *out,
                        uint lid) {
@@ -432,23 +429,14 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
     case A_STORE: {
         volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
         __local const KEY_T *src = loc[m.x] + m.from;
-        /* DELs' keys leave in the caller's form: the KEY_MAP maps are their own inverses. */
-        if (m.y == G_OUT) {
-            for (uint i = lid; i < m.n; i += WG) dst[i] = ASYM_ORDERED(src[i]);
-        } else {
-            for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
-        }
+        for (uint i = lid; i < m.n; i += WG) dst[i] = gh_stored(src[i], m.y);
         break;
     }
     case A_GCOPY: {
         volatile __global const KEY_T *src =
             (volatile __global const KEY_T *)((m.z == G_KEYS ? keys : partial) + m.off2);
         volatile __global KEY_T *dst = (volatile __global KEY_T *)(glob + m.off);
-        if (m.y == G_OUT) {
-            for (uint i = lid; i < m.n; i += WG) dst[i] = ASYM_ORDERED(src[i]);
-        } else {
-            for (uint i = lid; i < m.n; i += WG) dst[i] = src[i];
-        }
+        for (uint i = lid; i < m.n; i += WG) dst[i] = gh_stored(src[i], m.y);
         break;
     }
     case A_SORT:
@@ -547,8 +535,11 @@ inline void gh_load(gh_ctl *c, uint dst, uint g, ulong off, uint from, uint n) {
 inline void gh_store(gh_ctl *c, uint src, uint g, ulong off, uint from, uint n) {
     if (n > 0) gh_add(c, A_STORE, src, g, 0, 0, off, 0, from, n);
 }
+inline void gh_count(__global uint *hdr, uint stat) { (void)asym_fetch_add(&hdr[stat], 1u); }
+
 /* MergeAndSort of x and y into two new arrays (returned in *lo, *hi); x and y are freed. */
-inline void gh_merge(gh_ctl *c, uint x, uint y, uint *lo, uint *hi) {
+inline void gh_merge(gh_ctl *c, __global uint *hdr, uint x, uint y, uint *lo, uint *hi) {
+    gh_count(hdr, GH_STAT_MERGES);
     *lo = gh_alloc(c);
     *hi = gh_alloc(c);
     gh_add(c, A_MERGE, x, y, *lo, *hi, 0, 0, 0, 0);
@@ -565,29 +556,26 @@ inline void gh_after(gh_ctl *c, uint at, uint state) {
 
 /* Ends the step being built: queued (or, with no action and nothing queued before it, its
  * unlocks and frees apply at once: everything before it has run). */
-/* Releases a lock a step was waiting for (and ends a profiled root critical section); the
- * caller fenced once before a run of these (gh_release_fence). */
-inline void gh_release(gh_ctl *c, __global uint *word, uint at, uint state) {
-    asym_store_relaxed(&word[at], state);
-    GH_PROF(if (at == 0u && c->root_held) {
-        c->p_root_hold += gh_now() - c->t_root;
-        c->root_held = false;
-    })
-}
-
-/* The release fence before a run of gh_release: work-item 0's own writes (the header) are
- * ordered before the lock words that publish them; the step's stores were fenced by every
- * work-item before the barrier. */
-inline void gh_release_fence(uint n_unlock) {
-    if (n_unlock > 0u) gh_fence();
+/* A step has run (or had nothing to run): release the locks it was waiting for and free its
+ * arrays. One fence orders work-item 0's own writes (the header) before all the lock words
+ * that publish them; the step's stores were fenced by every work-item before the barrier.
+ * Releasing the root ends a profiled root critical section. */
+inline void gh_retire(gh_ctl *c, __global uint *word, __local gh_pending *p) {
+    if (p->n_unlock > 0u) gh_fence();
+    for (uint i = 0; i < p->n_unlock; ++i) {
+        asym_store_relaxed(&word[p->unlock_at[i]], p->unlock_to[i]);
+        GH_PROF(if (p->unlock_at[i] == 0u && c->root_held) {
+            c->p_root_hold += gh_now() - c->t_root;
+            c->root_held = false;
+        })
+    }
+    c->free_mask |= p->frees;
 }
 
 inline void gh_end_step(gh_ctl *c, __global uint *word) {
     __local gh_pending *cur = gh_cur(c);
     if (cur->s.n_act == 0 && c->head == c->tail) {
-        gh_release_fence(cur->n_unlock);
-        for (uint i = 0; i < cur->n_unlock; ++i) gh_release(c, word, cur->unlock_at[i], cur->unlock_to[i]);
-        c->free_mask |= cur->frees;
+        gh_retire(c, word, cur);
     } else {
         c->tail += 1u;
     }
@@ -614,8 +602,6 @@ inline void gh_linearize(gh_ctl *c, __global uint *hdr, __global uint *order) {
 /* A climb is owed (an INS's, under the root lock; a DEL's duty, while it holds the node and
  * the claimed child it merged, so the count cannot reach zero in between). */
 inline void gh_climb_owed(__global uint *hdr) { (void)asym_fetch_add(&hdr[GH_CLIMBS], 1u); }
-
-inline void gh_count(__global uint *hdr, uint stat) { (void)asym_fetch_add(&hdr[stat], 1u); }
 
 /* Records a climb this DEL owes from `pos`, keeping the list ascending (shallowest first: a
  * deeper climb may wait for a shallower one). False when the list is full (cannot happen:
@@ -652,8 +638,7 @@ inline bool gh_merge_or_swap(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global 
         *hi = x;
         return false;
     }
-    gh_count(hdr, GH_STAT_MERGES);
-    gh_merge(c, x, y, lo, hi);
+    gh_merge(c, hdr, x, y, lo, hi);
     return true;
 }
 
@@ -664,10 +649,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                           uint bottom_up) {
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
     if (c->has_ran) {
-        __local gh_pending *r = &c->q[c->ran];
-        gh_release_fence(r->n_unlock);
-        for (uint i = 0; i < r->n_unlock; ++i) gh_release(c, word, r->unlock_at[i], r->unlock_to[i]);
-        c->free_mask |= r->frees;
+        gh_retire(c, word, &c->q[c->ran]);
         c->has_ran = false;
     }
     for (;;) {
@@ -764,8 +746,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             gh_end_step(c, word);
             if (c->plen > 0) {
                 uint lo, hi;
-                gh_count(hdr, GH_STAT_MERGES); /* just loaded: no swap test */
-                gh_merge(c, c->p, c->d, &lo, &hi);
+                gh_merge(c, hdr, c->p, c->d, &lo, &hi); /* not loaded yet: no swap test */
                 gh_end_step(c, word);
                 c->d = lo; /* the K smallest of buffer and batch */
                 c->p = hi; /* the rest */
@@ -973,8 +954,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->d = GH_NONE;                        /* and the rest */
             if (c->a != GH_NONE && c->b != GH_NONE) {
                 uint lo, hi;
-                gh_count(hdr, GH_STAT_MERGES); /* just loaded: no swap test */
-                gh_merge(c, c->a, c->b, &lo, &hi);
+                gh_merge(c, hdr, c->a, c->b, &lo, &hi); /* not loaded yet: no swap test */
                 gh_end_step(c, word);
                 c->p = lo;
                 c->d = hi;
@@ -1072,8 +1052,8 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 /* The step being built stores the level above (and releases it): try the
                  * children once; if either is busy (the DEL ahead still works below it),
                  * run that step first, so the level above is let go before this group
-                 * blocks. Holding it while blocking chained every DEL's root section to the
-                 * progress of the DEL before it two levels down. The node itself stays
+                 * blocks rather than while it waits on the DEL ahead (measured on the H200:
+                 * within the run-to-run spread, docs/BENCHMARKS.md). The node itself stays
                  * held throughout, so nobody overtakes. */
                 c->sl = l < slots ? gh_try_lock(&word[l], GH_AVAIL) : GH_NONE;
                 c->sr = (r < slots && c->sl != GH_BUSY) ? gh_try_lock(&word[r], GH_AVAIL) : GH_NONE;
@@ -1085,7 +1065,8 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             } else {
                 GH_PROF(const ulong t_wait = gh_now();)
                 c->sl = l < slots ? gh_lock(&word[l], hdr, GH_AVAIL) : GH_NONE;
-                c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr, GH_AVAIL) : GH_NONE;
+                c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr, GH_AVAIL)
+                                                         : GH_NONE;
                 GH_PROF(c->p_child_wait += gh_now() - t_wait;)
             }
             if (c->sl == GH_ABORT || c->sr == GH_ABORT) {
@@ -1134,8 +1115,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 uint lo = small, hi = large;
                 c->child_changed = gh_overlap(loc, small, large);
                 if (c->child_changed) {
-                    gh_count(hdr, GH_STAT_MERGES);
-                    gh_merge(c, small, large, &lo, &hi);
+                    gh_merge(c, hdr, small, large, &lo, &hi);
                     gh_end_step(c, word);
                     gh_store(c, hi, G_KEYS, (ulong)c->large_pos * K, 0, K);
                 }

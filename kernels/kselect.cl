@@ -53,7 +53,6 @@
 #endif
 /* Keys uploaded as raw bits are mapped to the ordered form on load: ASYM_ORDERED (common.cl,
  * -DKEY_MAP). */
-#define ORDERED(x) ASYM_ORDERED(x)
 #ifndef PER
 #define PER 1
 #endif
@@ -190,7 +189,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     /* 1. the first k keys, then INT_MIN up to the end of the last child block (the host
      *    sizes the heap at least k + 2D words) */
     const uint pad_end = D * ((k - 1) / D + 2) - PAD;
-    for (uint i = lid; i < pad_end; i += WG) HSET(i, i < k ? ORDERED(list[i]) : INT_MIN)
+    for (uint i = lid; i < pad_end; i += WG) HSET(i, i < k ? ASYM_ORDERED(list[i]) : INT_MIN)
     barrier(FENCE);
 
     /* 2. heapify, deepest internal level first (level starts: s0 = 0, s(L+1) = D*s(L) + 1) */
@@ -226,7 +225,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
 #pragma unroll
         for (uint j = 0; j < PER; ++j) {
             const uint idx = base + j * WG + lid;
-            xs[j] = idx < n ? ORDERED(list[idx]) : INT_MAX;
+            xs[j] = idx < n ? ASYM_ORDERED(list[idx]) : INT_MAX;
             cnt += xs[j] < r ? 1u : 0u;
         }
         kselect_inclusive_scan(scan, lid, cnt);
@@ -259,7 +258,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
         const uint idx = base + lid;
         const int r = root;
         int x = INT_MAX;
-        if (idx < n) x = ORDERED(list[idx]);
+        if (idx < n) x = ASYM_ORDERED(list[idx]);
         const uint flag = x < r ? 1u : 0u;
         kselect_inclusive_scan(scan, lid, flag);
         /* Unconditional store: non-candidates park in their own slot past WG (see top). */
