@@ -3,8 +3,19 @@
 
 mod common;
 
-use asym_runtime::{Error, KernelSource, SvmKind, Transport};
+use asym_runtime::{Error, KernelSource, Runtime, SvmBuffer, SvmKind, Transport};
 use rand::Rng;
+
+/// Adds one to every element of `buf` with the runtime's test kernel, and waits.
+fn add_one_on_device(rt: &Runtime, buf: &SvmBuffer<u32>) {
+    let n = buf.len();
+    let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+    k.arg_svm(0, buf).unwrap().arg_scalar(1, n as u32).unwrap();
+    k.launch(n.next_multiple_of(64), Some(64))
+        .unwrap()
+        .wait()
+        .unwrap();
+}
 
 #[test]
 fn round_trip_host_device_host() {
@@ -15,10 +26,7 @@ fn round_trip_host_device_host() {
             assert_eq!(buf.kind(), t.svm_kind());
             let data: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
             buf.write(&data).unwrap();
-            let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-            k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
-            let global = n.next_multiple_of(64);
-            k.launch(global, Some(64)).unwrap().wait().unwrap();
+            add_one_on_device(&rt, &buf);
             let back = buf.read().unwrap();
             let want: Vec<u32> = data.iter().map(|v| v.wrapping_add(1)).collect();
             assert_eq!(back, want, "transport {t}, n = {n}");
@@ -87,12 +95,7 @@ fn ranged_reads_return_what_a_kernel_left() {
         let mut buf = rt.alloc::<u32>(n).unwrap();
         let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
         buf.write(&data).unwrap();
-        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
-        k.launch(n.next_multiple_of(64), Some(64))
-            .unwrap()
-            .wait()
-            .unwrap();
+        add_one_on_device(&rt, &buf);
         let want: Vec<u32> = data.iter().map(|v| v.wrapping_add(1)).collect();
         for (at, len) in [(0, n), (0, 1), (1000, 3000), (n - 1, 1), (n, 0), (17, 0)] {
             assert_eq!(

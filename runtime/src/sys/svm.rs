@@ -596,20 +596,7 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// buffer gives the floats' bit patterns, valid since every bit pattern of an
     /// [`SvmElement`] is).
     pub fn copy_from_host<U: SvmElement>(&mut self, at: usize, src: &[U]) -> Result<()> {
-        if size_of::<U>() != size_of::<T>() {
-            return Err(Error::InvalidArgument(format!(
-                "copying {}-byte elements into an SVM buffer of {}-byte elements",
-                size_of::<U>(),
-                size_of::<T>()
-            )));
-        }
-        if at.checked_add(src.len()).is_none_or(|end| end > self.len) {
-            return Err(Error::InvalidArgument(format!(
-                "copying {} elements to offset {at} of an SVM buffer of {}",
-                src.len(),
-                self.len
-            )));
-        }
+        self.check_copy::<U>(at, src.len(), "copying", "into")?;
         if src.is_empty() {
             return Ok(());
         }
@@ -633,19 +620,7 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// [`SvmBuffer::read_range`] into elements of another type of the same size (a kernel
     /// that stored keys in the caller's form, in a buffer typed by the device's).
     pub fn read_range_as<U: SvmElement>(&mut self, at: usize, len: usize) -> Result<Vec<U>> {
-        if size_of::<U>() != size_of::<T>() {
-            return Err(Error::InvalidArgument(format!(
-                "reading {}-byte elements from an SVM buffer of {}-byte elements",
-                size_of::<U>(),
-                size_of::<T>()
-            )));
-        }
-        if at.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(Error::InvalidArgument(format!(
-                "reading {len} elements at offset {at} of an SVM buffer of {}",
-                self.len
-            )));
-        }
+        self.check_copy::<U>(at, len, "reading", "from")?;
         let mut out: Vec<U> = Vec::with_capacity(len);
         if len == 0 {
             return Ok(out);
@@ -662,6 +637,31 @@ impl<T: SvmElement> SvmBuffer<T> {
         // (SvmElement's contract).
         unsafe { out.set_len(len) };
         Ok(out)
+    }
+
+    /// The checks of a copy of `len` elements of U at element `at`: U has T's size, and the
+    /// range lies inside the buffer. `verb` and `dir` word the error ("copying" "into").
+    fn check_copy<U: SvmElement>(
+        &self,
+        at: usize,
+        len: usize,
+        verb: &str,
+        dir: &str,
+    ) -> Result<()> {
+        if size_of::<U>() != size_of::<T>() {
+            return Err(Error::InvalidArgument(format!(
+                "{verb} {}-byte elements {dir} an SVM buffer of {}-byte elements",
+                size_of::<U>(),
+                size_of::<T>()
+            )));
+        }
+        if at.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::InvalidArgument(format!(
+                "{verb} {len} elements at offset {at} {dir} an SVM buffer of {}",
+                self.len
+            )));
+        }
+        Ok(())
     }
 
     /// Copies the buffer out (map, copy, unmap).
