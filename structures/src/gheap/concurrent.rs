@@ -433,7 +433,8 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         loop {
             if self.climbs.load(Ordering::SeqCst) == 0 {
                 let root = lock(&self.root);
-                // An INS owes its climb under the root lock: zero here stays zero until the
+                // An INS owes its climb under the root lock, and a DEL owes one only while a
+                // claimed node (so a counted climb) exists: zero here stays zero until the
                 // root is let go.
                 if self.climbs.load(Ordering::SeqCst) == 0 {
                     return Ok(root);

@@ -74,7 +74,8 @@ pub trait DeviceHeapKey: Copy + Send + 'static {
     /// The kernel's `-DKEY_MAP` for [`DeviceHeapKey::Upload`] (0: already the device form).
     const KEY_MAP: u32;
     /// The keys as uploaded: borrowed for scalar keys, so an insert converts nothing on the
-    /// host (the profile put ~105 ms of a 2^24-key insert there on the H200).
+    /// host (host time before the launches of a 2^24-key insert and delete on the H200: 105
+    /// -> 72 ms with it, docs/BENCHMARKS.md).
     fn upload(keys: &[Self]) -> Cow<'_, [Self::Upload]>;
     /// Keys a DEL returned, as the device stored them (scalar keys: already in the caller's
     /// form, the map being its own inverse), into keys.
@@ -212,7 +213,7 @@ pub struct DeviceHeapProfile {
     pub dels: u64,
     /// Their time from taking the operation to taking the next one, µs.
     pub del_us: f64,
-    /// Host time per call before the launch (converting and copying keys, sizing), µs.
+    /// Host time before the launches (staging buffers, copying keys in, the header), µs.
     pub host_prepare_us: f64,
     /// Of which: allocating the call's staging buffers (when they must grow), µs.
     pub host_alloc_us: f64,
@@ -297,9 +298,9 @@ impl<T: Copy> RawLaunch<T> {
 /// A call's inputs and outputs in SVM; the host writes and reads only the ranges a call uses
 /// (`copy_from_host`, `read_range`), so their size costs nothing on the coarse transport.
 /// One buffer holds the inserted keys and, after them, the DELs' keys: a call of either
-/// kind reuses what the other grew (allocating SVM cost ~1 ms per MiB on the H200: 63 of the
-/// 78 ms of host time before the launches of a 2^24-key insert and delete, measured with two
-/// buffers).
+/// kind reuses what the other grew (allocating SVM cost ~0.5 ms per MiB on the H200: 63 of
+/// the 78 ms of host time before the launches of a 2^24-key insert and delete, measured with
+/// two buffers; 37 ms with one).
 struct Staging<R: SvmElement> {
     keys: Option<SvmBuffer<R>>,
     ops: Option<SvmBuffer<u32>>,
