@@ -81,6 +81,48 @@ inline uint asym_exchange_relaxed(__global uint *p, uint v) {
 }
 #endif
 
+/* 64-bit atomics, for programs built with -DASYM_INT64_ATOMICS=1 (the SVM allocator's tagged
+ * free-list heads): the same orderings as the 32-bit wrappers above. Only such programs enable
+ * the int64 atomics extensions, so devices without them still build everything else. */
+#ifdef ASYM_INT64_ATOMICS
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#ifdef ASYM_FINE
+typedef volatile __global atomic_ulong asym_atomic_ulong;
+inline ulong asym_load64_acquire(__global ulong *p) {
+    return atomic_load_explicit((asym_atomic_ulong *)p, memory_order_acquire, memory_scope_device);
+}
+inline bool asym_cas64(__global ulong *p, ulong expected, ulong desired) {
+    return atomic_compare_exchange_strong_explicit((asym_atomic_ulong *)p, &expected, desired,
+        memory_order_acq_rel, memory_order_acquire, memory_scope_device);
+}
+inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
+    return atomic_fetch_add_explicit((asym_atomic_ulong *)p, v, memory_order_relaxed, memory_scope_device);
+}
+inline ulong asym_fetch_sub64(__global ulong *p, ulong v) {
+    return atomic_fetch_sub_explicit((asym_atomic_ulong *)p, v, memory_order_relaxed, memory_scope_device);
+}
+#else
+inline ulong asym_load64_acquire(__global ulong *p) {
+    ulong v = *(volatile __global ulong *)p;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return v;
+}
+inline bool asym_cas64(__global ulong *p, ulong expected, ulong desired) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    bool ok = atom_cmpxchg((volatile __global ulong *)p, expected, desired) == expected;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return ok;
+}
+inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
+    return atom_add((volatile __global ulong *)p, v);
+}
+inline ulong asym_fetch_sub64(__global ulong *p, ulong v) {
+    return atom_sub((volatile __global ulong *)p, v);
+}
+#endif
+#endif
+
 /* Keys uploaded as raw bits become the "ordered" int32 form on load (-DKEY_MAP, the maps of
  * SelectKey::to_ordered), in which signed comparison is the keys' order: 0 as they are
  * (int32 keys, or keys the host mapped already), 1 uint32 (flip the sign bit), 2 float32

@@ -14,12 +14,27 @@ pub struct KernelSource {
     pub name: &'static str,
     /// The OpenCL C text.
     pub text: &'static str,
+    /// Sources this one builds on, placed (in order) between the shared helpers and it.
+    pub deps: &'static [KernelSource],
 }
 
 impl KernelSource {
     /// A source of the user's own (it gets the shared helpers prepended too).
     pub const fn new(name: &'static str, text: &'static str) -> Self {
-        KernelSource { name, text }
+        KernelSource {
+            name,
+            text,
+            deps: &[],
+        }
+    }
+
+    /// A source that builds on `deps` (for example the list on the allocator).
+    pub const fn with_deps(
+        name: &'static str,
+        text: &'static str,
+        deps: &'static [KernelSource],
+    ) -> Self {
+        KernelSource { name, text, deps }
     }
 }
 
@@ -51,12 +66,21 @@ pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../g
 /// deduplicated next frontier) and its helpers.
 pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"));
 
+/// The SVM allocator: `asym_malloc`/`asym_free` for work-items over the host's `SvmArena`
+/// (tagged Treiber free lists per size class); built with `ArenaLayout::cl_defines`.
+pub const ALLOC: KernelSource = KernelSource::new("alloc.cl", include_str!("../alloc.cl"));
+
+/// Harris's lock-free list on allocator nodes (ordered set and positional operations), one
+/// work-item per operation; builds on [`ALLOC`].
+pub const LIST: KernelSource =
+    KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC]);
+
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {
     let mut out = String::new();
     let helpers = [&COMMON, &RING, &HEAP].into_iter().filter(|h| *h != source);
-    for part in helpers.chain([source]) {
+    for part in helpers.chain(source.deps).chain([source]) {
         out.push_str(&format!("#line 1 \"{}\"\n", part.name));
         out.push_str(part.text);
         out.push('\n');

@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adheap;
+pub mod arena;
 pub mod dheap;
 pub mod gheap;
 pub mod graph;

@@ -714,6 +714,19 @@ impl<T: SvmElement> SvmMap<'_, T> {
     }
 }
 
+impl<T: SvmAtomicElement> SvmMap<'_, T> {
+    /// The mapped memory as host atomics, so that several host threads can share it with
+    /// compare-and-swap between launches (on the coarse transport, where a running kernel
+    /// and the host may not share words, this is how host threads run a lock-free structure).
+    pub fn atomics(&mut self) -> &[T::Atomic] {
+        // SAFETY: the map guard holds exclusive host access to `len` initialised elements
+        // (see `deref`), and `&mut self` keeps every other reference through this guard away
+        // for the returned lifetime; `T::Atomic` has `T`'s size and alignment
+        // (SvmAtomicElement's contract) and every bit pattern of `T` is a valid atomic value.
+        unsafe { std::slice::from_raw_parts(self.raw.alloc.as_ptr() as *const T::Atomic, self.len) }
+    }
+}
+
 impl<T: SvmElement> Deref for SvmMap<'_, T> {
     type Target = [T];
     fn deref(&self) -> &[T] {

@@ -1,0 +1,207 @@
+//! The host half of the allocator: the same tagged Treiber stacks as `kernels/alloc.cl`, run
+//! by CPU threads on host atomics over the arena's SVM.
+//!
+//! Memory-ordering rules (the kernel's, mirrored): a block's next word is written `Relaxed`
+//! before the head's compare-and-swap, which is `AcqRel` on success and so publishes it; a pop
+//! loads the head with `Acquire` before reading the next word. Heads carry a tag that every
+//! successful push and pop increments, so a pop's CAS succeeds only when the head did not
+//! change since its load, and the next word it read then was the one pushed with the block
+//! (see alloc.cl for the full argument). Statistics are `Relaxed` counters.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use asym_runtime::{Error, Result};
+
+use super::{ArenaLayout, CTL_BAD_FREE, CTL_FAILED, CTL_HEADS, CTL_HIGH, CTL_IN_USE};
+use super::{CTL_NEXT_SB, CTL_RETRIES, CTL_SB_COUNT, MAX_RETRIES};
+
+/// Host access to an arena's memory as atomics: `malloc`, `free` and the words of blocks.
+///
+/// On the fine transport ([`super::SvmArena::view`]) CPU threads use it while kernels run
+/// on the same arena; on the coarse transport ([`super::ArenaMap::view`]) between launches.
+#[derive(Clone, Copy, Debug)]
+pub struct ArenaView<'a> {
+    pub(super) layout: ArenaLayout,
+    pub(super) ctl: &'a [AtomicU64],
+    pub(super) heap: &'a [AtomicU32],
+    pub(super) sb_class: &'a [AtomicU32],
+}
+
+fn tagged(old_head: u64, handle: u32) -> u64 {
+    (((old_head >> 32) + 1) << 32) | u64::from(handle)
+}
+
+impl<'a> ArenaView<'a> {
+    /// The arena's layout.
+    pub fn layout(&self) -> ArenaLayout {
+        self.layout
+    }
+
+    /// A block of at least `bytes` bytes. `hint` (a thread number) picks the first free-list
+    /// shard tried. `Err(OutOfMemory)` when no block is free and no superblock is left
+    /// (the host can [`grow`](super::SvmArena::grow) the arena between launches), or when
+    /// `bytes` is 0 or larger than a superblock.
+    pub fn malloc(&self, bytes: usize, hint: usize) -> Result<u32> {
+        let l = self.layout;
+        let Some(c) = l.class_of(bytes) else {
+            self.ctl[CTL_FAILED].fetch_add(1, Ordering::Relaxed);
+            return Err(Error::OutOfMemory(format!(
+                "a block of {bytes} bytes: the arena's blocks hold 1 to {} bytes",
+                l.superblock_bytes()
+            )));
+        };
+        let shards = l.shards as usize;
+        let first = hint % shards;
+        for i in 0..shards {
+            if let Some(block) = self.pop(c, (first + i) % shards) {
+                self.account(c);
+                return Ok(block);
+            }
+        }
+        let sb = self.ctl[CTL_NEXT_SB].fetch_add(1, Ordering::Relaxed);
+        if sb >= self.ctl[CTL_SB_COUNT].load(Ordering::Acquire) {
+            self.ctl[CTL_FAILED].fetch_add(1, Ordering::Relaxed);
+            return Err(Error::OutOfMemory(format!(
+                "no free block of {} bytes and every superblock of the arena ({} of {} bytes) \
+                 is in use",
+                l.class_bytes(c),
+                self.ctl[CTL_SB_COUNT].load(Ordering::Relaxed) - 1,
+                l.superblock_bytes()
+            )));
+        }
+        let bw = l.class_words(c);
+        let base = sb as u32 * l.superblock_words;
+        let blocks = l.superblock_words / bw;
+        self.sb_class[sb as usize].store(c + 1, Ordering::Relaxed);
+        if blocks > 1 {
+            for b in 1..blocks - 1 {
+                self.heap[(base + b * bw) as usize].store(base + (b + 1) * bw, Ordering::Relaxed);
+            }
+            // The push's CAS publishes the links and the class above.
+            self.push(c, first, base + bw, base + (blocks - 1) * bw);
+        }
+        self.account(c);
+        Ok(base)
+    }
+
+    /// Returns `block` to its size class. `Err(InvalidArgument)` when `block` is not the
+    /// handle of a block (nothing changes then); freeing a block twice is not detected.
+    pub fn free(&self, block: u32, hint: usize) -> Result<()> {
+        let l = self.layout;
+        let sb = (block / l.superblock_words) as usize;
+        let count = self.ctl[CTL_SB_COUNT].load(Ordering::Acquire) as usize;
+        let cls = if sb == 0 || sb >= count {
+            0
+        } else {
+            self.sb_class[sb].load(Ordering::Acquire)
+        };
+        if cls == 0 || (block % l.superblock_words) % l.class_words(cls - 1) != 0 {
+            self.ctl[CTL_BAD_FREE].fetch_add(1, Ordering::Relaxed);
+            return Err(Error::InvalidArgument(format!(
+                "free of handle {block}, which is not a block of this arena"
+            )));
+        }
+        let c = cls - 1;
+        self.push(c, hint % l.shards as usize, block, block);
+        self.ctl[CTL_IN_USE].fetch_sub(4 * u64::from(l.class_words(c)), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The `len` words of the block at `handle`; `None` when they are not inside the arena.
+    pub fn words(&self, handle: u32, len: usize) -> Option<&'a [AtomicU32]> {
+        let at = handle as usize;
+        self.heap.get(at..at.checked_add(len)?)
+    }
+
+    /// Word `i` of the block at `handle`; `None` outside the arena.
+    pub fn word(&self, handle: u32, i: usize) -> Option<&'a AtomicU32> {
+        self.heap.get((handle as usize).checked_add(i)?)
+    }
+
+    fn head(&self, c: u32, shard: usize) -> &AtomicU64 {
+        &self.ctl[CTL_HEADS + c as usize * self.layout.shards as usize + shard]
+    }
+
+    fn push(&self, c: u32, shard: usize, first: u32, last: u32) {
+        let head = self.head(c, shard);
+        let mut h = head.load(Ordering::Acquire);
+        for _ in 0..MAX_RETRIES {
+            self.heap[last as usize].store(h as u32, Ordering::Relaxed);
+            match head.compare_exchange_weak(
+                h,
+                tagged(h, first),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(now) => {
+                    h = now;
+                    self.ctl[CTL_RETRIES].fetch_add(1, Ordering::Relaxed);
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        // As in the kernel: a push that lost every race drops its blocks rather than link them
+        // twice, and says so in the statistics.
+        self.ctl[CTL_BAD_FREE].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn pop(&self, c: u32, shard: usize) -> Option<u32> {
+        let head = self.head(c, shard);
+        let mut h = head.load(Ordering::Acquire);
+        for _ in 0..MAX_RETRIES {
+            let block = h as u32;
+            if block == 0 {
+                return None;
+            }
+            let next = self.heap[block as usize].load(Ordering::Relaxed);
+            match head.compare_exchange_weak(
+                h,
+                tagged(h, next),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(block),
+                Err(now) => {
+                    h = now;
+                    self.ctl[CTL_RETRIES].fetch_add(1, Ordering::Relaxed);
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        None
+    }
+
+    fn account(&self, c: u32) {
+        let bytes = 4 * u64::from(self.layout.class_words(c));
+        let now = self.ctl[CTL_IN_USE].fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.ctl[CTL_HIGH].fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Free blocks on class `c`'s lists, found by walking them: call it only when nothing
+    /// else uses the arena (the walk follows next words that a concurrent pop may change).
+    pub(super) fn free_blocks_quiescent(&self, c: u32) -> Result<u64> {
+        let mut n = 0u64;
+        let limit = self.heap.len() as u64;
+        for shard in 0..self.layout.shards as usize {
+            let mut b = self.head(c, shard).load(Ordering::Acquire) as u32;
+            while b != 0 {
+                n += 1;
+                if n > limit {
+                    return Err(Error::Lost(format!(
+                        "the free list of {}-byte blocks has a cycle (a block freed twice?)",
+                        self.layout.class_bytes(c)
+                    )));
+                }
+                b = self
+                    .heap
+                    .get(b as usize)
+                    .ok_or_else(|| {
+                        Error::Lost(format!("a free list links to {b}, outside the arena"))
+                    })?
+                    .load(Ordering::Relaxed);
+            }
+        }
+        Ok(n)
+    }
+}
