@@ -8,15 +8,17 @@
  *             device, and survives the host growing the arena (the heap is copied whole).
  *   sb_class  uint per superblock: 0 while uncarved, else 1 + the size class it was cut into.
  *   ctl       ulong words: ARENA_NEXT_SB (bump counter of uncarved superblocks), ARENA_SB_COUNT
- *             (superblocks in the heap, written by the host between launches), statistics, and
- *             from ARENA_HEADS the free-list heads, ARENA_SHARDS per size class.
+ *             (superblocks in the heap, written by the host between launches), statistics,
+ *             from ARENA_BUMP each class's current superblock and next unused block, and from
+ *             ARENA_HEADS the free-list heads, ARENA_SHARDS per size class.
  *
  * Size class c holds blocks of 2^(c+1) words (8 bytes .. ARENA_SB_WORDS words). A class's free
  * blocks are spread over ARENA_SHARDS Treiber stacks (a work-item starts at the shard its id
  * picks, then tries the others) so that thousands of work-items do not all hit one word.
- * When every shard is empty, malloc takes a fresh superblock (one atomic add on ARENA_NEXT_SB),
- * keeps its first block and pushes the rest as one chain with one compare-and-swap.
- * Superblocks stay in the class they were cut for; blocks freed return to their class.
+ * When every shard is empty, malloc takes the next unused block of the class's current
+ * superblock (one fetch-and-add on ARENA_BUMP + c, see arena_bump), and the one work-item that
+ * finds the superblock used up takes a fresh one (ARENA_NEXT_SB). Superblocks stay in the class
+ * they were cut for; blocks freed return to their class's lists.
  *
  * ABA: a head is (tag << 32 | handle) and every successful push or pop increments the tag,
  * so a pop whose compare-and-swap succeeds saw no other change to the head between its load
@@ -45,7 +47,9 @@
 #define ARENA_FAILED 4    /* mallocs that found no memory */
 #define ARENA_BAD_FREE 5  /* frees of a handle that is not a block */
 #define ARENA_RETRIES 6   /* lost head CASes */
-#define ARENA_HEADS 8
+#define ARENA_BUMP 8      /* per class: (superblock << 32) | next unused block */
+#define ARENA_HEADS (ARENA_BUMP + ARENA_CLASSES)
+#define ARENA_EXHAUSTED 0xFFFFFFFFu
 #define ARENA_MAX_RETRIES (1u << 24)
 
 typedef struct {
@@ -72,18 +76,18 @@ inline ulong arena_tagged(ulong old_head, uint handle) {
     return (((old_head >> 32) + 1ul) << 32) | (ulong)handle;
 }
 
-/* Pushes the chain first..last (already linked through their first words) onto a stack. */
-inline void arena_push(asym_arena a, uint c, uint shard, uint first, uint last) {
+/* Pushes a block onto a stack. */
+inline void arena_push(asym_arena a, uint c, uint shard, uint block) {
     __global ulong *head = arena_head(a, c, shard);
     for (uint tries = 0; tries < ARENA_MAX_RETRIES; ++tries) {
         ulong h = asym_load64_acquire(head);
-        asym_store_relaxed(a.heap + last, (uint)h);
-        if (asym_cas64(head, h, arena_tagged(h, first))) {
+        asym_store_relaxed(a.heap + block, (uint)h);
+        if (asym_cas64(head, h, arena_tagged(h, block))) {
             return;
         }
         asym_fetch_add64(a.ctl + ARENA_RETRIES, 1ul);
     }
-    /* A push that lost 2^24 races in a row: the blocks are dropped (counted as bad frees),
+    /* A push that lost 2^24 races in a row: the block is dropped (counted as a bad free),
      * never linked twice. */
     asym_fetch_add64(a.ctl + ARENA_BAD_FREE, 1ul);
 }
@@ -116,6 +120,41 @@ inline void arena_account(asym_arena a, uint c) {
     }
 }
 
+/* Takes the next unused block of class c's current superblock, switching to a fresh
+ * superblock when it is used up. bump[c] = (superblock << 32) | next block index; one
+ * fetch-and-add hands out a block. The work-item whose add returns exactly the block count is
+ * the only one that switches (it takes block 0 of the new superblock); those whose adds land
+ * past the count wait for the switch (bounded), trying the free lists meanwhile. So a burst
+ * of thousands of mallocs on empty lists carves one superblock at a time, not one each.
+ * Returns 0 with *oom set when the arena has no superblock left. */
+inline uint arena_bump(asym_arena a, uint c, uint *oom) {
+    __global ulong *bump = a.ctl + ARENA_BUMP + c;
+    uint bw = arena_class_words(c);
+    uint blocks = ARENA_SB_WORDS / bw;
+    ulong b = asym_fetch_add64(bump, 1ul);
+    uint sb = (uint)(b >> 32);
+    uint idx = (uint)b;
+    if (sb == ARENA_EXHAUSTED) {
+        *oom = 1u;
+        return 0u;
+    }
+    if (idx < blocks) {
+        return sb * ARENA_SB_WORDS + idx * bw;
+    }
+    if (idx > blocks) {
+        return 0u; /* another work-item is switching superblocks */
+    }
+    ulong fresh = asym_fetch_add64(a.ctl + ARENA_NEXT_SB, 1ul);
+    if (fresh >= asym_load64_acquire(a.ctl + ARENA_SB_COUNT)) {
+        asym_store64_release(bump, ((ulong)ARENA_EXHAUSTED << 32) | (ulong)blocks);
+        *oom = 1u;
+        return 0u;
+    }
+    asym_store_release(a.sb_class + (uint)fresh, c + 1u);
+    asym_store64_release(bump, (fresh << 32) | 1ul);
+    return (uint)fresh * ARENA_SB_WORDS;
+}
+
 /* A block of at least `bytes` bytes (its handle), or 0 when the arena has no room (or `bytes`
  * is 0 or larger than a superblock). `hint` picks the first shard tried (a work-item id). */
 inline uint asym_malloc(asym_arena a, uint bytes, uint hint) {
@@ -125,31 +164,26 @@ inline uint asym_malloc(asym_arena a, uint bytes, uint hint) {
         return 0u;
     }
     uint first = hint % ARENA_SHARDS;
-    for (uint i = 0; i < ARENA_SHARDS; ++i) {
-        uint block = arena_pop(a, c, (first + i) % ARENA_SHARDS);
+    uint step = 0;
+    for (uint tries = 0; tries < ARENA_MAX_RETRIES; ++tries) {
+        for (uint i = 0; i < ARENA_SHARDS; ++i) {
+            uint block = arena_pop(a, c, (first + i) % ARENA_SHARDS);
+            if (block != 0u) {
+                arena_account(a, c);
+                return block;
+            }
+        }
+        uint oom = 0u;
+        uint block = arena_bump(a, c, &oom);
         if (block != 0u) {
             arena_account(a, c);
             return block;
         }
+        if (oom) break;
+        asym_backoff(&step, a.ctl + ARENA_BUMP + c);
     }
-    ulong sb = asym_fetch_add64(a.ctl + ARENA_NEXT_SB, 1ul);
-    if (sb >= asym_load64_acquire(a.ctl + ARENA_SB_COUNT)) {
-        asym_fetch_add64(a.ctl + ARENA_FAILED, 1ul);
-        return 0u;
-    }
-    uint bw = arena_class_words(c);
-    uint base = (uint)sb * ARENA_SB_WORDS;
-    uint blocks = ARENA_SB_WORDS / bw;
-    asym_store_relaxed(a.sb_class + (uint)sb, c + 1u);
-    if (blocks > 1u) {
-        for (uint b = 1u; b + 1u < blocks; ++b) {
-            asym_store_relaxed(a.heap + base + b * bw, base + (b + 1u) * bw);
-        }
-        /* The push's CAS publishes the links and sb_class above. */
-        arena_push(a, c, first, base + bw, base + (blocks - 1u) * bw);
-    }
-    arena_account(a, c);
-    return base;
+    asym_fetch_add64(a.ctl + ARENA_FAILED, 1ul);
+    return 0u;
 }
 
 /* Returns `block` to its class; false (and counted) when it is not a block's handle. Freeing a
@@ -164,7 +198,7 @@ inline bool asym_free(asym_arena a, uint block, uint hint) {
         return false;
     }
     uint c = cls - 1u;
-    arena_push(a, c, hint % ARENA_SHARDS, block, block);
+    arena_push(a, c, hint % ARENA_SHARDS, block);
     asym_fetch_sub64(a.ctl + ARENA_IN_USE, 4ul * (ulong)arena_class_words(c));
     return true;
 }

@@ -92,12 +92,15 @@ typedef volatile __global atomic_ulong asym_atomic_ulong;
 inline ulong asym_load64_acquire(__global ulong *p) {
     return atomic_load_explicit((asym_atomic_ulong *)p, memory_order_acquire, memory_scope_device);
 }
+inline void asym_store64_release(__global ulong *p, ulong v) {
+    atomic_store_explicit((asym_atomic_ulong *)p, v, memory_order_release, memory_scope_device);
+}
 inline bool asym_cas64(__global ulong *p, ulong expected, ulong desired) {
     return atomic_compare_exchange_strong_explicit((asym_atomic_ulong *)p, &expected, desired,
         memory_order_acq_rel, memory_order_acquire, memory_scope_device);
 }
 inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
-    return atomic_fetch_add_explicit((asym_atomic_ulong *)p, v, memory_order_relaxed, memory_scope_device);
+    return atomic_fetch_add_explicit((asym_atomic_ulong *)p, v, memory_order_acq_rel, memory_scope_device);
 }
 inline ulong asym_fetch_sub64(__global ulong *p, ulong v) {
     return atomic_fetch_sub_explicit((asym_atomic_ulong *)p, v, memory_order_relaxed, memory_scope_device);
@@ -107,6 +110,10 @@ inline ulong asym_load64_acquire(__global ulong *p) {
     ulong v = *(volatile __global ulong *)p;
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     return v;
+}
+inline void asym_store64_release(__global ulong *p, ulong v) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    (void)atom_xchg((volatile __global ulong *)p, v);
 }
 inline bool asym_cas64(__global ulong *p, ulong expected, ulong desired) {
     mem_fence(CLK_GLOBAL_MEM_FENCE);

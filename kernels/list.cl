@@ -1,0 +1,299 @@
+/* asym lock-free list: Harris's list ("A Pragmatic Implementation of Non-blocking
+ * Linked-Lists", DISC 2001) on nodes from the SVM allocator (alloc.cl), one work-item per
+ * operation. The host half is structures/src/list (the same algorithm on host atomics), so on
+ * the fine transport CPU threads and this kernel work on one list at the same time.
+ *
+ * Layout (arena handles, word offsets; 0 is null):
+ *   root block (32 bytes): [LF_FIRST] the first node | [LF_RETIRED] the retire stack |
+ *       [LF_RETIRED_N] nodes retired | [LF_RETRIES] lost CASes | [LF_ERROR] first error code
+ *       (the root plays the head sentinel: its LF_FIRST word is the head's next).
+ *   node (16 bytes): [LF_VALUE] the value (int) | [LF_NEXT] successor handle, low bit = mark |
+ *       [LF_RETIRE] link on the retire stack.
+ * Handles are multiples of 2 words, so the low bit of a next word is free for the mark.
+ *
+ * The algorithm. A node is logically deleted when its next word is marked (one CAS; the
+ * linearization point of a successful remove); a marked next word never changes again.
+ * Physically unlinking a node is a CAS on its predecessor's unmarked next word; whoever's CAS
+ * unlinks a node retires it. Inserts link a new node by a CAS on its predecessor's next word
+ * while that word is unmarked (the linearization point), so nothing is ever linked behind a
+ * deleted node.
+ *   Ordered set (insert/remove/contains of keys, ascending): Harris's search finds adjacent
+ *   (left, right) with left.key < key <= right.key, unlinking marked nodes between them.
+ *   Positional list (the seed's workload: insert a value right after the node holding a
+ *   target, remove the node holding a value): a scan from the head finds the first unmarked
+ *   node holding the value; remove marks it and tries one unlinking CAS on the predecessor
+ *   it came from (a cleanup pass unlinks what is left, as in the seed).
+ *
+ * Safe reclamation: retired nodes go on the list's retire stack (push-only while operations
+ * run: a head value never repeats, so there is no ABA) and are freed by the host only at a
+ * quiescent point, when no launch and no host operation on the list is in flight (the host API
+ * needs exclusive access to reclaim). An operation can hold a reference to an unlinked node
+ * only while it runs, so no node is freed while anyone may still read it.
+ *
+ * Memory ordering: a new node's value and next word are written before the linking CAS
+ * (acq_rel on the fine transport, fenced on the coarse one) publishes them; readers load next
+ * words with acquire before reading the node they name.
+ *
+ * Every loop is bounded: a scan stops after LF_MAX_STEPS nodes (more than the arena can hold:
+ * a longer walk means a cycle, reported as LF_ERR_BOUND), a retry loop after LF_MAX_RETRIES.
+ */
+
+#define LF_FIRST 1
+#define LF_RETIRED 2
+#define LF_RETIRED_N 3
+#define LF_RETRIES 4
+#define LF_ERROR 5
+#define LF_VALUE 0
+#define LF_NEXT 1
+#define LF_RETIRE 2
+#define LF_NODE_BYTES 16u
+#define LF_MARK 1u
+#define LF_MAX_RETRIES (1u << 24)
+
+/* Operation kinds and results, as structures/src/list/mod.rs defines them. */
+#define LF_OP_REMOVE_VALUE 0u
+#define LF_OP_INSERT_AFTER 1u
+#define LF_OP_SET_INSERT 2u
+#define LF_OP_SET_REMOVE 3u
+#define LF_OP_SET_CONTAINS 4u
+#define LF_FAILED 0u
+#define LF_DONE 1u
+#define LF_NO_MEMORY 2u
+#define LF_ERR_BOUND 3u
+#define LF_ERR_KIND 4u
+
+typedef struct {
+    asym_arena a;
+    uint root;
+    uint max_steps;
+    uint retries;
+    uint error;
+} lf_list;
+
+inline bool lf_marked(uint p) { return (p & LF_MARK) != 0u; }
+inline uint lf_unmarked(uint p) { return p & ~LF_MARK; }
+inline __global uint *lf_word(lf_list *l, uint node, uint w) { return l->a.heap + node + w; }
+/* The root's LF_FIRST word is the head's next word: "node" root, word LF_NEXT == LF_FIRST. */
+inline uint lf_next(lf_list *l, uint node) { return asym_load_acquire(lf_word(l, node, LF_NEXT)); }
+inline int lf_value(lf_list *l, uint node) { return (int)asym_load_relaxed(lf_word(l, node, LF_VALUE)); }
+
+inline bool lf_cas_next(lf_list *l, uint node, uint expected, uint desired) {
+#ifndef ASYM_FINE
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+    bool ok = asym_cas(lf_word(l, node, LF_NEXT), expected, desired);
+#ifndef ASYM_FINE
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+    if (!ok) l->retries += 1u;
+    return ok;
+}
+
+inline void lf_retire(lf_list *l, uint node) {
+    __global uint *top = lf_word(l, l->root, LF_RETIRED);
+    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
+        uint h = asym_load_acquire(top);
+        asym_store_relaxed(lf_word(l, node, LF_RETIRE), h);
+#ifndef ASYM_FINE
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+        if (asym_cas(top, h, node)) {
+            asym_fetch_add(lf_word(l, l->root, LF_RETIRED_N), 1u);
+            return;
+        }
+    }
+    l->error = LF_ERR_BOUND;
+}
+
+/* Harris's search: right = the first unmarked node with value >= key (0 at the end),
+ * *left = its unmarked predecessor, adjacent when it returns. Returns LF_MARK (not a handle)
+ * when a bound was hit. */
+inline uint lf_search(lf_list *l, int key, uint *left) {
+    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
+        uint t = l->root;
+        uint t_next = lf_next(l, t);
+        uint left_next = t_next;
+        *left = t;
+        uint steps = 0;
+        do {
+            if (!lf_marked(t_next)) {
+                *left = t;
+                left_next = t_next;
+            }
+            t = lf_unmarked(t_next);
+            if (t == 0u) break;
+            t_next = lf_next(l, t);
+            if (++steps > l->max_steps) {
+                l->error = LF_ERR_BOUND;
+                return LF_MARK;
+            }
+        } while (lf_marked(t_next) || lf_value(l, t) < key);
+        uint right = t;
+        if (left_next == right) {
+            if (right != 0u && lf_marked(lf_next(l, right))) continue;
+            return right;
+        }
+        if (lf_cas_next(l, *left, left_next, right)) {
+            /* The nodes from left_next up to right are marked and now unlinked: ours. */
+            for (uint n = left_next; n != right && n != 0u; ) {
+                uint nn = lf_unmarked(lf_next(l, n));
+                lf_retire(l, n);
+                n = nn;
+            }
+            if (right != 0u && lf_marked(lf_next(l, right))) continue;
+            return right;
+        }
+    }
+    l->error = LF_ERR_BOUND;
+    return LF_MARK;
+}
+
+/* The first unmarked node holding `value` (0 if none), its predecessor and its (unmarked)
+ * successor as read. LF_MARK when the walk passed max_steps. */
+inline uint lf_find_value(lf_list *l, int value, uint *prev, uint *succ) {
+    uint p = l->root;
+    uint cur = lf_unmarked(lf_next(l, p));
+    uint steps = 0;
+    while (cur != 0u) {
+        uint cn = lf_next(l, cur);
+        if (!lf_marked(cn) && lf_value(l, cur) == value) {
+            *prev = p;
+            *succ = cn;
+            return cur;
+        }
+        p = cur;
+        cur = lf_unmarked(cn);
+        if (++steps > l->max_steps) {
+            l->error = LF_ERR_BOUND;
+            return LF_MARK;
+        }
+    }
+    return 0u;
+}
+
+inline uint lf_new_node(lf_list *l, int value, uint hint) {
+    uint n = asym_malloc(l->a, LF_NODE_BYTES, hint);
+    if (n != 0u) {
+        asym_store_relaxed(lf_word(l, n, LF_VALUE), (uint)value);
+        asym_store_relaxed(lf_word(l, n, LF_RETIRE), 0u);
+    }
+    return n;
+}
+
+inline uint lf_insert_after(lf_list *l, int target, int value, uint hint) {
+    uint node = lf_new_node(l, value, hint);
+    if (node == 0u) return LF_NO_MEMORY;
+    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
+        uint prev, succ;
+        uint cur = lf_find_value(l, target, &prev, &succ);
+        if (cur == LF_MARK) break;
+        if (cur == 0u) {
+            asym_free(l->a, node, hint); /* never published */
+            return LF_FAILED;
+        }
+        asym_store_relaxed(lf_word(l, node, LF_NEXT), succ);
+        if (lf_cas_next(l, cur, succ, node)) return LF_DONE;
+    }
+    l->error = LF_ERR_BOUND;
+    return LF_ERR_BOUND;
+}
+
+inline uint lf_remove_value(lf_list *l, int value) {
+    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
+        uint prev, succ;
+        uint cur = lf_find_value(l, value, &prev, &succ);
+        if (cur == LF_MARK) break;
+        if (cur == 0u) return LF_FAILED;
+        if (lf_cas_next(l, cur, succ, succ | LF_MARK)) {
+            if (lf_cas_next(l, prev, cur, succ)) lf_retire(l, cur);
+            return LF_DONE;
+        }
+    }
+    l->error = LF_ERR_BOUND;
+    return LF_ERR_BOUND;
+}
+
+inline uint lf_set_insert(lf_list *l, int key, uint hint) {
+    uint node = lf_new_node(l, key, hint);
+    if (node == 0u) return LF_NO_MEMORY;
+    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
+        uint left;
+        uint right = lf_search(l, key, &left);
+        if (right == LF_MARK) break;
+        if (right != 0u && lf_value(l, right) == key) {
+            asym_free(l->a, node, hint);
+            return LF_FAILED;
+        }
+        asym_store_relaxed(lf_word(l, node, LF_NEXT), right);
+        if (lf_cas_next(l, left, right, node)) return LF_DONE;
+    }
+    l->error = LF_ERR_BOUND;
+    return LF_ERR_BOUND;
+}
+
+inline uint lf_set_remove(lf_list *l, int key) {
+    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
+        uint left;
+        uint right = lf_search(l, key, &left);
+        if (right == LF_MARK) break;
+        if (right == 0u || lf_value(l, right) != key) return LF_FAILED;
+        uint rn = lf_next(l, right);
+        if (lf_marked(rn)) continue;
+        if (lf_cas_next(l, right, rn, rn | LF_MARK)) {
+            if (lf_cas_next(l, left, right, rn)) {
+                lf_retire(l, right);
+            } else {
+                (void)lf_search(l, key, &left); /* unlinks it */
+            }
+            return LF_DONE;
+        }
+    }
+    l->error = LF_ERR_BOUND;
+    return LF_ERR_BOUND;
+}
+
+inline uint lf_set_contains(lf_list *l, int key) {
+    uint t = lf_unmarked(lf_next(l, l->root));
+    uint steps = 0;
+    while (t != 0u && lf_value(l, t) < key) {
+        t = lf_unmarked(lf_next(l, t));
+        if (++steps > l->max_steps) {
+            l->error = LF_ERR_BOUND;
+            return LF_ERR_BOUND;
+        }
+    }
+    return t != 0u && lf_value(l, t) == key && !lf_marked(lf_next(l, t)) ? LF_DONE : LF_FAILED;
+}
+
+/* One work-item per operation: ops[3i] kind, ops[3i+1], ops[3i+2] its two values;
+ * results[i] one of LF_FAILED .. LF_ERR_KIND. `positional` (1) or ordered set (0) says which
+ * kinds this list takes. */
+__kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
+                         uint root, uint max_steps, uint positional,
+                         __global const uint *ops, __global uint *results, uint n) {
+    uint i = get_global_id(0);
+    if (i >= n) return;
+    lf_list l = {{ctl, heap, sb_class}, root, max_steps, 0u, 0u};
+    uint kind = ops[3u * i];
+    int x = (int)ops[3u * i + 1u];
+    int y = (int)ops[3u * i + 2u];
+    uint r;
+    if ((kind <= LF_OP_INSERT_AFTER) != (positional != 0u)) {
+        r = LF_ERR_KIND;
+    } else if (kind == LF_OP_REMOVE_VALUE) {
+        r = lf_remove_value(&l, x);
+    } else if (kind == LF_OP_INSERT_AFTER) {
+        r = lf_insert_after(&l, x, y, i);
+    } else if (kind == LF_OP_SET_INSERT) {
+        r = lf_set_insert(&l, x, i);
+    } else if (kind == LF_OP_SET_REMOVE) {
+        r = lf_set_remove(&l, x);
+    } else if (kind == LF_OP_SET_CONTAINS) {
+        r = lf_set_contains(&l, x);
+    } else {
+        r = LF_ERR_KIND;
+    }
+    results[i] = r;
+    if (l.retries != 0u) asym_fetch_add(lf_word(&l, root, LF_RETRIES), l.retries);
+    if (l.error != 0u) (void)asym_cas(lf_word(&l, root, LF_ERROR), 0u, l.error);
+}

@@ -29,6 +29,7 @@ pub mod gheap;
 pub mod graph;
 pub mod knapsack;
 pub mod kselect;
+pub mod list;
 pub mod npy;
 mod rng;
 pub mod sssp;

@@ -30,7 +30,10 @@ pub(crate) const CTL_HIGH: usize = 3;
 pub(crate) const CTL_FAILED: usize = 4;
 pub(crate) const CTL_BAD_FREE: usize = 5;
 pub(crate) const CTL_RETRIES: usize = 6;
-pub(crate) const CTL_HEADS: usize = 8;
+/// Per class: (current superblock << 32) | next unused block (alloc.cl's `arena_bump`).
+pub(crate) const CTL_BUMP: usize = 8;
+/// The superblock number a class's bump word holds once the arena is used up.
+pub(crate) const EXHAUSTED: u32 = u32::MAX;
 /// Lost compare-and-swaps after which a push or pop gives up (as the kernel's
 /// `ARENA_MAX_RETRIES`): a bound on every wait, far above any contention seen.
 pub(crate) const MAX_RETRIES: u32 = 1 << 24;
@@ -113,8 +116,19 @@ impl ArenaLayout {
         (c < self.classes).then_some(c)
     }
 
+    /// Where the free-list heads start in the control words (after the bump words).
+    pub(crate) fn heads_at(&self) -> usize {
+        CTL_BUMP + self.classes as usize
+    }
+
     fn ctl_words(&self) -> usize {
-        CTL_HEADS + (self.classes * self.shards) as usize
+        self.heads_at() + (self.classes * self.shards) as usize
+    }
+
+    /// A class's bump word with no superblock yet: the first fetch-and-add on it returns
+    /// the block count, so that thread takes a fresh superblock.
+    fn bump_start(&self, c: u32) -> u64 {
+        u64::from(self.superblock_words / self.class_words(c))
     }
 }
 
@@ -131,7 +145,8 @@ pub struct ArenaStats {
     pub superblocks_carved: u64,
     /// Superblocks the arena has (less the reserved first one).
     pub superblocks: u64,
-    /// Free blocks of each size class (8, 16, 32, ... bytes), by walking the free lists.
+    /// Free blocks of each size class (8, 16, 32, ... bytes): on the free lists, or not yet
+    /// handed out from the class's current superblock.
     pub free_blocks: Vec<u64>,
     /// Mallocs that found no memory.
     pub failed_mallocs: u64,
@@ -249,6 +264,9 @@ impl SvmArena {
             let mut m = ctl.map()?;
             m[CTL_NEXT_SB] = 1;
             m[CTL_SB_COUNT] = superblocks as u64;
+            for c in 0..layout.classes {
+                m[CTL_BUMP + c as usize] = layout.bump_start(c);
+            }
             m.unmap()?;
         }
         Ok(SvmArena {
@@ -317,6 +335,13 @@ impl SvmArena {
             // there on were never carved.
             m[CTL_NEXT_SB] = m[CTL_NEXT_SB].min(self.superblocks as u64);
             m[CTL_SB_COUNT] = total as u64;
+            // Classes that found the arena used up take a fresh superblock on next use.
+            for c in 0..l.classes {
+                let b = &mut m[CTL_BUMP + c as usize];
+                if (*b >> 32) as u32 == EXHAUSTED {
+                    *b = l.bump_start(c);
+                }
+            }
             m.unmap()?;
         }
         self.heap = heap;

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use asym_runtime::{Error, Result};
 
-use super::{ArenaLayout, CTL_BAD_FREE, CTL_FAILED, CTL_HEADS, CTL_HIGH, CTL_IN_USE};
-use super::{CTL_NEXT_SB, CTL_RETRIES, CTL_SB_COUNT, MAX_RETRIES};
+use super::{ArenaLayout, CTL_BAD_FREE, CTL_BUMP, CTL_FAILED, CTL_HIGH, CTL_IN_USE};
+use super::{CTL_NEXT_SB, CTL_RETRIES, CTL_SB_COUNT, EXHAUSTED, MAX_RETRIES};
 
 /// Host access to an arena's memory as atomics: `malloc`, `free` and the words of blocks.
 ///
@@ -25,6 +25,13 @@ pub struct ArenaView<'a> {
     pub(super) ctl: &'a [AtomicU64],
     pub(super) heap: &'a [AtomicU32],
     pub(super) sb_class: &'a [AtomicU32],
+}
+
+/// What a fetch-and-add on a class's bump word gave.
+enum Bump {
+    Block(u32),
+    Switching,
+    Exhausted,
 }
 
 fn tagged(old_head: u64, handle: u32) -> u64 {
@@ -58,30 +65,72 @@ impl<'a> ArenaView<'a> {
                 return Ok(block);
             }
         }
-        let sb = self.ctl[CTL_NEXT_SB].fetch_add(1, Ordering::Relaxed);
-        if sb >= self.ctl[CTL_SB_COUNT].load(Ordering::Acquire) {
-            self.ctl[CTL_FAILED].fetch_add(1, Ordering::Relaxed);
-            return Err(Error::OutOfMemory(format!(
-                "no free block of {} bytes and every superblock of the arena ({} of {} bytes) \
-                 is in use",
-                l.class_bytes(c),
-                self.ctl[CTL_SB_COUNT].load(Ordering::Relaxed) - 1,
-                l.superblock_bytes()
-            )));
-        }
-        let bw = l.class_words(c);
-        let base = sb as u32 * l.superblock_words;
-        let blocks = l.superblock_words / bw;
-        self.sb_class[sb as usize].store(c + 1, Ordering::Relaxed);
-        if blocks > 1 {
-            for b in 1..blocks - 1 {
-                self.heap[(base + b * bw) as usize].store(base + (b + 1) * bw, Ordering::Relaxed);
+        let mut backoff = 0u32;
+        for _ in 0..MAX_RETRIES {
+            match self.bump(c) {
+                Bump::Block(block) => {
+                    self.account(c);
+                    return Ok(block);
+                }
+                Bump::Exhausted => break,
+                Bump::Switching => {
+                    // Another thread is taking a fresh superblock: look at the free lists
+                    // again, then back off (bounded) so that it can finish.
+                    for i in 0..shards {
+                        if let Some(block) = self.pop(c, (first + i) % shards) {
+                            self.account(c);
+                            return Ok(block);
+                        }
+                    }
+                    backoff = (backoff + 1).min(16);
+                    if backoff < 8 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
             }
-            // The push's CAS publishes the links and the class above.
-            self.push(c, first, base + bw, base + (blocks - 1) * bw);
         }
-        self.account(c);
-        Ok(base)
+        self.ctl[CTL_FAILED].fetch_add(1, Ordering::Relaxed);
+        Err(Error::OutOfMemory(format!(
+            "no free block of {} bytes and every superblock of the arena ({} of {} bytes) is \
+             in use",
+            l.class_bytes(c),
+            self.ctl[CTL_SB_COUNT].load(Ordering::Relaxed) - 1,
+            l.superblock_bytes()
+        )))
+    }
+
+    /// The next unused block of class `c`'s current superblock (alloc.cl's `arena_bump`:
+    /// the thread whose fetch-and-add returns exactly the block count takes a fresh
+    /// superblock; later ones wait for it).
+    fn bump(&self, c: u32) -> Bump {
+        let l = self.layout;
+        let bump = &self.ctl[CTL_BUMP + c as usize];
+        let bw = l.class_words(c);
+        let blocks = l.superblock_words / bw;
+        let b = bump.fetch_add(1, Ordering::AcqRel);
+        let (sb, idx) = ((b >> 32) as u32, b as u32);
+        if sb == EXHAUSTED {
+            return Bump::Exhausted;
+        }
+        if idx < blocks {
+            return Bump::Block(sb * l.superblock_words + idx * bw);
+        }
+        if idx > blocks {
+            return Bump::Switching;
+        }
+        let fresh = self.ctl[CTL_NEXT_SB].fetch_add(1, Ordering::AcqRel);
+        if fresh >= self.ctl[CTL_SB_COUNT].load(Ordering::Acquire) {
+            bump.store(
+                (u64::from(EXHAUSTED) << 32) | u64::from(blocks),
+                Ordering::Release,
+            );
+            return Bump::Exhausted;
+        }
+        self.sb_class[fresh as usize].store(c + 1, Ordering::Release);
+        bump.store((fresh << 32) | 1, Ordering::Release);
+        Bump::Block(fresh as u32 * l.superblock_words)
     }
 
     /// Returns `block` to its size class. `Err(InvalidArgument)` when `block` is not the
@@ -102,7 +151,7 @@ impl<'a> ArenaView<'a> {
             )));
         }
         let c = cls - 1;
-        self.push(c, hint % l.shards as usize, block, block);
+        self.push(c, hint % l.shards as usize, block);
         self.ctl[CTL_IN_USE].fetch_sub(4 * u64::from(l.class_words(c)), Ordering::Relaxed);
         Ok(())
     }
@@ -119,17 +168,17 @@ impl<'a> ArenaView<'a> {
     }
 
     fn head(&self, c: u32, shard: usize) -> &AtomicU64 {
-        &self.ctl[CTL_HEADS + c as usize * self.layout.shards as usize + shard]
+        &self.ctl[self.layout.heads_at() + c as usize * self.layout.shards as usize + shard]
     }
 
-    fn push(&self, c: u32, shard: usize, first: u32, last: u32) {
+    fn push(&self, c: u32, shard: usize, block: u32) {
         let head = self.head(c, shard);
         let mut h = head.load(Ordering::Acquire);
         for _ in 0..MAX_RETRIES {
-            self.heap[last as usize].store(h as u32, Ordering::Relaxed);
+            self.heap[block as usize].store(h as u32, Ordering::Relaxed);
             match head.compare_exchange_weak(
                 h,
-                tagged(h, first),
+                tagged(h, block),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
@@ -141,7 +190,7 @@ impl<'a> ArenaView<'a> {
                 }
             }
         }
-        // As in the kernel: a push that lost every race drops its blocks rather than link them
+        // As in the kernel: a push that lost every race drops its block rather than link it
         // twice, and says so in the statistics.
         self.ctl[CTL_BAD_FREE].fetch_add(1, Ordering::Relaxed);
     }
@@ -178,10 +227,18 @@ impl<'a> ArenaView<'a> {
         self.ctl[CTL_HIGH].fetch_max(now, Ordering::Relaxed);
     }
 
-    /// Free blocks on class `c`'s lists, found by walking them: call it only when nothing
-    /// else uses the arena (the walk follows next words that a concurrent pop may change).
+    /// Free blocks of class `c`: on its lists (found by walking them) and not yet handed out
+    /// from its current superblock. Call it only when nothing else uses the arena (the walk
+    /// follows next words that a concurrent pop may change).
     pub(super) fn free_blocks_quiescent(&self, c: u32) -> Result<u64> {
-        let mut n = 0u64;
+        let blocks = self.layout.superblock_words / self.layout.class_words(c);
+        let b = self.ctl[CTL_BUMP + c as usize].load(Ordering::Acquire);
+        let (sb, idx) = ((b >> 32) as u32, b as u32);
+        let mut n = if sb == 0 || sb == EXHAUSTED {
+            0
+        } else {
+            u64::from(blocks - idx.min(blocks))
+        };
         let limit = self.heap.len() as u64;
         for shard in 0..self.layout.shards as usize {
             let mut b = self.head(c, shard).load(Ordering::Acquire) as u32;

@@ -1,0 +1,618 @@
+//! Harris's lock-free linked list on nodes from the SVM allocator ([`crate::arena`]), run by
+//! kernels (one work-item per operation, `kernels/list.cl`) and by CPU threads
+//! ([`ListView`]) on the same list: at the same time on the fine transport, between launches
+//! on the coarse one.
+//!
+//! A list is either an **ordered set** (insert, remove, contains of `i32` keys) or a
+//! **positional list** (the seed's workload: insert a value right after the node holding a
+//! target value, remove the node holding a value). Removal is logical (a marked next word),
+//! then physical (a CAS on the predecessor); unlinked nodes are retired and freed back to the
+//! arena only at quiescent points.
+//!
+//! **Safe reclamation.** Every operation runs either inside a launch that [`LockFreeList`]
+//! waits for before returning, or through a [`ListView`], which borrows the list. Freeing
+//! retired nodes ([`LockFreeList::reclaim`], also run at the end of every batch method) takes
+//! `&mut self`, so the borrow checker guarantees that no view exists and no launch is in
+//! flight then: nobody can still hold a reference to a retired node. A node is retired only
+//! after it was unlinked, so no operation that starts later can reach it.
+
+mod view;
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use asym_runtime::{Error, Kernel, LatencyPool, Result, Runtime, Transport};
+
+use crate::arena::{ArenaMap, ArenaStats, SvmArena};
+pub use view::ListView;
+
+pub(crate) const LF_VALUE: usize = 0;
+pub(crate) const LF_NEXT: usize = 1;
+pub(crate) const LF_RETIRE: usize = 2;
+pub(crate) const LF_FIRST: usize = 1;
+pub(crate) const LF_RETIRED: usize = 2;
+pub(crate) const LF_RETIRED_N: usize = 3;
+pub(crate) const LF_RETRIES: usize = 4;
+pub(crate) const LF_ERROR: usize = 5;
+pub(crate) const LF_NODE_BYTES: usize = 16;
+const ROOT_BYTES: usize = 32;
+
+/// What a list holds and which operations it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// Ascending distinct keys: [`ListOp::Insert`], [`ListOp::Remove`], [`ListOp::Contains`].
+    OrderedSet,
+    /// Values in list order: [`ListOp::InsertAfter`], [`ListOp::RemoveValue`].
+    Positional,
+}
+
+/// One list operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListOp {
+    /// Positional: remove the first node holding the value.
+    RemoveValue(i32),
+    /// Positional: insert `value` right after the first node holding `target`.
+    InsertAfter {
+        /// The value of the node to insert after.
+        target: i32,
+        /// The new node's value.
+        value: i32,
+    },
+    /// Ordered set: insert the key unless present.
+    Insert(i32),
+    /// Ordered set: remove the key if present.
+    Remove(i32),
+    /// Ordered set: whether the key is present.
+    Contains(i32),
+}
+
+impl ListOp {
+    fn kind(&self) -> ListKind {
+        match self {
+            ListOp::RemoveValue(_) | ListOp::InsertAfter { .. } => ListKind::Positional,
+            _ => ListKind::OrderedSet,
+        }
+    }
+
+    fn encode(&self) -> [u32; 3] {
+        match *self {
+            ListOp::RemoveValue(v) => [0, v as u32, 0],
+            ListOp::InsertAfter { target, value } => [1, target as u32, value as u32],
+            ListOp::Insert(k) => [2, k as u32, 0],
+            ListOp::Remove(k) => [3, k as u32, 0],
+            ListOp::Contains(k) => [4, k as u32, 0],
+        }
+    }
+}
+
+/// How one operation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpStatus {
+    /// It found nothing to act on: the target or value is absent, the key already present
+    /// (insert) or absent (remove, contains).
+    Failed = 0,
+    /// It took effect (contains: the key is present).
+    Done = 1,
+    /// The arena had no block for the new node; the list is unchanged by this operation.
+    OutOfMemory = 2,
+}
+
+const LF_ERR_BOUND: u32 = 3;
+const LF_ERR_KIND: u32 = 4;
+
+/// Who ran a batch's operations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ListMode {
+    /// Pinned CPU threads only.
+    Cpu,
+    /// One launch, one work-item per operation.
+    Gpu,
+    /// A launch takes the first `device_share` of the operations and the CPU threads the rest:
+    /// at the same time on the fine transport, after the launch on the coarse one.
+    Cooperative {
+        /// The device's share of the operations, 0 to 1.
+        device_share: f64,
+    },
+}
+
+/// What a batch did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchReport {
+    /// Each operation's status, in the order given.
+    pub statuses: Vec<OpStatus>,
+    /// Operations that took effect.
+    pub done: usize,
+    /// Operations that found nothing to act on.
+    pub failed: usize,
+    /// Operations refused for want of memory.
+    pub out_of_memory: usize,
+    /// Operations the device ran (the rest ran on CPU threads).
+    pub device_ops: usize,
+    /// Compare-and-swaps that lost a race during the batch.
+    pub cas_retries: u64,
+    /// Wall time of the operations (launch and threads; reclamation not included).
+    pub elapsed: Duration,
+    /// Of which the launch, start to finish (None without a launch).
+    pub device_time: Option<Duration>,
+    /// Nodes freed back to the arena after the batch.
+    pub reclaimed: usize,
+}
+
+/// What a walk of the list found (see [`LockFreeList::check`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListCheck {
+    /// Reachable nodes that are not marked: the list's contents.
+    pub live: usize,
+    /// Reachable nodes that are marked (logically deleted, not yet unlinked).
+    pub marked: usize,
+    /// Retired nodes waiting for reclamation.
+    pub retired: usize,
+}
+
+/// Exclusive host access to a list (any transport); see [`ListMap::view`].
+pub struct ListMap<'a> {
+    arena: ArenaMap<'a>,
+    root: u32,
+    max_steps: u32,
+}
+
+impl ListMap<'_> {
+    /// The mapped list for CPU threads to share.
+    pub fn view(&mut self) -> ListView<'_> {
+        ListView {
+            arena: self.arena.view(),
+            root: self.root,
+            max_steps: self.max_steps,
+        }
+    }
+}
+
+/// A lock-free list in an SVM arena of its own.
+pub struct LockFreeList {
+    arena: SvmArena,
+    root: u32,
+    kind: ListKind,
+    kernel: Option<Kernel>,
+}
+
+impl std::fmt::Debug for LockFreeList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockFreeList")
+            .field("kind", &self.kind)
+            .field("arena", &self.arena)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most nodes a walk may pass: more than the arena can hold.
+fn max_steps(arena: &SvmArena) -> u32 {
+    u32::try_from(arena.capacity_bytes() / LF_NODE_BYTES + 2).unwrap_or(u32::MAX)
+}
+
+impl LockFreeList {
+    /// An empty list of `kind` in a new arena with `node_bytes` bytes for nodes (16 per node,
+    /// rounded up to whole superblocks) and a superblock for the list's root.
+    pub fn new(rt: &Runtime, kind: ListKind, node_bytes: usize) -> Result<Self> {
+        let sb = crate::arena::ArenaLayout::default().superblock_bytes();
+        let mut arena = SvmArena::new(rt, node_bytes.max(1).saturating_add(sb))?;
+        let root = {
+            let mut m = arena.map()?;
+            let v = m.view();
+            let root = v.malloc(ROOT_BYTES, 0)?;
+            for w in v.words(root, ROOT_BYTES / 4).expect("a fresh block") {
+                w.store(0, Ordering::Relaxed);
+            }
+            root
+        };
+        Ok(LockFreeList {
+            arena,
+            root,
+            kind,
+            kernel: None,
+        })
+    }
+
+    /// A positional list holding `values` in order, in an arena with room for them and
+    /// `spare_nodes` more. Duplicate values are refused (`InvalidArgument` naming the value
+    /// and its two positions): the seed's operations name nodes by value.
+    pub fn positional_from(rt: &Runtime, values: &[i32], spare_nodes: usize) -> Result<Self> {
+        let mut seen = std::collections::HashMap::with_capacity(values.len());
+        for (i, &v) in values.iter().enumerate() {
+            if let Some(first) = seen.insert(v, i) {
+                return Err(Error::InvalidArgument(format!(
+                    "value {v} appears twice in the initial list (positions {first} and {i}); \
+                     the list's operations name nodes by value, so values must be unique"
+                )));
+            }
+        }
+        let nodes = values.len().saturating_add(spare_nodes);
+        let bytes = nodes.saturating_mul(LF_NODE_BYTES);
+        let mut list = Self::new(rt, ListKind::Positional, bytes)?;
+        let root = list.root;
+        let mut m = list.arena.map()?;
+        let v = m.view();
+        let mut prev = root;
+        for &x in values {
+            let n = v.malloc(LF_NODE_BYTES, 0)?;
+            let w = v.words(n, 4).expect("a fresh block");
+            w[LF_VALUE].store(x as u32, Ordering::Relaxed);
+            w[LF_NEXT].store(0, Ordering::Relaxed);
+            w[LF_RETIRE].store(0, Ordering::Relaxed);
+            v.word(prev, LF_NEXT)
+                .expect("a fresh block")
+                .store(n, Ordering::Relaxed);
+            prev = n;
+        }
+        drop(m);
+        Ok(list)
+    }
+
+    /// The list's kind.
+    pub fn kind(&self) -> ListKind {
+        self.kind
+    }
+
+    /// The arena (for its statistics, or to grow it).
+    pub fn arena_mut(&mut self) -> &mut SvmArena {
+        &mut self.arena
+    }
+
+    /// The arena's statistics (`&mut`: nothing may be running on the list).
+    pub fn arena_stats(&mut self) -> Result<ArenaStats> {
+        self.arena.stats()
+    }
+
+    /// Host access while kernels may run on the list: fine transport only.
+    pub fn view(&self) -> Result<ListView<'_>> {
+        Ok(ListView {
+            arena: self.arena.view()?,
+            root: self.root,
+            max_steps: max_steps(&self.arena),
+        })
+    }
+
+    /// Exclusive host access on any transport (maps the arena).
+    pub fn map(&mut self) -> Result<ListMap<'_>> {
+        let max_steps = max_steps(&self.arena);
+        Ok(ListMap {
+            arena: self.arena.map()?,
+            root: self.root,
+            max_steps,
+        })
+    }
+
+    fn check_ops(&self, ops: &[ListOp]) -> Result<()> {
+        if let Some((i, op)) = ops.iter().enumerate().find(|(_, o)| o.kind() != self.kind) {
+            return Err(Error::InvalidArgument(format!(
+                "operation {i} ({op:?}) is not an operation of a {:?} list",
+                self.kind
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs `ops` concurrently in `mode` (threads from `pool` for Cpu and Cooperative), then
+    /// reclaims the nodes the batch retired.
+    pub fn apply(
+        &mut self,
+        ops: &[ListOp],
+        mode: ListMode,
+        pool: Option<&LatencyPool>,
+    ) -> Result<BatchReport> {
+        self.check_ops(ops)?;
+        let split = match mode {
+            ListMode::Cpu => 0,
+            ListMode::Gpu => ops.len(),
+            ListMode::Cooperative { device_share } => {
+                if !(0.0..=1.0).contains(&device_share) {
+                    return Err(Error::InvalidArgument(format!(
+                        "device share {device_share}: 0 to 1"
+                    )));
+                }
+                (ops.len() as f64 * device_share).round() as usize
+            }
+        };
+        let (dev_ops, host_ops) = ops.split_at(split);
+        let pool = match (pool, host_ops.is_empty()) {
+            (Some(p), _) => Some(p),
+            (None, true) => None,
+            (None, false) => {
+                return Err(Error::InvalidArgument(
+                    "CPU threads run part of this batch: pass a latency pool".into(),
+                ))
+            }
+        };
+        let retries_before = self.counter(LF_RETRIES)?;
+        let mut statuses = vec![OpStatus::Failed; ops.len()];
+        let started = Instant::now();
+        let device_time = if dev_ops.is_empty() {
+            if let Some(pool) = pool {
+                self.run_host(pool, host_ops, &mut statuses[split..])?;
+            }
+            None
+        } else {
+            self.run_device_and_host(dev_ops, pool, host_ops, &mut statuses)?
+        };
+        let elapsed = started.elapsed();
+        let retries_after = self.counter(LF_RETRIES)?;
+        let reclaimed = self.reclaim()?;
+        let count = |s: OpStatus| statuses.iter().filter(|&&x| x == s).count();
+        Ok(BatchReport {
+            done: count(OpStatus::Done),
+            failed: count(OpStatus::Failed),
+            out_of_memory: count(OpStatus::OutOfMemory),
+            statuses,
+            device_ops: split,
+            cas_retries: u64::from(retries_after.wrapping_sub(retries_before)),
+            elapsed,
+            device_time,
+            reclaimed,
+        })
+    }
+
+    fn counter(&mut self, word: usize) -> Result<u32> {
+        let root = self.root;
+        let mut m = self.arena.map()?;
+        let v = m.view();
+        Ok(v.word(root, word)
+            .ok_or_else(|| Error::Lost("the list's root is outside its arena".into()))?
+            .load(Ordering::Relaxed))
+    }
+
+    fn kernel(&mut self) -> Result<&mut Kernel> {
+        if self.kernel.is_none() {
+            let rt = self.arena.runtime().clone();
+            let opts = format!("{} -DARENA_NO_KERNELS=1", self.arena.layout().cl_defines());
+            let program = rt.program_with(&asym_kernels::LIST, &opts)?;
+            self.kernel = Some(Kernel::from_program(&rt, &program, "list_apply")?);
+        }
+        Ok(self.kernel.as_mut().expect("built above"))
+    }
+
+    /// The launch of `dev_ops` and, on the fine transport at the same time, the CPU threads'
+    /// `host_ops` (on the coarse one, after the launch). Returns the launch's time.
+    fn run_device_and_host(
+        &mut self,
+        dev_ops: &[ListOp],
+        pool: Option<&LatencyPool>,
+        host_ops: &[ListOp],
+        statuses: &mut [OpStatus],
+    ) -> Result<Option<Duration>> {
+        let n = u32::try_from(dev_ops.len())
+            .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 operations".into()))?;
+        let rt = self.arena.runtime().clone();
+        let words: Vec<u32> = dev_ops.iter().flat_map(|o| o.encode()).collect();
+        let mut op_buf = rt.alloc::<u32>(words.len())?;
+        op_buf.write(&words)?;
+        let mut results = rt.alloc::<u32>(dev_ops.len())?;
+        let (root, steps) = (self.root, max_steps(&self.arena));
+        let positional = u32::from(self.kind == ListKind::Positional);
+        self.kernel()?;
+        let kernel = self.kernel.as_mut().expect("built above");
+        self.arena.set_args(kernel, 0)?;
+        kernel
+            .arg_scalar(3, root)?
+            .arg_scalar(4, steps)?
+            .arg_scalar(5, positional)?
+            .arg_svm(6, &op_buf)?
+            .arg_svm(7, &results)?
+            .arg_scalar(8, n)?;
+        let wg = 64;
+        let t0 = Instant::now();
+        let launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;
+        let (dev_status, host_status) = statuses.split_at_mut(dev_ops.len());
+        let fine = rt.transport() == Transport::Fine;
+        let mut host_result = Ok(());
+        let mut device_time = None;
+        if fine {
+            if let Some(pool) = pool.filter(|_| !host_ops.is_empty()) {
+                let view = ListView {
+                    arena: self.arena.view()?,
+                    root,
+                    max_steps: steps,
+                };
+                host_result = run_threads(pool, view, host_ops, host_status);
+            }
+            launch.wait()?;
+            device_time = Some(t0.elapsed());
+        } else {
+            launch.wait()?;
+            device_time.get_or_insert(t0.elapsed());
+            if let Some(pool) = pool.filter(|_| !host_ops.is_empty()) {
+                host_result = self.run_host(pool, host_ops, host_status);
+            }
+        }
+        host_result?;
+        for (s, r) in dev_status.iter_mut().zip(results.read()?) {
+            *s = match r {
+                0 => OpStatus::Failed,
+                1 => OpStatus::Done,
+                2 => OpStatus::OutOfMemory,
+                LF_ERR_KIND => {
+                    return Err(Error::InvalidArgument(
+                        "the device was given an operation of the other list kind".into(),
+                    ))
+                }
+                _ => {
+                    return Err(Error::Lost(format!(
+                        "a list operation on the device passed its bound (code {r}: a cycle \
+                         in the list or a livelock)"
+                    )))
+                }
+            };
+        }
+        if self.counter(LF_ERROR)? == LF_ERR_BOUND {
+            return Err(Error::Lost(
+                "a list operation on the device passed its bound".into(),
+            ));
+        }
+        Ok(device_time)
+    }
+
+    fn run_host(
+        &mut self,
+        pool: &LatencyPool,
+        ops: &[ListOp],
+        statuses: &mut [OpStatus],
+    ) -> Result<()> {
+        if self.arena.runtime().transport() == Transport::Fine {
+            let view = self.view()?;
+            run_threads(pool, view, ops, statuses)
+        } else {
+            let mut m = self.map()?;
+            let view = m.view();
+            run_threads(pool, view, ops, statuses)
+        }
+    }
+
+    /// Frees the retired nodes back to the arena; returns how many. `&mut self`: no view and
+    /// no launch can be using the list (the reclamation argument in the module docs).
+    pub fn reclaim(&mut self) -> Result<usize> {
+        let root = self.root;
+        let limit = max_steps(&self.arena);
+        let mut m = self.map()?;
+        let v = m.view();
+        let a = v.arena();
+        let top = v.word(root, LF_RETIRED)?;
+        let mut n = top.swap(0, Ordering::AcqRel);
+        let mut freed = 0usize;
+        while n != 0 {
+            let next = v.word(n, LF_RETIRE)?.load(Ordering::Relaxed);
+            a.free(n, freed)?;
+            freed += 1;
+            if freed > limit as usize {
+                return Err(Error::Lost("the list's retire stack has a cycle".into()));
+            }
+            n = next;
+        }
+        v.word(root, LF_RETIRED_N)?.store(0, Ordering::Relaxed);
+        Ok(freed)
+    }
+
+    /// Unlinks every marked node still reachable (the seed's final traversal) and reclaims
+    /// them; returns how many nodes it unlinked.
+    pub fn cleanup(&mut self) -> Result<usize> {
+        let root = self.root;
+        let unlinked = {
+            let mut m = self.map()?;
+            let v = m.view();
+            let mut unlinked = 0;
+            let mut prev = root;
+            let mut cur = v.first()? & !1;
+            let mut steps = 0u64;
+            while cur != 0 {
+                let cn = v.next(cur)?;
+                if cn & 1 != 0 {
+                    // Quiescent: nothing else changes the list, plain stores suffice, but
+                    // the nodes are retired as a concurrent unlink would.
+                    v.word(prev, LF_NEXT)?.store(cn & !1, Ordering::Relaxed);
+                    let top = v.word(root, LF_RETIRED)?;
+                    v.word(cur, LF_RETIRE)?
+                        .store(top.load(Ordering::Relaxed), Ordering::Relaxed);
+                    top.store(cur, Ordering::Relaxed);
+                    unlinked += 1;
+                } else {
+                    prev = cur;
+                }
+                cur = cn & !1;
+                steps += 1;
+                if steps > u64::from(v.max_steps) {
+                    return Err(Error::Lost("the list has a cycle".into()));
+                }
+            }
+            unlinked
+        };
+        self.reclaim()?;
+        Ok(unlinked)
+    }
+
+    /// The list's contents from the head (unmarked nodes only).
+    pub fn values(&mut self) -> Result<Vec<i32>> {
+        Ok(self.walk()?.0)
+    }
+
+    /// Walks the list and checks its structure: no cycle, every node a distinct block of the
+    /// arena, and for an ordered set strictly ascending keys.
+    pub fn check(&mut self) -> Result<ListCheck> {
+        let (values, marked, retired) = self.walk()?;
+        if self.kind == ListKind::OrderedSet {
+            if let Some(w) = values.windows(2).find(|w| w[0] >= w[1]) {
+                return Err(Error::Lost(format!(
+                    "the ordered set holds {} before {}",
+                    w[0], w[1]
+                )));
+            }
+        }
+        Ok(ListCheck {
+            live: values.len(),
+            marked,
+            retired,
+        })
+    }
+
+    fn walk(&mut self) -> Result<(Vec<i32>, usize, usize)> {
+        let mut m = self.map()?;
+        let v = m.view();
+        let mut seen = std::collections::HashSet::new();
+        let mut values = Vec::new();
+        let mut marked = 0;
+        let mut cur = v.first()? & !1;
+        while cur != 0 {
+            if !seen.insert(cur) {
+                return Err(Error::Lost(format!("the list reaches node {cur} twice")));
+            }
+            let cn = v.next(cur)?;
+            if cn & 1 != 0 {
+                marked += 1;
+            } else {
+                values.push(v.value(cur)?);
+            }
+            cur = cn & !1;
+        }
+        let retired = v.retired_count()? as usize;
+        Ok((values, marked, retired))
+    }
+
+    /// Lost compare-and-swaps so far, and the first error code the kernel recorded.
+    pub fn counters(&mut self) -> Result<(u32, u32)> {
+        let mut m = self.map()?;
+        let v = m.view();
+        Ok((
+            v.word(v.root, LF_RETRIES)?.load(Ordering::Relaxed),
+            v.error_code()?,
+        ))
+    }
+}
+
+/// Runs `ops` on the pool's threads, which take chunks of them in turn.
+fn run_threads(
+    pool: &LatencyPool,
+    view: ListView<'_>,
+    ops: &[ListOp],
+    statuses: &mut [OpStatus],
+) -> Result<()> {
+    const CHUNK: usize = 16;
+    let next = AtomicUsize::new(0);
+    let out: Vec<AtomicU32> = (0..ops.len()).map(|_| AtomicU32::new(0)).collect();
+    let results = pool.broadcast_scoped(|info| -> Result<()> {
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= ops.len() {
+                return Ok(());
+            }
+            for i in start..(start + CHUNK).min(ops.len()) {
+                let s = view.apply(ops[i], info.index)?;
+                out[i].store(s as u32, Ordering::Relaxed);
+            }
+        }
+    })?;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    for (s, o) in statuses.iter_mut().zip(out) {
+        *s = match o.into_inner() {
+            0 => OpStatus::Failed,
+            1 => OpStatus::Done,
+            _ => OpStatus::OutOfMemory,
+        };
+    }
+    Ok(())
+}
