@@ -17,6 +17,7 @@
 //! after it was unlinked, so no operation that starts later can reach it.
 
 mod view;
+pub mod workload;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

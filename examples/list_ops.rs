@@ -1,0 +1,363 @@
+//! The lock-free list seed's experiment: a positional list of unique values and a batch of
+//! operations (insert a value right after the node holding a target, remove the node holding
+//! a value) run all at once, by pinned CPU threads, by the device (one work-item per
+//! operation) or by both, against a single-threaded list; every run checked.
+//!
+//!     cargo run --release --example list_ops                                # 10,000 nodes, 100,000 ops
+//!     cargo run --release --example list_ops -- --initial 40000 --ops-count 100000 --json
+//!     cargo run --release --example list_ops -- --nodes listnodes.txt --ops operations.txt --output final.txt
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::structures::arena::ArenaStats;
+use asym::structures::list::workload::{SequentialList, Workload};
+use asym::structures::list::{BatchReport, ListMode, LockFreeList, OpStatus};
+use clap::Parser;
+use serde_json::json;
+
+#[path = "support/progress.rs"]
+mod progress;
+use progress::Progress;
+
+#[derive(Parser, Debug)]
+#[command(about = "The lock-free list seed's experiment: concurrent positional operations on a \
+                   list in SVM, by CPU threads, the device, or both")]
+struct Args {
+    /// The initial list in the seed's format: a count, then the values from the head.
+    #[arg(long, requires = "ops")]
+    nodes: Option<PathBuf>,
+    /// The operations in the seed's format: a count, then `1 <target> <new>` (insert after)
+    /// or `0 <value>` (remove) per line.
+    #[arg(long, requires = "nodes")]
+    ops: Option<PathBuf>,
+    /// Generated workload: nodes in the initial list.
+    #[arg(long, default_value_t = 10_000)]
+    initial: usize,
+    /// Generated workload: operations (half removes of initial values, half inserts).
+    #[arg(long, default_value_t = 100_000)]
+    ops_count: usize,
+    /// Generated workload: random seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Modes: seq (the single-threaded list), cpu (pinned threads), gpu (one launch), coop
+    /// (a launch and the threads at once on fine SVM, one after the other on coarse),
+    /// comma-separated, or all.
+    #[arg(long, default_value = "all")]
+    mode: String,
+    /// coop: the device's share of the operations (0 to 1).
+    #[arg(long, default_value_t = 0.5)]
+    device_share: f64,
+    /// Latency threads (default: every CPU).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// OpenCL device: part of its platform or device name.
+    #[arg(long)]
+    device: Option<String>,
+    /// Extra nodes the arena holds beyond the initial list and the inserts.
+    #[arg(long, default_value_t = 1024)]
+    spare_nodes: usize,
+    /// Runs of each mode (the table shows the fastest; --json prints each).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Write the final list (one value per line from the head); with several modes, one file
+    /// per mode (PATH.MODE).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// One JSON object per run instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+struct Run {
+    mode: String,
+    ms: f64,
+    device_ms: Option<f64>,
+    cleanup_ms: f64,
+    report: Option<BatchReport>,
+    done: usize,
+    failed: usize,
+    arena: Option<ArenaStats>,
+    final_len: usize,
+    verified: std::result::Result<(), String>,
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })
+}
+
+fn write_list(path: &Path, values: &[i32]) -> Result<()> {
+    let mut text = String::with_capacity(values.len() * 8);
+    for v in values {
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })
+}
+
+fn run(args: &Args) -> Result<bool> {
+    let mut modes = Vec::new();
+    for m in args.mode.split(',').map(str::trim) {
+        match m {
+            "seq" | "cpu" | "gpu" | "coop" => modes.push(m.to_string()),
+            "all" => modes.extend(["seq", "cpu", "gpu", "coop"].map(String::from)),
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown mode {other:?}: expected seq, cpu, gpu, coop or all"
+                )))
+            }
+        }
+    }
+    if !(0.0..=1.0).contains(&args.device_share) {
+        return Err(Error::InvalidArgument(format!(
+            "--device-share {}: 0 to 1",
+            args.device_share
+        )));
+    }
+    let workload = match (&args.nodes, &args.ops) {
+        (Some(n), Some(o)) => Workload::parse(
+            &read(n)?,
+            &n.display().to_string(),
+            &read(o)?,
+            &o.display().to_string(),
+        )?,
+        _ => Workload::generate(args.initial, args.ops_count, args.seed)?,
+    };
+    let needs_device = modes.iter().any(|m| m == "gpu" || m == "coop");
+    let rt = if needs_device {
+        Some(Runtime::with_options(RuntimeOptions {
+            device: args.device.clone(),
+            ..Default::default()
+        })?)
+    } else {
+        None
+    };
+    let pool = if modes.iter().any(|m| m == "cpu" || m == "coop") {
+        Some(LatencyPool::new(PoolOptions {
+            threads: args.threads,
+            ..Default::default()
+        })?)
+    } else {
+        None
+    };
+    // The CPU modes need an arena too: on a machine without a device they use the runtime's
+    // CPU device (PoCL) only for memory.
+    let rt = match rt {
+        Some(rt) => Some(rt),
+        None if modes.iter().any(|m| m == "cpu") => Some(Runtime::with_options(RuntimeOptions {
+            device: args.device.clone(),
+            ..Default::default()
+        })?),
+        None => None,
+    };
+    let spare = workload.ops.len().saturating_add(args.spare_nodes);
+    if let (Some(rt), true) = (&rt, needs_device) {
+        // Build the list kernel before any clock starts.
+        let mut warm = LockFreeList::positional_from(rt, &[0], 4)?;
+        warm.apply(
+            &[asym::structures::list::ListOp::InsertAfter {
+                target: 0,
+                value: 1,
+            }],
+            ListMode::Gpu,
+            None,
+        )?;
+    }
+    let mut progress = Progress::new((modes.len() * args.repeat) as u64, args.json);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut finals: Vec<(String, Vec<i32>)> = Vec::new();
+    for mode in &modes {
+        for rep in 0..args.repeat.max(1) {
+            progress.step(format!("{mode} run {}", rep + 1));
+            let r = if mode == "seq" {
+                let mut list = SequentialList::new(&workload.initial);
+                let t = Instant::now();
+                let statuses: Vec<OpStatus> = workload.ops.iter().map(|&op| list.apply(op)).collect();
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let fin = list.values();
+                let count = |s| statuses.iter().filter(|&&x| x == s).count();
+                let run = Run {
+                    mode: mode.clone(),
+                    ms,
+                    device_ms: None,
+                    cleanup_ms: 0.0,
+                    report: None,
+                    done: count(OpStatus::Done),
+                    failed: count(OpStatus::Failed),
+                    arena: None,
+                    final_len: fin.len(),
+                    verified: workload.verify(&statuses, &fin),
+                };
+                if rep == 0 {
+                    finals.push((mode.clone(), fin));
+                }
+                run
+            } else {
+                let rt = rt.as_ref().expect("opened above");
+                let list_mode = match mode.as_str() {
+                    "cpu" => ListMode::Cpu,
+                    "gpu" => ListMode::Gpu,
+                    _ => ListMode::Cooperative {
+                        device_share: args.device_share,
+                    },
+                };
+                let mut list = LockFreeList::positional_from(rt, &workload.initial, spare)?;
+                let report = list.apply(&workload.ops, list_mode, pool.as_ref())?;
+                if report.out_of_memory > 0 {
+                    let stats = list.arena_stats()?;
+                    return Err(Error::OutOfMemory(format!(
+                        "{mode}: {} operations found no node to allocate (raise --spare-nodes); \
+                         arena: {} bytes, {} in use, high-water {}, {} failed mallocs",
+                        report.out_of_memory,
+                        stats.capacity_bytes,
+                        stats.bytes_in_use,
+                        stats.high_water_bytes,
+                        stats.failed_mallocs
+                    )));
+                }
+                let t = Instant::now();
+                list.cleanup()?;
+                let cleanup_ms = t.elapsed().as_secs_f64() * 1e3;
+                let fin = list.values()?;
+                let arena = list.arena_stats()?;
+                let run = Run {
+                    mode: mode.clone(),
+                    ms: report.elapsed.as_secs_f64() * 1e3,
+                    device_ms: report.device_time.map(|d| d.as_secs_f64() * 1e3),
+                    cleanup_ms,
+                    done: report.done,
+                    failed: report.failed,
+                    verified: workload.verify(&report.statuses, &fin),
+                    report: Some(report),
+                    arena: Some(arena),
+                    final_len: fin.len(),
+                };
+                if rep == 0 {
+                    finals.push((mode.clone(), fin));
+                }
+                run
+            };
+            runs.push(r);
+        }
+    }
+    progress.bar.finish_and_clear();
+    if let Some(path) = &args.output {
+        if finals.len() == 1 {
+            write_list(path, &finals[0].1)?;
+        } else {
+            for (mode, fin) in &finals {
+                write_list(&PathBuf::from(format!("{}.{mode}", path.display())), fin)?;
+            }
+        }
+    }
+    let seq_ms = runs
+        .iter()
+        .filter(|r| r.mode == "seq")
+        .map(|r| r.ms)
+        .fold(f64::INFINITY, f64::min);
+    let device_name = rt.as_ref().map(|rt| rt.profile().label());
+    let transport = rt.as_ref().map(|rt| rt.transport().to_string());
+    if args.json {
+        for r in &runs {
+            println!(
+                "{}",
+                json!({
+                    "mode": r.mode, "initial": workload.initial.len(), "ops": workload.ops.len(),
+                    "ms": r.ms, "device_ms": r.device_ms, "cleanup_ms": r.cleanup_ms,
+                    "ops_per_s": workload.ops.len() as f64 / (r.ms / 1e3),
+                    "succeeded": r.done, "failed": r.failed,
+                    "cas_retries": r.report.as_ref().map(|b| b.cas_retries),
+                    "reclaimed": r.report.as_ref().map(|b| b.reclaimed),
+                    "device_ops": r.report.as_ref().map(|b| b.device_ops),
+                    "final_len": r.final_len,
+                    "arena": r.arena.as_ref().map(|a| json!({
+                        "capacity_bytes": a.capacity_bytes, "bytes_in_use": a.bytes_in_use,
+                        "high_water_bytes": a.high_water_bytes,
+                        "superblocks_carved": a.superblocks_carved,
+                        "free_blocks": a.free_blocks, "failed_mallocs": a.failed_mallocs,
+                        "cas_retries": a.cas_retries,
+                    })),
+                    "threads": pool.as_ref().map(|p| p.len()),
+                    "device": device_name, "transport": transport,
+                    "speedup_vs_seq": if seq_ms.is_finite() { Some(seq_ms / r.ms) } else { None },
+                    "verified": r.verified.is_ok(),
+                    "error": r.verified.as_ref().err(),
+                })
+            );
+        }
+    } else {
+        println!(
+            "{} initial nodes, {} operations; device {}, transport {}, {} latency threads",
+            workload.initial.len(),
+            workload.ops.len(),
+            device_name.as_deref().unwrap_or("-"),
+            transport.as_deref().unwrap_or("-"),
+            pool.as_ref().map_or(0, |p| p.len())
+        );
+        println!(
+            "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>12}  check",
+            "mode", "ms", "ops/s", "vs seq", "done", "failed", "CAS retries", "cleanup", "high-water"
+        );
+        for mode in &modes {
+            let Some(r) = runs
+                .iter()
+                .filter(|r| &r.mode == mode)
+                .min_by(|a, b| a.ms.total_cmp(&b.ms))
+            else {
+                continue;
+            };
+            println!(
+                "{:<6} {:>10.2} {:>12.0} {:>8} {:>9} {:>9} {:>11} {:>10} {:>12}  {}",
+                r.mode,
+                r.ms,
+                workload.ops.len() as f64 / (r.ms / 1e3),
+                if seq_ms.is_finite() {
+                    format!("{:.1}x", seq_ms / r.ms)
+                } else {
+                    "-".into()
+                },
+                r.done,
+                r.failed,
+                r.report
+                    .as_ref()
+                    .map_or("-".into(), |b| b.cas_retries.to_string()),
+                if r.mode == "seq" {
+                    "-".into()
+                } else {
+                    format!("{:.2} ms", r.cleanup_ms)
+                },
+                r.arena
+                    .as_ref()
+                    .map_or("-".into(), |a| format!("{} KiB", a.high_water_bytes / 1024)),
+                match &r.verified {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => format!("FAILED: {e}"),
+                }
+            );
+        }
+    }
+    Ok(runs.iter().all(|r| r.verified.is_ok()))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("list_ops: a run broke the list's invariants");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("list_ops: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
