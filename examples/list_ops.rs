@@ -23,8 +23,10 @@ mod progress;
 use progress::Progress;
 
 #[derive(Parser, Debug)]
-#[command(about = "The lock-free list seed's experiment: concurrent positional operations on a \
-                   list in SVM, by CPU threads, the device, or both")]
+#[command(
+    about = "The lock-free list seed's experiment: concurrent positional operations on a \
+                   list in SVM, by CPU threads, the device, or both"
+)]
 struct Args {
     /// The initial list in the seed's format: a count, then the values from the head.
     #[arg(long, requires = "ops")]
@@ -180,7 +182,8 @@ fn run(args: &Args) -> Result<bool> {
             let r = if mode == "seq" {
                 let mut list = SequentialList::new(&workload.initial);
                 let t = Instant::now();
-                let statuses: Vec<OpStatus> = workload.ops.iter().map(|&op| list.apply(op)).collect();
+                let statuses: Vec<OpStatus> =
+                    workload.ops.iter().map(|&op| list.apply(op)).collect();
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 let fin = list.values();
                 let count = |s| statuses.iter().filter(|&&x| x == s).count();
@@ -304,7 +307,15 @@ fn run(args: &Args) -> Result<bool> {
         );
         println!(
             "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>12}  check",
-            "mode", "ms", "ops/s", "vs seq", "done", "failed", "CAS retries", "cleanup", "high-water"
+            "mode",
+            "ms",
+            "ops/s",
+            "vs seq",
+            "done",
+            "failed",
+            "CAS retries",
+            "cleanup",
+            "high-water"
         );
         for mode in &modes {
             let Some(r) = runs

@@ -7,10 +7,11 @@
  *             word offset of a block: the same value names the block on the host and on the
  *             device, and survives the host growing the arena (the heap is copied whole).
  *   sb_class  uint per superblock: 0 while uncarved, else 1 + the size class it was cut into.
+ *             Superblock 0's first words hold the statistics (ARENA_STAT_*).
  *   ctl       ulong words: ARENA_NEXT_SB (bump counter of uncarved superblocks), ARENA_SB_COUNT
- *             (superblocks in the heap, written by the host between launches), statistics,
- *             from ARENA_BUMP each class's current superblock and next unused block, and from
- *             ARENA_HEADS the free-list heads, ARENA_SHARDS per size class.
+ *             (superblocks in the heap, written by the host between launches), from ARENA_BUMP
+ *             each class's current superblock and next unused block, and from ARENA_HEADS the
+ *             free-list heads, ARENA_SHARDS per size class.
  *
  * Size class c holds blocks of 2^(c+1) words (8 bytes .. ARENA_SB_WORDS words). A class's free
  * blocks are spread over ARENA_SHARDS Treiber stacks (a work-item starts at the shard its id
@@ -42,13 +43,18 @@
 
 #define ARENA_NEXT_SB 0
 #define ARENA_SB_COUNT 1
-#define ARENA_IN_USE 2    /* bytes in blocks handed out and not freed */
-#define ARENA_HIGH 3      /* high-water mark of ARENA_IN_USE */
-#define ARENA_FAILED 4    /* mallocs that found no memory */
-#define ARENA_BAD_FREE 5  /* frees of a handle that is not a block */
-#define ARENA_RETRIES 6   /* lost head CASes */
-#define ARENA_BUMP 8      /* per class: (superblock << 32) | next unused block */
+#define ARENA_BUMP 2      /* per class: (superblock << 32) | next unused block */
 #define ARENA_HEADS (ARENA_BUMP + ARENA_CLASSES)
+/* Statistics: uint words at the start of the heap (superblock 0, never carved), relaxed
+ * single atomics (no CAS loops: a high-water CAS loop on one word serialised the seed's
+ * experiment's 50,000 mallocs on the H200). */
+#define ARENA_STAT_IN_USE 0   /* 8-byte units in blocks handed out and not freed */
+#define ARENA_STAT_HIGH 1     /* high-water mark of ARENA_STAT_IN_USE */
+#define ARENA_STAT_FAILED 2   /* mallocs that found no memory */
+#define ARENA_STAT_BAD_FREE 3 /* frees of a handle that is not a block */
+#define ARENA_STAT_RETRIES 4  /* lost head CASes */
+#define ARENA_STAT_FREE 8     /* per class: blocks on its free lists (a hint: malloc skips the
+                                 lists while it reads 0) */
 #define ARENA_EXHAUSTED 0xFFFFFFFFu
 #define ARENA_MAX_RETRIES (1u << 24)
 
@@ -83,18 +89,23 @@ inline void arena_push(asym_arena a, uint c, uint shard, uint block) {
         ulong h = asym_load64_acquire(head);
         asym_store_relaxed(a.heap + block, (uint)h);
         if (asym_cas64(head, h, arena_tagged(h, block))) {
+            asym_fetch_add(a.heap + ARENA_STAT_FREE + c, 1u);
             return;
         }
-        asym_fetch_add64(a.ctl + ARENA_RETRIES, 1ul);
+        asym_fetch_add(a.heap + ARENA_STAT_RETRIES, 1u);
     }
     /* A push that lost 2^24 races in a row: the block is dropped (counted as a bad free),
      * never linked twice. */
-    asym_fetch_add64(a.ctl + ARENA_BAD_FREE, 1ul);
+    asym_fetch_add(a.heap + ARENA_STAT_BAD_FREE, 1u);
 }
 
-/* Pops one block of a stack, or 0 when it is empty. */
+/* Pops one block of a stack, or 0 when it is empty. An empty stack costs one load and no
+ * fence. */
 inline uint arena_pop(asym_arena a, uint c, uint shard) {
     __global ulong *head = arena_head(a, c, shard);
+    if ((uint)asym_load64_relaxed(head) == 0u) {
+        return 0u;
+    }
     for (uint tries = 0; tries < ARENA_MAX_RETRIES; ++tries) {
         ulong h = asym_load64_acquire(head);
         uint block = (uint)h;
@@ -103,21 +114,18 @@ inline uint arena_pop(asym_arena a, uint c, uint shard) {
         }
         uint next = asym_load_relaxed(a.heap + block);
         if (asym_cas64(head, h, arena_tagged(h, next))) {
+            asym_fetch_add(a.heap + ARENA_STAT_FREE + c, 0xFFFFFFFFu); /* minus one */
             return block;
         }
-        asym_fetch_add64(a.ctl + ARENA_RETRIES, 1ul);
+        asym_fetch_add(a.heap + ARENA_STAT_RETRIES, 1u);
     }
     return 0u;
 }
 
 inline void arena_account(asym_arena a, uint c) {
-    ulong bytes = 4ul * (ulong)arena_class_words(c);
-    ulong now = asym_fetch_add64(a.ctl + ARENA_IN_USE, bytes) + bytes;
-    ulong high = asym_load64_acquire(a.ctl + ARENA_HIGH);
-    while (now > high) {
-        if (asym_cas64(a.ctl + ARENA_HIGH, high, now)) break;
-        high = asym_load64_acquire(a.ctl + ARENA_HIGH);
-    }
+    uint units = arena_class_words(c) / 2u;
+    uint now = asym_fetch_add(a.heap + ARENA_STAT_IN_USE, units) + units;
+    asym_fetch_max_relaxed(a.heap + ARENA_STAT_HIGH, now);
 }
 
 /* Takes the next unused block of class c's current superblock, switching to a fresh
@@ -160,13 +168,14 @@ inline uint arena_bump(asym_arena a, uint c, uint *oom) {
 inline uint asym_malloc(asym_arena a, uint bytes, uint hint) {
     uint c = arena_class_of(bytes);
     if (bytes == 0u || c >= ARENA_CLASSES) {
-        asym_fetch_add64(a.ctl + ARENA_FAILED, 1ul);
+        asym_fetch_add(a.heap + ARENA_STAT_FAILED, 1u);
         return 0u;
     }
     uint first = hint % ARENA_SHARDS;
     uint step = 0;
     for (uint tries = 0; tries < ARENA_MAX_RETRIES; ++tries) {
-        for (uint i = 0; i < ARENA_SHARDS; ++i) {
+        bool listed = asym_load_relaxed(a.heap + ARENA_STAT_FREE + c) != 0u;
+        for (uint i = 0; listed && i < ARENA_SHARDS; ++i) {
             uint block = arena_pop(a, c, (first + i) % ARENA_SHARDS);
             if (block != 0u) {
                 arena_account(a, c);
@@ -180,9 +189,9 @@ inline uint asym_malloc(asym_arena a, uint bytes, uint hint) {
             return block;
         }
         if (oom) break;
-        asym_backoff(&step, a.ctl + ARENA_BUMP + c);
+        asym_backoff(&step, a.heap + ARENA_STAT_FREE + c);
     }
-    asym_fetch_add64(a.ctl + ARENA_FAILED, 1ul);
+    asym_fetch_add(a.heap + ARENA_STAT_FAILED, 1u);
     return 0u;
 }
 
@@ -194,12 +203,12 @@ inline bool asym_free(asym_arena a, uint block, uint hint) {
                    ? 0u
                    : asym_load_acquire(a.sb_class + sb);
     if (cls == 0u || (block % ARENA_SB_WORDS) % arena_class_words(cls - 1u) != 0u) {
-        asym_fetch_add64(a.ctl + ARENA_BAD_FREE, 1ul);
+        asym_fetch_add(a.heap + ARENA_STAT_BAD_FREE, 1u);
         return false;
     }
     uint c = cls - 1u;
     arena_push(a, c, hint % ARENA_SHARDS, block);
-    asym_fetch_sub64(a.ctl + ARENA_IN_USE, 4ul * (ulong)arena_class_words(c));
+    asym_fetch_add(a.heap + ARENA_STAT_IN_USE, 0u - arena_class_words(c) / 2u);
     return true;
 }
 

@@ -20,6 +20,20 @@
 #error "asym: the fine transport needs OpenCL C acquire/release atomics (OpenCL C 2.0, or 3.0 with __opencl_c_atomic_order_acq_rel)"
 #endif
 
+/* A fence ordering this work-item's global memory accesses for every work-item of the
+ * device (acquire and release). OpenCL C 1.2's mem_fence promises order within the work-group
+ * only, and NVIDIA compiles it so; there the runtime defines ASYM_NVIDIA and the fence is PTX
+ * membar.gl. */
+inline void asym_fence(void) {
+#if defined(ASYM_FINE)
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acq_rel, memory_scope_device);
+#elif defined(ASYM_NVIDIA)
+    asm volatile("membar.gl;" ::: "memory");
+#else
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+}
+
 #ifdef ASYM_FINE
 typedef volatile __global atomic_uint asym_atomic_uint;
 
@@ -48,20 +62,23 @@ inline uint asym_fetch_add(__global uint *p, uint v) {
 inline uint asym_fetch_min_relaxed(__global uint *p, uint v) {
     return atomic_fetch_min_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
 }
+inline uint asym_fetch_max_relaxed(__global uint *p, uint v) {
+    return atomic_fetch_max_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
+}
 inline uint asym_exchange_relaxed(__global uint *p, uint v) {
     return atomic_exchange_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
 }
 #else
 inline uint asym_load_acquire(__global uint *p) {
     uint v = *(volatile __global uint *)p;
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
     return v;
 }
 inline uint asym_load_relaxed(__global uint *p) {
     return *(volatile __global uint *)p;
 }
 inline void asym_store_release(__global uint *p, uint v) {
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
     *(volatile __global uint *)p = v;
 }
 inline void asym_store_relaxed(__global uint *p, uint v) {
@@ -75,6 +92,9 @@ inline uint asym_fetch_add(__global uint *p, uint v) {
 }
 inline uint asym_fetch_min_relaxed(__global uint *p, uint v) {
     return atomic_min((volatile __global uint *)p, v);
+}
+inline uint asym_fetch_max_relaxed(__global uint *p, uint v) {
+    return atomic_max((volatile __global uint *)p, v);
 }
 inline uint asym_exchange_relaxed(__global uint *p, uint v) {
     return atomic_xchg((volatile __global uint *)p, v);
@@ -92,6 +112,9 @@ typedef volatile __global atomic_ulong asym_atomic_ulong;
 inline ulong asym_load64_acquire(__global ulong *p) {
     return atomic_load_explicit((asym_atomic_ulong *)p, memory_order_acquire, memory_scope_device);
 }
+inline ulong asym_load64_relaxed(__global ulong *p) {
+    return atomic_load_explicit((asym_atomic_ulong *)p, memory_order_relaxed, memory_scope_device);
+}
 inline void asym_store64_release(__global ulong *p, ulong v) {
     atomic_store_explicit((asym_atomic_ulong *)p, v, memory_order_release, memory_scope_device);
 }
@@ -102,30 +125,27 @@ inline bool asym_cas64(__global ulong *p, ulong expected, ulong desired) {
 inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
     return atomic_fetch_add_explicit((asym_atomic_ulong *)p, v, memory_order_acq_rel, memory_scope_device);
 }
-inline ulong asym_fetch_sub64(__global ulong *p, ulong v) {
-    return atomic_fetch_sub_explicit((asym_atomic_ulong *)p, v, memory_order_relaxed, memory_scope_device);
-}
 #else
 inline ulong asym_load64_acquire(__global ulong *p) {
     ulong v = *(volatile __global ulong *)p;
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
     return v;
 }
+inline ulong asym_load64_relaxed(__global ulong *p) {
+    return *(volatile __global ulong *)p;
+}
 inline void asym_store64_release(__global ulong *p, ulong v) {
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
     (void)atom_xchg((volatile __global ulong *)p, v);
 }
 inline bool asym_cas64(__global ulong *p, ulong expected, ulong desired) {
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
     bool ok = atom_cmpxchg((volatile __global ulong *)p, expected, desired) == expected;
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
     return ok;
 }
 inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
     return atom_add((volatile __global ulong *)p, v);
-}
-inline ulong asym_fetch_sub64(__global ulong *p, ulong v) {
-    return atom_sub((volatile __global ulong *)p, v);
 }
 #endif
 #endif

@@ -258,13 +258,10 @@ inline ulong gh_now(void) {
 #define GH_OP_INSERT 0u
 #define GH_OP_DELETE 1u
 
-inline void gh_fence(void) {
-#ifdef ASYM_FINE
-    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acq_rel, memory_scope_device);
-#else
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-#endif
-}
+/* Device-scope: node keys written by one work-group are read by others. (Until session 7
+ * this was OpenCL C 1.2's mem_fence on the coarse transport, which NVIDIA compiles to the
+ * work-group-scope membar.cta: see asym_fence.) */
+inline void gh_fence(void) { asym_fence(); }
 
 /* Whether a node in state `st` (unlocked) is present with valid keys. */
 inline bool gh_holds_keys(uint st) {

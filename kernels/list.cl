@@ -5,8 +5,9 @@
  *
  * Layout (arena handles, word offsets; 0 is null):
  *   root block (32 bytes): [LF_FIRST] the first node | [LF_RETIRED] the retire stack |
- *       [LF_RETIRED_N] nodes retired | [LF_RETRIES] lost CASes | [LF_ERROR] first error code
- *       (the root plays the head sentinel: its LF_FIRST word is the head's next).
+ *       [LF_RETIRED_N] nodes retired | [LF_RETRIES] lost CASes of host threads (a launch
+ *       counts its own in launch_stats) (the root plays the head sentinel: its LF_FIRST word
+ *       is the head's next).
  *   node (16 bytes): [LF_VALUE] the value (int) | [LF_NEXT] successor handle, low bit = mark |
  *       [LF_RETIRE] link on the retire stack.
  * Handles are multiples of 2 words, so the low bit of a next word is free for the mark.
@@ -31,8 +32,9 @@
  * only while it runs, so no node is freed while anyone may still read it.
  *
  * Memory ordering: a new node's value and next word are written before the linking CAS
- * (acq_rel on the fine transport, fenced on the coarse one) publishes them; readers load next
- * words with acquire before reading the node they name.
+ * (acq_rel on the fine transport, fenced with membar.gl on the coarse one) publishes them;
+ * readers load next words with acquire (fine) or through the address dependency (coarse, see
+ * lf_next) before reading the node they name.
  *
  * Every loop is bounded: a scan stops after LF_MAX_STEPS nodes (more than the arena can hold:
  * a longer walk means a cycle, reported as LF_ERR_BOUND), a retry loop after LF_MAX_RETRIES.
@@ -42,7 +44,6 @@
 #define LF_RETIRED 2
 #define LF_RETIRED_N 3
 #define LF_RETRIES 4
-#define LF_ERROR 5
 #define LF_VALUE 0
 #define LF_NEXT 1
 #define LF_RETIRE 2
@@ -73,17 +74,29 @@ typedef struct {
 inline bool lf_marked(uint p) { return (p & LF_MARK) != 0u; }
 inline uint lf_unmarked(uint p) { return p & ~LF_MARK; }
 inline __global uint *lf_word(lf_list *l, uint node, uint w) { return l->a.heap + node + w; }
-/* The root's LF_FIRST word is the head's next word: "node" root, word LF_NEXT == LF_FIRST. */
-inline uint lf_next(lf_list *l, uint node) { return asym_load_acquire(lf_word(l, node, LF_NEXT)); }
+/* The root's LF_FIRST word is the head's next word: "node" root, word LF_NEXT == LF_FIRST.
+ * Fine transport: an acquire load. Coarse transport (NVIDIA): a volatile load with no fence,
+ * relying on the address dependency from the link to the node's fields (the "consume" order):
+ * the GPU does not issue a load before its address is known, volatile loads are served by L2,
+ * and the publisher's membar.gl (asym_fence before the linking CAS) made the fields visible
+ * there before the link. A fence per step doubled the seed's experiment's time on the H200
+ * (~20 -> ~44 ms, docs/BENCHMARKS.md). */
+inline uint lf_next(lf_list *l, uint node) {
+#ifdef ASYM_FINE
+    return asym_load_acquire(lf_word(l, node, LF_NEXT));
+#else
+    return asym_load_relaxed(lf_word(l, node, LF_NEXT));
+#endif
+}
 inline int lf_value(lf_list *l, uint node) { return (int)asym_load_relaxed(lf_word(l, node, LF_VALUE)); }
 
 inline bool lf_cas_next(lf_list *l, uint node, uint expected, uint desired) {
 #ifndef ASYM_FINE
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
 #endif
     bool ok = asym_cas(lf_word(l, node, LF_NEXT), expected, desired);
 #ifndef ASYM_FINE
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    asym_fence();
 #endif
     if (!ok) l->retries += 1u;
     return ok;
@@ -95,7 +108,7 @@ inline void lf_retire(lf_list *l, uint node) {
         uint h = asym_load_acquire(top);
         asym_store_relaxed(lf_word(l, node, LF_RETIRE), h);
 #ifndef ASYM_FINE
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        asym_fence();
 #endif
         if (asym_cas(top, h, node)) {
             asym_fetch_add(lf_word(l, l->root, LF_RETIRED_N), 1u);
@@ -270,7 +283,8 @@ inline uint lf_set_contains(lf_list *l, int key) {
  * kinds this list takes. */
 __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
                          uint root, uint max_steps, uint positional,
-                         __global const uint *ops, __global uint *results, uint n) {
+                         __global const uint *ops, __global uint *results, uint n,
+                         __global uint *launch_stats) {
     uint i = get_global_id(0);
     if (i >= n) return;
     lf_list l = {{ctl, heap, sb_class}, root, max_steps, 0u, 0u};
@@ -294,6 +308,8 @@ __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint
         r = LF_ERR_KIND;
     }
     results[i] = r;
-    if (l.retries != 0u) asym_fetch_add(lf_word(&l, root, LF_RETRIES), l.retries);
-    if (l.error != 0u) (void)asym_cas(lf_word(&l, root, LF_ERROR), 0u, l.error);
+    /* The launch's counters go to a small buffer of their own, so that the host reads them
+     * without mapping the arena. */
+    if (l.retries != 0u) asym_fetch_add(launch_stats, l.retries);
+    if (l.error != 0u) (void)asym_cas(launch_stats + 1, 0u, l.error);
 }

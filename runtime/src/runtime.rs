@@ -185,14 +185,21 @@ impl Runtime {
         Ok(())
     }
 
-    /// The build options for this device and transport (plus `extra`).
+    /// The build options for this device and transport (plus `extra`). NVIDIA devices also
+    /// get `-DASYM_NVIDIA=1`: their OpenCL C 1.2 `mem_fence` orders memory for the work-group
+    /// only, so common.cl's `asym_fence` issues PTX `membar.gl` there.
     pub fn build_options(&self, extra: &str) -> String {
         let transport = match self.inner.transport {
             Transport::Fine => "-DASYM_FINE=1",
             Transport::Coarse => "-DASYM_COARSE=1",
         };
+        let vendor = if self.inner.profile.platform.contains("NVIDIA") {
+            " -DASYM_NVIDIA=1"
+        } else {
+            ""
+        };
         format!(
-            "-cl-std={} {transport} {} {extra}",
+            "-cl-std={} {transport}{vendor} {} {extra}",
             self.inner.profile.cl_std(),
             ring_protocol::cl_defines()
         )
@@ -250,6 +257,9 @@ impl Runtime {
                 log,
             });
         }
+        if let Some(dir) = std::env::var_os(DUMP_BINARIES_ENV) {
+            dump_binary(&program, source.name, &options, std::path::Path::new(&dir));
+        }
         Ok(Program {
             program,
             name: source.name,
@@ -278,5 +288,28 @@ impl Runtime {
     /// Waits for every command on the main queue.
     pub fn finish(&self) -> Result<()> {
         ocl::core::finish(&self.inner.queue).map_err(|e| Error::ocl("clFinish", "main queue", e))
+    }
+}
+
+/// Set to a directory to have every program's device binary (PTX on NVIDIA) written there
+/// after it builds: for checking what the compiler made of fences and atomics.
+pub const DUMP_BINARIES_ENV: &str = "ASYM_DUMP_BINARIES";
+
+fn dump_binary(program: &ocl::core::Program, name: &str, options: &str, dir: &std::path::Path) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    options.hash(&mut h);
+    let result = ocl::core::get_program_info(program, ocl::enums::ProgramInfo::Binaries);
+    match result {
+        Ok(ocl::enums::ProgramInfoResult::Binaries(bins)) => {
+            for (i, b) in bins.iter().enumerate() {
+                let path = dir.join(format!("{name}-{:016x}-{i}.bin", h.finish()));
+                if let Err(e) = std::fs::write(&path, b) {
+                    eprintln!("asym: cannot write {}: {e}", path.display());
+                }
+            }
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("asym: cannot read the binary of {name}: {e}"),
     }
 }

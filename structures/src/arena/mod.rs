@@ -25,13 +25,18 @@ pub use view::ArenaView;
 
 pub(crate) const CTL_NEXT_SB: usize = 0;
 pub(crate) const CTL_SB_COUNT: usize = 1;
-pub(crate) const CTL_IN_USE: usize = 2;
-pub(crate) const CTL_HIGH: usize = 3;
-pub(crate) const CTL_FAILED: usize = 4;
-pub(crate) const CTL_BAD_FREE: usize = 5;
-pub(crate) const CTL_RETRIES: usize = 6;
 /// Per class: (current superblock << 32) | next unused block (alloc.cl's `arena_bump`).
-pub(crate) const CTL_BUMP: usize = 8;
+pub(crate) const CTL_BUMP: usize = 2;
+// Statistics: u32 words at the start of the heap (superblock 0 is never carved), as
+// alloc.cl's ARENA_STAT_*.
+/// 8-byte units in blocks handed out and not freed.
+pub(crate) const STAT_IN_USE: usize = 0;
+pub(crate) const STAT_HIGH: usize = 1;
+pub(crate) const STAT_FAILED: usize = 2;
+pub(crate) const STAT_BAD_FREE: usize = 3;
+pub(crate) const STAT_RETRIES: usize = 4;
+/// Per class: blocks on its free lists (a hint; malloc skips the lists while it reads 0).
+pub(crate) const STAT_FREE: usize = 8;
 /// The superblock number a class's bump word holds once the arena is used up.
 pub(crate) const EXHAUSTED: u32 = u32::MAX;
 /// Lost compare-and-swaps after which a push or pop gives up (as the kernel's
@@ -68,7 +73,10 @@ impl ArenaLayout {
                 "superblocks of {sb} words: a power of two from 16 to 2^20"
             )));
         }
-        if self.classes == 0 || 2u64 << (self.classes - 1) > u64::from(sb) {
+        if self.classes == 0
+            || 2u64 << (self.classes - 1) > u64::from(sb)
+            || STAT_FREE + self.classes as usize > sb as usize
+        {
             return Err(Error::InvalidArgument(format!(
                 "{} size classes: 1 to log2({sb}) (the largest class is a whole superblock)",
                 self.classes
@@ -148,11 +156,11 @@ pub struct ArenaStats {
     /// Free blocks of each size class (8, 16, 32, ... bytes): on the free lists, or not yet
     /// handed out from the class's current superblock.
     pub free_blocks: Vec<u64>,
-    /// Mallocs that found no memory.
+    /// Mallocs that found no memory (a 32-bit counter: wraps after 2^32).
     pub failed_mallocs: u64,
     /// Frees of handles that were not blocks (and pushes dropped after too many lost races).
     pub bad_frees: u64,
-    /// Compare-and-swaps on free-list heads that lost a race.
+    /// Compare-and-swaps on free-list heads that lost a race (wraps after 2^32).
     pub cas_retries: u64,
 }
 
@@ -356,20 +364,21 @@ impl SvmArena {
         let superblocks = self.superblocks as u64;
         let mut m = self.map()?;
         let v = m.view();
-        let ctl = |i: usize| v.ctl[i].load(std::sync::atomic::Ordering::Relaxed);
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        let stat = |i: usize| u64::from(v.heap[i].load(relaxed));
         let free_blocks = (0..l.classes)
             .map(|c| v.free_blocks_quiescent(c))
             .collect::<Result<Vec<u64>>>()?;
         Ok(ArenaStats {
             capacity_bytes: (superblocks - 1) * l.superblock_bytes() as u64,
-            bytes_in_use: ctl(CTL_IN_USE),
-            high_water_bytes: ctl(CTL_HIGH),
-            superblocks_carved: ctl(CTL_NEXT_SB).min(superblocks) - 1,
+            bytes_in_use: 8 * stat(STAT_IN_USE),
+            high_water_bytes: 8 * stat(STAT_HIGH),
+            superblocks_carved: v.ctl[CTL_NEXT_SB].load(relaxed).min(superblocks) - 1,
             superblocks: superblocks - 1,
             free_blocks,
-            failed_mallocs: ctl(CTL_FAILED),
-            bad_frees: ctl(CTL_BAD_FREE),
-            cas_retries: ctl(CTL_RETRIES),
+            failed_mallocs: stat(STAT_FAILED),
+            bad_frees: stat(STAT_BAD_FREE),
+            cas_retries: stat(STAT_RETRIES),
         })
     }
 

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use asym_runtime::{Error, Result};
 
-use super::{ArenaLayout, CTL_BAD_FREE, CTL_BUMP, CTL_FAILED, CTL_HIGH, CTL_IN_USE};
-use super::{CTL_NEXT_SB, CTL_RETRIES, CTL_SB_COUNT, EXHAUSTED, MAX_RETRIES};
+use super::{ArenaLayout, CTL_BUMP, CTL_NEXT_SB, CTL_SB_COUNT, EXHAUSTED, MAX_RETRIES};
+use super::{STAT_BAD_FREE, STAT_FAILED, STAT_FREE, STAT_HIGH, STAT_IN_USE, STAT_RETRIES};
 
 /// Host access to an arena's memory as atomics: `malloc`, `free` and the words of blocks.
 ///
@@ -51,7 +51,7 @@ impl<'a> ArenaView<'a> {
     pub fn malloc(&self, bytes: usize, hint: usize) -> Result<u32> {
         let l = self.layout;
         let Some(c) = l.class_of(bytes) else {
-            self.ctl[CTL_FAILED].fetch_add(1, Ordering::Relaxed);
+            self.heap[STAT_FAILED].fetch_add(1, Ordering::Relaxed);
             return Err(Error::OutOfMemory(format!(
                 "a block of {bytes} bytes: the arena's blocks hold 1 to {} bytes",
                 l.superblock_bytes()
@@ -59,11 +59,9 @@ impl<'a> ArenaView<'a> {
         };
         let shards = l.shards as usize;
         let first = hint % shards;
-        for i in 0..shards {
-            if let Some(block) = self.pop(c, (first + i) % shards) {
-                self.account(c);
-                return Ok(block);
-            }
+        if let Some(block) = self.pop_any(c, first) {
+            self.account(c);
+            return Ok(block);
         }
         let mut backoff = 0u32;
         for _ in 0..MAX_RETRIES {
@@ -76,11 +74,9 @@ impl<'a> ArenaView<'a> {
                 Bump::Switching => {
                     // Another thread is taking a fresh superblock: look at the free lists
                     // again, then back off (bounded) so that it can finish.
-                    for i in 0..shards {
-                        if let Some(block) = self.pop(c, (first + i) % shards) {
-                            self.account(c);
-                            return Ok(block);
-                        }
+                    if let Some(block) = self.pop_any(c, first) {
+                        self.account(c);
+                        return Ok(block);
                     }
                     backoff = (backoff + 1).min(16);
                     if backoff < 8 {
@@ -91,7 +87,7 @@ impl<'a> ArenaView<'a> {
                 }
             }
         }
-        self.ctl[CTL_FAILED].fetch_add(1, Ordering::Relaxed);
+        self.heap[STAT_FAILED].fetch_add(1, Ordering::Relaxed);
         Err(Error::OutOfMemory(format!(
             "no free block of {} bytes and every superblock of the arena ({} of {} bytes) is \
              in use",
@@ -145,14 +141,14 @@ impl<'a> ArenaView<'a> {
             self.sb_class[sb].load(Ordering::Acquire)
         };
         if cls == 0 || (block % l.superblock_words) % l.class_words(cls - 1) != 0 {
-            self.ctl[CTL_BAD_FREE].fetch_add(1, Ordering::Relaxed);
+            self.heap[STAT_BAD_FREE].fetch_add(1, Ordering::Relaxed);
             return Err(Error::InvalidArgument(format!(
                 "free of handle {block}, which is not a block of this arena"
             )));
         }
         let c = cls - 1;
         self.push(c, hint % l.shards as usize, block);
-        self.ctl[CTL_IN_USE].fetch_sub(4 * u64::from(l.class_words(c)), Ordering::Relaxed);
+        self.heap[STAT_IN_USE].fetch_sub(l.class_words(c) / 2, Ordering::Relaxed);
         Ok(())
     }
 
@@ -182,17 +178,30 @@ impl<'a> ArenaView<'a> {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return,
+                Ok(_) => {
+                    self.heap[STAT_FREE + c as usize].fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 Err(now) => {
                     h = now;
-                    self.ctl[CTL_RETRIES].fetch_add(1, Ordering::Relaxed);
+                    self.heap[STAT_RETRIES].fetch_add(1, Ordering::Relaxed);
                     std::hint::spin_loop();
                 }
             }
         }
         // As in the kernel: a push that lost every race drops its block rather than link it
         // twice, and says so in the statistics.
-        self.ctl[CTL_BAD_FREE].fetch_add(1, Ordering::Relaxed);
+        self.heap[STAT_BAD_FREE].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A block from any of class `c`'s shards, starting at `first`; skips the lists while
+    /// their count hint reads 0.
+    fn pop_any(&self, c: u32, first: usize) -> Option<u32> {
+        if self.heap[STAT_FREE + c as usize].load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let shards = self.layout.shards as usize;
+        (0..shards).find_map(|i| self.pop(c, (first + i) % shards))
     }
 
     fn pop(&self, c: u32, shard: usize) -> Option<u32> {
@@ -210,10 +219,13 @@ impl<'a> ArenaView<'a> {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(block),
+                Ok(_) => {
+                    self.heap[STAT_FREE + c as usize].fetch_sub(1, Ordering::Relaxed);
+                    return Some(block);
+                }
                 Err(now) => {
                     h = now;
-                    self.ctl[CTL_RETRIES].fetch_add(1, Ordering::Relaxed);
+                    self.heap[STAT_RETRIES].fetch_add(1, Ordering::Relaxed);
                     std::hint::spin_loop();
                 }
             }
@@ -222,9 +234,9 @@ impl<'a> ArenaView<'a> {
     }
 
     fn account(&self, c: u32) {
-        let bytes = 4 * u64::from(self.layout.class_words(c));
-        let now = self.ctl[CTL_IN_USE].fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.ctl[CTL_HIGH].fetch_max(now, Ordering::Relaxed);
+        let units = self.layout.class_words(c) / 2;
+        let now = self.heap[STAT_IN_USE].fetch_add(units, Ordering::Relaxed) + units;
+        self.heap[STAT_HIGH].fetch_max(now, Ordering::Relaxed);
     }
 
     /// Free blocks of class `c`: on its lists (found by walking them) and not yet handed out

@@ -34,7 +34,6 @@ pub(crate) const LF_FIRST: usize = 1;
 pub(crate) const LF_RETIRED: usize = 2;
 pub(crate) const LF_RETIRED_N: usize = 3;
 pub(crate) const LF_RETRIES: usize = 4;
-pub(crate) const LF_ERROR: usize = 5;
 pub(crate) const LF_NODE_BYTES: usize = 16;
 const ROOT_BYTES: usize = 32;
 
@@ -323,19 +322,26 @@ impl LockFreeList {
                 ))
             }
         };
-        let retries_before = self.counter(LF_RETRIES)?;
+        let host_retries = |l: &mut Self| -> Result<u32> {
+            if host_ops.is_empty() {
+                Ok(0)
+            } else {
+                l.counter(LF_RETRIES)
+            }
+        };
+        let retries_before = host_retries(self)?;
         let mut statuses = vec![OpStatus::Failed; ops.len()];
         let started = Instant::now();
-        let device_time = if dev_ops.is_empty() {
+        let (device_time, device_retries) = if dev_ops.is_empty() {
             if let Some(pool) = pool {
                 self.run_host(pool, host_ops, &mut statuses[split..])?;
             }
-            None
+            (None, 0)
         } else {
             self.run_device_and_host(dev_ops, pool, host_ops, &mut statuses)?
         };
         let elapsed = started.elapsed();
-        let retries_after = self.counter(LF_RETRIES)?;
+        let retries_after = host_retries(self)?;
         let reclaimed = self.reclaim()?;
         let count = |s: OpStatus| statuses.iter().filter(|&&x| x == s).count();
         Ok(BatchReport {
@@ -344,7 +350,8 @@ impl LockFreeList {
             out_of_memory: count(OpStatus::OutOfMemory),
             statuses,
             device_ops: split,
-            cas_retries: u64::from(retries_after.wrapping_sub(retries_before)),
+            cas_retries: u64::from(retries_after.wrapping_sub(retries_before))
+                + u64::from(device_retries),
             elapsed,
             device_time,
             reclaimed,
@@ -371,14 +378,15 @@ impl LockFreeList {
     }
 
     /// The launch of `dev_ops` and, on the fine transport at the same time, the CPU threads'
-    /// `host_ops` (on the coarse one, after the launch). Returns the launch's time.
+    /// `host_ops` (on the coarse one, after the launch). Returns the launch's time and its
+    /// lost CASes.
     fn run_device_and_host(
         &mut self,
         dev_ops: &[ListOp],
         pool: Option<&LatencyPool>,
         host_ops: &[ListOp],
         statuses: &mut [OpStatus],
-    ) -> Result<Option<Duration>> {
+    ) -> Result<(Option<Duration>, u32)> {
         let n = u32::try_from(dev_ops.len())
             .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 operations".into()))?;
         let rt = self.arena.runtime().clone();
@@ -386,6 +394,7 @@ impl LockFreeList {
         let mut op_buf = rt.alloc::<u32>(words.len())?;
         op_buf.write(&words)?;
         let mut results = rt.alloc::<u32>(dev_ops.len())?;
+        let mut launch_stats = rt.alloc::<u32>(2)?;
         let (root, steps) = (self.root, max_steps(&self.arena));
         let positional = u32::from(self.kind == ListKind::Positional);
         self.kernel()?;
@@ -397,7 +406,8 @@ impl LockFreeList {
             .arg_scalar(5, positional)?
             .arg_svm(6, &op_buf)?
             .arg_svm(7, &results)?
-            .arg_scalar(8, n)?;
+            .arg_scalar(8, n)?
+            .arg_svm(9, &launch_stats)?;
         let wg = 64;
         let t0 = Instant::now();
         let launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;
@@ -442,12 +452,15 @@ impl LockFreeList {
                 }
             };
         }
-        if self.counter(LF_ERROR)? == LF_ERR_BOUND {
+        let [retries, error] = launch_stats.read()?[..] else {
+            unreachable!("two words")
+        };
+        if error == LF_ERR_BOUND {
             return Err(Error::Lost(
                 "a list operation on the device passed its bound".into(),
             ));
         }
-        Ok(device_time)
+        Ok((device_time, retries))
     }
 
     fn run_host(
@@ -572,16 +585,6 @@ impl LockFreeList {
         }
         let retired = v.retired_count()? as usize;
         Ok((values, marked, retired))
-    }
-
-    /// Lost compare-and-swaps so far, and the first error code the kernel recorded.
-    pub fn counters(&mut self) -> Result<(u32, u32)> {
-        let mut m = self.map()?;
-        let v = m.view();
-        Ok((
-            v.word(v.root, LF_RETRIES)?.load(Ordering::Relaxed),
-            v.error_code()?,
-        ))
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use asym_runtime::{Error, Result};
 
 use super::{ListOp, LF_NODE_BYTES, LF_RETRIES, LF_VALUE};
-use super::{OpStatus, LF_ERROR, LF_FIRST, LF_NEXT, LF_RETIRE, LF_RETIRED, LF_RETIRED_N};
+use super::{OpStatus, LF_FIRST, LF_NEXT, LF_RETIRE, LF_RETIRED, LF_RETIRED_N};
 use crate::arena::ArenaView;
 
 const MARK: u32 = 1;
@@ -217,11 +217,6 @@ impl<'a> ListView<'a> {
             l: self,
             retries: 0,
         }
-    }
-
-    /// Records the first error code in the root (as the kernel does).
-    pub(super) fn error_code(&self) -> Result<u32> {
-        Ok(self.word(self.root, LF_ERROR)?.load(Ordering::Acquire))
     }
 
     pub(super) fn retired_count(&self) -> Result<u32> {

@@ -188,7 +188,9 @@ impl Workload {
         let mut ops = format!("{}\n", self.ops.len());
         for op in &self.ops {
             match *op {
-                ListOp::InsertAfter { target, value } => ops.push_str(&format!("1 {target} {value}\n")),
+                ListOp::InsertAfter { target, value } => {
+                    ops.push_str(&format!("1 {target} {value}\n"))
+                }
                 ListOp::RemoveValue(v) => ops.push_str(&format!("0 {v}\n")),
                 _ => {}
             }
@@ -203,7 +205,11 @@ impl Workload {
     /// the batch, a remove only if its value was absent or removed by another operation.
     pub fn verify(&self, statuses: &[OpStatus], fin: &[i32]) -> std::result::Result<(), String> {
         if statuses.len() != self.ops.len() {
-            return Err(format!("{} statuses for {} operations", statuses.len(), self.ops.len()));
+            return Err(format!(
+                "{} statuses for {} operations",
+                statuses.len(),
+                self.ops.len()
+            ));
         }
         let initial: HashSet<i32> = self.initial.iter().copied().collect();
         let removes: HashMap<i32, usize> = self.ops.iter().fold(HashMap::new(), |mut m, op| {
@@ -231,12 +237,16 @@ impl Workload {
                 (ListOp::RemoveValue(v), OpStatus::Failed) => {
                     let present = initial.contains(&v) || inserted.contains(&v);
                     if present && removes[&v] < 2 {
-                        return Err(format!("operation {i}: removing {v} failed, yet no other operation removed it"));
+                        return Err(format!(
+                            "operation {i}: removing {v} failed, yet no other operation removed it"
+                        ));
                     }
                 }
                 (ListOp::InsertAfter { value, .. }, OpStatus::Done) => {
                     if !expect.insert(value) {
-                        return Err(format!("operation {i} inserted {value}, which was there already"));
+                        return Err(format!(
+                            "operation {i} inserted {value}, which was there already"
+                        ));
                     }
                 }
                 (ListOp::InsertAfter { target, .. }, OpStatus::Failed) => {
@@ -270,7 +280,9 @@ impl Workload {
             if let (ListOp::InsertAfter { target, value }, OpStatus::Done) = (*op, *s) {
                 if let (Some(&pt), Some(&pv)) = (pos.get(&target), pos.get(&value)) {
                     if pt >= pv {
-                        return Err(format!("{value} was inserted after {target} but stands before it"));
+                        return Err(format!(
+                            "{value} was inserted after {target} but stands before it"
+                        ));
                     }
                     if let Some(v) = fin[pt + 1..pv].iter().find(|v| initial.contains(v)) {
                         return Err(format!("initial value {v} stands between {target} and {value}, inserted right after it"));
@@ -301,7 +313,9 @@ impl SequentialList {
         let n = values.len();
         SequentialList {
             value: values.to_vec(),
-            next: (1..=n as u32).map(|i| if i as usize == n { NIL } else { i }).collect(),
+            next: (1..=n as u32)
+                .map(|i| if i as usize == n { NIL } else { i })
+                .collect(),
             head: if n == 0 { NIL } else { 0 },
             free: Vec::new(),
         }

@@ -1,0 +1,81 @@
+//! Lock-free list and SVM allocator benchmarks: the list seed's experiment (a positional list
+//! of N1 unique values, N2 random operations run at once) by the pinned CPU threads, the
+//! device and both, against the single-threaded list; and malloc/free throughput of the
+//! allocator from a kernel and from the CPU threads.
+//!
+//!     cargo bench --bench list                                   # 2,000 nodes, 20,000 ops
+//!     ASYM_BENCH_LIST=10000,100000 cargo bench --bench list      # the seed's experiment
+
+use std::time::Duration;
+
+use asym::runtime::{LatencyPool, Runtime};
+use asym::structures::arena::SvmArena;
+use asym::structures::list::workload::{SequentialList, Workload};
+use asym::structures::list::{ListMode, LockFreeList};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+fn list(c: &mut Criterion) {
+    let sizes: Vec<usize> = std::env::var("ASYM_BENCH_LIST")
+        .unwrap_or_else(|_| "2000,20000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let (initial, ops) = (sizes[0], sizes.get(1).copied().unwrap_or(10 * sizes[0]));
+    let w = Workload::generate(initial, ops, 42).expect("workload");
+    let pool = LatencyPool::new(Default::default()).expect("pool");
+    let rt = Runtime::new().expect("an OpenCL device");
+    let mut g = c.benchmark_group(format!("list_{initial}_nodes_{ops}_ops"));
+    g.throughput(Throughput::Elements(ops as u64));
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.bench_function("seq", |b| {
+        b.iter(|| {
+            let mut l = SequentialList::new(&w.initial);
+            w.ops.iter().map(|&op| l.apply(op) as usize).sum::<usize>()
+        })
+    });
+    for (name, mode) in [
+        ("cpu", ListMode::Cpu),
+        ("gpu", ListMode::Gpu),
+        ("coop", ListMode::Cooperative { device_share: 0.5 }),
+    ] {
+        g.bench_function(BenchmarkId::new(name, pool.len()), |b| {
+            b.iter_batched(
+                || LockFreeList::positional_from(&rt, &w.initial, ops + 1024).expect("list"),
+                |mut l| l.apply(&w.ops, mode, Some(&pool)).expect("batch").done,
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+
+    let n = 1 << 16;
+    let mut g = c.benchmark_group("arena_malloc_free");
+    g.throughput(Throughput::Elements(n as u64));
+    g.sample_size(10);
+    let mut arena = SvmArena::new(&rt, 16 << 20).expect("arena");
+    let sizes = vec![16u32; n];
+    g.bench_function("device_malloc_then_free_65536x16B", |b| {
+        b.iter(|| {
+            let hs = arena.malloc_on_device(&sizes).expect("malloc");
+            arena.free_on_device(&hs).expect("free").len()
+        })
+    });
+    g.finish();
+    // Each work-item: 8 rounds of 4 mallocs and 4 frees.
+    let mut g = c.benchmark_group("arena_churn");
+    g.throughput(Throughput::Elements(n as u64 * 8 * 4));
+    g.sample_size(10);
+    g.bench_function(BenchmarkId::new("device_8_rounds_of_4_mallocs", n), |b| {
+        b.iter(|| {
+            arena
+                .churn_on_device(n, 16, 4, 8, |_| ())
+                .expect("churn")
+                .0
+                .failed
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, list);
+criterion_main!(benches);
