@@ -79,8 +79,8 @@ inline __global uint *lf_word(lf_list *l, uint node, uint w) { return l->a.heap 
  * relying on the address dependency from the link to the node's fields (the "consume" order):
  * the GPU does not issue a load before its address is known, volatile loads are served by L2,
  * and the publisher's membar.gl (asym_fence before the linking CAS) made the fields visible
- * there before the link. A fence per step doubled the seed's experiment's time on the H200
- * (~20 -> ~44 ms, docs/BENCHMARKS.md). */
+ * there before the link. An acquire fence per step cost the seed's experiment 27 -> 34-44 ms
+ * on the H200 (docs/BENCHMARKS.md). */
 inline uint lf_next(lf_list *l, uint node) {
 #ifdef ASYM_FINE
     return asym_load_acquire(lf_word(l, node, LF_NEXT));
@@ -90,14 +90,14 @@ inline uint lf_next(lf_list *l, uint node) {
 }
 inline int lf_value(lf_list *l, uint node) { return (int)asym_load_relaxed(lf_word(l, node, LF_VALUE)); }
 
+/* A CAS on a next word. Coarse transport: a release fence before it publishes what the
+ * work-item wrote (a new node's fields); none after, as nothing read after a list CAS needs
+ * ordering against it (a retry re-reads through lf_next). */
 inline bool lf_cas_next(lf_list *l, uint node, uint expected, uint desired) {
 #ifndef ASYM_FINE
     asym_fence();
 #endif
     bool ok = asym_cas(lf_word(l, node, LF_NEXT), expected, desired);
-#ifndef ASYM_FINE
-    asym_fence();
-#endif
     if (!ok) l->retries += 1u;
     return ok;
 }
@@ -193,16 +193,23 @@ inline uint lf_new_node(lf_list *l, int value, uint hint) {
     return n;
 }
 
+/* The node is allocated only once the target is found: most of the seed's inserts name a
+ * target already removed, and allocating first made each of them a malloc and a free (the
+ * free lists' contention then dominated the H200's time). A node allocated for a CAS that
+ * lost is kept for the next try, and freed (never published) if the target disappears. */
 inline uint lf_insert_after(lf_list *l, int target, int value, uint hint) {
-    uint node = lf_new_node(l, value, hint);
-    if (node == 0u) return LF_NO_MEMORY;
+    uint node = 0u;
     for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
         uint prev, succ;
         uint cur = lf_find_value(l, target, &prev, &succ);
         if (cur == LF_MARK) break;
         if (cur == 0u) {
-            asym_free(l->a, node, hint); /* never published */
+            if (node != 0u) asym_free(l->a, node, hint);
             return LF_FAILED;
+        }
+        if (node == 0u) {
+            node = lf_new_node(l, value, hint);
+            if (node == 0u) return LF_NO_MEMORY;
         }
         asym_store_relaxed(lf_word(l, node, LF_NEXT), succ);
         if (lf_cas_next(l, cur, succ, node)) return LF_DONE;
@@ -227,15 +234,18 @@ inline uint lf_remove_value(lf_list *l, int value) {
 }
 
 inline uint lf_set_insert(lf_list *l, int key, uint hint) {
-    uint node = lf_new_node(l, key, hint);
-    if (node == 0u) return LF_NO_MEMORY;
+    uint node = 0u;
     for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
         uint left;
         uint right = lf_search(l, key, &left);
         if (right == LF_MARK) break;
         if (right != 0u && lf_value(l, right) == key) {
-            asym_free(l->a, node, hint);
+            if (node != 0u) asym_free(l->a, node, hint);
             return LF_FAILED;
+        }
+        if (node == 0u) {
+            node = lf_new_node(l, key, hint);
+            if (node == 0u) return LF_NO_MEMORY;
         }
         asym_store_relaxed(lf_word(l, node, LF_NEXT), right);
         if (lf_cas_next(l, left, right, node)) return LF_DONE;

@@ -95,14 +95,20 @@ impl<'a> ListView<'a> {
     /// Ordered set: inserts `key` unless present.
     pub fn insert(&self, key: i32, hint: usize) -> Result<OpStatus> {
         let mut op = self.op();
-        let Some(node) = op.new_node(key, hint)? else {
-            return Ok(OpStatus::OutOfMemory);
-        };
+        let mut node = 0;
         for _ in 0..MAX_RETRIES {
             let (left, right) = op.search(key)?;
             if right != 0 && self.value(right)? == key {
-                self.arena.free(node, hint)?;
+                if node != 0 {
+                    self.arena.free(node, hint)?; // never published
+                }
                 return Ok(OpStatus::Failed);
+            }
+            if node == 0 {
+                let Some(n) = op.new_node(key, hint)? else {
+                    return Ok(OpStatus::OutOfMemory);
+                };
+                node = n;
             }
             self.word(node, LF_NEXT)?.store(right, Ordering::Relaxed);
             if op.cas_next(left, right, node)? {
@@ -156,17 +162,24 @@ impl<'a> ListView<'a> {
     }
 
     /// Positional list: inserts `value` right after the first node holding `target`
-    /// (`Failed` when no node holds it).
+    /// (`Failed` when no node holds it). The node is allocated once the target is found (as
+    /// in the kernel: most of the seed's inserts name a removed target).
     pub fn insert_after(&self, target: i32, value: i32, hint: usize) -> Result<OpStatus> {
         let mut op = self.op();
-        let Some(node) = op.new_node(value, hint)? else {
-            return Ok(OpStatus::OutOfMemory);
-        };
+        let mut node = 0;
         for _ in 0..MAX_RETRIES {
             let Some((_, cur, succ)) = self.find_value(target)? else {
-                self.arena.free(node, hint)?; // never published
+                if node != 0 {
+                    self.arena.free(node, hint)?; // never published
+                }
                 return Ok(OpStatus::Failed);
             };
+            if node == 0 {
+                let Some(n) = op.new_node(value, hint)? else {
+                    return Ok(OpStatus::OutOfMemory);
+                };
+                node = n;
+            }
             self.word(node, LF_NEXT)?.store(succ, Ordering::Relaxed);
             if op.cas_next(cur, succ, node)? {
                 return Ok(OpStatus::Done);
