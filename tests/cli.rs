@@ -610,3 +610,103 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn list_ops_reads_the_seeds_files_verifies_and_names_bad_lines() {
+    let nodes = tmp("listnodes.txt");
+    let ops = tmp("operations.txt");
+    // The seed's own example files (with its comments).
+    std::fs::write(
+        &nodes,
+        "5 // The number of nodes\n4 // The node value\n3\n2\n1\n5\n",
+    )
+    .unwrap();
+    std::fs::write(&ops, "3  // The number of operations\n1 2 6\n0 1\n1 3 8\n").unwrap();
+    let out = tmp("final.txt");
+    let n = nodes.to_str().unwrap();
+    let o = ops.to_str().unwrap();
+    let (ok, stdout, stderr) = run_example(
+        "list_ops",
+        &[
+            "--nodes",
+            n,
+            "--ops",
+            o,
+            "--mode",
+            "seq",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("ok"), "{stdout}");
+    let fin: Vec<i32> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(fin, vec![4, 3, 8, 2, 6, 5]);
+    // Every mode on a generated workload, verified, as JSON.
+    let (ok, stdout, stderr) = run_example(
+        "list_ops",
+        &[
+            "--initial",
+            "300",
+            "--ops-count",
+            "3000",
+            "--json",
+            "--mode",
+            "all",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let rows = json_rows(&stdout);
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["ops"], 3000);
+        let done = r["succeeded"].as_u64().unwrap();
+        let failed = r["failed"].as_u64().unwrap();
+        assert_eq!(done + failed, 3000, "{r}");
+    }
+    // Bad input: each names the file and line, or the duplicate.
+    let cases: Vec<(&str, &str, &str)> = vec![
+        (
+            "3\n1\n2\n",
+            "1\n0 1\n",
+            "2 values, but the first line says 3",
+        ),
+        ("2\n1\nx\n", "1\n0 1\n", ":3: value \"x\""),
+        ("3\n1\n2\n1\n", "1\n0 1\n", "value 1 appears twice"),
+        (
+            "2\n1\n2\n",
+            "2\n0 1\n2 1 5\n",
+            ":3: expected `1 <target> <new value>`",
+        ),
+        (
+            "2\n1\n2\n",
+            "1\n0 1\n0 2\n",
+            ":3: more operations than the count 1",
+        ),
+        ("2\n1\n2\n", "", "empty"),
+    ];
+    for (nodes_text, ops_text, want) in cases {
+        std::fs::write(&nodes, nodes_text).unwrap();
+        std::fs::write(&ops, ops_text).unwrap();
+        let (ok, _, stderr) =
+            run_example("list_ops", &["--nodes", n, "--ops", o, "--mode", "seq,cpu"]);
+        assert!(!ok, "{nodes_text:?} / {ops_text:?} was accepted");
+        assert!(stderr.contains(want), "{want:?} not in {stderr:?}");
+    }
+    let (ok, _, stderr) = run_example("list_ops", &["--mode", "fast"]);
+    assert!(!ok && stderr.contains("unknown mode"), "{stderr}");
+    let (ok, _, stderr) = run_example("list_ops", &["--initial", "0", "--mode", "seq"]);
+    assert!(!ok && stderr.contains("0 nodes"), "{stderr}");
+    let (ok, _, stderr) = run_example("list_ops", &["--device-share", "2", "--mode", "coop"]);
+    assert!(!ok && stderr.contains("--device-share"), "{stderr}");
+    let (ok, _, stderr) = run_example("list_ops", &["--nodes", n]);
+    assert!(!ok && stderr.contains("--ops"), "{stderr}");
+    for f in [nodes, ops, out] {
+        let _ = std::fs::remove_file(f);
+    }
+}

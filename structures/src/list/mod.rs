@@ -457,7 +457,10 @@ impl LockFreeList {
             }
         }
         host_result?;
-        for (s, r) in dev_status.iter_mut().zip(results.read_range(0, dev_ops.len())?) {
+        for (s, r) in dev_status
+            .iter_mut()
+            .zip(results.read_range(0, dev_ops.len())?)
+        {
             *s = match r {
                 0 => OpStatus::Failed,
                 1 => OpStatus::Done,
