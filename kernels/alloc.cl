@@ -16,9 +16,9 @@
  * Size class c holds blocks of 2^(c+1) words (8 bytes .. ARENA_SB_WORDS words). A class's free
  * blocks are spread over ARENA_SHARDS Treiber stacks (a work-item starts at the shard its id
  * picks, then tries the others) so that thousands of work-items do not all hit one word.
- * When every shard is empty, malloc takes the next unused block of the class's current
- * superblock (one fetch-and-add on ARENA_BUMP + c, see arena_bump), and the one work-item that
- * finds the superblock used up takes a fresh one (ARENA_NEXT_SB). Superblocks stay in the class
+ * When every shard is empty, malloc takes the next unused block of the class's current run
+ * of superblocks (one fetch-and-add on ARENA_BUMP + c, see arena_bump), and the one work-item
+ * that finds the run used up takes a fresh one (ARENA_NEXT_SB). Superblocks stay in the class
  * they were cut for; blocks freed return to their class's lists.
  *
  * ABA: a head is (tag << 32 | handle) and every successful push or pop increments the tag,
@@ -128,38 +128,59 @@ inline void arena_account(asym_arena a, uint c) {
     asym_fetch_max_relaxed(a.heap + ARENA_STAT_HIGH, now);
 }
 
-/* Takes the next unused block of class c's current superblock, switching to a fresh
- * superblock when it is used up. bump[c] = (superblock << 32) | next block index; one
- * fetch-and-add hands out a block. The work-item whose add returns exactly the block count is
- * the only one that switches (it takes block 0 of the new superblock); those whose adds land
- * past the count wait for the switch (bounded), trying the free lists meanwhile. So a burst
- * of thousands of mallocs on empty lists carves one superblock at a time, not one each.
+/* Takes the next unused block of class c's current run of superblocks, switching to a fresh
+ * run when it is used up. bump[c] = ((first superblock << 4 | run length - 1) << 32) | next
+ * block index; one fetch-and-add hands out a block. The work-item whose add returns exactly
+ * the run's block count is the only one that switches (it takes the new run's first block).
+ * Runs double per switch (1, 2, 4 .. ARENA_RUN_MAX superblocks, fewer at the arena's end), so
+ * a class that is used a little takes little and a burst of thousands of mallocs switches a
+ * few times, not once per superblock. While a switch is pending, others see the index past
+ * the count with a plain load and wait (bounded, trying the free lists meanwhile) without
+ * adding: a storm of adds on the word would queue the switcher's store behind them.
  * Returns 0 with *oom set when the arena has no superblock left. */
+#define ARENA_RUN_MAX 16u
 inline uint arena_bump(asym_arena a, uint c, uint *oom) {
     __global ulong *bump = a.ctl + ARENA_BUMP + c;
     uint bw = arena_class_words(c);
-    uint blocks = ARENA_SB_WORDS / bw;
-    ulong b = asym_fetch_add64(bump, 1ul);
-    uint sb = (uint)(b >> 32);
-    uint idx = (uint)b;
-    if (sb == ARENA_EXHAUSTED) {
+    uint per = ARENA_SB_WORDS / bw;
+    ulong seen = asym_load64_relaxed(bump);
+    if ((uint)(seen >> 32) == ARENA_EXHAUSTED) {
         *oom = 1u;
         return 0u;
     }
+    if ((uint)seen > ((((uint)(seen >> 32)) & 15u) + 1u) * per) {
+        return 0u; /* a switch is pending */
+    }
+    ulong b = asym_fetch_add64(bump, 1ul);
+    uint hi = (uint)(b >> 32);
+    uint idx = (uint)b;
+    if (hi == ARENA_EXHAUSTED) {
+        *oom = 1u;
+        return 0u;
+    }
+    uint run = (hi & 15u) + 1u;
+    uint sb = hi >> 4;
+    uint blocks = run * per;
     if (idx < blocks) {
         return sb * ARENA_SB_WORDS + idx * bw;
     }
     if (idx > blocks) {
-        return 0u; /* another work-item is switching superblocks */
+        return 0u; /* another work-item is switching runs */
     }
-    ulong fresh = asym_fetch_add64(a.ctl + ARENA_NEXT_SB, 1ul);
-    if (fresh >= asym_load64_acquire(a.ctl + ARENA_SB_COUNT)) {
+    uint want = sb == 0u ? 1u : min(2u * run, ARENA_RUN_MAX);
+    ulong fresh = asym_fetch_add64(a.ctl + ARENA_NEXT_SB, (ulong)want);
+    ulong count = asym_load64_acquire(a.ctl + ARENA_SB_COUNT);
+    if (fresh >= count) {
         asym_store64_release(bump, ((ulong)ARENA_EXHAUSTED << 32) | (ulong)blocks);
         *oom = 1u;
         return 0u;
     }
-    asym_store_release(a.sb_class + (uint)fresh, c + 1u);
-    asym_store64_release(bump, (fresh << 32) | 1ul);
+    uint got = (uint)min((ulong)want, count - fresh);
+    for (uint k = 0; k < got; ++k) {
+        asym_store_relaxed(a.sb_class + (uint)fresh + k, c + 1u);
+    }
+    /* The release store publishes the classes above with the run. */
+    asym_store64_release(bump, ((((ulong)fresh << 4) | (ulong)(got - 1u)) << 32) | 1ul);
     return (uint)fresh * ARENA_SB_WORDS;
 }
 

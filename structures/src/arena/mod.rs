@@ -25,7 +25,8 @@ pub use view::ArenaView;
 
 pub(crate) const CTL_NEXT_SB: usize = 0;
 pub(crate) const CTL_SB_COUNT: usize = 1;
-/// Per class: (current superblock << 32) | next unused block (alloc.cl's `arena_bump`).
+/// Per class: ((first superblock << 4 | run length - 1) << 32) | next unused block
+/// (alloc.cl's `arena_bump`).
 pub(crate) const CTL_BUMP: usize = 2;
 // Statistics: u32 words at the start of the heap (superblock 0 is never carved), as
 // alloc.cl's ARENA_STAT_*.
@@ -37,8 +38,10 @@ pub(crate) const STAT_BAD_FREE: usize = 3;
 pub(crate) const STAT_RETRIES: usize = 4;
 /// Per class: blocks on its free lists (a hint; malloc skips the lists while it reads 0).
 pub(crate) const STAT_FREE: usize = 8;
-/// The superblock number a class's bump word holds once the arena is used up.
+/// The high half of a class's bump word once the arena is used up.
 pub(crate) const EXHAUSTED: u32 = u32::MAX;
+/// The longest run of superblocks a class takes at once (alloc.cl's ARENA_RUN_MAX).
+pub(crate) const RUN_MAX: u32 = 16;
 /// Lost compare-and-swaps after which a push or pop gives up (as the kernel's
 /// `ARENA_MAX_RETRIES`): a bound on every wait, far above any contention seen.
 pub(crate) const MAX_RETRIES: u32 = 1 << 24;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use asym_runtime::{Error, Result};
 
-use super::{ArenaLayout, CTL_BUMP, CTL_NEXT_SB, CTL_SB_COUNT, EXHAUSTED, MAX_RETRIES};
+use super::{ArenaLayout, CTL_BUMP, CTL_NEXT_SB, CTL_SB_COUNT, EXHAUSTED, MAX_RETRIES, RUN_MAX};
 use super::{STAT_BAD_FREE, STAT_FAILED, STAT_FREE, STAT_HIGH, STAT_IN_USE, STAT_RETRIES};
 
 /// Host access to an arena's memory as atomics: `malloc`, `free` and the words of blocks.
@@ -97,35 +97,51 @@ impl<'a> ArenaView<'a> {
         )))
     }
 
-    /// The next unused block of class `c`'s current superblock (alloc.cl's `arena_bump`:
-    /// the thread whose fetch-and-add returns exactly the block count takes a fresh
-    /// superblock; later ones wait for it).
+    /// The next unused block of class `c`'s current run of superblocks (alloc.cl's
+    /// `arena_bump`: runs double per switch up to `RUN_MAX` superblocks; the thread whose
+    /// fetch-and-add returns exactly the run's block count takes a fresh run; while a switch
+    /// is pending the others see it with a plain load and wait without adding).
     fn bump(&self, c: u32) -> Bump {
         let l = self.layout;
         let bump = &self.ctl[CTL_BUMP + c as usize];
         let bw = l.class_words(c);
-        let blocks = l.superblock_words / bw;
-        let b = bump.fetch_add(1, Ordering::AcqRel);
-        let (sb, idx) = ((b >> 32) as u32, b as u32);
-        if sb == EXHAUSTED {
+        let per = l.superblock_words / bw;
+        let seen = bump.load(Ordering::Relaxed);
+        if (seen >> 32) as u32 == EXHAUSTED {
             return Bump::Exhausted;
         }
+        if seen as u32 > ((((seen >> 32) as u32) & 15) + 1) * per {
+            return Bump::Switching;
+        }
+        let b = bump.fetch_add(1, Ordering::AcqRel);
+        let (hi, idx) = ((b >> 32) as u32, b as u32);
+        if hi == EXHAUSTED {
+            return Bump::Exhausted;
+        }
+        let (sb, run) = (hi >> 4, (hi & 15) + 1);
+        let blocks = run * per;
         if idx < blocks {
             return Bump::Block(sb * l.superblock_words + idx * bw);
         }
         if idx > blocks {
             return Bump::Switching;
         }
-        let fresh = self.ctl[CTL_NEXT_SB].fetch_add(1, Ordering::AcqRel);
-        if fresh >= self.ctl[CTL_SB_COUNT].load(Ordering::Acquire) {
+        let want = if sb == 0 { 1 } else { (2 * run).min(RUN_MAX) };
+        let fresh = self.ctl[CTL_NEXT_SB].fetch_add(u64::from(want), Ordering::AcqRel);
+        let count = self.ctl[CTL_SB_COUNT].load(Ordering::Acquire);
+        if fresh >= count {
             bump.store(
                 (u64::from(EXHAUSTED) << 32) | u64::from(blocks),
                 Ordering::Release,
             );
             return Bump::Exhausted;
         }
-        self.sb_class[fresh as usize].store(c + 1, Ordering::Release);
-        bump.store((fresh << 32) | 1, Ordering::Release);
+        let got = u64::from(want).min(count - fresh);
+        for k in 0..got {
+            self.sb_class[(fresh + k) as usize].store(c + 1, Ordering::Relaxed);
+        }
+        // The release store publishes the classes above with the run.
+        bump.store((((fresh << 4) | (got - 1)) << 32) | 1, Ordering::Release);
         Bump::Block(fresh as u32 * l.superblock_words)
     }
 
@@ -243,10 +259,11 @@ impl<'a> ArenaView<'a> {
     /// from its current superblock. Call it only when nothing else uses the arena (the walk
     /// follows next words that a concurrent pop may change).
     pub(super) fn free_blocks_quiescent(&self, c: u32) -> Result<u64> {
-        let blocks = self.layout.superblock_words / self.layout.class_words(c);
+        let per = self.layout.superblock_words / self.layout.class_words(c);
         let b = self.ctl[CTL_BUMP + c as usize].load(Ordering::Acquire);
-        let (sb, idx) = ((b >> 32) as u32, b as u32);
-        let mut n = if sb == 0 || sb == EXHAUSTED {
+        let (hi, idx) = ((b >> 32) as u32, b as u32);
+        let blocks = ((hi & 15) + 1) * per;
+        let mut n = if hi >> 4 == 0 || hi == EXHAUSTED {
             0
         } else {
             u64::from(blocks - idx.min(blocks))
