@@ -1,15 +1,16 @@
 //! Lock-free list and SVM allocator benchmarks: the list seed's experiment (a positional list
 //! of N1 unique values, N2 random operations run at once) by the pinned CPU threads, the
 //! device and both, against the single-threaded list; and malloc/free throughput of the
-//! allocator from a kernel and from the CPU threads.
+//! allocator from a kernel (malloc and free operations per second).
 //!
 //!     cargo bench --bench list                                   # 2,000 nodes, 20,000 ops
 //!     ASYM_BENCH_LIST=10000,100000 cargo bench --bench list      # the seed's experiment
+//!     ASYM_BENCH_SHARDS=16,64,256 cargo bench --bench list arena # free-list shards
 
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
-use asym::structures::arena::SvmArena;
+use asym::structures::arena::{ArenaLayout, SvmArena};
 use asym::structures::list::workload::{SequentialList, Workload};
 use asym::structures::list::{ListMode, LockFreeList};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -48,34 +49,43 @@ fn list(c: &mut Criterion) {
     }
     g.finish();
 
+    // The allocator from a kernel, for each shard count in ASYM_BENCH_SHARDS (default: the
+    // default layout's).
     let n = 1 << 16;
-    let mut g = c.benchmark_group("arena_malloc_free");
-    g.throughput(Throughput::Elements(n as u64));
-    g.sample_size(10);
-    let mut arena = SvmArena::new(&rt, 16 << 20).expect("arena");
-    let sizes = vec![16u32; n];
-    g.bench_function("device_malloc_then_free_65536x16B", |b| {
-        b.iter(|| {
-            let hs = arena.malloc_on_device(&sizes).expect("malloc");
-            arena.free_on_device(&hs).expect("free").len()
-        })
-    });
-    g.finish();
-    // Each work-item: 8 rounds of 4 mallocs and 4 frees.
-    let mut g = c.benchmark_group("arena_churn");
-    g.throughput(Throughput::Elements(n as u64 * 8 * 4));
-    g.sample_size(10);
-    g.bench_function(BenchmarkId::new("device_8_rounds_of_4_mallocs", n), |b| {
-        b.iter(|| {
-            arena
-                .churn_on_device(n, 16, 4, 8, |_| ())
-                .expect("churn")
-                .0
-                .failed
-        })
-    });
-    g.finish();
+    let shard_counts: Vec<u32> = std::env::var("ASYM_BENCH_SHARDS")
+        .unwrap_or_else(|_| ArenaLayout::default().shards.to_string())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    for shards in shard_counts {
+        let layout = ArenaLayout {
+            shards,
+            ..Default::default()
+        };
+        let mut arena = SvmArena::with_layout(&rt, 16 << 20, layout).expect("arena");
+        let sizes = vec![16u32; n];
+        let mut g = c.benchmark_group(format!("arena_{shards}_shards"));
+        g.throughput(Throughput::Elements(2 * n as u64));
+        g.sample_size(10);
+        g.bench_function("device_malloc_each_then_free_each_65536x16B", |b| {
+            b.iter(|| {
+                let hs = arena.malloc_on_device(&sizes).expect("malloc");
+                arena.free_on_device(&hs).expect("free").len()
+            })
+        });
+        // Each work-item: 8 rounds of 4 mallocs and 4 frees.
+        g.throughput(Throughput::Elements(n as u64 * 8 * 4 * 2));
+        g.bench_function(BenchmarkId::new("device_churn_8_rounds_of_4", n), |b| {
+            b.iter(|| {
+                arena
+                    .churn_on_device(n, 16, 4, 8, |_| ())
+                    .expect("churn")
+                    .0
+                    .failed
+            })
+        });
+        g.finish();
+    }
 }
-
 criterion_group!(benches, list);
 criterion_main!(benches);
