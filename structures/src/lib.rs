@@ -15,10 +15,13 @@
 //! - [`graph`] and [`sssp`]: graphs (DIMACS, Matrix Market, Kronecker, geometric) and parallel
 //!   single-source shortest paths, frontier-expanded or heap-ordered, on latency threads or the
 //!   device;
-//! - [`knapsack`]: 0/1 knapsack by best-first branch-and-bound on the generalized heap.
+//! - [`knapsack`]: 0/1 knapsack by best-first branch-and-bound on the generalized heap;
+//! - [`arena`]: the SVM allocator (superblocks, size classes, tagged lock-free free lists),
+//!   `malloc`/`free` for work-items and CPU threads on the same memory;
+//! - [`list`]: Harris's lock-free list on arena nodes (ordered set; the list seed's positional
+//!   operations), run by kernels and pinned threads, with reclamation at quiescent points.
 //!
-//! Still to come (see the project's issues): the SVM allocator, the lock-free list and the
-//! red-black tree.
+//! Still to come (see the project's issues): the red-black tree.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
@@ -35,6 +38,7 @@ mod rng;
 pub mod sssp;
 
 pub use adheap::AdHeapLayout;
+pub use arena::{ArenaLayout, ArenaStats, ArenaView, SvmArena};
 pub use asym_runtime as runtime;
 pub use dheap::DHeap;
 pub use gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
@@ -42,3 +46,4 @@ pub use kselect::{
     Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, SelectKey, SelectStats,
     Sublists,
 };
+pub use list::{ListKind, ListMode, ListOp, ListView, LockFreeList, OpStatus};

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Plots the lock-free list seed's experiment from `list_ops --json` lines: time per mode for
+10,000 and 40,000 initial nodes (100,000 operations; the fastest run of each mode), and the
+CPU mode's time against the number of pinned threads. Usage:
+
+    python3 docs/plot_list.py OUT.png RESULTS.jsonl
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    out, path = sys.argv[1], sys.argv[2]
+    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
+    rows = [r for r in rows if r["transport"] == "coarse" and r["verified"]]
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    modes = ["seq", "cpu", "gpu", "coop"]
+    labels = {"seq": "seq (1 core)", "cpu": "cpu (16 threads)", "gpu": "gpu (H200)",
+              "coop": "coop (50/50)"}
+    width = 0.38
+    for k, initial in enumerate([10000, 40000]):
+        best = []
+        for m in modes:
+            ms = [r["ms"] for r in rows if r["initial"] == initial and r["mode"] == m
+                  and (m not in ("cpu", "coop") or r["threads"] == 16)
+                  and (m != "coop" or r["device_ops"] == r["ops"] // 2)]
+            best.append(min(ms) if ms else float("nan"))
+        xs = [i + (k - 0.5) * width for i in range(len(modes))]
+        bars = ax[0].bar(xs, best, width, label=f"{initial:,} initial nodes")
+        for b, v in zip(bars, best):
+            ax[0].annotate(f"{v:,.0f}" if v >= 100 else f"{v:.1f}", (b.get_x() + b.get_width() / 2, v),
+                           ha="center", va="bottom", fontsize=8)
+    ax[0].set_xticks(range(len(modes)), [labels[m] for m in modes])
+    ax[0].set_yscale("log")
+    ax[0].set_ylabel("ms for 100,000 operations (log)")
+    ax[0].set_title("The seed's experiment, every run verified")
+    ax[0].legend()
+    threads = sorted({r["threads"] for r in rows if r["mode"] == "cpu"})
+    cpu = [min(r["ms"] for r in rows if r["mode"] == "cpu" and r["threads"] == t
+               and r["initial"] == 10000) for t in threads]
+    seq = min(r["ms"] for r in rows if r["mode"] == "seq" and r["initial"] == 10000)
+    ax[1].plot(threads, cpu, "o-", label="concurrent list, CPU threads")
+    ax[1].axhline(seq, color="grey", ls="--", label="single-threaded list")
+    ax[1].set_xscale("log", base=2)
+    ax[1].set_yscale("log")
+    ax[1].set_xlabel("pinned threads")
+    ax[1].set_ylabel("ms (log)")
+    ax[1].set_title("CpuOnly scaling, 10,000 nodes / 100,000 ops")
+    ax[1].legend()
+    fig.suptitle("Lock-free list on SVM — H200 machine, 2026-11-22")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
