@@ -329,7 +329,7 @@ fn run(args: &Args) -> Result<bool> {
                 continue;
             };
             println!(
-                "{:<6} {:>10.2} {:>12.0} {:>8} {:>9} {:>9} {:>11} {:>10} {:>12}  {}",
+                "{:<6} {:>10.2} {:>12.0} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  {}",
                 r.mode,
                 r.ms,
                 workload.ops.len() as f64 / (r.ms / 1e3),
@@ -348,9 +348,11 @@ fn run(args: &Args) -> Result<bool> {
                 } else {
                     format!("{:.2} ms", r.cleanup_ms)
                 },
-                r.arena
-                    .as_ref()
-                    .map_or("-".into(), |a| format!("{} KiB", a.high_water_bytes / 1024)),
+                r.arena.as_ref().map_or("-".into(), |a| format!(
+                    "{} / {}",
+                    a.bytes_in_use / 1024,
+                    a.high_water_bytes / 1024
+                )),
                 match &r.verified {
                     Ok(()) => "ok".to_string(),
                     Err(e) => format!("FAILED: {e}"),

@@ -353,6 +353,18 @@ fn exhaustion_refuses_operations_and_keeps_the_list_whole() {
             let again: Vec<ListOp> = (10_000..10_400).map(ListOp::Insert).collect();
             let r = list.apply(&again, mode, Some(&p)).unwrap();
             assert_eq!(r.done, 400, "{t} {mode:?}: freed nodes are reused");
+            // The host grows the arena between batches: the list keeps its nodes and takes
+            // the inserts that did not fit before.
+            let before = list.values().unwrap();
+            list.arena_mut().grow(64 * 1024).unwrap();
+            assert_eq!(list.values().unwrap(), before);
+            let more: Vec<ListOp> = (20_000..22_000).map(ListOp::Insert).collect();
+            let r = list.apply(&more, mode, Some(&p)).unwrap();
+            assert_eq!(
+                (r.done, r.out_of_memory),
+                (2000, 0),
+                "{t} {mode:?} after growth"
+            );
             assert_clean(&mut list, &format!("{t} {mode:?}"));
         }
     }
