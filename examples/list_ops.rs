@@ -309,7 +309,7 @@ fn run(args: &Args) -> Result<bool> {
             pool.as_ref().map_or(0, |p| p.len())
         );
         println!(
-            "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>12}  check",
+            "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  check",
             "mode",
             "ms",
             "ops/s",
@@ -318,7 +318,7 @@ fn run(args: &Args) -> Result<bool> {
             "failed",
             "CAS retries",
             "cleanup",
-            "high-water"
+            "arena use/high KiB"
         );
         for mode in &modes {
             let Some(r) = runs
