@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{
-    parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, RuntimeOptions, Transport,
+    parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, Transport,
 };
 use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, SelectStats, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
@@ -360,10 +360,7 @@ fn run(args: &Args) -> Result<bool> {
     }
     let needs_device = modes.iter().any(|m| m.uses_device());
     let rt = if needs_device {
-        Some(Runtime::with_options(RuntimeOptions {
-            device: args.device.clone(),
-            ..Default::default()
-        })?)
+        Some(Runtime::on_device(args.device.as_deref())?)
     } else {
         None
     };

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
 use asym::structures::gheap::{
     ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap,
     DeviceHeapConfig, GeneralizedHeap, InsertDirection,
@@ -444,10 +444,7 @@ fn run(args: &Args) -> Result<bool> {
         ..Default::default()
     })?;
     let rt = if use_gpu || use_coop {
-        Some(Runtime::with_options(RuntimeOptions {
-            device: args.device.clone(),
-            ..Default::default()
-        })?)
+        Some(Runtime::on_device(args.device.as_deref())?)
     } else {
         None
     };

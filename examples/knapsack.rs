@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
 use asym::structures::gheap::{
     CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
@@ -162,10 +162,7 @@ fn run(args: &Args) -> Result<bool> {
         }
     };
     let rt = if gpu || coop {
-        Some(Runtime::with_options(RuntimeOptions {
-            device: args.device.clone(),
-            ..Default::default()
-        })?)
+        Some(Runtime::on_device(args.device.as_deref())?)
     } else {
         None
     };

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
 use asym::structures::arena::ArenaStats;
 use asym::structures::list::workload::{SequentialList, Workload};
 use asym::structures::list::{BatchReport, ListMode, LockFreeList, OpStatus};
@@ -134,11 +134,10 @@ fn run(args: &Args) -> Result<bool> {
         _ => Workload::generate(args.initial, args.ops_count, args.seed)?,
     };
     let needs_device = modes.iter().any(|m| m == "gpu" || m == "coop");
-    let rt = if needs_device {
-        Some(Runtime::with_options(RuntimeOptions {
-            device: args.device.clone(),
-            ..Default::default()
-        })?)
+    // The cpu mode needs the runtime too: the list lives in the device's SVM (on a machine
+    // without a GPU, PoCL's CPU device provides it).
+    let rt = if modes.iter().any(|m| m != "seq") {
+        Some(Runtime::on_device(args.device.as_deref())?)
     } else {
         None
     };
@@ -149,16 +148,6 @@ fn run(args: &Args) -> Result<bool> {
         })?)
     } else {
         None
-    };
-    // The CPU modes need an arena too: on a machine without a device they use the runtime's
-    // CPU device (PoCL) only for memory.
-    let rt = match rt {
-        Some(rt) => Some(rt),
-        None if modes.iter().any(|m| m == "cpu") => Some(Runtime::with_options(RuntimeOptions {
-            device: args.device.clone(),
-            ..Default::default()
-        })?),
-        None => None,
     };
     let spare = workload.ops.len().saturating_add(args.spare_nodes);
     if let (Some(rt), true) = (&rt, needs_device) {

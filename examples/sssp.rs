@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions};
+use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
 use asym::structures::gheap::HeapPlacement;
 use asym::structures::gheap::{CooperativeConfig, DeviceHeapConfig};
 use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
@@ -240,10 +240,7 @@ fn run(args: &Args) -> Result<bool> {
         }
     }
     if use_gpu || use_coop {
-        let rt = Runtime::with_options(RuntimeOptions {
-            device: args.device.clone(),
-            ..Default::default()
-        })?;
+        let rt = Runtime::on_device(args.device.as_deref())?;
         device_label = Some(format!("{} ({} SVM)", rt.profile().label(), rt.transport()));
         let device = DeviceHeapConfig {
             work_groups: args.work_groups,

@@ -193,17 +193,30 @@ inline uint lf_new_node(lf_list *l, int value, uint hint) {
     return n;
 }
 
-/* The node is allocated only once the target is found: most of the seed's inserts name a
+/* Links a new node holding `value` behind a place found by `how`: LF_LINK_AFTER the first
+ * node holding `x` (positional insert-after), LF_LINK_SORTED between the nodes around key `x`
+ * (ordered-set insert, failing when `x` is present); retries with a fresh search when the CAS
+ * loses. The node is allocated only once a place is found: most of the seed's inserts name a
  * target already removed, and allocating first made each of them a malloc and a free (the
  * free lists' contention then dominated the H200's time). A node allocated for a CAS that
- * lost is kept for the next try, and freed (never published) if the target disappears. */
-inline uint lf_insert_after(lf_list *l, int target, int value, uint hint) {
+ * lost is kept for the next try, and freed (never published) if the place disappears. */
+#define LF_LINK_AFTER 0u
+#define LF_LINK_SORTED 1u
+inline uint lf_link(lf_list *l, uint how, int x, int value, uint hint) {
     uint node = 0u;
     for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
-        uint prev, succ;
-        uint cur = lf_find_value(l, target, &prev, &succ);
-        if (cur == LF_MARK) break;
-        if (cur == 0u) {
+        uint pred, succ, other;
+        bool found;
+        if (how == LF_LINK_AFTER) {
+            pred = lf_find_value(l, x, &other, &succ);
+            if (pred == LF_MARK) break;
+            found = pred != 0u;
+        } else {
+            succ = lf_search(l, x, &pred);
+            if (succ == LF_MARK) break;
+            found = succ == 0u || lf_value(l, succ) != x;
+        }
+        if (!found) {
             if (node != 0u) asym_free(l->a, node, hint);
             return LF_FAILED;
         }
@@ -212,7 +225,7 @@ inline uint lf_insert_after(lf_list *l, int target, int value, uint hint) {
             if (node == 0u) return LF_NO_MEMORY;
         }
         asym_store_relaxed(lf_word(l, node, LF_NEXT), succ);
-        if (lf_cas_next(l, cur, succ, node)) return LF_DONE;
+        if (lf_cas_next(l, pred, succ, node)) return LF_DONE;
     }
     l->error = LF_ERR_BOUND;
     return LF_ERR_BOUND;
@@ -228,27 +241,6 @@ inline uint lf_remove_value(lf_list *l, int value) {
             if (lf_cas_next(l, prev, cur, succ)) lf_retire(l, cur);
             return LF_DONE;
         }
-    }
-    l->error = LF_ERR_BOUND;
-    return LF_ERR_BOUND;
-}
-
-inline uint lf_set_insert(lf_list *l, int key, uint hint) {
-    uint node = 0u;
-    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
-        uint left;
-        uint right = lf_search(l, key, &left);
-        if (right == LF_MARK) break;
-        if (right != 0u && lf_value(l, right) == key) {
-            if (node != 0u) asym_free(l->a, node, hint);
-            return LF_FAILED;
-        }
-        if (node == 0u) {
-            node = lf_new_node(l, key, hint);
-            if (node == 0u) return LF_NO_MEMORY;
-        }
-        asym_store_relaxed(lf_word(l, node, LF_NEXT), right);
-        if (lf_cas_next(l, left, right, node)) return LF_DONE;
     }
     l->error = LF_ERR_BOUND;
     return LF_ERR_BOUND;
@@ -307,9 +299,9 @@ __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint
     } else if (kind == LF_OP_REMOVE_VALUE) {
         r = lf_remove_value(&l, x);
     } else if (kind == LF_OP_INSERT_AFTER) {
-        r = lf_insert_after(&l, x, y, i);
+        r = lf_link(&l, LF_LINK_AFTER, x, y, i);
     } else if (kind == LF_OP_SET_INSERT) {
-        r = lf_set_insert(&l, x, i);
+        r = lf_link(&l, LF_LINK_SORTED, x, x, i);
     } else if (kind == LF_OP_SET_REMOVE) {
         r = lf_set_remove(&l, x);
     } else if (kind == LF_OP_SET_CONTAINS) {

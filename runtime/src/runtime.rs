@@ -71,6 +71,16 @@ impl Runtime {
         Self::with_options(RuntimeOptions::default())
     }
 
+    /// Opens the device whose platform or device name contains `device` (`None`: as
+    /// [`Runtime::new`] picks), with the default transport and timeout: what a `--device`
+    /// flag asks for.
+    pub fn on_device(device: Option<&str>) -> Result<Self> {
+        Self::with_options(RuntimeOptions {
+            device: device.map(str::to_string),
+            ..Default::default()
+        })
+    }
+
     /// Opens a device as `options` say.
     pub fn with_options(options: RuntimeOptions) -> Result<Self> {
         let profile = select_device(options.device.as_deref())?;

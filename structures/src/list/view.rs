@@ -94,28 +94,45 @@ impl<'a> ListView<'a> {
 
     /// Ordered set: inserts `key` unless present.
     pub fn insert(&self, key: i32, hint: usize) -> Result<OpStatus> {
+        self.link(key, hint, "insert", |op| {
+            let (left, right) = op.search(key)?;
+            Ok((right == 0 || op.l.value(right)? != key).then_some((left, right)))
+        })
+    }
+
+    /// Links a new node holding `value` between the (predecessor, successor) that `place`
+    /// finds (`None`: the operation fails), by a CAS on the predecessor's next word, retrying
+    /// with a fresh `place` when the CAS loses. The node is allocated once a place is found
+    /// (as in the kernel: most of the seed's inserts name a removed target), kept across
+    /// retries, and freed unpublished if the place disappears.
+    fn link(
+        &self,
+        value: i32,
+        hint: usize,
+        what: &str,
+        mut place: impl FnMut(&mut Op<'_, 'a>) -> Result<Option<(u32, u32)>>,
+    ) -> Result<OpStatus> {
         let mut op = self.op();
         let mut node = 0;
         for _ in 0..MAX_RETRIES {
-            let (left, right) = op.search(key)?;
-            if right != 0 && self.value(right)? == key {
+            let Some((pred, succ)) = place(&mut op)? else {
                 if node != 0 {
                     self.arena.free(node, hint)?; // never published
                 }
                 return Ok(OpStatus::Failed);
-            }
+            };
             if node == 0 {
-                let Some(n) = op.new_node(key, hint)? else {
+                let Some(n) = op.new_node(value, hint)? else {
                     return Ok(OpStatus::OutOfMemory);
                 };
                 node = n;
             }
-            self.word(node, LF_NEXT)?.store(right, Ordering::Relaxed);
-            if op.cas_next(left, right, node)? {
+            self.word(node, LF_NEXT)?.store(succ, Ordering::Relaxed);
+            if op.cas_next(pred, succ, node)? {
                 return Ok(OpStatus::Done);
             }
         }
-        Err(bound("insert"))
+        Err(bound(what))
     }
 
     /// Ordered set: removes `key` if present.
@@ -162,30 +179,11 @@ impl<'a> ListView<'a> {
     }
 
     /// Positional list: inserts `value` right after the first node holding `target`
-    /// (`Failed` when no node holds it). The node is allocated once the target is found (as
-    /// in the kernel: most of the seed's inserts name a removed target).
+    /// (`Failed` when no node holds it).
     pub fn insert_after(&self, target: i32, value: i32, hint: usize) -> Result<OpStatus> {
-        let mut op = self.op();
-        let mut node = 0;
-        for _ in 0..MAX_RETRIES {
-            let Some((_, cur, succ)) = self.find_value(target)? else {
-                if node != 0 {
-                    self.arena.free(node, hint)?; // never published
-                }
-                return Ok(OpStatus::Failed);
-            };
-            if node == 0 {
-                let Some(n) = op.new_node(value, hint)? else {
-                    return Ok(OpStatus::OutOfMemory);
-                };
-                node = n;
-            }
-            self.word(node, LF_NEXT)?.store(succ, Ordering::Relaxed);
-            if op.cas_next(cur, succ, node)? {
-                return Ok(OpStatus::Done);
-            }
-        }
-        Err(bound("insert-after"))
+        self.link(value, hint, "insert-after", |op| {
+            Ok(op.l.find_value(target)?.map(|(_, cur, succ)| (cur, succ)))
+        })
     }
 
     /// Positional list: removes the first node holding `value` (`Failed` when none does).
