@@ -28,7 +28,9 @@ fn unmarked(p: u32) -> u32 {
 
 /// Host access to a list for CPU threads: the list's operations on host atomics. Cheap to
 /// copy; every thread may hold one (see [`super::LockFreeList::view`] and
-/// [`super::ListMap::view`]).
+/// [`super::ListMap::view`]). Keep to the operations of the list's kind
+/// ([`super::LockFreeList::apply`] checks them; here an ordered-set insert into a positional
+/// list would just put the key where the order says, which means nothing there).
 #[derive(Clone, Copy, Debug)]
 pub struct ListView<'a> {
     pub(super) arena: ArenaView<'a>,
