@@ -6,12 +6,12 @@
  *             Superblock 0 is never carved, so handle 0 is the null handle. A handle is the
  *             word offset of a block: the same value names the block on the host and on the
  *             device, and survives the host growing the arena (the heap is copied whole).
- *   sb_class  uint per superblock: 0 while uncarved, else 1 + the size class it was cut into.
  *             Superblock 0's first words hold the statistics (ARENA_STAT_*).
+ *   sb_class  uint per superblock: 0 while uncarved, else 1 + the size class it was cut into.
  *   ctl       ulong words: ARENA_NEXT_SB (bump counter of uncarved superblocks), ARENA_SB_COUNT
  *             (superblocks in the heap, written by the host between launches), from ARENA_BUMP
- *             each class's current superblock and next unused block, and from ARENA_HEADS the
- *             free-list heads, ARENA_SHARDS per size class.
+ *             each class's current run of superblocks and next unused block, and from
+ *             ARENA_HEADS the free-list heads, ARENA_SHARDS per size class.
  *
  * Size class c holds blocks of 2^(c+1) words (8 bytes .. ARENA_SB_WORDS words). A class's free
  * blocks are spread over ARENA_SHARDS Treiber stacks (a work-item starts at the shard its id
@@ -43,7 +43,7 @@
 
 #define ARENA_NEXT_SB 0
 #define ARENA_SB_COUNT 1
-#define ARENA_BUMP 2      /* per class: (superblock << 32) | next unused block */
+#define ARENA_BUMP 2      /* per class: ((first superblock << 4 | run - 1) << 32) | next block */
 #define ARENA_HEADS (ARENA_BUMP + ARENA_CLASSES)
 /* Statistics: uint words at the start of the heap (superblock 0, never carved), relaxed
  * single atomics (no CAS loops: a high-water CAS loop on one word serialised the seed's

@@ -36,8 +36,9 @@
  * readers load next words with acquire (fine) or through the address dependency (coarse, see
  * lf_next) before reading the node they name.
  *
- * Every loop is bounded: a scan stops after LF_MAX_STEPS nodes (more than the arena can hold:
- * a longer walk means a cycle, reported as LF_ERR_BOUND), a retry loop after LF_MAX_RETRIES.
+ * Every loop is bounded: a scan stops after `max_steps` nodes (a kernel argument, more nodes
+ * than the arena can hold: a longer walk means a cycle, reported as LF_ERR_BOUND), a retry
+ * loop after LF_MAX_RETRIES.
  */
 
 #define LF_FIRST 1

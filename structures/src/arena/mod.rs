@@ -138,8 +138,8 @@ impl ArenaLayout {
         self.heads_at() + (self.classes * self.shards) as usize
     }
 
-    /// A class's bump word with no superblock yet: the first fetch-and-add on it returns
-    /// the block count, so that thread takes a fresh superblock.
+    /// A class's bump word with no run yet: the first fetch-and-add on it returns
+    /// the block count, so that thread takes a fresh run (of one superblock).
     fn bump_start(&self, c: u32) -> u64 {
         u64::from(self.superblock_words / self.class_words(c))
     }
@@ -159,7 +159,7 @@ pub struct ArenaStats {
     /// Superblocks the arena has (less the reserved first one).
     pub superblocks: u64,
     /// Free blocks of each size class (8, 16, 32, ... bytes): on the free lists, or not yet
-    /// handed out from the class's current superblock.
+    /// handed out from the class's current run of superblocks.
     pub free_blocks: Vec<u64>,
     /// Mallocs that found no memory (a 32-bit counter: wraps after 2^32).
     pub failed_mallocs: u64,
@@ -237,7 +237,9 @@ impl std::fmt::Debug for SvmArena {
     }
 }
 
-/// Superblocks (the reserved one included) for at least `bytes` of blocks.
+/// Superblocks (the reserved one included) for at least `bytes` of blocks. Handles are 32-bit
+/// word offsets, so the heap stays below 2^32 words; that also keeps superblock numbers below
+/// 2^28 (superblocks have at least 16 words), which the bump word's `superblock << 4` needs.
 fn superblocks_for(layout: &ArenaLayout, bytes: usize) -> Result<usize> {
     let n = bytes.div_ceil(layout.superblock_bytes()).max(1) + 1;
     if (n as u64) * u64::from(layout.superblock_words) > u64::from(u32::MAX) {
