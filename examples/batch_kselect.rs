@@ -11,9 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{
-    parse_modes, Error, LatencyPool, Mode, PoolOptions, Result, Runtime, Transport,
-};
+use asym::runtime::{parse_modes, Error, LatencyPool, Mode, Result, Runtime, Transport};
 use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, SelectStats, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
 use clap::Parser;
@@ -368,10 +366,7 @@ fn run(args: &Args) -> Result<bool> {
         Some(rt) => (rt.profile().label(), rt.transport().to_string()),
         None => ("none (cpu mode only)".into(), "-".into()),
     };
-    let pool = LatencyPool::new(PoolOptions {
-        threads: args.threads,
-        ..Default::default()
-    })?;
+    let pool = LatencyPool::with_threads(args.threads)?;
     let mut selector = KSelector::new(rt, pool, args.d)?
         .with_device_update(args.device_update.parse()?)
         .with_device_staging(args.staging.parse()?);

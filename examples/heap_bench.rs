@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
+use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::{
     ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap,
     DeviceHeapConfig, GeneralizedHeap, InsertDirection,
@@ -439,10 +439,7 @@ fn run(args: &Args) -> Result<bool> {
             )))
         }
     };
-    let pool = LatencyPool::new(PoolOptions {
-        threads: args.threads,
-        ..Default::default()
-    })?;
+    let pool = LatencyPool::with_threads(args.threads)?;
     let rt = if use_gpu || use_coop {
         Some(Runtime::on_device(args.device.as_deref())?)
     } else {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
+use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::{
     CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
@@ -176,10 +176,7 @@ fn run(args: &Args) -> Result<bool> {
         placements.push(("coop", HeapPlacement::Cooperative(c)));
     }
     let pool = if cpu || gpu || coop {
-        Some(LatencyPool::new(PoolOptions {
-            threads: args.threads,
-            ..Default::default()
-        })?)
+        Some(LatencyPool::with_threads(args.threads)?)
     } else {
         None
     };

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
+use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::arena::ArenaStats;
 use asym::structures::list::workload::{SequentialList, Workload};
 use asym::structures::list::{BatchReport, ListMode, LockFreeList, OpStatus};
@@ -142,10 +142,7 @@ fn run(args: &Args) -> Result<bool> {
         None
     };
     let pool = if modes.iter().any(|m| m == "cpu" || m == "coop") {
-        Some(LatencyPool::new(PoolOptions {
-            threads: args.threads,
-            ..Default::default()
-        })?)
+        Some(LatencyPool::with_threads(args.threads)?)
     } else {
         None
     };
@@ -168,7 +165,7 @@ fn run(args: &Args) -> Result<bool> {
     for mode in &modes {
         for rep in 0..args.repeat.max(1) {
             progress.step(format!("{mode} run {}", rep + 1));
-            let r = if mode == "seq" {
+            let (run, fin) = if mode == "seq" {
                 let mut list = SequentialList::new(&workload.initial);
                 let t = Instant::now();
                 let statuses: Vec<OpStatus> =
@@ -188,10 +185,7 @@ fn run(args: &Args) -> Result<bool> {
                     final_len: fin.len(),
                     verified: workload.verify(&statuses, &fin),
                 };
-                if rep == 0 {
-                    finals.push((mode.clone(), fin));
-                }
-                run
+                (run, fin)
             } else {
                 let rt = rt.as_ref().expect("opened above");
                 let list_mode = match mode.as_str() {
@@ -235,12 +229,12 @@ fn run(args: &Args) -> Result<bool> {
                     arena: Some(arena),
                     final_len: fin.len(),
                 };
-                if rep == 0 {
-                    finals.push((mode.clone(), fin));
-                }
-                run
+                (run, fin)
             };
-            runs.push(r);
+            if rep == 0 {
+                finals.push((mode.clone(), fin));
+            }
+            runs.push(run);
         }
     }
     progress.bar.finish_and_clear();

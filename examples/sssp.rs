@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, PoolOptions, Result, Runtime};
+use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::HeapPlacement;
 use asym::structures::gheap::{CooperativeConfig, DeviceHeapConfig};
 use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
@@ -228,10 +228,7 @@ fn run(args: &Args) -> Result<bool> {
     };
     let mut device_label = None;
     if use_cpu {
-        let pool = LatencyPool::new(PoolOptions {
-            threads: args.threads,
-            ..Default::default()
-        })?;
+        let pool = LatencyPool::with_threads(args.threads)?;
         for o in [Order::Frontier, order] {
             let t = Instant::now();
             let run = cpu::shortest_paths(&graph, source, &pool, o)?;

@@ -96,6 +96,15 @@ fn panic_message(p: &Box<dyn Any + Send>) -> String {
 }
 
 impl LatencyPool {
+    /// A pool of `threads` threads (`None`: `ASYM_LATENCY_THREADS`, else one per usable CPU),
+    /// the other options at their defaults: what a `--threads` flag asks for.
+    pub fn with_threads(threads: Option<usize>) -> Result<Self> {
+        Self::new(PoolOptions {
+            threads,
+            ..Default::default()
+        })
+    }
+
     /// Builds a pool as `options` say.
     pub fn new(options: PoolOptions) -> Result<Self> {
         let topology = CpuTopology::discover();

@@ -399,27 +399,29 @@ impl SvmArena {
         Ok(())
     }
 
-    /// The arena's buffers and its kernels (built on first use).
-    fn parts(&mut self) -> Result<ArenaParts<'_>> {
-        if self.kernels.is_none() {
-            let program = self
-                .rt
-                .program_with(&asym_kernels::ALLOC, &self.layout.cl_defines())?;
-            let k = |name| Kernel::from_program(&self.rt, &program, name);
-            self.kernels = Some(ArenaKernels {
-                malloc_each: k("arena_malloc_each")?,
-                free_each: k("arena_free_each")?,
-                churn: k("arena_churn")?,
-            });
-        }
-        let kernels = self.kernels.as_mut().expect("built above");
-        Ok(ArenaParts {
-            layout: self.layout,
-            ctl: &self.ctl,
-            heap: &self.heap,
-            sb_class: &self.sb_class,
-            kernels,
-        })
+    /// Runs `f` with the arena (for its buffers: [`SvmArena::set_args`], [`SvmArena::view`])
+    /// and its kernels, built on first use (taken out of `self` for the call).
+    fn with_kernels<R>(
+        &mut self,
+        f: impl FnOnce(&Self, &mut ArenaKernels) -> Result<R>,
+    ) -> Result<R> {
+        let mut kernels = match self.kernels.take() {
+            Some(k) => k,
+            None => {
+                let program = self
+                    .rt
+                    .program_with(&asym_kernels::ALLOC, &self.layout.cl_defines())?;
+                let k = |name| Kernel::from_program(&self.rt, &program, name);
+                ArenaKernels {
+                    malloc_each: k("arena_malloc_each")?,
+                    free_each: k("arena_free_each")?,
+                    churn: k("arena_churn")?,
+                }
+            }
+        };
+        let r = f(self, &mut kernels);
+        self.kernels = Some(kernels);
+        r
     }
 
     /// One launch of `kernel` over `n` work-items: work-item `i` applies it to `input[i]`
@@ -437,16 +439,13 @@ impl SvmArena {
         let mut in_buf = self.rt.alloc::<u32>(input.len())?;
         in_buf.write(input)?;
         let mut out = self.rt.alloc::<u32>(input.len())?;
-        let p = self.parts()?;
-        let k = which(p.kernels);
-        k.arg_svm(0, p.ctl)?
-            .arg_svm(1, p.heap)?
-            .arg_svm(2, p.sb_class)?
-            .arg_svm(3, &in_buf)?
-            .arg_svm(4, &out)?
-            .arg_scalar(5, n)?;
-        let wg = 64;
-        k.launch(input.len().div_ceil(wg) * wg, Some(wg))?.wait()?;
+        self.with_kernels(|a, kernels| {
+            let k = which(kernels);
+            a.set_args(k, 0)?;
+            k.arg_svm(3, &in_buf)?.arg_svm(4, &out)?.arg_scalar(5, n)?;
+            let wg = 64;
+            k.launch(input.len().div_ceil(wg) * wg, Some(wg))?.wait()
+        })?;
         out.read()
     }
 
@@ -484,30 +483,27 @@ impl SvmArena {
         let fine = self.rt.transport() == asym_runtime::Transport::Fine;
         let wg = 64;
         let global = work_items.max(1).div_ceil(wg) * wg;
-        let p = self.parts()?;
-        let k = &mut p.kernels.churn;
-        k.arg_svm(0, p.ctl)?
-            .arg_svm(1, p.heap)?
-            .arg_svm(2, p.sb_class)?
-            .arg_scalar(3, bytes)?
-            .arg_scalar(4, per)?
-            .arg_scalar(5, rounds)?
-            .arg_svm(6, &failures)?;
-        let launch = k.launch(global, Some(wg))?;
-        let host = if fine {
-            let view = ArenaView {
-                layout: p.layout,
-                ctl: p.ctl.atomics()?,
-                heap: p.heap.atomics()?,
-                sb_class: p.sb_class.atomics()?,
+        let mut during = Some(during);
+        let ran = self.with_kernels(|a, kernels| {
+            let k = &mut kernels.churn;
+            a.set_args(k, 0)?;
+            k.arg_scalar(3, bytes)?
+                .arg_scalar(4, per)?
+                .arg_scalar(5, rounds)?
+                .arg_svm(6, &failures)?;
+            let launch = k.launch(global, Some(wg))?;
+            // Fine transport: the host part runs while the launch is in flight.
+            let r = match during.take_if(|_| fine) {
+                Some(f) => Some(f(a.view()?)),
+                None => None,
             };
-            let r = during(view);
             launch.wait()?;
-            r
-        } else {
-            launch.wait()?;
-            let mut m = self.map()?;
-            during(m.view())
+            Ok(r)
+        })?;
+        let host = match (ran, during) {
+            (Some(r), _) => r,
+            (None, Some(f)) => f(self.map()?.view()),
+            (None, None) => unreachable!("`during` runs in the launch or after it"),
         };
         let f = failures.read()?;
         Ok((
@@ -518,12 +514,4 @@ impl SvmArena {
             host,
         ))
     }
-}
-
-struct ArenaParts<'a> {
-    layout: ArenaLayout,
-    ctl: &'a SvmBuffer<u64>,
-    heap: &'a SvmBuffer<u32>,
-    sb_class: &'a SvmBuffer<u32>,
-    kernels: &'a mut ArenaKernels,
 }

@@ -10,7 +10,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use asym_runtime::{Error, Result};
+use asym_runtime::backoff::{Backoff, Deadline};
+use asym_runtime::{Error, Result, Side};
 
 use super::{ArenaLayout, CTL_BUMP, CTL_NEXT_SB, CTL_SB_COUNT, EXHAUSTED, MAX_RETRIES, RUN_MAX};
 use super::{STAT_BAD_FREE, STAT_FAILED, STAT_FREE, STAT_HIGH, STAT_IN_USE, STAT_RETRIES};
@@ -26,6 +27,10 @@ pub struct ArenaView<'a> {
     pub(super) heap: &'a [AtomicU32],
     pub(super) sb_class: &'a [AtomicU32],
 }
+
+/// The longest a malloc waits for another party's switch to a fresh run of superblocks (a
+/// handful of atomic operations; the bound is there for a party that died mid-switch).
+const SWITCH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a fetch-and-add on a class's bump word gave.
 enum Bump {
@@ -63,8 +68,9 @@ impl<'a> ArenaView<'a> {
             self.account(c);
             return Ok(block);
         }
-        let mut backoff = 0u32;
-        for _ in 0..MAX_RETRIES {
+        let mut backoff = Backoff::new();
+        let deadline = Deadline::after(SWITCH_WAIT);
+        loop {
             match self.bump(c) {
                 Bump::Block(block) => {
                     self.account(c);
@@ -72,18 +78,25 @@ impl<'a> ArenaView<'a> {
                 }
                 Bump::Exhausted => break,
                 Bump::Switching => {
-                    // Another thread is taking a fresh superblock: look at the free lists
-                    // again, then back off (bounded) so that it can finish.
+                    // Another thread (or work-item) is taking a fresh run: look at the free
+                    // lists again, then back off so that it can finish.
                     if let Some(block) = self.pop_any(c, first) {
                         self.account(c);
                         return Ok(block);
                     }
-                    backoff = (backoff + 1).min(16);
-                    if backoff < 8 {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
+                    if deadline.expired() {
+                        return Err(Error::Stalled {
+                            side: Side::Host,
+                            waiting_for: format!(
+                                "another thread or work-item to take a fresh run of \
+                                 superblocks for {}-byte blocks",
+                                l.class_bytes(c)
+                            ),
+                            waited_ms: deadline.waited_ms(),
+                            detail: String::new(),
+                        });
                     }
+                    backoff.snooze();
                 }
             }
         }

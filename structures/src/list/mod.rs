@@ -97,6 +97,18 @@ pub enum OpStatus {
     OutOfMemory = 2,
 }
 
+impl OpStatus {
+    /// The status a result code stands for (the kernel's LF_FAILED, LF_DONE, LF_NO_MEMORY).
+    fn from_code(code: u32) -> Option<Self> {
+        match code {
+            0 => Some(OpStatus::Failed),
+            1 => Some(OpStatus::Done),
+            2 => Some(OpStatus::OutOfMemory),
+            _ => None,
+        }
+    }
+}
+
 const LF_ERR_BOUND: u32 = 3;
 const LF_ERR_KIND: u32 = 4;
 
@@ -193,6 +205,22 @@ impl std::fmt::Debug for LockFreeList {
     }
 }
 
+/// `InvalidArgument` naming the first value of `values` that appears twice and its two
+/// positions (`what` names the list in the message): positional operations name nodes by
+/// value.
+pub(crate) fn unique_values(values: &[i32], what: &str) -> Result<()> {
+    let mut seen = std::collections::HashMap::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        if let Some(first) = seen.insert(v, i) {
+            return Err(Error::InvalidArgument(format!(
+                "value {v} appears twice in {what} (positions {first} and {i}); the list's \
+                 operations name nodes by value, so values must be unique"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The most nodes a walk may pass: more than the arena can hold.
 fn max_steps(arena: &SvmArena) -> u32 {
     u32::try_from(arena.capacity_bytes() / LF_NODE_BYTES + 2).unwrap_or(u32::MAX)
@@ -226,15 +254,7 @@ impl LockFreeList {
     /// `spare_nodes` more. Duplicate values are refused (`InvalidArgument` naming the value
     /// and its two positions): the seed's operations name nodes by value.
     pub fn positional_from(rt: &Runtime, values: &[i32], spare_nodes: usize) -> Result<Self> {
-        let mut seen = std::collections::HashMap::with_capacity(values.len());
-        for (i, &v) in values.iter().enumerate() {
-            if let Some(first) = seen.insert(v, i) {
-                return Err(Error::InvalidArgument(format!(
-                    "value {v} appears twice in the initial list (positions {first} and {i}); \
-                     the list's operations name nodes by value, so values must be unique"
-                )));
-            }
-        }
+        unique_values(values, "the initial list")?;
         let nodes = values.len().saturating_add(spare_nodes);
         let bytes = nodes.saturating_mul(LF_NODE_BYTES);
         let mut list = Self::new(rt, ListKind::Positional, bytes)?;
@@ -332,26 +352,18 @@ impl LockFreeList {
                 ))
             }
         };
-        let host_retries = |l: &mut Self| -> Result<u32> {
-            if host_ops.is_empty() {
-                Ok(0)
-            } else {
-                l.counter(LF_RETRIES)
-            }
-        };
-        let retries_before = host_retries(self)?;
         let mut statuses = vec![OpStatus::Failed; ops.len()];
         let started = Instant::now();
-        let (device_time, device_retries) = if dev_ops.is_empty() {
-            if let Some(pool) = pool {
-                self.run_host(pool, host_ops, &mut statuses[split..])?;
-            }
-            (None, 0)
+        let (device_time, cas_retries) = if dev_ops.is_empty() {
+            let retries = match pool {
+                Some(pool) => self.run_host(pool, host_ops, &mut statuses[split..])?,
+                None => 0,
+            };
+            (None, retries)
         } else {
             self.run_device_and_host(dev_ops, pool, host_ops, &mut statuses)?
         };
         let elapsed = started.elapsed();
-        let retries_after = host_retries(self)?;
         let reclaimed = self.reclaim()?;
         let count = |s: OpStatus| statuses.iter().filter(|&&x| x == s).count();
         Ok(BatchReport {
@@ -360,33 +372,23 @@ impl LockFreeList {
             out_of_memory: count(OpStatus::OutOfMemory),
             statuses,
             device_ops: split,
-            cas_retries: u64::from(retries_after.wrapping_sub(retries_before))
-                + u64::from(device_retries),
+            cas_retries,
             elapsed,
             device_time,
             reclaimed,
         })
     }
 
-    fn counter(&mut self, word: usize) -> Result<u32> {
-        let root = self.root;
-        let mut m = self.arena.map()?;
-        let v = m.view();
-        Ok(v.word(root, word)
-            .ok_or_else(|| Error::Lost("the list's root is outside its arena".into()))?
-            .load(Ordering::Relaxed))
-    }
-
     /// The launch of `dev_ops` and, on the fine transport at the same time, the CPU threads'
-    /// `host_ops` (on the coarse one, after the launch). Returns the launch's time and its
-    /// lost CASes.
+    /// `host_ops` (on the coarse one, after the launch). Returns the launch's time and the
+    /// lost CASes of both.
     fn run_device_and_host(
         &mut self,
         dev_ops: &[ListOp],
         pool: Option<&LatencyPool>,
         host_ops: &[ListOp],
         statuses: &mut [OpStatus],
-    ) -> Result<(Option<Duration>, u32)> {
+    ) -> Result<(Option<Duration>, u64)> {
         let n = u32::try_from(dev_ops.len())
             .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 operations".into()))?;
         let rt = self.arena.runtime().clone();
@@ -423,42 +425,30 @@ impl LockFreeList {
         let t0 = Instant::now();
         let launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;
         let (dev_status, host_status) = statuses.split_at_mut(dev_ops.len());
-        let fine = rt.transport() == Transport::Fine;
-        let mut host_result = Ok(());
-        let mut device_time = None;
-        if fine {
-            if let Some(pool) = pool.filter(|_| !host_ops.is_empty()) {
-                let view = ListView {
-                    arena: self.arena.view()?,
-                    root,
-                    max_steps: steps,
-                };
-                host_result = run_threads(pool, view, host_ops, host_status);
-            }
-            launch.wait()?;
-            device_time = Some(t0.elapsed());
-        } else {
-            launch.wait()?;
-            device_time.get_or_insert(t0.elapsed());
-            if let Some(pool) = pool.filter(|_| !host_ops.is_empty()) {
-                host_result = self.run_host(pool, host_ops, host_status);
-            }
-        }
-        host_result?;
+        let pool = pool.filter(|_| !host_ops.is_empty());
+        // Fine transport: the threads run while the launch is in flight; coarse: after it.
+        let host_during = pool
+            .filter(|_| rt.transport() == Transport::Fine)
+            .map(|pool| self.run_host(pool, host_ops, host_status));
+        launch.wait()?;
+        let device_time = Some(t0.elapsed());
+        let host_retries = match (host_during, pool) {
+            (Some(r), _) => r?,
+            (None, Some(pool)) => self.run_host(pool, host_ops, host_status)?,
+            (None, None) => 0,
+        };
         for (s, r) in dev_status
             .iter_mut()
             .zip(results.read_range(0, dev_ops.len())?)
         {
-            *s = match r {
-                0 => OpStatus::Failed,
-                1 => OpStatus::Done,
-                2 => OpStatus::OutOfMemory,
-                LF_ERR_KIND => {
+            *s = match (OpStatus::from_code(r), r) {
+                (Some(status), _) => status,
+                (None, LF_ERR_KIND) => {
                     return Err(Error::InvalidArgument(
                         "the device was given an operation of the other list kind".into(),
                     ))
                 }
-                _ => {
+                (None, _) => {
                     return Err(Error::Lost(format!(
                         "a list operation on the device passed its bound (code {r}: a cycle \
                          in the list or a livelock)"
@@ -475,7 +465,7 @@ impl LockFreeList {
             ));
         }
         self.staging = Some(staging);
-        Ok((device_time, retries))
+        Ok((device_time, u64::from(retries) + host_retries))
     }
 
     /// Allocates the buffers a launch of `ops` operations uses (they are kept and grown on
@@ -494,12 +484,14 @@ impl LockFreeList {
         Ok(())
     }
 
+    /// The CPU threads' share: on a view of the list (fine transport, `&self`, so a launch
+    /// may be in flight) or a map (coarse). Returns their lost CASes.
     fn run_host(
         &mut self,
         pool: &LatencyPool,
         ops: &[ListOp],
         statuses: &mut [OpStatus],
-    ) -> Result<()> {
+    ) -> Result<u64> {
         if self.arena.runtime().transport() == Transport::Fine {
             let view = self.view()?;
             run_threads(pool, view, ops, statuses)
@@ -619,13 +611,16 @@ impl LockFreeList {
     }
 }
 
-/// Runs `ops` on the pool's threads, which take chunks of them in turn.
+/// Runs `ops` on the pool's threads, which take chunks of them in turn; returns the CASes
+/// they lost (the root's host counter before and after).
 fn run_threads(
     pool: &LatencyPool,
     view: ListView<'_>,
     ops: &[ListOp],
     statuses: &mut [OpStatus],
-) -> Result<()> {
+) -> Result<u64> {
+    let retries = view.word(view.root, LF_RETRIES)?;
+    let before = retries.load(Ordering::Relaxed);
     const CHUNK: usize = 16;
     let next = AtomicUsize::new(0);
     let out: Vec<AtomicU32> = (0..ops.len()).map(|_| AtomicU32::new(0)).collect();
@@ -643,11 +638,9 @@ fn run_threads(
     })?;
     results.into_iter().collect::<Result<Vec<()>>>()?;
     for (s, o) in statuses.iter_mut().zip(out) {
-        *s = match o.into_inner() {
-            0 => OpStatus::Failed,
-            1 => OpStatus::Done,
-            _ => OpStatus::OutOfMemory,
-        };
+        *s = OpStatus::from_code(o.into_inner()).expect("stored from an OpStatus");
     }
-    Ok(())
+    Ok(u64::from(
+        retries.load(Ordering::Relaxed).wrapping_sub(before),
+    ))
 }

@@ -45,15 +45,7 @@ impl Workload {
     pub fn parse(nodes: &str, nodes_name: &str, ops: &str, ops_name: &str) -> Result<Self> {
         let initial = Self::parse_nodes(nodes, nodes_name)?;
         let ops = Self::parse_ops(ops, ops_name)?;
-        let mut seen = HashMap::with_capacity(initial.len());
-        for (i, &v) in initial.iter().enumerate() {
-            if let Some(first) = seen.insert(v, i) {
-                return Err(Error::InvalidArgument(format!(
-                    "{nodes_name}: value {v} appears twice in the initial list (positions {first} \
-                     and {i}); operations name nodes by value, so values must be unique"
-                )));
-            }
-        }
+        super::unique_values(&initial, &format!("the initial list of {nodes_name}"))?;
         Ok(Workload { initial, ops })
     }
 
