@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::{
-    ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap,
-    DeviceHeapConfig, GeneralizedHeap, InsertDirection,
+    BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
+    DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap, InsertDirection,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -61,6 +61,11 @@ struct Args {
     /// bu (bottom-up, BU-INS/TD-DEL), or both (one row each).
     #[arg(long, default_value = "both")]
     insert: String,
+    /// Device rows: never (the seed's INS and DEL operations, one per batch: rows gpu:td and
+    /// gpu:bu), auto (an insert or delete of a large share of the heap rebuilds it by one
+    /// device sort: row gpu:bulk), or both. The mixed pairs always run as operations.
+    #[arg(long, default_value = "both")]
+    bulk: String,
     /// Run the seed's mixed workload instead: each thread inserts K keys then deletes K keys,
     /// 2^keys-log2 / K pairs in all, on a heap preloaded with --preload keys.
     #[arg(long)]
@@ -106,6 +111,7 @@ fn device_stats(heap: &DeviceGeneralizedHeap<u32>) -> serde_json::Value {
     let mut v = json!({
         "launches": s.launches, "merges": s.merges, "swaps": s.swaps,
         "climb_merges": s.climb_merges, "del_climbs": s.del_climbs, "waits": s.waits,
+        "bulk_calls": s.bulk_calls,
     });
     if let Some(p) = heap.profile() {
         let per = |x: f64| if p.dels > 0 { x / p.dels as f64 } else { 0.0 };
@@ -266,8 +272,12 @@ fn mixed_run(
 /// Insert everything, then delete everything, on the device; checks the deletions come back
 /// sorted and complete. Returns (insert ms, delete ms, verified); the kernel build and a
 /// first launch are done before the clock starts.
-fn device_run(heap: &DeviceGeneralizedHeap<u32>, keys: &[u32]) -> Result<(f64, f64, bool)> {
-    warm_up(heap)?;
+fn device_run(
+    heap: &DeviceGeneralizedHeap<u32>,
+    keys: &[u32],
+    policy: BulkPolicy,
+) -> Result<(f64, f64, bool)> {
+    warm_up(heap, policy)?;
     let t = Instant::now();
     heap.insert(keys)?;
     let insert_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -286,7 +296,7 @@ fn device_mixed_run(
     pairs: usize,
     seed: u64,
 ) -> Result<(f64, bool)> {
-    warm_up(heap)?;
+    warm_up(heap, BulkPolicy::Auto)?;
     heap.insert(preload)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed);
     let keys: Vec<u32> = (0..pairs * heap.batch()).map(|_| rng.gen()).collect();
@@ -303,14 +313,19 @@ fn device_mixed_run(
     Ok((ms, ok))
 }
 
-/// A first launch (PoCL compiles a kernel for its work-group size at the first launch).
-fn warm_up(heap: &DeviceGeneralizedHeap<u32>) -> Result<()> {
+/// A first launch of the operations and of a bulk call (PoCL compiles a kernel for its
+/// work-group size at the first launch); leaves the heap empty, with `policy`.
+fn warm_up(heap: &DeviceGeneralizedHeap<u32>, policy: BulkPolicy) -> Result<()> {
     let k = heap.batch();
-    heap.insert(&(0..k as u32).collect::<Vec<_>>())?;
-    let back = heap.delete_min(k)?;
-    if back.len() != k || !heap.is_empty() {
-        return Err(Error::Lost("the device heap's warm-up lost keys".into()));
+    for warm in [BulkPolicy::Never, BulkPolicy::Always] {
+        heap.set_bulk_policy(warm);
+        heap.insert(&(0..2 * k as u32).collect::<Vec<_>>())?;
+        let back = heap.delete_min(2 * k)?;
+        if back.len() != 2 * k || !heap.is_empty() {
+            return Err(Error::Lost("the device heap's warm-up lost keys".into()));
+        }
     }
+    heap.set_bulk_policy(policy);
     Ok(())
 }
 
@@ -439,6 +454,16 @@ fn run(args: &Args) -> Result<bool> {
             )))
         }
     };
+    let bulk_policies: Vec<BulkPolicy> = match args.bulk.trim() {
+        "never" => vec![BulkPolicy::Never],
+        "auto" => vec![BulkPolicy::Auto],
+        "both" => vec![BulkPolicy::Never, BulkPolicy::Auto],
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "--bulk {other:?}: expected never, auto or both"
+            )))
+        }
+    };
     let pool = LatencyPool::with_threads(args.threads)?;
     let rt = if use_gpu || use_coop {
         Some(Runtime::on_device(args.device.as_deref())?)
@@ -455,7 +480,8 @@ fn run(args: &Args) -> Result<bool> {
     let device_heap = |batch: usize,
                        (groups, wg): (Option<usize>, Option<usize>),
                        nodes: usize,
-                       direction: InsertDirection| {
+                       direction: InsertDirection,
+                       bulk: BulkPolicy| {
         let rt = rt.as_ref().expect("gpu mode opened a runtime");
         DeviceGeneralizedHeap::<u32>::new(
             rt,
@@ -464,6 +490,7 @@ fn run(args: &Args) -> Result<bool> {
                 work_group_size: wg,
                 initial_nodes: nodes,
                 direction,
+                bulk,
                 ..DeviceHeapConfig::new(batch)
             },
         )
@@ -548,8 +575,8 @@ fn run(args: &Args) -> Result<bool> {
             }
             if use_gpu {
                 for (shape, direction) in device_shapes() {
-                    let heap =
-                        device_heap(batch, shape, (preload.len() + n) / batch + 2, direction)?;
+                    let nodes = (preload.len() + n) / batch + 2;
+                    let heap = device_heap(batch, shape, nodes, direction, BulkPolicy::Auto)?;
                     let (ms, ok) = device_mixed_run(&heap, &preload, pairs, args.seed)?;
                     let (groups, wg) = heap.launch_shape();
                     rows.push(Row {
@@ -603,12 +630,24 @@ fn run(args: &Args) -> Result<bool> {
                 }
             }
             if use_gpu {
-                for (shape, direction) in device_shapes() {
-                    let heap = device_heap(batch, shape, n / batch + 2, direction)?;
-                    let (ins, del, ok) = device_run(&heap, &keys)?;
+                // The seed's operations in each direction, then (with --bulk auto) the bulk
+                // calls, where the direction plays no part.
+                let first = directions[0];
+                let runs = device_shapes().flat_map(|(shape, direction)| {
+                    bulk_policies
+                        .iter()
+                        .filter(move |&&p| p == BulkPolicy::Never || direction == first)
+                        .map(move |&p| (shape, direction, p))
+                });
+                for (shape, direction, policy) in runs {
+                    let heap = device_heap(batch, shape, n / batch + 2, direction, policy)?;
+                    let (ins, del, ok) = device_run(&heap, &keys, policy)?;
                     let (groups, wg) = heap.launch_shape();
                     rows.push(Row {
-                        mode: named("gpu", direction),
+                        mode: match policy {
+                            BulkPolicy::Never => named("gpu", direction),
+                            _ => "gpu:bulk".to_string(),
+                        },
                         pattern,
                         batch,
                         threads: groups,

@@ -1310,6 +1310,153 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     }
 }
 
+/* ======================================================================================
+ * Bulk calls: a host call that moves a large share of the heap at once (an insert of many
+ * batches, a delete of many keys) rebuilds the heap instead of running one INS or DEL per
+ * batch, as std's BinaryHeap::extend rebuilds rather than sifting each key when the input is
+ * large. Every key of the heap (nodes, partial buffer) and of the call is sorted on the
+ * device, the smallest `n_out` leave as the call's result, and the rest is laid out again:
+ * the i-th K keys of what remains become the i-th node added (position gh_position(i)), the
+ * last fewer-than-K keys the partial buffer. A parent was added before its children, so it
+ * gets smaller keys, and the partial buffer gets the largest: the generalized heap
+ * properties hold. The call is one operation: the host holds the heap's lock across it.
+ *
+ * The sort: runs of K keys (nodes are sorted already, the partial buffer and each batch of
+ * the call are padded with KEY_MAX and the batches sorted by bitonic sort in local memory),
+ * then passes of merge path over global memory, each merging pairs of runs into runs twice as
+ * long: gheap_bulk_split finds where each output tile of K keys starts in its pair's two
+ * runs (a binary search on the tile's diagonal), gheap_bulk_merge loads the tile's inputs
+ * into local memory and merges them there. Padding sorts last, and the sort keeps exactly
+ * the real keys in front (a real key equal to KEY_MAX is the same value as a pad).
+ *
+ * Memory ordering: no atomics; each kernel reads what earlier kernels of the in-order queue
+ * wrote (the kernel boundary orders them) and every element is written by one work-item.
+ * ====================================================================================== */
+
+/* Copies the heap's `count` nodes (in the order they were added) and its partial buffer
+ * (padded to K) into runs[0 .. (count + has_partial)·K). */
+kernel void gheap_bulk_gather(__global const KEY_T *keys, __global const KEY_T *partial,
+                              __global KEY_T *runs, uint count, uint plen) {
+    const ulong n = ((ulong)count + (plen > 0 ? 1u : 0u)) * K;
+    for (ulong j = get_global_id(0); j < n; j += get_global_size(0)) {
+        const uint r = (uint)(j / K), i = (uint)(j % K);
+        runs[j] = r < count ? keys[(ulong)gh_position(r) * K + i] : (i < plen ? partial[i] : KEY_MAX);
+    }
+}
+
+/* Batch b of the call's keys (as uploaded, at runs[at ..]: KEY_MAP maps them), padded to K
+ * and sorted in place, becomes a run. One work-group per batch; each reads its batch whole
+ * into local memory before writing it back, and no other group touches it. */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void gheap_bulk_sort_in(__global KEY_T *runs, ulong at, ulong in_len) {
+    __local KEY_T s[K];
+    const uint b = get_group_id(0), lid = get_local_id(0);
+    const ulong first = (ulong)b * K;
+    __global KEY_T *batch = runs + at + first;
+    for (uint i = lid; i < K; i += WG) s[i] = first + i < in_len ? ASYM_ORDERED(batch[i]) : KEY_MAX;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    gheap_bitonic_sort(s, lid);
+    for (uint i = lid; i < K; i += WG) batch[i] = s[i];
+}
+
+/* The pair of runs of length `run` that output index o of a merge pass falls in: its start,
+ * and the lengths of its two runs (the last pair may be short, or have no second run). */
+inline void gheap_bulk_pair(ulong o, ulong total, ulong run, ulong *base, ulong *la, ulong *lb) {
+    *base = o / (2 * run) * (2 * run);
+    *la = min(run, total - *base);
+    *lb = min(run, total - *base - *la);
+}
+
+/* For each output tile t of K keys of a merge pass over src (runs of `run` keys, `total`
+ * keys): how many of the tile's predecessors within its pair come from the pair's first run
+ * (ties: the first run first, so the merge is stable). One work-item per tile. */
+kernel void gheap_bulk_split(__global const KEY_T *src, __global uint *splits, ulong total,
+                             ulong run, uint tiles) {
+    const uint t = get_global_id(0);
+    if (t >= tiles) return;
+    ulong base, la, lb;
+    const ulong o = (ulong)t * K;
+    gheap_bulk_pair(o, total, run, &base, &la, &lb);
+    __global const KEY_T *a = src + base;
+    __global const KEY_T *b = a + la;
+    const ulong d = o - base;
+    ulong l = d > lb ? d - lb : 0, h = min(d, la);
+    while (l < h) {
+        const ulong mid = (l + h) / 2;
+        if (a[mid] <= b[d - mid - 1]) l = mid + 1;
+        else h = mid;
+    }
+    splits[t] = (uint)l;
+}
+
+/* One merge pass: tile t (one work-group) writes dst[t·K .. t·K + K), the merge of
+ * a[x0 .. x1) and b[y0 .. y1) of its pair (x0 from its split, x1 from the next tile's, or
+ * the whole first run at the pair's end), merged in local memory by merge path: each
+ * work-item finds its K/WG outputs' start on its diagonal and merges them alone. */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
+                             __global const uint *splits, ulong total, ulong run) {
+    __local KEY_T s[K];
+    __local KEY_T out[K];
+    const uint t = get_group_id(0), lid = get_local_id(0);
+    ulong base, la, lb;
+    const ulong o = (ulong)t * K;
+    gheap_bulk_pair(o, total, run, &base, &la, &lb);
+    const ulong d0 = o - base, d1 = d0 + K;
+    const ulong x0 = splits[t];
+    const ulong x1 = d1 == la + lb ? la : splits[t + 1];
+    const ulong y0 = d0 - x0;
+    const uint na = (uint)(x1 - x0);
+    __global const KEY_T *a = src + base + x0;
+    __global const KEY_T *b = src + base + la + y0;
+    for (uint i = lid; i < K; i += WG) s[i] = i < na ? a[i] : b[i - na];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* s[0 .. na) and s[na .. K) are sorted: merge them into out. */
+    const uint nb = K - na;
+    const uint per = K / WG;
+    const uint d = lid * per;
+    uint l = d > nb ? d - nb : 0, h = min(d, na);
+    while (l < h) {
+        const uint mid = (l + h) / 2;
+        if (s[mid] <= s[na + d - mid - 1]) l = mid + 1;
+        else h = mid;
+    }
+    uint i = l, j = d - l;
+    for (uint q = 0; q < per; ++q) {
+        const KEY_T av = s[min(i, K - 1u)];
+        const KEY_T bv = s[min(na + j, K - 1u)];
+        const bool take_a = j >= nb || (i < na && av <= bv);
+        out[d + q] = take_a ? av : bv;
+        i += take_a ? 1u : 0u;
+        j += take_a ? 0u : 1u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global KEY_T *to = dst + o;
+    for (uint q = lid; q < K; q += WG) to[q] = out[q];
+}
+
+/* Lays the sorted keys out: sorted[0 .. n_out) leave in the caller's form at out (which may
+ * be `sorted` itself: each element is read and written by the same work-item), the next
+ * count·K become nodes 0 .. count in the order they were added, the last plen the partial
+ * buffer; lock word s says whether slot s holds a node (position is its own inverse). */
+kernel void gheap_bulk_place(__global KEY_T *sorted, __global KEY_T *keys,
+                             __global KEY_T *partial, __global KEY_T *out, __global uint *word,
+                             ulong n_out, uint count, uint plen, uint slots) {
+    const ulong kept = (ulong)count * K + plen;
+    const ulong n = max(n_out + kept, (ulong)slots);
+    for (ulong j = get_global_id(0); j < n; j += get_global_size(0)) {
+        if (j < slots) word[j] = gh_position((uint)j) < count ? GH_AVAIL : GH_EMPTY;
+        if (j < n_out) {
+            out[j] = ASYM_ORDERED(sorted[j]);
+        } else if (j < n_out + kept) {
+            const ulong q = j - n_out;
+            const uint node = (uint)(q / K);
+            if (node < count) keys[(ulong)gh_position(node) * K + q % K] = sorted[j];
+            else partial[q - (ulong)count * K] = sorted[j];
+        }
+    }
+}
+
 #endif /* K <= 2048 */
 
 

@@ -7,15 +7,19 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::Error;
-use asym_structures::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp, InsertDirection};
+use asym_structures::gheap::{
+    BulkPolicy, DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp, InsertDirection,
+};
 use common::{op, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
+/// The seed's operations only (no bulk rebuild): these tests are about INS and DEL.
 fn config(batch: usize, groups: usize) -> DeviceHeapConfig {
     DeviceHeapConfig {
         work_groups: Some(groups),
         initial_nodes: 1,
+        bulk: BulkPolicy::Never,
         ..DeviceHeapConfig::new(batch)
     }
 }
@@ -423,5 +427,162 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// Bulk calls (every key sorted on the device, the heap laid out again) give std's sort, keep
+/// the heap properties, and mix with the seed's operations on the same heap.
+#[test]
+fn bulk_calls_equal_std_sort_and_mix_with_operations() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for batch in [2usize, 32, 256, 1024] {
+            let bulk = DeviceHeapConfig {
+                bulk: BulkPolicy::Always,
+                ..config(batch, 4)
+            };
+            for n in [1, batch - 1, 5 * batch + 3, 33 * batch + batch / 2 + 1] {
+                for (name, keys) in common::key_patterns(n, &mut rng) {
+                    let what = format!("{t} K {batch} n {n} {name}");
+                    let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &bulk).unwrap();
+                    heap.insert(&keys).unwrap();
+                    assert_eq!(heap.len(), n, "{what}");
+                    heap.check_invariants()
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let mut want = keys.clone();
+                    want.sort();
+                    assert_eq!(heap.peek().unwrap(), Some(want[0]), "{what}");
+                    // A part, then the rest (the rebuild keeps what a delete leaves).
+                    let first = n / 3;
+                    assert_eq!(heap.delete_min(first).unwrap(), want[..first], "{what}");
+                    heap.check_invariants()
+                        .unwrap_or_else(|e| panic!("{what} after a delete: {e}"));
+                    assert_eq!(heap.delete_min(n).unwrap(), want[first..], "{what}");
+                    assert!(heap.is_empty(), "{what}");
+                    let calls = 2 + u64::from(first > 0);
+                    assert_eq!(heap.stats().bulk_calls, calls, "{what}");
+                }
+            }
+        }
+        // Bulk calls and INS/DEL launches on one heap, against a binary heap.
+        for batch in [4usize, 64] {
+            let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &config(batch, 4)).unwrap();
+            let mut reference = BinaryHeap::new();
+            for step in 0..40 {
+                let policy = [BulkPolicy::Never, BulkPolicy::Always][step % 2];
+                heap.set_bulk_policy(policy);
+                if rng.gen_bool(0.55) {
+                    let n = rng.gen_range(0..6 * batch);
+                    let keys: Vec<i32> = (0..n).map(|_| rng.gen_range(-90..90)).collect();
+                    heap.insert(&keys).unwrap();
+                    reference.extend(keys.iter().map(|&k| Reverse(k)));
+                } else {
+                    let n = rng.gen_range(0..4 * batch);
+                    let got = heap.delete_min(n).unwrap();
+                    let want: Vec<i32> =
+                        (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
+                    assert_eq!(got, want, "{t} K {batch} step {step} {policy:?}");
+                }
+                heap.check_invariants()
+                    .unwrap_or_else(|e| panic!("{t} K {batch} step {step} {policy:?}: {e}"));
+                assert_eq!(heap.len(), reference.len(), "{t} K {batch} step {step}");
+                assert_eq!(heap.peek().unwrap(), reference.peek().map(|r| r.0));
+            }
+            assert!(heap.stats().bulk_calls > 0 && heap.stats().launches > heap.stats().bulk_calls);
+        }
+    }
+}
+
+/// The automatic policy rebuilds only for calls that move a large share of the heap; other
+/// key types and a capacity limit behave as with INS and DEL.
+#[test]
+fn bulk_calls_keep_key_types_and_the_capacity_limit() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let auto = DeviceHeapConfig {
+            bulk: BulkPolicy::Auto,
+            ..config(16, 4)
+        };
+        let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &auto).unwrap();
+        let words: Vec<u32> = (0..16 * 40)
+            .map(|_| rng.gen())
+            .chain([0, u32::MAX])
+            .collect();
+        heap.insert(&words).unwrap();
+        assert_eq!(
+            heap.stats().bulk_calls,
+            1,
+            "{t}: 40 batches into an empty heap"
+        );
+        heap.insert(&words[..16 * 3]).unwrap();
+        assert_eq!(
+            heap.stats().bulk_calls,
+            1,
+            "{t}: 3 batches are INS operations"
+        );
+        let mut want: Vec<u32> = words.iter().chain(&words[..16 * 3]).copied().collect();
+        want.sort();
+        assert_eq!(heap.delete_min(5).unwrap(), want[..5], "{t}");
+        assert_eq!(heap.delete_min(want.len()).unwrap(), want[5..], "{t}");
+        assert_eq!(heap.stats().bulk_calls, 2, "{t}");
+
+        let always = DeviceHeapConfig {
+            bulk: BulkPolicy::Always,
+            ..config(32, 4)
+        };
+        let floats: Vec<f32> = (0..700)
+            .map(|i| match i % 50 {
+                0 => f32::NEG_INFINITY,
+                1 => -0.0,
+                2 => 0.0,
+                3 => f32::INFINITY,
+                _ => rng.gen_range(-1e6f32..1e6),
+            })
+            .collect();
+        let heap = DeviceGeneralizedHeap::<f32>::new(&rt, &always).unwrap();
+        heap.insert(&floats).unwrap();
+        let mut want = floats.clone();
+        want.sort_by(f32::total_cmp);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&heap.delete_min(floats.len()).unwrap()),
+            bits(&want),
+            "{t}"
+        );
+
+        let pairs: Vec<(i32, u32)> = (0..900u32)
+            .map(|i| (rng.gen_range(-20..20), i * 7919))
+            .chain([(i32::MAX, u32::MAX), (i32::MIN, 0)])
+            .collect();
+        let heap = DeviceGeneralizedHeap::<(i32, u32)>::new(&rt, &always).unwrap();
+        heap.insert(&pairs).unwrap();
+        heap.check_invariants().unwrap();
+        let mut want = pairs.clone();
+        want.sort();
+        assert_eq!(heap.delete_min(pairs.len()).unwrap(), want, "{t}");
+
+        let limited = DeviceGeneralizedHeap::<i32>::new(
+            &rt,
+            &DeviceHeapConfig {
+                max_nodes: Some(3),
+                bulk: BulkPolicy::Always,
+                ..config(8, 4)
+            },
+        )
+        .unwrap();
+        limited
+            .insert(&(0..60).rev().collect::<Vec<i32>>()[30..])
+            .unwrap();
+        assert!(matches!(
+            limited.insert(&(0..64).collect::<Vec<i32>>()),
+            Err(Error::CapacityExceeded { .. })
+        ));
+        assert_eq!(limited.len(), 30, "{t}: refused before any change");
+        assert_eq!(
+            limited.delete_min(30).unwrap(),
+            (0..30).collect::<Vec<i32>>()
+        );
     }
 }

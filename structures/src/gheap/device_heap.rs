@@ -31,6 +31,10 @@ use super::device::{check_local_memory, default_work_group, max_work_group};
 use super::InsertDirection;
 use crate::kselect::SelectKey;
 
+mod bulk;
+use bulk::BulkKernels;
+pub use bulk::BulkPolicy;
+
 /// The largest batch the device heap takes (five batches of keys live in local memory: K =
 /// 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in 48 KiB).
 pub const MAX_DEVICE_HEAP_BATCH: usize = 2048;
@@ -145,6 +149,9 @@ pub struct DeviceHeapConfig {
     /// How an INS's new node travels: top-down from the root (TD-INS) or placed at its
     /// target and climbing while its parent holds larger keys (BU-INS).
     pub direction: InsertDirection,
+    /// When an insert or delete of many batches rebuilds the heap by one device sort instead
+    /// of running one INS or DEL per batch ([`BulkPolicy`]).
+    pub bulk: BulkPolicy,
 }
 
 impl DeviceHeapConfig {
@@ -157,6 +164,7 @@ impl DeviceHeapConfig {
             initial_nodes: 64,
             max_nodes: None,
             direction: InsertDirection::TopDown,
+            bulk: BulkPolicy::Auto,
         }
     }
 
@@ -202,6 +210,8 @@ pub struct DeviceHeapStats {
     /// MergeAndSorts done by exchanging two batches whose ranges did not overlap (the seed's
     /// swap instead of merge: the work-group renames two local arrays, no step).
     pub swaps: u64,
+    /// Calls carried out as a bulk rebuild ([`BulkPolicy`]) rather than INS/DEL operations.
+    pub bulk_calls: u64,
 }
 
 /// Where the DELs' time went, summed over work-groups (a diagnostic build: set
@@ -243,6 +253,8 @@ struct Inner<T: DeviceHeapKey> {
     rt: Runtime,
     run: Kernel,
     copy: Kernel,
+    bulk: BulkKernels,
+    bulk_policy: BulkPolicy,
     wg: usize,
     groups: usize,
     keys: SvmBuffer<T::Repr>,
@@ -306,6 +318,10 @@ struct Staging<R: SvmElement> {
     ops: Option<SvmBuffer<u32>>,
     out_len: Option<SvmBuffer<u32>>,
     order: Option<SvmBuffer<u32>>,
+    /// A bulk call's sort: the merge passes' second buffer when the key array is too short,
+    /// and each merge tile's split.
+    runs: Option<SvmBuffer<R>>,
+    splits: Option<SvmBuffer<u32>>,
 }
 
 impl<R: SvmElement> Staging<R> {
@@ -315,6 +331,8 @@ impl<R: SvmElement> Staging<R> {
             ops: None,
             out_len: None,
             order: None,
+            runs: None,
+            splits: None,
         }
     }
 }
@@ -410,6 +428,8 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let inner = Inner {
             run: Kernel::from_program(rt, &program, "gheap_run")?,
             copy: Kernel::from_program(rt, &program, "gheap_copy_keys")?,
+            bulk: BulkKernels::new(rt, &program)?,
+            bulk_policy: config.bulk,
             keys: alloc_zeroed::<T::Repr>(rt, slots * k)?,
             words: alloc_zeroed::<u32>(rt, slots)?,
             rt: rt.clone(),
@@ -466,6 +486,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         self.lock().stats.launches
     }
 
+    /// Changes when calls rebuild the heap instead of running INS and DEL operations.
+    pub fn set_bulk_policy(&self, policy: BulkPolicy) {
+        self.lock().bulk_policy = policy;
+    }
+
     /// What the launches did so far (for measurements and tests).
     pub fn stats(&self) -> DeviceHeapStats {
         self.lock().stats
@@ -477,22 +502,26 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     }
 
     /// Inserts `keys` as INS operations of at most `K` keys each, run concurrently by the
-    /// launch's work-groups.
+    /// launch's work-groups, or, when the call moves a large share of the heap (the
+    /// configuration's [`BulkPolicy`]), by one rebuild: every key sorted on the device.
     pub fn insert(&self, keys: &[T]) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
         if keys.is_empty() {
             return Ok(());
         }
-        let ops: Vec<HeapOp> = (0..keys.len().div_ceil(self.batch))
-            .map(HeapOp::Insert)
-            .collect();
+        let batches = keys.len().div_ceil(self.batch);
+        if g.prefers_bulk(batches, keys.len()) {
+            return g.bulk(keys, 0).map(|_| ());
+        }
+        let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
         g.run(keys, &ops, false).map(|_| ())
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds fewer).
     /// `n ≤ K` is one DEL; larger `n` are ⌈n/K⌉ DELs run concurrently, whose results in
-    /// linearization order are the sorted sequence.
+    /// linearization order are the sorted sequence, or one rebuild when `n` is a large share
+    /// of the heap ([`BulkPolicy`]).
     pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
         let mut g = self.lock();
         g.usable()?;
@@ -501,6 +530,9 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             return Ok(Vec::new());
         }
         let k = self.batch;
+        if g.prefers_bulk(n.div_ceil(k), 0) {
+            return g.bulk(&[], n);
+        }
         let ops: Vec<HeapOp> = (0..n.div_ceil(k))
             .map(|i| HeapOp::Delete((n - i * k).min(k)))
             .collect();

@@ -40,8 +40,8 @@ use batch::{is_sorted, merge_and_sort, merge_into, position, MergeKind};
 pub use concurrent::ConcurrentGeneralizedHeap;
 pub use cooperative::{CooperativeConfig, CooperativeHeap, CooperativeStats};
 pub use device_heap::{
-    DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, DeviceHeapProfile, DeviceHeapStats,
-    HeapOp, LaunchTrace,
+    BulkPolicy, DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, DeviceHeapProfile,
+    DeviceHeapStats, HeapOp, LaunchTrace,
 };
 
 /// Where an application's heap of `(key, payload)` pairs lives when the device takes part.

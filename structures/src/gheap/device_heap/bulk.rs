@@ -1,0 +1,266 @@
+//! Bulk calls of the device heap: an insert or delete that moves a large share of the heap
+//! rebuilds it by one device sort instead of running one INS or DEL per batch (the kernels
+//! and the argument that the rebuilt layout is a generalized heap: `kernels/gheap.cl`,
+//! "Bulk calls").
+//!
+//! Why: every INS and DEL of the seed's heap passes through the root's lock, one after the
+//! other, so a call of `b` batches costs about `b` root critical sections however many
+//! work-groups run (on the H200, ~9 µs each: 64M keys inserted and deleted in 1.1–1.2 s,
+//! docs/BENCHMARKS.md). A sort of all `n` keys costs `log2(n / K)` merge passes over
+//! memory, each a few hundred microseconds at 64M keys, and no serial section. The rebuild
+//! is to the heap what std's `BinaryHeap::extend` rebuilding instead of sifting each key is
+//! to a binary heap.
+//!
+//! A bulk call is one operation: it runs under the heap's lock, between launches, so it
+//! linearizes at its call like any other host call.
+
+use asym_runtime::{Error, Kernel, Launch, Program, Result, Runtime};
+
+use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
+
+/// When a host call rebuilds the device heap (one sort of every key) instead of running the
+/// seed's INS and DEL operations, one per batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BulkPolicy {
+    /// When the call moves enough keys that the sort is the cheaper way: at least
+    /// [`BulkPolicy::MIN_BATCHES`] batches and at least 1/[`BulkPolicy::MIN_SHARE`] of the
+    /// keys involved (those held plus those inserted).
+    #[default]
+    Auto,
+    /// Never: every call runs INS and DEL operations (the seed's algorithm).
+    Never,
+    /// Every insert and delete (for tests and measurements).
+    Always,
+}
+
+impl BulkPolicy {
+    /// Fewest batches a call must move for [`BulkPolicy::Auto`] to rebuild.
+    pub const MIN_BATCHES: usize = 32;
+    /// [`BulkPolicy::Auto`] rebuilds when the call moves at least 1/`MIN_SHARE` of the keys.
+    pub const MIN_SHARE: usize = 4;
+
+    /// Whether a call of `batches` batches of `k` keys, on a heap holding `held` keys,
+    /// rebuilds (`inserted` of the call's keys join the heap).
+    pub fn rebuilds(self, batches: usize, k: usize, held: usize, inserted: usize) -> bool {
+        match self {
+            BulkPolicy::Never => false,
+            BulkPolicy::Always => true,
+            BulkPolicy::Auto => {
+                batches >= Self::MIN_BATCHES
+                    && batches.saturating_mul(k).saturating_mul(Self::MIN_SHARE) >= held + inserted
+            }
+        }
+    }
+}
+
+/// The bulk call's kernels (built from the heap's program).
+pub(super) struct BulkKernels {
+    gather: Kernel,
+    sort_in: Kernel,
+    split: Kernel,
+    merge: Kernel,
+    place: Kernel,
+    copy: Kernel,
+}
+
+impl BulkKernels {
+    pub(super) fn new(rt: &Runtime, program: &Program) -> Result<Self> {
+        Ok(BulkKernels {
+            gather: Kernel::from_program(rt, program, "gheap_bulk_gather")?,
+            sort_in: Kernel::from_program(rt, program, "gheap_bulk_sort_in")?,
+            split: Kernel::from_program(rt, program, "gheap_bulk_split")?,
+            merge: Kernel::from_program(rt, program, "gheap_bulk_merge")?,
+            place: Kernel::from_program(rt, program, "gheap_bulk_place")?,
+            copy: Kernel::from_program(rt, program, "gheap_copy_keys")?,
+        })
+    }
+}
+
+/// The buffers a bulk call's sort moves keys between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Buf {
+    /// The staging buffer: where the runs start, and where the call's result leaves from.
+    Io,
+    /// The heap's key array (its nodes are gathered into the runs first).
+    Keys,
+    /// A buffer of the call's own, when the key array is too short.
+    Scratch,
+}
+
+/// Work-items for a grid-stride loop over `n` elements, in groups of `wg`.
+fn stride_items(n: usize, wg: usize) -> usize {
+    n.div_ceil(wg).clamp(1, 65_536) * wg
+}
+
+impl<T: DeviceHeapKey> Inner<T> {
+    /// Whether a call moving `batches` batches goes the bulk way (`inserted`: keys the call
+    /// adds).
+    pub(super) fn prefers_bulk(&self, batches: usize, inserted: usize) -> bool {
+        let k = self.partial.len();
+        self.bulk_policy
+            .rebuilds(batches, k, self.count * k + self.plen, inserted)
+    }
+
+    /// One bulk call: inserts `keys`, then removes the `n_out` smallest of everything and
+    /// returns them sorted (`n_out` at most the keys held plus `keys.len()`).
+    pub(super) fn bulk(&mut self, keys: &[T], n_out: usize) -> Result<Vec<T>> {
+        let t_start = std::time::Instant::now();
+        let k = self.partial.len();
+        let held = self.count * k + self.plen;
+        let total = held + keys.len();
+        if n_out > total {
+            return Err(Error::InvalidArgument(format!(
+                "a bulk call removing {n_out} keys from {total}"
+            )));
+        }
+        let kept = total - n_out;
+        let (count, plen) = (kept / k, kept % k);
+        // Runs of K keys: the nodes, the partial buffer (padded), the call's batches (the
+        // last padded).
+        let old_runs = self.count + usize::from(self.plen > 0);
+        let runs = old_runs + keys.len().div_ceil(k);
+        let tiles = to_u32(runs, "batches in a bulk call")?;
+        let padded = runs * k;
+        let count_u32 = to_u32(count, "nodes")?;
+        self.reserve(count)?;
+        let wg = self.wg;
+        let st = &mut self.staging;
+        let rt = &self.rt;
+        // The runs start in the staging buffer: the heap's nodes and partial buffer first,
+        // the call's keys uploaded after them and sorted in place. Merge passes ping-pong
+        // between it and the heap's own key array, free once gathered (when it is long
+        // enough: it can fall short by two nodes near its capacity, then a scratch buffer
+        // stands in), so a bulk call allocates no more than an operation call: SVM
+        // allocation is slow on the H200 (about 0.5 ms per MiB).
+        let t_alloc = std::time::Instant::now();
+        let io = staged(rt, &mut st.keys, padded)?;
+        let use_keys = self.slots >= runs;
+        if !use_keys {
+            staged(rt, &mut st.runs, padded)?;
+        }
+        staged(rt, &mut st.splits, runs)?;
+        let alloc = t_alloc.elapsed();
+        let t_copy = std::time::Instant::now();
+        if !keys.is_empty() {
+            io.copy_from_host(old_runs * k, &T::upload(keys))?;
+        }
+        let copy = t_copy.elapsed();
+        let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
+            unreachable!("staged() filled every buffer");
+        };
+        let scratch = st.runs.as_ref();
+        let heap_keys = &self.keys;
+        // A kernel argument naming one of the three buffers (of two element types).
+        let set = |kernel: &mut Kernel, index: u32, buf: Buf| -> Result<()> {
+            match (buf, scratch) {
+                (Buf::Io, _) => kernel.arg_svm(index, io),
+                (Buf::Keys, _) => kernel.arg_svm(index, heap_keys),
+                (Buf::Scratch, Some(s)) => kernel.arg_svm(index, s),
+                (Buf::Scratch, None) => unreachable!("staged when the key array is short"),
+            }
+            .map(|_| ())
+        };
+        let t_kernel = std::time::Instant::now();
+        let kn = &mut self.bulk;
+        // In-order queue: each launch sees what the ones before it wrote; the last is waited
+        // for, and dropping the rest then finds them complete.
+        let mut launches: Vec<Launch> = Vec::new();
+        if old_runs > 0 {
+            kn.gather
+                .arg_svm(0, heap_keys)?
+                .arg_svm(1, &self.partial)?
+                .arg_svm(2, io)?
+                .arg_scalar(3, self.count as u32)?
+                .arg_scalar(4, self.plen as u32)?;
+            launches.push(kn.gather.launch(stride_items(old_runs * k, wg), Some(wg))?);
+        }
+        if !keys.is_empty() {
+            // In place: batch b is read whole into local memory before it is written back.
+            kn.sort_in
+                .arg_svm(0, io)?
+                .arg_scalar(1, (old_runs * k) as u64)?
+                .arg_scalar(2, keys.len() as u64)?;
+            launches.push(kn.sort_in.launch(keys.len().div_ceil(k) * wg, Some(wg))?);
+        }
+        let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
+        let (mut src, mut dst) = (Buf::Io, partner);
+        let mut run = k;
+        while run < padded {
+            set(&mut kn.split, 0, src)?;
+            kn.split
+                .arg_svm(1, splits)?
+                .arg_scalar(2, padded as u64)?
+                .arg_scalar(3, run as u64)?
+                .arg_scalar(4, tiles)?;
+            launches.push(kn.split.launch(runs.div_ceil(wg) * wg, Some(wg))?);
+            set(&mut kn.merge, 0, src)?;
+            set(&mut kn.merge, 1, dst)?;
+            kn.merge
+                .arg_svm(2, splits)?
+                .arg_scalar(3, padded as u64)?
+                .arg_scalar(4, run as u64)?;
+            launches.push(kn.merge.launch(runs * wg, Some(wg))?);
+            std::mem::swap(&mut src, &mut dst);
+            run *= 2;
+        }
+        if src == Buf::Keys {
+            // The placement writes the key array: the sorted keys move out of it first.
+            kn.copy
+                .arg_svm(0, heap_keys)?
+                .arg_svm(1, io)?
+                .arg_scalar(2, padded as u64)?;
+            launches.push(kn.copy.launch(stride_items(padded, 256), Some(256))?);
+            src = Buf::Io;
+        }
+        set(&mut kn.place, 0, src)?;
+        kn.place
+            .arg_svm(1, heap_keys)?
+            .arg_svm(2, &self.partial)?
+            .arg_svm(3, io)?
+            .arg_svm(4, &self.words)?
+            .arg_scalar(5, n_out as u64)?
+            .arg_scalar(6, count_u32)?
+            .arg_scalar(7, plen as u32)?
+            .arg_scalar(8, to_u32(self.slots, "node slots")?)?;
+        // From the placement on, the heap's arrays change: a failure leaves them unusable.
+        // (Before it, the key array may already hold a merge pass: a failure there
+        // poisons the heap as well.)
+        let placed = kn
+            .place
+            .launch(stride_items((n_out + kept).max(self.slots), wg), Some(wg))
+            .and_then(|l| l.wait());
+        drop(launches);
+        if let Err(e) = placed {
+            self.poisoned = Some(e.to_string());
+            return Err(e);
+        }
+        let t_kernel_end = std::time::Instant::now();
+        let header = self.hdr.read().and_then(|mut h| {
+            h[HDR_COUNT] = count as u32;
+            h[HDR_PLEN] = plen as u32;
+            self.hdr.write(&h)
+        });
+        if let Err(e) = header {
+            self.poisoned = Some(e.to_string());
+            return Err(e);
+        }
+        self.count = count;
+        self.plen = plen;
+        self.stats.launches += 1;
+        self.stats.bulk_calls += 1;
+        let out = if n_out > 0 {
+            let io = self.staging.keys.as_mut().expect("staged above");
+            T::download(io.read_range_as::<T::Upload>(0, n_out)?)
+        } else {
+            Vec::new()
+        };
+        if let Some(p) = &mut self.profile {
+            p.host_alloc_us += alloc.as_secs_f64() * 1e6;
+            p.host_copy_us += copy.as_secs_f64() * 1e6;
+            p.host_prepare_us += (t_kernel - t_start).as_secs_f64() * 1e6;
+            p.kernel_us += (t_kernel_end - t_kernel).as_secs_f64() * 1e6;
+            p.host_read_us += t_kernel_end.elapsed().as_secs_f64() * 1e6;
+        }
+        Ok(out)
+    }
+}
