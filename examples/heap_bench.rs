@@ -61,9 +61,10 @@ struct Args {
     /// bu (bottom-up, BU-INS/TD-DEL), or both (one row each).
     #[arg(long, default_value = "both")]
     insert: String,
-    /// Device rows: never (the seed's INS and DEL operations, one per batch: rows gpu:td and
-    /// gpu:bu), auto (an insert or delete of a large share of the heap rebuilds it by one
-    /// device sort: row gpu:bulk), or both. The mixed pairs always run as operations.
+    /// Device rows, comma-separated: never (the seed's INS and DEL operations, one per batch:
+    /// rows gpu:td and gpu:bu), auto (an insert or delete of a large share of the heap
+    /// rebuilds it by one device sort, BulkPolicy::Auto: row gpu:auto), always (every call
+    /// rebuilds: row gpu:bulk); both = never,auto. The mixed pairs always run as operations.
     #[arg(long, default_value = "both")]
     bulk: String,
     /// Run the seed's mixed workload instead: each thread inserts K keys then deletes K keys,
@@ -76,7 +77,9 @@ struct Args {
     /// Coop mode: inserts gathered on the host before one device insert (default: the refill).
     #[arg(long)]
     flush: Option<usize>,
-    /// Keys in the heap before the mixed pairs start (not timed).
+    /// Keys in the heap before the mixed pairs start (not timed). Without --mixed, gpu rows
+    /// only: the insert and the delete of 2^keys-log2 keys then run on a heap holding this
+    /// many (the calls' share of the heap is what BulkPolicy::Auto decides on).
     #[arg(long, default_value_t = 0)]
     preload: usize,
     /// Skip the peers (std BinaryHeap and the sequential generalized heap, one core each).
@@ -272,21 +275,33 @@ fn mixed_run(
 /// Insert everything, then delete everything, on the device; checks the deletions come back
 /// sorted and complete. Returns (insert ms, delete ms, verified); the kernel build and a
 /// first launch are done before the clock starts.
+/// With `preload` keys in the heap first (inserted before the clock starts), the delete
+/// takes as many keys as were inserted: the smallest of both.
 fn device_run(
     heap: &DeviceGeneralizedHeap<u32>,
     keys: &[u32],
+    preload: &[u32],
     policy: BulkPolicy,
 ) -> Result<(f64, f64, bool)> {
     warm_up(heap, policy)?;
+    heap.set_bulk_policy(BulkPolicy::Auto);
+    heap.insert(preload)?;
+    heap.set_bulk_policy(policy);
     let t = Instant::now();
     heap.insert(keys)?;
     let insert_ms = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
-    let mut want = keys.to_vec();
+    let mut want: Vec<u32> = keys.iter().chain(preload).copied().collect();
     want.sort_unstable();
-    Ok((insert_ms, delete_ms, out == want && heap.is_empty()))
+    heap.set_bulk_policy(BulkPolicy::Auto);
+    let rest = heap.delete_min(preload.len())?;
+    Ok((
+        insert_ms,
+        delete_ms,
+        out == want[..keys.len()] && rest == want[keys.len()..] && heap.is_empty(),
+    ))
 }
 
 /// The mixed workload on the device: one launch of all pairs on the preloaded heap.
@@ -454,16 +469,18 @@ fn run(args: &Args) -> Result<bool> {
             )))
         }
     };
-    let bulk_policies: Vec<BulkPolicy> = match args.bulk.trim() {
-        "never" => vec![BulkPolicy::Never],
-        "auto" => vec![BulkPolicy::Auto],
-        "both" => vec![BulkPolicy::Never, BulkPolicy::Auto],
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "--bulk {other:?}: expected never, auto or both"
-            )))
+    let mut bulk_policies = Vec::new();
+    for p in args.bulk.split(',').map(str::trim) {
+        match p {
+            "both" => bulk_policies.extend([BulkPolicy::Never, BulkPolicy::Auto]),
+            other => bulk_policies.push(other.parse::<BulkPolicy>()?),
         }
-    };
+    }
+    if args.preload > 0 && !args.mixed && (use_cpu || use_coop) {
+        return Err(Error::InvalidArgument(
+            "--preload without --mixed applies to the gpu rows only: add --mode gpu".into(),
+        ));
+    }
     let pool = LatencyPool::with_threads(args.threads)?;
     let rt = if use_gpu || use_coop {
         Some(Runtime::on_device(args.device.as_deref())?)
@@ -594,6 +611,11 @@ fn run(args: &Args) -> Result<bool> {
             }
             continue;
         }
+        let preload = if args.mixed {
+            Vec::new()
+        } else {
+            keys_for("random", args.preload, args.seed ^ 0x9e37)?
+        };
         for &pattern in &patterns {
             let keys = keys_for(pattern, n, args.seed)?;
             if use_coop {
@@ -640,13 +662,15 @@ fn run(args: &Args) -> Result<bool> {
                         .map(move |&p| (shape, direction, p))
                 });
                 for (shape, direction, policy) in runs {
-                    let heap = device_heap(batch, shape, n / batch + 2, direction, policy)?;
-                    let (ins, del, ok) = device_run(&heap, &keys, policy)?;
+                    let nodes = (n + preload.len()) / batch + 2;
+                    let heap = device_heap(batch, shape, nodes, direction, policy)?;
+                    let (ins, del, ok) = device_run(&heap, &keys, &preload, policy)?;
                     let (groups, wg) = heap.launch_shape();
                     rows.push(Row {
                         mode: match policy {
                             BulkPolicy::Never => named("gpu", direction),
-                            _ => "gpu:bulk".to_string(),
+                            BulkPolicy::Auto => "gpu:auto".to_string(),
+                            BulkPolicy::Always => "gpu:bulk".to_string(),
                         },
                         pattern,
                         batch,
@@ -674,7 +698,7 @@ fn run(args: &Args) -> Result<bool> {
                     "mode": r.mode, "pattern": r.pattern, "keys": n, "batch": r.batch,
                     "threads": r.threads, "work_group": r.work_group,
                     "device": rt.as_ref().filter(|_| r.work_group.is_some()).map(|rt| rt.profile().label()),
-                    "preload": if args.mixed { args.preload } else { 0 },
+                    "preload": args.preload,
                     "insert_ms": r.insert_ms, "delete_ms": r.delete_ms, "ms": total,
                     "mkeys_per_s": n as f64 / total / 1e3, "verified": r.verified,
                     "device_stats": r.device_stats,

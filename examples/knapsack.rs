@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::{
-    CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
+    BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
 use asym::structures::knapsack::device::{solve_offloaded, OffloadConfig};
 use asym::structures::knapsack::{solve_concurrent, solve_sequential, BnbStats, Class, Instance};
@@ -49,6 +49,10 @@ struct Args {
     /// Nodes per heap batch (K): a power of two.
     #[arg(long, default_value_t = 16)]
     batch: usize,
+    /// Device heap calls that move a large share of the heap: auto (rebuild it by one device
+    /// sort, BulkPolicy::Auto), never (one INS or DEL per batch, the seed's operations), always.
+    #[arg(long, default_value = "auto")]
+    bulk: BulkPolicy,
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -166,7 +170,10 @@ fn run(args: &Args) -> Result<bool> {
     } else {
         None
     };
-    let device = DeviceHeapConfig::new(args.batch);
+    let device = DeviceHeapConfig {
+        bulk: args.bulk,
+        ..DeviceHeapConfig::new(args.batch)
+    };
     let mut placements = Vec::new();
     if gpu {
         placements.push(("gpu", HeapPlacement::Device(device.clone())));

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::HeapPlacement;
-use asym::structures::gheap::{CooperativeConfig, DeviceHeapConfig};
+use asym::structures::gheap::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
 use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
 use asym::structures::sssp::device::DeviceSssp;
 use asym::structures::sssp::{check_distances, cpu, Order, SsspStats};
@@ -85,6 +85,10 @@ struct Args {
     /// Keys per heap node (K): a power of two (up to 1024 on the device).
     #[arg(long, default_value_t = 256)]
     batch: usize,
+    /// Device heap calls that move a large share of the heap: auto (rebuild it by one device
+    /// sort, BulkPolicy::Auto), never (one INS or DEL per batch, the seed's operations), always.
+    #[arg(long, default_value = "auto")]
+    bulk: BulkPolicy,
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -241,6 +245,7 @@ fn run(args: &Args) -> Result<bool> {
         device_label = Some(format!("{} ({} SVM)", rt.profile().label(), rt.transport()));
         let device = DeviceHeapConfig {
             work_groups: args.work_groups,
+            bulk: args.bulk,
             ..DeviceHeapConfig::new(args.batch)
         };
         let coop = CooperativeConfig::on(device.clone()).with_refill(args.refill);

@@ -14,7 +14,7 @@
 //! A bulk call is one operation: it runs under the heap's lock, between launches, so it
 //! linearizes at its call like any other host call.
 
-use asym_runtime::{Error, Kernel, Launch, Program, Result, Runtime};
+use asym_runtime::{DeviceKind, Error, Kernel, Launch, Program, Result, Runtime};
 
 use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
 
@@ -23,8 +23,9 @@ use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum BulkPolicy {
     /// When the call moves enough keys that the sort is the cheaper way: at least
-    /// [`BulkPolicy::MIN_BATCHES`] batches and at least 1/[`BulkPolicy::MIN_SHARE`] of the
-    /// keys involved (those held plus those inserted).
+    /// [`BulkPolicy::MIN_BATCHES`] batches and at least a share of the keys involved (those
+    /// held plus those inserted): 1/[`BulkPolicy::GPU_SHARE`] on a GPU,
+    /// 1/[`BulkPolicy::CPU_SHARE`] on other devices.
     #[default]
     Auto,
     /// Never: every call runs INS and DEL operations (the seed's algorithm).
@@ -34,21 +35,56 @@ pub enum BulkPolicy {
 }
 
 impl BulkPolicy {
-    /// Fewest batches a call must move for [`BulkPolicy::Auto`] to rebuild.
+    /// Fewest batches a call must move for [`BulkPolicy::Auto`] to rebuild: smaller calls
+    /// are a few operations, cheap on any heap.
     pub const MIN_BATCHES: usize = 32;
-    /// [`BulkPolicy::Auto`] rebuilds when the call moves at least 1/`MIN_SHARE` of the keys.
-    pub const MIN_SHARE: usize = 4;
+    /// On a GPU, [`BulkPolicy::Auto`] rebuilds when the call moves at least 1/64 of the keys.
+    /// Measured on the H200 (K = 1024, docs/BENCHMARKS.md): a rebuild of 16M keys takes
+    /// 3.5 ms (one launch per merge pass, no serial section), the same as 128 DELs or 512
+    /// INS; at 1M keys a rebuild (0.6 ms) beats even 8 DELs.
+    pub const GPU_SHARE: usize = 64;
+    /// On a CPU device (PoCL on two cores, 2^18 keys held, K = 256) the sort costs about
+    /// as much as INS of 1/5 and DEL of 1/16 of the heap: rebuild from 1/8.
+    pub const CPU_SHARE: usize = 8;
 
     /// Whether a call of `batches` batches of `k` keys, on a heap holding `held` keys,
-    /// rebuilds (`inserted` of the call's keys join the heap).
-    pub fn rebuilds(self, batches: usize, k: usize, held: usize, inserted: usize) -> bool {
+    /// rebuilds (`inserted` of the call's keys join the heap; `gpu`: the device is a GPU).
+    pub fn rebuilds(
+        self,
+        batches: usize,
+        k: usize,
+        held: usize,
+        inserted: usize,
+        gpu: bool,
+    ) -> bool {
         match self {
             BulkPolicy::Never => false,
             BulkPolicy::Always => true,
             BulkPolicy::Auto => {
+                let share = if gpu {
+                    Self::GPU_SHARE
+                } else {
+                    Self::CPU_SHARE
+                };
                 batches >= Self::MIN_BATCHES
-                    && batches.saturating_mul(k).saturating_mul(Self::MIN_SHARE) >= held + inserted
+                    && batches.saturating_mul(k).saturating_mul(share) >= held + inserted
             }
+        }
+    }
+}
+
+impl std::str::FromStr for BulkPolicy {
+    type Err = Error;
+
+    /// `never`, `auto` or `always` (command-line options).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "never" => Ok(BulkPolicy::Never),
+            "auto" => Ok(BulkPolicy::Auto),
+            "always" => Ok(BulkPolicy::Always),
+            other => Err(Error::InvalidArgument(format!(
+                "bulk policy {other:?}: expected never, auto or always"
+            ))),
         }
     }
 }
@@ -97,8 +133,9 @@ impl<T: DeviceHeapKey> Inner<T> {
     /// adds).
     pub(super) fn prefers_bulk(&self, batches: usize, inserted: usize) -> bool {
         let k = self.partial.len();
+        let gpu = self.rt.profile().kind == DeviceKind::Gpu;
         self.bulk_policy
-            .rebuilds(batches, k, self.count * k + self.plen, inserted)
+            .rebuilds(batches, k, self.count * k + self.plen, inserted, gpu)
     }
 
     /// One bulk call: inserts `keys`, then removes the `n_out` smallest of everything and
