@@ -307,7 +307,8 @@ impl<T: Copy> RawLaunch<T> {
     }
 }
 
-/// A call's inputs and outputs in SVM; the host writes and reads only the ranges a call uses
+/// A call's inputs and outputs in SVM (the keys buffer as long as the heap's key array, grown
+/// with it, and longer when a call needs it); the host writes and reads only the ranges a call uses
 /// (`copy_from_host`, `read_range`), so their size costs nothing on the coarse transport.
 /// One buffer holds the inserted keys and, after them, the DELs' keys: a call of either
 /// kind reuses what the other grew (allocating SVM cost ~0.5 ms per MiB on the H200: 63 of
@@ -448,6 +449,8 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             profile: profiled.then(DeviceHeapProfile::default),
             staging: Staging::new(),
         };
+        let mut inner = inner;
+        inner.reserve_staging()?;
         Ok(DeviceGeneralizedHeap {
             inner: Mutex::new(inner),
             batch: k,
@@ -736,7 +739,17 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.words = new_words;
         self.slots = slots;
         self.max_nodes = grown;
-        Ok(())
+        self.reserve_staging()
+    }
+
+    /// Grows the staging buffer with the key array: a call's keys in or out, and a bulk
+    /// call's runs (every key of the heap), then fit without an allocation in the call
+    /// (allocating SVM costs about 0.45 ms per MiB on the H200: a bulk insert of 512K keys
+    /// into a heap of 16M took 61 ms with the staging buffer grown in the call, against 4 ms
+    /// for the rebuild itself, docs/BENCHMARKS.md).
+    fn reserve_staging(&mut self) -> Result<()> {
+        let k = self.partial.len();
+        staged(&self.rt, &mut self.staging.keys, self.slots * k).map(|_| ())
     }
 
     /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
