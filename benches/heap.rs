@@ -1,7 +1,10 @@
 //! Generalized heap benchmarks: insert N random keys then delete them all, one group per batch
 //! size K; the concurrent heap on the pinned latency threads (top-down and bottom-up
 //! insertion) and the device heap (GpuOnly, on the default OpenCL device; K up to 1024) side
-//! by side with std `BinaryHeap` and the sequential generalized heap on one core.
+//! by side with std `BinaryHeap` and the sequential generalized heap on one core. The device
+//! heap runs twice: `gpu_td` as the seed's INS/DEL operations, `gpu_bulk` with bulk calls (one
+//! device sort per call); `peer_par_sort` is what a user wanting the keys in order would do
+//! instead (rayon's `par_sort_unstable` on every core).
 //!
 //!     cargo bench --bench heap                                  # 2^20 keys, K = 64, 1024
 //!     ASYM_BENCH_LOG2=24 ASYM_BENCH_BATCHES=256,1024,4096 cargo bench --bench heap
@@ -14,11 +17,12 @@ use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::gheap::{
-    ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap, DeviceGeneralizedHeap,
-    DeviceHeapConfig, GeneralizedHeap, InsertDirection,
+    BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
+    DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap, InsertDirection,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -78,24 +82,32 @@ fn heap(c: &mut Criterion) {
                 b.iter(|| assert_eq!(concurrent(&pool, batch, dir, &keys), n))
             });
         }
-        match DeviceGeneralizedHeap::<u32>::new(
-            &rt,
-            &DeviceHeapConfig {
-                initial_nodes: n / batch + 1,
-                ..DeviceHeapConfig::new(batch)
-            },
-        ) {
-            Ok(dev) => {
-                let (groups, wg) = dev.launch_shape();
-                g.bench_function(BenchmarkId::new("gpu_td", format!("{groups}x{wg}")), |b| {
-                    b.iter(|| {
-                        dev.insert(&keys).expect("insert");
-                        assert_eq!(dev.delete_min(n).expect("delete").len(), n);
-                    })
-                });
+        // The seed's operations (one INS or DEL per batch), then bulk calls (one device
+        // sort per call: BulkPolicy::Auto takes it for an insert or delete of everything).
+        for (name, bulk) in [
+            ("gpu_td", BulkPolicy::Never),
+            ("gpu_bulk", BulkPolicy::Auto),
+        ] {
+            match DeviceGeneralizedHeap::<u32>::new(
+                &rt,
+                &DeviceHeapConfig {
+                    initial_nodes: n / batch + 1,
+                    bulk,
+                    ..DeviceHeapConfig::new(batch)
+                },
+            ) {
+                Ok(dev) => {
+                    let (groups, wg) = dev.launch_shape();
+                    g.bench_function(BenchmarkId::new(name, format!("{groups}x{wg}")), |b| {
+                        b.iter(|| {
+                            dev.insert(&keys).expect("insert");
+                            assert_eq!(dev.delete_min(n).expect("delete").len(), n);
+                        })
+                    });
+                }
+                // K beyond what the device takes: say so and bench the rest.
+                Err(e) => eprintln!("gheap bench: no device heap for K = {batch}: {e}"),
             }
-            // K beyond what the device takes: say so and bench the rest.
-            Err(e) => eprintln!("gheap bench: no device heap for K = {batch}: {e}"),
         }
         let mut coop = CooperativeConfig::new(batch);
         coop.device.initial_nodes = n / batch + 1;
@@ -118,6 +130,17 @@ fn heap(c: &mut Criterion) {
                 assert_eq!(h.delete_min(n).len(), n);
             })
         });
+        // What a user would do instead for a batch of keys wanted in order: sort them.
+        g.bench_function(
+            BenchmarkId::new("peer_par_sort", rayon::current_num_threads()),
+            |b| {
+                b.iter(|| {
+                    let mut v = keys.clone();
+                    v.par_sort_unstable();
+                    assert_eq!(v.len(), n);
+                })
+            },
+        );
         g.bench_function(BenchmarkId::new("peer_binaryheap", 1), |b| {
             b.iter(|| {
                 // Pushed one by one, as heap_bench does (not heapified from a Vec).

@@ -25,6 +25,7 @@ use asym::structures::gheap::{
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 use serde_json::json;
 
 #[derive(Parser, Debug)]
@@ -344,7 +345,7 @@ fn warm_up(heap: &DeviceGeneralizedHeap<u32>, policy: BulkPolicy) -> Result<()> 
     Ok(())
 }
 
-/// std `BinaryHeap` and the sequential generalized heap, one core each.
+/// std `BinaryHeap` and the sequential generalized heap, one core each, and a parallel sort.
 fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Row>> {
     let n = keys.len();
     let t = Instant::now();
@@ -388,6 +389,25 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
         insert_ms: ins,
         delete_ms: del,
         verified: ok,
+        device_stats: None,
+    });
+    // What a user wanting every key in order would do instead: sort (the copy is the
+    // "insert", the sort the "delete"), with rayon on every core.
+    let t = Instant::now();
+    let mut sorted = keys.to_vec();
+    let ins = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    sorted.par_sort_unstable();
+    let del = t.elapsed().as_secs_f64() * 1e3;
+    rows.push(Row {
+        mode: "peer:par_sort".into(),
+        pattern,
+        batch,
+        threads: rayon::current_num_threads(),
+        work_group: None,
+        insert_ms: ins,
+        delete_ms: del,
+        verified: sorted.len() == n && sorted.windows(2).all(|w| w[0] <= w[1]),
         device_stats: None,
     });
     Ok(rows)
