@@ -9,6 +9,10 @@
 //!     cargo run --release --example heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
 //!     cargo run --release --example heap_bench -- --mixed --preload 1000000 --json
 //!
+//! `--bulk never,auto` runs the device heap twice: as the seed's INS/DEL operations (rows gpu:td,
+//! gpu:bu) and with bulk calls (gpu:auto: an insert or delete of a large share of the heap
+//! rebuilds it by one device sort). `--preload N --mode gpu` calls on a heap holding N keys.
+//!
 //! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
 //! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
 //! keys and the small inserts from a host-side top without a launch.
