@@ -25,7 +25,7 @@ use std::time::Instant;
 use asym::runtime::{Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
-    DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap, InsertDirection,
+    DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -66,6 +66,10 @@ struct Args {
     /// bu (bottom-up, BU-INS/TD-DEL), or both (one row each).
     #[arg(long, default_value = "both")]
     insert: String,
+    /// Key type of the gpu insert/delete rows: u32 or i32 (random bits either way; the other
+    /// rows and the peers use u32).
+    #[arg(long, default_value = "u32")]
+    key: String,
     /// Device rows, comma-separated: never (the seed's INS and DEL operations, one per batch:
     /// rows gpu:td and gpu:bu), auto (an insert or delete of a large share of the heap
     /// rebuilds it by one device sort, BulkPolicy::Auto: row gpu:auto), always (every call
@@ -112,9 +116,71 @@ struct Row {
     device_stats: Option<serde_json::Value>,
 }
 
+/// A key type of the gpu rows (`--key`): random u32 keys map to it bit for bit.
+trait BenchKey: DeviceHeapKey + Ord {
+    fn from_u32(k: u32) -> Self;
+}
+
+impl BenchKey for u32 {
+    fn from_u32(k: u32) -> Self {
+        k
+    }
+}
+
+impl BenchKey for i32 {
+    fn from_u32(k: u32) -> Self {
+        // Random bits stay random; the ascending and descending patterns (below 2^31) keep
+        // their order.
+        k as i32
+    }
+}
+
+/// What one device heap's insert/delete run gave.
+struct GpuRun {
+    insert_ms: f64,
+    delete_ms: f64,
+    verified: bool,
+    /// Work-groups × work-items.
+    shape: (usize, usize),
+    stats: serde_json::Value,
+}
+
+/// The gpu row of one device heap: made, run, and read.
+fn gpu_row<T: BenchKey>(
+    rt: &Runtime,
+    batch: usize,
+    (groups, wg): (Option<usize>, Option<usize>),
+    direction: InsertDirection,
+    policy: BulkPolicy,
+    keys: &[u32],
+    preload: &[u32],
+) -> Result<GpuRun> {
+    let heap = DeviceGeneralizedHeap::<T>::new(
+        rt,
+        &DeviceHeapConfig {
+            work_groups: groups,
+            work_group_size: wg,
+            initial_nodes: (keys.len() + preload.len()) / batch + 2,
+            direction,
+            bulk: policy,
+            ..DeviceHeapConfig::new(batch)
+        },
+    )?;
+    let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
+    let preload: Vec<T> = preload.iter().map(|&k| T::from_u32(k)).collect();
+    let (insert_ms, delete_ms, verified) = device_run(&heap, &keys, &preload, policy)?;
+    Ok(GpuRun {
+        insert_ms,
+        delete_ms,
+        verified,
+        shape: heap.launch_shape(),
+        stats: device_stats(&heap),
+    })
+}
+
 /// The device heap's counters for a row: merges, swaps, BU climbs, and where a profiling
 /// build (`ASYM_GHEAP_PROFILE=1`) says the DELs' time went.
-fn device_stats(heap: &DeviceGeneralizedHeap<u32>) -> serde_json::Value {
+fn device_stats<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>) -> serde_json::Value {
     let s = heap.stats();
     let mut v = json!({
         "launches": s.launches, "merges": s.merges, "swaps": s.swaps,
@@ -282,10 +348,10 @@ fn mixed_run(
 /// first launch are done before the clock starts.
 /// With `preload` keys in the heap first (inserted before the clock starts), the delete
 /// takes as many keys as were inserted: the smallest of both.
-fn device_run(
-    heap: &DeviceGeneralizedHeap<u32>,
-    keys: &[u32],
-    preload: &[u32],
+fn device_run<T: BenchKey>(
+    heap: &DeviceGeneralizedHeap<T>,
+    keys: &[T],
+    preload: &[T],
     policy: BulkPolicy,
 ) -> Result<(f64, f64, bool)> {
     warm_up(heap, policy)?;
@@ -298,7 +364,7 @@ fn device_run(
     let t = Instant::now();
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
-    let mut want: Vec<u32> = keys.iter().chain(preload).copied().collect();
+    let mut want: Vec<T> = keys.iter().chain(preload).copied().collect();
     want.sort_unstable();
     heap.set_bulk_policy(BulkPolicy::Auto);
     let rest = heap.delete_min(preload.len())?;
@@ -335,11 +401,11 @@ fn device_mixed_run(
 
 /// A first launch of the operations and of a bulk call (PoCL compiles a kernel for its
 /// work-group size at the first launch); leaves the heap empty, with `policy`.
-fn warm_up(heap: &DeviceGeneralizedHeap<u32>, policy: BulkPolicy) -> Result<()> {
+fn warm_up<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>, policy: BulkPolicy) -> Result<()> {
     let k = heap.batch();
     for warm in [BulkPolicy::Never, BulkPolicy::Always] {
         heap.set_bulk_policy(warm);
-        heap.insert(&(0..2 * k as u32).collect::<Vec<_>>())?;
+        heap.insert(&(0..2 * k as u32).map(T::from_u32).collect::<Vec<_>>())?;
         let back = heap.delete_min(2 * k)?;
         if back.len() != 2 * k || !heap.is_empty() {
             return Err(Error::Lost("the device heap's warm-up lost keys".into()));
@@ -493,6 +559,12 @@ fn run(args: &Args) -> Result<bool> {
             )))
         }
     };
+    if args.key != "u32" && args.key != "i32" {
+        return Err(Error::InvalidArgument(format!(
+            "--key {:?}: expected u32 or i32",
+            args.key
+        )));
+    }
     let mut bulk_policies = Vec::new();
     for p in args.bulk.split(',').map(str::trim) {
         match p {
@@ -686,10 +758,13 @@ fn run(args: &Args) -> Result<bool> {
                         .map(move |&p| (shape, direction, p))
                 });
                 for (shape, direction, policy) in runs {
-                    let nodes = (n + preload.len()) / batch + 2;
-                    let heap = device_heap(batch, shape, nodes, direction, policy)?;
-                    let (ins, del, ok) = device_run(&heap, &keys, &preload, policy)?;
-                    let (groups, wg) = heap.launch_shape();
+                    let rt = rt.as_ref().expect("gpu mode opened a runtime");
+                    let run = if args.key == "i32" {
+                        gpu_row::<i32>(rt, batch, shape, direction, policy, &keys, &preload)?
+                    } else {
+                        gpu_row::<u32>(rt, batch, shape, direction, policy, &keys, &preload)?
+                    };
+                    let (groups, wg) = run.shape;
                     rows.push(Row {
                         mode: match policy {
                             BulkPolicy::Never => named("gpu", direction),
@@ -700,10 +775,10 @@ fn run(args: &Args) -> Result<bool> {
                         batch,
                         threads: groups,
                         work_group: Some(wg),
-                        insert_ms: ins,
-                        delete_ms: del,
-                        verified: ok,
-                        device_stats: Some(device_stats(&heap)),
+                        insert_ms: run.insert_ms,
+                        delete_ms: run.delete_ms,
+                        verified: run.verified,
+                        device_stats: Some(run.stats),
                     });
                 }
             }
@@ -724,6 +799,7 @@ fn run(args: &Args) -> Result<bool> {
                     "device": rt.as_ref().filter(|_| r.work_group.is_some()).map(|rt| rt.profile().label()),
                     "preload": args.preload,
                     "insert_ms": r.insert_ms, "delete_ms": r.delete_ms, "ms": total,
+                    "key": if r.mode.starts_with("gpu") && !args.mixed { args.key.as_str() } else { "u32" },
                     "mkeys_per_s": n as f64 / total / 1e3, "verified": r.verified,
                     "device_stats": r.device_stats,
                 })
@@ -731,7 +807,12 @@ fn run(args: &Args) -> Result<bool> {
         }
     } else {
         println!(
-            "generalized heap: {n} u32 keys, {} latency threads{}{}",
+            "generalized heap: {n} u32 keys{}, {} latency threads{}{}",
+            if args.key == "i32" {
+                " (i32 in the gpu rows)"
+            } else {
+                ""
+            },
             pool.len(),
             match &rt {
                 Some(rt) => format!(", device {} ({} SVM)", rt.profile().label(), rt.transport()),

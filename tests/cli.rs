@@ -326,7 +326,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
     let (ok, stdout, err) = bench(&["--keys-log2", "14", "--batch", "32", "--json"]);
     assert!(ok, "{err}");
     let rows = json_rows(&stdout);
-    assert_eq!(rows.len(), 12, "3 patterns x (td, bu, 2 peers): {stdout}");
+    assert_eq!(rows.len(), 15, "3 patterns x (td, bu, 3 peers): {stdout}");
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     let (ok, stdout, err) = bench(&[
         "--keys-log2",
@@ -357,6 +357,8 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         "descending",
         "--insert",
         "td",
+        "--bulk",
+        "never",
         "--no-peers",
         "--json",
     ]);
@@ -391,8 +393,51 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         assert!(ok, "{err}");
         let rows = json_rows(&stdout);
         let modes: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
-        assert_eq!(modes, ["gpu:td", "gpu:bu"], "{extra:?}: {stdout}");
+        // The mixed pairs are operations whatever --bulk says (default: never and auto).
+        let want: &[&str] = if extra.is_empty() {
+            &["gpu:td", "gpu:auto", "gpu:bu"]
+        } else {
+            &["gpu:td", "gpu:bu"]
+        };
+        assert_eq!(modes, want, "{extra:?}: {stdout}");
         assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    }
+    // Bulk calls on a preloaded heap of i32 keys.
+    let (ok, stdout, err) = bench(&[
+        "--mode",
+        "gpu",
+        "--keys-log2",
+        "12",
+        "--batch",
+        "16",
+        "--preload",
+        "3000",
+        "--bulk",
+        "always",
+        "--key",
+        "i32",
+        "--insert",
+        "bu",
+        "--no-peers",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    assert_eq!(rows.len(), 3, "one row per pattern: {stdout}");
+    assert!(
+        rows.iter().all(|r| r["verified"] == true
+            && r["mode"] == "gpu:bulk"
+            && r["key"] == "i32"
+            && r["preload"] == 3000),
+        "{stdout}"
+    );
+    for (args, says) in [
+        (&["--bulk", "sometimes"][..], "bulk policy \"sometimes\""),
+        (&["--key", "i64"][..], "--key \"i64\""),
+        (&["--preload", "100"][..], "gpu rows only"),
+    ] {
+        let (ok, _, err) = bench(args);
+        assert!(!ok && err.contains(says), "{args:?}: {err}");
     }
     // Cooperative: small refills and flushes so the host top and the device both work.
     for extra in [&[][..], &["--mixed", "--preload", "3000"][..]] {
