@@ -199,75 +199,77 @@ impl<T: DeviceHeapKey> Inner<T> {
         };
         let t_kernel = std::time::Instant::now();
         let kn = &mut self.bulk;
-        // In-order queue: each launch sees what the ones before it wrote; the last is waited
-        // for, and dropping the rest then finds them complete.
-        let mut launches: Vec<Launch> = Vec::new();
-        if old_runs > 0 {
-            kn.gather
-                .arg_svm(0, heap_keys)?
-                .arg_svm(1, &self.partial)?
-                .arg_svm(2, io)?
-                .arg_scalar(3, self.count as u32)?
-                .arg_scalar(4, self.plen as u32)?;
-            launches.push(kn.gather.launch(stride_items(old_runs * k, wg), Some(wg))?);
-        }
-        if !keys.is_empty() {
-            // In place: batch b is read whole into local memory before it is written back.
-            kn.sort_in
-                .arg_svm(0, io)?
-                .arg_scalar(1, (old_runs * k) as u64)?
-                .arg_scalar(2, keys.len() as u64)?;
-            launches.push(kn.sort_in.launch(keys.len().div_ceil(k) * wg, Some(wg))?);
-        }
-        let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
-        let (mut src, mut dst) = (Buf::Io, partner);
-        let mut run = k;
-        while run < padded {
-            set(&mut kn.split, 0, src)?;
-            kn.split
-                .arg_svm(1, splits)?
-                .arg_scalar(2, padded as u64)?
-                .arg_scalar(3, run as u64)?
-                .arg_scalar(4, tiles)?;
-            launches.push(kn.split.launch(runs.div_ceil(wg) * wg, Some(wg))?);
-            set(&mut kn.merge, 0, src)?;
-            set(&mut kn.merge, 1, dst)?;
-            kn.merge
-                .arg_svm(2, splits)?
-                .arg_scalar(3, padded as u64)?
-                .arg_scalar(4, run as u64)?;
-            launches.push(kn.merge.launch(runs * wg, Some(wg))?);
-            std::mem::swap(&mut src, &mut dst);
-            run *= 2;
-        }
-        if src == Buf::Keys {
-            // The placement writes the key array: the sorted keys move out of it first.
-            kn.copy
-                .arg_svm(0, heap_keys)?
-                .arg_svm(1, io)?
-                .arg_scalar(2, padded as u64)?;
-            launches.push(kn.copy.launch(stride_items(padded, 256), Some(256))?);
-            src = Buf::Io;
-        }
-        set(&mut kn.place, 0, src)?;
-        kn.place
-            .arg_svm(1, heap_keys)?
-            .arg_svm(2, &self.partial)?
-            .arg_svm(3, io)?
-            .arg_svm(4, &self.words)?
-            .arg_scalar(5, n_out as u64)?
-            .arg_scalar(6, count_u32)?
-            .arg_scalar(7, plen as u32)?
-            .arg_scalar(8, to_u32(self.slots, "node slots")?)?;
-        // From the placement on, the heap's arrays change: a failure leaves them unusable.
-        // (Before it, the key array may already hold a merge pass: a failure there
-        // poisons the heap as well.)
-        let placed = kn
-            .place
-            .launch(stride_items((n_out + kept).max(self.slots), wg), Some(wg))
-            .and_then(|l| l.wait());
-        drop(launches);
-        if let Err(e) = placed {
+        let (partial, words, slots) = (&self.partial, &self.words, self.slots);
+        let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
+        // The launches, waited for. A failure anywhere poisons the heap: merge passes write
+        // the key array before the placement does.
+        let sorted = (|| -> Result<()> {
+            // In-order queue: each launch sees what the ones before it wrote; the last is
+            // waited for, and dropping the rest then finds them complete.
+            let mut launches: Vec<Launch> = Vec::new();
+            if old_runs > 0 {
+                kn.gather
+                    .arg_svm(0, heap_keys)?
+                    .arg_svm(1, partial)?
+                    .arg_svm(2, io)?
+                    .arg_scalar(3, heap_count)?
+                    .arg_scalar(4, heap_plen)?;
+                launches.push(kn.gather.launch(stride_items(old_runs * k, wg), Some(wg))?);
+            }
+            if !keys.is_empty() {
+                // In place: batch b is read whole into local memory before it is written
+                // back.
+                kn.sort_in
+                    .arg_svm(0, io)?
+                    .arg_scalar(1, (old_runs * k) as u64)?
+                    .arg_scalar(2, keys.len() as u64)?;
+                launches.push(kn.sort_in.launch(keys.len().div_ceil(k) * wg, Some(wg))?);
+            }
+            let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
+            let (mut src, mut dst) = (Buf::Io, partner);
+            let mut run = k;
+            while run < padded {
+                set(&mut kn.split, 0, src)?;
+                kn.split
+                    .arg_svm(1, splits)?
+                    .arg_scalar(2, padded as u64)?
+                    .arg_scalar(3, run as u64)?
+                    .arg_scalar(4, tiles)?;
+                launches.push(kn.split.launch(runs.div_ceil(wg) * wg, Some(wg))?);
+                set(&mut kn.merge, 0, src)?;
+                set(&mut kn.merge, 1, dst)?;
+                kn.merge
+                    .arg_svm(2, splits)?
+                    .arg_scalar(3, padded as u64)?
+                    .arg_scalar(4, run as u64)?;
+                launches.push(kn.merge.launch(runs * wg, Some(wg))?);
+                std::mem::swap(&mut src, &mut dst);
+                run *= 2;
+            }
+            if src == Buf::Keys {
+                // The placement writes the key array: the sorted keys move out of it first.
+                kn.copy
+                    .arg_svm(0, heap_keys)?
+                    .arg_svm(1, io)?
+                    .arg_scalar(2, padded as u64)?;
+                launches.push(kn.copy.launch(stride_items(padded, 256), Some(256))?);
+                src = Buf::Io;
+            }
+            set(&mut kn.place, 0, src)?;
+            kn.place
+                .arg_svm(1, heap_keys)?
+                .arg_svm(2, partial)?
+                .arg_svm(3, io)?
+                .arg_svm(4, words)?
+                .arg_scalar(5, n_out as u64)?
+                .arg_scalar(6, count_u32)?
+                .arg_scalar(7, plen as u32)?
+                .arg_scalar(8, to_u32(slots, "node slots")?)?;
+            kn.place
+                .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?
+                .wait()
+        })();
+        if let Err(e) = sorted {
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
