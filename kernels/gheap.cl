@@ -1340,7 +1340,8 @@ kernel void gheap_bulk_gather(__global const KEY_T *keys, __global const KEY_T *
     const ulong n = ((ulong)count + (plen > 0 ? 1u : 0u)) * K;
     for (ulong j = get_global_id(0); j < n; j += get_global_size(0)) {
         const uint r = (uint)(j / K), i = (uint)(j % K);
-        runs[j] = r < count ? keys[(ulong)gh_position(r) * K + i] : (i < plen ? partial[i] : KEY_MAX);
+        runs[j] = r < count ? keys[(ulong)gh_position(r) * K + i]
+                            : (i < plen ? partial[i] : KEY_MAX);
     }
 }
 

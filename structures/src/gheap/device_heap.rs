@@ -314,8 +314,9 @@ impl<T: Copy> RawLaunch<T> {
 }
 
 /// A call's inputs and outputs in SVM (the keys buffer as long as the heap's key array, grown
-/// with it, and longer when a call needs it); the host writes and reads only the ranges a call uses
-/// (`copy_from_host`, `read_range`), so their size costs nothing on the coarse transport.
+/// with it, and longer when a call needs it); the host writes and reads only the ranges a
+/// call uses (`copy_from_host`, `read_range`), so their size costs nothing on the coarse
+/// transport.
 /// One buffer holds the inserted keys and, after them, the DELs' keys: a call of either
 /// kind reuses what the other grew (allocating SVM cost ~0.5 ms per MiB on the H200: 63 of
 /// the 78 ms of host time before the launches of a 2^24-key insert and delete, measured with
@@ -432,7 +433,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         h[HDR_MAX_NODES] = to_u32(initial, "nodes")?;
         hdr.write(&h)?;
         let partial = rt.alloc::<T::Repr>(k)?;
-        let inner = Inner {
+        let mut inner = Inner {
             run: Kernel::from_program(rt, &program, "gheap_run")?,
             copy: Kernel::from_program(rt, &program, "gheap_copy_keys")?,
             bulk: BulkKernels::new(rt, &program)?,
@@ -455,7 +456,6 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             profile: profiled.then(DeviceHeapProfile::default),
             staging: Staging::new(),
         };
-        let mut inner = inner;
         inner.reserve_staging()?;
         Ok(DeviceGeneralizedHeap {
             inner: Mutex::new(inner),
