@@ -403,24 +403,9 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     }
     // Bulk calls on a preloaded heap of i32 keys.
-    let (ok, stdout, err) = bench(&[
-        "--mode",
-        "gpu",
-        "--keys-log2",
-        "12",
-        "--batch",
-        "16",
-        "--preload",
-        "3000",
-        "--bulk",
-        "always",
-        "--key",
-        "i32",
-        "--insert",
-        "bu",
-        "--no-peers",
-        "--json",
-    ]);
+    let args = "--mode gpu --keys-log2 12 --batch 16 --preload 3000 --bulk always --key i32 \
+                --insert bu --no-peers --json";
+    let (ok, stdout, err) = bench(&args.split_whitespace().collect::<Vec<_>>());
     assert!(ok, "{err}");
     let rows = json_rows(&stdout);
     assert_eq!(rows.len(), 3, "one row per pattern: {stdout}");
