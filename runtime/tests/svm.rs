@@ -117,6 +117,21 @@ fn ranged_reads_return_what_a_kernel_left() {
             buf.read_range_as::<u64>(0, 2),
             Err(Error::InvalidArgument(_))
         ));
+        // Past 4 MiB the destination's pages are touched in parallel before the copy; an
+        // unaligned start and an odd length, whole.
+        let big = (9 << 20) / 4 + 3;
+        let mut buf = rt.alloc::<u32>(big).unwrap();
+        let data: Vec<u32> = (0..big as u32).map(|i| i ^ 0x5bd1_e995).collect();
+        buf.write(&data).unwrap();
+        add_one_on_device(&rt, &buf);
+        let got = buf.read_range(1, big - 1).unwrap();
+        assert_eq!(got.len(), big - 1, "{t}");
+        assert!(
+            got.iter()
+                .zip(&data[1..])
+                .all(|(&g, &d)| g == d.wrapping_add(1)),
+            "{t}: a large ranged read differs"
+        );
     }
 }
 
