@@ -5,7 +5,7 @@
 //!
 //! Why: every INS and DEL of the seed's heap passes through the root's lock, one after the
 //! other, so a call of `b` batches costs about `b` root critical sections however many
-//! work-groups run (on the H200, ~9 µs each: 64M keys inserted and deleted in 1.1–1.2 s,
+//! work-groups run (on the H200, ~9 µs each: 64M keys inserted and deleted in 0.9–1.7 s,
 //! docs/BENCHMARKS.md). A sort of all `n` keys costs `log2(n / K)` merge passes over
 //! memory, each a few hundred microseconds at 64M keys, and no serial section. The rebuild
 //! is to the heap what std's `BinaryHeap::extend` rebuilding instead of sifting each key is
