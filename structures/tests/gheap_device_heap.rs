@@ -377,10 +377,20 @@ fn bad_configurations_are_refused_clearly() {
 fn host_threads_share_one_device_heap() {
     for t in common::transports() {
         let rt = common::runtime(t);
-        for dir in DIRECTIONS {
-            let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &directed(32, 4, dir)).unwrap();
+        // The seed's operations in both directions, and bulk calls (each a rebuild, one at a
+        // time under the heap's lock).
+        let cases = DIRECTIONS
+            .map(|d| (d, BulkPolicy::Never))
+            .into_iter()
+            .chain([(InsertDirection::TopDown, BulkPolicy::Always)]);
+        for (dir, bulk) in cases {
+            let config = DeviceHeapConfig {
+                bulk,
+                ..directed(32, 4, dir)
+            };
+            let heap = DeviceGeneralizedHeap::<u32>::new(&rt, &config).unwrap();
             common::threads_share_one_heap(
-                &format!("{t} {dir:?}"),
+                &format!("{t} {dir:?} {bulk:?}"),
                 5 * 32 + 7,
                 41,
                 20,
