@@ -136,6 +136,42 @@ fn ranged_reads_return_what_a_kernel_left() {
 }
 
 #[test]
+fn a_ranged_map_writes_its_range_only() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let n = 5000usize;
+        let mut buf = rt.alloc::<u32>(n).unwrap();
+        let data: Vec<u32> = (0..n as u32).collect();
+        buf.write(&data).unwrap();
+        add_one_on_device(&rt, &buf);
+        let (at, len) = (1203, 2001);
+        {
+            let mut map = buf.map_range_for_overwrite(at, len).unwrap();
+            assert_eq!(map.len(), len, "{t}");
+            for (i, v) in map.iter_mut().enumerate() {
+                *v = 7_000_000 + i as u32;
+            }
+            map.unmap().unwrap();
+        }
+        add_one_on_device(&rt, &buf);
+        let got = buf.read().unwrap();
+        for (i, &g) in got.iter().enumerate() {
+            let want = if (at..at + len).contains(&i) {
+                7_000_001 + (i - at) as u32
+            } else {
+                i as u32 + 2
+            };
+            assert_eq!(g, want, "{t}: element {i}");
+        }
+        assert!(buf.map_range_for_overwrite(n, 0).unwrap().is_empty());
+        assert!(matches!(
+            buf.map_range_for_overwrite(n - 10, 11),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
+
+#[test]
 fn empty_buffer_is_usable() {
     for t in common::transports() {
         let rt = common::runtime(t);

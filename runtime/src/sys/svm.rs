@@ -251,14 +251,22 @@ impl SvmAlloc {
     /// `write_only` maps with `CL_MAP_WRITE_INVALIDATE_REGION`: the host promises to overwrite
     /// what it touches, so a coarse map need not bring the device's contents back first.
     fn map_raw(&self, write_only: bool) -> Result<RawMap<'_>> {
+        self.map_raw_range(write_only, 0, self.bytes)
+    }
+
+    /// [`SvmAlloc::map_raw`] of bytes `at..at + bytes` only (checked by the caller to lie
+    /// inside the allocation): on coarse SVM only that range travels.
+    fn map_raw_range(&self, write_only: bool, at: usize, bytes: usize) -> Result<RawMap<'_>> {
         let claim = self.map_claim()?;
         let raw = RawMap {
             alloc: self,
+            at,
             done: false,
         };
         if self.kind.needs_map() {
-            // SAFETY: queue and pointer belong to the same context; the region is the whole
-            // allocation; the call is blocking, so the host may touch the memory on return.
+            // SAFETY: queue and pointer belong to the same context; the region `at..at +
+            // bytes` lies inside the allocation (caller's check); the call is blocking, so
+            // the host may touch the memory on return.
             let code = unsafe {
                 ffi::clEnqueueSVMMap(
                     self.queue.as_ptr(),
@@ -268,8 +276,8 @@ impl SvmAlloc {
                     } else {
                         ffi::CL_MAP_READ | ffi::CL_MAP_WRITE
                     },
-                    self.ptr.as_ptr() as *mut c_void,
-                    self.bytes,
+                    self.ptr.as_ptr().add(at) as *mut c_void,
+                    bytes,
                     0,
                     std::ptr::null(),
                     std::ptr::null_mut(),
@@ -419,10 +427,18 @@ impl Drop for SvmAlloc {
 /// Exclusive host access to a whole allocation; unmaps on `unmap` or drop.
 struct RawMap<'a> {
     alloc: &'a SvmAlloc,
+    /// Where the mapped range starts, in bytes from the allocation's start.
+    at: usize,
     done: bool,
 }
 
 impl RawMap<'_> {
+    /// The first mapped byte.
+    fn ptr(&self) -> *mut u8 {
+        // SAFETY: `at` lies inside the allocation (checked when the range was mapped).
+        unsafe { self.alloc.as_ptr().add(self.at) }
+    }
+
     fn unmap(&mut self) -> Result<()> {
         if self.done {
             return Ok(());
@@ -431,12 +447,12 @@ impl RawMap<'_> {
         let alloc = self.alloc;
         if alloc.kind.needs_map() {
             let mut raw_event: ffi::cl_event = std::ptr::null_mut();
-            // SAFETY: the pointer was mapped by `map_raw` on this queue and is unmapped once
-            // (`done` guards against a second unmap); `raw_event` is a valid out-pointer.
+            // SAFETY: the pointer was mapped by `map_raw_range` on this queue and is unmapped
+            // once (`done` guards against a second unmap); `raw_event` is a valid out-pointer.
             let code = unsafe {
                 ffi::clEnqueueSVMUnmap(
                     alloc.queue.as_ptr(),
-                    alloc.ptr.as_ptr() as *mut c_void,
+                    self.ptr() as *mut c_void,
                     0,
                     std::ptr::null(),
                     &mut raw_event,
@@ -572,6 +588,26 @@ impl<T: SvmElement> SvmBuffer<T> {
         Ok(SvmMap {
             raw,
             len: self.len,
+            _element: PhantomData,
+        })
+    }
+
+    /// [`SvmBuffer::map_for_overwrite`] of elements `at..at + len` only: on coarse SVM only
+    /// that range travels to the device at the unmap (a large upload into a longer staging
+    /// buffer), and the guard shows those `len` elements.
+    pub fn map_range_for_overwrite(&mut self, at: usize, len: usize) -> Result<SvmMap<'_, T>> {
+        self.check_copy::<T>(at, len, "mapping", "in")?;
+        let size = size_of::<T>();
+        // An empty range maps one byte at the start (a map needs a non-empty region).
+        let (from, bytes) = if len == 0 {
+            (0, 1)
+        } else {
+            (at * size, len * size)
+        };
+        let raw = self.alloc.map_raw_range(true, from, bytes)?;
+        Ok(SvmMap {
+            raw,
+            len,
             _element: PhantomData,
         })
     }
@@ -724,7 +760,7 @@ impl<T: SvmAtomicElement> SvmMap<'_, T> {
         // (see `deref`), and `&mut self` keeps every other reference through this guard away
         // for the returned lifetime; `T::Atomic` has `T`'s size and alignment
         // (SvmAtomicElement's contract) and every bit pattern of `T` is a valid atomic value.
-        unsafe { std::slice::from_raw_parts(self.raw.alloc.as_ptr() as *const T::Atomic, self.len) }
+        unsafe { std::slice::from_raw_parts(self.raw.ptr() as *const T::Atomic, self.len) }
     }
 }
 
@@ -734,14 +770,14 @@ impl<T: SvmElement> Deref for SvmMap<'_, T> {
         // SAFETY: the map guard holds exclusive host access (MAPPED, no launch in flight) to an
         // allocation of at least `len` zero-initialised or device-written elements of a type for
         // which every bit pattern is valid (SvmElement).
-        unsafe { std::slice::from_raw_parts(self.raw.alloc.as_ptr() as *const T, self.len) }
+        unsafe { std::slice::from_raw_parts(self.raw.ptr() as *const T, self.len) }
     }
 }
 
 impl<T: SvmElement> DerefMut for SvmMap<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`; `&mut self` makes this the only reference into the memory.
-        unsafe { std::slice::from_raw_parts_mut(self.raw.alloc.as_ptr() as *mut T, self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr() as *mut T, self.len) }
     }
 }
 

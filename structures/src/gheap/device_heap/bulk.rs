@@ -16,7 +16,7 @@
 
 use asym_runtime::{DeviceKind, Error, Kernel, Launch, Program, Result, Runtime};
 
-use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
+use super::{staged, to_u32, upload_keys, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
 
 /// When a host call rebuilds the device heap (one sort of every key) instead of running the
 /// seed's INS and DEL operations, one per batch.
@@ -179,7 +179,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let alloc = t_alloc.elapsed();
         let t_copy = std::time::Instant::now();
         if !keys.is_empty() {
-            io.copy_from_host(old_runs * k, &T::upload(keys))?;
+            upload_keys(io, old_runs * k, &T::upload(keys)[..])?;
         }
         let copy = t_copy.elapsed();
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
