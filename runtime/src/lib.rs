@@ -33,5 +33,8 @@ pub use kernel::{Kernel, Launch, Queue};
 pub use latency::{LatencyPool, PoolOptions, WorkerInfo};
 pub use mode::{parse_modes, Mode};
 pub use runtime::{Program, Runtime, RuntimeOptions, TIMEOUT_ENV};
-pub use sys::{copy_bits_streaming, SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};
+pub use sys::{
+    copy_bits_streaming, copy_bits_streaming_par, SvmAtomicElement, SvmBuffer, SvmElement, SvmKind,
+    SvmMap,
+};
 pub use transport::Transport;

@@ -17,6 +17,6 @@ pub(crate) use cl::{
 };
 pub(crate) use os::current_cpu;
 pub(crate) use scope::{run_scoped, Job};
-pub use stream::copy_bits_streaming;
+pub use stream::{copy_bits_streaming, copy_bits_streaming_par};
 pub(crate) use svm::SvmAlloc;
 pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};

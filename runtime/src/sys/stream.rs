@@ -37,6 +37,24 @@ pub fn copy_bits_streaming<T: SvmElement, U: SvmElement>(dst: &mut [T], src: &[U
     Ok(())
 }
 
+/// [`copy_bits_streaming`] in chunks of 64 Ki elements on the current rayon pool (rayon's
+/// global pool, or the one the caller is `install`ed in): staging uploads of many MiB are
+/// bound by one core's copy bandwidth otherwise.
+pub fn copy_bits_streaming_par<T: SvmElement, U: SvmElement>(
+    dst: &mut [T],
+    src: &[U],
+) -> Result<()> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 16;
+    if dst.len() != src.len() || dst.len() <= CHUNK {
+        // A single chunk, or the sizes' error.
+        return copy_bits_streaming(dst, src);
+    }
+    dst.par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .try_for_each(|(d, s)| copy_bits_streaming(d, s))
+}
+
 /// # Safety
 /// `dst` valid for writes and `src` for reads of `bytes` bytes; the ranges do not overlap.
 #[cfg(target_arch = "x86_64")]
@@ -112,6 +130,15 @@ mod tests {
             d,
             [1.5f32.to_bits(), (-0.0f32).to_bits(), f32::NAN.to_bits()]
         );
+    }
+
+    #[test]
+    fn the_parallel_copy_copies_every_chunk() {
+        let src: Vec<u32> = (0..(1u32 << 18) + 77).map(|i| i ^ 0x9e37_79b9).collect();
+        let mut dst = vec![0i32; src.len()];
+        super::copy_bits_streaming_par(&mut dst, &src).unwrap();
+        assert!(dst.iter().zip(&src).all(|(&d, &s)| d as u32 == s));
+        assert!(super::copy_bits_streaming_par(&mut dst[1..], &src).is_err());
     }
 
     #[test]

@@ -937,14 +937,11 @@ fn upload_keys<E: SvmElement, U: SvmElement>(
     at: usize,
     keys: &[U],
 ) -> Result<()> {
-    use rayon::prelude::*;
     if std::mem::size_of_val(keys) < (4 << 20) {
         return io.copy_from_host(at, keys);
     }
     let mut map = io.map_range_for_overwrite(at, keys.len())?;
-    map.par_chunks_mut(1 << 16)
-        .zip(keys.par_chunks(1 << 16))
-        .try_for_each(|(d, s)| asym_runtime::copy_bits_streaming(d, s))?;
+    asym_runtime::copy_bits_streaming_par(&mut map, keys)?;
     map.unmap()
 }
 

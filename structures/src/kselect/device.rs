@@ -4,8 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use asym_runtime::{copy_bits_streaming, Error, Kernel, Launch, Queue, Result, Runtime, SvmBuffer};
-use rayon::prelude::*;
+use asym_runtime::{
+    copy_bits_streaming, copy_bits_streaming_par, Error, Kernel, Launch, Queue, Result, Runtime,
+    SvmBuffer,
+};
 
 use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
 
@@ -88,14 +90,6 @@ pub(super) enum Copier {
     Pool(std::sync::Arc<rayon::ThreadPool>),
     /// The device's driver thread alone.
     Serial,
-}
-
-/// Copies the keys' bits (the kernel maps them to the ordered form) on the current rayon
-/// pool, with streaming stores: the staging memory is only read by the device.
-fn copy_bits_par<K: SelectKey>(dst: &mut [i32], src: &[K]) -> Result<()> {
-    dst.par_chunks_mut(1 << 16)
-        .zip(src.par_chunks(1 << 16))
-        .try_for_each(|(d, s)| copy_bits_streaming(d, s))
 }
 
 /// Keys per device chunk: enough to keep the device busy, small enough to pipeline.
@@ -445,10 +439,8 @@ impl DevicePlan {
             let mut map = stage.data.map_for_overwrite()?;
             let dst = &mut map[..src.len()];
             match copier {
-                Copier::Global if src.len() > 1 << 16 => copy_bits_par(dst, src)?,
-                Copier::Pool(pool) if src.len() > 1 << 16 => {
-                    pool.install(|| copy_bits_par(dst, src))?
-                }
+                Copier::Global => copy_bits_streaming_par(dst, src)?,
+                Copier::Pool(pool) => pool.install(|| copy_bits_streaming_par(dst, src))?,
                 _ => copy_bits_streaming(dst, src)?,
             }
             map.unmap()?;
