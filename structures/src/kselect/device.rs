@@ -440,7 +440,10 @@ impl DevicePlan {
             let dst = &mut map[..src.len()];
             match copier {
                 Copier::Global => copy_bits_streaming_par(dst, src)?,
-                Copier::Pool(pool) => pool.install(|| copy_bits_streaming_par(dst, src))?,
+                // Small copies stay on this thread (a hand-off to the pool costs more).
+                Copier::Pool(pool) if src.len() > 1 << 16 => {
+                    pool.install(|| copy_bits_streaming_par(dst, src))?
+                }
                 _ => copy_bits_streaming(dst, src)?,
             }
             map.unmap()?;
