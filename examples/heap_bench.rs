@@ -145,27 +145,40 @@ struct GpuRun {
     stats: serde_json::Value,
 }
 
+/// A device heap of batches of `batch` keys, with room for `nodes` nodes from the start.
+fn device_heap<T: DeviceHeapKey>(
+    rt: &Runtime,
+    batch: usize,
+    (groups, wg): (Option<usize>, Option<usize>),
+    nodes: usize,
+    direction: InsertDirection,
+    bulk: BulkPolicy,
+) -> Result<DeviceGeneralizedHeap<T>> {
+    DeviceGeneralizedHeap::new(
+        rt,
+        &DeviceHeapConfig {
+            work_groups: groups,
+            work_group_size: wg,
+            initial_nodes: nodes,
+            direction,
+            bulk,
+            ..DeviceHeapConfig::new(batch)
+        },
+    )
+}
+
 /// The gpu row of one device heap: made, run, and read.
 fn gpu_row<T: BenchKey>(
     rt: &Runtime,
     batch: usize,
-    (groups, wg): (Option<usize>, Option<usize>),
+    shape: (Option<usize>, Option<usize>),
     direction: InsertDirection,
     policy: BulkPolicy,
     keys: &[u32],
     preload: &[u32],
 ) -> Result<GpuRun> {
-    let heap = DeviceGeneralizedHeap::<T>::new(
-        rt,
-        &DeviceHeapConfig {
-            work_groups: groups,
-            work_group_size: wg,
-            initial_nodes: (keys.len() + preload.len()) / batch + 2,
-            direction,
-            bulk: policy,
-            ..DeviceHeapConfig::new(batch)
-        },
-    )?;
+    let nodes = (keys.len() + preload.len()) / batch + 2;
+    let heap = device_heap::<T>(rt, batch, shape, nodes, direction, policy)?;
     let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
     let preload: Vec<T> = preload.iter().map(|&k| T::from_u32(k)).collect();
     let (insert_ms, delete_ms, verified) = device_run(&heap, &keys, &preload, policy)?;
@@ -354,8 +367,7 @@ fn device_run<T: BenchKey>(
     preload: &[T],
     policy: BulkPolicy,
 ) -> Result<(f64, f64, bool)> {
-    warm_up(heap, policy)?;
-    heap.set_bulk_policy(BulkPolicy::Auto);
+    warm_up(heap)?;
     heap.insert(preload)?;
     heap.set_bulk_policy(policy);
     let t = Instant::now();
@@ -382,7 +394,7 @@ fn device_mixed_run(
     pairs: usize,
     seed: u64,
 ) -> Result<(f64, bool)> {
-    warm_up(heap, BulkPolicy::Auto)?;
+    warm_up(heap)?;
     heap.insert(preload)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed);
     let keys: Vec<u32> = (0..pairs * heap.batch()).map(|_| rng.gen()).collect();
@@ -400,8 +412,8 @@ fn device_mixed_run(
 }
 
 /// A first launch of the operations and of a bulk call (PoCL compiles a kernel for its
-/// work-group size at the first launch); leaves the heap empty, with `policy`.
-fn warm_up<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>, policy: BulkPolicy) -> Result<()> {
+/// work-group size at the first launch); leaves the heap empty, with `BulkPolicy::Auto`.
+fn warm_up<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>) -> Result<()> {
     let k = heap.batch();
     for warm in [BulkPolicy::Never, BulkPolicy::Always] {
         heap.set_bulk_policy(warm);
@@ -411,7 +423,7 @@ fn warm_up<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>, policy: BulkPolicy) -> 
             return Err(Error::Lost("the device heap's warm-up lost keys".into()));
         }
     }
-    heap.set_bulk_policy(policy);
+    heap.set_bulk_policy(BulkPolicy::Auto);
     Ok(())
 }
 
@@ -590,24 +602,6 @@ fn run(args: &Args) -> Result<bool> {
         InsertDirection::TopDown => format!("{mode}:td"),
         InsertDirection::BottomUp => format!("{mode}:bu"),
     };
-    let device_heap = |batch: usize,
-                       (groups, wg): (Option<usize>, Option<usize>),
-                       nodes: usize,
-                       direction: InsertDirection,
-                       bulk: BulkPolicy| {
-        let rt = rt.as_ref().expect("gpu mode opened a runtime");
-        DeviceGeneralizedHeap::<u32>::new(
-            rt,
-            &DeviceHeapConfig {
-                work_groups: groups,
-                work_group_size: wg,
-                initial_nodes: nodes,
-                direction,
-                bulk,
-                ..DeviceHeapConfig::new(batch)
-            },
-        )
-    };
     let coop_heap = |batch: usize, nodes: usize| -> Result<CooperativeHeap<u32>> {
         let rt = rt.as_ref().expect("coop mode opened a runtime");
         let mut config = CooperativeConfig::on(DeviceHeapConfig {
@@ -689,7 +683,9 @@ fn run(args: &Args) -> Result<bool> {
             if use_gpu {
                 for (shape, direction) in device_shapes() {
                     let nodes = (preload.len() + n) / batch + 2;
-                    let heap = device_heap(batch, shape, nodes, direction, BulkPolicy::Auto)?;
+                    let rt = rt.as_ref().expect("gpu mode opened a runtime");
+                    let heap =
+                        device_heap::<u32>(rt, batch, shape, nodes, direction, BulkPolicy::Auto)?;
                     let (ms, ok) = device_mixed_run(&heap, &preload, pairs, args.seed)?;
                     let (groups, wg) = heap.launch_shape();
                     rows.push(Row {

@@ -90,15 +90,18 @@ inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __l
     }
 }
 
-/* Sorts each of `batches` consecutive batches of K keys in place: one work-group per batch. */
+/* Sorts keys[at ..] in place as batches of K, one work-group per batch: the `len` keys there
+ * (as uploaded: KEY_MAP maps them; 0 for keys in the ordered form already), the last batch
+ * padded with KEY_MAX up to K (the buffer must hold it). Each group reads its batch whole
+ * into local memory before writing it back, and no other group touches it. The device
+ * heap's bulk calls sort the call's keys into runs with it (below). */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void gheap_sort_batches(__global KEY_T *keys, uint batches) {
+kernel void gheap_sort_batches(__global KEY_T *keys, ulong at, ulong len) {
     __local KEY_T s[K];
-    const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
-    if (g >= batches) return; /* whole group */
-    __global KEY_T *batch = keys + (ulong)g * K;
-    for (uint i = lid; i < K; i += WG) s[i] = batch[i];
+    const ulong first = (ulong)get_group_id(0) * K;
+    __global KEY_T *batch = keys + at + first;
+    for (uint i = lid; i < K; i += WG) s[i] = first + i < len ? ASYM_ORDERED(batch[i]) : KEY_MAX;
     barrier(CLK_LOCAL_MEM_FENCE);
     gheap_bitonic_sort(s, lid);
     for (uint i = lid; i < K; i += WG) batch[i] = s[i];
@@ -1322,7 +1325,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
  * properties hold. The call is one operation: the host holds the heap's lock across it.
  *
  * The sort: runs of K keys (nodes are sorted already, the partial buffer and each batch of
- * the call are padded with KEY_MAX and the batches sorted by bitonic sort in local memory),
+ * the call are padded with KEY_MAX and the batches sorted by gheap_sort_batches),
  * then passes of merge path over global memory, each merging pairs of runs into runs twice as
  * long: gheap_bulk_split finds where each output tile of K keys starts in its pair's two
  * runs (a binary search on the tile's diagonal), gheap_bulk_merge loads the tile's inputs
@@ -1343,21 +1346,6 @@ kernel void gheap_bulk_gather(__global const KEY_T *keys, __global const KEY_T *
         runs[j] = r < count ? keys[(ulong)gh_position(r) * K + i]
                             : (i < plen ? partial[i] : KEY_MAX);
     }
-}
-
-/* Batch b of the call's keys (as uploaded, at runs[at ..]: KEY_MAP maps them), padded to K
- * and sorted in place, becomes a run. One work-group per batch; each reads its batch whole
- * into local memory before writing it back, and no other group touches it. */
-__attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void gheap_bulk_sort_in(__global KEY_T *runs, ulong at, ulong in_len) {
-    __local KEY_T s[K];
-    const uint b = get_group_id(0), lid = get_local_id(0);
-    const ulong first = (ulong)b * K;
-    __global KEY_T *batch = runs + at + first;
-    for (uint i = lid; i < K; i += WG) s[i] = first + i < in_len ? ASYM_ORDERED(batch[i]) : KEY_MAX;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    gheap_bitonic_sort(s, lid);
-    for (uint i = lid; i < K; i += WG) batch[i] = s[i];
 }
 
 /* The pair of runs of length `run` that output index o of a merge pass falls in: its start,

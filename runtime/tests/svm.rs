@@ -132,6 +132,22 @@ fn ranged_reads_return_what_a_kernel_left() {
                 .all(|(&g, &d)| g == d.wrapping_add(1)),
             "{t}: a large ranged read differs"
         );
+        // A large ranged write (a mapped range, parallel streaming stores) and a small one
+        // (the copy engine), read back whole.
+        let fresh: Vec<i32> = (0..big as i32 - 5).map(|i| -i).collect();
+        buf.write_range(5, &fresh).unwrap();
+        buf.write_range(0, &[9u32, 8, 7]).unwrap();
+        let whole = buf.read().unwrap();
+        assert_eq!(whole[..3], [9, 8, 7], "{t}");
+        assert_eq!(whole[3..5], [data[3] + 1, data[4] + 1], "{t}");
+        assert!(
+            whole[5..].iter().zip(&fresh).all(|(&w, &f)| w == f as u32),
+            "{t}: a large ranged write differs"
+        );
+        assert!(matches!(
+            buf.write_range(6, &fresh),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }
 

@@ -85,7 +85,10 @@ impl DeviceBatchOps {
         }
         let mut buf = self.rt.alloc::<i32>(keys.len())?;
         buf.write(keys)?;
-        self.sort.arg_svm(0, &buf)?.arg_scalar(1, batches as u32)?;
+        self.sort
+            .arg_svm(0, &buf)?
+            .arg_scalar(1, 0u64)?
+            .arg_scalar(2, keys.len() as u64)?;
         self.sort.launch(batches * self.wg, Some(self.wg))?.wait()?;
         keys.copy_from_slice(&buf.read()?);
         Ok(())

@@ -791,7 +791,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let mut alloc = t_alloc.elapsed();
         let t_copy = std::time::Instant::now();
         if !keys.is_empty() {
-            upload_keys(io, 0, &T::upload(keys)[..])?;
+            io.write_range(0, &T::upload(keys))?;
         }
         let copy = t_copy.elapsed();
         let op_buf = staged(rt, &mut st.ops, words.len())?;
@@ -926,23 +926,6 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.copy.launch(256, Some(256))?.wait()?;
         Ok(small.read()?[0])
     }
-}
-
-/// Copies `keys` into `io` at element `at`. Large uploads (4 MiB and more) map just that
-/// range and copy with streaming stores from rayon's threads; smaller ones go through the
-/// driver's copy engine (`copy_from_host`). 64M keys on the H200 machine: 24–28 ms mapped
-/// against 43–50 ms through the copy engine (same-run A/B, docs/BENCHMARKS.md).
-fn upload_keys<E: SvmElement, U: SvmElement>(
-    io: &mut SvmBuffer<E>,
-    at: usize,
-    keys: &[U],
-) -> Result<()> {
-    if std::mem::size_of_val(keys) < (4 << 20) {
-        return io.copy_from_host(at, keys);
-    }
-    let mut map = io.map_range_for_overwrite(at, keys.len())?;
-    asym_runtime::copy_bits_streaming_par(&mut map, keys)?;
-    map.unmap()
 }
 
 /// A buffer of `len` elements (at least one); the runtime zeroes new SVM.

@@ -7,7 +7,7 @@
 //! other, so a call of `b` batches costs about `b` root critical sections however many
 //! work-groups run (on the H200, ~9 µs each: 64M keys inserted and deleted in 0.9–1.7 s,
 //! docs/BENCHMARKS.md). A sort of all `n` keys costs `log2(n / K)` merge passes over
-//! memory, each a few hundred microseconds at 64M keys, and no serial section. The rebuild
+//! memory and no serial section: 10–14 ms of kernels for a call of 64M keys there. The rebuild
 //! is to the heap what std's `BinaryHeap::extend` rebuilding instead of sifting each key is
 //! to a binary heap.
 //!
@@ -16,7 +16,7 @@
 
 use asym_runtime::{DeviceKind, Error, Kernel, Launch, Program, Result, Runtime};
 
-use super::{staged, to_u32, upload_keys, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
+use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
 
 /// When a host call rebuilds the device heap (one sort of every key) instead of running the
 /// seed's INS and DEL operations, one per batch.
@@ -96,18 +96,16 @@ pub(super) struct BulkKernels {
     split: Kernel,
     merge: Kernel,
     place: Kernel,
-    copy: Kernel,
 }
 
 impl BulkKernels {
     pub(super) fn new(rt: &Runtime, program: &Program) -> Result<Self> {
         Ok(BulkKernels {
             gather: Kernel::from_program(rt, program, "gheap_bulk_gather")?,
-            sort_in: Kernel::from_program(rt, program, "gheap_bulk_sort_in")?,
+            sort_in: Kernel::from_program(rt, program, "gheap_sort_batches")?,
             split: Kernel::from_program(rt, program, "gheap_bulk_split")?,
             merge: Kernel::from_program(rt, program, "gheap_bulk_merge")?,
             place: Kernel::from_program(rt, program, "gheap_bulk_place")?,
-            copy: Kernel::from_program(rt, program, "gheap_copy_keys")?,
         })
     }
 }
@@ -168,7 +166,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         // between it and the heap's own key array, free once gathered (when it is long
         // enough: it can fall short by two nodes near its capacity, then a scratch buffer
         // stands in), so a bulk call allocates no more than an operation call: SVM
-        // allocation is slow on the H200 (about 0.5 ms per MiB).
+        // allocation is slow on the H200 (`reserve_staging` says how slow).
         let t_alloc = std::time::Instant::now();
         let io = staged(rt, &mut st.keys, padded)?;
         let use_keys = self.slots >= runs;
@@ -179,7 +177,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let alloc = t_alloc.elapsed();
         let t_copy = std::time::Instant::now();
         if !keys.is_empty() {
-            upload_keys(io, old_runs * k, &T::upload(keys)[..])?;
+            io.write_range(old_runs * k, &T::upload(keys))?;
         }
         let copy = t_copy.elapsed();
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
@@ -198,7 +196,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             .map(|_| ())
         };
         let t_kernel = std::time::Instant::now();
-        let kn = &mut self.bulk;
+        let (kn, copy_kernel) = (&mut self.bulk, &mut self.copy);
         let (partial, words, slots) = (&self.partial, &self.words, self.slots);
         let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
         // The launches, waited for. A failure anywhere poisons the heap: merge passes write
@@ -248,11 +246,11 @@ impl<T: DeviceHeapKey> Inner<T> {
             }
             if src == Buf::Keys {
                 // The placement writes the key array: the sorted keys move out of it first.
-                kn.copy
+                copy_kernel
                     .arg_svm(0, heap_keys)?
                     .arg_svm(1, io)?
                     .arg_scalar(2, padded as u64)?;
-                launches.push(kn.copy.launch(stride_items(padded, 256), Some(256))?);
+                launches.push(copy_kernel.launch(stride_items(padded, 256), Some(256))?);
                 src = Buf::Io;
             }
             set(&mut kn.place, 0, src)?;
