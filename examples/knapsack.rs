@@ -18,7 +18,10 @@ use asym::structures::gheap::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
 use asym::structures::knapsack::device::{solve_offloaded, OffloadConfig};
-use asym::structures::knapsack::{solve_concurrent, solve_sequential, BnbStats, Class, Instance};
+use asym::structures::knapsack::{
+    node_limit_for_memory, solve_concurrent, solve_sequential, BnbStats, Class, Instance,
+    NodeBudget,
+};
 use clap::Parser;
 use serde_json::json;
 
@@ -59,9 +62,10 @@ struct Args {
     /// Insertion of the concurrent heap: td or bu.
     #[arg(long, default_value = "bu")]
     insert: String,
-    /// Heap nodes (each holds K search nodes) before a search gives up.
-    #[arg(long, default_value_t = 1 << 16)]
-    max_nodes: usize,
+    /// Heap nodes (each holds K search nodes) before a search gives up (default: as many as
+    /// half the host memory available holds; the heaps grow on demand up to it).
+    #[arg(long)]
+    max_nodes: Option<usize>,
     /// gpu/coop: search nodes taken from the heap per round.
     #[arg(long, default_value_t = 256)]
     pop: usize,
@@ -187,11 +191,14 @@ fn run(args: &Args) -> Result<bool> {
     } else {
         None
     };
+    let max_nodes = args
+        .max_nodes
+        .unwrap_or_else(|| node_limit_for_memory(args.batch));
     let offload = |placement: &HeapPlacement| OffloadConfig {
         placement: placement.clone(),
         batch: args.batch,
         pop: args.pop,
-        max_live: args.max_nodes.saturating_mul(args.batch),
+        max_live: max_nodes.saturating_mul(args.batch),
         gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
     };
     if let (Some(pool), Some(rt)) = (&pool, &rt) {
@@ -220,7 +227,7 @@ fn run(args: &Args) -> Result<bool> {
         };
         if seq {
             let t = Instant::now();
-            let s = solve_sequential(inst, args.batch, args.max_nodes).map_err(more_nodes)?;
+            let s = solve_sequential(inst, args.batch, max_nodes).map_err(more_nodes)?;
             push("seq".into(), s, t.elapsed().as_secs_f64() * 1e3);
         }
         if let (Some(pool), Some(rt)) = (&pool, &rt) {
@@ -241,7 +248,7 @@ fn run(args: &Args) -> Result<bool> {
                 pool,
                 args.batch,
                 direction,
-                args.max_nodes,
+                NodeBudget::up_to(max_nodes),
                 Duration::from_secs(args.timeout_s),
             )
             .map_err(more_nodes)?;

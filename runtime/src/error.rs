@@ -26,6 +26,7 @@ impl fmt::Display for Side {
 
 /// Everything that can go wrong in asym.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An OpenCL call returned an error status.
     #[error("OpenCL {call} failed: {status}{}", detail_suffix(.detail))]
@@ -73,6 +74,17 @@ pub enum Error {
     /// An allocation (SVM, host, or a structure's pool) could not be satisfied.
     #[error("out of memory: {0}")]
     OutOfMemory(String),
+    /// A size given from outside (a file's header, a flag) needs more host memory than the
+    /// machine has available; nothing was allocated.
+    #[error("out of host memory: {what} needs {}, the machine has {} available", crate::host_memory::human_bytes(*.needed), crate::host_memory::human_bytes(*.available))]
+    HostOutOfMemory {
+        /// What would have been allocated, in the user's terms.
+        what: String,
+        /// Bytes it needs (`u64::MAX` when the size overflows).
+        needed: u64,
+        /// Bytes available when it was checked.
+        available: u64,
+    },
     /// A bounded structure is full (a ring, a pool, a heap of fixed capacity).
     #[error("capacity exceeded: {what} holds at most {capacity}")]
     CapacityExceeded {

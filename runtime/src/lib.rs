@@ -9,6 +9,8 @@
 //! - [`latency`]: the pool of pinned threads.
 //! - [`signal`]: host queues, the SVM ring, device services.
 //! - [`Mode`]: CPU-only, GPU-only or cooperative, taken by every batch API.
+//! - [`host_memory`]: sizes from files and flags checked against the machine, fallible
+//!   allocation.
 //! - [`Error`]: the one error type.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
@@ -17,6 +19,7 @@ pub mod backoff;
 pub mod device;
 pub mod diag;
 mod error;
+pub mod host_memory;
 mod kernel;
 pub mod latency;
 mod mode;

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::gheap::InsertDirection;
-use asym_structures::knapsack::{solve_concurrent, solve_sequential, Class, Instance, Item};
+use asym_structures::knapsack::{
+    solve_concurrent, solve_sequential, Class, Instance, Item, NodeBudget,
+};
 
 #[test]
 fn branch_and_bound_matches_dynamic_programming_on_every_class() {
@@ -40,11 +42,44 @@ fn branch_and_bound_matches_dynamic_programming_on_every_class() {
             // Room for 4 M search nodes: fresh strongly correlated instances of 50 items with
             // R = 10^4 needed more than 262 K (2^14 heap nodes) on a CI run.
             for dir in [InsertDirection::TopDown, InsertDirection::BottomUp] {
-                let s = solve_concurrent(&inst, &pool, 16, dir, 1 << 18, Duration::from_secs(30))
+                let budget = NodeBudget::up_to(1 << 18);
+                let s = solve_concurrent(&inst, &pool, 16, dir, budget, Duration::from_secs(30))
                     .unwrap();
                 assert_eq!(s.optimum, want, "{what} {dir:?}");
                 assert!(s.expanded + s.pruned >= 1, "{what}: {s:?}");
             }
+        }
+    }
+}
+
+#[test]
+fn a_concurrent_search_grows_its_heap_and_fails_cleanly_at_its_bound() {
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(4),
+        ..Default::default()
+    })
+    .unwrap();
+    let seed: u64 = rand::random();
+    let inst = Instance::generate(Class::StronglyCorrelated, 40, 1000, seed).unwrap();
+    let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
+    let want_nodes = solve_sequential(&inst, 1, usize::MAX).unwrap();
+    for dir in [InsertDirection::TopDown, InsertDirection::BottomUp] {
+        // Starting from one heap node, the heap doubles as often as the search needs.
+        let budget = NodeBudget {
+            initial: 1,
+            max: 1 << 20,
+        };
+        let s = solve_concurrent(&inst, &pool, 4, dir, budget, Duration::from_secs(30)).unwrap();
+        assert_eq!(s.optimum, want, "seed {seed} {dir:?}");
+        // A bound too small for the search is a clean error, not a hang or a wrong optimum.
+        if want_nodes.expanded > 64 {
+            let tight = NodeBudget { initial: 1, max: 2 };
+            let e =
+                solve_concurrent(&inst, &pool, 4, dir, tight, Duration::from_secs(30)).unwrap_err();
+            assert!(
+                matches!(e, Error::CapacityExceeded { .. }),
+                "seed {seed}: {e}"
+            );
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Generated graphs: Graph500 Kronecker (R-MAT) and random geometric, reproducible from a
 //! seed.
 
-use asym_runtime::{Error, Result};
+use asym_runtime::{host_memory, Error, Result};
 
 use super::{Edge, Graph};
 use crate::rng::SplitMix;
@@ -27,6 +27,12 @@ impl Graph {
         }
         let n = 1usize << scale;
         let m = edge_factor * n;
+        // Edge list, permutation and the CSR of both directions, checked before any is made.
+        let peak = (m as u64) * 12 + (n as u64) * 20 + (m as u64) * 16;
+        host_memory::ensure_available(
+            peak,
+            &format!("a Kronecker graph of scale {scale} and edge factor {edge_factor}"),
+        )?;
         let mut rng = SplitMix(seed);
         let mut perm: Vec<u32> = (0..n as u32).collect();
         for i in (1..n).rev() {
@@ -66,6 +72,13 @@ impl Graph {
                 "geometric graph of {n} vertices (2..=2^28) and degree {degree} (0..=1000]"
             )));
         }
+        // Points, cell buckets, about n·degree/2 edges and their CSR in both directions.
+        let edges_est = (n as f64 * degree / 2.0) as u64;
+        let peak = (n as u64) * (16 + 4 + 4 + 16) + edges_est * (12 + 16);
+        host_memory::ensure_available(
+            peak,
+            &format!("a geometric graph of {n} vertices and degree {degree}"),
+        )?;
         let mut rng = SplitMix(seed);
         let pts: Vec<(f64, f64)> = (0..n).map(|_| (rng.unit(), rng.unit())).collect();
         let r = (degree / (std::f64::consts::PI * n as f64)).sqrt().min(1.0);

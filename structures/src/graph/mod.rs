@@ -16,7 +16,7 @@ mod parse;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use asym_runtime::{Error, Result};
+use asym_runtime::{host_memory, Error, Result};
 
 pub use parse::MtxOptions;
 
@@ -45,7 +45,15 @@ impl Graph {
                 "{vertices} vertices: graphs take fewer than 2^32 - 1"
             )));
         }
-        let mut degree = vec![0u64; vertices + 1];
+        // The CSR's peak before any of it is allocated: degrees, offsets, fill cursors, and
+        // targets and weights for every directed edge.
+        let directed = (edges.len() as u64).saturating_mul(if undirected { 2 } else { 1 });
+        let what = format!("a graph of {vertices} vertices and {directed} directed edges");
+        let peak = (vertices as u64 + 1)
+            .saturating_mul(8 + 4 + 4)
+            .saturating_add(directed.saturating_mul(8));
+        host_memory::ensure_available(peak, &what)?;
+        let mut degree = host_memory::try_filled(vertices + 1, 0u64, &what)?;
         let mut self_loops = 0u64;
         for &(u, v, _) in edges {
             for x in [u, v] {
@@ -70,7 +78,7 @@ impl Graph {
                 "{total} directed edges: graphs take fewer than 2^32 - 1"
             )));
         }
-        let mut offsets = Vec::with_capacity(vertices + 1);
+        let mut offsets = host_memory::try_with_capacity(vertices + 1, &what)?;
         let mut at = 0u32;
         for d in &degree[..vertices] {
             offsets.push(at);
@@ -78,8 +86,8 @@ impl Graph {
         }
         offsets.push(at);
         let mut fill: Vec<u32> = offsets[..vertices].to_vec();
-        let mut targets = vec![0u32; at as usize];
-        let mut weights = vec![0u32; at as usize];
+        let mut targets = host_memory::try_filled(at as usize, 0u32, &what)?;
+        let mut weights = host_memory::try_filled(at as usize, 0u32, &what)?;
         let mut put = |from: u32, to: u32, w: u32| {
             let slot = &mut fill[from as usize];
             targets[*slot as usize] = to;

@@ -105,7 +105,8 @@ impl Graph {
                     }
                     let num = |tok| count(source, line, tok);
                     let (n, m) = (num(t[1])?, num(t[2])?);
-                    edges.reserve(m.min(1 << 28));
+                    // A header may claim more than the file holds: reserve a little, grow with the file.
+                    edges.reserve(m.min(1 << 20));
                     header = Some((n, m));
                     Ok(())
                 }
@@ -223,7 +224,7 @@ impl Graph {
                         format!("a {r} × {c} matrix: a graph needs a square one"),
                     ));
                 }
-                edges.reserve(nnz.min(1 << 28));
+                edges.reserve(nnz.min(1 << 20));
                 size = Some((r, nnz));
                 return Ok(());
             };

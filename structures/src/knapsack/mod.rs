@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use asym_runtime::backoff::{Backoff, Deadline};
-use asym_runtime::{Error, LatencyPool, Result, Side};
+use asym_runtime::{host_memory, Error, LatencyPool, Result, Side};
 
 use crate::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
 use crate::rng::SplitMix;
@@ -218,14 +218,16 @@ impl Instance {
     }
 
     /// The optimum by dynamic programming over capacities (O(n·capacity) time, O(capacity)
-    /// memory), or `None` when that exceeds `max_cells`.
+    /// memory), or `None` when that exceeds `max_cells` or the table does not fit in the
+    /// host memory available.
     pub fn dp_optimum(&self, max_cells: u64) -> Option<u64> {
-        let cells = (self.items.len() as u64).checked_mul(self.capacity.checked_add(1)?)?;
+        let row = self.capacity.checked_add(1)?;
+        let cells = (self.items.len().max(1) as u64).checked_mul(row)?;
         if cells > max_cells {
             return None;
         }
-        let c = self.capacity as usize;
-        let mut best = vec![0u64; c + 1];
+        let c = usize::try_from(self.capacity).ok()?;
+        let mut best = host_memory::try_filled(c.checked_add(1)?, 0u64, "the DP table").ok()?;
         for it in &self.items {
             let w = it.weight as usize;
             if w > c {
@@ -367,22 +369,97 @@ pub fn solve_sequential(inst: &Instance, batch: usize, max_nodes: usize) -> Resu
     Ok(stats)
 }
 
+/// Heap nodes of `batch` search nodes each that fit in half the host memory available now
+/// (at least 1): the bound a search takes when the user sets none.
+pub fn node_limit_for_memory(batch: usize) -> usize {
+    // A search node is a 32-byte key in the heap plus its share of the node's bookkeeping.
+    let per_node = (batch.max(1) * std::mem::size_of::<NodeKey>() + 64) as u64;
+    let avail = host_memory::available().unwrap_or(8 << 30);
+    ((avail / 2) / per_node).max(1) as usize
+}
+
+/// Heap nodes a concurrent search may use: it starts with `initial` and doubles them, up to
+/// `max`, whenever the heap fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeBudget {
+    /// Heap nodes allocated when the search starts.
+    pub initial: usize,
+    /// Heap nodes the search may grow to before it fails with [`Error::CapacityExceeded`].
+    pub max: usize,
+}
+
+impl NodeBudget {
+    /// Up to `max` heap nodes, starting from 2^16 (or `max` if smaller).
+    pub fn up_to(max: usize) -> Self {
+        NodeBudget {
+            initial: max.clamp(1, 1 << 16),
+            max: max.max(1),
+        }
+    }
+}
+
 /// Best-first branch-and-bound on the latency threads sharing one concurrent generalized
-/// heap of `max_nodes` nodes. A thread that finds the heap empty while others are still
-/// expanding waits (bounded by `timeout`) for their children.
+/// heap of at most `budget.max` nodes. The heap starts at `budget.initial` and grows between phases: when
+/// an insert finds it full, the threads stop, the refused children wait aside, the heap
+/// doubles, and the search goes on. A thread that finds the heap empty while others are
+/// still expanding waits (bounded by `timeout`) for their children.
 pub fn solve_concurrent(
     inst: &Instance,
     pool: &LatencyPool,
     batch: usize,
     direction: InsertDirection,
-    max_nodes: usize,
+    budget: NodeBudget,
     timeout: Duration,
 ) -> Result<BnbStats> {
     let items = sorted_items(inst);
     let cap = inst.capacity;
-    let heap = ConcurrentGeneralizedHeap::new(batch, max_nodes)?.with_insert_direction(direction);
-    heap.insert(&[node(bound(&items, 0, 0, 0, cap), 0, 0, 0)])?;
+    let max_nodes = budget.max.max(1);
+    let mut nodes = budget.initial.clamp(1, max_nodes);
+    let mut heap = ConcurrentGeneralizedHeap::new(batch, nodes)?.with_insert_direction(direction);
     let best = AtomicU64::new(greedy(&items, cap));
+    let expanded = AtomicU64::new(0);
+    let pruned = AtomicU64::new(0);
+    let mut waiting = vec![node(bound(&items, 0, 0, 0, cap), 0, 0, 0)];
+    loop {
+        heap.insert(&waiting)?;
+        let overflow = search_phase(&heap, pool, &items, cap, &best, &expanded, &pruned, timeout)?;
+        if overflow.is_empty() {
+            break;
+        }
+        if nodes >= max_nodes {
+            return Err(Error::CapacityExceeded {
+                what: format!("a concurrent generalized heap of batches of {batch} keys"),
+                capacity: max_nodes * batch + batch - 1,
+            });
+        }
+        nodes = nodes.saturating_mul(2).min(max_nodes);
+        heap.grow(nodes);
+        waiting = overflow;
+    }
+    Ok(BnbStats {
+        optimum: best.load(Ordering::Acquire),
+        expanded: expanded.load(Ordering::Relaxed),
+        pruned: pruned.load(Ordering::Relaxed),
+        ..BnbStats::default()
+    })
+}
+
+/// One phase of the concurrent search: runs until the heap is empty and nobody is busy
+/// (returns no children), or until an insert finds the heap full (returns the children the
+/// full heap refused, every thread stopped; the heap holds the rest).
+#[allow(clippy::too_many_arguments)]
+fn search_phase(
+    heap: &ConcurrentGeneralizedHeap<NodeKey>,
+    pool: &LatencyPool,
+    items: &[Item],
+    cap: u64,
+    best: &AtomicU64,
+    expanded: &AtomicU64,
+    pruned: &AtomicU64,
+    timeout: Duration,
+) -> Result<Vec<NodeKey>> {
+    let batch = heap.batch();
+    let overflow = std::sync::Mutex::new(Vec::new());
     // Termination: `busy` counts threads between announcing a take and finishing the inserts
     // of what they took; `epoch` counts finished expansions. The search is over when a thread
     // sees nobody busy, an empty heap, and still nobody busy with no expansion finished in
@@ -390,8 +467,6 @@ pub fn solve_concurrent(
     let busy = AtomicUsize::new(0);
     let epoch = AtomicU64::new(0);
     let done = AtomicBool::new(false);
-    let expanded = AtomicU64::new(0);
-    let pruned = AtomicU64::new(0);
     let results = pool.broadcast_scoped(|_| -> Result<()> {
         let mut children = Vec::new();
         let mut backoff = Backoff::new();
@@ -453,7 +528,7 @@ pub fn solve_concurrent(
                 best.fetch_max(node.2, Ordering::AcqRel);
                 let start = children.len();
                 expand(
-                    &items,
+                    items,
                     cap,
                     node,
                     best.load(Ordering::Acquire),
@@ -463,21 +538,36 @@ pub fn solve_concurrent(
                     best.fetch_max(c.2, Ordering::AcqRel);
                 }
             }
-            let inserted = heap.insert(&children);
-            epoch.fetch_add(1, Ordering::AcqRel);
-            busy.fetch_sub(1, Ordering::AcqRel);
-            if inserted.is_err() {
-                // Stop the others too: the search cannot be completed.
+            // INS operations one batch at a time, so a full heap refuses a known suffix.
+            let mut refused = None;
+            for (i, part) in children.chunks(batch).enumerate() {
+                match heap.insert(part) {
+                    Ok(()) => {}
+                    Err(Error::CapacityExceeded { .. }) => {
+                        refused = Some(i * batch);
+                        break;
+                    }
+                    Err(e) => {
+                        epoch.fetch_add(1, Ordering::AcqRel);
+                        busy.fetch_sub(1, Ordering::AcqRel);
+                        done.store(true, Ordering::Release);
+                        return Err(e);
+                    }
+                }
+            }
+            if let Some(from) = refused {
+                // Keep the refused children for the next phase and stop every thread: the
+                // heap grows once nobody is inside it.
+                overflow
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(&children[from..]);
                 done.store(true, Ordering::Release);
             }
-            inserted?;
+            epoch.fetch_add(1, Ordering::AcqRel);
+            busy.fetch_sub(1, Ordering::AcqRel);
         }
     })?;
     results.into_iter().collect::<Result<()>>()?;
-    Ok(BnbStats {
-        optimum: best.load(Ordering::Acquire),
-        expanded: expanded.load(Ordering::Relaxed),
-        pruned: pruned.load(Ordering::Relaxed),
-        ..BnbStats::default()
-    })
+    Ok(overflow.into_inner().unwrap_or_else(|p| p.into_inner()))
 }

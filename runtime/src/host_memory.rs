@@ -1,0 +1,115 @@
+//! Host memory for sizes that come from outside: a file's header, a flag, a count.
+//!
+//! Rust aborts the process when an allocation fails, and Linux grants large allocations it
+//! cannot back (they fail later, when touched, by the OOM killer). So a size a user gives is
+//! checked here against the memory the machine has *available* before anything is allocated,
+//! and allocations go through `try_reserve`: a header claiming four billion vertices becomes
+//! [`Error::HostOutOfMemory`] naming what it would need, never an abort.
+//!
+//! The check is an estimate made before the work starts, not a reservation: two allocations
+//! that each fit may not fit together. Callers that know their peak add their buffers up and
+//! check the sum once ([`ensure_available`]); the `try_*` helpers check each buffer as it is made.
+
+use crate::error::{Error, Result};
+
+/// Bytes of memory the machine can give this process now without swapping (Linux
+/// `MemAvailable`), or `None` where that cannot be read.
+pub fn available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemAvailable:")?;
+        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
+/// `count` elements of `T` in bytes, or an error naming `what` when the product overflows.
+pub fn bytes_of<T>(count: u64, what: &str) -> Result<u64> {
+    count
+        .checked_mul(std::mem::size_of::<T>() as u64)
+        .ok_or_else(|| Error::HostOutOfMemory {
+            what: what.to_string(),
+            needed: u64::MAX,
+            available: available().unwrap_or(0),
+        })
+}
+
+/// Fails with [`Error::HostOutOfMemory`] when `bytes` exceed the memory available now.
+/// Where availability cannot be read, only allocation itself can fail.
+pub fn ensure_available(bytes: u64, what: &str) -> Result<()> {
+    match available() {
+        Some(avail) if bytes > avail => Err(Error::HostOutOfMemory {
+            what: what.to_string(),
+            needed: bytes,
+            available: avail,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// An empty vector with room for `len` elements, checked against the machine first and
+/// reserved fallibly.
+pub fn try_with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>> {
+    let bytes = bytes_of::<T>(len as u64, what)?;
+    ensure_available(bytes, what)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::HostOutOfMemory {
+            what: what.to_string(),
+            needed: bytes,
+            available: available().unwrap_or(0),
+        })?;
+    Ok(v)
+}
+
+/// A vector of `len` copies of `value`, checked and reserved as [`try_with_capacity`].
+pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(len, what)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// Bytes in a human unit (`1.5 GiB`), for messages.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_beyond_the_machine_are_errors_not_aborts() {
+        let huge = 1usize << 60;
+        let e = try_with_capacity::<u64>(huge, "a test buffer").unwrap_err();
+        assert!(matches!(e, Error::HostOutOfMemory { .. }), "{e}");
+        assert!(e.to_string().contains("a test buffer"), "{e}");
+        let e = try_filled(usize::MAX, 0u32, "an overflowing buffer").unwrap_err();
+        assert!(matches!(e, Error::HostOutOfMemory { .. }), "{e}");
+    }
+
+    #[test]
+    fn small_sizes_are_allocated() {
+        let v = try_filled(1000, 7u16, "a small buffer").unwrap();
+        assert_eq!(v.len(), 1000);
+        assert!(v.iter().all(|&x| x == 7));
+        assert!(available().is_some_and(|a| a > 0));
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+    }
+}
