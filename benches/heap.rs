@@ -24,12 +24,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/env.rs"]
+mod env;
 
 /// Insert everything from every latency thread, then delete everything; returns how many keys
 /// came back (the caller checks it is all of them; the tests check their order).
@@ -60,13 +56,12 @@ fn concurrent(pool: &LatencyPool, batch: usize, dir: InsertDirection, keys: &[u3
 }
 
 fn heap(c: &mut Criterion) {
-    let n = 1usize << env_usize("ASYM_BENCH_LOG2", 20);
-    let batches: Vec<usize> = std::env::var("ASYM_BENCH_BATCHES")
-        .unwrap_or_else(|_| "64,1024".into())
-        .split(',')
-        .filter_map(|b| b.trim().parse().ok())
-        .filter(|b: &usize| b.is_power_of_two())
-        .collect();
+    let n = 1usize << env::number("ASYM_BENCH_LOG2", 20);
+    let batches: Vec<usize> = env::numbers("ASYM_BENCH_BATCHES", "64,1024");
+    if let Some(bad) = batches.iter().find(|b| !b.is_power_of_two()) {
+        eprintln!("ASYM_BENCH_BATCHES: {bad} is not a power of two");
+        std::process::exit(2);
+    }
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let keys: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
     let pool = LatencyPool::new(Default::default()).expect("pool");

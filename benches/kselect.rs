@@ -18,23 +18,17 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/env.rs"]
+mod env;
 
 fn kselect(c: &mut Criterion) {
-    let total = 1usize << env_usize("ASYM_BENCH_LOG2", 22);
-    let lengths: Vec<usize> = std::env::var("ASYM_BENCH_LENGTHS")
-        .unwrap_or_else(|_| "11,15,19".into())
-        .split(',')
-        .filter_map(|e| e.trim().parse::<u32>().ok())
-        .map(|e| 1usize << e)
+    let total = 1usize << env::number("ASYM_BENCH_LOG2", 22);
+    let lengths: Vec<usize> = env::numbers::<u32>("ASYM_BENCH_LENGTHS", "11,15,19")
+        .into_iter()
+        .map(|e| 1usize << e.min(40))
         .filter(|&l| l <= total)
         .collect();
-    let d = env_usize("ASYM_BENCH_D", 8);
+    let d = env::number("ASYM_BENCH_D", 8);
     let mut data = vec![0i32; total];
     data.par_chunks_mut(1 << 16)
         .enumerate()
@@ -63,7 +57,7 @@ fn kselect(c: &mut Criterion) {
                 b.iter(|| selector.select(&data, &cut, k, mode).expect("select"))
             });
         }
-        if std::env::var("ASYM_BENCH_BRIDGE").is_ok_and(|v| v == "1") {
+        if env::switch("ASYM_BENCH_BRIDGE") {
             let name = match selector.bridge_schedule(Cooperation::Bridge) {
                 Some(Cooperation::BridgeLive) => "coop_bridge_live",
                 _ => "coop_bridge_pipelined",

@@ -15,12 +15,11 @@ use asym::structures::list::workload::{SequentialList, Workload};
 use asym::structures::list::{ListMode, LockFreeList};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
+#[path = "support/env.rs"]
+mod env;
+
 fn list(c: &mut Criterion) {
-    let sizes: Vec<usize> = std::env::var("ASYM_BENCH_LIST")
-        .unwrap_or_else(|_| "2000,20000".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
+    let sizes: Vec<usize> = env::numbers("ASYM_BENCH_LIST", "2000,20000");
     let (initial, ops) = (sizes[0], sizes.get(1).copied().unwrap_or(10 * sizes[0]));
     let w = Workload::generate(initial, ops, 42).expect("workload");
     let pool = LatencyPool::new(Default::default()).expect("pool");
@@ -52,11 +51,10 @@ fn list(c: &mut Criterion) {
     // The allocator from a kernel, for each shard count in ASYM_BENCH_SHARDS (default: the
     // default layout's).
     let n = 1 << 16;
-    let shard_counts: Vec<u32> = std::env::var("ASYM_BENCH_SHARDS")
-        .unwrap_or_else(|_| ArenaLayout::default().shards.to_string())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
+    let shard_counts: Vec<u32> = env::numbers(
+        "ASYM_BENCH_SHARDS",
+        &ArenaLayout::default().shards.to_string(),
+    );
     for shards in shard_counts {
         let layout = ArenaLayout {
             shards,

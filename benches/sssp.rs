@@ -13,16 +13,12 @@ use asym::structures::graph::Graph;
 use asym::structures::sssp::{cpu, device::DeviceSssp, Order};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/env.rs"]
+mod env;
 
 fn sssp(c: &mut Criterion) {
-    let scale = env_usize("ASYM_BENCH_SCALE", 14) as u32;
-    let geo = env_usize("ASYM_BENCH_GEO", 1 << 16);
+    let scale = env::number("ASYM_BENCH_SCALE", 14) as u32;
+    let geo = env::number("ASYM_BENCH_GEO", 1 << 16);
     let graphs = [
         (
             format!("kron_{scale}"),

@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 use asym::runtime::{parse_modes, Error, LatencyPool, Mode, Result, Runtime, Transport};
 use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, SelectStats, Sublists};
 use asym::structures::npy::{self, Dtype, NpyElement};
+use asym::structures::output;
 use clap::Parser;
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/progress.rs"]
 mod progress;
 use progress::Progress;
@@ -338,6 +341,10 @@ fn parse_coops(s: &str) -> Result<Vec<Cooperation>> {
 }
 
 fn run(args: &Args) -> Result<bool> {
+    if let Some(path) = &args.output {
+        // Fail before the run, not after it, on a path that cannot be written.
+        output::check_writable(path)?;
+    }
     let modes = parse_modes(&args.mode)?;
     let coops = parse_coops(&args.coop)?;
     let mut runners: Vec<Runner> = Vec::new();
@@ -487,15 +494,9 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("batch_kselect: some answers differ from select_nth_unstable");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("batch_kselect: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::finish(
+        "batch_kselect",
+        "some answers differ from select_nth_unstable",
+        run(&args),
+    )
 }

@@ -12,6 +12,9 @@ use asym::runtime::{list_devices, select_device, DeviceProfile, Result, Runtime,
 use clap::Parser;
 use serde_json::{json, Value};
 
+#[path = "support/cli.rs"]
+mod cli;
+
 #[derive(Parser, Debug)]
 #[command(about = "List OpenCL devices and measure asym's SVM transports on the selected one")]
 struct Args {
@@ -106,7 +109,7 @@ fn run(args: &Args) -> Result<()> {
     let devices = list_devices()?;
     let selected = select_device(args.device.as_deref())?;
     let transports: Vec<Transport> = match args.transport.as_str() {
-        "all" => Transport::supported_by(&selected),
+        "all" => Transport::candidates(&selected)?,
         one => {
             let t: Transport = one.parse()?;
             t.check(&selected)?;
@@ -219,11 +222,5 @@ fn run(args: &Args) -> Result<()> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("devices: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::finish("devices", "", run(&args).map(|()| true))
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
@@ -31,6 +31,9 @@ use clap::Parser;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
+
+#[path = "support/cli.rs"]
+mod cli;
 
 #[derive(Parser, Debug)]
 #[command(about = "The generalized concurrent heap: insert then delete everything, or mixed pairs")]
@@ -495,32 +498,22 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
     Ok(rows)
 }
 
-fn parse_list(s: &str, what: &str) -> Result<Vec<usize>> {
-    s.split(',')
-        .map(|v| {
-            v.trim().parse::<usize>().map_err(|_| {
-                Error::InvalidArgument(format!("{what} {v:?}: expected a number (or a comma list)"))
-            })
-        })
-        .collect()
-}
-
 fn run(args: &Args) -> Result<bool> {
-    let batches = parse_list(&args.batch, "--batch")?;
+    let batches = cli::numbers("--batch", &args.batch)?;
     if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
         return Err(Error::InvalidArgument(format!(
             "--batch {b}: K must be a power of two"
         )));
     }
     let group_counts: Vec<Option<usize>> = match &args.work_groups {
-        Some(s) => parse_list(s, "--work-groups")?
+        Some(s) => cli::numbers("--work-groups", s)?
             .into_iter()
             .map(Some)
             .collect(),
         None => vec![None],
     };
     let group_sizes: Vec<Option<usize>> = match &args.work_group {
-        Some(s) => parse_list(s, "--work-group")?
+        Some(s) => cli::numbers("--work-group", s)?
             .into_iter()
             .map(Some)
             .collect(),
@@ -532,35 +525,13 @@ fn run(args: &Args) -> Result<bool> {
             args.keys_log2
         )));
     }
-    let (mut use_cpu, mut use_gpu, mut use_coop) = (false, false, false);
-    for mode in args.mode.split(',').map(str::trim) {
-        match mode {
-            "cpu" => use_cpu = true,
-            "gpu" => use_gpu = true,
-            "coop" => use_coop = true,
-            "all" => (use_cpu, use_gpu, use_coop) = (true, true, true),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected cpu, gpu, coop or all"
-                )))
-            }
-        }
-    }
-    let patterns: Vec<&'static str> = if args.pattern.trim() == "all" {
-        vec!["random", "ascending", "descending"]
-    } else {
-        args.pattern
-            .split(',')
-            .map(|p| match p.trim() {
-                "random" => Ok("random"),
-                "ascending" => Ok("ascending"),
-                "descending" => Ok("descending"),
-                other => Err(Error::InvalidArgument(format!(
-                    "unknown pattern {other:?}: expected random, ascending, descending or all"
-                ))),
-            })
-            .collect::<Result<_>>()?
-    };
+    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
+    let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
+    let patterns = cli::choose(
+        "--pattern",
+        &args.pattern,
+        &["random", "ascending", "descending"],
+    )?;
     let directions: Vec<InsertDirection> = match args.insert.trim() {
         "td" => vec![InsertDirection::TopDown],
         "bu" => vec![InsertDirection::BottomUp],
@@ -596,6 +567,30 @@ fn run(args: &Args) -> Result<bool> {
         None
     };
     let n = 1usize << args.keys_log2;
+    // The keys, the preload, their reference order, the heap's own copy, and the peers' or the
+    // device's staging: about six 4-byte words per key at the peak, checked before any is made.
+    let keys_held = (n as u64).saturating_add(args.preload as u64);
+    host_memory::ensure_available(
+        keys_held.saturating_mul(24),
+        &format!(
+            "heap_bench with 2^{} keys and a preload of {} (about 24 bytes per key)",
+            args.keys_log2, args.preload
+        ),
+    )?;
+    if use_gpu {
+        // A work-group works on one node of K keys: a size above every K runs nothing.
+        if let Some(&w) = group_sizes
+            .iter()
+            .flatten()
+            .find(|&&w| batches.iter().all(|&b| w > b))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "--work-group {w}: larger than every --batch ({}); a work-group works on one \
+                 node of K keys, so it takes at most K work-items",
+                args.batch
+            )));
+        }
+    }
     let mut rows = Vec::new();
     // Row names: the mode and the insert direction.
     let named = |mode: &str, d: InsertDirection| match d {
@@ -783,6 +778,11 @@ fn run(args: &Args) -> Result<bool> {
             }
         }
     }
+    if rows.is_empty() {
+        return Err(Error::InvalidArgument(
+            "these flags leave nothing to run (--no-peers with no mode that applies)".into(),
+        ));
+    }
     let all_ok = rows.iter().all(|r| r.verified);
     if args.json {
         for r in &rows {
@@ -849,15 +849,9 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("heap_bench: a run lost, duplicated or misordered keys");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("heap_bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::finish(
+        "heap_bench",
+        "a run lost, duplicated or misordered keys",
+        run(&args),
+    )
 }

@@ -25,6 +25,9 @@ use asym::structures::knapsack::{
 use clap::Parser;
 use serde_json::json;
 
+#[path = "support/cli.rs"]
+mod cli;
+
 #[derive(Parser, Debug)]
 #[command(about = "0/1 knapsack by best-first branch-and-bound on the generalized heap")]
 struct Args {
@@ -118,21 +121,8 @@ fn run(args: &Args) -> Result<bool> {
             args.batch
         )));
     }
-    let (mut seq, mut cpu, mut gpu, mut coop) = (false, false, false, false);
-    for m in args.mode.split(',').map(str::trim) {
-        match m {
-            "seq" => seq = true,
-            "cpu" => cpu = true,
-            "gpu" => gpu = true,
-            "coop" => coop = true,
-            "all" => (seq, cpu, gpu, coop) = (true, true, true, true),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected seq, cpu, gpu, coop or all"
-                )))
-            }
-        }
-    }
+    let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
+    let [seq, cpu, gpu, coop] = ["seq", "cpu", "gpu", "coop"].map(|m| modes.contains(&m));
     let direction = match args.insert.trim() {
         "td" => InsertDirection::TopDown,
         "bu" => InsertDirection::BottomUp,
@@ -304,15 +294,9 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("knapsack: an optimum differs from dynamic programming");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("knapsack: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::finish(
+        "knapsack",
+        "an optimum differs from dynamic programming",
+        run(&args),
+    )
 }

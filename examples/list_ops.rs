@@ -11,13 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::arena::ArenaStats;
 use asym::structures::list::workload::{SequentialList, Workload};
 use asym::structures::list::{BatchReport, ListMode, LockFreeList, OpStatus};
+use asym::structures::output;
 use clap::Parser;
 use serde_json::json;
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/progress.rs"]
 mod progress;
 use progress::Progress;
@@ -99,25 +102,15 @@ fn write_list(path: &Path, values: &[i32]) -> Result<()> {
         text.push_str(&v.to_string());
         text.push('\n');
     }
-    std::fs::write(path, text).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })
+    output::write_whole(path, text.as_bytes())
 }
 
 fn run(args: &Args) -> Result<bool> {
-    let mut modes = Vec::new();
-    for m in args.mode.split(',').map(str::trim) {
-        match m {
-            "seq" | "cpu" | "gpu" | "coop" => modes.push(m.to_string()),
-            "all" => modes.extend(["seq", "cpu", "gpu", "coop"].map(String::from)),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected seq, cpu, gpu, coop or all"
-                )))
-            }
-        }
+    if let Some(path) = &args.output {
+        // Fail before the run, not after it, on a path that cannot be written.
+        output::check_writable(path)?;
     }
+    let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
     if !(0.0..=1.0).contains(&args.device_share) {
         return Err(Error::InvalidArgument(format!(
             "--device-share {}: 0 to 1",
@@ -131,17 +124,29 @@ fn run(args: &Args) -> Result<bool> {
             &read(o)?,
             &o.display().to_string(),
         )?,
-        _ => Workload::generate(args.initial, args.ops_count, args.seed)?,
+        _ => {
+            // The workload, the sequential list, the arena's nodes and each mode's final list:
+            // about 64 bytes per node and operation at the peak.
+            let items = (args.initial as u64).saturating_add(args.ops_count as u64);
+            host_memory::ensure_available(
+                items.saturating_mul(64),
+                &format!(
+                    "list_ops --initial {} --ops-count {} (about 64 bytes each)",
+                    args.initial, args.ops_count
+                ),
+            )?;
+            Workload::generate(args.initial, args.ops_count, args.seed)?
+        }
     };
-    let needs_device = modes.iter().any(|m| m == "gpu" || m == "coop");
+    let needs_device = modes.iter().any(|&m| m == "gpu" || m == "coop");
     // The cpu mode needs the runtime too: the list lives in the device's SVM (on a machine
     // without a GPU, PoCL's CPU device provides it).
-    let rt = if modes.iter().any(|m| m != "seq") {
+    let rt = if modes.iter().any(|&m| m != "seq") {
         Some(Runtime::on_device(args.device.as_deref())?)
     } else {
         None
     };
-    let pool = if modes.iter().any(|m| m == "cpu" || m == "coop") {
+    let pool = if modes.iter().any(|&m| m == "cpu" || m == "coop") {
         Some(LatencyPool::with_threads(args.threads)?)
     } else {
         None
@@ -162,7 +167,7 @@ fn run(args: &Args) -> Result<bool> {
     let mut progress = Progress::new((modes.len() * args.repeat) as u64, args.json);
     let mut runs: Vec<Run> = Vec::new();
     let mut finals: Vec<(String, Vec<i32>)> = Vec::new();
-    for mode in &modes {
+    for &mode in &modes {
         for rep in 0..args.repeat.max(1) {
             progress.step(format!("{mode} run {}", rep + 1));
             let (run, fin) = if mode == "seq" {
@@ -174,7 +179,7 @@ fn run(args: &Args) -> Result<bool> {
                 let fin = list.values();
                 let count = |s| statuses.iter().filter(|&&x| x == s).count();
                 let run = Run {
-                    mode: mode.clone(),
+                    mode: mode.to_string(),
                     ms,
                     device_ms: None,
                     cleanup_ms: 0.0,
@@ -188,7 +193,7 @@ fn run(args: &Args) -> Result<bool> {
                 (run, fin)
             } else {
                 let rt = rt.as_ref().expect("opened above");
-                let list_mode = match mode.as_str() {
+                let list_mode = match mode {
                     "cpu" => ListMode::Cpu,
                     "gpu" => ListMode::Gpu,
                     _ => ListMode::Cooperative {
@@ -218,7 +223,7 @@ fn run(args: &Args) -> Result<bool> {
                 let fin = list.values()?;
                 let arena = list.arena_stats()?;
                 let run = Run {
-                    mode: mode.clone(),
+                    mode: mode.to_string(),
                     ms: report.elapsed.as_secs_f64() * 1e3,
                     device_ms: report.device_time.map(|d| d.as_secs_f64() * 1e3),
                     cleanup_ms,
@@ -232,7 +237,7 @@ fn run(args: &Args) -> Result<bool> {
                 (run, fin)
             };
             if rep == 0 {
-                finals.push((mode.clone(), fin));
+                finals.push((mode.to_string(), fin));
             }
             runs.push(run);
         }
@@ -303,10 +308,10 @@ fn run(args: &Args) -> Result<bool> {
             "cleanup",
             "arena use/high KiB"
         );
-        for mode in &modes {
+        for &mode in &modes {
             let Some(r) = runs
                 .iter()
-                .filter(|r| &r.mode == mode)
+                .filter(|r| r.mode == mode)
                 .min_by(|a, b| a.ms.total_cmp(&b.ms))
             else {
                 continue;
@@ -348,15 +353,5 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("list_ops: a run broke the list's invariants");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("list_ops: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::finish("list_ops", "a run broke the list's invariants", run(&args))
 }

@@ -16,19 +16,21 @@
 //! as in the files. `--mode coop` expands on the device and orders with the Cooperative heap
 //! (a host top served by the calling thread in front of the device heap).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::gheap::HeapPlacement;
 use asym::structures::gheap::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
 use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
+use asym::structures::output;
 use asym::structures::sssp::device::DeviceSssp;
 use asym::structures::sssp::{check_distances, cpu, Order, SsspStats};
 use clap::Parser;
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/progress.rs"]
 mod progress;
 use progress::Progress;
@@ -156,37 +158,26 @@ fn load(args: &Args, quiet: bool) -> Result<(String, Graph)> {
     Ok((name, graph))
 }
 
-fn write_output(path: &PathBuf, dist: &[u64]) -> Result<()> {
-    let io = |e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    for (v, &d) in dist.iter().enumerate() {
-        if d == UNREACHABLE {
-            writeln!(out, "{} inf", v + 1).map_err(io)?;
-        } else {
-            writeln!(out, "{} {d}", v + 1).map_err(io)?;
+fn write_output(path: &std::path::Path, dist: &[u64]) -> Result<()> {
+    output::write_whole_with(path, |out| {
+        for (v, &d) in dist.iter().enumerate() {
+            if d == UNREACHABLE {
+                writeln!(out, "{} inf", v + 1)?;
+            } else {
+                writeln!(out, "{} {d}", v + 1)?;
+            }
         }
-    }
-    out.flush().map_err(io)
+        Ok(())
+    })
 }
 
 fn run(args: &Args) -> Result<bool> {
-    let (mut use_cpu, mut use_gpu, mut use_coop) = (false, false, false);
-    for m in args.mode.split(',').map(str::trim) {
-        match m {
-            "cpu" => use_cpu = true,
-            "gpu" => use_gpu = true,
-            "coop" => use_coop = true,
-            "all" => (use_cpu, use_gpu, use_coop) = (true, true, true),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown mode {other:?}: expected cpu, gpu, coop or all"
-                )))
-            }
-        }
+    if let Some(path) = &args.output {
+        // Fail before the run, not after it, on a path that cannot be written.
+        output::check_writable(path)?;
     }
+    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
+    let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
     if args.source == Some(0) {
         return Err(Error::InvalidArgument(
             "--source 0: vertices are numbered from 1".into(),
@@ -200,6 +191,22 @@ fn run(args: &Args) -> Result<bool> {
     let steps = 2 + 2 * u64::from(use_cpu) + 2 * u64::from(use_gpu) + u64::from(use_coop);
     let mut progress = Progress::new(steps, args.json);
     let (name, graph) = load(args, args.json)?;
+    // Beside the graph: the reference and each search's distances and frontiers (about 32
+    // bytes per vertex), and for the device modes the graph's copy in SVM.
+    let per_vertex = (graph.vertices() as u64).saturating_mul(32);
+    let device_copy = if use_gpu || use_coop {
+        (graph.edges() as u64) * 8 + (graph.vertices() as u64) * 4
+    } else {
+        0
+    };
+    host_memory::ensure_available(
+        per_vertex.saturating_add(device_copy),
+        &format!(
+            "the searches on {name} ({} vertices, {} edges)",
+            graph.vertices(),
+            graph.edges()
+        ),
+    )?;
     progress.step("Dijkstra".into());
     let source = args.source.map_or_else(|| graph.hub(), |s| s - 1);
     graph.check_source(source)?;
@@ -341,15 +348,5 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("sssp: distances differ from Dijkstra's");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("sssp: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::finish("sssp", "distances differ from Dijkstra's", run(&args))
 }

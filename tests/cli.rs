@@ -740,3 +740,225 @@ fn list_ops_reads_the_seeds_files_verifies_and_names_bad_lines() {
         let _ = std::fs::remove_file(f);
     }
 }
+
+/// Runs example `name` with `args` and extra environment: (exit code, stdout, stderr).
+fn run_with_env(name: &str, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let out = Command::new(example(name))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("run {name}: {e}"));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Sizes read from files and flags, outputs that cannot be written and bad environment values:
+/// each is a usage error (exit code 2) whose message names what was wrong, never an abort, a
+/// panic or a half-written file.
+#[test]
+fn sizes_outputs_and_environment_are_usage_errors() {
+    let knapsack = tmp("huge-capacity.txt");
+    std::fs::write(&knapsack, "0 1000000000000\n").unwrap();
+    let dimacs = tmp("huge.gr");
+    std::fs::write(&dimacs, "p sp 4000000000 0\n").unwrap();
+    let mtx = tmp("huge.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate integer general\n3000000000 3000000000 0\n",
+    )
+    .unwrap();
+    // A header claiming 2^62 int32 elements over four bytes of data.
+    let npy_lie = tmp("lie.npy");
+    let mut header =
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (4611686018427387904,), }".to_string();
+    header.push_str(&" ".repeat(117 - header.len()));
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    std::fs::write(&npy_lie, bytes).unwrap();
+    let unwritable = "/nonexistent-asym-dir/out.txt";
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    let p = |p: &PathBuf| p.to_str().unwrap().to_string();
+    // (example, arguments, environment, what the message must name)
+    type Case<'a> = (&'a str, Vec<String>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
+        // Sizes from files: checked against the machine and the file before allocation.
+        (
+            "sssp",
+            vec!["--input".into(), p(&dimacs), "--mode".into(), "cpu".into()],
+            vec![],
+            "4000000000 vertices",
+        ),
+        (
+            "sssp",
+            vec!["--input".into(), p(&mtx), "--mode".into(), "cpu".into()],
+            vec![],
+            "3000000000 vertices",
+        ),
+        (
+            "batch_kselect",
+            vec![
+                "--input".into(),
+                p(&npy_lie),
+                "--sublist".into(),
+                "1".into(),
+            ],
+            vec![],
+            "more than 2^64 bytes",
+        ),
+        // Sizes from flags the flag checks allow but the machine cannot hold.
+        (
+            "sssp",
+            vec!["--scale".into(), "27".into(), "--mode".into(), "cpu".into()],
+            vec![],
+            "out of host memory",
+        ),
+        (
+            "heap_bench",
+            vec![
+                "--mixed".into(),
+                "--preload".into(),
+                "1000000000000".into(),
+                "--mode".into(),
+                "cpu".into(),
+            ],
+            vec![],
+            "out of host memory",
+        ),
+        (
+            "heap_bench",
+            vec!["--keys-log2".into(), "40".into()],
+            vec![],
+            "--keys-log2 40",
+        ),
+        (
+            "list_ops",
+            vec![
+                "--initial".into(),
+                "1073741823".into(),
+                "--mode".into(),
+                "seq".into(),
+            ],
+            vec![],
+            "out of host memory",
+        ),
+        // A work-group above every K would run nothing.
+        (
+            "heap_bench",
+            vec![
+                "--mode".into(),
+                "gpu".into(),
+                "--work-group".into(),
+                "2048".into(),
+                "--batch".into(),
+                "1024".into(),
+            ],
+            vec![],
+            "--work-group 2048",
+        ),
+        // Outputs that cannot be written fail before the run.
+        (
+            "sssp",
+            vec![
+                "--scale".into(),
+                "8".into(),
+                "--mode".into(),
+                "cpu".into(),
+                "--output".into(),
+                unwritable.into(),
+            ],
+            vec![],
+            unwritable,
+        ),
+        (
+            "list_ops",
+            vec![
+                "--mode".into(),
+                "seq".into(),
+                "--output".into(),
+                unwritable.into(),
+            ],
+            vec![],
+            unwritable,
+        ),
+        (
+            "batch_kselect",
+            vec![
+                "--total-log2".into(),
+                "12".into(),
+                "--output".into(),
+                dir.into(),
+            ],
+            vec![],
+            "is a directory",
+        ),
+        // Environment values are checked as flags are.
+        ("devices", vec![], vec![("ASYM_SVM", "bogus")], "ASYM_SVM"),
+        (
+            "devices",
+            vec![],
+            vec![("ASYM_TIMEOUT_MS", "soon")],
+            "ASYM_TIMEOUT_MS",
+        ),
+        (
+            "devices",
+            vec![],
+            vec![("ASYM_DEVICE", "no-such-device")],
+            "no-such-device",
+        ),
+        (
+            "knapsack",
+            vec!["--mode".into(), "cpu".into(), "--n".into(), "8".into()],
+            vec![("ASYM_LATENCY_THREADS", "many")],
+            "ASYM_LATENCY_THREADS",
+        ),
+        (
+            "heap_bench",
+            vec![
+                "--mode".into(),
+                "gpu".into(),
+                "--keys-log2".into(),
+                "10".into(),
+            ],
+            vec![("ASYM_GHEAP_PROFILE", "yes")],
+            "ASYM_GHEAP_PROFILE",
+        ),
+        (
+            "batch_kselect",
+            vec![
+                "--total-log2".into(),
+                "12".into(),
+                "--mode".into(),
+                "gpu".into(),
+            ],
+            vec![("ASYM_DUMP_BINARIES", unwritable)],
+            "ASYM_DUMP_BINARIES",
+        ),
+    ];
+    for (name, args, env, want) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, stderr) = run_with_env(name, &args, env);
+        let what = format!("{name} {args:?} {env:?}");
+        assert_eq!(code, Some(2), "{what}: exit {code:?}, stderr {stderr}");
+        assert!(stderr.contains(want), "{what}: {want:?} not in {stderr:?}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    }
+    // A knapsack capacity of 10^12 over no items: the DP table is refused, the search answers.
+    let (code, stdout, stderr) = run_with_env(
+        "knapsack",
+        &["--input", &p(&knapsack), "--mode", "seq"],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("too large for DP"), "{stdout}");
+    assert!(!std::path::Path::new(unwritable).exists());
+    for f in [knapsack, dimacs, mtx, npy_lie] {
+        let _ = std::fs::remove_file(f);
+    }
+}

@@ -11,6 +11,7 @@
 //! - [`Mode`]: CPU-only, GPU-only or cooperative, taken by every batch API.
 //! - [`host_memory`]: sizes from files and flags checked against the machine, fallible
 //!   allocation.
+//! - [`env`]: the `ASYM_*` variables, parsed as strictly as flags.
 //! - [`Error`]: the one error type.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
@@ -18,6 +19,7 @@
 pub mod backoff;
 pub mod device;
 pub mod diag;
+pub mod env;
 mod error;
 pub mod host_memory;
 mod kernel;

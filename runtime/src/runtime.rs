@@ -96,15 +96,16 @@ impl Runtime {
         let transport = Transport::choose(&profile, transport)?;
         let timeout = match timeout {
             Some(t) => t,
-            None => match std::env::var(TIMEOUT_ENV) {
-                Ok(s) if !s.trim().is_empty() => {
-                    Duration::from_millis(s.trim().parse().map_err(|_| {
-                        Error::InvalidArgument(format!("{TIMEOUT_ENV}={s:?} is not a number"))
-                    })?)
-                }
-                _ => DEFAULT_TIMEOUT,
-            },
+            None => crate::env::parsed::<u64>(TIMEOUT_ENV, "milliseconds (a whole number)")?
+                .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
         };
+        if let Some(dir) = std::env::var_os(DUMP_BINARIES_ENV).filter(|d| !d.is_empty()) {
+            if !std::path::Path::new(&dir).is_dir() {
+                return Err(Error::InvalidArgument(format!(
+                    "{DUMP_BINARIES_ENV}={dir:?}: expected an existing directory"
+                )));
+            }
+        }
         let label = profile.label();
         let context = ocl::core::create_context(None, &[profile.device_id], None, None)
             .map_err(|e| Error::ocl("clCreateContext", label.clone(), e))?;
@@ -267,7 +268,7 @@ impl Runtime {
                 log,
             });
         }
-        if let Some(dir) = std::env::var_os(DUMP_BINARIES_ENV) {
+        if let Some(dir) = std::env::var_os(DUMP_BINARIES_ENV).filter(|d| !d.is_empty()) {
             dump_binary(&program, source.name, &options, std::path::Path::new(&dir));
         }
         Ok(Program {

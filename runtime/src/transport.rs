@@ -95,14 +95,9 @@ impl Transport {
     /// The transports to exercise on `device`: the one `ASYM_SVM` forces (checked), else every
     /// one the device supports. Tests and benchmarks run each of these.
     pub fn candidates(device: &DeviceProfile) -> Result<Vec<Transport>> {
-        match std::env::var(SVM_ENV) {
-            Ok(s) if !s.trim().is_empty() => {
-                let t: Transport = s
-                    .parse()
-                    .map_err(|e| Error::InvalidArgument(format!("{SVM_ENV}: {e}")))?;
-                t.check(device).map(|()| vec![t])
-            }
-            _ => Ok(Transport::supported_by(device)),
+        match crate::env::parsed::<Transport>(SVM_ENV, "fine or coarse")? {
+            Some(t) => t.check(device).map(|()| vec![t]),
+            None => Ok(Transport::supported_by(device)),
         }
     }
 
@@ -110,13 +105,7 @@ impl Transport {
     pub fn choose(device: &DeviceProfile, requested: Option<Transport>) -> Result<Transport> {
         let requested = match requested {
             Some(t) => Some(t),
-            None => match std::env::var(SVM_ENV) {
-                Ok(s) if !s.trim().is_empty() => Some(
-                    s.parse::<Transport>()
-                        .map_err(|e| Error::InvalidArgument(format!("{SVM_ENV}: {e}")))?,
-                ),
-                _ => None,
-            },
+            None => crate::env::parsed::<Transport>(SVM_ENV, "fine or coarse")?,
         };
         match requested {
             Some(t) => t.check(device).map(|()| t),

@@ -34,6 +34,7 @@ pub mod knapsack;
 pub mod kselect;
 pub mod list;
 pub mod npy;
+pub mod output;
 mod rng;
 pub mod sssp;
 

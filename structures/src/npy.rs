@@ -1,11 +1,16 @@
 //! Minimal NumPy `.npy` reading and writing for k-selection inputs and outputs: little-endian
 //! `int32`, `uint32` and `float32`, C order, 1-D or 2-D. Anything else is refused with a
 //! message that says what the file holds.
+//!
+//! Kept instead of the `npyz` crate because npyz 0.8 multiplies a header's shape unchecked
+//! (a wrap in release, a panic in debug) and reserves the header's element count before
+//! reading, so a header that lies aborts the process; here every size is checked against the
+//! file first.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
-use asym_runtime::{Error, Result};
+use asym_runtime::{host_memory, Error, Result};
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
@@ -186,12 +191,13 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<NpyArray> {
         .try_fold(1usize, |a, &b| a.checked_mul(b))
         .ok_or_else(|| bad(path, "shape overflows"))?;
     let data = &bytes[start + header_len..];
-    if data.len() != count * 4 {
+    let needed = count.checked_mul(4);
+    if needed != Some(data.len()) {
+        let needed = needed.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
         return Err(bad(
             path,
             format!(
-                "shape {shape_text} needs {} bytes of data, the file has {}",
-                count * 4,
+                "shape {shape_text} needs {needed} bytes of data, the file has {}",
                 data.len()
             ),
         ));
@@ -214,7 +220,10 @@ pub fn write<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
     let total = MAGIC.len() + 4 + header.len() + 1;
     header.push_str(&" ".repeat(total.next_multiple_of(64) - total));
     header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + values.len() * 4);
+    let mut out = host_memory::try_with_capacity(
+        10 + header.len() + values.len() * 4,
+        &format!("writing {}", path.display()),
+    )?;
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
@@ -222,14 +231,7 @@ pub fn write<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
     for v in values {
         out.extend_from_slice(&v.to_bits().to_le_bytes());
     }
-    let io = |e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
-    std::fs::File::create(path)
-        .map_err(io)?
-        .write_all(&out)
-        .map_err(io)
+    crate::output::write_whole(path, &out)
 }
 
 #[cfg(test)]
@@ -290,6 +292,18 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("12 bytes"));
+        // A header claiming 2^62 elements over four bytes of data: the size check must not wrap.
+        let lie = make(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (4611686018427387904,), }\n",
+            &[0; 4],
+        );
+        let e = parse(p, &lie).unwrap_err().to_string();
+        assert!(e.contains("more than 2^64"), "{e}");
+        let lie2 = make(
+            "{'descr': '<i4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n",
+            &[0; 4],
+        );
+        assert!(parse(p, &lie2).is_err());
         let d3 = make(
             "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 1, 1), }\n",
             &[0; 4],

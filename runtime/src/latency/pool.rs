@@ -111,12 +111,8 @@ impl LatencyPool {
         let usable = topology.pus.clone();
         let threads = match options.threads {
             Some(n) => n,
-            None => match std::env::var(THREADS_ENV) {
-                Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| {
-                    Error::InvalidArgument(format!("{THREADS_ENV}={s:?} is not a thread count"))
-                })?,
-                _ => usable.len().saturating_sub(options.leave_for_device).max(1),
-            },
+            None => crate::env::parsed::<usize>(THREADS_ENV, "a thread count")?
+                .unwrap_or_else(|| usable.len().saturating_sub(options.leave_for_device).max(1)),
         };
         if threads == 0 || threads > 4096 {
             return Err(Error::InvalidArgument(format!(

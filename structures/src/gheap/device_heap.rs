@@ -413,7 +413,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 ));
             }
         }
-        let profiled = std::env::var_os("ASYM_GHEAP_PROFILE").is_some_and(|v| v != "0");
+        let profiled = asym_runtime::env::switch("ASYM_GHEAP_PROFILE")?;
         let program = rt.program_with(
             &asym_kernels::GHEAP,
             &format!(

@@ -44,8 +44,25 @@ impl Workload {
     /// Duplicate initial values are refused (operations name nodes by value).
     pub fn parse(nodes: &str, nodes_name: &str, ops: &str, ops_name: &str) -> Result<Self> {
         let initial = Self::parse_nodes(nodes, nodes_name)?;
-        let ops = Self::parse_ops(ops, ops_name)?;
+        let (ops, lines) = Self::parse_ops(ops, ops_name)?;
         super::unique_values(&initial, &format!("the initial list of {nodes_name}"))?;
+        // An insert names a new node by its value: a value already in the list, or inserted
+        // by another operation of the batch, would make two nodes with one name.
+        let mut named: HashMap<i32, Option<usize>> = initial.iter().map(|&v| (v, None)).collect();
+        for (op, &line) in ops.iter().zip(&lines) {
+            if let ListOp::InsertAfter { value, .. } = *op {
+                if let Some(first) = named.insert(value, Some(line)) {
+                    let already = match first {
+                        None => format!("is in the initial list of {nodes_name}"),
+                        Some(l) => format!("is inserted on line {l} too"),
+                    };
+                    return Err(Error::InvalidArgument(format!(
+                        "{ops_name}:{line}: inserts {value}, which {already}; the list names \
+                         nodes by value, so an insert needs a new one"
+                    )));
+                }
+            }
+        }
         Ok(Workload { initial, ops })
     }
 
@@ -57,7 +74,7 @@ impl Workload {
             )));
         };
         let count: usize = number(words[0], name, line, "the node count")?;
-        let mut values = Vec::with_capacity(count.min(1 << 24));
+        let mut values = Vec::with_capacity(count.min(1 << 20));
         let mut last_line = line;
         for w in &words[1..] {
             values.push(number(w, name, line, "value")?);
@@ -82,7 +99,8 @@ impl Workload {
         Ok(values)
     }
 
-    fn parse_ops(text: &str, name: &str) -> Result<Vec<ListOp>> {
+    /// The operations and the line each stands on.
+    fn parse_ops(text: &str, name: &str) -> Result<(Vec<ListOp>, Vec<usize>)> {
         let mut lines = numbered_lines(text);
         let Some((line, words)) = lines.next() else {
             return Err(Error::InvalidArgument(format!(
@@ -95,7 +113,8 @@ impl Workload {
             )));
         }
         let count: usize = number(words[0], name, line, "the operation count")?;
-        let mut ops = Vec::with_capacity(count.min(1 << 24));
+        let mut ops = Vec::with_capacity(count.min(1 << 20));
+        let mut op_lines = Vec::with_capacity(count.min(1 << 20));
         let mut last_line = line;
         for (line, words) in lines {
             last_line = line;
@@ -119,6 +138,7 @@ impl Workload {
                 }
             };
             ops.push(op);
+            op_lines.push(line);
         }
         if ops.len() != count {
             return Err(Error::InvalidArgument(format!(
@@ -126,7 +146,7 @@ impl Workload {
                 ops.len()
             )));
         }
-        Ok(ops)
+        Ok((ops, op_lines))
     }
 
     /// A workload as the seed generates one: `initial` unique values in random order, then
@@ -190,11 +210,13 @@ impl Workload {
         (nodes, ops)
     }
 
-    /// Checks a concurrent run's outcome: the final values are the initial ones less those
-    /// removed plus those inserted (per the statuses), each once; surviving initial values
-    /// keep their order; a successful insert's value stands after its target with only
-    /// inserted values between; an insert failed only if its target was absent or removed in
-    /// the batch, a remove only if its value was absent or removed by another operation.
+    /// Checks a concurrent run's outcome, for any order the batch's operations may have run
+    /// in: the final values are the initial ones less those removed plus those inserted (per
+    /// the statuses), each once; surviving initial values keep their order; a successful
+    /// insert's value stands after its target with only inserted values between; an insert
+    /// after an initial value failed only if the batch removed that value, and an initial
+    /// value's removes did not all fail. Operations on values the batch itself inserts may
+    /// fail legally (they may run before the insert).
     pub fn verify(&self, statuses: &[OpStatus], fin: &[i32]) -> std::result::Result<(), String> {
         if statuses.len() != self.ops.len() {
             return Err(format!(
@@ -203,51 +225,66 @@ impl Workload {
                 self.ops.len()
             ));
         }
+        // Operations of one batch run in any order, so the check counts instead of replaying:
+        // per value, its successful inserts and removes, and which operations failed.
         let initial: HashSet<i32> = self.initial.iter().copied().collect();
-        let removes: HashMap<i32, usize> = self.ops.iter().fold(HashMap::new(), |mut m, op| {
-            if let ListOp::RemoveValue(v) = op {
-                *m.entry(*v).or_insert(0) += 1;
-            }
-            m
-        });
-        let inserted: HashSet<i32> = self
-            .ops
-            .iter()
-            .filter_map(|op| match op {
-                ListOp::InsertAfter { value, .. } => Some(*value),
-                _ => None,
-            })
-            .collect();
-        let mut expect = initial.clone();
+        let mut removes: HashMap<i32, (usize, usize)> = HashMap::new(); // (done, all)
+        let mut inserts: HashMap<i32, usize> = HashMap::new(); // done
         for (i, (op, s)) in self.ops.iter().zip(statuses).enumerate() {
             match (*op, *s) {
-                (ListOp::RemoveValue(v), OpStatus::Done) => {
-                    if !expect.remove(&v) {
-                        return Err(format!("operation {i} removed {v}, which was not there"));
-                    }
-                }
-                (ListOp::RemoveValue(v), OpStatus::Failed) => {
-                    let present = initial.contains(&v) || inserted.contains(&v);
-                    if present && removes[&v] < 2 {
-                        return Err(format!(
-                            "operation {i}: removing {v} failed, yet no other operation removed it"
-                        ));
-                    }
+                (ListOp::RemoveValue(v), OpStatus::Done | OpStatus::Failed) => {
+                    let e = removes.entry(v).or_default();
+                    e.0 += usize::from(*s == OpStatus::Done);
+                    e.1 += 1;
                 }
                 (ListOp::InsertAfter { value, .. }, OpStatus::Done) => {
-                    if !expect.insert(value) {
-                        return Err(format!(
-                            "operation {i} inserted {value}, which was there already"
-                        ));
-                    }
+                    *inserts.entry(value).or_default() += 1
                 }
-                (ListOp::InsertAfter { target, .. }, OpStatus::Failed) => {
-                    let present = initial.contains(&target) || inserted.contains(&target);
-                    if present && !removes.contains_key(&target) {
-                        return Err(format!("operation {i}: insert after {target} failed, yet nothing removed {target}"));
-                    }
-                }
+                (ListOp::InsertAfter { .. }, OpStatus::Failed) => {}
                 (op, s) => return Err(format!("operation {i} ({op:?}) ended {s:?}")),
+            }
+        }
+        let mut expect = initial.clone();
+        for (&v, &n) in &inserts {
+            if n > 1 || initial.contains(&v) {
+                return Err(format!("{v} was inserted while it was in the list"));
+            }
+            expect.insert(v);
+        }
+        for (&v, &(done, all)) in &removes {
+            let there = usize::from(expect.contains(&v));
+            if done > there {
+                return Err(format!(
+                    "{v} was removed {done} times but was there {there} times"
+                ));
+            }
+            // An initial value's first remove to run finds it; a value inserted by the batch
+            // may be removed before its insert ran, so every remove of it may fail.
+            if initial.contains(&v) && all > 0 && done == 0 {
+                return Err(format!(
+                    "removing {v} failed, yet no other operation removed it"
+                ));
+            }
+            if done == 1 {
+                expect.remove(&v);
+            }
+        }
+        for (i, (op, s)) in self.ops.iter().zip(statuses).enumerate() {
+            if let (ListOp::InsertAfter { target, .. }, OpStatus::Done) = (*op, *s) {
+                if !initial.contains(&target) && !inserts.contains_key(&target) {
+                    return Err(format!(
+                        "operation {i}: inserted after {target}, which was never in the list"
+                    ));
+                }
+            }
+            if let (ListOp::InsertAfter { target, .. }, OpStatus::Failed) = (*op, *s) {
+                // Legal only if the target was gone when it ran: removed by the batch, or
+                // never there before the batch (inserted by another operation, or unknown).
+                if initial.contains(&target) && removes.get(&target).is_none_or(|r| r.0 == 0) {
+                    return Err(format!(
+                        "operation {i}: insert after {target} failed, yet nothing removed {target}"
+                    ));
+                }
             }
         }
         let got: HashSet<i32> = fin.iter().copied().collect();
@@ -374,5 +411,69 @@ impl SequentialList {
             cur = self.next[cur as usize];
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `ops` one after the other in `order` on the sequential list and checks the result.
+    fn run_in_order(w: &Workload, order: &[usize]) -> std::result::Result<(), String> {
+        let mut list = SequentialList::new(&w.initial);
+        let mut statuses = vec![OpStatus::Failed; w.ops.len()];
+        for &i in order {
+            statuses[i] = list.apply(w.ops[i]);
+        }
+        w.verify(&statuses, &list.values())
+    }
+
+    #[test]
+    fn every_order_of_a_valid_batch_verifies() {
+        // Operation 1 inserts after 6, which operation 0 inserts; operation 3 removes 8,
+        // which operation 2 inserts: run backwards, 1 and 3 fail, and that is legal.
+        let w = Workload::parse(
+            "3\n1\n2\n3\n",
+            "nodes",
+            "5\n1 2 6\n1 6 7\n1 3 8\n0 8\n0 1\n",
+            "ops",
+        )
+        .unwrap();
+        let forward: Vec<usize> = (0..w.ops.len()).collect();
+        let backward: Vec<usize> = forward.iter().rev().copied().collect();
+        run_in_order(&w, &forward).unwrap();
+        run_in_order(&w, &backward).unwrap();
+        run_in_order(&w, &[3, 0, 4, 1, 2]).unwrap();
+    }
+
+    #[test]
+    fn a_wrong_outcome_is_caught() {
+        let w = Workload::parse("2\n1\n2\n", "nodes", "2\n0 1\n1 2 5\n", "ops").unwrap();
+        // Removing an initial value cannot fail when nothing else removes it.
+        let e = w
+            .verify(&[OpStatus::Failed, OpStatus::Done], &[1, 2, 5])
+            .unwrap_err();
+        assert!(e.contains("removing 1 failed"), "{e}");
+        // A successful insert must show in the final list.
+        let e = w
+            .verify(&[OpStatus::Done, OpStatus::Done], &[2])
+            .unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn inserting_a_value_already_named_is_an_input_error() {
+        let e = Workload::parse("2\n1\n2\n", "nodes", "1\n1 1 2\n", "ops").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("ops:2: inserts 2, which is in the initial list"),
+            "{e}"
+        );
+        let e = Workload::parse("2\n1\n2\n", "nodes", "2\n1 1 9\n1 2 9\n", "ops").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("ops:3: inserts 9, which is inserted on line 2"),
+            "{e}"
+        );
     }
 }

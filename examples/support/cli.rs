@@ -1,0 +1,91 @@
+//! What every example shares on its command line: choosing from a comma-separated list
+//! (`--mode cpu,gpu`, `all`), lists of numbers, and how a run ends (exit codes and the last
+//! line on stderr).
+//!
+//! Exit codes: 0 done (every checked answer equal to the reference); 1 the run failed (the
+//! device, a timeout, memory running out mid-run); 2 a usage error (a bad flag, a malformed
+//! or missing file, an unknown device, a size the machine cannot hold: nothing was run, or
+//! the run stopped before writing anything); 3 an answer differs from the reference.
+
+#![allow(dead_code)]
+
+use std::process::ExitCode;
+
+use asym::runtime::{Error, Result};
+
+/// The exit code of a usage error.
+pub const EXIT_USAGE: u8 = 2;
+/// The exit code of a run whose answers differ from the reference.
+pub const EXIT_MISMATCH: u8 = 3;
+
+/// The entries of `value` (comma-separated; `all` means every one of `accepted`), in the
+/// order of `accepted`, each at most once. An unknown entry is an error naming `flag`.
+pub fn choose(flag: &str, value: &str, accepted: &[&'static str]) -> Result<Vec<&'static str>> {
+    let mut chosen = vec![false; accepted.len()];
+    for entry in value.split(',').map(str::trim) {
+        if entry == "all" {
+            chosen.iter_mut().for_each(|c| *c = true);
+            continue;
+        }
+        match accepted.iter().position(|a| *a == entry) {
+            Some(i) => chosen[i] = true,
+            None => {
+                return Err(Error::InvalidArgument(format!(
+                    "{flag} {entry:?}: unknown {}; expected {} or all (comma-separated)",
+                    flag.trim_start_matches('-'),
+                    accepted.join(", ")
+                )))
+            }
+        }
+    }
+    Ok(accepted
+        .iter()
+        .zip(chosen)
+        .filter_map(|(a, c)| c.then_some(*a))
+        .collect())
+}
+
+/// A comma-separated list of numbers given to `flag`.
+pub fn numbers(flag: &str, value: &str) -> Result<Vec<usize>> {
+    value
+        .split(',')
+        .map(|v| {
+            v.trim().parse::<usize>().map_err(|_| {
+                Error::InvalidArgument(format!("{flag} {v:?}: expected a number (or a comma list)"))
+            })
+        })
+        .collect()
+}
+
+/// Whether `e` comes from what the user gave (flags, files, names, sizes) rather than from
+/// the run itself.
+pub fn is_usage_error(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::InvalidArgument(_)
+            | Error::DeviceNotFound { .. }
+            | Error::Io { .. }
+            | Error::HostOutOfMemory { .. }
+            | Error::NoPlatform
+    )
+}
+
+/// Ends an example: `Ok(true)` is success, `Ok(false)` prints `mismatch` (what differed
+/// from the reference), an error prints itself; each with the exit code of the module docs.
+pub fn finish(example: &str, mismatch: &str, outcome: Result<bool>) -> ExitCode {
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("{example}: {mismatch}");
+            ExitCode::from(EXIT_MISMATCH)
+        }
+        Err(e) => {
+            eprintln!("{example}: {e}");
+            if is_usage_error(&e) {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

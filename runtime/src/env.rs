@@ -1,0 +1,62 @@
+//! The environment variables asym reads, parsed as strictly as flags: a value that does not
+//! parse is an error naming the variable and what it accepts, never silently ignored. An empty
+//! value counts as unset.
+
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// The value of `name` parsed as `T`, `None` when unset or empty; `accepts` says what a valid
+/// value looks like, for the error.
+pub fn parsed<T: FromStr>(name: &str, accepts: &str) -> Result<Option<T>> {
+    match std::env::var(name) {
+        Ok(s) if !s.trim().is_empty() => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| Error::InvalidArgument(format!("{name}={s:?}: expected {accepts}"))),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(s)) => Err(Error::InvalidArgument(format!(
+            "{name}={s:?}: not valid UTF-8 (expected {accepts})"
+        ))),
+    }
+}
+
+/// An on/off switch: unset, empty or `0` is off, `1` is on, anything else is an error.
+pub fn switch(name: &str) -> Result<bool> {
+    match parsed::<String>(name, "0 or 1")?.as_deref() {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(Error::InvalidArgument(format!(
+            "{name}={other:?}: expected 0 or 1"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_values_are_errors_naming_the_variable() {
+        // Variables of this test only: no other test reads them.
+        std::env::set_var("ASYM_TEST_ENV_NUMBER", "12x");
+        let e = parsed::<u64>("ASYM_TEST_ENV_NUMBER", "a number").unwrap_err();
+        assert!(e.to_string().contains("ASYM_TEST_ENV_NUMBER"), "{e}");
+        std::env::set_var("ASYM_TEST_ENV_NUMBER", " 12 ");
+        assert_eq!(
+            parsed::<u64>("ASYM_TEST_ENV_NUMBER", "a number").unwrap(),
+            Some(12)
+        );
+        std::env::set_var("ASYM_TEST_ENV_SWITCH", "yes");
+        assert!(switch("ASYM_TEST_ENV_SWITCH").is_err());
+        std::env::set_var("ASYM_TEST_ENV_SWITCH", "1");
+        assert!(switch("ASYM_TEST_ENV_SWITCH").unwrap());
+        std::env::set_var("ASYM_TEST_ENV_SWITCH", "");
+        assert!(!switch("ASYM_TEST_ENV_SWITCH").unwrap());
+        assert_eq!(
+            parsed::<u64>("ASYM_TEST_ENV_UNSET", "a number").unwrap(),
+            None
+        );
+    }
+}
