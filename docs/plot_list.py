@@ -17,17 +17,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main():
     out, path = sys.argv[1], sys.argv[2]
     rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    rows = [r for r in rows if r["transport"] == "coarse" and r["verified"]]
+    rows = [r for r in rows if r["verified"]]
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     modes = ["seq", "cpu", "gpu", "coop"]
-    labels = {"seq": "seq (1 core)", "cpu": "cpu (16 threads)", "gpu": "gpu (H200)",
+    most = max(r["threads"] for r in rows if r["mode"] == "cpu")
+    labels = {"seq": "seq (1 core)", "cpu": f"cpu ({most} threads)", "gpu": "gpu",
               "coop": "coop (50/50)"}
     width = 0.38
-    for k, initial in enumerate([10000, 40000]):
+    for k, initial in enumerate(sorted({r["initial"] for r in rows})[:2]):
         best = []
         for m in modes:
             ms = [r["ms"] for r in rows if r["initial"] == initial and r["mode"] == m
-                  and (m not in ("cpu", "coop") or r["threads"] == 16)
+                  and (m not in ("cpu", "coop") or r["threads"] == most)
                   and (m != "coop" or r["device_ops"] == r["ops"] // 2)]
             best.append(min(ms) if ms else float("nan"))
         xs = [i + (k - 0.5) * width for i in range(len(modes))]
@@ -52,7 +53,7 @@ def main():
     ax[1].set_ylabel("ms (log)")
     ax[1].set_title("CpuOnly scaling, 10,000 nodes / 100,000 ops")
     ax[1].legend()
-    fig.suptitle("Lock-free list on SVM — H200 machine, 2026-11-22")
+    fig.suptitle(f"Lock-free list on SVM — {path.split('/')[-1].removesuffix('.jsonl')}")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 

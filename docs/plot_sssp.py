@@ -56,7 +56,8 @@ def main():
         b = ax[1][col]
         b.bar(labels, [r["visited"] / 1e6 for _, _, r in got], color="tab:green")
         b.set_ylabel("vertices expanded (M)")
-    fig.suptitle("SSSP on the H200 machine: 16 latency threads, NVIDIA H200 (OpenCL, coarse SVM)")
+    device = next((r["device"] for rs in graphs.values() for r in rs if r.get("device")), "no device")
+    fig.suptitle(f"SSSP — {paths[-1].split('/')[-1].removesuffix('.jsonl')}: {device}")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 

@@ -493,6 +493,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
+    asym::runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish(
         "batch_kselect",

@@ -221,6 +221,7 @@ fn run(args: &Args) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    asym::runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("devices", "", run(&args).map(|()| true))
 }

@@ -352,6 +352,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
+    asym::runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("list_ops", "a run broke the list's invariants", run(&args))
 }

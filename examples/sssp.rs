@@ -347,6 +347,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
+    asym::runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("sssp", "distances differ from Dijkstra's", run(&args))
 }

@@ -41,22 +41,13 @@
 #error "alloc.cl needs -DASYM_INT64_ATOMICS=1"
 #endif
 
-#define ARENA_NEXT_SB 0
-#define ARENA_SB_COUNT 1
-#define ARENA_BUMP 2      /* per class: ((first superblock << 4 | run - 1) << 32) | next block */
+/* The control words (ARENA_NEXT_SB, ARENA_SB_COUNT, ARENA_BUMP: per class
+ * ((first superblock << 4 | run - 1) << 32) | next block), the statistics words
+ * (ARENA_STAT_*: uint words at the start of the heap, superblock 0, never carved; relaxed
+ * single atomics, no CAS loops: a high-water CAS loop on one word serialised the seed's
+ * experiment's 50,000 mallocs on the H200), ARENA_EXHAUSTED, ARENA_MAX_RETRIES and
+ * ARENA_RUN_MAX come from the host (`arena::KERNEL_CONSTANTS`). */
 #define ARENA_HEADS (ARENA_BUMP + ARENA_CLASSES)
-/* Statistics: uint words at the start of the heap (superblock 0, never carved), relaxed
- * single atomics (no CAS loops: a high-water CAS loop on one word serialised the seed's
- * experiment's 50,000 mallocs on the H200). */
-#define ARENA_STAT_IN_USE 0   /* 8-byte units in blocks handed out and not freed */
-#define ARENA_STAT_HIGH 1     /* high-water mark of ARENA_STAT_IN_USE */
-#define ARENA_STAT_FAILED 2   /* mallocs that found no memory */
-#define ARENA_STAT_BAD_FREE 3 /* frees of a handle that is not a block */
-#define ARENA_STAT_RETRIES 4  /* lost head CASes */
-#define ARENA_STAT_FREE 8     /* per class: blocks on its free lists (a hint: malloc skips the
-                                 lists while it reads 0) */
-#define ARENA_EXHAUSTED 0xFFFFFFFFu
-#define ARENA_MAX_RETRIES (1u << 24)
 
 typedef struct {
     __global ulong *ctl;
@@ -138,7 +129,6 @@ inline void arena_account(asym_arena a, uint c) {
  * the count with a plain load and wait (bounded, trying the free lists meanwhile) without
  * adding: a storm of adds on the word would queue the switcher's store behind them.
  * Returns 0 with *oom set when the arena has no superblock left. */
-#define ARENA_RUN_MAX 16u
 inline uint arena_bump(asym_arena a, uint c, uint *oom) {
     __global ulong *bump = a.ctl + ARENA_BUMP + c;
     uint bw = arena_class_words(c);

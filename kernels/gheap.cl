@@ -198,7 +198,7 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * another group has recorded an error, the group records GH_ERR_STALL and leaves, and the
  * others follow as they notice: the heap is then unusable and the host says so.
  * ====================================================================================== */
-#if K <= 2048
+#if K <= GH_MAX_K
 
 #define GH_EMPTY 0u
 #define GH_AVAIL 1u
@@ -212,29 +212,16 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
 #define GH_NONE 0xfffffffeu
 #define GH_BUSY 0xfffffffdu
 
-#define GH_COUNT 0
-#define GH_PLEN 1
-#define GH_SEQ 2
-#define GH_TICKET 3
-#define GH_ERROR 4
-#define GH_MAX_NODES 5
-#define GH_LIN 6
-#define GH_CLIMBS 7
-/* Counters for measurements (the host zeroes them before each launch). */
-#define GH_STAT_CLIMB_MERGES 8 /* BU climbs' MergeAndSorts with a parent that had to merge */
-#define GH_STAT_DEL_CLIMBS 9   /* climbs owed by DELs (keys from a claimed node moved up) */
-#define GH_STAT_WAITS 10       /* back-off rounds: DELs for climbs, climbs for claimed parents */
-#define GH_STAT_MERGES 11      /* MergeAndSorts that merged (a merge-path step) */
-#define GH_STAT_SWAPS 12       /* MergeAndSorts done by swapping two batches (no step) */
-/* Profile (built with -DGH_PROFILE, NVIDIA only: %globaltimer through inline PTX), in units
- * of 256 ns, summed over work-groups: DELs' waits for the root lock, their root critical
- * sections, the steps run inside them, sifts' blocking waits for children, whole DELs. */
-#define GH_PROF_ROOT_WAIT 16
-#define GH_PROF_ROOT_HOLD 17
-#define GH_PROF_ROOT_STEPS 18
-#define GH_PROF_CHILD_WAIT 19
-#define GH_PROF_DEL_TOTAL 20
-#define GH_PROF_DELS 21
+/* The header's words (GH_COUNT, GH_PLEN, GH_SEQ, GH_TICKET, GH_ERROR, GH_MAX_NODES, GH_LIN,
+ * GH_CLIMBS), its counters for measurements (GH_STAT_*: the host zeroes them before each
+ * launch; CLIMB_MERGES: BU climbs' MergeAndSorts with a parent that had to merge; DEL_CLIMBS:
+ * climbs owed by DELs; WAITS: back-off rounds, DELs for climbs and climbs for claimed
+ * parents; MERGES: MergeAndSorts that merged; SWAPS: MergeAndSorts done by swapping two
+ * batches), and the profile's words (GH_PROF_*: built with -DGH_PROFILE, NVIDIA only,
+ * %globaltimer through inline PTX, in units of 256 ns summed over work-groups: DELs' waits
+ * for the root lock, their root critical sections, the steps run inside them, sifts'
+ * blocking waits for children, whole DELs, DELs) come from the host
+ * (`device_heap::KERNEL_CONSTANTS`), as do the error codes and operation kinds below. */
 
 #ifdef GH_PROFILE
 inline ulong gh_now(void) {
@@ -247,9 +234,8 @@ inline ulong gh_now(void) {
 #define GH_PROF(...)
 #endif
 
-#define GH_ERR_STALL 1u
-#define GH_ERR_CAPACITY 2u
-#define GH_ERR_STATE 3u
+/* Error codes (GH_ERR_STALL, GH_ERR_CAPACITY, GH_ERR_STATE) and the operation kind GH_OP_INSERT
+ * (any other word is a DEL) come from the host. */
 
 /* A DEL's climbs: at most one per level of its sift plus one for its last node. */
 #define GH_DUTIES 34u
@@ -258,12 +244,9 @@ inline ulong gh_now(void) {
 #define GH_SPIN_LIMIT (1u << 24)
 #endif
 
-#define GH_OP_INSERT 0u
-#define GH_OP_DELETE 1u
-
-/* Device-scope: node keys written by one work-group are read by others. (Until session 7
- * this was OpenCL C 1.2's mem_fence on the coarse transport, which NVIDIA compiles to the
- * work-group-scope membar.cta: see asym_fence.) */
+/* Device-scope: node keys written by one work-group are read by others. (OpenCL C 1.2's
+ * mem_fence is not enough on the coarse transport: NVIDIA compiles it to the work-group-scope
+ * membar.cta; see asym_fence.) */
 inline void gh_fence(void) { asym_fence(); }
 
 /* Whether a node in state `st` (unlocked) is present with valid keys. */
@@ -1446,7 +1429,7 @@ kernel void gheap_bulk_place(__global KEY_T *sorted, __global KEY_T *keys,
     }
 }
 
-#endif /* K <= 2048 */
+#endif /* K <= GH_MAX_K */
 
 
 /* Copies n keys (growing the heap's arrays between launches, reading the root for peek). */

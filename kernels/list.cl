@@ -41,28 +41,10 @@
  * loop after LF_MAX_RETRIES.
  */
 
-#define LF_FIRST 1
-#define LF_RETIRED 2
-#define LF_RETIRED_N 3
-#define LF_RETRIES 4
-#define LF_VALUE 0
-#define LF_NEXT 1
-#define LF_RETIRE 2
-#define LF_NODE_BYTES 16u
-#define LF_MARK 1u
-#define LF_MAX_RETRIES (1u << 24)
-
-/* Operation kinds and results, as structures/src/list/mod.rs defines them. */
-#define LF_OP_REMOVE_VALUE 0u
-#define LF_OP_INSERT_AFTER 1u
-#define LF_OP_SET_INSERT 2u
-#define LF_OP_SET_REMOVE 3u
-#define LF_OP_SET_CONTAINS 4u
-#define LF_FAILED 0u
-#define LF_DONE 1u
-#define LF_NO_MEMORY 2u
-#define LF_ERR_BOUND 3u
-#define LF_ERR_KIND 4u
+/* The root's words (LF_RETIRED, LF_RETIRED_N), a node's words (LF_VALUE,
+ * LF_NEXT, LF_RETIRE), LF_NODE_BYTES, LF_MARK, LF_MAX_RETRIES, the operation kinds (LF_OP_*)
+ * and result codes (LF_FAILED, LF_DONE, LF_NO_MEMORY, LF_ERR_BOUND, LF_ERR_KIND) come from
+ * the host (`list::KERNEL_CONSTANTS`). */
 
 typedef struct {
     asym_arena a;

@@ -7,6 +7,10 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
+mod constants;
+
+pub use constants::{cl_defines, undeclared, ClConst};
+
 /// An OpenCL C source file and the name it is known by in errors and caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelSource {

@@ -39,7 +39,7 @@ pub use latency::{LatencyPool, PoolOptions, WorkerInfo};
 pub use mode::{parse_modes, Mode};
 pub use runtime::{Program, Runtime, RuntimeOptions, TIMEOUT_ENV};
 pub use sys::{
-    copy_bits_streaming, copy_bits_streaming_par, SvmAtomicElement, SvmBuffer, SvmElement, SvmKind,
-    SvmMap,
+    copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, SvmAtomicElement,
+    SvmBuffer, SvmElement, SvmKind, SvmMap,
 };
 pub use transport::Transport;

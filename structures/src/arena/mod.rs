@@ -19,6 +19,7 @@
 
 mod view;
 
+use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer, SvmMap};
 
 pub use view::ArenaView;
@@ -45,6 +46,22 @@ pub(crate) const RUN_MAX: u32 = 16;
 /// Lost compare-and-swaps after which a push or pop gives up (as the kernel's
 /// `ARENA_MAX_RETRIES`): a bound on every wait, far above any contention seen.
 pub(crate) const MAX_RETRIES: u32 = 1 << 24;
+
+/// The constants `alloc.cl` takes from the host (one source for both sides).
+pub(crate) const KERNEL_CONSTANTS: &[ClConst] = &[
+    ClConst::int("ARENA_NEXT_SB", CTL_NEXT_SB as u64),
+    ClConst::int("ARENA_SB_COUNT", CTL_SB_COUNT as u64),
+    ClConst::int("ARENA_BUMP", CTL_BUMP as u64),
+    ClConst::int("ARENA_STAT_IN_USE", STAT_IN_USE as u64),
+    ClConst::int("ARENA_STAT_HIGH", STAT_HIGH as u64),
+    ClConst::int("ARENA_STAT_FAILED", STAT_FAILED as u64),
+    ClConst::int("ARENA_STAT_BAD_FREE", STAT_BAD_FREE as u64),
+    ClConst::int("ARENA_STAT_RETRIES", STAT_RETRIES as u64),
+    ClConst::int("ARENA_STAT_FREE", STAT_FREE as u64),
+    ClConst::uint("ARENA_EXHAUSTED", EXHAUSTED as u64),
+    ClConst::uint("ARENA_MAX_RETRIES", MAX_RETRIES as u64),
+    ClConst::uint("ARENA_RUN_MAX", RUN_MAX as u64),
+];
 
 /// The arena's geometry, shared with the kernels through build options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,8 +116,11 @@ impl ArenaLayout {
     /// The build options of programs that include `alloc.cl`.
     pub fn cl_defines(&self) -> String {
         format!(
-            "-DASYM_INT64_ATOMICS=1 -DARENA_SB_WORDS={}u -DARENA_CLASSES={}u -DARENA_SHARDS={}u",
-            self.superblock_words, self.classes, self.shards
+            "-DASYM_INT64_ATOMICS=1 -DARENA_SB_WORDS={}u -DARENA_CLASSES={}u -DARENA_SHARDS={}u {}",
+            self.superblock_words,
+            self.classes,
+            self.shards,
+            cl_defines(KERNEL_CONSTANTS)
         )
     }
 
@@ -513,5 +533,26 @@ impl SvmArena {
             },
             host,
         ))
+    }
+}
+
+#[cfg(test)]
+mod kernel_constants {
+    #[test]
+    fn alloc_cl_uses_only_what_the_host_gives() {
+        // The layout's own defines (ARENA_SB_WORDS, ARENA_CLASSES, ARENA_SHARDS) and the switch
+        // ARENA_NO_KERNELS come from `ArenaLayout::cl_defines` too.
+        let layout = [
+            asym_kernels::ClConst::uint("ARENA_SB_WORDS", 0),
+            asym_kernels::ClConst::uint("ARENA_CLASSES", 0),
+            asym_kernels::ClConst::uint("ARENA_SHARDS", 0),
+            asym_kernels::ClConst::int("ARENA_NO_KERNELS", 1),
+        ];
+        let problems = asym_kernels::undeclared(
+            asym_kernels::ALLOC.text,
+            &["ARENA_"],
+            &[super::KERNEL_CONSTANTS, &layout],
+        );
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 }

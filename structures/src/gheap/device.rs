@@ -62,7 +62,10 @@ impl DeviceBatchOps {
         check_local_memory(rt, 4 * batch * 4, &format!("merge batches of {batch} keys"))?;
         let wg = default_work_group(rt, batch);
         rt.check_work_group(wg, "run the generalized heap's batch kernels")?;
-        let program = rt.program_with(&asym_kernels::GHEAP, &format!("-DK={batch} -DWG={wg}"))?;
+        let program = rt.program_with(
+            &asym_kernels::GHEAP,
+            &super::device_heap::gheap_cl_defines(batch, wg),
+        )?;
         Ok(DeviceBatchOps {
             rt: rt.clone(),
             batch,

@@ -30,10 +30,11 @@
 use std::borrow::Cow;
 use std::sync::{Mutex, MutexGuard};
 
+use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
 
 use super::batch::{position, tree_slots};
-use super::device::{check_local_memory, default_work_group, max_work_group};
+use super::device::{check_local_memory, default_work_group, max_work_group, MAX_DEVICE_BATCH};
 use super::InsertDirection;
 use crate::kselect::SelectKey;
 
@@ -41,9 +42,9 @@ mod bulk;
 use bulk::BulkKernels;
 pub use bulk::BulkPolicy;
 
-/// The largest batch the device heap takes (five batches of keys live in local memory: K =
-/// 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in 48 KiB).
-pub const MAX_DEVICE_HEAP_BATCH: usize = 2048;
+// The largest batch is the batch kernels' [`MAX_DEVICE_BATCH`] (five batches of keys live in
+// local memory: K = 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in
+// 48 KiB, which `check_local_memory` enforces per device).
 
 const HDR_COUNT: usize = 0;
 const HDR_PLEN: usize = 1;
@@ -63,9 +64,45 @@ const HDR_WORDS: usize = 32;
 
 const ERR_STALL: u32 = 1;
 const ERR_CAPACITY: u32 = 2;
+const ERR_STATE: u32 = 3;
 
 const OP_INSERT: u32 = 0;
 const OP_DELETE: u32 = 1;
+
+/// The constants `gheap.cl` takes from the host (one source for both sides): the header's
+/// words, the profile's words, the error codes the host decodes, the operation kinds.
+const KERNEL_CONSTANTS: &[ClConst] = &[
+    ClConst::uint("GH_MAX_K", MAX_DEVICE_BATCH as u64),
+    ClConst::int("GH_COUNT", HDR_COUNT as u64),
+    ClConst::int("GH_PLEN", HDR_PLEN as u64),
+    ClConst::int("GH_SEQ", HDR_SEQ as u64),
+    ClConst::int("GH_TICKET", HDR_TICKET as u64),
+    ClConst::int("GH_ERROR", HDR_ERROR as u64),
+    ClConst::int("GH_MAX_NODES", HDR_MAX_NODES as u64),
+    ClConst::int("GH_LIN", HDR_LIN as u64),
+    ClConst::int("GH_CLIMBS", HDR_CLIMBS as u64),
+    ClConst::int("GH_STAT_CLIMB_MERGES", HDR_STAT_CLIMB_MERGES as u64),
+    ClConst::int("GH_STAT_DEL_CLIMBS", HDR_STAT_DEL_CLIMBS as u64),
+    ClConst::int("GH_STAT_WAITS", HDR_STAT_WAITS as u64),
+    ClConst::int("GH_STAT_MERGES", HDR_STAT_MERGES as u64),
+    ClConst::int("GH_STAT_SWAPS", HDR_STAT_SWAPS as u64),
+    ClConst::int("GH_PROF_ROOT_WAIT", HDR_PROF as u64),
+    ClConst::int("GH_PROF_ROOT_HOLD", HDR_PROF as u64 + 1),
+    ClConst::int("GH_PROF_ROOT_STEPS", HDR_PROF as u64 + 2),
+    ClConst::int("GH_PROF_CHILD_WAIT", HDR_PROF as u64 + 3),
+    ClConst::int("GH_PROF_DEL_TOTAL", HDR_PROF as u64 + 4),
+    ClConst::int("GH_PROF_DELS", HDR_PROF as u64 + 5),
+    ClConst::uint("GH_ERR_STALL", ERR_STALL as u64),
+    ClConst::uint("GH_ERR_CAPACITY", ERR_CAPACITY as u64),
+    ClConst::uint("GH_ERR_STATE", ERR_STATE as u64),
+    ClConst::uint("GH_OP_INSERT", OP_INSERT as u64),
+];
+
+/// The build options of every program made from `gheap.cl`: K, the work-group size and the
+/// host's constants.
+pub(crate) fn gheap_cl_defines(k: usize, wg: usize) -> String {
+    format!("-DK={k} -DWG={wg} {}", cl_defines(KERNEL_CONSTANTS))
+}
 
 /// A key type the device heap stores: its device form is a signed integer whose order is the
 /// key's order.
@@ -142,7 +179,7 @@ scalar_key!(i32, u32, f32);
 /// How the device heap is launched.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceHeapConfig {
-    /// Keys per node: a power of two, 2 to [`MAX_DEVICE_HEAP_BATCH`].
+    /// Keys per node: a power of two, 2 to [`MAX_DEVICE_BATCH`].
     pub batch: usize,
     /// Work-groups per launch (`None`: twice the compute units).
     pub work_groups: Option<usize>,
@@ -371,10 +408,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// An empty heap on `rt`'s device.
     pub fn new(rt: &Runtime, config: &DeviceHeapConfig) -> Result<Self> {
         let k = config.batch;
-        if !k.is_power_of_two() || !(2..=MAX_DEVICE_HEAP_BATCH).contains(&k) {
+        if !k.is_power_of_two() || !(2..=MAX_DEVICE_BATCH).contains(&k) {
             return Err(Error::InvalidArgument(format!(
                 "batch size {k}: the device heap takes a power of two from 2 to \
-                 {MAX_DEVICE_HEAP_BATCH}"
+                 {MAX_DEVICE_BATCH}"
             )));
         }
         // Five arrays of K keys, the control state and the step broadcast.
@@ -417,7 +454,8 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let program = rt.program_with(
             &asym_kernels::GHEAP,
             &format!(
-                "-DK={k} -DWG={wg} -DKEY_MAP={} {}{}",
+                "{} -DKEY_MAP={} {}{}",
+                gheap_cl_defines(k, wg),
                 T::KEY_MAP,
                 T::CL_DEFINES,
                 if profiled { " -DGH_PROFILE" } else { "" },
@@ -865,10 +903,10 @@ impl<T: DeviceHeapKey> Inner<T> {
                 ERR_CAPACITY => Error::Lost(
                     "the device heap ran out of nodes inside a launch the host had sized".into(),
                 ),
-                code => Error::Lost(format!(
-                    "the device heap found a node in a state its protocol does not allow \
-                     (error {code})"
-                )),
+                ERR_STATE => Error::Lost(
+                    "the device heap found a node in a state its protocol does not allow".into(),
+                ),
+                code => Error::Lost(format!("the device heap stopped with error code {code}")),
             };
             self.poisoned = Some(e.to_string());
             return Err(e);
@@ -939,4 +977,22 @@ fn to_u32(n: usize, what: &str) -> Result<u32> {
             "{n} {what}: the device heap takes at most 2^32 - 1"
         ))
     })
+}
+
+#[cfg(test)]
+mod kernel_constants {
+    #[test]
+    fn gheap_cl_uses_only_what_the_host_gives() {
+        let problems = asym_kernels::undeclared(
+            asym_kernels::GHEAP.text,
+            &["GH_"],
+            &[super::KERNEL_CONSTANTS],
+        );
+        // GH_PROFILE is the profiling switch (`ASYM_GHEAP_PROFILE`), given only when asked.
+        let problems: Vec<_> = problems
+            .into_iter()
+            .filter(|p| !p.starts_with("GH_PROFILE "))
+            .collect();
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
 }

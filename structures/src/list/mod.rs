@@ -22,6 +22,7 @@ pub mod workload;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::{Error, Kernel, LatencyPool, Result, Runtime, SvmBuffer, Transport};
 
 use crate::arena::{ArenaMap, ArenaStats, SvmArena};
@@ -36,6 +37,41 @@ pub(crate) const LF_RETIRED_N: usize = 3;
 pub(crate) const LF_RETRIES: usize = 4;
 pub(crate) const LF_NODE_BYTES: usize = 16;
 const ROOT_BYTES: usize = 32;
+/// The mark bit of a next word (Harris's logical deletion).
+pub(crate) const LF_MARK: u32 = 1;
+/// Lost compare-and-swaps after which an operation gives up (a bound on every retry loop).
+pub(crate) const LF_MAX_RETRIES: u32 = 1 << 24;
+// Operation kinds in a launch's words.
+const OP_REMOVE_VALUE: u32 = 0;
+const OP_INSERT_AFTER: u32 = 1;
+const OP_SET_INSERT: u32 = 2;
+const OP_SET_REMOVE: u32 = 3;
+const OP_SET_CONTAINS: u32 = 4;
+// Result codes beyond the three `OpStatus` values: errors that stop a launch.
+const LF_ERR_BOUND: u32 = 3;
+const LF_ERR_KIND: u32 = 4;
+
+/// The constants `list.cl` takes from the host (one source for both sides).
+const KERNEL_CONSTANTS: &[ClConst] = &[
+    ClConst::int("LF_RETIRED", LF_RETIRED as u64),
+    ClConst::int("LF_RETIRED_N", LF_RETIRED_N as u64),
+    ClConst::int("LF_VALUE", LF_VALUE as u64),
+    ClConst::int("LF_NEXT", LF_NEXT as u64),
+    ClConst::int("LF_RETIRE", LF_RETIRE as u64),
+    ClConst::uint("LF_NODE_BYTES", LF_NODE_BYTES as u64),
+    ClConst::uint("LF_MARK", LF_MARK as u64),
+    ClConst::uint("LF_MAX_RETRIES", LF_MAX_RETRIES as u64),
+    ClConst::uint("LF_OP_REMOVE_VALUE", OP_REMOVE_VALUE as u64),
+    ClConst::uint("LF_OP_INSERT_AFTER", OP_INSERT_AFTER as u64),
+    ClConst::uint("LF_OP_SET_INSERT", OP_SET_INSERT as u64),
+    ClConst::uint("LF_OP_SET_REMOVE", OP_SET_REMOVE as u64),
+    ClConst::uint("LF_OP_SET_CONTAINS", OP_SET_CONTAINS as u64),
+    ClConst::uint("LF_FAILED", OpStatus::Failed as u64),
+    ClConst::uint("LF_DONE", OpStatus::Done as u64),
+    ClConst::uint("LF_NO_MEMORY", OpStatus::OutOfMemory as u64),
+    ClConst::uint("LF_ERR_BOUND", LF_ERR_BOUND as u64),
+    ClConst::uint("LF_ERR_KIND", LF_ERR_KIND as u64),
+];
 
 /// What a list holds and which operations it takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,11 +112,11 @@ impl ListOp {
 
     fn encode(&self) -> [u32; 3] {
         match *self {
-            ListOp::RemoveValue(v) => [0, v as u32, 0],
-            ListOp::InsertAfter { target, value } => [1, target as u32, value as u32],
-            ListOp::Insert(k) => [2, k as u32, 0],
-            ListOp::Remove(k) => [3, k as u32, 0],
-            ListOp::Contains(k) => [4, k as u32, 0],
+            ListOp::RemoveValue(v) => [OP_REMOVE_VALUE, v as u32, 0],
+            ListOp::InsertAfter { target, value } => [OP_INSERT_AFTER, target as u32, value as u32],
+            ListOp::Insert(k) => [OP_SET_INSERT, k as u32, 0],
+            ListOp::Remove(k) => [OP_SET_REMOVE, k as u32, 0],
+            ListOp::Contains(k) => [OP_SET_CONTAINS, k as u32, 0],
         }
     }
 }
@@ -100,17 +136,11 @@ pub enum OpStatus {
 impl OpStatus {
     /// The status a result code stands for (the kernel's LF_FAILED, LF_DONE, LF_NO_MEMORY).
     fn from_code(code: u32) -> Option<Self> {
-        match code {
-            0 => Some(OpStatus::Failed),
-            1 => Some(OpStatus::Done),
-            2 => Some(OpStatus::OutOfMemory),
-            _ => None,
-        }
+        [OpStatus::Failed, OpStatus::Done, OpStatus::OutOfMemory]
+            .into_iter()
+            .find(|s| *s as u32 == code)
     }
 }
-
-const LF_ERR_BOUND: u32 = 3;
-const LF_ERR_KIND: u32 = 4;
 
 /// Who ran a batch's operations.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -407,7 +437,11 @@ impl LockFreeList {
         let (root, steps) = (self.root, max_steps(&self.arena));
         let positional = u32::from(self.kind == ListKind::Positional);
         if self.kernel.is_none() {
-            let opts = format!("{} -DARENA_NO_KERNELS=1", self.arena.layout().cl_defines());
+            let opts = format!(
+                "{} -DARENA_NO_KERNELS=1 {}",
+                self.arena.layout().cl_defines(),
+                cl_defines(KERNEL_CONSTANTS)
+            );
             let program = rt.program_with(&asym_kernels::LIST, &opts)?;
             self.kernel = Some(Kernel::from_program(&rt, &program, "list_apply")?);
         }
@@ -643,4 +677,17 @@ fn run_threads(
     Ok(u64::from(
         retries.load(Ordering::Relaxed).wrapping_sub(before),
     ))
+}
+
+#[cfg(test)]
+mod kernel_constants {
+    #[test]
+    fn list_cl_uses_only_what_the_host_gives() {
+        let problems = asym_kernels::undeclared(
+            asym_kernels::LIST.text,
+            &["LF_"],
+            &[super::KERNEL_CONSTANTS],
+        );
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
 }

@@ -15,8 +15,7 @@ use super::{ListOp, LF_NODE_BYTES, LF_RETRIES, LF_VALUE};
 use super::{OpStatus, LF_FIRST, LF_NEXT, LF_RETIRE, LF_RETIRED, LF_RETIRED_N};
 use crate::arena::ArenaView;
 
-const MARK: u32 = 1;
-const MAX_RETRIES: u32 = 1 << 24;
+use super::{LF_MARK as MARK, LF_MAX_RETRIES as MAX_RETRIES};
 
 fn marked(p: u32) -> bool {
     p & MARK != 0

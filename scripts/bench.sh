@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Every benchmark behind docs/BENCHMARKS.md, one command per figure set.
+#
+#   bash scripts/bench.sh                 # quick: the dev machine's sizes, the default device
+#   bash scripts/bench.sh --full          # full: the GPU machine's sizes (see scripts/gpu-bundle.sh)
+#   bash scripts/bench.sh --only kselect,heap --device nvidia --machine h200
+#
+# Workloads: kselect, heap, sssp, knapsack, list, runtime (default: all). Each writes
+# docs/results/<workload>-<machine>-<date>.jsonl: `# ` lines say the machine, commit, date
+# and the command of the rows that follow; the rows are the examples' own `--json` output,
+# each answer verified by the example (a run that differs from its reference fails the
+# script). Then the plots are redrawn from those files when matplotlib is installed
+# (`bash scripts/bench.sh --plots-only` redraws them from the newest files alone).
+#
+# Options: --quick (default) | --full; --device NAME (ASYM_DEVICE); --machine LABEL (default:
+# the GPU's model, such as h200, else dev); --threads N (latency threads); --bin DIR (prebuilt
+# example binaries, as the GPU bundle carries; default: build them with cargo); --out DIR
+# (default docs/results); --only LIST; --plots-only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+size=quick device="" machine="" threads="" bin="" out=docs/results only="" plots_only=0
+while (($#)); do
+  case "$1" in
+    --quick) size=quick ;;
+    --full) size=full ;;
+    --device) device=$2; shift ;;
+    --machine) machine=$2; shift ;;
+    --threads) threads=$2; shift ;;
+    --bin) bin=$2; shift ;;
+    --out) out=$2; shift ;;
+    --only) only=$2; shift ;;
+    --plots-only) plots_only=1 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+workloads=(kselect heap sssp knapsack list runtime)
+if [[ -n $only ]]; then
+  IFS=, read -r -a chosen <<<"$only"
+  for w in "${chosen[@]}"; do
+    [[ " ${workloads[*]} " == *" $w "* ]] || { echo "bench.sh: --only $w: expected ${workloads[*]}" >&2; exit 2; }
+  done
+  workloads=("${chosen[@]}")
+fi
+
+# On a GPU machine whose image registers only PoCL with the ICD loader, register NVIDIA's
+# driver too (it is installed, just not listed).
+if [[ ! -f /etc/OpenCL/vendors/nvidia.icd ]] && ldconfig -p 2>/dev/null | grep -q libnvidia-opencl.so.1; then
+  if [[ -w /etc/OpenCL/vendors || ( $(id -u) -eq 0 ) ]]; then
+    mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
+  else
+    echo "bench.sh: NVIDIA's OpenCL driver is not registered; run as root or:" >&2
+    echo "  echo libnvidia-opencl.so.1 | sudo tee /etc/OpenCL/vendors/nvidia.icd" >&2
+  fi
+fi
+
+if [[ -z $machine ]]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+  case "$gpu" in
+    *H200*) machine=h200 ;;
+    *H100*) machine=h100 ;;
+    "") machine=dev ;;
+    *) machine=$(echo "$gpu" | tr 'A-Z ' 'a-z-') ;;
+  esac
+fi
+date=$(date -u +%Y-%m-%d)
+if [[ -n $bin && -f $bin/../COMMIT ]]; then commit=$(cat "$bin/../COMMIT"); else commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown); fi
+mkdir -p "$out"
+
+plots() {
+  if ! python3 -c 'import matplotlib' 2>/dev/null; then
+    echo "bench.sh: matplotlib is missing, plots not redrawn (pip install matplotlib)" >&2
+    return 0
+  fi
+  newest() { ls -t "$out"/"$1"-*.jsonl 2>/dev/null | head -1; }
+  local f
+  f=$(newest kselect) && [[ -n $f ]] && python3 docs/plot_kselect.py docs/kselect.png "batch k-selection ($(basename "$f" .jsonl))" "$f"
+  f=$(newest heap) && [[ -n $f ]] && python3 docs/plot_heap_bulk.py docs/heap.png "$f" "$f"
+  f=$(newest sssp) && [[ -n $f ]] && python3 docs/plot_sssp.py docs/sssp.png "$f"
+  f=$(newest list) && [[ -n $f ]] && python3 docs/plot_list.py docs/list.png "$f"
+  echo "bench.sh: plots redrawn in docs/ from the newest files of $out"
+}
+if ((plots_only)); then plots; exit 0; fi
+
+if [[ -z $bin ]]; then
+  bash scripts/setup.sh
+  cargo build --release --examples
+  bin=target/release/examples
+fi
+dev_args=()
+[[ -n $device ]] && dev_args=(--device "$device")
+thr_args=()
+[[ -n $threads ]] && thr_args=(--threads "$threads")
+
+# run FILE EXAMPLE ARGS...: appends the command and its JSON rows to FILE.
+run() {
+  local file=$1 example=$2
+  shift 2
+  echo "# {\"machine\": \"$machine\", \"commit\": \"$commit\", \"date\": \"$date\", \"command\": \"$example $*\"}" >>"$file"
+  echo "bench.sh: $example $*" >&2
+  "$bin/$example" "$@" --json >>"$file"
+}
+full() { [[ $size == full ]]; }
+
+for w in "${workloads[@]}"; do
+  file="$out/$w-$machine-$date.jsonl"
+  : >"$file"
+  case "$w" in
+    kselect)
+      if full; then run "$file" batch_kselect "${dev_args[@]}" --total-log2 28 --repeat 5
+      else run "$file" batch_kselect "${dev_args[@]}" --total-log2 22 --repeat 3; fi ;;
+    heap)
+      # Every mode and peer, insert all then delete all of random keys; then where the bulk
+      # calls take over (one insert and one delete call of growing size on a preloaded heap).
+      if full; then
+        shape=(--work-groups 33 --work-group 1024)
+        run "$file" heap_bench "${dev_args[@]}" "${thr_args[@]}" "${shape[@]}" --mode cpu,gpu,coop --insert both --bulk both --keys-log2 26 --pattern random
+        run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --key i32 --keys-log2 26 --batch 1024,2048 --bulk never,auto
+        run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --key i32 --keys-log2 29 --batch 2048 --bulk auto
+        for l in 15 17 19 21; do
+          run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --batch 1024 --keys-log2 $l --preload 16777216 --bulk never,auto
+        done
+      else
+        run "$file" heap_bench "${dev_args[@]}" "${thr_args[@]}" --mode cpu,gpu,coop --insert both --bulk both --keys-log2 18 --batch 256 --pattern random
+        for l in 10 12 14; do
+          run "$file" heap_bench "${dev_args[@]}" --mode gpu --no-peers --pattern random --insert td --batch 256 --keys-log2 $l --preload 262144 --bulk never,auto
+        done
+      fi ;;
+    sssp)
+      if full; then
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 22
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 4194304
+      else
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 16
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 65536
+      fi ;;
+    knapsack)
+      if full; then run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --gen all --n 60 --range 10000
+      else run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --gen all --n 40; fi ;;
+    list)
+      run "$file" list_ops "${dev_args[@]}" "${thr_args[@]}" --repeat 3
+      if full; then
+        run "$file" list_ops "${dev_args[@]}" "${thr_args[@]}" --initial 40000 --repeat 2
+        for t in 1 2 4 8; do run "$file" list_ops "${dev_args[@]}" --mode cpu --threads $t --repeat 2; done
+      fi ;;
+    runtime)
+      run "$file" devices "${dev_args[@]}" ;;
+  esac
+done
+plots
+echo "bench.sh: results in $out/*-$machine-$date.jsonl"
