@@ -19,13 +19,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-size=quick device="" machine="" threads="" bin="" out=docs/results only="" plots_only=0
+machine_given="" size=quick device="" machine="" threads="" bin="" out=docs/results only="" plots_only=0
 while (($#)); do
   case "$1" in
     --quick) size=quick ;;
     --full) size=full ;;
     --device) device=$2; shift ;;
-    --machine) machine=$2; shift ;;
+    --machine) machine=$2; machine_given=$2; shift ;;
     --threads) threads=$2; shift ;;
     --bin) bin=$2; shift ;;
     --out) out=$2; shift ;;
@@ -74,15 +74,18 @@ plots() {
     echo "bench.sh: matplotlib is missing, plots not redrawn (pip install matplotlib)" >&2
     return 0
   fi
-  newest() { ls -t "$out"/"$1"-*.jsonl 2>/dev/null | head -1; }
+  # The newest file of each workload, for the machine of this run (or any, with --plots-only).
+  newest() { ls -t "$out"/"$1"-${machine:+$machine-}*.jsonl 2>/dev/null | head -1; }
+  # docs/<workload>-<machine>.png, the machine read from the file's name.
+  png() { local m; m=$(basename "$2" .jsonl); m=${m#"$1"-}; echo "docs/$1-${m%-????-??-??}.png"; }
   local f
-  f=$(newest kselect) && [[ -n $f ]] && python3 docs/plot_kselect.py docs/kselect.png "batch k-selection ($(basename "$f" .jsonl))" "$f"
-  f=$(newest heap) && [[ -n $f ]] && python3 docs/plot_heap_bulk.py docs/heap.png "$f" "$f"
-  f=$(newest sssp) && [[ -n $f ]] && python3 docs/plot_sssp.py docs/sssp.png "$f"
-  f=$(newest list) && [[ -n $f ]] && python3 docs/plot_list.py docs/list.png "$f"
+  f=$(newest kselect) && [[ -n $f ]] && python3 docs/plot_kselect.py "$(png kselect "$f")" "batch k-selection ($(basename "$f" .jsonl))" "$f"
+  f=$(newest heap) && [[ -n $f ]] && python3 docs/plot_heap_bulk.py "$(png heap "$f")" "$f" "$f"
+  f=$(newest sssp) && [[ -n $f ]] && python3 docs/plot_sssp.py "$(png sssp "$f")" "$f"
+  f=$(newest list) && [[ -n $f ]] && python3 docs/plot_list.py "$(png list "$f")" "$f"
   echo "bench.sh: plots redrawn in docs/ from the newest files of $out"
 }
-if ((plots_only)); then plots; exit 0; fi
+if ((plots_only)); then machine=${machine_given:-}; plots; exit 0; fi
 
 if [[ -z $bin ]]; then
   bash scripts/setup.sh
