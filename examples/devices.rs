@@ -214,7 +214,7 @@ fn run(args: &Args) -> Result<()> {
         });
         println!(
             "{}",
-            serde_json::to_string_pretty(&out).expect("JSON of plain values")
+            serde_json::to_string(&out).expect("JSON of plain values")
         );
     }
     Ok(())

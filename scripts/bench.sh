@@ -5,8 +5,9 @@
 #   bash scripts/bench.sh --full          # full: the GPU machine's sizes (see scripts/gpu-bundle.sh)
 #   bash scripts/bench.sh --only kselect,heap --device nvidia --machine h200
 #
-# Workloads: kselect, heap, sssp, knapsack, list, runtime (default: all). Each writes
-# docs/results/<workload>-<machine>-<date>.jsonl: `# ` lines say the machine, commit, date
+# Workloads: kselect, heap, sssp, knapsack, list, arena, runtime (default: all). Each writes
+# docs/results/<workload>-<machine>-<date>.jsonl (arena: criterion's text, .txt): `# ` lines
+# say the machine, commit, date
 # and the command of the rows that follow; the rows are the examples' own `--json` output,
 # each answer verified by the example (a run that differs from its reference fails the
 # script). Then the plots are redrawn from those files when matplotlib is installed
@@ -36,7 +37,7 @@ while (($#)); do
   esac
   shift
 done
-workloads=(kselect heap sssp knapsack list runtime)
+workloads=(kselect heap sssp knapsack list arena runtime)
 if [[ -n $only ]]; then
   IFS=, read -r -a chosen <<<"$only"
   for w in "${chosen[@]}"; do
@@ -109,6 +110,7 @@ full() { [[ $size == full ]]; }
 
 for w in "${workloads[@]}"; do
   file="$out/$w-$machine-$date.jsonl"
+  [[ $w == arena ]] && file="$out/$w-$machine-$date.txt"
   : >"$file"
   case "$w" in
     kselect)
@@ -147,6 +149,15 @@ for w in "${workloads[@]}"; do
       if full; then
         run "$file" list_ops "${dev_args[@]}" "${thr_args[@]}" --initial 40000 --repeat 2
         for t in 1 2 4 8; do run "$file" list_ops "${dev_args[@]}" --mode cpu --threads $t --repeat 2; done
+      fi ;;
+    arena)
+      # The allocator's malloc/free throughput from a kernel (criterion), by free-list shards.
+      echo "# {\"machine\": \"$machine\", \"commit\": \"$commit\", \"date\": \"$date\", \"command\": \"ASYM_BENCH_SHARDS=16,64,256 bench list arena\"}" >>"$file"
+      echo "bench.sh: criterion bench list arena" >&2
+      if [[ -x $bin/bench-list ]]; then
+        ASYM_DEVICE=${device:-${ASYM_DEVICE:-}} ASYM_BENCH_SHARDS=16,64,256 "$bin/bench-list" --bench arena >>"$file" 2>&1
+      else
+        ASYM_DEVICE=${device:-${ASYM_DEVICE:-}} ASYM_BENCH_SHARDS=16,64,256 cargo bench --bench list -- arena >>"$file" 2>&1
       fi ;;
     runtime)
       run "$file" devices "${dev_args[@]}" ;;
