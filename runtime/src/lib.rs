@@ -8,10 +8,12 @@
 //!   device with per-device options), [`Kernel`] and [`Launch`].
 //! - [`latency`]: the pool of pinned threads.
 //! - [`signal`]: host queues, the SVM ring, device services.
-//! - [`Mode`]: CPU-only, GPU-only or cooperative, taken by every batch API.
+//! - [`Mode`]: CPU-only, GPU-only or cooperative: the three ways every structure can run a
+//!   batch (batch k-selection takes a `Mode`; the others name the same three with their own
+//!   types, see [`Mode`]).
 //! - [`host_memory`]: sizes from files and flags checked against the machine, fallible
 //!   allocation.
-//! - [`env`]: the `ASYM_*` variables, parsed as strictly as flags.
+//! - [`env`](mod@env): the `ASYM_*` variables, parsed as strictly as flags.
 //! - [`Error`]: the one error type.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]

@@ -5,7 +5,13 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-/// Who does the work of a batch operation. Every batch API of asym's structures takes one.
+/// Who does the work of a batch operation.
+///
+/// `KSelector::select` takes a `Mode`. The other structures offer the same three ways
+/// through types that carry what each way needs: the list's `ListMode` (`Cooperative` holds
+/// the device's share), the generalized heap's `HeapPlacement` and its three heap types
+/// (`ConcurrentGeneralizedHeap` on the latency threads, `DeviceGeneralizedHeap`,
+/// `CooperativeHeap`), and SSSP's and knapsack's functions per side.
 ///
 /// "GPU" means the selected throughput device, whatever it is (on CI, PoCL's CPU device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
