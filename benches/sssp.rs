@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
+use asym::structures::apps::graph::Graph;
+use asym::structures::apps::sssp::{cpu, device::DeviceSssp, Order};
 use asym::structures::gheap::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
-use asym::structures::graph::Graph;
-use asym::structures::sssp::{cpu, device::DeviceSssp, Order};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 #[path = "support/env.rs"]

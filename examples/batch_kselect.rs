@@ -12,9 +12,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{parse_modes, Error, LatencyPool, Mode, Result, Runtime, Transport};
-use asym::structures::kselect::{peers, Cooperation, KSelector, SelectKey, SelectStats, Sublists};
-use asym::structures::npy::{self, Dtype, NpyElement};
-use asym::structures::output;
+use asym::structures::io::npy::{self, Dtype, NpyElement};
+use asym::structures::io::output;
+use asym::structures::kselect::{peers, Cooperation, KSelector, SelectStats, Sublists};
+use asym::structures::Key;
 use clap::Parser;
 
 #[path = "support/cli.rs"]
@@ -75,7 +76,7 @@ struct Args {
     no_peers: bool,
     /// Timed runs per measurement (the median is reported), after one untimed warm-up run of
     /// each mode on the same data.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = cli::count(1, 1000))]
     repeat: usize,
     /// Latency threads (default: every CPU).
     #[arg(long)]
@@ -169,7 +170,7 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    fn run<K: SelectKey + NpyElement>(
+    fn run<K: Key + NpyElement>(
         &mut self,
         data: &[K],
         lengths: &[usize],

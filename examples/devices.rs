@@ -26,7 +26,7 @@ struct Args {
     #[arg(long, default_value = "all")]
     transport: String,
     /// Timed samples per measurement.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = cli::count(1, 1_000_000))]
     samples: usize,
     /// Words in the SVM round-trip check.
     #[arg(long, default_value_t = 1 << 20)]

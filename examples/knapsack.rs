@@ -14,13 +14,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{Error, LatencyPool, Result, Runtime};
-use asym::structures::gheap::{
-    BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
-};
-use asym::structures::knapsack::device::{solve_offloaded, OffloadConfig};
-use asym::structures::knapsack::{
+use asym::structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
+use asym::structures::apps::knapsack::{
     node_limit_for_memory, solve_concurrent, solve_sequential, BnbStats, Class, Instance,
     NodeBudget,
+};
+use asym::structures::gheap::{
+    BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
 use clap::Parser;
 use serde_json::json;

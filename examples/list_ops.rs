@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::arena::ArenaStats;
+use asym::structures::io::output;
 use asym::structures::list::workload::{SequentialList, Workload};
 use asym::structures::list::{BatchReport, ListMode, LockFreeList, OpStatus};
-use asym::structures::output;
 use clap::Parser;
 use serde_json::json;
 
@@ -65,7 +65,7 @@ struct Args {
     #[arg(long, default_value_t = 1024)]
     spare_nodes: usize,
     /// Runs of each mode (the table shows the fastest; --json prints each).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = cli::count(1, 1000))]
     repeat: usize,
     /// Write the final list (one value per line from the head); with several modes, one file
     /// per mode (PATH.MODE).

@@ -21,12 +21,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym::structures::apps::graph::{Graph, MtxOptions, UNREACHABLE};
+use asym::structures::apps::sssp::device::DeviceSssp;
+use asym::structures::apps::sssp::{check_distances, cpu, Order, SsspStats};
 use asym::structures::gheap::HeapPlacement;
 use asym::structures::gheap::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
-use asym::structures::graph::{Graph, MtxOptions, UNREACHABLE};
-use asym::structures::output;
-use asym::structures::sssp::device::DeviceSssp;
-use asym::structures::sssp::{check_distances, cpu, Order, SsspStats};
+use asym::structures::io::output;
 use clap::Parser;
 
 #[path = "support/cli.rs"]
@@ -225,7 +225,7 @@ fn run(args: &Args) -> Result<bool> {
         },
         check: Ok(()),
     }];
-    let mut push = |mode, order: Order, run: asym::structures::sssp::SsspRun, ms| {
+    let mut push = |mode, order: Order, run: asym::structures::apps::sssp::SsspRun, ms| {
         rows.push(Row {
             mode,
             order: match order {

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use asym::structures::io::npy;
 use asym::structures::kselect::peers;
-use asym::structures::npy;
 
 fn example(name: &str) -> PathBuf {
     // The test binary lives in target/<profile>/deps; examples in target/<profile>/examples.
@@ -848,6 +848,37 @@ fn sizes_outputs_and_environment_are_usage_errors() {
             vec![],
             "out of host memory",
         ),
+        // Counts that would run for days or allocate their size up front.
+        (
+            "batch_kselect",
+            vec!["--repeat".into(), "1000000000000".into()],
+            vec![],
+            "--repeat",
+        ),
+        (
+            "list_ops",
+            vec!["--repeat".into(), "0".into()],
+            vec![],
+            "--repeat",
+        ),
+        (
+            "devices",
+            vec!["--samples".into(), "1000000000000".into()],
+            vec![],
+            "--samples",
+        ),
+        (
+            "knapsack",
+            vec!["--range".into(), "1000000000000".into()],
+            vec![],
+            "range 1000000000000",
+        ),
+        (
+            "knapsack",
+            vec!["--n".into(), "1000000000000".into()],
+            vec![],
+            "out of host memory",
+        ),
         // A work-group above every K would run nothing.
         (
             "heap_bench",
@@ -949,6 +980,13 @@ fn sizes_outputs_and_environment_are_usage_errors() {
         assert!(stderr.contains(want), "{what}: {want:?} not in {stderr:?}");
         assert!(!stderr.contains("panicked"), "{what}: {stderr}");
     }
+    // A pop larger than any heap is a pop of everything, not an allocation of its size.
+    let (code, _, stderr) = run_with_env(
+        "sssp",
+        &["--scale", "8", "--mode", "cpu", "--pop", "1000000000000"],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
     // A knapsack capacity of 10^12 over no items: the DP table is refused, the search answers.
     let (code, stdout, stderr) = run_with_env(
         "knapsack",

@@ -57,6 +57,12 @@ pub fn numbers(flag: &str, value: &str) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// A clap parser for a count flag that accepts `min..=max` (clap names the flag and the
+/// range in its error, exit code 2).
+pub fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
+}
+
 /// Whether `e` comes from what the user gave (flags, files, names, sizes) rather than from
 /// the run itself.
 pub fn is_usage_error(e: &Error) -> bool {

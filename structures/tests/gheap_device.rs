@@ -5,8 +5,8 @@
 mod common;
 
 use asym_runtime::Error;
-use asym_structures::gheap::batch::merge_and_sort;
-use asym_structures::gheap::device::DeviceBatchOps;
+use asym_structures::gheap::merge_and_sort;
+use asym_structures::gheap::DeviceBatchOps;
 use rand::SeedableRng;
 
 #[test]

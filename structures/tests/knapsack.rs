@@ -7,10 +7,10 @@ mod common;
 use std::time::Duration;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
-use asym_structures::gheap::InsertDirection;
-use asym_structures::knapsack::{
+use asym_structures::apps::knapsack::{
     solve_concurrent, solve_sequential, Class, Instance, Item, NodeBudget,
 };
+use asym_structures::gheap::InsertDirection;
 
 #[test]
 fn branch_and_bound_matches_dynamic_programming_on_every_class() {
@@ -185,8 +185,8 @@ fn edge_cases_and_file_errors() {
 /// the same optimum as dynamic programming on every class, and edge cases.
 #[test]
 fn device_and_cooperative_heaps_match_dynamic_programming() {
+    use asym_structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
     use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
-    use asym_structures::knapsack::device::{solve_offloaded, OffloadConfig};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(3),
         ..Default::default()

@@ -4,7 +4,8 @@
 mod common;
 
 use asym_runtime::{Error, Mode};
-use asym_structures::kselect::{DeviceStaging, DeviceUpdate, SelectKey, Sublists};
+use asym_structures::kselect::{DeviceStaging, DeviceUpdate, Sublists};
+use asym_structures::Key;
 use rand::{Rng, SeedableRng};
 
 fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {

@@ -7,11 +7,11 @@ mod common;
 use std::io::Cursor;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
+use asym_structures::apps::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
+use asym_structures::apps::sssp::device::DeviceSssp;
+use asym_structures::apps::sssp::{check_distances, cpu, Order};
 use asym_structures::gheap::HeapPlacement as OrderHeap;
 use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig};
-use asym_structures::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
-use asym_structures::sssp::device::DeviceSssp;
-use asym_structures::sssp::{check_distances, cpu, Order};
 use rand::{Rng, SeedableRng};
 
 fn pool(threads: usize) -> LatencyPool {

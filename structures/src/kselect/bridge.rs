@@ -30,7 +30,7 @@ use asym_runtime::{
     DeviceKind, Error, Kernel, LatencyPool, Launch, Result, Runtime, Side, SvmBuffer,
 };
 
-use super::{Job, SelectKey};
+use super::{Job, Key};
 use crate::adheap::{AdHeapLayout, AtomicSlot, SlotWords};
 use crate::dheap::DHeap;
 
@@ -76,7 +76,7 @@ struct Latency<'a, 'j, K> {
     updates: &'a AtomicU64,
 }
 
-impl<K: SelectKey> Latency<'_, '_, K> {
+impl<K: Key> Latency<'_, '_, K> {
     /// Step 1 of update-key: reads on from the cursor to the next key below the root and writes
     /// it as the new root. `true`: the slot goes to the device; `false`: the sub-list is done
     /// and its answer stored.
@@ -232,7 +232,7 @@ impl Liveness {
 }
 
 /// The live schedule (fine transport only).
-pub(super) fn live<K: SelectKey>(
+pub(super) fn live<K: Key>(
     rt: &Runtime,
     pool: &LatencyPool,
     opts: BridgeOptions,
@@ -367,7 +367,7 @@ struct Half {
 /// The pipelined schedule (any transport): heaps mirrored, bridges replayed (see
 /// `adheap_bridges` in `kernels/adheap.cl`); only work lists, fresh heaps and bridges
 /// are copied.
-pub(super) fn pipelined<K: SelectKey>(
+pub(super) fn pipelined<K: Key>(
     rt: &Runtime,
     pool: &LatencyPool,
     opts: BridgeOptions,
@@ -504,7 +504,7 @@ pub(super) fn pipelined<K: SelectKey>(
 
 /// The latency threads' turn on one half: take each slot's bridge into the host copy,
 /// apply it, filter, refill. Returns (slot, fresh) for the slots that go to the device.
-fn mirror_round<K: SelectKey>(
+fn mirror_round<K: Key>(
     pool: &LatencyPool,
     lat: &Latency<'_, '_, K>,
     half: &mut Half,

@@ -9,7 +9,7 @@ use asym_runtime::{
     SvmBuffer,
 };
 
-use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Learned, SelectKey};
+use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Key, Learned};
 
 pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
@@ -110,11 +110,7 @@ pub(super) struct DeviceShape {
 }
 
 impl DevicePlan {
-    pub(super) fn new<K: SelectKey>(
-        rt: &Runtime,
-        shape: DeviceShape,
-        job: &Job<'_, K>,
-    ) -> Result<Self> {
+    pub(super) fn new<K: Key>(rt: &Runtime, shape: DeviceShape, job: &Job<'_, K>) -> Result<Self> {
         let DeviceShape {
             d,
             work_group: wg,
@@ -259,7 +255,7 @@ impl DevicePlan {
         Ok(Some(stage))
     }
 
-    pub(super) fn run<K: SelectKey>(
+    pub(super) fn run<K: Key>(
         &self,
         job: &Job<'_, K>,
         cooperative: Option<Learned>,
@@ -417,7 +413,7 @@ impl DevicePlan {
         (count > 0).then(|| count.min(self.chunk))
     }
 
-    fn start<K: SelectKey>(
+    fn start<K: Key>(
         &self,
         stage: &mut Stage,
         job: &Job<'_, K>,

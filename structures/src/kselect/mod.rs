@@ -3,7 +3,7 @@
 //! replaces it by update-key; the root is the answer).
 //!
 //! Keys are `i32`, `u32` or `f32`. Internally every key is mapped to an "ordered" `i32` whose
-//! signed order is the key's order ([`SelectKey`]), so one heap and one kernel serve all three.
+//! signed order is the key's order ([`Key`]), so one heap and one kernel serve all three.
 //! `f32` follows [`f32::total_cmp`]: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN.
 //!
 //! Modes ([`Mode`]):
@@ -27,68 +27,11 @@
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime, SvmElement};
+use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime};
 
 use crate::dheap::{check_d, DHeap};
+use crate::key::Key;
 use device::{min_known, Copier, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
-
-/// A key type batch k-selection accepts.
-pub trait SelectKey: SvmElement + std::fmt::Debug + PartialEq {
-    /// NumPy dtype string (`<i4`, `<u4`, `<f4`).
-    const DTYPE: &'static str;
-    /// How `kernels/kselect.cl` maps the raw bits to the ordered form when keys are uploaded
-    /// as they are (`-DKEY_MAP`): 0 as is, 1 flip the sign bit, 2 float total order.
-    const KEY_MAP: u32;
-    /// Maps the key to an `i32` whose signed order is the key's order.
-    fn to_ordered(self) -> i32;
-    /// Inverse of [`SelectKey::to_ordered`].
-    fn from_ordered(v: i32) -> Self;
-    /// The key's order (total), for references and tests.
-    fn cmp_keys(a: &Self, b: &Self) -> std::cmp::Ordering {
-        a.to_ordered().cmp(&b.to_ordered())
-    }
-}
-
-impl SelectKey for i32 {
-    const DTYPE: &'static str = "<i4";
-    const KEY_MAP: u32 = 0;
-    #[inline]
-    fn to_ordered(self) -> i32 {
-        self
-    }
-    #[inline]
-    fn from_ordered(v: i32) -> Self {
-        v
-    }
-}
-
-impl SelectKey for u32 {
-    const DTYPE: &'static str = "<u4";
-    const KEY_MAP: u32 = 1;
-    #[inline]
-    fn to_ordered(self) -> i32 {
-        (self ^ 0x8000_0000) as i32
-    }
-    #[inline]
-    fn from_ordered(v: i32) -> Self {
-        (v as u32) ^ 0x8000_0000
-    }
-}
-
-impl SelectKey for f32 {
-    const DTYPE: &'static str = "<f4";
-    const KEY_MAP: u32 = 2;
-    #[inline]
-    fn to_ordered(self) -> i32 {
-        // total_cmp's trick: flip the magnitude bits of negatives.
-        let b = self.to_bits() as i32;
-        b ^ (((b >> 31) as u32) >> 1) as i32
-    }
-    #[inline]
-    fn from_ordered(v: i32) -> Self {
-        f32::from_bits((v ^ (((v >> 31) as u32) >> 1) as i32) as u32)
-    }
-}
 
 /// How the list set is cut into sub-lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -562,7 +505,7 @@ impl KSelector {
     }
 
     /// The k-th smallest key of every sub-list of `data`, in sub-list order.
-    pub fn select<K: SelectKey>(
+    pub fn select<K: Key>(
         &self,
         data: &[K],
         sublists: &Sublists,
@@ -574,7 +517,7 @@ impl KSelector {
     }
 
     /// [`KSelector::select`], also reporting who did what.
-    pub fn select_with_stats<K: SelectKey>(
+    pub fn select_with_stats<K: Key>(
         &self,
         data: &[K],
         sublists: &Sublists,
@@ -586,7 +529,7 @@ impl KSelector {
 
     /// [`KSelector::select_with_stats`] with Cooperative mode dividing the work as
     /// `cooperation` says (the other modes ignore it).
-    pub fn select_cooperating<K: SelectKey>(
+    pub fn select_cooperating<K: Key>(
         &self,
         data: &[K],
         sublists: &Sublists,
@@ -656,7 +599,7 @@ impl KSelector {
     }
 
     /// One side does everything (CpuOnly, GpuOnly, or Cooperative when that measured faster).
-    fn run_alone<K: SelectKey>(
+    fn run_alone<K: Key>(
         &self,
         job: &Job<'_, K>,
         plan: CoopPlan,
@@ -690,7 +633,7 @@ impl KSelector {
 
     /// Cooperative by amount: the latency threads and the device claim sub-lists from one
     /// counter; the device's claims follow the measured speeds.
-    fn run_split<K: SelectKey>(
+    fn run_split<K: Key>(
         &self,
         job: &Job<'_, K>,
         hint: Learned,
@@ -745,13 +688,13 @@ impl KSelector {
         }
     }
 
-    fn cpu_workers<K: SelectKey>(&self, job: &Job<'_, K>) -> Result<usize> {
+    fn cpu_workers<K: Key>(&self, job: &Job<'_, K>) -> Result<usize> {
         self.cpu_workers_leaving(job, 0)
     }
 
     /// The latency threads' side; the last `leave` threads sit out, so the device's driver
     /// thread and staging copies have cores of their own.
-    fn cpu_workers_leaving<K: SelectKey>(&self, job: &Job<'_, K>, leave: usize) -> Result<usize> {
+    fn cpu_workers_leaving<K: Key>(&self, job: &Job<'_, K>, leave: usize) -> Result<usize> {
         let d = self.d;
         let counts = self.pool.broadcast_scoped(|w| -> Result<usize> {
             if w.index + leave >= w.threads {
@@ -781,7 +724,7 @@ impl KSelector {
     }
 
     /// Cooperative by kind: every sub-list on an ad-heap shared by both kinds of cores.
-    fn bridge_worker<K: SelectKey>(
+    fn bridge_worker<K: Key>(
         &self,
         job: &Job<'_, K>,
         cooperation: Cooperation,
@@ -809,7 +752,7 @@ impl KSelector {
 
     /// Runs the device side; `cooperative` carries what earlier runs learned (Cooperative mode),
     /// `None` means the device does everything (GpuOnly).
-    fn device_worker<K: SelectKey>(
+    fn device_worker<K: Key>(
         &self,
         job: &Job<'_, K>,
         cooperative: Option<Learned>,
@@ -843,7 +786,7 @@ struct Job<'a, K> {
 
 /// The k-th smallest of `list` with a d-heap (`heap` and `first` are reused scratch).
 #[inline]
-pub fn select_one<K: SelectKey>(
+pub fn select_one<K: Key>(
     list: &[K],
     k: usize,
     heap: &mut DHeap<i32>,

@@ -5,10 +5,10 @@ use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
-use super::SelectKey;
+use super::Key;
 
 /// The k-th smallest of each sub-list by `select_nth_unstable_by` (quickselect).
-pub fn select_nth<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+pub fn select_nth<K: Key>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
     offs.par_windows(2)
         .map(|w| {
             let mut v = data[w[0]..w[1]].to_vec();
@@ -19,7 +19,7 @@ pub fn select_nth<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> 
 
 /// Heap-based k-selection with std's `BinaryHeap` (max-heap of the first k; smaller keys
 /// replace the root through `peek_mut`).
-pub fn binary_heap<K: SelectKey>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
+pub fn binary_heap<K: Key>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
     offs.par_windows(2)
         .map(|w| {
             let list = &data[w[0]..w[1]];

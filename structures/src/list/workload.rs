@@ -1,17 +1,16 @@
-//! The seed's positional workload: its two text files, a generator in its style, a
-//! single-threaded list to compare with, and the checks a concurrent run must pass.
-//!
-//! `listnodes.txt`: a count, then the initial values in list order from the head.
-//! `operations.txt`: a count, then one operation per line: `1 <target> <new>` inserts `new`
-//! right after the node holding `target`; `0 <value>` removes the node holding `value`.
-//! Whitespace separates numbers; `//` starts a comment (the seed's files carry them).
+//! The seed's positional workload: a generator in its style, a single-threaded list to compare
+//! with, and the checks a concurrent run must pass. Its two text files are read and written
+//! by `io::list_files` ([`Workload::parse`], [`Workload::to_files`]).
 
 use std::collections::{HashMap, HashSet};
 
 use asym_runtime::{Error, Result};
 
 use super::{ListOp, OpStatus};
-use crate::rng::SplitMix;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::rng::seeded;
 
 /// An initial list and the operations to run on it concurrently.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,133 +21,7 @@ pub struct Workload {
     pub ops: Vec<ListOp>,
 }
 
-/// The numbers of each non-empty line of `text` (comments cut), with 1-based line numbers.
-fn numbered_lines<'t>(text: &'t str) -> impl Iterator<Item = (usize, Vec<&'t str>)> + 't {
-    text.lines().enumerate().filter_map(|(i, line)| {
-        let line = line.split("//").next().unwrap_or("");
-        let words: Vec<&str> = line.split_whitespace().collect();
-        (!words.is_empty()).then_some((i + 1, words))
-    })
-}
-
-fn number<T: std::str::FromStr>(word: &str, file: &str, line: usize, what: &str) -> Result<T> {
-    word.parse().map_err(|_| {
-        Error::InvalidArgument(format!(
-            "{file}:{line}: {what} {word:?} is not a number of the right range"
-        ))
-    })
-}
-
 impl Workload {
-    /// Parses the seed's two files; `nodes_name` and `ops_name` name them in errors.
-    /// Duplicate initial values are refused (operations name nodes by value).
-    pub fn parse(nodes: &str, nodes_name: &str, ops: &str, ops_name: &str) -> Result<Self> {
-        let initial = Self::parse_nodes(nodes, nodes_name)?;
-        let (ops, lines) = Self::parse_ops(ops, ops_name)?;
-        super::unique_values(&initial, &format!("the initial list of {nodes_name}"))?;
-        // An insert names a new node by its value: a value already in the list, or inserted
-        // by another operation of the batch, would make two nodes with one name.
-        let mut named: HashMap<i32, Option<usize>> = initial.iter().map(|&v| (v, None)).collect();
-        for (op, &line) in ops.iter().zip(&lines) {
-            if let ListOp::InsertAfter { value, .. } = *op {
-                if let Some(first) = named.insert(value, Some(line)) {
-                    let already = match first {
-                        None => format!("is in the initial list of {nodes_name}"),
-                        Some(l) => format!("is inserted on line {l} too"),
-                    };
-                    return Err(Error::InvalidArgument(format!(
-                        "{ops_name}:{line}: inserts {value}, which {already}; the list names \
-                         nodes by value, so an insert needs a new one"
-                    )));
-                }
-            }
-        }
-        Ok(Workload { initial, ops })
-    }
-
-    fn parse_nodes(text: &str, name: &str) -> Result<Vec<i32>> {
-        let mut lines = numbered_lines(text);
-        let Some((line, words)) = lines.next() else {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: empty; expected a count, then the values"
-            )));
-        };
-        let count: usize = number(words[0], name, line, "the node count")?;
-        let mut values = Vec::with_capacity(count.min(1 << 20));
-        let mut last_line = line;
-        for w in &words[1..] {
-            values.push(number(w, name, line, "value")?);
-        }
-        for (line, words) in lines {
-            last_line = line;
-            for w in words {
-                if values.len() == count {
-                    return Err(Error::InvalidArgument(format!(
-                        "{name}:{line}: more values than the count {count} on the first line"
-                    )));
-                }
-                values.push(number(w, name, line, "value")?);
-            }
-        }
-        if values.len() != count {
-            return Err(Error::InvalidArgument(format!(
-                "{name}:{last_line}: {} values, but the first line says {count}",
-                values.len()
-            )));
-        }
-        Ok(values)
-    }
-
-    /// The operations and the line each stands on.
-    fn parse_ops(text: &str, name: &str) -> Result<(Vec<ListOp>, Vec<usize>)> {
-        let mut lines = numbered_lines(text);
-        let Some((line, words)) = lines.next() else {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: empty; expected a count, then one operation per line"
-            )));
-        };
-        if words.len() != 1 {
-            return Err(Error::InvalidArgument(format!(
-                "{name}:{line}: expected the operation count alone on the first line"
-            )));
-        }
-        let count: usize = number(words[0], name, line, "the operation count")?;
-        let mut ops = Vec::with_capacity(count.min(1 << 20));
-        let mut op_lines = Vec::with_capacity(count.min(1 << 20));
-        let mut last_line = line;
-        for (line, words) in lines {
-            last_line = line;
-            if ops.len() == count {
-                return Err(Error::InvalidArgument(format!(
-                    "{name}:{line}: more operations than the count {count} on the first line"
-                )));
-            }
-            let op = match words.as_slice() {
-                ["1", target, value] => ListOp::InsertAfter {
-                    target: number(target, name, line, "target value")?,
-                    value: number(value, name, line, "new value")?,
-                },
-                ["0", value] => ListOp::RemoveValue(number(value, name, line, "value")?),
-                _ => {
-                    return Err(Error::InvalidArgument(format!(
-                        "{name}:{line}: expected `1 <target> <new value>` or `0 <value>`, found \
-                         {:?}",
-                        words.join(" ")
-                    )))
-                }
-            };
-            ops.push(op);
-            op_lines.push(line);
-        }
-        if ops.len() != count {
-            return Err(Error::InvalidArgument(format!(
-                "{name}:{last_line}: {} operations, but the first line says {count}",
-                ops.len()
-            )));
-        }
-        Ok((ops, op_lines))
-    }
-
     /// A workload as the seed generates one: `initial` unique values in random order, then
     /// `ops` operations, half removes of initial values and half inserts of new unique values
     /// after initial values.
@@ -163,17 +36,15 @@ impl Workload {
                 "{initial} nodes and {ops} operations: unique i32 values run out"
             )));
         }
-        let mut rng = SplitMix(seed);
+        let mut rng = seeded(seed);
         // Even values for the initial list, odd ones for inserts: unique by construction.
         let mut values: Vec<i32> = (0..initial as i32).map(|i| 2 * i).collect();
-        for i in (1..values.len()).rev() {
-            values.swap(i, rng.range(0, i as u64) as usize);
-        }
+        values.shuffle(&mut rng);
         let mut next_new = 1;
         let ops = (0..ops)
             .map(|_| {
-                let v = values[rng.range(0, initial as u64 - 1) as usize];
-                if rng.next() & 1 == 0 {
+                let v = values[rng.gen_range(0..initial)];
+                if rng.gen::<bool>() {
                     ListOp::RemoveValue(v)
                 } else {
                     let op = ListOp::InsertAfter {
@@ -189,25 +60,6 @@ impl Workload {
             initial: values,
             ops,
         })
-    }
-
-    /// The seed's files for this workload.
-    pub fn to_files(&self) -> (String, String) {
-        let mut nodes = format!("{}\n", self.initial.len());
-        for v in &self.initial {
-            nodes.push_str(&format!("{v}\n"));
-        }
-        let mut ops = format!("{}\n", self.ops.len());
-        for op in &self.ops {
-            match *op {
-                ListOp::InsertAfter { target, value } => {
-                    ops.push_str(&format!("1 {target} {value}\n"))
-                }
-                ListOp::RemoveValue(v) => ops.push_str(&format!("0 {v}\n")),
-                _ => {}
-            }
-        }
-        (nodes, ops)
     }
 
     /// Checks a concurrent run's outcome, for any order the batch's operations may have run

@@ -4,7 +4,10 @@
 use asym_runtime::{host_memory, Error, Result};
 
 use super::{Edge, Graph};
-use crate::rng::SplitMix;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::rng::seeded;
 
 /// Weights of geometric graphs: Euclidean length in units of 10^-6 of the unit square's side.
 const GEOMETRIC_UNIT: f64 = 1e6;
@@ -33,17 +36,15 @@ impl Graph {
             peak,
             &format!("a Kronecker graph of scale {scale} and edge factor {edge_factor}"),
         )?;
-        let mut rng = SplitMix(seed);
+        let mut rng = seeded(seed);
         let mut perm: Vec<u32> = (0..n as u32).collect();
-        for i in (1..n).rev() {
-            perm.swap(i, rng.range(0, i as u64) as usize);
-        }
+        perm.shuffle(&mut rng);
         let (a, b, c) = (0.57, 0.19, 0.19);
         let edges: Vec<Edge> = (0..m)
             .map(|_| {
                 let (mut u, mut v) = (0usize, 0usize);
                 for bit in (0..scale).rev() {
-                    let r = rng.unit();
+                    let r: f64 = rng.gen();
                     let (du, dv) = if r < a {
                         (0, 0)
                     } else if r < a + b {
@@ -56,7 +57,7 @@ impl Graph {
                     u |= du << bit;
                     v |= dv << bit;
                 }
-                let w = rng.range(1, max_weight as u64) as u32;
+                let w = rng.gen_range(1..=max_weight);
                 (perm[u], perm[v], w)
             })
             .collect();
@@ -79,8 +80,8 @@ impl Graph {
             peak,
             &format!("a geometric graph of {n} vertices and degree {degree}"),
         )?;
-        let mut rng = SplitMix(seed);
-        let pts: Vec<(f64, f64)> = (0..n).map(|_| (rng.unit(), rng.unit())).collect();
+        let mut rng = seeded(seed);
+        let pts: Vec<(f64, f64)> = (0..n).map(|_| (rng.gen(), rng.gen())).collect();
         let r = (degree / (std::f64::consts::PI * n as f64)).sqrt().min(1.0);
         let side = ((1.0 / r).floor() as usize).clamp(1, 1 << 14);
         let cell = |p: (f64, f64)| {

@@ -1,7 +1,7 @@
 //! The generalized heap's batch operations on the device (`kernels/gheap.cl`): bitonic sort
 //! of batches and merge-path MergeAndSort of pairs of batches, one batch or pair per
 //! work-group, in local memory. The building blocks of the device heap's INS and DEL, usable
-//! (and tested, and measured) alone; the device heap is [`super::device_heap`].
+//! (and tested, and measured) alone; the device heap is [`super::DeviceGeneralizedHeap`].
 
 use asym_runtime::{Error, Kernel, Result, Runtime};
 

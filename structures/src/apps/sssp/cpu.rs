@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use asym_runtime::{LatencyPool, Result};
 
 use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
+use crate::apps::graph::{Graph, UNREACHABLE};
 use crate::gheap::{ConcurrentGeneralizedHeap, PairHeap};
-use crate::graph::{Graph, UNREACHABLE};
 
 /// Frontier entries a thread takes at a time.
 const CHUNK: usize = 64;
@@ -172,6 +172,9 @@ impl PairHeap for CpuHeap<'_> {
     fn pop(&mut self, n: usize) -> Result<Vec<Pair>> {
         let heap = &self.heap;
         let k = heap.batch();
+        // Nothing else runs on the heap during a pop: asking for more than it holds is asking
+        // for everything (and must not size the tickets or the output by the request).
+        let n = n.min(heap.len());
         // One DEL of at most K keys per ticket; the last ticket takes the remainder.
         let dels = n.div_ceil(k);
         let ticket = AtomicUsize::new(0);

@@ -11,14 +11,13 @@
 //! - vertices no edge reaches keep an infinite distance ([`UNREACHABLE`]).
 
 mod generate;
-mod parse;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::{host_memory, Error, Result};
 
-pub use parse::MtxOptions;
+pub use crate::io::graph_files::MtxOptions;
 
 /// The distance of a vertex no path reaches.
 pub const UNREACHABLE: u64 = u64::MAX;

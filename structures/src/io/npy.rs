@@ -231,7 +231,7 @@ pub fn write<T: NpyElement>(path: &Path, values: &[T]) -> Result<()> {
     for v in values {
         out.extend_from_slice(&v.to_bits().to_le_bytes());
     }
-    crate::output::write_whole(path, &out)
+    super::output::write_whole(path, &out)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use asym_runtime::{Error, Result};
 
-use super::{Edge, Graph};
+use crate::apps::graph::{Edge, Graph};
 
 /// How Matrix Market values become edge weights.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -10,8 +10,8 @@
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
+use crate::apps::graph::{Graph, UNREACHABLE};
 use crate::gheap::HeapPlacement;
-use crate::graph::{Graph, UNREACHABLE};
 
 const NEXT_LEN: usize = 0;
 const VISITED: usize = 1;

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use asym_runtime::{Error, Result};
 
+use crate::apps::graph::{Graph, UNREACHABLE};
 use crate::gheap::PairHeap;
-use crate::graph::{Graph, UNREACHABLE};
 
 /// A frontier entry: `(distance when queued, vertex)`; the heap orders by distance first.
 pub type Pair = (u32, u32);

@@ -34,9 +34,11 @@ use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
 
 use super::batch::{position, tree_slots};
-use super::device::{check_local_memory, default_work_group, max_work_group, MAX_DEVICE_BATCH};
+use super::device_batch_ops::{
+    check_local_memory, default_work_group, max_work_group, MAX_DEVICE_BATCH,
+};
 use super::InsertDirection;
-use crate::kselect::SelectKey;
+use crate::key::Key;
 
 mod bulk;
 use bulk::BulkKernels;
@@ -136,14 +138,14 @@ macro_rules! scalar_key {
             const CL_DEFINES: &'static str = "-DKEY_T=int -DKEY_MAX=INT_MAX";
             #[inline]
             fn to_repr(self) -> i32 {
-                SelectKey::to_ordered(self)
+                Key::to_ordered(self)
             }
             #[inline]
             fn from_repr(r: i32) -> Self {
-                <$t as SelectKey>::from_ordered(r)
+                <$t as Key>::from_ordered(r)
             }
             type Upload = $t;
-            const KEY_MAP: u32 = <$t as SelectKey>::KEY_MAP;
+            const KEY_MAP: u32 = <$t as Key>::KEY_MAP;
             fn upload(keys: &[Self]) -> Cow<'_, [$t]> {
                 Cow::Borrowed(keys)
             }
@@ -157,11 +159,11 @@ macro_rules! scalar_key {
             const CL_DEFINES: &'static str = "-DKEY_T=long -DKEY_MAX=LONG_MAX";
             #[inline]
             fn to_repr(self) -> i64 {
-                ((SelectKey::to_ordered(self.0) as i64) << 32) | self.1 as i64
+                ((Key::to_ordered(self.0) as i64) << 32) | self.1 as i64
             }
             #[inline]
             fn from_repr(r: i64) -> Self {
-                (<$t as SelectKey>::from_ordered((r >> 32) as i32), r as u32)
+                (<$t as Key>::from_ordered((r >> 32) as i32), r as u32)
             }
             type Upload = i64;
             const KEY_MAP: u32 = 0;

@@ -1,0 +1,73 @@
+//! Knapsack instances in the concurrent-heap seed's text format: `n capacity` on the first
+//! line, then `n` lines `profit weight`.
+
+use asym_runtime::{Error, Result};
+
+use crate::apps::knapsack::{Instance, Item};
+
+impl Instance {
+    /// Reads the seed's format: `n capacity` on the first line, then `n` lines `profit weight`.
+    /// Blank lines and lines starting with `#` are skipped. Weights must be ≥ 1 and profits
+    /// ≥ 0 (an error names the line otherwise).
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let bad = |line: usize, what: String| {
+            Error::InvalidArgument(format!("{source}, line {line}: {what}"))
+        };
+        let (hl, header) = lines
+            .next()
+            .ok_or_else(|| Error::InvalidArgument(format!("{source}: empty file")))?;
+        let nums = |line: usize, l: &str| -> Result<Vec<i128>> {
+            l.split_whitespace()
+                .map(|t| {
+                    t.parse::<i128>()
+                        .map_err(|_| bad(line, format!("{t:?} is not an integer")))
+                })
+                .collect()
+        };
+        let h = nums(hl, header)?;
+        if h.len() != 2 {
+            return Err(bad(hl, "expected `n capacity`".into()));
+        }
+        let n = usize::try_from(h[0]).map_err(|_| bad(hl, format!("item count {}", h[0])))?;
+        let capacity = u64::try_from(h[1])
+            .map_err(|_| bad(hl, format!("capacity {} out of range 0..2^64", h[1])))?;
+        let mut items = Vec::with_capacity(n.min(1 << 20));
+        for (line, l) in lines.by_ref().take(n) {
+            let v = nums(line, l)?;
+            if v.len() != 2 {
+                return Err(bad(line, "expected `profit weight`".into()));
+            }
+            let profit = u64::try_from(v[0])
+                .map_err(|_| bad(line, format!("profit {} must be ≥ 0", v[0])))?;
+            let weight = u64::try_from(v[1])
+                .ok()
+                .filter(|&w| w >= 1)
+                .ok_or_else(|| bad(line, format!("weight {} must be ≥ 1", v[1])))?;
+            items.push(Item { profit, weight });
+        }
+        if items.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "{source}: the header announces {n} items, the file has {}",
+                items.len()
+            )));
+        }
+        if let Some((line, _)) = lines.next() {
+            return Err(bad(line, format!("more than the {n} items announced")));
+        }
+        // Sums must fit: profits and weights of all items together.
+        items
+            .iter()
+            .try_fold((0u64, 0u64), |(p, w), it| {
+                Some((p.checked_add(it.profit)?, w.checked_add(it.weight)?))
+            })
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{source}: total profit or weight exceeds 2^64"))
+            })?;
+        Ok(Instance { items, capacity })
+    }
+}
