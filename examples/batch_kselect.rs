@@ -416,9 +416,11 @@ fn run(args: &Args) -> Result<bool> {
             let len = match (array.shape.as_slice(), args.sublist) {
                 (&[_, cols], None) => cols,
                 (&[_, cols], Some(s)) if s != cols => {
-                    return Err(Error::InvalidArgument(format!(
-                        "--sublist {s} disagrees with the file's rows of {cols}"
-                    )))
+                    return Err(Error::flag(
+                        "--sublist",
+                        s,
+                        format!("disagrees with the file's rows of {cols}"),
+                    ))
                 }
                 (_, Some(s)) => s,
                 (&[_], None) => {
@@ -433,10 +435,7 @@ fn run(args: &Args) -> Result<bool> {
         }
         None => {
             if args.total_log2 > 31 {
-                return Err(Error::InvalidArgument(format!(
-                    "--total-log2 {} is too large (at most 31)",
-                    args.total_log2
-                )));
+                return Err(Error::flag("--total-log2", args.total_log2, "at most 31"));
             }
             let total = 1usize << args.total_log2;
             let lengths: Vec<usize> = match args.sublist {

@@ -501,9 +501,7 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
 fn run(args: &Args) -> Result<bool> {
     let batches = cli::numbers("--batch", &args.batch)?;
     if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
-        return Err(Error::InvalidArgument(format!(
-            "--batch {b}: K must be a power of two"
-        )));
+        return Err(Error::flag("--batch", b, "K must be a power of two"));
     }
     let group_counts: Vec<Option<usize>> = match &args.work_groups {
         Some(s) => cli::numbers("--work-groups", s)?
@@ -520,10 +518,11 @@ fn run(args: &Args) -> Result<bool> {
         None => vec![None],
     };
     if args.keys_log2 > 30 {
-        return Err(Error::InvalidArgument(format!(
-            "--keys-log2 {}: at most 30 here",
-            args.keys_log2
-        )));
+        return Err(Error::flag(
+            "--keys-log2",
+            args.keys_log2,
+            "at most 30 here",
+        ));
     }
     let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
     let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
@@ -536,17 +535,10 @@ fn run(args: &Args) -> Result<bool> {
         "td" => vec![InsertDirection::TopDown],
         "bu" => vec![InsertDirection::BottomUp],
         "both" => vec![InsertDirection::TopDown, InsertDirection::BottomUp],
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "--insert {other:?}: expected td, bu or both"
-            )))
-        }
+        other => return Err(Error::flag("--insert", other, "expected td, bu or both")),
     };
     if args.key != "u32" && args.key != "i32" {
-        return Err(Error::InvalidArgument(format!(
-            "--key {:?}: expected u32 or i32",
-            args.key
-        )));
+        return Err(Error::flag("--key", &args.key, "expected u32 or i32"));
     }
     let mut bulk_policies = Vec::new();
     for p in args.bulk.split(',').map(str::trim) {
@@ -584,11 +576,15 @@ fn run(args: &Args) -> Result<bool> {
             .flatten()
             .find(|&&w| batches.iter().all(|&b| w > b))
         {
-            return Err(Error::InvalidArgument(format!(
-                "--work-group {w}: larger than every --batch ({}); a work-group works on one \
-                 node of K keys, so it takes at most K work-items",
-                args.batch
-            )));
+            return Err(Error::flag(
+                "--work-group",
+                w,
+                format!(
+                    "larger than every --batch ({}); a work-group works on one node of K \
+                     keys, so it takes at most K work-items",
+                    args.batch
+                ),
+            ));
         }
     }
     let mut rows = Vec::new();

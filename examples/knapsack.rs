@@ -116,26 +116,24 @@ fn more_nodes(e: Error) -> Error {
 
 fn run(args: &Args) -> Result<bool> {
     if !args.batch.is_power_of_two() {
-        return Err(Error::InvalidArgument(format!(
-            "--batch {}: K must be a power of two",
-            args.batch
-        )));
+        return Err(Error::flag(
+            "--batch",
+            args.batch,
+            "K must be a power of two",
+        ));
     }
     let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
     let [seq, cpu, gpu, coop] = ["seq", "cpu", "gpu", "coop"].map(|m| modes.contains(&m));
     let direction = match args.insert.trim() {
         "td" => InsertDirection::TopDown,
         "bu" => InsertDirection::BottomUp,
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "--insert {other:?}: expected td or bu"
-            )))
-        }
+        other => return Err(Error::flag("--insert", other, "expected td or bu")),
     };
     let instances: Vec<(String, Instance)> = match &args.input {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Error::InvalidArgument(format!("cannot read {}: {e}", path.display()))
+            let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                source: e,
             })?;
             vec![(
                 path.display().to_string(),

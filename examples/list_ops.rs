@@ -112,10 +112,7 @@ fn run(args: &Args) -> Result<bool> {
     }
     let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
     if !(0.0..=1.0).contains(&args.device_share) {
-        return Err(Error::InvalidArgument(format!(
-            "--device-share {}: 0 to 1",
-            args.device_share
-        )));
+        return Err(Error::flag("--device-share", args.device_share, "0 to 1"));
     }
     let workload = match (&args.nodes, &args.ops) {
         (Some(n), Some(o)) => Workload::parse(

@@ -140,9 +140,11 @@ fn load(args: &Args, quiet: bool) -> Result<(String, Graph)> {
                 Graph::geometric(args.n, args.degree, args.seed)?,
             ),
             other => {
-                return Err(Error::InvalidArgument(format!(
-                    "--gen {other:?}: expected kron or geo (or --input FILE)"
-                )))
+                return Err(Error::flag(
+                    "--gen",
+                    other,
+                    "expected kron or geo (or --input FILE)",
+                ))
             }
         },
     };
@@ -179,9 +181,7 @@ fn run(args: &Args) -> Result<bool> {
     let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
     let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
     if args.source == Some(0) {
-        return Err(Error::InvalidArgument(
-            "--source 0: vertices are numbered from 1".into(),
-        ));
+        return Err(Error::flag("--source", 0, "vertices are numbered from 1"));
     }
     let order = Order::Heap {
         threshold: args.threshold,

@@ -152,7 +152,7 @@ inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
 #endif
 
 /* Keys uploaded as raw bits become the "ordered" int32 form on load (-DKEY_MAP, the maps of
- * SelectKey::to_ordered), in which signed comparison is the keys' order: 0 as they are
+ * Key::to_ordered), in which signed comparison is the keys' order: 0 as they are
  * (int32 keys, or keys the host mapped already), 1 uint32 (flip the sign bit), 2 float32
  * (total order: flip the magnitude bits of negatives). Each map is its own inverse, so the
  * same macro turns ordered keys back into raw bits. */

@@ -1,4 +1,4 @@
-/* asym SSSP: one frontier expansion of the label-correcting search (structures/src/sssp).
+/* asym SSSP: one frontier expansion of the label-correcting search (structures/src/apps/sssp).
  *
  * Algorithm. The frontier is a list of (distance when queued << 32 | vertex) entries. Each
  * entry that is not stale (its distance is above the vertex's current one: the vertex was

@@ -418,7 +418,7 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
     );
     for (args, says) in [
         (&["--bulk", "sometimes"][..], "bulk policy \"sometimes\""),
-        (&["--key", "i64"][..], "--key \"i64\""),
+        (&["--key", "i64"][..], "--key i64: expected u32 or i32"),
         (&["--preload", "100"][..], "gpu rows only"),
     ] {
         let (ok, _, err) = bench(args);
@@ -529,7 +529,7 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
     let bad = dir.join("bad.txt");
     std::fs::write(&bad, "2 10\n10 5\n7 zero\n").unwrap();
     for (args, want) in [
-        (vec!["--input", bad.to_str().unwrap()], "bad.txt, line 3"),
+        (vec!["--input", bad.to_str().unwrap()], "bad.txt:3"),
         (vec!["--gen", "sideways"], "unknown instance class"),
         (vec!["--mode", "gpu", "--pop", "0"], "at least 1"),
         (vec!["--mode", "warp"], "unknown mode"),
@@ -615,9 +615,9 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     for (args, want) in [
         (
             vec!["--input", bad.to_str().unwrap()],
-            "bad.gr, line 3: negative weight",
+            "bad.gr:3: negative weight",
         ),
-        (vec!["--input", neg.to_str().unwrap()], "neg.mtx, line 3"),
+        (vec!["--input", neg.to_str().unwrap()], "neg.mtx:3"),
         (vec!["--input", "/nonexistent.gr"], "/nonexistent.gr"),
         (vec!["--gen", "lattice"], "expected kron or geo"),
         (vec!["--source", "0"], "numbered from 1"),

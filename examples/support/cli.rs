@@ -30,11 +30,15 @@ pub fn choose(flag: &str, value: &str, accepted: &[&'static str]) -> Result<Vec<
         match accepted.iter().position(|a| *a == entry) {
             Some(i) => chosen[i] = true,
             None => {
-                return Err(Error::InvalidArgument(format!(
-                    "{flag} {entry:?}: unknown {}; expected {} or all (comma-separated)",
-                    flag.trim_start_matches('-'),
-                    accepted.join(", ")
-                )))
+                return Err(Error::flag(
+                    flag,
+                    entry,
+                    format!(
+                        "unknown {}; expected {} or all (comma-separated)",
+                        flag.trim_start_matches('-'),
+                        accepted.join(", ")
+                    ),
+                ))
             }
         }
     }
@@ -50,9 +54,9 @@ pub fn numbers(flag: &str, value: &str) -> Result<Vec<usize>> {
     value
         .split(',')
         .map(|v| {
-            v.trim().parse::<usize>().map_err(|_| {
-                Error::InvalidArgument(format!("{flag} {v:?}: expected a number (or a comma list)"))
-            })
+            v.trim()
+                .parse::<usize>()
+                .map_err(|_| Error::flag(flag, v, "expected a number (or a comma list)"))
         })
         .collect()
 }
@@ -69,6 +73,8 @@ pub fn is_usage_error(e: &Error) -> bool {
     matches!(
         e,
         Error::InvalidArgument(_)
+            | Error::Flag { .. }
+            | Error::Parse { .. }
             | Error::DeviceNotFound { .. }
             | Error::Io { .. }
             | Error::HostOutOfMemory { .. }

@@ -14,11 +14,13 @@ pub fn parsed<T: FromStr>(name: &str, accepts: &str) -> Result<Option<T>> {
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| Error::InvalidArgument(format!("{name}={s:?}: expected {accepts}"))),
+            .map_err(|_| Error::flag(name, &s, format!("expected {accepts}"))),
         Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(s)) => Err(Error::InvalidArgument(format!(
-            "{name}={s:?}: not valid UTF-8 (expected {accepts})"
-        ))),
+        Err(std::env::VarError::NotUnicode(s)) => Err(Error::flag(
+            name,
+            s.to_string_lossy(),
+            format!("not valid UTF-8 (expected {accepts})"),
+        )),
     }
 }
 
@@ -27,9 +29,7 @@ pub fn switch(name: &str) -> Result<bool> {
     match parsed::<String>(name, "0 or 1")?.as_deref() {
         None | Some("0") => Ok(false),
         Some("1") => Ok(true),
-        Some(other) => Err(Error::InvalidArgument(format!(
-            "{name}={other:?}: expected 0 or 1"
-        ))),
+        Some(other) => Err(Error::flag(name, other, "expected 0 or 1")),
     }
 }
 

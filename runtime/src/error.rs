@@ -93,9 +93,29 @@ pub enum Error {
         /// Its capacity.
         capacity: usize,
     },
-    /// An argument was out of range or malformed.
+    /// An argument of a call was out of range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A file the user gave is malformed: the file, the line where there is one, what is wrong.
+    #[error("{file}{}: {what}", line_suffix(*.line))]
+    Parse {
+        /// The file as the user named it.
+        file: String,
+        /// The line (from 1), when the problem has one.
+        line: Option<usize>,
+        /// What is wrong there.
+        what: String,
+    },
+    /// A command-line flag or an `ASYM_*` environment variable has a value it does not accept.
+    #[error("{name} {}: {expected}", shown(.value))]
+    Flag {
+        /// The flag (`--mode`) or variable (`ASYM_SVM`).
+        name: String,
+        /// The value given.
+        value: String,
+        /// What it accepts.
+        expected: String,
+    },
     /// An SVM buffer was used while another party owns it (mapped on the host, or in use by a
     /// running kernel).
     #[error("SVM buffer busy: {0}")]
@@ -133,6 +153,52 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+}
+
+/// A flag's value as the user typed it, quoted only where it would not read as one word.
+fn shown(value: &str) -> String {
+    if value.is_empty() || value.contains(char::is_whitespace) || value.contains('"') {
+        format!("{value:?}")
+    } else {
+        value.to_string()
+    }
+}
+
+fn line_suffix(line: Option<usize>) -> String {
+    line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
+impl Error {
+    /// A [`Error::Parse`] at `line` of `file`.
+    pub fn parse(file: impl Into<String>, line: usize, what: impl std::fmt::Display) -> Self {
+        Error::Parse {
+            file: file.into(),
+            line: Some(line),
+            what: what.to_string(),
+        }
+    }
+
+    /// A [`Error::Parse`] of `file` as a whole.
+    pub fn parse_file(file: impl Into<String>, what: impl std::fmt::Display) -> Self {
+        Error::Parse {
+            file: file.into(),
+            line: None,
+            what: what.to_string(),
+        }
+    }
+
+    /// A [`Error::Flag`]: `name` does not accept `value`; it accepts `expected`.
+    pub fn flag(
+        name: impl Into<String>,
+        value: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::Flag {
+            name: name.into(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
 }
 
 fn detail_suffix(detail: &str) -> String {

@@ -101,9 +101,11 @@ impl Runtime {
         };
         if let Some(dir) = std::env::var_os(DUMP_BINARIES_ENV).filter(|d| !d.is_empty()) {
             if !std::path::Path::new(&dir).is_dir() {
-                return Err(Error::InvalidArgument(format!(
-                    "{DUMP_BINARIES_ENV}={dir:?}: expected an existing directory"
-                )));
+                return Err(Error::flag(
+                    DUMP_BINARIES_ENV,
+                    dir.to_string_lossy(),
+                    "expected an existing directory",
+                ));
             }
         }
         let label = profile.label();

@@ -145,17 +145,20 @@ fn edge_cases_and_file_errors() {
     for (text, want) in [
         ("", "empty file"),
         ("2 10\n1 2\n", "announces 2 items"),
-        ("1 10\n1 2\n3 4\n", "line 3"),
-        ("1 10\n1 0\n", "line 2: weight 0 must be ≥ 1"),
-        ("1 10\n1 -4\n", "line 2: weight -4"),
-        ("1 10\n-1 4\n", "line 2: profit -1"),
-        ("1 x\n", "line 1: \"x\" is not an integer"),
+        ("1 10\n1 2\n3 4\n", "x.txt:3"),
+        ("1 10\n1 0\n", "x.txt:2: weight 0 must be ≥ 1"),
+        ("1 10\n1 -4\n", "x.txt:2: weight -4"),
+        ("1 10\n-1 4\n", "x.txt:2: profit -1"),
+        ("1 x\n", "x.txt:1: \"x\" is not an integer"),
         ("1 -5\n1 1\n", "capacity -5"),
-        ("1 10 3\n1 1\n", "line 1: expected `n capacity`"),
+        ("1 10 3\n1 1\n", "x.txt:1: expected `n capacity`"),
         ("2 10\n18446744073709551615 1\n1 1\n", "exceeds 2^64"),
     ] {
         match Instance::parse(text, "x.txt") {
-            Err(Error::InvalidArgument(m)) => assert!(m.contains(want), "{text:?}: {m}"),
+            Err(e @ Error::Parse { .. }) => {
+                let m = e.to_string();
+                assert!(m.contains(want), "{text:?}: {m}")
+            }
             other => panic!("{text:?}: {other:?}"),
         }
     }
@@ -249,14 +252,20 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
         let e = solve_offloaded(&hard, &pool, &rt, &config(1, 8, 50)).unwrap_err();
         assert!(matches!(e, Error::CapacityExceeded { .. }), "{e}");
         assert!(solve_offloaded(&hard, &pool, &rt, &config(0, 0, 50)).is_err());
-        // Garbage collection removes nodes and keeps the optimum.
-        let inst = Instance::generate(Class::StronglyCorrelated, 40, 1000, 5).unwrap();
+        // Garbage collection keeps the optimum, and removes nodes on instances where the
+        // incumbent improves while the heap is large (not every instance has one).
         let gc = OffloadConfig {
             gc_threshold: 64,
             ..config(1, 256, 1 << 20)
         };
-        let s = solve_offloaded(&inst, &pool, &rt, &gc).unwrap();
-        assert_eq!(s.optimum, inst.dp_optimum(1 << 26).unwrap());
-        assert!(s.collections > 0 && s.collected > 0, "{s:?}");
+        let mut collected = 0;
+        for seed in 0..8 {
+            let inst = Instance::generate(Class::StronglyCorrelated, 40, 1000, seed).unwrap();
+            let s = solve_offloaded(&inst, &pool, &rt, &gc).unwrap();
+            assert_eq!(s.optimum, inst.dp_optimum(1 << 26).unwrap(), "seed {seed}");
+            assert!(s.collections > 0, "seed {seed}: {s:?}");
+            collected += s.collected;
+        }
+        assert!(collected > 0, "no collection removed a node on 8 instances");
     }
 }

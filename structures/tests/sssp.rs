@@ -178,7 +178,7 @@ fn dimacs_reads_arcs_and_names_bad_lines() {
     ] {
         let m = message(dimacs(text));
         assert!(
-            m.contains(&format!("g.gr, line {line}")) && m.contains(what),
+            m.contains(&format!("g.gr:{line}")) && m.contains(what),
             "{m}"
         );
     }
@@ -275,7 +275,7 @@ fn matrix_market_reads_fields_and_symmetry() {
     ] {
         let m = message(mtx(text));
         assert!(
-            m.contains(&format!("m.mtx, line {line}")) && m.contains(what),
+            m.contains(&format!("m.mtx:{line}")) && m.contains(what),
             "{text}: {m}"
         );
     }

@@ -28,7 +28,7 @@ impl Default for MtxOptions {
 }
 
 fn bad(source: &str, line: usize, what: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("{source}, line {line}: {what}"))
+    Error::parse(source, line, format!("{what}"))
 }
 
 /// A count of a header line (vertices, arcs, rows, entries).
@@ -131,14 +131,16 @@ impl Graph {
                 )),
             }
         })?;
-        let (n, m) = header.ok_or_else(|| {
-            Error::InvalidArgument(format!("{source}: no `p sp VERTICES ARCS` line"))
-        })?;
+        let (n, m) = header
+            .ok_or_else(|| Error::parse_file(source, format!("no `p sp VERTICES ARCS` line")))?;
         if edges.len() != m {
-            return Err(Error::InvalidArgument(format!(
-                "{source}: the `p` line announces {m} arcs, the file has {}",
-                edges.len()
-            )));
+            return Err(Error::parse_file(
+                source,
+                format!(
+                    "the `p` line announces {m} arcs, the file has {}",
+                    edges.len()
+                ),
+            ));
         }
         Graph::from_edges(n, &edges, false)
     }
@@ -273,16 +275,18 @@ impl Graph {
             Ok(())
         })?;
         let Some((_, symmetric)) = banner else {
-            return Err(Error::InvalidArgument(format!("{source}: empty file")));
+            return Err(Error::parse_file(source, format!("empty file")));
         };
-        let (n, nnz) = size.ok_or_else(|| {
-            Error::InvalidArgument(format!("{source}: no `ROWS COLUMNS ENTRIES` line"))
-        })?;
+        let (n, nnz) = size
+            .ok_or_else(|| Error::parse_file(source, format!("no `ROWS COLUMNS ENTRIES` line")))?;
         if edges.len() != nnz {
-            return Err(Error::InvalidArgument(format!(
-                "{source}: the size line announces {nnz} entries, the file has {}",
-                edges.len()
-            )));
+            return Err(Error::parse_file(
+                source,
+                format!(
+                    "the size line announces {nnz} entries, the file has {}",
+                    edges.len()
+                ),
+            ));
         }
         Graph::from_edges(n, &edges, symmetric)
     }
@@ -298,9 +302,10 @@ impl Graph {
         match path.extension().and_then(|e| e.to_str()) {
             Some("gr") => Graph::parse_dimacs(reader, &source),
             Some("mtx") => Graph::parse_mtx(reader, &source, mtx),
-            _ => Err(Error::InvalidArgument(format!(
-                "{source}: unknown graph format (expected a .gr or .mtx file)"
-            ))),
+            _ => Err(Error::parse_file(
+                source,
+                format!("unknown graph format (expected a .gr or .mtx file)"),
+            )),
         }
     }
 }

@@ -15,12 +15,10 @@ impl Instance {
             .enumerate()
             .map(|(i, l)| (i + 1, l.trim()))
             .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-        let bad = |line: usize, what: String| {
-            Error::InvalidArgument(format!("{source}, line {line}: {what}"))
-        };
+        let bad = |line: usize, what: String| Error::parse(source, line, format!("{what}"));
         let (hl, header) = lines
             .next()
-            .ok_or_else(|| Error::InvalidArgument(format!("{source}: empty file")))?;
+            .ok_or_else(|| Error::parse_file(source, format!("empty file")))?;
         let nums = |line: usize, l: &str| -> Result<Vec<i128>> {
             l.split_whitespace()
                 .map(|t| {
@@ -51,10 +49,13 @@ impl Instance {
             items.push(Item { profit, weight });
         }
         if items.len() != n {
-            return Err(Error::InvalidArgument(format!(
-                "{source}: the header announces {n} items, the file has {}",
-                items.len()
-            )));
+            return Err(Error::parse_file(
+                source,
+                format!(
+                    "the header announces {n} items, the file has {}",
+                    items.len()
+                ),
+            ));
         }
         if let Some((line, _)) = lines.next() {
             return Err(bad(line, format!("more than the {n} items announced")));
@@ -66,7 +67,7 @@ impl Instance {
                 Some((p.checked_add(it.profit)?, w.checked_add(it.weight)?))
             })
             .ok_or_else(|| {
-                Error::InvalidArgument(format!("{source}: total profit or weight exceeds 2^64"))
+                Error::parse_file(source, format!("total profit or weight exceeds 2^64"))
             })?;
         Ok(Instance { items, capacity })
     }

@@ -21,9 +21,11 @@ fn numbered_lines<'t>(text: &'t str) -> impl Iterator<Item = (usize, Vec<&'t str
 
 fn number<T: std::str::FromStr>(word: &str, file: &str, line: usize, what: &str) -> Result<T> {
     word.parse().map_err(|_| {
-        Error::InvalidArgument(format!(
-            "{file}:{line}: {what} {word:?} is not a number of the right range"
-        ))
+        Error::parse(
+            file,
+            line,
+            format!("{what} {word:?} is not a number of the right range"),
+        )
     })
 }
 
@@ -44,10 +46,14 @@ impl Workload {
                         None => format!("is in the initial list of {nodes_name}"),
                         Some(l) => format!("is inserted on line {l} too"),
                     };
-                    return Err(Error::InvalidArgument(format!(
-                        "{ops_name}:{line}: inserts {value}, which {already}; the list names \
+                    return Err(Error::parse(
+                        ops_name,
+                        line,
+                        format!(
+                            "inserts {value}, which {already}; the list names \
                          nodes by value, so an insert needs a new one"
-                    )));
+                        ),
+                    ));
                 }
             }
         }
@@ -57,9 +63,10 @@ impl Workload {
     fn parse_nodes(text: &str, name: &str) -> Result<Vec<i32>> {
         let mut lines = numbered_lines(text);
         let Some((line, words)) = lines.next() else {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: empty; expected a count, then the values"
-            )));
+            return Err(Error::parse_file(
+                name,
+                format!("empty; expected a count, then the values"),
+            ));
         };
         let count: usize = number(words[0], name, line, "the node count")?;
         let mut values = Vec::with_capacity(count.min(1 << 20));
@@ -71,18 +78,21 @@ impl Workload {
             last_line = line;
             for w in words {
                 if values.len() == count {
-                    return Err(Error::InvalidArgument(format!(
-                        "{name}:{line}: more values than the count {count} on the first line"
-                    )));
+                    return Err(Error::parse(
+                        name,
+                        line,
+                        format!("more values than the count {count} on the first line"),
+                    ));
                 }
                 values.push(number(w, name, line, "value")?);
             }
         }
         if values.len() != count {
-            return Err(Error::InvalidArgument(format!(
-                "{name}:{last_line}: {} values, but the first line says {count}",
-                values.len()
-            )));
+            return Err(Error::parse(
+                name,
+                last_line,
+                format!("{} values, but the first line says {count}", values.len()),
+            ));
         }
         Ok(values)
     }
@@ -91,14 +101,17 @@ impl Workload {
     fn parse_ops(text: &str, name: &str) -> Result<(Vec<ListOp>, Vec<usize>)> {
         let mut lines = numbered_lines(text);
         let Some((line, words)) = lines.next() else {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: empty; expected a count, then one operation per line"
-            )));
+            return Err(Error::parse_file(
+                name,
+                format!("empty; expected a count, then one operation per line"),
+            ));
         };
         if words.len() != 1 {
-            return Err(Error::InvalidArgument(format!(
-                "{name}:{line}: expected the operation count alone on the first line"
-            )));
+            return Err(Error::parse(
+                name,
+                line,
+                format!("expected the operation count alone on the first line"),
+            ));
         }
         let count: usize = number(words[0], name, line, "the operation count")?;
         let mut ops = Vec::with_capacity(count.min(1 << 20));
@@ -107,9 +120,11 @@ impl Workload {
         for (line, words) in lines {
             last_line = line;
             if ops.len() == count {
-                return Err(Error::InvalidArgument(format!(
-                    "{name}:{line}: more operations than the count {count} on the first line"
-                )));
+                return Err(Error::parse(
+                    name,
+                    line,
+                    format!("more operations than the count {count} on the first line"),
+                ));
             }
             let op = match words.as_slice() {
                 ["1", target, value] => ListOp::InsertAfter {
@@ -118,21 +133,26 @@ impl Workload {
                 },
                 ["0", value] => ListOp::RemoveValue(number(value, name, line, "value")?),
                 _ => {
-                    return Err(Error::InvalidArgument(format!(
-                        "{name}:{line}: expected `1 <target> <new value>` or `0 <value>`, found \
+                    return Err(Error::parse(
+                        name,
+                        line,
+                        format!(
+                            "expected `1 <target> <new value>` or `0 <value>`, found \
                          {:?}",
-                        words.join(" ")
-                    )))
+                            words.join(" ")
+                        ),
+                    ))
                 }
             };
             ops.push(op);
             op_lines.push(line);
         }
         if ops.len() != count {
-            return Err(Error::InvalidArgument(format!(
-                "{name}:{last_line}: {} operations, but the first line says {count}",
-                ops.len()
-            )));
+            return Err(Error::parse(
+                name,
+                last_line,
+                format!("{} operations, but the first line says {count}", ops.len()),
+            ));
         }
         Ok((ops, op_lines))
     }

@@ -100,7 +100,7 @@ impl NpyElement for f32 {
 }
 
 fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("{}: {why}", path.display()))
+    Error::parse_file(path.display().to_string(), why)
 }
 
 /// Finds `'key': value` in a header dict and returns the value's text.

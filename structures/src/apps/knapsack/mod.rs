@@ -369,13 +369,15 @@ pub fn solve_concurrent(
         if overflow.is_empty() {
             break;
         }
-        if nodes >= max_nodes {
+        // Room for what the heap holds and every refused child, at least twice the nodes.
+        let needed = (heap.len() + overflow.len()) / batch + 1;
+        if needed > max_nodes || nodes >= max_nodes {
             return Err(Error::CapacityExceeded {
                 what: format!("a concurrent generalized heap of batches of {batch} keys"),
                 capacity: max_nodes * batch + batch - 1,
             });
         }
-        nodes = nodes.saturating_mul(2).min(max_nodes);
+        nodes = nodes.saturating_mul(2).max(needed).min(max_nodes);
         heap.grow(nodes);
         waiting = overflow;
     }
