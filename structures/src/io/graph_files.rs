@@ -131,8 +131,8 @@ impl Graph {
                 )),
             }
         })?;
-        let (n, m) = header
-            .ok_or_else(|| Error::parse_file(source, format!("no `p sp VERTICES ARCS` line")))?;
+        let (n, m) =
+            header.ok_or_else(|| Error::parse_file(source, "no `p sp VERTICES ARCS` line"))?;
         if edges.len() != m {
             return Err(Error::parse_file(
                 source,
@@ -275,10 +275,10 @@ impl Graph {
             Ok(())
         })?;
         let Some((_, symmetric)) = banner else {
-            return Err(Error::parse_file(source, format!("empty file")));
+            return Err(Error::parse_file(source, "empty file"));
         };
-        let (n, nnz) = size
-            .ok_or_else(|| Error::parse_file(source, format!("no `ROWS COLUMNS ENTRIES` line")))?;
+        let (n, nnz) =
+            size.ok_or_else(|| Error::parse_file(source, "no `ROWS COLUMNS ENTRIES` line"))?;
         if edges.len() != nnz {
             return Err(Error::parse_file(
                 source,
@@ -304,7 +304,7 @@ impl Graph {
             Some("mtx") => Graph::parse_mtx(reader, &source, mtx),
             _ => Err(Error::parse_file(
                 source,
-                format!("unknown graph format (expected a .gr or .mtx file)"),
+                "unknown graph format (expected a .gr or .mtx file)",
             )),
         }
     }

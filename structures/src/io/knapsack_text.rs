@@ -15,10 +15,10 @@ impl Instance {
             .enumerate()
             .map(|(i, l)| (i + 1, l.trim()))
             .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-        let bad = |line: usize, what: String| Error::parse(source, line, format!("{what}"));
+        let bad = |line: usize, what: String| Error::parse(source, line, what);
         let (hl, header) = lines
             .next()
-            .ok_or_else(|| Error::parse_file(source, format!("empty file")))?;
+            .ok_or_else(|| Error::parse_file(source, "empty file"))?;
         let nums = |line: usize, l: &str| -> Result<Vec<i128>> {
             l.split_whitespace()
                 .map(|t| {
@@ -66,9 +66,7 @@ impl Instance {
             .try_fold((0u64, 0u64), |(p, w), it| {
                 Some((p.checked_add(it.profit)?, w.checked_add(it.weight)?))
             })
-            .ok_or_else(|| {
-                Error::parse_file(source, format!("total profit or weight exceeds 2^64"))
-            })?;
+            .ok_or_else(|| Error::parse_file(source, "total profit or weight exceeds 2^64"))?;
         Ok(Instance { items, capacity })
     }
 }

@@ -65,7 +65,7 @@ impl Workload {
         let Some((line, words)) = lines.next() else {
             return Err(Error::parse_file(
                 name,
-                format!("empty; expected a count, then the values"),
+                "empty; expected a count, then the values",
             ));
         };
         let count: usize = number(words[0], name, line, "the node count")?;
@@ -103,14 +103,14 @@ impl Workload {
         let Some((line, words)) = lines.next() else {
             return Err(Error::parse_file(
                 name,
-                format!("empty; expected a count, then one operation per line"),
+                "empty; expected a count, then one operation per line",
             ));
         };
         if words.len() != 1 {
             return Err(Error::parse(
                 name,
                 line,
-                format!("expected the operation count alone on the first line"),
+                "expected the operation count alone on the first line",
             ));
         }
         let count: usize = number(words[0], name, line, "the operation count")?;
