@@ -498,114 +498,162 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
     Ok(rows)
 }
 
-fn run(args: &Args) -> Result<bool> {
-    let batches = cli::numbers("--batch", &args.batch)?;
-    if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
-        return Err(Error::flag("--batch", b, "K must be a power of two"));
-    }
-    let group_counts: Vec<Option<usize>> = match &args.work_groups {
-        Some(s) => cli::numbers("--work-groups", s)?
-            .into_iter()
-            .map(Some)
-            .collect(),
-        None => vec![None],
-    };
-    let group_sizes: Vec<Option<usize>> = match &args.work_group {
-        Some(s) => cli::numbers("--work-group", s)?
-            .into_iter()
-            .map(Some)
-            .collect(),
-        None => vec![None],
-    };
-    if args.keys_log2 > 30 {
-        return Err(Error::flag(
-            "--keys-log2",
-            args.keys_log2,
-            "at most 30 here",
-        ));
-    }
-    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
-    let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
-    let patterns = cli::choose(
-        "--pattern",
-        &args.pattern,
-        &["random", "ascending", "descending"],
-    )?;
-    let directions: Vec<InsertDirection> = match args.insert.trim() {
-        "td" => vec![InsertDirection::TopDown],
-        "bu" => vec![InsertDirection::BottomUp],
-        "both" => vec![InsertDirection::TopDown, InsertDirection::BottomUp],
-        other => return Err(Error::flag("--insert", other, "expected td, bu or both")),
-    };
-    if args.key != "u32" && args.key != "i32" {
-        return Err(Error::flag("--key", &args.key, "expected u32 or i32"));
-    }
-    let mut bulk_policies = Vec::new();
-    for p in args.bulk.split(',').map(str::trim) {
-        match p {
-            "both" => bulk_policies.extend([BulkPolicy::Never, BulkPolicy::Auto]),
-            other => bulk_policies.push(other.parse::<BulkPolicy>()?),
+/// What the flags ask for, checked.
+struct Plan {
+    batches: Vec<usize>,
+    group_counts: Vec<Option<usize>>,
+    group_sizes: Vec<Option<usize>>,
+    use_cpu: bool,
+    use_gpu: bool,
+    use_coop: bool,
+    patterns: Vec<&'static str>,
+    directions: Vec<InsertDirection>,
+    bulk_policies: Vec<BulkPolicy>,
+    /// Keys inserted per run (2^keys-log2).
+    n: usize,
+}
+
+impl Plan {
+    fn new(args: &Args) -> Result<Self> {
+        let batches = cli::numbers("--batch", &args.batch)?;
+        if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
+            return Err(Error::flag("--batch", b, "K must be a power of two"));
         }
-    }
-    if args.preload > 0 && !args.mixed && (use_cpu || use_coop) {
-        return Err(Error::InvalidArgument(
-            "--preload without --mixed applies to the gpu rows only: add --mode gpu".into(),
-        ));
-    }
-    let pool = LatencyPool::with_threads(args.threads)?;
-    let rt = if use_gpu || use_coop {
-        Some(Runtime::on_device(args.device.as_deref())?)
-    } else {
-        None
-    };
-    let n = 1usize << args.keys_log2;
-    // The keys, the preload, their reference order, the heap's own copy, and the peers' or the
-    // device's staging: about six 4-byte words per key at the peak, checked before any is made.
-    let keys_held = (n as u64).saturating_add(args.preload as u64);
-    host_memory::ensure_available(
-        keys_held.saturating_mul(24),
-        &format!(
-            "heap_bench with 2^{} keys and a preload of {} (about 24 bytes per key)",
-            args.keys_log2, args.preload
-        ),
-    )?;
-    if use_gpu {
-        // A work-group works on one node of K keys: a size above every K runs nothing.
-        if let Some(&w) = group_sizes
-            .iter()
-            .flatten()
-            .find(|&&w| batches.iter().all(|&b| w > b))
-        {
+        let optional = |flag: &str, value: &Option<String>| -> Result<Vec<Option<usize>>> {
+            Ok(match value {
+                Some(s) => cli::numbers(flag, s)?.into_iter().map(Some).collect(),
+                None => vec![None],
+            })
+        };
+        let group_counts = optional("--work-groups", &args.work_groups)?;
+        let group_sizes = optional("--work-group", &args.work_group)?;
+        if args.keys_log2 > 30 {
             return Err(Error::flag(
-                "--work-group",
-                w,
-                format!(
-                    "larger than every --batch ({}); a work-group works on one node of K \
-                     keys, so it takes at most K work-items",
-                    args.batch
-                ),
+                "--keys-log2",
+                args.keys_log2,
+                "at most 30 here",
             ));
         }
+        let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
+        let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
+        let patterns = cli::choose(
+            "--pattern",
+            &args.pattern,
+            &["random", "ascending", "descending"],
+        )?;
+        let directions = match args.insert.trim() {
+            "td" => vec![InsertDirection::TopDown],
+            "bu" => vec![InsertDirection::BottomUp],
+            "both" => vec![InsertDirection::TopDown, InsertDirection::BottomUp],
+            other => return Err(Error::flag("--insert", other, "expected td, bu or both")),
+        };
+        if args.key != "u32" && args.key != "i32" {
+            return Err(Error::flag("--key", &args.key, "expected u32 or i32"));
+        }
+        let mut bulk_policies = Vec::new();
+        for p in args.bulk.split(',').map(str::trim) {
+            match p {
+                "both" => bulk_policies.extend([BulkPolicy::Never, BulkPolicy::Auto]),
+                other => bulk_policies.push(other.parse::<BulkPolicy>()?),
+            }
+        }
+        if args.preload > 0 && !args.mixed && (use_cpu || use_coop) {
+            return Err(Error::InvalidArgument(
+                "--preload without --mixed applies to the gpu rows only: add --mode gpu".into(),
+            ));
+        }
+        if use_gpu {
+            // A work-group works on one node of K keys: a size above every K runs nothing.
+            if let Some(&w) = group_sizes
+                .iter()
+                .flatten()
+                .find(|&&w| batches.iter().all(|&b| w > b))
+            {
+                return Err(Error::flag(
+                    "--work-group",
+                    w,
+                    format!(
+                        "larger than every --batch ({}); a work-group works on one node of K \
+                         keys, so it takes at most K work-items",
+                        args.batch
+                    ),
+                ));
+            }
+        }
+        let n = 1usize << args.keys_log2;
+        // The keys, the preload, their reference order, the heap's own copy, and the peers'
+        // or the device's staging: about six 4-byte words per key at the peak, checked
+        // before any is made.
+        let keys_held = (n as u64).saturating_add(args.preload as u64);
+        host_memory::ensure_available(
+            keys_held.saturating_mul(24),
+            &format!(
+                "heap_bench with 2^{} keys and a preload of {} (about 24 bytes per key)",
+                args.keys_log2, args.preload
+            ),
+        )?;
+        Ok(Plan {
+            batches,
+            group_counts,
+            group_sizes,
+            use_cpu,
+            use_gpu,
+            use_coop,
+            patterns,
+            directions,
+            bulk_policies,
+            n,
+        })
     }
-    let mut rows = Vec::new();
-    // Row names: the mode and the insert direction.
-    let named = |mode: &str, d: InsertDirection| match d {
+
+    /// The device heap's launch shapes for nodes of `batch` keys, each with each insert
+    /// direction (a sweep over K and work-group sizes skips groups larger than K).
+    fn device_shapes(
+        &self,
+        batch: usize,
+    ) -> impl Iterator<Item = ((Option<usize>, Option<usize>), InsertDirection)> + '_ {
+        self.group_counts
+            .iter()
+            .flat_map(|&g| self.group_sizes.iter().map(move |&w| (g, w)))
+            .filter(move |&(_, w)| w.is_none_or(|w| w <= batch))
+            .flat_map(|shape| self.directions.iter().map(move |&d| (shape, d)))
+    }
+}
+
+/// A row's name: the mode and the insert direction.
+fn named(mode: &str, d: InsertDirection) -> String {
+    match d {
         InsertDirection::TopDown => format!("{mode}:td"),
         InsertDirection::BottomUp => format!("{mode}:bu"),
-    };
-    let coop_heap = |batch: usize, nodes: usize| -> Result<CooperativeHeap<u32>> {
-        let rt = rt.as_ref().expect("coop mode opened a runtime");
+    }
+}
+
+/// The runs of one invocation: the plan, the latency pool and the device.
+struct Runner<'a> {
+    args: &'a Args,
+    plan: Plan,
+    pool: LatencyPool,
+    rt: Option<Runtime>,
+}
+
+impl Runner<'_> {
+    fn rt(&self) -> &Runtime {
+        self.rt.as_ref().expect("gpu and coop modes open a runtime")
+    }
+
+    /// A Cooperative heap with room for `nodes` nodes, its device program built.
+    fn coop_heap(&self, batch: usize, nodes: usize) -> Result<CooperativeHeap<u32>> {
         let mut config = CooperativeConfig::on(DeviceHeapConfig {
-            work_groups: group_counts[0],
-            work_group_size: group_sizes[0],
+            work_groups: self.plan.group_counts[0],
+            work_group_size: self.plan.group_sizes[0],
             initial_nodes: nodes,
             ..DeviceHeapConfig::new(batch)
         });
-        if let Some(keys) = args.refill {
+        if let Some(keys) = self.args.refill {
             config = config.with_refill(keys);
         }
-        config.flush = args.flush.unwrap_or(config.flush);
-        let heap = CooperativeHeap::new(rt, &config)?;
+        config.flush = self.args.flush.unwrap_or(config.flush);
+        let heap = CooperativeHeap::new(self.rt(), &config)?;
         // A first round trip builds the device program (as the gpu rows' warm-up).
         heap.insert(&(0..batch as u32).collect::<Vec<_>>())?;
         if heap.delete_min(batch)?.len() != batch || !heap.is_empty() {
@@ -615,189 +663,170 @@ fn run(args: &Args) -> Result<bool> {
         }
         heap.clear()?;
         Ok(heap)
-    };
-    let coop_row = |heap: &CooperativeHeap<u32>| {
-        let s = heap.stats();
-        format!(
-            "coop:r{}",
-            s.keys_from_device.checked_div(s.refills).unwrap_or(0)
-        )
-    };
-    for &batch in &batches {
-        let device_shapes = || {
-            group_counts
-                .iter()
-                .flat_map(|&g| group_sizes.iter().map(move |&w| (g, w)))
-                // A sweep over K and work-group sizes skips groups larger than K.
-                .filter(move |&(_, w)| w.is_none_or(|w| w <= batch))
-                .flat_map(|shape| directions.iter().map(move |&d| (shape, d)))
-        };
-        if args.mixed {
-            let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
-            let pairs = (n / batch).max(1);
-            if use_coop {
-                let heap = coop_heap(batch, (preload.len() + n) / batch + 2)?;
-                let (ms, ok) = mixed_run(&pool, &heap, batch, &preload, pairs, args.seed)?;
+    }
+
+    /// A row of the host side (cpu or coop): threads are the latency pool's.
+    fn host_row(
+        &self,
+        mode: String,
+        pattern: &'static str,
+        batch: usize,
+        ms: (f64, f64),
+        ok: bool,
+    ) -> Row {
+        Row {
+            mode,
+            pattern,
+            batch,
+            threads: self.pool.len(),
+            work_group: None,
+            insert_ms: ms.0,
+            delete_ms: ms.1,
+            verified: ok,
+            device_stats: None,
+        }
+    }
+
+    /// The seed's mixed workload in every mode asked for, for nodes of `batch` keys.
+    fn mixed_rows(&self, batch: usize) -> Result<Vec<Row>> {
+        let (args, plan) = (self.args, &self.plan);
+        let mut rows = Vec::new();
+        let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
+        let pairs = (plan.n / batch).max(1);
+        if plan.use_coop {
+            let heap = self.coop_heap(batch, (preload.len() + plan.n) / batch + 2)?;
+            let (ms, ok) = mixed_run(&self.pool, &heap, batch, &preload, pairs, args.seed)?;
+            rows.push(self.host_row(coop_row(&heap), "mixed", batch, (ms, 0.0), ok));
+        }
+        if plan.use_cpu {
+            for &direction in &plan.directions {
+                let nodes = (preload.len() + pairs * batch) / batch + 2;
+                let heap =
+                    ConcurrentGeneralizedHeap::new(batch, nodes)?.with_insert_direction(direction);
+                let (ms, ok) = mixed_run(&self.pool, &heap, batch, &preload, pairs, args.seed)?;
+                rows.push(self.host_row(named("cpu", direction), "mixed", batch, (ms, 0.0), ok));
+            }
+        }
+        if plan.use_gpu {
+            for (shape, direction) in plan.device_shapes(batch) {
+                let nodes = (preload.len() + plan.n) / batch + 2;
+                let heap = device_heap::<u32>(
+                    self.rt(),
+                    batch,
+                    shape,
+                    nodes,
+                    direction,
+                    BulkPolicy::Auto,
+                )?;
+                let (ms, ok) = device_mixed_run(&heap, &preload, pairs, args.seed)?;
+                let (groups, wg) = heap.launch_shape();
                 rows.push(Row {
-                    mode: coop_row(&heap),
+                    mode: named("gpu", direction),
                     pattern: "mixed",
                     batch,
-                    threads: pool.len(),
-                    work_group: None,
+                    threads: groups,
+                    work_group: Some(wg),
                     insert_ms: ms,
                     delete_ms: 0.0,
                     verified: ok,
-                    device_stats: None,
+                    device_stats: Some(device_stats(&heap)),
                 });
             }
-            if use_cpu {
-                for &direction in &directions {
-                    let heap = ConcurrentGeneralizedHeap::new(
-                        batch,
-                        (preload.len() + pairs * batch) / batch + 2,
-                    )?
-                    .with_insert_direction(direction);
-                    let (ms, ok) = mixed_run(&pool, &heap, batch, &preload, pairs, args.seed)?;
-                    rows.push(Row {
-                        mode: named("cpu", direction),
-                        pattern: "mixed",
-                        batch,
-                        threads: pool.len(),
-                        work_group: None,
-                        insert_ms: ms,
-                        delete_ms: 0.0,
-                        verified: ok,
-                        device_stats: None,
-                    });
-                }
-            }
-            if use_gpu {
-                for (shape, direction) in device_shapes() {
-                    let nodes = (preload.len() + n) / batch + 2;
-                    let rt = rt.as_ref().expect("gpu mode opened a runtime");
-                    let heap =
-                        device_heap::<u32>(rt, batch, shape, nodes, direction, BulkPolicy::Auto)?;
-                    let (ms, ok) = device_mixed_run(&heap, &preload, pairs, args.seed)?;
-                    let (groups, wg) = heap.launch_shape();
-                    rows.push(Row {
-                        mode: named("gpu", direction),
-                        pattern: "mixed",
-                        batch,
-                        threads: groups,
-                        work_group: Some(wg),
-                        insert_ms: ms,
-                        delete_ms: 0.0,
-                        verified: ok,
-                        device_stats: Some(device_stats(&heap)),
-                    });
-                }
-            }
-            continue;
         }
-        let preload = if args.mixed {
-            Vec::new()
-        } else {
-            keys_for("random", args.preload, args.seed ^ 0x9e37)?
-        };
-        for &pattern in &patterns {
-            let keys = keys_for(pattern, n, args.seed)?;
-            if use_coop {
-                let heap = coop_heap(batch, n / batch + 2)?;
-                let (ins, del, ok) = concurrent_run(&pool, &heap, batch, &keys)?;
+        Ok(rows)
+    }
+
+    /// Insert all, then delete all, of `keys` in every mode asked for (gpu rows on a heap
+    /// holding `preload` first), and the peers.
+    fn insert_delete_rows(
+        &self,
+        batch: usize,
+        pattern: &'static str,
+        keys: &[u32],
+        preload: &[u32],
+    ) -> Result<Vec<Row>> {
+        let plan = &self.plan;
+        let mut rows = Vec::new();
+        if plan.use_coop {
+            let heap = self.coop_heap(batch, plan.n / batch + 2)?;
+            let (ins, del, ok) = concurrent_run(&self.pool, &heap, batch, keys)?;
+            rows.push(self.host_row(coop_row(&heap), pattern, batch, (ins, del), ok));
+        }
+        if plan.use_cpu {
+            for &direction in &plan.directions {
+                let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
+                    .with_insert_direction(direction);
+                let (ins, del, ok) = concurrent_run(&self.pool, &heap, batch, keys)?;
+                rows.push(self.host_row(named("cpu", direction), pattern, batch, (ins, del), ok));
+            }
+        }
+        if plan.use_gpu {
+            // The seed's operations in each direction, then (with --bulk auto) the bulk calls,
+            // where the direction plays no part.
+            let first = plan.directions[0];
+            let runs = plan.device_shapes(batch).flat_map(|(shape, direction)| {
+                plan.bulk_policies
+                    .iter()
+                    .filter(move |&&p| p == BulkPolicy::Never || direction == first)
+                    .map(move |&p| (shape, direction, p))
+            });
+            for (shape, direction, policy) in runs {
+                let rt = self.rt();
+                let run = if self.args.key == "i32" {
+                    gpu_row::<i32>(rt, batch, shape, direction, policy, keys, preload)?
+                } else {
+                    gpu_row::<u32>(rt, batch, shape, direction, policy, keys, preload)?
+                };
+                let (groups, wg) = run.shape;
                 rows.push(Row {
-                    mode: coop_row(&heap),
+                    mode: match policy {
+                        BulkPolicy::Never => named("gpu", direction),
+                        BulkPolicy::Auto => "gpu:auto".to_string(),
+                        BulkPolicy::Always => "gpu:bulk".to_string(),
+                    },
                     pattern,
                     batch,
-                    threads: pool.len(),
-                    work_group: None,
-                    insert_ms: ins,
-                    delete_ms: del,
-                    verified: ok,
-                    device_stats: None,
+                    threads: groups,
+                    work_group: Some(wg),
+                    insert_ms: run.insert_ms,
+                    delete_ms: run.delete_ms,
+                    verified: run.verified,
+                    device_stats: Some(run.stats),
                 });
             }
-            if use_cpu {
-                for &direction in &directions {
-                    let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
-                        .with_insert_direction(direction);
-                    let (ins, del, ok) = concurrent_run(&pool, &heap, batch, &keys)?;
-                    rows.push(Row {
-                        mode: named("cpu", direction),
-                        pattern,
-                        batch,
-                        threads: pool.len(),
-                        work_group: None,
-                        insert_ms: ins,
-                        delete_ms: del,
-                        verified: ok,
-                        device_stats: None,
-                    });
-                }
-            }
-            if use_gpu {
-                // The seed's operations in each direction, then (with --bulk auto) the bulk
-                // calls, where the direction plays no part.
-                let first = directions[0];
-                let runs = device_shapes().flat_map(|(shape, direction)| {
-                    bulk_policies
-                        .iter()
-                        .filter(move |&&p| p == BulkPolicy::Never || direction == first)
-                        .map(move |&p| (shape, direction, p))
-                });
-                for (shape, direction, policy) in runs {
-                    let rt = rt.as_ref().expect("gpu mode opened a runtime");
-                    let run = if args.key == "i32" {
-                        gpu_row::<i32>(rt, batch, shape, direction, policy, &keys, &preload)?
-                    } else {
-                        gpu_row::<u32>(rt, batch, shape, direction, policy, &keys, &preload)?
-                    };
-                    let (groups, wg) = run.shape;
-                    rows.push(Row {
-                        mode: match policy {
-                            BulkPolicy::Never => named("gpu", direction),
-                            BulkPolicy::Auto => "gpu:auto".to_string(),
-                            BulkPolicy::Always => "gpu:bulk".to_string(),
-                        },
-                        pattern,
-                        batch,
-                        threads: groups,
-                        work_group: Some(wg),
-                        insert_ms: run.insert_ms,
-                        delete_ms: run.delete_ms,
-                        verified: run.verified,
-                        device_stats: Some(run.stats),
-                    });
-                }
-            }
-            if !args.no_peers {
-                rows.extend(peer_rows(&keys, pattern, batch)?);
-            }
         }
-    }
-    if rows.is_empty() {
-        return Err(Error::InvalidArgument(
-            "these flags leave nothing to run (--no-peers with no mode that applies)".into(),
-        ));
-    }
-    let all_ok = rows.iter().all(|r| r.verified);
-    if args.json {
-        for r in &rows {
-            let total = r.insert_ms + r.delete_ms;
-            println!(
-                "{}",
-                json!({
-                    "mode": r.mode, "pattern": r.pattern, "keys": n, "batch": r.batch,
-                    "threads": r.threads, "work_group": r.work_group,
-                    "device": rt.as_ref().filter(|_| r.work_group.is_some()).map(|rt| rt.profile().label()),
-                    "preload": args.preload,
-                    "insert_ms": r.insert_ms, "delete_ms": r.delete_ms, "ms": total,
-                    "key": if r.mode.starts_with("gpu") && !args.mixed { args.key.as_str() } else { "u32" },
-                    "mkeys_per_s": n as f64 / total / 1e3, "verified": r.verified,
-                    "device_stats": r.device_stats,
-                })
-            );
+        if !self.args.no_peers {
+            rows.extend(peer_rows(keys, pattern, batch)?);
         }
-    } else {
+        Ok(rows)
+    }
+
+    fn print(&self, rows: &[Row]) {
+        let (args, n) = (self.args, self.plan.n);
+        if args.json {
+            for r in rows {
+                let total = r.insert_ms + r.delete_ms;
+                let device = self.rt.as_ref().filter(|_| r.work_group.is_some());
+                let key = if r.mode.starts_with("gpu") && !args.mixed {
+                    args.key.as_str()
+                } else {
+                    "u32"
+                };
+                println!(
+                    "{}",
+                    json!({
+                        "mode": r.mode, "pattern": r.pattern, "keys": n, "batch": r.batch,
+                        "threads": r.threads, "work_group": r.work_group,
+                        "device": device.map(|rt| rt.profile().label()),
+                        "preload": args.preload,
+                        "insert_ms": r.insert_ms, "delete_ms": r.delete_ms, "ms": total,
+                        "key": key, "mkeys_per_s": n as f64 / total / 1e3,
+                        "verified": r.verified, "device_stats": r.device_stats,
+                    })
+                );
+            }
+            return;
+        }
         println!(
             "generalized heap: {n} u32 keys{}, {} latency threads{}{}",
             if args.key == "i32" {
@@ -805,8 +834,8 @@ fn run(args: &Args) -> Result<bool> {
             } else {
                 ""
             },
-            pool.len(),
-            match &rt {
+            self.pool.len(),
+            match &self.rt {
                 Some(rt) => format!(", device {} ({} SVM)", rt.profile().label(), rt.transport()),
                 None => String::new(),
             },
@@ -820,7 +849,7 @@ fn run(args: &Args) -> Result<bool> {
             "{:<11} {:<17} {:>5} {:>10} {:>11} {:>11} {:>11} {:>9}  verified",
             "pattern", "mode", "K", "threads", "insert ms", "delete ms", "total ms", "Mkeys/s"
         );
-        for r in &rows {
+        for r in rows {
             let total = r.insert_ms + r.delete_ms;
             let threads = match r.work_group {
                 Some(wg) => format!("{}x{wg}", r.threads),
@@ -840,7 +869,51 @@ fn run(args: &Args) -> Result<bool> {
             );
         }
     }
-    Ok(all_ok)
+}
+
+/// A Cooperative row's name: the keys one refill brought on average.
+fn coop_row(heap: &CooperativeHeap<u32>) -> String {
+    let s = heap.stats();
+    format!(
+        "coop:r{}",
+        s.keys_from_device.checked_div(s.refills).unwrap_or(0)
+    )
+}
+
+fn run(args: &Args) -> Result<bool> {
+    let plan = Plan::new(args)?;
+    let pool = LatencyPool::with_threads(args.threads)?;
+    let rt = if plan.use_gpu || plan.use_coop {
+        Some(Runtime::on_device(args.device.as_deref())?)
+    } else {
+        None
+    };
+    let runner = Runner {
+        args,
+        plan,
+        pool,
+        rt,
+    };
+    let plan = &runner.plan;
+    let mut rows = Vec::new();
+    for &batch in &plan.batches {
+        if args.mixed {
+            rows.extend(runner.mixed_rows(batch)?);
+            continue;
+        }
+        let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
+        for &pattern in &plan.patterns {
+            let keys = keys_for(pattern, plan.n, args.seed)?;
+            rows.extend(runner.insert_delete_rows(batch, pattern, &keys, &preload)?);
+        }
+    }
+    if rows.is_empty() {
+        return Err(Error::InvalidArgument(
+            "these flags leave nothing to run (--no-peers with no mode that applies)".into(),
+        ));
+    }
+    runner.print(&rows);
+    Ok(rows.iter().all(|r| r.verified))
 }
 
 fn main() -> ExitCode {
