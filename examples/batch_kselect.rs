@@ -3,9 +3,9 @@
 //! instead (`select_nth_unstable` and std `BinaryHeap`, both over rayon), each answer checked
 //! against `select_nth_unstable`.
 //!
-//!     cargo run --release --example batch_kselect                 # 2^22 random int32 keys
-//!     cargo run --release --example batch_kselect -- --total-log2 25 --sublist 8192 --json
-//!     cargo run --release --example batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
+//!     cargo run --release --bin batch_kselect                 # 2^22 random int32 keys
+//!     cargo run --release --bin batch_kselect -- --total-log2 25 --sublist 8192 --json
+//!     cargo run --release --bin batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 //! checks SVM round trips host → device → host on every transport it supports and measures
 //! round-trip latency per transport, launch + finish latency and map + unmap cost.
 //!
-//!     cargo run --release --example devices [-- --device NAME --json --samples N]
+//!     cargo run --release --bin devices [-- --device NAME --json --samples N]
 
 use std::process::ExitCode;
 

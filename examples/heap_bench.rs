@@ -4,10 +4,10 @@
 //! `BinaryHeap` on one core and the sequential generalized heap. Every run is checked: the
 //! deletions come out sorted and all keys come back exactly once.
 //!
-//!     cargo run --release --example heap_bench                      # 2^20 keys, K = 1024
-//!     cargo run --release --example heap_bench -- --keys-log2 22 --batch 256 --pattern random
-//!     cargo run --release --example heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
-//!     cargo run --release --example heap_bench -- --mixed --preload 1000000 --json
+//!     cargo run --release --bin heap_bench                      # 2^20 keys, K = 1024
+//!     cargo run --release --bin heap_bench -- --keys-log2 22 --batch 256 --pattern random
+//!     cargo run --release --bin heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
+//!     cargo run --release --bin heap_bench -- --mixed --preload 1000000 --json
 //!
 //! `--bulk never,auto` runs the device heap twice: as the seed's INS/DEL operations (rows gpu:td,
 //! gpu:bu) and with bulk calls (gpu:auto: an insert or delete of a large share of the heap

@@ -2,9 +2,9 @@
 //! seed's second application): the sequential heap on one core and the concurrent heap on the
 //! pinned latency threads, checked against dynamic programming where n·capacity fits.
 //!
-//!     cargo run --release --example knapsack                          # every Pisinger class, n = 40
-//!     cargo run --release --example knapsack -- --gen strongly --n 60 --range 10000 --json
-//!     cargo run --release --example knapsack -- --input instance.txt  # `n capacity`, then `profit weight`
+//!     cargo run --release --bin knapsack                          # every Pisinger class, n = 40
+//!     cargo run --release --bin knapsack -- --gen strongly --n 60 --range 10000 --json
+//!     cargo run --release --bin knapsack -- --input instance.txt  # `n capacity`, then `profit weight`
 //!
 //! `--mode gpu` keeps the heap on the device (the latency threads expand the nodes between
 //! launches); `--mode coop` puts the Cooperative heap's host top in front of it.

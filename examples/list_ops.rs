@@ -3,9 +3,9 @@
 //! a value) run all at once, by pinned CPU threads, by the device (one work-item per
 //! operation) or by both, against a single-threaded list; every run checked.
 //!
-//!     cargo run --release --example list_ops                                # 10,000 nodes, 100,000 ops
-//!     cargo run --release --example list_ops -- --initial 40000 --ops-count 100000 --json
-//!     cargo run --release --example list_ops -- --nodes listnodes.txt --ops operations.txt --output final.txt
+//!     cargo run --release --bin list_ops                                # 10,000 nodes, 100,000 ops
+//!     cargo run --release --bin list_ops -- --initial 40000 --ops-count 100000 --json
+//!     cargo run --release --bin list_ops -- --nodes listnodes.txt --ops operations.txt --output final.txt
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -4,10 +4,10 @@
 //! heap-based SSSP, N = 10K), on the latency threads (CpuOnly) and on the device (GpuOnly),
 //! every result checked against a sequential Dijkstra.
 //!
-//!     cargo run --release --example sssp                              # Kronecker scale 16
-//!     cargo run --release --example sssp -- --gen geo --n 1000000 --degree 8 --json
-//!     cargo run --release --example sssp -- --input USA-road-d.NY.gr --output dist.txt
-//!     cargo run --release --example sssp -- --input graph.mtx --unit-weights
+//!     cargo run --release --bin sssp                              # Kronecker scale 16
+//!     cargo run --release --bin sssp -- --gen geo --n 1000000 --degree 8 --json
+//!     cargo run --release --bin sssp -- --input USA-road-d.NY.gr --output dist.txt
+//!     cargo run --release --bin sssp -- --input graph.mtx --unit-weights
 //!
 //! Input rules: weights are integers ≥ 0 (zero allowed, negative refused with the line);
 //! Matrix Market `real` values are multiplied by `--real-scale` and rounded; `pattern` and

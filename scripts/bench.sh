@@ -90,8 +90,8 @@ if ((plots_only)); then machine=${machine_given:-}; plots; exit 0; fi
 
 if [[ -z $bin ]]; then
   bash scripts/setup.sh
-  cargo build --release --examples
-  bin=target/release/examples
+  cargo build --release --bins
+  bin=target/release
 fi
 dev_args=()
 [[ -n $device ]] && dev_args=(--device "$device")

@@ -14,11 +14,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 rm -rf .gpu
 mkdir -p .gpu/bin
-cargo build --release --examples "$@"
-for f in target/release/examples/*; do
-  b=$(basename "$f")
-  # The examples themselves: skip cargo's hashed copies and dependency files.
-  [[ -f $f && -x $f && $b != *-* && $b != *.d ]] && cp "$f" .gpu/bin/
+cargo build --release --bins "$@"
+for b in batch_kselect heap_bench sssp knapsack list_ops devices; do
+  cp "target/release/$b" .gpu/bin/
 done
 cargo bench --no-run --message-format=json "$@" 2>/dev/null | python3 -c '
 import json, os, shutil, sys

@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec cargo run --release --example batch_kselect -- "$@"
+exec cargo run --release --bin batch_kselect -- "$@"

@@ -1,6 +1,6 @@
-//! The examples as a user runs them: bad input gets a clear message and a non-zero exit, and
-//! `.npy` files round-trip through `batch_kselect`. Runs the example binaries that `cargo test`
-//! builds (target/<profile>/examples/).
+//! The programs of examples/ as a user runs them: bad input gets a clear message and a non-zero
+//! exit, and `.npy` files round-trip through `batch_kselect`. Cargo builds them for this test
+//! and names them in `CARGO_BIN_EXE_*`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,25 +8,17 @@ use std::process::Command;
 use asym::structures::io::npy;
 use asym::structures::kselect::peers;
 
+/// The program `name` of examples/, as Cargo built it for this test.
 fn example(name: &str) -> PathBuf {
-    // The test binary lives in target/<profile>/deps; examples in target/<profile>/examples.
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .expect("target/<profile>");
-    let here = profile_dir.join("examples").join(name);
-    let release = profile_dir
-        .parent()
-        .map(|t| t.join("release").join("examples").join(name));
-    match (here.exists(), release) {
-        (true, _) => here,
-        (false, Some(r)) if r.exists() => r,
-        _ => panic!(
-            "{} is missing: `cargo test` (without a --test filter) builds the examples",
-            here.display()
-        ),
-    }
+    PathBuf::from(match name {
+        "batch_kselect" => env!("CARGO_BIN_EXE_batch_kselect"),
+        "heap_bench" => env!("CARGO_BIN_EXE_heap_bench"),
+        "sssp" => env!("CARGO_BIN_EXE_sssp"),
+        "knapsack" => env!("CARGO_BIN_EXE_knapsack"),
+        "list_ops" => env!("CARGO_BIN_EXE_list_ops"),
+        "devices" => env!("CARGO_BIN_EXE_devices"),
+        other => panic!("no program {other} in examples/"),
+    })
 }
 
 /// Runs example `name` with `args`: (success, stdout, stderr).
