@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
-use asym::structures::gheap::{
+use asym::structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap, InsertDirection,
 };

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Mode, Runtime};
-use asym::structures::kselect::{peers, Cooperation, KSelector, Sublists};
+use asym::structures::{peers, Cooperation, KSelector, Sublists};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::apps::graph::Graph;
 use asym::structures::apps::sssp::{cpu, device::DeviceSssp, Order};
-use asym::structures::gheap::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
+use asym::structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 #[path = "support/env.rs"]

@@ -3,9 +3,11 @@
 //! instead (`select_nth_unstable` and std `BinaryHeap`, both over rayon), each answer checked
 //! against `select_nth_unstable`.
 //!
-//!     cargo run --release --bin batch_kselect                 # 2^22 random int32 keys
-//!     cargo run --release --bin batch_kselect -- --total-log2 25 --sublist 8192 --json
-//!     cargo run --release --bin batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
+//! ```text
+//! cargo run --release --bin batch_kselect                 # 2^22 random int32 keys
+//! cargo run --release --bin batch_kselect -- --total-log2 25 --sublist 8192 --json
+//! cargo run --release --bin batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
+//! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,8 +16,8 @@ use std::time::{Duration, Instant};
 use asym::runtime::{parse_modes, Error, LatencyPool, Mode, Result, Runtime, Transport};
 use asym::structures::io::npy::{self, Dtype, NpyElement};
 use asym::structures::io::output;
-use asym::structures::kselect::{peers, Cooperation, KSelector, SelectStats, Sublists};
 use asym::structures::Key;
+use asym::structures::{peers, Cooperation, KSelector, SelectStats, Sublists};
 use clap::Parser;
 
 #[path = "support/cli.rs"]

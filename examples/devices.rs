@@ -2,7 +2,9 @@
 //! checks SVM round trips host → device → host on every transport it supports and measures
 //! round-trip latency per transport, launch + finish latency and map + unmap cost.
 //!
-//!     cargo run --release --bin devices [-- --device NAME --json --samples N]
+//! ```text
+//! cargo run --release --bin devices [-- --device NAME --json --samples N]
+//! ```
 
 use std::process::ExitCode;
 

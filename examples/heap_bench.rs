@@ -4,10 +4,12 @@
 //! `BinaryHeap` on one core and the sequential generalized heap. Every run is checked: the
 //! deletions come out sorted and all keys come back exactly once.
 //!
-//!     cargo run --release --bin heap_bench                      # 2^20 keys, K = 1024
-//!     cargo run --release --bin heap_bench -- --keys-log2 22 --batch 256 --pattern random
-//!     cargo run --release --bin heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
-//!     cargo run --release --bin heap_bench -- --mixed --preload 1000000 --json
+//! ```text
+//! cargo run --release --bin heap_bench                      # 2^20 keys, K = 1024
+//! cargo run --release --bin heap_bench -- --keys-log2 22 --batch 256 --pattern random
+//! cargo run --release --bin heap_bench -- --mode gpu --batch 256,1024 --work-groups 64,256
+//! cargo run --release --bin heap_bench -- --mixed --preload 1000000 --json
+//! ```
 //!
 //! `--bulk never,auto` runs the device heap twice: as the seed's INS/DEL operations (rows gpu:td,
 //! gpu:bu) and with bulk calls (gpu:auto: an insert or delete of a large share of the heap
@@ -23,7 +25,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
-use asym::structures::gheap::{
+use asym::structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
 };

@@ -2,9 +2,11 @@
 //! seed's second application): the sequential heap on one core and the concurrent heap on the
 //! pinned latency threads, checked against dynamic programming where n·capacity fits.
 //!
-//!     cargo run --release --bin knapsack                          # every Pisinger class, n = 40
-//!     cargo run --release --bin knapsack -- --gen strongly --n 60 --range 10000 --json
-//!     cargo run --release --bin knapsack -- --input instance.txt  # `n capacity`, then `profit weight`
+//! ```text
+//! cargo run --release --bin knapsack                          # every Pisinger class, n = 40
+//! cargo run --release --bin knapsack -- --gen strongly --n 60 --range 10000 --json
+//! cargo run --release --bin knapsack -- --input instance.txt  # `n capacity`, then `profit weight`
+//! ```
 //!
 //! `--mode gpu` keeps the heap on the device (the latency threads expand the nodes between
 //! launches); `--mode coop` puts the Cooperative heap's host top in front of it.
@@ -19,7 +21,7 @@ use asym::structures::apps::knapsack::{
     node_limit_for_memory, solve_concurrent, solve_sequential, BnbStats, Class, Instance,
     NodeBudget,
 };
-use asym::structures::gheap::{
+use asym::structures::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
 };
 use clap::Parser;

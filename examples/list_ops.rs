@@ -3,19 +3,21 @@
 //! a value) run all at once, by pinned CPU threads, by the device (one work-item per
 //! operation) or by both, against a single-threaded list; every run checked.
 //!
-//!     cargo run --release --bin list_ops                                # 10,000 nodes, 100,000 ops
-//!     cargo run --release --bin list_ops -- --initial 40000 --ops-count 100000 --json
-//!     cargo run --release --bin list_ops -- --nodes listnodes.txt --ops operations.txt --output final.txt
+//! ```text
+//! cargo run --release --bin list_ops                                # 10,000 nodes, 100,000 ops
+//! cargo run --release --bin list_ops -- --initial 40000 --ops-count 100000 --json
+//! cargo run --release --bin list_ops -- --nodes listnodes.txt --ops operations.txt --output final.txt
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
-use asym::structures::arena::ArenaStats;
 use asym::structures::io::output;
-use asym::structures::list::workload::{SequentialList, Workload};
-use asym::structures::list::{BatchReport, ListMode, LockFreeList, OpStatus};
+use asym::structures::workload::{SequentialList, Workload};
+use asym::structures::ArenaStats;
+use asym::structures::{BatchReport, ListMode, LockFreeList, OpStatus};
 use clap::Parser;
 use serde_json::json;
 
@@ -153,7 +155,7 @@ fn run(args: &Args) -> Result<bool> {
         // Build the list kernel before any clock starts.
         let mut warm = LockFreeList::positional_from(rt, &[0], 4)?;
         warm.apply(
-            &[asym::structures::list::ListOp::InsertAfter {
+            &[asym::structures::ListOp::InsertAfter {
                 target: 0,
                 value: 1,
             }],

@@ -4,10 +4,12 @@
 //! heap-based SSSP, N = 10K), on the latency threads (CpuOnly) and on the device (GpuOnly),
 //! every result checked against a sequential Dijkstra.
 //!
-//!     cargo run --release --bin sssp                              # Kronecker scale 16
-//!     cargo run --release --bin sssp -- --gen geo --n 1000000 --degree 8 --json
-//!     cargo run --release --bin sssp -- --input USA-road-d.NY.gr --output dist.txt
-//!     cargo run --release --bin sssp -- --input graph.mtx --unit-weights
+//! ```text
+//! cargo run --release --bin sssp                              # Kronecker scale 16
+//! cargo run --release --bin sssp -- --gen geo --n 1000000 --degree 8 --json
+//! cargo run --release --bin sssp -- --input USA-road-d.NY.gr --output dist.txt
+//! cargo run --release --bin sssp -- --input graph.mtx --unit-weights
+//! ```
 //!
 //! Input rules: weights are integers ≥ 0 (zero allowed, negative refused with the line);
 //! Matrix Market `real` values are multiplied by `--real-scale` and rounded; `pattern` and
@@ -24,9 +26,9 @@ use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::apps::graph::{Graph, MtxOptions, UNREACHABLE};
 use asym::structures::apps::sssp::device::DeviceSssp;
 use asym::structures::apps::sssp::{check_distances, cpu, Order, SsspStats};
-use asym::structures::gheap::HeapPlacement;
-use asym::structures::gheap::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
 use asym::structures::io::output;
+use asym::structures::HeapPlacement;
+use asym::structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
 use clap::Parser;
 
 #[path = "support/cli.rs"]

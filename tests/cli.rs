@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use asym::structures::io::npy;
-use asym::structures::kselect::peers;
+use asym::structures::peers;
 
 /// The program `name` of examples/, as Cargo built it for this test.
 fn example(name: &str) -> PathBuf {

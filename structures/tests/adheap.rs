@@ -7,10 +7,10 @@ mod common;
 use std::collections::BinaryHeap;
 
 use asym_runtime::{Error, Kernel, Mode, Transport};
-use asym_structures::adheap::{AdHeapLayout, COUNTER};
-use asym_structures::dheap::SUPPORTED_D;
-use asym_structures::kselect::{Cooperation, Sublists};
 use asym_structures::DHeap;
+use asym_structures::SUPPORTED_D;
+use asym_structures::{AdHeapLayout, BRIDGE_COUNTER as COUNTER};
+use asym_structures::{Cooperation, Sublists};
 use rand::{Rng, SeedableRng};
 
 fn slot_for(layout: &AdHeapLayout, keys: &[i32]) -> Vec<i32> {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use asym_runtime::{Error, Runtime, Transport};
-use asym_structures::arena::{ArenaLayout, ArenaView, SvmArena};
+use asym_structures::{ArenaLayout, ArenaView, SvmArena};
 use rand::{Rng, SeedableRng};
 
 /// Runs `f` on a host view of the arena: shared atomics on the fine transport, a map on the

@@ -2,7 +2,7 @@
 
 use std::collections::BinaryHeap;
 
-use asym_structures::dheap::{DHeap, SUPPORTED_D};
+use asym_structures::{DHeap, SUPPORTED_D};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 

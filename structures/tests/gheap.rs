@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::Error;
-use asym_structures::gheap::{GeneralizedHeap, InsertDirection};
+use asym_structures::{GeneralizedHeap, InsertDirection};
 use common::{op, Op};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};

@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use std::sync::Barrier;
 
 use asym_runtime::Error;
-use asym_structures::gheap::{ConcurrentGeneralizedHeap, InsertDirection};
+use asym_structures::{ConcurrentGeneralizedHeap, InsertDirection};
 
 const DIRECTIONS: [InsertDirection; 2] = [InsertDirection::TopDown, InsertDirection::BottomUp];
 

@@ -7,7 +7,7 @@ mod common;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use asym_structures::gheap::{CooperativeConfig, CooperativeHeap, DeviceHeapConfig};
+use asym_structures::{CooperativeConfig, CooperativeHeap, DeviceHeapConfig};
 use common::{linearizable, op, record_history, Op};
 use proptest::prelude::*;
 use rand::SeedableRng;

@@ -5,8 +5,8 @@
 mod common;
 
 use asym_runtime::Error;
-use asym_structures::gheap::merge_and_sort;
-use asym_structures::gheap::DeviceBatchOps;
+use asym_structures::merge_and_sort;
+use asym_structures::DeviceBatchOps;
 use rand::SeedableRng;
 
 #[test]

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::Error;
-use asym_structures::gheap::{
+use asym_structures::{
     BulkPolicy, DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp, InsertDirection,
 };
 use common::{op, Op};

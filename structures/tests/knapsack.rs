@@ -10,7 +10,7 @@ use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::apps::knapsack::{
     solve_concurrent, solve_sequential, Class, Instance, Item, NodeBudget,
 };
-use asym_structures::gheap::InsertDirection;
+use asym_structures::InsertDirection;
 
 #[test]
 fn branch_and_bound_matches_dynamic_programming_on_every_class() {
@@ -189,7 +189,7 @@ fn edge_cases_and_file_errors() {
 #[test]
 fn device_and_cooperative_heaps_match_dynamic_programming() {
     use asym_structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
-    use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
+    use asym_structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(3),
         ..Default::default()

@@ -4,8 +4,8 @@
 mod common;
 
 use asym_runtime::{Error, Mode};
-use asym_structures::kselect::{DeviceStaging, DeviceUpdate, Sublists};
 use asym_structures::Key;
+use asym_structures::{DeviceStaging, DeviceUpdate, Sublists};
 use rand::{Rng, SeedableRng};
 
 fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
@@ -46,7 +46,7 @@ fn every_mode_matches_select_nth_on_every_pattern() {
 fn every_d_and_lengths_that_are_not_powers_of_two() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     let t = common::transports()[0];
-    for d in asym_structures::dheap::SUPPORTED_D {
+    for d in asym_structures::SUPPORTED_D {
         let sel = common::selector(t, d);
         let len = 3 * d + 5;
         let data: Vec<i32> = (0..len * 9).map(|_| rng.gen_range(-1000..1000)).collect();
@@ -73,7 +73,7 @@ fn both_device_kernels_on_every_d_with_local_split_and_global_heaps() {
     // whole length.
     let mut rng = rand::rngs::StdRng::from_entropy();
     let t = common::transports()[0];
-    for d in asym_structures::dheap::SUPPORTED_D {
+    for d in asym_structures::SUPPORTED_D {
         let split_limit = (d - 1 + 1 + d) * 4;
         for update in [DeviceUpdate::GroupReduce, DeviceUpdate::SingleItem] {
             for limit in [None, Some(split_limit), Some(0)] {

@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use asym_runtime::{Error, LatencyPool, PoolOptions, Runtime, Transport};
-use asym_structures::list::{ListKind, ListMode, ListOp, LockFreeList, OpStatus};
+use asym_structures::{ListKind, ListMode, ListOp, LockFreeList, OpStatus};
 use proptest::prelude::*;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

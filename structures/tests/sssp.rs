@@ -10,8 +10,8 @@ use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::apps::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
 use asym_structures::apps::sssp::device::DeviceSssp;
 use asym_structures::apps::sssp::{check_distances, cpu, Order};
-use asym_structures::gheap::HeapPlacement as OrderHeap;
-use asym_structures::gheap::{CooperativeConfig, DeviceHeapConfig};
+use asym_structures::HeapPlacement as OrderHeap;
+use asym_structures::{CooperativeConfig, DeviceHeapConfig};
 use rand::{Rng, SeedableRng};
 
 fn pool(threads: usize) -> LatencyPool {

@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use asym_runtime::{select_device, LatencyPool, PoolOptions, Runtime, Transport};
-use asym_structures::kselect::KSelector;
+use asym_structures::KSelector;
 use asym_structures::Key;
 
 /// The transports to test: the one `ASYM_SVM` forces, else every one the default device has.
@@ -35,7 +35,7 @@ pub fn selector_with_threads(transport: Transport, d: usize, threads: usize) -> 
 
 /// The reference: the k-th smallest of each sub-list by `select_nth_unstable_by`.
 pub fn reference<K: Key>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
-    asym_structures::kselect::peers::select_nth(data, offs, k)
+    asym_structures::peers::select_nth(data, offs, k)
 }
 
 /// A heap operation for property tests: insert these keys, or delete this many.
