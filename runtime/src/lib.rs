@@ -1,12 +1,13 @@
 //! asym runtime: the base every structure stands on.
 //!
-//! - [`device`]: OpenCL platforms and devices, profiles, selection by name (`ASYM_DEVICE`).
+//! - [`DeviceProfile`], [`list_devices`], [`select_device`]: OpenCL platforms and devices,
+//!   selection by name (`ASYM_DEVICE`).
 //! - [`SvmBuffer`] and friends (module `sys`, the one home of FFI and raw pointers): owned
 //!   SVM, map guards, SVM kernel arguments.
-//! - [`transport`]: fine (SVM atomics, live) or coarse (kernel boundaries), `ASYM_SVM`.
+//! - [`Transport`]: fine (SVM atomics, live) or coarse (kernel boundaries), `ASYM_SVM`.
 //! - [`Runtime`]: context, queue, program cache (kernels from `kernels/`, built once per
 //!   device with per-device options), [`Kernel`] and [`Launch`].
-//! - [`latency`]: the pool of pinned threads.
+//! - [`LatencyPool`]: the pool of pinned threads ([`CpuTopology`] from hwloc).
 //! - [`signal`]: host queues, the SVM ring, device services.
 //! - [`Mode`]: CPU-only, GPU-only or cooperative: the three ways every structure can run a
 //!   batch (batch k-selection takes a `Mode`; the others name the same three with their own
@@ -19,29 +20,29 @@
 #![deny(unsafe_code)]
 
 pub mod backoff;
-pub mod device;
+mod device;
 pub mod diag;
 pub mod env;
 mod error;
 pub mod host_memory;
 mod kernel;
-pub mod latency;
+mod latency;
 mod mode;
 mod runtime;
 pub mod signal;
 #[allow(unsafe_code)]
 mod sys;
-pub mod transport;
+mod transport;
 
 pub use asym_kernels::KernelSource;
-pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel};
+pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel, DEVICE_ENV};
 pub use error::{status_name, Error, Result, Side};
 pub use kernel::{Kernel, Launch, Queue};
-pub use latency::{LatencyPool, PoolOptions, WorkerInfo};
+pub use latency::{CacheInfo, CpuTopology, LatencyPool, PoolOptions, WorkerInfo, THREADS_ENV};
 pub use mode::{parse_modes, Mode};
 pub use runtime::{Program, Runtime, RuntimeOptions, TIMEOUT_ENV};
 pub use sys::{
     copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, SvmAtomicElement,
     SvmBuffer, SvmElement, SvmKind, SvmMap,
 };
-pub use transport::Transport;
+pub use transport::{Transport, SVM_ENV};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use asym_runtime::latency::CpuTopology;
+use asym_runtime::CpuTopology;
 use asym_runtime::{Error, LatencyPool, PoolOptions};
 
 #[test]

@@ -5,8 +5,8 @@
 //! - [`pool`]: the pinned threads, jobs sent over crossbeam channels, panics returned as
 //!   errors.
 
-pub mod pool;
-pub mod topology;
+mod pool;
+mod topology;
 
-pub use pool::{LatencyPool, PoolOptions, WorkerInfo};
+pub use pool::{LatencyPool, PoolOptions, WorkerInfo, THREADS_ENV};
 pub use topology::{CacheInfo, CpuTopology};
