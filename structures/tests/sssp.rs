@@ -30,10 +30,11 @@ fn mtx(text: &str) -> asym_runtime::Result<Graph> {
     Graph::parse_mtx(Cursor::new(text), "m.mtx", &MtxOptions::default())
 }
 
+/// The message of a file error (`Parse`, naming file and line) or of a bad option.
 fn message(r: asym_runtime::Result<Graph>) -> String {
     match r {
-        Err(Error::InvalidArgument(m)) => m,
-        other => panic!("expected an InvalidArgument error, got {other:?}"),
+        Err(e @ (Error::Parse { .. } | Error::InvalidArgument(_))) => e.to_string(),
+        other => panic!("expected a Parse or InvalidArgument error, got {other:?}"),
     }
 }
 
