@@ -107,16 +107,9 @@ fn write_list(path: &Path, values: &[i32]) -> Result<()> {
     output::write_whole(path, text.as_bytes())
 }
 
-fn run(args: &Args) -> Result<bool> {
-    if let Some(path) = &args.output {
-        // Fail before the run, not after it, on a path that cannot be written.
-        output::check_writable(path)?;
-    }
-    let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
-    if !(0.0..=1.0).contains(&args.device_share) {
-        return Err(Error::flag("--device-share", args.device_share, "0 to 1"));
-    }
-    let workload = match (&args.nodes, &args.ops) {
+/// The seed's files, or a generated workload checked against the machine first.
+fn load_workload(args: &Args) -> Result<Workload> {
+    Ok(match (&args.nodes, &args.ops) {
         (Some(n), Some(o)) => Workload::parse(
             &read(n)?,
             &n.display().to_string(),
@@ -136,7 +129,196 @@ fn run(args: &Args) -> Result<bool> {
             )?;
             Workload::generate(args.initial, args.ops_count, args.seed)?
         }
+    })
+}
+
+/// One run of the single-threaded list, and its final values.
+fn seq_run(workload: &Workload) -> (Run, Vec<i32>) {
+    let mut list = SequentialList::new(&workload.initial);
+    let t = Instant::now();
+    let statuses: Vec<OpStatus> = workload.ops.iter().map(|&op| list.apply(op)).collect();
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let fin = list.values();
+    let count = |s| statuses.iter().filter(|&&x| x == s).count();
+    let run = Run {
+        mode: "seq".to_string(),
+        ms,
+        device_ms: None,
+        cleanup_ms: 0.0,
+        report: None,
+        done: count(OpStatus::Done),
+        failed: count(OpStatus::Failed),
+        arena: None,
+        final_len: fin.len(),
+        verified: workload.verify(&statuses, &fin),
     };
+    (run, fin)
+}
+
+/// One run of the lock-free list in `mode` (cpu, gpu or coop), and its final values.
+fn list_run(
+    args: &Args,
+    rt: &Runtime,
+    pool: Option<&LatencyPool>,
+    workload: &Workload,
+    mode: &str,
+) -> Result<(Run, Vec<i32>)> {
+    let spare = workload.ops.len().saturating_add(args.spare_nodes);
+    let list_mode = match mode {
+        "cpu" => ListMode::Cpu,
+        "gpu" => ListMode::Gpu,
+        _ => ListMode::Cooperative {
+            device_share: args.device_share,
+        },
+    };
+    let mut list = LockFreeList::positional_from(rt, &workload.initial, spare)?;
+    // Set-up, as the arena: the launch's buffers are allocated before the clock
+    // starts (copying the operations in and the results out is timed).
+    list.reserve_batch(workload.ops.len())?;
+    let report = list.apply(&workload.ops, list_mode, pool)?;
+    if report.out_of_memory > 0 {
+        let stats = list.arena_stats()?;
+        return Err(Error::OutOfMemory(format!(
+            "{mode}: {} operations found no node to allocate (raise --spare-nodes); \
+             arena: {} bytes, {} in use, high-water {}, {} failed mallocs",
+            report.out_of_memory,
+            stats.capacity_bytes,
+            stats.bytes_in_use,
+            stats.high_water_bytes,
+            stats.failed_mallocs
+        )));
+    }
+    let t = Instant::now();
+    list.cleanup()?;
+    let cleanup_ms = t.elapsed().as_secs_f64() * 1e3;
+    let fin = list.values()?;
+    let arena = list.arena_stats()?;
+    let run = Run {
+        mode: mode.to_string(),
+        ms: report.elapsed.as_secs_f64() * 1e3,
+        device_ms: report.device_time.map(|d| d.as_secs_f64() * 1e3),
+        cleanup_ms,
+        done: report.done,
+        failed: report.failed,
+        verified: workload.verify(&report.statuses, &fin),
+        report: Some(report),
+        arena: Some(arena),
+        final_len: fin.len(),
+    };
+    Ok((run, fin))
+}
+
+/// Where the runs ran, for the report.
+struct Setting {
+    device: Option<String>,
+    transport: Option<String>,
+    threads: Option<usize>,
+}
+
+fn print_json(workload: &Workload, runs: &[Run], seq_ms: f64, at: &Setting) {
+    let (device_name, transport) = (&at.device, &at.transport);
+    for r in runs {
+        println!(
+            "{}",
+            json!({
+                "mode": r.mode, "initial": workload.initial.len(), "ops": workload.ops.len(),
+                "ms": r.ms, "device_ms": r.device_ms, "cleanup_ms": r.cleanup_ms,
+                "ops_per_s": workload.ops.len() as f64 / (r.ms / 1e3),
+                "succeeded": r.done, "failed": r.failed,
+                "cas_retries": r.report.as_ref().map(|b| b.cas_retries),
+                "reclaimed": r.report.as_ref().map(|b| b.reclaimed),
+                "device_ops": r.report.as_ref().map(|b| b.device_ops),
+                "final_len": r.final_len,
+                "arena": r.arena.as_ref().map(|a| json!({
+                    "capacity_bytes": a.capacity_bytes, "bytes_in_use": a.bytes_in_use,
+                    "high_water_bytes": a.high_water_bytes,
+                    "superblocks_carved": a.superblocks_carved,
+                    "free_blocks": a.free_blocks, "failed_mallocs": a.failed_mallocs,
+                    "cas_retries": a.cas_retries,
+                })),
+                "threads": at.threads,
+                "device": device_name, "transport": transport,
+                "speedup_vs_seq": if seq_ms.is_finite() { Some(seq_ms / r.ms) } else { None },
+                "verified": r.verified.is_ok(),
+                "error": r.verified.as_ref().err(),
+            })
+        );
+    }
+}
+
+fn print_table(workload: &Workload, runs: &[Run], modes: &[&str], seq_ms: f64, at: &Setting) {
+    let (device_name, transport) = (&at.device, &at.transport);
+    println!(
+        "{} initial nodes, {} operations; device {}, transport {}, {} latency threads",
+        workload.initial.len(),
+        workload.ops.len(),
+        device_name.as_deref().unwrap_or("-"),
+        transport.as_deref().unwrap_or("-"),
+        at.threads.unwrap_or(0)
+    );
+    println!(
+        "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  check",
+        "mode",
+        "ms",
+        "ops/s",
+        "vs seq",
+        "done",
+        "failed",
+        "CAS retries",
+        "cleanup",
+        "arena use/high KiB"
+    );
+    for &mode in modes {
+        let Some(r) = runs
+            .iter()
+            .filter(|r| r.mode == mode)
+            .min_by(|a, b| a.ms.total_cmp(&b.ms))
+        else {
+            continue;
+        };
+        println!(
+            "{:<6} {:>10.2} {:>12.0} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  {}",
+            r.mode,
+            r.ms,
+            workload.ops.len() as f64 / (r.ms / 1e3),
+            if seq_ms.is_finite() {
+                format!("{:.1}x", seq_ms / r.ms)
+            } else {
+                "-".into()
+            },
+            r.done,
+            r.failed,
+            r.report
+                .as_ref()
+                .map_or("-".into(), |b| b.cas_retries.to_string()),
+            if r.mode == "seq" {
+                "-".into()
+            } else {
+                format!("{:.2} ms", r.cleanup_ms)
+            },
+            r.arena.as_ref().map_or("-".into(), |a| format!(
+                "{} / {}",
+                a.bytes_in_use / 1024,
+                a.high_water_bytes / 1024
+            )),
+            match &r.verified {
+                Ok(()) => "ok".to_string(),
+                Err(e) => format!("FAILED: {e}"),
+            }
+        );
+    }
+}
+
+fn run(args: &Args) -> Result<bool> {
+    if let Some(path) = &args.output {
+        // Fail before the run, not after it, on a path that cannot be written.
+        output::check_writable(path)?;
+    }
+    let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
+    if !(0.0..=1.0).contains(&args.device_share) {
+        return Err(Error::flag("--device-share", args.device_share, "0 to 1"));
+    }
+    let workload = load_workload(args)?;
     let needs_device = modes.iter().any(|&m| m == "gpu" || m == "coop");
     // The cpu mode needs the runtime too: the list lives in the device's SVM (on a machine
     // without a GPU, PoCL's CPU device provides it).
@@ -150,7 +332,6 @@ fn run(args: &Args) -> Result<bool> {
     } else {
         None
     };
-    let spare = workload.ops.len().saturating_add(args.spare_nodes);
     if let (Some(rt), true) = (&rt, needs_device) {
         // Build the list kernel before any clock starts.
         let mut warm = LockFreeList::positional_from(rt, &[0], 4)?;
@@ -170,70 +351,10 @@ fn run(args: &Args) -> Result<bool> {
         for rep in 0..args.repeat.max(1) {
             progress.step(format!("{mode} run {}", rep + 1));
             let (run, fin) = if mode == "seq" {
-                let mut list = SequentialList::new(&workload.initial);
-                let t = Instant::now();
-                let statuses: Vec<OpStatus> =
-                    workload.ops.iter().map(|&op| list.apply(op)).collect();
-                let ms = t.elapsed().as_secs_f64() * 1e3;
-                let fin = list.values();
-                let count = |s| statuses.iter().filter(|&&x| x == s).count();
-                let run = Run {
-                    mode: mode.to_string(),
-                    ms,
-                    device_ms: None,
-                    cleanup_ms: 0.0,
-                    report: None,
-                    done: count(OpStatus::Done),
-                    failed: count(OpStatus::Failed),
-                    arena: None,
-                    final_len: fin.len(),
-                    verified: workload.verify(&statuses, &fin),
-                };
-                (run, fin)
+                seq_run(&workload)
             } else {
                 let rt = rt.as_ref().expect("opened above");
-                let list_mode = match mode {
-                    "cpu" => ListMode::Cpu,
-                    "gpu" => ListMode::Gpu,
-                    _ => ListMode::Cooperative {
-                        device_share: args.device_share,
-                    },
-                };
-                let mut list = LockFreeList::positional_from(rt, &workload.initial, spare)?;
-                // Set-up, as the arena: the launch's buffers are allocated before the clock
-                // starts (copying the operations in and the results out is timed).
-                list.reserve_batch(workload.ops.len())?;
-                let report = list.apply(&workload.ops, list_mode, pool.as_ref())?;
-                if report.out_of_memory > 0 {
-                    let stats = list.arena_stats()?;
-                    return Err(Error::OutOfMemory(format!(
-                        "{mode}: {} operations found no node to allocate (raise --spare-nodes); \
-                         arena: {} bytes, {} in use, high-water {}, {} failed mallocs",
-                        report.out_of_memory,
-                        stats.capacity_bytes,
-                        stats.bytes_in_use,
-                        stats.high_water_bytes,
-                        stats.failed_mallocs
-                    )));
-                }
-                let t = Instant::now();
-                list.cleanup()?;
-                let cleanup_ms = t.elapsed().as_secs_f64() * 1e3;
-                let fin = list.values()?;
-                let arena = list.arena_stats()?;
-                let run = Run {
-                    mode: mode.to_string(),
-                    ms: report.elapsed.as_secs_f64() * 1e3,
-                    device_ms: report.device_time.map(|d| d.as_secs_f64() * 1e3),
-                    cleanup_ms,
-                    done: report.done,
-                    failed: report.failed,
-                    verified: workload.verify(&report.statuses, &fin),
-                    report: Some(report),
-                    arena: Some(arena),
-                    final_len: fin.len(),
-                };
-                (run, fin)
+                list_run(args, rt, pool.as_ref(), &workload, mode)?
             };
             if rep == 0 {
                 finals.push((mode.to_string(), fin));
@@ -256,96 +377,15 @@ fn run(args: &Args) -> Result<bool> {
         .filter(|r| r.mode == "seq")
         .map(|r| r.ms)
         .fold(f64::INFINITY, f64::min);
-    let device_name = rt.as_ref().map(|rt| rt.profile().label());
-    let transport = rt.as_ref().map(|rt| rt.transport().to_string());
+    let at = Setting {
+        device: rt.as_ref().map(|rt| rt.profile().label()),
+        transport: rt.as_ref().map(|rt| rt.transport().to_string()),
+        threads: pool.as_ref().map(|p| p.len()),
+    };
     if args.json {
-        for r in &runs {
-            println!(
-                "{}",
-                json!({
-                    "mode": r.mode, "initial": workload.initial.len(), "ops": workload.ops.len(),
-                    "ms": r.ms, "device_ms": r.device_ms, "cleanup_ms": r.cleanup_ms,
-                    "ops_per_s": workload.ops.len() as f64 / (r.ms / 1e3),
-                    "succeeded": r.done, "failed": r.failed,
-                    "cas_retries": r.report.as_ref().map(|b| b.cas_retries),
-                    "reclaimed": r.report.as_ref().map(|b| b.reclaimed),
-                    "device_ops": r.report.as_ref().map(|b| b.device_ops),
-                    "final_len": r.final_len,
-                    "arena": r.arena.as_ref().map(|a| json!({
-                        "capacity_bytes": a.capacity_bytes, "bytes_in_use": a.bytes_in_use,
-                        "high_water_bytes": a.high_water_bytes,
-                        "superblocks_carved": a.superblocks_carved,
-                        "free_blocks": a.free_blocks, "failed_mallocs": a.failed_mallocs,
-                        "cas_retries": a.cas_retries,
-                    })),
-                    "threads": pool.as_ref().map(|p| p.len()),
-                    "device": device_name, "transport": transport,
-                    "speedup_vs_seq": if seq_ms.is_finite() { Some(seq_ms / r.ms) } else { None },
-                    "verified": r.verified.is_ok(),
-                    "error": r.verified.as_ref().err(),
-                })
-            );
-        }
+        print_json(&workload, &runs, seq_ms, &at);
     } else {
-        println!(
-            "{} initial nodes, {} operations; device {}, transport {}, {} latency threads",
-            workload.initial.len(),
-            workload.ops.len(),
-            device_name.as_deref().unwrap_or("-"),
-            transport.as_deref().unwrap_or("-"),
-            pool.as_ref().map_or(0, |p| p.len())
-        );
-        println!(
-            "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  check",
-            "mode",
-            "ms",
-            "ops/s",
-            "vs seq",
-            "done",
-            "failed",
-            "CAS retries",
-            "cleanup",
-            "arena use/high KiB"
-        );
-        for &mode in &modes {
-            let Some(r) = runs
-                .iter()
-                .filter(|r| r.mode == mode)
-                .min_by(|a, b| a.ms.total_cmp(&b.ms))
-            else {
-                continue;
-            };
-            println!(
-                "{:<6} {:>10.2} {:>12.0} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  {}",
-                r.mode,
-                r.ms,
-                workload.ops.len() as f64 / (r.ms / 1e3),
-                if seq_ms.is_finite() {
-                    format!("{:.1}x", seq_ms / r.ms)
-                } else {
-                    "-".into()
-                },
-                r.done,
-                r.failed,
-                r.report
-                    .as_ref()
-                    .map_or("-".into(), |b| b.cas_retries.to_string()),
-                if r.mode == "seq" {
-                    "-".into()
-                } else {
-                    format!("{:.2} ms", r.cleanup_ms)
-                },
-                r.arena.as_ref().map_or("-".into(), |a| format!(
-                    "{} / {}",
-                    a.bytes_in_use / 1024,
-                    a.high_water_bytes / 1024
-                )),
-                match &r.verified {
-                    Ok(()) => "ok".to_string(),
-                    Err(e) => format!("FAILED: {e}"),
-                }
-            );
-        }
+        print_table(&workload, &runs, &modes, seq_ms, &at);
     }
     Ok(runs.iter().all(|r| r.verified.is_ok()))
 }

@@ -720,6 +720,30 @@ fn list_ops_reads_the_seeds_files_verifies_and_names_bad_lines() {
         assert!(!ok, "{nodes_text:?} / {ops_text:?} was accepted");
         assert!(stderr.contains(want), "{want:?} not in {stderr:?}");
     }
+    // A valid batch whose operations depend on each other: an insert after a value another
+    // insert adds, a remove of a value another insert adds. Either may legally fail when it
+    // runs first; every mode must verify.
+    std::fs::write(&nodes, "3\n1\n2\n3\n").unwrap();
+    std::fs::write(&ops, "5\n1 2 6\n1 6 7\n1 3 8\n0 8\n0 1\n").unwrap();
+    let (ok, stdout, stderr) = run_example(
+        "list_ops",
+        &[
+            "--nodes", n, "--ops", o, "--mode", "all", "--repeat", "3", "--json",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        json_rows(&stdout).iter().all(|r| r["verified"] == true),
+        "{stdout}"
+    );
+    // Inserting a value already in the list is an input error naming the line.
+    std::fs::write(&ops, "1\n1 1 2\n").unwrap();
+    let (code, _, stderr) = run_with_env("list_ops", &["--nodes", n, "--ops", o], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(":2: inserts 2, which is in the initial list"),
+        "{stderr}"
+    );
     let (ok, _, stderr) = run_example("list_ops", &["--mode", "fast"]);
     assert!(!ok && stderr.contains("unknown mode"), "{stderr}");
     let (ok, _, stderr) = run_example("list_ops", &["--initial", "0", "--mode", "seq"]);
@@ -971,6 +995,14 @@ fn sizes_outputs_and_environment_are_usage_errors() {
         assert_eq!(code, Some(2), "{what}: exit {code:?}, stderr {stderr}");
         assert!(stderr.contains(want), "{what}: {want:?} not in {stderr:?}");
         assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    }
+    // 2^30 keys need about 24 GiB: refused before any allocation where the machine has less
+    // (on a larger machine this is a legitimate, long run, so it is not tried there).
+    if asym::runtime::host_memory::available().is_some_and(|a| a < 24 << 30) {
+        let (code, _, stderr) =
+            run_with_env("heap_bench", &["--keys-log2", "30", "--mode", "cpu"], &[]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("out of host memory"), "{stderr}");
     }
     // A pop larger than any heap is a pop of everything, not an allocation of its size.
     let (code, _, stderr) = run_with_env(
