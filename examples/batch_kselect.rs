@@ -288,10 +288,16 @@ impl Bench<'_> {
             self.device_label,
             self.transport
         );
-        println!(
-            "{:>9} {:>8}  {:<22} {:>10} {:>9} {:>7}  {:<8} sub-lists cpu/dev",
-            "sublist", "k", "mode", "ms", "Mkeys/s", "vs cpu", "verified"
-        );
+        let mut table = cli::Table::new(&[
+            ">sublist",
+            ">k",
+            "mode",
+            ">ms",
+            ">Mkeys/s",
+            ">vs cpu",
+            "verified",
+            "sub-lists cpu/dev",
+        ]);
         for r in rows {
             let speed = cpu_ms(r.sublist)
                 .map(|c| format!("{:.2}x", c / r.ms))
@@ -306,18 +312,18 @@ impl Bench<'_> {
                 (Some(s), _) => format!("{}/{}", s.cpu_sublists, s.device_sublists),
                 _ => "rayon".into(),
             };
-            println!(
-                "{:>9} {:>8}  {:<22} {:>10.2} {:>9.1} {:>7}  {:<8} {}",
-                r.sublist,
-                r.k,
-                r.runner.name(),
-                r.ms,
-                n as f64 / r.ms / 1e3,
+            table.row(vec![
+                r.sublist.to_string(),
+                r.k.to_string(),
+                r.runner.name().to_string(),
+                format!("{:.2}", r.ms),
+                format!("{:.1}", n as f64 / r.ms / 1e3),
                 speed,
-                verified,
-                split
-            );
+                verified.to_string(),
+                split,
+            ]);
         }
+        table.print();
     }
 }
 

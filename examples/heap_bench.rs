@@ -847,29 +847,36 @@ impl Runner<'_> {
                 String::new()
             }
         );
-        println!(
-            "{:<11} {:<17} {:>5} {:>10} {:>11} {:>11} {:>11} {:>9}  verified",
-            "pattern", "mode", "K", "threads", "insert ms", "delete ms", "total ms", "Mkeys/s"
-        );
+        let mut table = cli::Table::new(&[
+            "pattern",
+            "mode",
+            ">K",
+            ">threads",
+            ">insert ms",
+            ">delete ms",
+            ">total ms",
+            ">Mkeys/s",
+            "verified",
+        ]);
         for r in rows {
             let total = r.insert_ms + r.delete_ms;
             let threads = match r.work_group {
                 Some(wg) => format!("{}x{wg}", r.threads),
                 None => r.threads.to_string(),
             };
-            println!(
-                "{:<11} {:<17} {:>5} {:>10} {:>11.2} {:>11.2} {:>11.2} {:>9.1}  {}",
-                r.pattern,
-                r.mode,
-                r.batch,
+            table.row(vec![
+                r.pattern.to_string(),
+                r.mode.clone(),
+                r.batch.to_string(),
                 threads,
-                r.insert_ms,
-                r.delete_ms,
-                total,
-                n as f64 / total / 1e3,
-                if r.verified { "yes" } else { "NO" }
-            );
+                format!("{:.2}", r.insert_ms),
+                format!("{:.2}", r.delete_ms),
+                format!("{total:.2}"),
+                format!("{:.1}", n as f64 / total / 1e3),
+                (if r.verified { "yes" } else { "NO" }).to_string(),
+            ]);
         }
+        table.print();
     }
 }
 

@@ -265,29 +265,38 @@ fn run(args: &Args) -> Result<bool> {
             );
         }
     } else {
-        println!(
-            "{:<16} {:>5} {:>12} {:<10} {:>14} {:>10} {:>10} {:>10} {:>10}  DP check",
-            "instance", "n", "capacity", "mode", "optimum", "expanded", "pruned", "ms", "DP ms"
-        );
+        let mut table = cli::Table::new(&[
+            "instance",
+            ">n",
+            ">capacity",
+            "mode",
+            ">optimum",
+            ">expanded",
+            ">pruned",
+            ">ms",
+            ">DP ms",
+            "DP check",
+        ]);
         for r in &rows {
-            println!(
-                "{:<16} {:>5} {:>12} {:<10} {:>14} {:>10} {:>10} {:>10.2} {:>10}  {}",
-                r.instance,
-                r.n,
-                r.capacity,
-                r.mode,
-                r.stats.optimum,
-                r.stats.expanded,
-                r.stats.pruned,
-                r.ms,
+            table.row(vec![
+                r.instance.clone(),
+                r.n.to_string(),
+                r.capacity.to_string(),
+                r.mode.clone(),
+                r.stats.optimum.to_string(),
+                r.stats.expanded.to_string(),
+                r.stats.pruned.to_string(),
+                format!("{:.2}", r.ms),
                 r.dp.map_or("-".into(), |d| format!("{:.2}", d.1)),
                 match verified(r) {
                     Some(true) => "equal",
                     Some(false) => "DIFFERENT",
                     None => "too large for DP",
                 }
-            );
+                .to_string(),
+            ]);
         }
+        table.print();
     }
     Ok(all_ok)
 }

@@ -256,18 +256,18 @@ fn print_table(workload: &Workload, runs: &[Run], modes: &[&str], seq_ms: f64, a
         transport.as_deref().unwrap_or("-"),
         at.threads.unwrap_or(0)
     );
-    println!(
-        "{:<6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  check",
+    let mut table = cli::Table::new(&[
         "mode",
-        "ms",
-        "ops/s",
-        "vs seq",
-        "done",
-        "failed",
-        "CAS retries",
-        "cleanup",
-        "arena use/high KiB"
-    );
+        ">ms",
+        ">ops/s",
+        ">vs seq",
+        ">done",
+        ">failed",
+        ">CAS retries",
+        ">cleanup",
+        ">arena use/high KiB",
+        "check",
+    ]);
     for &mode in modes {
         let Some(r) = runs
             .iter()
@@ -276,18 +276,17 @@ fn print_table(workload: &Workload, runs: &[Run], modes: &[&str], seq_ms: f64, a
         else {
             continue;
         };
-        println!(
-            "{:<6} {:>10.2} {:>12.0} {:>8} {:>9} {:>9} {:>11} {:>10} {:>19}  {}",
-            r.mode,
-            r.ms,
-            workload.ops.len() as f64 / (r.ms / 1e3),
+        table.row(vec![
+            r.mode.clone(),
+            format!("{:.2}", r.ms),
+            format!("{:.0}", workload.ops.len() as f64 / (r.ms / 1e3)),
             if seq_ms.is_finite() {
                 format!("{:.1}x", seq_ms / r.ms)
             } else {
                 "-".into()
             },
-            r.done,
-            r.failed,
+            r.done.to_string(),
+            r.failed.to_string(),
             r.report
                 .as_ref()
                 .map_or("-".into(), |b| b.cas_retries.to_string()),
@@ -296,17 +295,16 @@ fn print_table(workload: &Workload, runs: &[Run], modes: &[&str], seq_ms: f64, a
             } else {
                 format!("{:.2} ms", r.cleanup_ms)
             },
-            r.arena.as_ref().map_or("-".into(), |a| format!(
-                "{} / {}",
-                a.bytes_in_use / 1024,
-                a.high_water_bytes / 1024
-            )),
+            r.arena.as_ref().map_or("-".into(), |a| {
+                format!("{} / {}", a.bytes_in_use / 1024, a.high_water_bytes / 1024)
+            }),
             match &r.verified {
                 Ok(()) => "ok".to_string(),
                 Err(e) => format!("FAILED: {e}"),
-            }
-        );
+            },
+        ]);
     }
+    table.print();
 }
 
 fn run(args: &Args) -> Result<bool> {

@@ -322,28 +322,36 @@ fn run(args: &Args) -> Result<bool> {
                 .as_ref()
                 .map_or(String::new(), |d| format!(", device {d}"))
         );
-        println!(
-            "{:<4} {:<9} {:>10} {:>10} {:>10} {:>7} {:>11} {:>10} {:>9}  check",
-            "mode", "order", "ms", "heap ms", "comp ms", "iters", "visited", "vs front", "vs dijk"
-        );
+        let mut table = cli::Table::new(&[
+            "mode",
+            "order",
+            ">ms",
+            ">heap ms",
+            ">comp ms",
+            ">iters",
+            ">visited",
+            ">vs front",
+            ">vs dijk",
+            "check",
+        ]);
         for r in &rows {
-            println!(
-                "{:<4} {:<9} {:>10.2} {:>10.2} {:>10.2} {:>7} {:>11} {:>10} {:>8.2}x  {}",
-                r.mode,
-                r.order,
-                r.ms,
-                r.stats.heap_time.as_secs_f64() * 1e3,
-                r.stats.compute_time.as_secs_f64() * 1e3,
-                r.stats.iterations,
-                r.stats.visited,
+            table.row(vec![
+                r.mode.to_string(),
+                r.order.to_string(),
+                format!("{:.2}", r.ms),
+                format!("{:.2}", r.stats.heap_time.as_secs_f64() * 1e3),
+                format!("{:.2}", r.stats.compute_time.as_secs_f64() * 1e3),
+                r.stats.iterations.to_string(),
+                r.stats.visited.to_string(),
                 baseline(r.mode).map_or("-".into(), |b| format!("{:.2}x", b / r.ms)),
-                dijkstra_ms / r.ms,
+                format!("{:.2}x", dijkstra_ms / r.ms),
                 match &r.check {
                     Ok(()) => "= Dijkstra".to_string(),
                     Err(e) => format!("DIFFERENT: {e}"),
-                }
-            );
+                },
+            ]);
         }
+        table.print();
     }
     Ok(all_ok)
 }

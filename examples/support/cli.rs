@@ -67,6 +67,62 @@ pub fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
 }
 
+/// A table for people: columns sized to their widest cell, numbers right-aligned (a header
+/// given as `">name"`), text left-aligned; the last column is left free.
+pub struct Table {
+    headers: Vec<&'static str>,
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column headers (`">ms"` right-aligns the column).
+    pub fn new(headers: &[&'static str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| h.trim_start_matches('>')).collect(),
+            right: headers.iter().map(|h| h.starts_with('>')).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// One row, a cell per column.
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.headers.len(), "a cell per column");
+        self.rows.push(cells);
+    }
+
+    /// Prints the header and the rows on stdout.
+    pub fn print(&self) {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([self.headers[c].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>| {
+            let last = cells.len() - 1;
+            let text: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(c, cell)| match (c == last, self.right[c]) {
+                    (true, _) => cell.to_string(),
+                    (false, true) => format!("{cell:>w$}", w = widths[c]),
+                    (false, false) => format!("{cell:<w$}", w = widths[c]),
+                })
+                .collect();
+            println!("{}", text.join("  ").trim_end());
+        };
+        line(self.headers.clone());
+        for r in &self.rows {
+            line(r.iter().map(String::as_str).collect());
+        }
+    }
+}
+
 /// Whether `e` comes from what the user gave (flags, files, names, sizes) rather than from
 /// the run itself.
 pub fn is_usage_error(e: &Error) -> bool {
