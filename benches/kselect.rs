@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Mode, Runtime};
-use asym::structures::{peers, Cooperation, KSelector, Sublists};
+use asym::structures::{peers, Cooperation, KSelector, Strategy, Sublists};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -53,10 +53,38 @@ fn kselect(c: &mut Criterion) {
         ));
         g.throughput(Throughput::Elements(total as u64));
         for mode in Mode::ALL {
-            g.bench_function(BenchmarkId::new(mode.short_name(), format!("d{d}")), |b| {
-                b.iter(|| selector.select(&data, &cut, k, mode).expect("select"))
-            });
+            g.bench_function(
+                BenchmarkId::new(mode.short_name(), format!("heap_d{d}")),
+                |b| {
+                    b.iter(|| {
+                        selector
+                            .select_using(
+                                &data,
+                                &cut,
+                                k,
+                                mode,
+                                Cooperation::ByAmount,
+                                Strategy::Heap,
+                            )
+                            .expect("select")
+                    })
+                },
+            );
         }
+        g.bench_function(BenchmarkId::new("cpu", "radix"), |b| {
+            b.iter(|| {
+                selector
+                    .select_using(
+                        &data,
+                        &cut,
+                        k,
+                        Mode::CpuOnly,
+                        Cooperation::ByAmount,
+                        Strategy::Radix,
+                    )
+                    .expect("select")
+            })
+        });
         if env::switch("ASYM_BENCH_BRIDGE") {
             let name = match selector.bridge_schedule(Cooperation::Bridge) {
                 Some(Cooperation::BridgeLive) => "coop_bridge_live",

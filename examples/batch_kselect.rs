@@ -17,7 +17,7 @@ use asym::runtime::{parse_modes, Error, LatencyPool, Mode, Result, Runtime, Tran
 use asym::structures::io::npy::{self, Dtype, NpyElement};
 use asym::structures::io::output;
 use asym::structures::Key;
-use asym::structures::{peers, Cooperation, KSelector, SelectStats, Sublists};
+use asym::structures::{peers, Cooperation, KSelector, SelectStats, Strategy, Sublists};
 use clap::Parser;
 
 #[path = "support/cli.rs"]
@@ -49,6 +49,11 @@ struct Args {
     /// bridge-pipelined; comma-separated, or all. Each is its own row.
     #[arg(long, default_value = "amount")]
     coop: String,
+    /// Selection strategies, each its own rows: heap (the ad-heap seed's d-heaps, every mode),
+    /// radix (MSD radix select; the latency threads only, so cpu rows only), auto (radix on
+    /// the latency threads, the heap on the device); comma-separated, or all.
+    #[arg(long, default_value = "heap,auto")]
+    strategy: String,
     /// Heap arity: 2, 4, 8, 16, 32 or 64.
     #[arg(long, default_value_t = 8)]
     d: usize,
@@ -107,7 +112,7 @@ struct Args {
 /// What was run: one of the modes, or a peer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Runner {
-    Mode(Mode),
+    Mode(Mode, Strategy),
     /// Cooperative by kind on ad-heaps, on this schedule (bridge-live or bridge-pipelined).
     Bridge(Cooperation),
     PeerSelectNth,
@@ -118,19 +123,28 @@ impl Runner {
     /// The mode and cooperation an asym runner selects with; `None` for a peer.
     fn selection(self) -> Option<(Mode, Cooperation)> {
         match self {
-            Runner::Mode(m) => Some((m, Cooperation::ByAmount)),
+            Runner::Mode(m, _) => Some((m, Cooperation::ByAmount)),
             Runner::Bridge(c) => Some((Mode::Cooperative, c)),
             _ => None,
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The strategy an asym runner selects with (the bridge is the heap's).
+    fn strategy(self) -> Option<Strategy> {
         match self {
-            Runner::Mode(m) => m.short_name(),
-            Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live",
-            Runner::Bridge(_) => "coop:bridge-pipelined",
-            Runner::PeerSelectNth => "peer:select_nth",
-            Runner::PeerBinaryHeap => "peer:binaryheap",
+            Runner::Mode(_, s) => Some(s),
+            Runner::Bridge(_) => Some(Strategy::Heap),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Runner::Mode(m, s) => format!("{}:{}", m.short_name(), s.name()),
+            Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live".into(),
+            Runner::Bridge(_) => "coop:bridge-pipelined".into(),
+            Runner::PeerSelectNth => "peer:select_nth".into(),
+            Runner::PeerBinaryHeap => "peer:binaryheap".into(),
         }
     }
 }
@@ -193,12 +207,15 @@ impl Bench<'_> {
             // real data (coop also measures its split there); the bridge, seconds per run,
             // on one sub-list of k keys, which builds its programs.
             let warm: Vec<i32> = (0..k as i32).rev().collect();
-            for (m, c) in runners.iter().filter_map(|r| r.selection()) {
+            for r in runners {
+                let (Some((m, c)), Some(s)) = (r.selection(), r.strategy()) else {
+                    continue;
+                };
                 if c == Cooperation::ByAmount {
-                    self.selector.select_cooperating(data, &cut, k, m, c)?;
+                    self.selector.select_using(data, &cut, k, m, c, s)?;
                 } else {
                     self.selector
-                        .select_cooperating(&warm, &Sublists::Equal(k), k, m, c)?;
+                        .select_using(&warm, &Sublists::Equal(k), k, m, c, s)?;
                 }
             }
             let want = if self.args.no_check {
@@ -214,16 +231,15 @@ impl Bench<'_> {
                 let mut stats = None;
                 for _ in 0..self.args.repeat.max(1) {
                     let t = Instant::now();
-                    result = match runner.selection() {
-                        Some((m, c)) => {
-                            let (v, s) = self.selector.select_cooperating(data, &cut, k, m, c)?;
+                    result = match (runner.selection(), runner.strategy()) {
+                        (Some((m, c)), Some(strategy)) => {
+                            let (v, s) =
+                                self.selector.select_using(data, &cut, k, m, c, strategy)?;
                             stats = Some(s);
                             v
                         }
-                        None if runner == Runner::PeerSelectNth => {
-                            peers::select_nth(data, &offs, k)
-                        }
-                        None => peers::binary_heap(data, &offs, k),
+                        _ if runner == Runner::PeerSelectNth => peers::select_nth(data, &offs, k),
+                        _ => peers::binary_heap(data, &offs, k),
                     };
                     times.push(t.elapsed());
                 }
@@ -251,13 +267,16 @@ impl Bench<'_> {
     fn print(&self, rows: &[Row], n: usize, dtype: Dtype) {
         let cpu_ms = |len: usize| {
             rows.iter()
-                .find(|r| r.sublist == len && r.runner == Runner::Mode(Mode::CpuOnly))
+                .find(|r| r.sublist == len && matches!(r.runner, Runner::Mode(Mode::CpuOnly, _)))
                 .map(|r| r.ms)
         };
         if self.args.json {
             for r in rows {
                 let line = json!({
-                    "mode": r.runner.name(), "device": self.device_label, "transport": self.transport,
+                    "mode": r.runner.name(), "strategy": r.runner.strategy().map(Strategy::name),
+                    "cpu_strategy": r.stats.as_ref().and_then(|s| s.cpu_strategy).map(Strategy::name),
+                    "device_strategy": r.stats.as_ref().and_then(|s| s.device_strategy).map(Strategy::name),
+                    "device": self.device_label, "transport": self.transport,
                     "n": n, "sublist": r.sublist, "k": r.k, "d": self.selector.d(), "dtype": dtype.descr(),
                     "ms": r.ms, "mkeys_per_s": n as f64 / r.ms / 1e3,
                     "speedup_vs_cpu": cpu_ms(r.sublist).map(|c| c / r.ms),
@@ -315,7 +334,7 @@ impl Bench<'_> {
             table.row(vec![
                 r.sublist.to_string(),
                 r.k.to_string(),
-                r.runner.name().to_string(),
+                r.runner.name(),
                 format!("{:.2}", r.ms),
                 format!("{:.1}", n as f64 / r.ms / 1e3),
                 speed,
@@ -356,16 +375,29 @@ fn run(args: &Args) -> Result<bool> {
     }
     let modes = parse_modes(&args.mode)?;
     let coops = parse_coops(&args.coop)?;
+    let strategies: Vec<Strategy> =
+        cli::choose("--strategy", &args.strategy, &["heap", "radix", "auto"])?
+            .into_iter()
+            .map(str::parse)
+            .collect::<Result<_>>()?;
     let mut runners: Vec<Runner> = Vec::new();
-    for &m in &modes {
-        if m != Mode::Cooperative {
-            runners.push(Runner::Mode(m));
-            continue;
-        }
-        for &c in &coops {
-            match c {
-                Cooperation::ByAmount => runners.push(Runner::Mode(m)),
-                c => runners.push(Runner::Bridge(c)),
+    for &s in &strategies {
+        for &m in &modes {
+            // Radix select runs on the latency threads only.
+            if s == Strategy::Radix && m != Mode::CpuOnly {
+                continue;
+            }
+            if m != Mode::Cooperative {
+                runners.push(Runner::Mode(m, s));
+                continue;
+            }
+            for &c in &coops {
+                match c {
+                    Cooperation::ByAmount => runners.push(Runner::Mode(m, s)),
+                    // Cooperation by kind shares ad-heaps: the heap strategy's rows only.
+                    c if s == Strategy::Heap => runners.push(Runner::Bridge(c)),
+                    _ => {}
+                }
             }
         }
     }

@@ -219,11 +219,47 @@ fn every_cooperation_runs_and_verifies() {
             v["mode"].as_str().unwrap().to_string()
         })
         .collect();
-    assert!(modes.contains(&"coop".to_string()), "{modes:?}");
+    assert!(modes.contains(&"coop:heap".to_string()), "{modes:?}");
+    assert!(modes.contains(&"coop:auto".to_string()), "{modes:?}");
     assert!(
         modes.contains(&"coop:bridge-pipelined".to_string()),
         "{modes:?}"
     );
+    // Every strategy: radix has cpu rows only, auto runs radix on the latency threads.
+    let (ok, stdout, err) = run(&[
+        "--total-log2",
+        "14",
+        "--strategy",
+        "all",
+        "--json",
+        "--no-peers",
+    ]);
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    let names: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+    for want in [
+        "cpu:heap",
+        "gpu:heap",
+        "cpu:radix",
+        "cpu:auto",
+        "gpu:auto",
+        "coop:auto",
+    ] {
+        assert!(names.contains(&want), "{want} missing: {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| *n == "gpu:radix" || *n == "coop:radix"),
+        "{names:?}"
+    );
+    assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    assert!(rows
+        .iter()
+        .filter(|r| r["mode"] == "cpu:auto")
+        .all(|r| r["cpu_strategy"] == "radix"));
+    let (code, _, err) = run_with_env("batch_kselect", &["--strategy", "quick"], &[]);
+    assert!(code == Some(2) && err.contains("unknown strategy"), "{err}");
     let (ok, _, err) = run(&["--total-log2", "12", "--coop", "sideways"]);
     assert!(!ok && err.contains("unknown cooperation"), "{err}");
 }
@@ -249,6 +285,8 @@ fn device_knobs_run_verify_and_report_stages() {
             "16",
             "--json",
             "--no-peers",
+            "--strategy",
+            "heap",
         ];
         args.extend(knobs);
         let (ok, stdout, err) = run(&args);
@@ -258,7 +296,7 @@ fn device_knobs_run_verify_and_report_stages() {
         for v in &rows {
             assert_eq!(v["verified"], true, "{knobs:?}: {v}");
         }
-        let gpu = rows.iter().find(|v| v["mode"] == "gpu").unwrap();
+        let gpu = rows.iter().find(|v| v["mode"] == "gpu:heap").unwrap();
         assert!(gpu["device_stages_ms"]["kernel"].is_number(), "{gpu}");
     }
 }

@@ -49,7 +49,7 @@ pub use gheap::{
 pub use key::Key;
 pub use kselect::{
     peers, select_one, Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector,
-    SelectStats, Sublists,
+    SelectStats, Strategy, Sublists,
 };
 pub use list::{
     workload, BatchReport, ListCheck, ListKind, ListMap, ListMode, ListOp, ListView, LockFreeList,

@@ -5,7 +5,7 @@ mod common;
 
 use asym_runtime::{Error, Mode};
 use asym_structures::Key;
-use asym_structures::{DeviceStaging, DeviceUpdate, Sublists};
+use asym_structures::{DeviceStaging, DeviceUpdate, Strategy, Sublists};
 use rand::{Rng, SeedableRng};
 
 fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
@@ -314,4 +314,94 @@ fn bad_inputs_are_errors_not_panics() {
         3
     )
     .is_err());
+}
+
+/// Radix select on the latency threads against `select_nth_unstable`: every key type (floats
+/// with -0.0, NaNs and infinities in `total_cmp` order), every pattern, keys that share every
+/// digit but the last, k = 1 and k = length, lengths that are not powers of two, sub-lists
+/// given by offsets; `Auto` runs radix on the CPU and the heap on the device and says so.
+#[test]
+fn radix_select_matches_select_nth_and_reports_what_ran() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let t = common::transports()[0];
+    let radix = common::selector(t, 8).with_strategy(Strategy::Radix);
+    let auto = common::selector(t, 8).with_strategy(Strategy::Auto);
+    for len in [1usize, 5, 64, 65, 300, 4099] {
+        let n = len * 7;
+        let mut cases = patterns(n, &mut rng);
+        // Every candidate in one bucket at every digit but the last.
+        cases.push((
+            "one bucket",
+            (0..n).map(|i| 0x1234_5600 | (i as i32 & 0xff)).collect(),
+        ));
+        cases.push((
+            "two values",
+            (0..n).map(|i| [i32::MIN, i32::MAX][i % 2]).collect(),
+        ));
+        for (name, data) in cases {
+            for k in [1, (len / 10).max(1), len / 2 + 1, len] {
+                let k = k.min(len);
+                let offs: Vec<usize> = (0..=7).map(|i| i * len).collect();
+                let want = common::reference(&data, &offs, k);
+                let (got, stats) = radix
+                    .select_with_stats(&data, &Sublists::Equal(len), k, Mode::CpuOnly)
+                    .unwrap();
+                assert_eq!(got, want, "radix {name} len {len} k {k}");
+                assert_eq!(stats.cpu_strategy, Some(Strategy::Radix));
+                for mode in Mode::ALL {
+                    let (got, stats) = auto
+                        .select_with_stats(&data, &Sublists::Equal(len), k, mode)
+                        .unwrap();
+                    assert_eq!(got, want, "auto {mode} {name} len {len} k {k}");
+                    if stats.cpu_sublists > 0 {
+                        assert_eq!(stats.cpu_strategy, Some(Strategy::Radix), "{mode}");
+                    }
+                    if stats.device_sublists > 0 {
+                        assert_eq!(stats.device_strategy, Some(Strategy::Heap), "{mode}");
+                    }
+                }
+            }
+        }
+    }
+    // Other key types, and sub-lists given by offsets.
+    let floats: Vec<f32> = (0..3000)
+        .map(|i| match i % 9 {
+            0 => -0.0,
+            1 => 0.0,
+            2 => f32::NAN,
+            3 => f32::INFINITY,
+            4 => f32::NEG_INFINITY,
+            _ => rng.gen_range(-1e6f32..1e6),
+        })
+        .collect();
+    let offs = vec![0, 2, 17, 1000, 1002, 2998, 3000];
+    for k in [1, 2] {
+        let want = common::reference(&floats, &offs, k);
+        let got = radix
+            .select(&floats, &Sublists::Offsets(offs.clone()), k, Mode::CpuOnly)
+            .unwrap();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "f32 k {k}: {got:?} vs {want:?}"
+        );
+    }
+    let words: Vec<u32> = (0..5000).map(|_| rng.gen()).collect();
+    let want = common::reference(&words, &[0, 2500, 5000], 250);
+    assert_eq!(
+        radix
+            .select(&words, &Sublists::Equal(2500), 250, Mode::CpuOnly)
+            .unwrap(),
+        want
+    );
+    // Radix has no device kernel: the device modes say so instead of running the heap.
+    for mode in [Mode::GpuOnly, Mode::Cooperative] {
+        let e = radix
+            .select(&words, &Sublists::Equal(2500), 250, mode)
+            .unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{mode}: {e}");
+    }
+    assert_eq!("radix".parse::<Strategy>().unwrap(), Strategy::Radix);
+    assert!("quick".parse::<Strategy>().is_err());
 }

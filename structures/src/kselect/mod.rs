@@ -140,9 +140,67 @@ impl std::str::FromStr for Cooperation {
     }
 }
 
+/// How a sub-list's k-th smallest key is found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// A d-heap of the k smallest keys seen (the ad-heap seed's method), in every mode and
+    /// cooperation, on both kinds of cores.
+    Heap,
+    /// MSD radix select on the keys' ordered image: a histogram of one 8-bit digit per pass
+    /// over the keys still in the k-th's bucket. Runs on the latency threads; the device has
+    /// no radix kernel yet, so GpuOnly and Cooperative refuse it.
+    Radix,
+    /// Radix select on the latency threads (measured faster than the heap there: see
+    /// docs/BENCHMARKS.md), the heap on the device.
+    #[default]
+    Auto,
+}
+
+impl Strategy {
+    /// Every strategy that names one method (not `Auto`).
+    pub const METHODS: [Strategy; 2] = [Strategy::Heap, Strategy::Radix];
+
+    /// The short name used on command lines and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Heap => "heap",
+            Strategy::Radix => "radix",
+            Strategy::Auto => "auto",
+        }
+    }
+
+    /// The method the latency threads run.
+    fn on_cpu(self) -> Strategy {
+        match self {
+            Strategy::Heap => Strategy::Heap,
+            Strategy::Radix | Strategy::Auto => Strategy::Radix,
+        }
+    }
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "heap" => Ok(Strategy::Heap),
+            "radix" => Ok(Strategy::Radix),
+            "auto" => Ok(Strategy::Auto),
+            other => Err(Error::flag(
+                "strategy",
+                other,
+                "expected heap, radix or auto",
+            )),
+        }
+    }
+}
+
 /// What a selection did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SelectStats {
+    /// The method the latency threads ran (`None` when they selected nothing).
+    pub cpu_strategy: Option<Strategy>,
+    /// The method the device ran (`None` when it selected nothing).
+    pub device_strategy: Option<Strategy>,
     /// Sub-lists the latency threads handled.
     pub cpu_sublists: usize,
     /// Sub-lists the device handled.
@@ -272,7 +330,9 @@ pub struct KSelector {
     staging_pool: std::sync::Mutex<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>>,
     cooperation: Cooperation,
     bridge_checks: bool,
-    /// Measured speeds per sub-list length (bucketed by log2), for Cooperative's split.
+    strategy: Strategy,
+    /// Measured speeds per sub-list length (bucketed by log2) and CPU method, for
+    /// Cooperative's split.
     learned: std::sync::Mutex<std::collections::HashMap<u32, Learned>>,
     /// Device staging buffers kept between calls.
     stages: StageCache,
@@ -370,9 +430,21 @@ impl KSelector {
             staging_pool: Default::default(),
             cooperation: Cooperation::default(),
             bridge_checks: false,
+            strategy: Strategy::default(),
             learned: Default::default(),
             stages: Default::default(),
         })
+    }
+
+    /// Sets how each sub-list's k-th is found (default [`Strategy::Auto`]).
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// How each sub-list's k-th is found.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
     }
 
     /// Overrides the device work-group size (a power of two ≥ d).
@@ -537,6 +609,20 @@ impl KSelector {
         mode: Mode,
         cooperation: Cooperation,
     ) -> Result<(Vec<K>, SelectStats)> {
+        self.select_using(data, sublists, k, mode, cooperation, self.strategy)
+    }
+
+    /// [`KSelector::select_cooperating`] with `strategy` for this call instead of the
+    /// selector's own.
+    pub fn select_using<K: Key>(
+        &self,
+        data: &[K],
+        sublists: &Sublists,
+        k: usize,
+        mode: Mode,
+        cooperation: Cooperation,
+        strategy: Strategy,
+    ) -> Result<(Vec<K>, SelectStats)> {
         let offs = sublists.boundaries(data.len(), k)?;
         let n = offs.len() - 1;
         let results: Vec<AtomicI32> = (0..n).map(|_| AtomicI32::new(0)).collect();
@@ -556,9 +642,23 @@ impl KSelector {
             claims: &claims,
             progress: &progress,
             cpu_threads: self.pool.len(),
+            cpu_strategy: strategy.on_cpu(),
         };
+        if strategy == Strategy::Radix && mode != Mode::CpuOnly {
+            return Err(Error::Unsupported {
+                device: self
+                    .rt
+                    .as_ref()
+                    .map_or_else(|| "none".into(), |rt| rt.profile().label()),
+                what: format!("run radix select in {mode} mode"),
+                lacks: "a device radix kernel (radix select runs on the latency threads only: \
+                        use CpuOnly, or Strategy::Auto for the heap on the device)"
+                    .into(),
+            });
+        }
         let mut stats = SelectStats::default();
-        let key = bucket(data.len() / n);
+        // Speeds are learned per length and per CPU method (the two differ several-fold).
+        let key = bucket(data.len() / n) | ((strategy.on_cpu() == Strategy::Radix) as u32) << 16;
         let hint = self
             .learned
             .lock()
@@ -582,6 +682,9 @@ impl KSelector {
             }
             Mode::Cooperative => self.run_split(&job, hint, key, &mut stats)?,
         }
+        stats.cpu_strategy = (stats.cpu_sublists > 0).then(|| strategy.on_cpu());
+        stats.device_strategy =
+            (stats.device_sublists + stats.bridge_sublists > 0).then_some(Strategy::Heap);
         let handled = stats.cpu_sublists + stats.device_sublists + stats.bridge_sublists;
         if handled != n {
             return Err(Error::Lost(format!(
@@ -696,9 +799,13 @@ impl KSelector {
     /// thread and staging copies have cores of their own.
     fn cpu_workers_leaving<K: Key>(&self, job: &Job<'_, K>, leave: usize) -> Result<usize> {
         let d = self.d;
+        let radix = job.cpu_strategy == Strategy::Radix;
         let counts = self.pool.broadcast_scoped(|w| -> Result<usize> {
             if w.index + leave >= w.threads {
                 return Ok(0);
+            }
+            if radix {
+                return Ok(radix_worker(job));
             }
             let mut heap = DHeap::<i32>::with_capacity(d, job.k)?;
             let mut first = Vec::with_capacity(job.k);
@@ -773,6 +880,28 @@ impl KSelector {
     }
 }
 
+/// A latency thread's radix selections: sub-lists claimed from the shared counter.
+fn radix_worker<K: Key>(job: &Job<'_, K>) -> usize {
+    let mut scratch = radix::RadixScratch::default();
+    let mut done = 0;
+    let avg = job.data.len() / job.claims.n;
+    let chunk = ((1 << 15) / avg.max(1)).max(1);
+    while let Some(range) = job.claims.claim(chunk) {
+        let mut keys = 0;
+        for i in range {
+            let list = &job.data[job.offs[i]..job.offs[i + 1]];
+            job.results[i].store(
+                radix::select_one(list, job.k, &mut scratch),
+                Ordering::Relaxed,
+            );
+            keys += list.len();
+            done += 1;
+        }
+        job.progress.cpu_keys.fetch_add(keys, Ordering::Relaxed);
+    }
+    done
+}
+
 /// One selection's shared state.
 struct Job<'a, K> {
     data: &'a [K],
@@ -782,6 +911,8 @@ struct Job<'a, K> {
     claims: &'a Claims,
     progress: &'a Progress,
     cpu_threads: usize,
+    /// The method the latency threads run.
+    cpu_strategy: Strategy,
 }
 
 /// The k-th smallest of `list` with a d-heap (`heap` and `first` are reused scratch).
@@ -832,3 +963,4 @@ pub fn select_one<K: Key>(
 mod bridge;
 mod device;
 pub mod peers;
+mod radix;

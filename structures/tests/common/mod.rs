@@ -30,7 +30,10 @@ pub fn selector_with_threads(transport: Transport, d: usize, threads: usize) -> 
         ..Default::default()
     })
     .expect("pool");
-    KSelector::new(Some(rt), pool, d).expect("selector")
+    // The heap strategy in every mode: the radix strategy has tests of its own.
+    KSelector::new(Some(rt), pool, d)
+        .expect("selector")
+        .with_strategy(asym_structures::Strategy::Heap)
 }
 
 /// The reference: the k-th smallest of each sub-list by `select_nth_unstable_by`.
