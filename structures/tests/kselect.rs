@@ -363,6 +363,33 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
             }
         }
     }
+    // Long sub-lists, and keys whose every 16th is far above the rest.
+    for len in [1usize << 14, 50_000] {
+        let n = len * 3;
+        let mut cases = patterns(n, &mut rng);
+        cases.push((
+            "sample-fooling",
+            (0..n)
+                .map(|i| {
+                    if i % 16 == 0 {
+                        i32::MAX - i as i32
+                    } else {
+                        (i % 977) as i32
+                    }
+                })
+                .collect(),
+        ));
+        for (name, data) in cases {
+            for k in [1, len / 10, len / 2, len] {
+                let offs: Vec<usize> = (0..=3).map(|i| i * len).collect();
+                let want = common::reference(&data, &offs, k);
+                let got = radix
+                    .select(&data, &Sublists::Equal(len), k, Mode::CpuOnly)
+                    .unwrap();
+                assert_eq!(got, want, "radix {name} len {len} k {k}");
+            }
+        }
+    }
     // Other key types, and sub-lists given by offsets.
     let floats: Vec<f32> = (0..3000)
         .map(|i| match i % 9 {
