@@ -390,6 +390,27 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
             }
         }
     }
+    // Fewer long sub-lists than threads: every thread counts and gathers a share of each.
+    let shared = common::selector_with_threads(t, 8, 4).with_strategy(Strategy::Radix);
+    for (lists, len) in [(1usize, 1 << 17), (3, 70_001)] {
+        let n = lists * len;
+        let mut cases = patterns(n, &mut rng);
+        cases.push((
+            "one bucket",
+            (0..n).map(|i| 0x0f00_0000 | (i as i32 & 0xffff)).collect(),
+        ));
+        for (name, data) in cases {
+            for k in [1, len / 10, len] {
+                let offs: Vec<usize> = (0..=lists).map(|i| i * len).collect();
+                let want = common::reference(&data, &offs, k);
+                let (got, stats) = shared
+                    .select_with_stats(&data, &Sublists::Equal(len), k, Mode::CpuOnly)
+                    .unwrap();
+                assert_eq!(got, want, "shared {name} {lists} x {len} k {k}");
+                assert_eq!(stats.cpu_sublists, lists);
+            }
+        }
+    }
     // Other key types, and sub-lists given by offsets.
     let floats: Vec<f32> = (0..3000)
         .map(|i| match i % 9 {

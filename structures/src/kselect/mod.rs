@@ -723,6 +723,13 @@ impl KSelector {
                 l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
                 l.whole_keys_per_s[plan as usize] = rate;
             });
+        } else if self.split_sublists(job) {
+            stats.cpu_sublists = self.radix_split(job)?;
+            let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            self.learn(key, |l| {
+                l.cpu_keys_per_s = rate;
+                l.whole_keys_per_s[plan as usize] = rate;
+            });
         } else {
             stats.cpu_sublists = self.cpu_workers(job)?;
             let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
@@ -789,6 +796,58 @@ impl KSelector {
         if let Ok(mut l) = self.learned.lock() {
             f(l.entry(key).or_default());
         }
+    }
+
+    /// Whether the latency threads should share each sub-list instead of taking whole ones:
+    /// radix select with fewer long sub-lists than twice the threads (one per thread would
+    /// leave threads idle).
+    fn split_sublists<K: Key>(&self, job: &Job<'_, K>) -> bool {
+        let threads = self.pool.len();
+        job.cpu_strategy == Strategy::Radix
+            && threads > 1
+            && job.claims.n < 2 * threads
+            && job.data.len() / job.claims.n >= SPLIT_FROM
+    }
+
+    /// Radix select with every latency thread on each sub-list in turn: each counts the top
+    /// digit of its share, the histograms are merged, each gathers its share's keys of the
+    /// k-th's bucket, and the later digits run on the gathered candidates.
+    fn radix_split<K: Key>(&self, job: &Job<'_, K>) -> Result<usize> {
+        let mut scratch = radix::RadixScratch::default();
+        let mut done = 0;
+        while let Some(range) = job.claims.claim(1) {
+            for i in range {
+                let list = &job.data[job.offs[i]..job.offs[i + 1]];
+                let share = list.len().div_ceil(self.pool.len());
+                let part = |index: usize| {
+                    let start = (index * share).min(list.len());
+                    &list[start..(start + share).min(list.len())]
+                };
+                let hists = self.pool.broadcast_scoped(|w| {
+                    radix::top_histogram(part(w.index), &mut radix::RadixScratch::default())
+                })?;
+                let mut merged = [0u32; radix::DIGIT_BUCKETS];
+                for h in &hists {
+                    for (m, c) in merged.iter_mut().zip(h) {
+                        *m += c;
+                    }
+                }
+                let (bucket, rank, prefix, shift) = radix::locate_top(&merged, job.k);
+                let parts = self
+                    .pool
+                    .broadcast_scoped(|w| radix::gather_bucket(part(w.index), bucket))?;
+                scratch.set_candidates(parts.concat());
+                job.results[i].store(
+                    radix::finish_digits(&mut scratch, rank, prefix, shift),
+                    Ordering::Relaxed,
+                );
+                job.progress
+                    .cpu_keys
+                    .fetch_add(list.len(), Ordering::Relaxed);
+                done += 1;
+            }
+        }
+        Ok(done)
     }
 
     fn cpu_workers<K: Key>(&self, job: &Job<'_, K>) -> Result<usize> {
@@ -879,6 +938,10 @@ impl KSelector {
         }
     }
 }
+
+/// Sub-lists at least this long are shared by the latency threads when there are too few to
+/// give each thread its own (radix select).
+const SPLIT_FROM: usize = 1 << 16;
 
 /// A latency thread's radix selections: sub-lists claimed from the shared counter.
 fn radix_worker<K: Key>(job: &Job<'_, K>) -> usize {

@@ -100,8 +100,8 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
     let (bucket, below) = find(&hist[0], k);
     let size = hist[0][bucket] as usize;
     k -= below;
-    let mut prefix = (bucket as u32) << top;
-    let mut shift = top;
+    let prefix = (bucket as u32) << top;
+    let shift = top;
     if size == 1 {
         // The k-th is the only key with this digit: find it.
         return list
@@ -119,6 +119,18 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
             .map(|&x| image(x))
             .filter(|v| v >> top == bucket as u32),
     );
+    finish_digits(scratch, k, prefix, shift)
+}
+
+/// Finishes a selection whose digits above `shift` are fixed (`prefix`): the candidates in
+/// `scratch.candidates` all carry them, and the answer is their `k`-th (0-based).
+pub(crate) fn finish_digits(
+    scratch: &mut RadixScratch,
+    mut k: usize,
+    mut prefix: u32,
+    mut shift: u32,
+) -> i32 {
+    let candidates = &mut scratch.candidates;
     while shift > 0 {
         if candidates.len() <= SMALL {
             return finish(candidates, k);
@@ -138,6 +150,43 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
     }
     // Every digit is fixed: the k-th equals the prefix.
     to_i32(prefix)
+}
+
+/// The top digit's histogram of `chunk` (one thread's share of a sub-list split across
+/// threads).
+pub(crate) fn top_histogram<K: Key>(chunk: &[K], scratch: &mut RadixScratch) -> [u32; BUCKETS] {
+    let top = 32 - DIGIT_BITS;
+    let hist = zeroed(&mut scratch.hist);
+    count(chunk, hist, |x: K| (image(x) >> top) as usize);
+    hist[0]
+}
+
+/// The images of `chunk`'s keys whose top digit is `bucket`.
+pub(crate) fn gather_bucket<K: Key>(chunk: &[K], bucket: usize) -> Vec<u32> {
+    let top = 32 - DIGIT_BITS;
+    chunk
+        .iter()
+        .map(|&x| image(x))
+        .filter(|v| v >> top == bucket as u32)
+        .collect()
+}
+
+/// Where a merged top-digit histogram puts the `k`-th (1-based): its bucket, the rank
+/// (0-based) within the bucket, the digits fixed so far and the shift of the next digit.
+pub(crate) fn locate_top(hist: &[u32; BUCKETS], k: usize) -> (usize, usize, u32, u32) {
+    let top = 32 - DIGIT_BITS;
+    let (bucket, below) = find(hist, k - 1);
+    (bucket, k - 1 - below, (bucket as u32) << top, top)
+}
+
+/// Buckets per digit (the histogram's length).
+pub(crate) const DIGIT_BUCKETS: usize = BUCKETS;
+
+impl RadixScratch {
+    /// The candidates the next digits work on (replaced by the caller's).
+    pub(crate) fn set_candidates(&mut self, candidates: Vec<u32>) {
+        self.candidates = candidates;
+    }
 }
 
 /// The `k`-th (0-based) of a few candidates.
