@@ -54,6 +54,10 @@ struct Args {
     /// the latency threads, the heap on the device); comma-separated, or all.
     #[arg(long, default_value = "heap,auto")]
     strategy: String,
+    /// Also select from keys resident in SVM (uploaded once, untimed): the device radix
+    /// kernel reads them where they are (row gpu:radix-resident).
+    #[arg(long)]
+    resident: bool,
     /// Heap arity: 2, 4, 8, 16, 32 or 64.
     #[arg(long, default_value_t = 8)]
     d: usize,
@@ -115,6 +119,8 @@ enum Runner {
     Mode(Mode, Strategy),
     /// Cooperative by kind on ad-heaps, on this schedule (bridge-live or bridge-pipelined).
     Bridge(Cooperation),
+    /// The device radix kernel on keys resident in SVM.
+    Resident,
     PeerSelectNth,
     PeerBinaryHeap,
 }
@@ -134,6 +140,7 @@ impl Runner {
         match self {
             Runner::Mode(_, s) => Some(s),
             Runner::Bridge(_) => Some(Strategy::Heap),
+            Runner::Resident => Some(Strategy::Radix),
             _ => None,
         }
     }
@@ -143,6 +150,7 @@ impl Runner {
             Runner::Mode(m, s) => format!("{}:{}", m.short_name(), s.name()),
             Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live".into(),
             Runner::Bridge(_) => "coop:bridge-pipelined".into(),
+            Runner::Resident => "gpu:radix-resident".into(),
             Runner::PeerSelectNth => "peer:select_nth".into(),
             Runner::PeerBinaryHeap => "peer:binaryheap".into(),
         }
@@ -194,6 +202,15 @@ impl Bench<'_> {
     ) -> Result<(Vec<Row>, Option<Vec<K>>)> {
         let mut rows = Vec::new();
         let mut last = None;
+        // Resident keys: uploaded once, before any clock.
+        let resident = match (runners.contains(&Runner::Resident), self.selector.runtime()) {
+            (true, Some(rt)) => {
+                let mut buf = rt.alloc::<K>(data.len())?;
+                buf.write(data)?;
+                Some(buf)
+            }
+            _ => None,
+        };
         for &len in lengths {
             let k = match self.args.k {
                 Some(k) => k,
@@ -207,6 +224,9 @@ impl Bench<'_> {
             // real data (coop also measures its split there); the bridge, seconds per run,
             // on one sub-list of k keys, which builds its programs.
             let warm: Vec<i32> = (0..k as i32).rev().collect();
+            if let Some(buf) = &resident {
+                self.selector.select_svm(buf, &cut, k)?;
+            }
             for r in runners {
                 let (Some((m, c)), Some(s)) = (r.selection(), r.strategy()) else {
                     continue;
@@ -232,6 +252,12 @@ impl Bench<'_> {
                 for _ in 0..self.args.repeat.max(1) {
                     let t = Instant::now();
                     result = match (runner.selection(), runner.strategy()) {
+                        _ if runner == Runner::Resident => {
+                            let buf = resident.as_ref().expect("uploaded above");
+                            let (v, s) = self.selector.select_svm(buf, &cut, k)?;
+                            stats = Some(s);
+                            v
+                        }
                         (Some((m, c)), Some(strategy)) => {
                             let (v, s) =
                                 self.selector.select_using(data, &cut, k, m, c, strategy)?;
@@ -256,7 +282,7 @@ impl Bench<'_> {
                     verified,
                     stats,
                 });
-                if runner.selection().is_some() {
+                if runner.strategy().is_some() {
                     last = Some(result);
                 }
             }
@@ -401,10 +427,13 @@ fn run(args: &Args) -> Result<bool> {
             }
         }
     }
+    if args.resident {
+        runners.push(Runner::Resident);
+    }
     if !args.no_peers {
         runners.extend([Runner::PeerSelectNth, Runner::PeerBinaryHeap]);
     }
-    let needs_device = modes.iter().any(|m| m.uses_device());
+    let needs_device = args.resident || modes.iter().any(|m| m.uses_device());
     let rt = if needs_device {
         Some(Runtime::on_device(args.device.as_deref())?)
     } else {

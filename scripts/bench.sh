@@ -114,8 +114,8 @@ for w in "${workloads[@]}"; do
   : >"$file"
   case "$w" in
     kselect)
-      if full; then run "$file" batch_kselect "${dev_args[@]}" --total-log2 28 --repeat 5
-      else run "$file" batch_kselect "${dev_args[@]}" --total-log2 22 --repeat 3; fi ;;
+      if full; then run "$file" batch_kselect "${dev_args[@]}" --resident --total-log2 28 --repeat 5
+      else run "$file" batch_kselect "${dev_args[@]}" --resident --total-log2 22 --repeat 3; fi ;;
     heap)
       # Every mode and peer, insert all then delete all of random keys; then where the bulk
       # calls take over (one insert and one delete call of growing size on a preloaded heap).

@@ -258,6 +258,24 @@ fn every_cooperation_runs_and_verifies() {
         .iter()
         .filter(|r| r["mode"] == "cpu:auto")
         .all(|r| r["cpu_strategy"] == "radix"));
+    // Keys resident in SVM: the device radix reads them where they are.
+    let (ok, stdout, err) = run(&[
+        "--total-log2",
+        "14",
+        "--resident",
+        "--mode",
+        "cpu",
+        "--json",
+        "--no-peers",
+    ]);
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    assert!(
+        rows.iter()
+            .any(|r| r["mode"] == "gpu:radix-resident" && r["device_strategy"] == "radix"),
+        "{stdout}"
+    );
+    assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     let (code, _, err) = run_with_env("batch_kselect", &["--strategy", "quick"], &[]);
     assert!(code == Some(2) && err.contains("unknown strategy"), "{err}");
     let (ok, _, err) = run(&["--total-log2", "12", "--coop", "sideways"]);

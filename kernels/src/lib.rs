@@ -58,6 +58,11 @@ pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("
 /// sub-list; built with `-DD=`, `-DWG=`, `-DHEAP_LOCAL=`.
 pub const KSELECT: KernelSource = KernelSource::new("kselect.cl", include_str!("../kselect.cl"));
 
+/// Radix select for keys resident in SVM, one work-group per sub-list (four 8-bit digit
+/// passes with a local histogram); built with `-DWG=` and `-DKEY_MAP=`.
+pub const KSELECT_RADIX: KernelSource =
+    KernelSource::new("kselect_radix.cl", include_str!("../kselect_radix.cl"));
+
 /// The ad-heap's bridge walk (device half of update-key), batch and service kernels; built
 /// with `AdHeapLayout::cl_defines` and `-DWG=`.
 pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("../adheap.cl"));

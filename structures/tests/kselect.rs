@@ -453,3 +453,82 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
     assert_eq!("radix".parse::<Strategy>().unwrap(), Strategy::Radix);
     assert!("quick".parse::<Strategy>().is_err());
 }
+
+/// Radix select on keys resident in SVM against `select_nth_unstable`: every key type, the
+/// adversarial patterns, k = 1 and k = length, sub-lists shorter than a work-group and longer
+/// than one, a buffer written by a kernel, both transports, and the cached buffers reused and
+/// replaced when the cut changes.
+#[test]
+fn select_svm_matches_select_nth_on_resident_keys() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let sel = common::selector(t, 8);
+        let rt = sel.runtime().unwrap().clone();
+        for len in [1usize, 7, 255, 256, 1000, 5000] {
+            let n = len * 5;
+            let mut cases = patterns(n, &mut rng);
+            cases.push((
+                "one bucket",
+                (0..n).map(|i| 0x1234_5600 | (i as i32 & 0xff)).collect(),
+            ));
+            for (name, data) in cases {
+                let mut buf = rt.alloc::<i32>(n).unwrap();
+                buf.write(&data).unwrap();
+                for k in [1, (len / 10).max(1), len] {
+                    let offs: Vec<usize> = (0..=5).map(|i| i * len).collect();
+                    let want = common::reference(&data, &offs, k);
+                    let (got, stats) = sel.select_svm(&buf, &Sublists::Equal(len), k).unwrap();
+                    assert_eq!(got, want, "{t} {name} len {len} k {k}");
+                    assert_eq!(stats.device_strategy, Some(Strategy::Radix));
+                    assert_eq!(stats.device_sublists, 5);
+                }
+            }
+        }
+        // Floats in total order, and offsets.
+        let floats: Vec<f32> = (0..4000)
+            .map(|i| match i % 7 {
+                0 => -0.0,
+                1 => f32::NAN,
+                2 => f32::NEG_INFINITY,
+                _ => rng.gen_range(-1e3f32..1e3),
+            })
+            .collect();
+        let mut fbuf = rt.alloc::<f32>(floats.len()).unwrap();
+        fbuf.write(&floats).unwrap();
+        let offs = vec![0, 3, 900, 901 + 2, 4000];
+        let want = common::reference(&floats, &offs, 3);
+        let (got, _) = sel
+            .select_svm(&fbuf, &Sublists::Offsets(offs.clone()), 3)
+            .unwrap();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{t} f32: {got:?} vs {want:?}"
+        );
+        // Keys produced by a kernel: asym_add_one turns 41s into 42s, then some are lowered.
+        let mut words = rt.alloc::<u32>(4096).unwrap();
+        let host: Vec<u32> = (0..4096).map(|_| rng.gen_range(0..1000)).collect();
+        words.write(&host).unwrap();
+        let mut k1 = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+        k1.arg_svm(0, &words)
+            .unwrap()
+            .arg_scalar(1, 4096u32)
+            .unwrap();
+        k1.launch(4096, None).unwrap().wait().unwrap();
+        let plus: Vec<u32> = host.iter().map(|x| x + 1).collect();
+        let want = common::reference(&plus, &[0, 1024, 2048, 3072, 4096], 100);
+        let (got, _) = sel.select_svm(&words, &Sublists::Equal(1024), 100).unwrap();
+        assert_eq!(got, want, "{t} kernel-written keys");
+        // A selector without a device refuses clearly.
+        let none = asym_structures::KSelector::new(
+            None,
+            asym_runtime::LatencyPool::new(Default::default()).unwrap(),
+            8,
+        )
+        .unwrap();
+        assert!(none
+            .select_svm(&words, &Sublists::Equal(1024), 100)
+            .is_err());
+    }
+}

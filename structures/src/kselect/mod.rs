@@ -147,8 +147,9 @@ pub enum Strategy {
     /// cooperation, on both kinds of cores.
     Heap,
     /// MSD radix select on the keys' ordered image: a histogram of one 8-bit digit per pass
-    /// over the keys still in the k-th's bucket. Runs on the latency threads; the device has
-    /// no radix kernel yet, so GpuOnly and Cooperative refuse it.
+    /// over the keys still in the k-th's bucket. Runs on the latency threads for keys in host
+    /// memory (GpuOnly and Cooperative refuse it: the device radix reads only keys already in
+    /// SVM, [`KSelector::select_svm`]).
     Radix,
     /// Radix select on the latency threads (measured faster than the heap there: see
     /// docs/BENCHMARKS.md), the heap on the device.
@@ -336,6 +337,8 @@ pub struct KSelector {
     learned: std::sync::Mutex<std::collections::HashMap<u32, Learned>>,
     /// Device staging buffers kept between calls.
     stages: StageCache,
+    /// The resident path's offsets and answers, kept while the cut stays the same.
+    resident: resident::ResidentCache,
 }
 
 /// What earlier selections measured for one sub-list length bucket.
@@ -433,6 +436,7 @@ impl KSelector {
             strategy: Strategy::default(),
             learned: Default::default(),
             stages: Default::default(),
+            resident: Default::default(),
         })
     }
 
@@ -1027,3 +1031,4 @@ mod bridge;
 mod device;
 pub mod peers;
 mod radix;
+mod resident;
