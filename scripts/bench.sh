@@ -115,7 +115,20 @@ for w in "${workloads[@]}"; do
   case "$w" in
     kselect)
       if full; then run "$file" batch_kselect "${dev_args[@]}" --resident --total-log2 28 --repeat 5
-      else run "$file" batch_kselect "${dev_args[@]}" --resident --total-log2 22 --repeat 3; fi ;;
+      else run "$file" batch_kselect "${dev_args[@]}" --resident --total-log2 22 --repeat 3; fi
+      # The GPU peer, torch.kthvalue/topk on the same keys resident on the GPU, where torch
+      # and CUDA are installed; asym's resident radix and the CPU on the same file beside it.
+      if python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+        keys=$(mktemp -d)/keys.npy
+        log2=$(full && echo 28 || echo 22)
+        python3 scripts/torch_topk.py --write "$keys" --total-log2 "$log2"
+        echo "# {\"machine\": \"$machine\", \"commit\": \"$commit\", \"date\": \"$date\", \"command\": \"torch_topk.py keys.npy (2^$log2 int32)\"}" >>"$file"
+        python3 scripts/torch_topk.py "$keys" >>"$file"
+        for e in 11 13 15 17 19 21; do
+          run "$file" batch_kselect "${dev_args[@]}" --input "$keys" --sublist $((1 << e)) --resident --mode cpu --strategy auto --repeat 5
+        done
+        rm -rf "$(dirname "$keys")"
+      fi ;;
     heap)
       # Every mode and peer, insert all then delete all of random keys; then where the bulk
       # calls take over (one insert and one delete call of growing size on a preloaded heap).
