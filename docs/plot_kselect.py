@@ -23,13 +23,20 @@ def main():
     for f in files:
         rows = [json.loads(line) for line in open(f) if line.startswith("{")]
         rows_all.append(rows)
-        ds.update(r["d"] for r in rows)
+        ds.update(r["d"] for r in rows if "d" in r)
     for rows in rows_all:
+        seen = set()
         for r in rows:
             name = r["mode"]
-            if not name.startswith("peer") and len(ds) > 1:
+            if "d" in r and not name.startswith("peer") and len(ds) > 1:
                 name = f"{name} (d={r['d']})"
-            series.setdefault(name, []).append((r["sublist"], r["mkeys_per_s"] / 1e3))
+            # One point per mode and length: the first run in the file (a later run of the
+            # same mode on a key file repeats it on other keys).
+            if (name, r["sublist"]) in seen:
+                continue
+            seen.add((name, r["sublist"]))
+            rate = r.get("mkeys_per_s") or r["n"] / r["ms"] / 1e3
+            series.setdefault(name, []).append((r["sublist"], rate / 1e3))
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for name, pts in sorted(series.items()):
         pts.sort()
