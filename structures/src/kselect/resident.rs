@@ -1,8 +1,10 @@
 //! Selection from keys the application keeps in SVM ([`KSelector::select_svm`]): filled
 //! through a map (on an APU that is the application's own memory), written by the
 //! application's own kernels, or uploaded once and queried many times. Nothing is staged:
-//! one launch of `kernels/kselect_radix.cl` (a work-group per sub-list, four digit passes
-//! with a local histogram) reads the buffer where it is.
+//! one launch of `kernels/kselect_radix.cl` (a work-group per sub-list, four digits with a
+//! local histogram, the keys read twice) reads the buffer where it is. The selector keeps a
+//! scratch buffer as long as the keys for the candidates (allocated on the first call with a
+//! cut, reused while the cut stays the same).
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -24,6 +26,8 @@ struct ResidentBuffers {
     offs: Vec<usize>,
     offsets: SvmBuffer<u32>,
     answers: SvmBuffer<i32>,
+    /// As long as the keys: each work-group keeps its sub-list's candidates in its slice.
+    scratch: SvmBuffer<u32>,
 }
 
 impl KSelector {
@@ -66,7 +70,8 @@ impl KSelector {
             .arg_svm(0, keys)?
             .arg_svm(1, &bufs.offsets)?
             .arg_scalar(2, k as u32)?
-            .arg_svm(3, &bufs.answers)?;
+            .arg_svm(3, &bufs.answers)?
+            .arg_svm(4, &bufs.scratch)?;
         let kernel_time = kernel.launch(n * wg, Some(wg))?.wait_timed()?;
         let answers = bufs.answers.read()?;
         let mut stats = SelectStats {
@@ -85,9 +90,11 @@ fn buffers(rt: &Runtime, offs: Vec<usize>) -> Result<ResidentBuffers> {
     let mut offsets = rt.alloc::<u32>(offs.len())?;
     offsets.write(&offs.iter().map(|&o| o as u32).collect::<Vec<_>>())?;
     let answers = rt.alloc::<i32>(offs.len() - 1)?;
+    let scratch = rt.alloc::<u32>(*offs.last().unwrap_or(&0))?;
     Ok(ResidentBuffers {
         offs,
         offsets,
         answers,
+        scratch,
     })
 }
