@@ -16,28 +16,37 @@
  * keys. After four digits the image is the answer.
  *
  * Memory ordering: the histogram and the kept count live in local memory and are shared
- * within the work-group only; local atomics count and hand out scratch slots, and barriers
- * separate zeroing, counting, the bucket walk and the next pass. The group's scratch slice is
- * written and read by the group alone, the writes before the barrier that ends pass 2 and
- * the reads after it; barrier(CLK_LOCAL_MEM_FENCE) orders them because each work-item of the
- * later passes reads slots other work-items wrote, so the barrier also fences global memory
- * (CLK_GLOBAL_MEM_FENCE below). The keys are read-only; the answer is one plain store per
- * work-group, visible to the host after the launch completes (kernel boundary).
+ * within the work-group only; local atomics count and hand out scratch slots, and local
+ * barriers separate zeroing, counting, the bucket walk and the next pass. The group's scratch
+ * slice is written and read by the group alone, but a kept key is read by another work-item
+ * than wrote it: one barrier with CLK_GLOBAL_MEM_FENCE between pass 2 and the later passes
+ * orders them. The keys are read-only; the answer is one plain store per work-group, visible
+ * to the host after the launch completes (kernel boundary).
  */
 
 #define RADIX_BUCKETS 256
 
-/* Work-item 0 walks the histogram to the bucket holding rank `*rank`, fixing one digit. */
-inline void radix_choose(__local uint *hist, __local uint *chosen, uint prefix, uint mask,
-                         uint rank, int shift) {
-    uint below = 0u, b = 0u;
-    for (; b < RADIX_BUCKETS - 1; ++b) {
-        if (below + hist[b] > rank) break;
-        below += hist[b];
+/* After a counting pass (every work-item calls it): work-item 0 walks the histogram to the
+ * bucket holding `*rank`, fixing the digit at `shift`; every work-item then takes the new
+ * prefix, mask and rank within the bucket. The first barrier ends the counting, the second
+ * publishes the choice; `chosen` is written again only after two more barriers. */
+inline void radix_fix(__local const uint *hist, __local uint *chosen, uint *prefix,
+                      uint *mask, uint *rank, int shift) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        uint below = 0u, b = 0u;
+        for (; b < RADIX_BUCKETS - 1; ++b) {
+            if (below + hist[b] > *rank) break;
+            below += hist[b];
+        }
+        chosen[0] = *prefix | (b << shift);
+        chosen[1] = *mask | (0xffu << shift);
+        chosen[2] = *rank - below;
     }
-    chosen[0] = prefix | (b << shift);
-    chosen[1] = mask | (0xffu << shift);
-    chosen[2] = rank - below;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    *prefix = chosen[0];
+    *mask = chosen[1];
+    *rank = chosen[2];
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -59,12 +68,7 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
         uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
         atomic_inc(&hist[v >> 24]);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) radix_choose(hist, chosen, prefix, mask, rank, 24);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    prefix = chosen[0];
-    mask = chosen[1];
-    rank = chosen[2];
+    radix_fix(hist, chosen, &prefix, &mask, &rank, 24);
     /* Pass 2: keep the k-th's bucket in the group's slice of scratch, counting its second
      * digit on the way; the last two digits read only the kept keys. */
     for (uint b = lid; b < RADIX_BUCKETS; b += WG) hist[b] = 0u;
@@ -76,28 +80,18 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
             atomic_inc(&hist[(v >> 16) & 0xffu]);
         }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) radix_choose(hist, chosen, prefix, mask, rank, 16);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    prefix = chosen[0];
-    mask = chosen[1];
-    rank = chosen[2];
+    radix_fix(hist, chosen, &prefix, &mask, &rank, 16);
     const uint stop = start + kept;
+    /* The kept keys are read by other work-items than wrote them. */
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     for (int shift = 8; shift >= 0; shift -= 8) {
-        barrier(CLK_LOCAL_MEM_FENCE);
         for (uint b = lid; b < RADIX_BUCKETS; b += WG) hist[b] = 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint i = start + lid; i < stop; i += WG) {
             uint v = scratch[i];
             if ((v & mask) == prefix) atomic_inc(&hist[(v >> shift) & 0xffu]);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) radix_choose(hist, chosen, prefix, mask, rank, shift);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        prefix = chosen[0];
-        mask = chosen[1];
-        rank = chosen[2];
+        radix_fix(hist, chosen, &prefix, &mask, &rank, shift);
     }
     if (lid == 0) answers[g] = (int)(prefix ^ 0x80000000u);
 }

@@ -727,15 +727,12 @@ impl KSelector {
                 l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
                 l.whole_keys_per_s[plan as usize] = rate;
             });
-        } else if self.split_sublists(job) {
-            stats.cpu_sublists = self.radix_split(job)?;
-            let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            self.learn(key, |l| {
-                l.cpu_keys_per_s = rate;
-                l.whole_keys_per_s[plan as usize] = rate;
-            });
         } else {
-            stats.cpu_sublists = self.cpu_workers(job)?;
+            stats.cpu_sublists = if self.split_sublists(job) {
+                self.radix_split(job)?
+            } else {
+                self.cpu_workers(job)?
+            };
             let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
             self.learn(key, |l| {
                 l.cpu_keys_per_s = rate;
@@ -868,27 +865,16 @@ impl KSelector {
                 return Ok(0);
             }
             if radix {
-                return Ok(radix_worker(job));
+                let mut scratch = radix::RadixScratch::default();
+                return Ok(claim_sublists(job, |list| {
+                    radix::select_one(list, job.k, &mut scratch)
+                }));
             }
             let mut heap = DHeap::<i32>::with_capacity(d, job.k)?;
             let mut first = Vec::with_capacity(job.k);
-            let mut done = 0;
-            let avg = job.data.len() / job.claims.n;
-            let chunk = ((1 << 15) / avg.max(1)).max(1);
-            while let Some(range) = job.claims.claim(chunk) {
-                let mut keys = 0;
-                for i in range {
-                    let list = &job.data[job.offs[i]..job.offs[i + 1]];
-                    job.results[i].store(
-                        select_one(list, job.k, &mut heap, &mut first),
-                        Ordering::Relaxed,
-                    );
-                    keys += list.len();
-                    done += 1;
-                }
-                job.progress.cpu_keys.fetch_add(keys, Ordering::Relaxed);
-            }
-            Ok(done)
+            Ok(claim_sublists(job, |list| {
+                select_one(list, job.k, &mut heap, &mut first)
+            }))
         })?;
         counts.into_iter().sum()
     }
@@ -947,9 +933,9 @@ impl KSelector {
 /// give each thread its own (radix select).
 const SPLIT_FROM: usize = 1 << 16;
 
-/// A latency thread's radix selections: sub-lists claimed from the shared counter.
-fn radix_worker<K: Key>(job: &Job<'_, K>) -> usize {
-    let mut scratch = radix::RadixScratch::default();
+/// A latency thread's share: sub-lists claimed from the shared counter (in chunks of about
+/// 2^15 keys), each answered by `select`; returns how many it did.
+fn claim_sublists<K: Key>(job: &Job<'_, K>, mut select: impl FnMut(&[K]) -> i32) -> usize {
     let mut done = 0;
     let avg = job.data.len() / job.claims.n;
     let chunk = ((1 << 15) / avg.max(1)).max(1);
@@ -957,10 +943,7 @@ fn radix_worker<K: Key>(job: &Job<'_, K>) -> usize {
         let mut keys = 0;
         for i in range {
             let list = &job.data[job.offs[i]..job.offs[i + 1]];
-            job.results[i].store(
-                radix::select_one(list, job.k, &mut scratch),
-                Ordering::Relaxed,
-            );
+            job.results[i].store(select(list), Ordering::Relaxed);
             keys += list.len();
             done += 1;
         }

@@ -55,6 +55,8 @@ impl KSelector {
             &asym_kernels::KSELECT_RADIX,
             &format!("-DWG={wg} -DKEY_MAP={}", K::KEY_MAP),
         )?;
+        // The program is the runtime's cached one; the kernel object is made per call on
+        // purpose: a kept kernel would hold the caller's key buffer (its last argument) alive.
         let mut kernel = Kernel::from_program(rt, &program, "kselect_radix")?;
         let started = Instant::now();
         let mut cache = self
