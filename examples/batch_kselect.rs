@@ -30,7 +30,9 @@ use rayon::prelude::*;
 use serde_json::json;
 
 #[derive(Parser, Debug)]
-#[command(about = "Heap-based batch k-selection on CPU latency cores, the OpenCL device, or both")]
+#[command(
+    about = "Batch k-selection (heap or radix) on CPU latency cores, the OpenCL device, or both"
+)]
 struct Args {
     /// Generate 2^N random int32 keys (ignored with --input).
     #[arg(long, default_value_t = 22)]
@@ -50,8 +52,8 @@ struct Args {
     #[arg(long, default_value = "amount")]
     coop: String,
     /// Selection strategies, each its own rows: heap (the ad-heap seed's d-heaps, every mode),
-    /// radix (MSD radix select; the latency threads only, so cpu rows only), auto (radix on
-    /// the latency threads, the heap on the device); comma-separated, or all.
+    /// radix (MSD radix select, on both kinds of cores), auto (the method measured fastest on
+    /// each side: radix on both); comma-separated, or all.
     #[arg(long, default_value = "heap,auto")]
     strategy: String,
     /// Also select from keys resident in SVM (uploaded once, untimed): the device radix
@@ -108,6 +110,10 @@ struct Args {
     /// latency threads when there are 4 or more, else 0).
     #[arg(long)]
     staging_threads: Option<usize>,
+    /// Fix the share of the sub-lists coop (by amount) gives the device, 0 to 1 (default: split
+    /// by the speeds measured on earlier runs).
+    #[arg(long)]
+    device_share: Option<f64>,
     /// Print one JSON object per mode and length instead of a table.
     #[arg(long)]
     json: bool,
@@ -409,10 +415,6 @@ fn run(args: &Args) -> Result<bool> {
     let mut runners: Vec<Runner> = Vec::new();
     for &s in &strategies {
         for &m in &modes {
-            // Radix select runs on the latency threads only.
-            if s == Strategy::Radix && m != Mode::CpuOnly {
-                continue;
-            }
             if m != Mode::Cooperative {
                 runners.push(Runner::Mode(m, s));
                 continue;
@@ -446,7 +448,15 @@ fn run(args: &Args) -> Result<bool> {
     let pool = LatencyPool::with_threads(args.threads)?;
     let mut selector = KSelector::new(rt, pool, args.d)?
         .with_device_update(args.device_update.parse()?)
-        .with_device_staging(args.staging.parse()?);
+        .with_device_staging(args.staging.parse()?)
+        .with_device_share(args.device_share)
+        .map_err(|_| {
+            Error::flag(
+                "device-share",
+                format!("{}", args.device_share.unwrap_or_default()),
+                "a share between 0 and 1",
+            )
+        })?;
     if let Some(wg) = args.work_group {
         selector = selector.with_work_group(wg)?;
     }

@@ -5,7 +5,7 @@ mod common;
 
 use asym_runtime::{Error, Mode};
 use asym_structures::Key;
-use asym_structures::{DeviceStaging, DeviceUpdate, Strategy, Sublists};
+use asym_structures::{Cooperation, DeviceStaging, DeviceUpdate, Strategy, Sublists};
 use rand::{Rng, SeedableRng};
 
 fn patterns(n: usize, rng: &mut impl Rng) -> Vec<(&'static str, Vec<i32>)> {
@@ -316,14 +316,21 @@ fn bad_inputs_are_errors_not_panics() {
     .is_err());
 }
 
-/// Radix select on the latency threads against `select_nth_unstable`: every key type (floats
-/// with -0.0, NaNs and infinities in `total_cmp` order), every pattern, keys that share every
-/// digit but the last, k = 1 and k = length, lengths that are not powers of two, sub-lists
-/// given by offsets; `Auto` runs radix on the CPU and the heap on the device and says so.
+/// Radix select in every mode (the latency threads, the device's staged chunks, both sharing
+/// one counter) against `select_nth_unstable`: every key type (floats with -0.0, NaNs and
+/// infinities in `total_cmp` order), every pattern, keys that share every digit but the
+/// last, k = 1 and k = length, lengths that are not powers of two and shorter than a
+/// work-group, sub-lists given by offsets, both transports; `Auto` runs radix on both sides
+/// and says so.
 #[test]
 fn radix_select_matches_select_nth_and_reports_what_ran() {
+    for t in common::transports() {
+        radix_select_on(t);
+    }
+}
+
+fn radix_select_on(t: asym_runtime::Transport) {
     let mut rng = rand::rngs::StdRng::from_entropy();
-    let t = common::transports()[0];
     let radix = common::selector(t, 8).with_strategy(Strategy::Radix);
     let auto = common::selector(t, 8).with_strategy(Strategy::Auto);
     for len in [1usize, 5, 64, 65, 300, 4099] {
@@ -343,21 +350,22 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
                 let k = k.min(len);
                 let offs: Vec<usize> = (0..=7).map(|i| i * len).collect();
                 let want = common::reference(&data, &offs, k);
-                let (got, stats) = radix
-                    .select_with_stats(&data, &Sublists::Equal(len), k, Mode::CpuOnly)
-                    .unwrap();
-                assert_eq!(got, want, "radix {name} len {len} k {k}");
-                assert_eq!(stats.cpu_strategy, Some(Strategy::Radix));
-                for mode in Mode::ALL {
-                    let (got, stats) = auto
-                        .select_with_stats(&data, &Sublists::Equal(len), k, mode)
-                        .unwrap();
-                    assert_eq!(got, want, "auto {mode} {name} len {len} k {k}");
-                    if stats.cpu_sublists > 0 {
-                        assert_eq!(stats.cpu_strategy, Some(Strategy::Radix), "{mode}");
-                    }
-                    if stats.device_sublists > 0 {
-                        assert_eq!(stats.device_strategy, Some(Strategy::Heap), "{mode}");
+                for (sel, what) in [(&radix, "radix"), (&auto, "auto")] {
+                    for mode in Mode::ALL {
+                        let (got, stats) = sel
+                            .select_with_stats(&data, &Sublists::Equal(len), k, mode)
+                            .unwrap();
+                        assert_eq!(got, want, "{t} {what} {mode} {name} len {len} k {k}");
+                        assert_eq!(stats.cpu_sublists + stats.device_sublists, 7);
+                        if stats.cpu_sublists > 0 {
+                            assert_eq!(stats.cpu_strategy, Some(Strategy::Radix), "{mode}");
+                        }
+                        if stats.device_sublists > 0 {
+                            assert_eq!(stats.device_strategy, Some(Strategy::Radix), "{mode}");
+                        }
+                        if mode == Mode::GpuOnly {
+                            assert_eq!(stats.device_sublists, 7, "{mode}");
+                        }
                     }
                 }
             }
@@ -383,10 +391,10 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
             for k in [1, len / 10, len / 2, len] {
                 let offs: Vec<usize> = (0..=3).map(|i| i * len).collect();
                 let want = common::reference(&data, &offs, k);
-                let got = radix
-                    .select(&data, &Sublists::Equal(len), k, Mode::CpuOnly)
-                    .unwrap();
-                assert_eq!(got, want, "radix {name} len {len} k {k}");
+                for mode in [Mode::CpuOnly, Mode::GpuOnly] {
+                    let got = radix.select(&data, &Sublists::Equal(len), k, mode).unwrap();
+                    assert_eq!(got, want, "{t} radix {mode} {name} len {len} k {k}");
+                }
             }
         }
     }
@@ -425,30 +433,42 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
     let offs = vec![0, 2, 17, 1000, 1002, 2998, 3000];
     for k in [1, 2] {
         let want = common::reference(&floats, &offs, k);
-        let got = radix
-            .select(&floats, &Sublists::Offsets(offs.clone()), k, Mode::CpuOnly)
-            .unwrap();
-        assert!(
-            got.iter()
-                .zip(&want)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "f32 k {k}: {got:?} vs {want:?}"
-        );
+        for mode in Mode::ALL {
+            let got = radix
+                .select(&floats, &Sublists::Offsets(offs.clone()), k, mode)
+                .unwrap();
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{t} f32 {mode} k {k}: {got:?} vs {want:?}"
+            );
+        }
     }
     let words: Vec<u32> = (0..5000).map(|_| rng.gen()).collect();
     let want = common::reference(&words, &[0, 2500, 5000], 250);
-    assert_eq!(
-        radix
-            .select(&words, &Sublists::Equal(2500), 250, Mode::CpuOnly)
-            .unwrap(),
-        want
-    );
-    // Radix has no device kernel: the device modes say so instead of running the heap.
-    for mode in [Mode::GpuOnly, Mode::Cooperative] {
+    for mode in Mode::ALL {
+        assert_eq!(
+            radix
+                .select(&words, &Sublists::Equal(2500), 250, mode)
+                .unwrap(),
+            want,
+            "{t} u32 {mode}"
+        );
+    }
+    // The bridge shares ad-heaps: radix cooperating by kind says so instead of running.
+    for c in [Cooperation::Bridge, Cooperation::BridgePipelined] {
         let e = radix
-            .select(&words, &Sublists::Equal(2500), 250, mode)
+            .select_using(
+                &words,
+                &Sublists::Equal(2500),
+                250,
+                Mode::Cooperative,
+                c,
+                Strategy::Radix,
+            )
             .unwrap_err();
-        assert!(matches!(e, Error::Unsupported { .. }), "{mode}: {e}");
+        assert!(matches!(e, Error::Unsupported { .. }), "{c}: {e}");
     }
     assert_eq!("radix".parse::<Strategy>().unwrap(), Strategy::Radix);
     assert!("quick".parse::<Strategy>().is_err());
@@ -530,5 +550,45 @@ fn select_svm_matches_select_nth_on_resident_keys() {
         assert!(none
             .select_svm(&words, &Sublists::Equal(1024), 100)
             .is_err());
+    }
+}
+
+/// Cooperative by amount with the split forced to its extremes and between them, for both
+/// strategies and both transports: every sub-list answered once, by the side the share
+/// says, and right; a share outside 0..=1 is refused.
+#[test]
+fn cooperative_splits_forced_to_every_extreme() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        for strategy in Strategy::METHODS {
+            for (lists, len) in [(40usize, 1000usize), (3, 70_001), (1, 5000)] {
+                let data: Vec<i32> = (0..lists * len).map(|_| rng.gen()).collect();
+                let offs: Vec<usize> = (0..=lists).map(|i| i * len).collect();
+                let k = len / 3;
+                let want = common::reference(&data, &offs, k);
+                for share in [0.0, 1.0 / lists as f64, 0.5, 1.0] {
+                    let sel = common::selector_with_threads(t, 8, 3)
+                        .with_strategy(strategy)
+                        .with_device_share(Some(share))
+                        .unwrap();
+                    let (got, stats) = sel
+                        .select_with_stats(&data, &Sublists::Equal(len), k, Mode::Cooperative)
+                        .unwrap();
+                    let what = format!("{t} {} {lists} x {len} share {share}", strategy.name());
+                    assert_eq!(got, want, "{what}");
+                    let on_device = (lists as f64 * share).round() as usize;
+                    assert_eq!(stats.device_sublists, on_device, "{what}");
+                    assert_eq!(stats.cpu_sublists, lists - on_device, "{what}");
+                    if on_device > 0 {
+                        assert_eq!(stats.device_strategy, Some(strategy), "{what}");
+                    }
+                }
+            }
+        }
+    }
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let pool = asym_runtime::LatencyPool::new(Default::default()).unwrap();
+        let sel = asym_structures::KSelector::new(None, pool, 8).unwrap();
+        assert!(sel.with_device_share(Some(bad)).is_err(), "{bad}");
     }
 }

@@ -1,5 +1,7 @@
-//! GpuOnly and the device half of Cooperative-by-amount: `kernels/kselect.cl`, one work-group
-//! per sub-list, fed in chunks through two sets of SVM staging buffers (double buffering).
+//! GpuOnly and the device half of Cooperative-by-amount: one work-group per sub-list, running
+//! either the heap (`kernels/kselect.cl`) or radix select (`kernels/kselect_radix.cl`), fed in
+//! chunks through two sets of SVM staging buffers (double buffering: the host copies chunk
+//! i+1 while the device selects in chunk i).
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -9,7 +11,7 @@ use asym_runtime::{
     SvmBuffer,
 };
 
-use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Key, Learned};
+use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Key, Learned, Strategy};
 
 pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
@@ -48,6 +50,8 @@ enum HeapPlace {
 /// Device-side sizes for one selection.
 pub(super) struct DevicePlan {
     rt: Runtime,
+    /// The device's method: `Heap` or `Radix`.
+    method: Strategy,
     place: HeapPlace,
     /// Heap nodes in local memory (reported in the stats).
     local_heap_nodes: usize,
@@ -68,6 +72,7 @@ pub(super) struct Stage {
     data: SvmBuffer<i32>,
     offs: SvmBuffer<u32>,
     out: SvmBuffer<i32>,
+    /// The heaps kept in global memory (heap), or the candidates, as long as the keys (radix).
     _scratch: SvmBuffer<i32>,
     kernel: Kernel,
     launch: Option<(Launch, std::ops::Range<usize>)>,
@@ -101,6 +106,8 @@ const KEYS_PER_ITEM: usize = 4;
 
 /// The selector's choices for the device kernel.
 pub(super) struct DeviceShape {
+    /// `Heap` or `Radix`.
+    pub(super) method: Strategy,
     pub(super) d: usize,
     pub(super) work_group: Option<usize>,
     pub(super) update: DeviceUpdate,
@@ -112,6 +119,7 @@ pub(super) struct DeviceShape {
 impl DevicePlan {
     pub(super) fn new<K: Key>(rt: &Runtime, shape: DeviceShape, job: &Job<'_, K>) -> Result<Self> {
         let DeviceShape {
+            method,
             d,
             work_group: wg,
             update,
@@ -120,6 +128,26 @@ impl DevicePlan {
         } = shape;
         let p = rt.profile();
         let k = job.k;
+        let n = job.claims.n;
+        let avg = job.data.len() / n;
+        let chunk = (CHUNK_KEYS / avg.max(1))
+            .max(p.compute_units as usize * 4)
+            .clamp(1, n);
+        if method == Strategy::Radix {
+            let wg = radix_work_group(rt)?;
+            return Ok(DevicePlan {
+                rt: rt.clone(),
+                method,
+                place: HeapPlace::Global,
+                local_heap_nodes: 0,
+                local_words: 0,
+                staging,
+                wg,
+                heap_words: 0,
+                chunk,
+                options: radix_options::<K>(wg),
+            });
+        }
         if k > (u32::MAX as usize) / 64 - 64 {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} is too large for the device kernel (at most 2^26)"
@@ -160,11 +188,6 @@ impl DevicePlan {
         } else {
             HeapPlace::Global
         };
-        let n = job.claims.n;
-        let avg = job.data.len() / n;
-        let chunk = (CHUNK_KEYS / avg.max(1))
-            .max(p.compute_units as usize * 4)
-            .clamp(1, n);
         // Both stagings move the keys' raw bits; the kernel maps them to the ordered form.
         let key_map = K::KEY_MAP;
         let (heap_local, split) = match place {
@@ -179,6 +202,7 @@ impl DevicePlan {
         Ok(DevicePlan {
             staging,
             rt: rt.clone(),
+            method,
             wg,
             place,
             local_heap_nodes: match place {
@@ -206,25 +230,36 @@ impl DevicePlan {
         let data = rt.alloc_on::<i32>(keys, &queue)?;
         let offs = rt.alloc_on::<u32>(subs + 1, &queue)?;
         let out = rt.alloc_on::<i32>(subs, &queue)?;
-        let scratch = rt.alloc_on::<i32>(
-            if self.place == HeapPlace::Local {
-                1
-            } else {
-                subs * self.heap_words
-            },
-            &queue,
-        )?;
-        let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
-        let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
-        kernel
-            .arg_svm(0, &data)?
-            .arg_svm(1, &offs)?
-            .arg_svm(2, &out)?
-            .arg_svm(3, &scratch)?
-            .arg_scalar(4, k as u32)?
-            .arg_scalar(5, 0u32)?
-            .arg_scalar(6, self.heap_words as u32)?
-            .arg_local::<i32>(7, self.local_words)?;
+        let scratch_len = match (self.method, self.place) {
+            (Strategy::Radix, _) => keys,
+            (_, HeapPlace::Local) => 1,
+            _ => subs * self.heap_words,
+        };
+        let scratch = rt.alloc_on::<i32>(scratch_len, &queue)?;
+        let kernel = if self.method == Strategy::Radix {
+            let program = rt.program_with(&asym_kernels::KSELECT_RADIX, &self.options)?;
+            let mut kernel = Kernel::from_program(rt, &program, "kselect_radix")?;
+            kernel
+                .arg_svm(0, &data)?
+                .arg_svm(1, &offs)?
+                .arg_scalar(2, k as u32)?
+                .arg_svm(3, &out)?
+                .arg_svm(4, &scratch)?;
+            kernel
+        } else {
+            let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
+            let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
+            kernel
+                .arg_svm(0, &data)?
+                .arg_svm(1, &offs)?
+                .arg_svm(2, &out)?
+                .arg_svm(3, &scratch)?
+                .arg_scalar(4, k as u32)?
+                .arg_scalar(5, 0u32)?
+                .arg_scalar(6, self.heap_words as u32)?
+                .arg_local::<i32>(7, self.local_words)?;
+            kernel
+        };
         Ok(Stage {
             queue,
             data,
@@ -251,8 +286,17 @@ impl DevicePlan {
             return Ok(None);
         };
         let mut stage = cache.swap_remove(i);
-        stage.kernel.arg_scalar(4, k as u32)?;
+        stage.kernel.arg_scalar(self.k_arg(), k as u32)?;
         Ok(Some(stage))
+    }
+
+    /// The kernel argument that takes k.
+    fn k_arg(&self) -> u32 {
+        if self.method == Strategy::Radix {
+            2
+        } else {
+            4
+        }
     }
 
     pub(super) fn run<K: Key>(
@@ -452,7 +496,9 @@ impl DevicePlan {
             map.unmap()?;
         }
         let count = range.len();
-        stage.kernel.arg_scalar(5, count as u32)?;
+        if self.method == Strategy::Heap {
+            stage.kernel.arg_scalar(5, count as u32)?;
+        }
         let launch = stage
             .kernel
             .launch_on(&stage.queue, count * self.wg, Some(self.wg))?;
@@ -496,4 +542,20 @@ impl DevicePlan {
             job.offs[range.end] - job.offs[range.start],
         )))
     }
+}
+
+/// Work-items per sub-list for radix select: a multiple of every warp and wavefront size,
+/// within every device's limit that asym runs on.
+const RADIX_WG: usize = 256;
+
+/// The radix kernel's work-group size on `rt`'s device, checked against its limits.
+pub(super) fn radix_work_group(rt: &Runtime) -> Result<usize> {
+    let wg = RADIX_WG.min(rt.profile().max_work_group_size).max(1);
+    rt.check_work_group(wg, "run radix select")?;
+    Ok(wg)
+}
+
+/// The radix kernel's build options for keys of type `K`.
+pub(super) fn radix_options<K: Key>(wg: usize) -> String {
+    format!("-DWG={wg} -DKEY_MAP={}", K::KEY_MAP)
 }

@@ -1,6 +1,7 @@
-//! Heap-based batch k-selection: the k-th smallest key of every sub-list of a list set, as in
-//! the ad-heap seed (max-heap of the first k keys; every later key smaller than the root
-//! replaces it by update-key; the root is the answer).
+//! Batch k-selection: the k-th smallest key of every sub-list of a list set, by one of two
+//! methods ([`Strategy`]): the ad-heap seed's heap (a max-heap of the first k keys; every
+//! later key smaller than the root replaces it by update-key; the root is the answer), or MSD
+//! radix select (a histogram of one 8-bit digit per pass, keeping only the k-th's bucket).
 //!
 //! Keys are `i32`, `u32` or `f32`. Internally every key is mapped to an "ordered" `i32` whose
 //! signed order is the key's order ([`Key`]), so one heap and one kernel serve all three.
@@ -8,21 +9,24 @@
 //!
 //! Modes ([`Mode`]):
 //! - **CpuOnly**: the pinned latency threads claim sub-lists from one counter and run the
-//!   cache-aligned d-heap ([`DHeap`]) on them.
-//! - **GpuOnly**: the device runs `kernels/kselect.cl`, one work-group per sub-list, in chunks
-//!   staged through two sets of SVM buffers so the host copies chunk i+1 while the device
-//!   computes chunk i (double buffering; on the coarse transport each hand-off is an unmap and
-//!   a kernel launch).
+//!   cache-aligned d-heap ([`DHeap`]) or radix select on them (few long sub-lists: every
+//!   thread takes a share of each, histograms merged).
+//! - **GpuOnly**: the device runs `kernels/kselect.cl` (heap) or `kernels/kselect_radix.cl`,
+//!   one work-group per sub-list, in chunks staged through two sets of SVM buffers so the
+//!   host copies chunk i+1 while the device computes chunk i (double buffering; on the coarse
+//!   transport each hand-off is an unmap and a kernel launch). Keys already in SVM skip the
+//!   staging: [`KSelector::select_svm`].
 //! - **Cooperative**, in one of two ways ([`Cooperation`]):
 //!   - *by amount* (the default): latency threads and the device claim sub-lists from the same
-//!     counter. The device first claims a small probe (1/256 of the sub-lists), then claims its
-//!     measured share of the throughput applied to what remains (at most a full chunk), and
-//!     stops claiming once that share rounds to nothing, so a slow device cannot leave the CPU
-//!     waiting at the end and a fast one is not starved;
-//!   - *by kind*, the ad-heap bridge ([`crate::adheap`]): every update-key is split, the CPU
-//!     filtering keys, writing roots and applying bridges, the device walking the max-child
-//!     path; live through the signal rings on the fine transport, in double-buffered batches on
-//!     any transport (`bridge.rs`).
+//!     counter, each with the strategy's method for its side. The device first claims a small
+//!     probe (1/256 of the sub-lists), then claims its measured share of the throughput
+//!     applied to what remains (at most a full chunk), and stops claiming once that share
+//!     rounds to nothing, so a slow device cannot leave the CPU waiting at the end and a fast
+//!     one is not starved ([`KSelector::with_device_share`] fixes the split instead);
+//!   - *by kind*, the ad-heap bridge ([`crate::adheap`], heap strategy only): every update-key
+//!     is split, the CPU filtering keys, writing roots and applying bridges, the device
+//!     walking the max-child path; live through the signal rings on the fine transport, in
+//!     double-buffered batches on any transport (`bridge.rs`).
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -147,12 +151,13 @@ pub enum Strategy {
     /// cooperation, on both kinds of cores.
     Heap,
     /// MSD radix select on the keys' ordered image: a histogram of one 8-bit digit per pass
-    /// over the keys still in the k-th's bucket. Runs on the latency threads for keys in host
-    /// memory (GpuOnly and Cooperative refuse it: the device radix reads only keys already in
-    /// SVM, [`KSelector::select_svm`]).
+    /// over the keys still in the k-th's bucket. On the latency threads (`kselect/radix.rs`)
+    /// and on the device (`kernels/kselect_radix.cl`, fed through the staging chunks, or
+    /// reading keys already in SVM with [`KSelector::select_svm`]); Cooperative by amount
+    /// runs it on both sides. Cooperation by kind shares ad-heaps and refuses it.
     Radix,
-    /// Radix select on the latency threads (measured faster than the heap there: see
-    /// docs/BENCHMARKS.md), the heap on the device.
+    /// The method measured fastest on each side: radix on the latency threads and on the
+    /// device (see docs/BENCHMARKS.md); the bridge cooperations keep the heap.
     #[default]
     Auto,
 }
@@ -172,6 +177,14 @@ impl Strategy {
 
     /// The method the latency threads run.
     fn on_cpu(self) -> Strategy {
+        match self {
+            Strategy::Heap => Strategy::Heap,
+            Strategy::Radix | Strategy::Auto => Strategy::Radix,
+        }
+    }
+
+    /// The method the device runs.
+    fn on_device(self) -> Strategy {
         match self {
             Strategy::Heap => Strategy::Heap,
             Strategy::Radix | Strategy::Auto => Strategy::Radix,
@@ -219,6 +232,17 @@ pub struct SelectStats {
     pub bridge_updates: u64,
     /// Where the device's time went (GpuOnly and Cooperative by amount).
     pub device_times: DeviceTimes,
+}
+
+impl SelectStats {
+    /// Books what the device side did.
+    fn record_device(&mut self, dev: &DeviceOutcome) {
+        self.device_sublists = dev.sublists;
+        self.launches = dev.launches;
+        self.local_heap = dev.local_heap;
+        self.local_heap_nodes = dev.local_heap_nodes;
+        self.device_times = dev.times;
+    }
 }
 
 /// How the device kernel runs an update-key (GpuOnly and the device half of Cooperative by
@@ -332,6 +356,8 @@ pub struct KSelector {
     cooperation: Cooperation,
     bridge_checks: bool,
     strategy: Strategy,
+    /// A fixed device share for Cooperative by amount (`None`: learned).
+    device_share: Option<f64>,
     /// Measured speeds per sub-list length (bucketed by log2) and CPU method, for
     /// Cooperative's split.
     learned: std::sync::Mutex<std::collections::HashMap<u32, Learned>>,
@@ -395,19 +421,30 @@ impl std::fmt::Debug for KSelector {
     }
 }
 
-/// Sub-lists handed out from one counter to every worker, CPU or device.
+/// Sub-lists handed out from one counter to every worker, CPU or device: those in
+/// `next..end` of the selection's `n`.
 struct Claims {
     next: AtomicUsize,
+    end: usize,
+    /// Sub-lists of the whole selection (for sizes and shares).
     n: usize,
 }
 
 impl Claims {
+    /// Sub-lists `range` of a selection of `n`.
+    fn new(range: std::ops::Range<usize>, n: usize) -> Self {
+        Claims {
+            next: AtomicUsize::new(range.start),
+            end: range.end,
+            n,
+        }
+    }
     fn claim(&self, count: usize) -> Option<std::ops::Range<usize>> {
         let start = self.next.fetch_add(count.max(1), Ordering::Relaxed);
-        (start < self.n).then(|| start..(start + count.max(1)).min(self.n))
+        (start < self.end).then(|| start..(start + count.max(1)).min(self.end))
     }
     fn remaining(&self) -> usize {
-        self.n.saturating_sub(self.next.load(Ordering::Relaxed))
+        self.end.saturating_sub(self.next.load(Ordering::Relaxed))
     }
 }
 
@@ -434,6 +471,7 @@ impl KSelector {
             cooperation: Cooperation::default(),
             bridge_checks: false,
             strategy: Strategy::default(),
+            device_share: None,
             learned: Default::default(),
             stages: Default::default(),
             resident: Default::default(),
@@ -529,6 +567,23 @@ impl KSelector {
         let pool = std::sync::Arc::new(pool);
         *slot = Some((threads, pool.clone()));
         Ok(Copier::Pool(pool))
+    }
+
+    /// Fixes the share of the sub-lists Cooperative by amount gives the device: the first
+    /// `share` of them (rounded to whole sub-lists; 0.0 all on the latency threads, 1.0 all on
+    /// the device), the rest to the latency threads, both running at once. `None` (the
+    /// default) lets the selector split by the speeds it measured. For measurements, and for
+    /// a split known to suit a machine.
+    pub fn with_device_share(mut self, share: Option<f64>) -> Result<Self> {
+        if let Some(s) = share {
+            if !(0.0..=1.0).contains(&s) {
+                return Err(Error::InvalidArgument(format!(
+                    "device share {s} must be between 0 and 1"
+                )));
+            }
+        }
+        self.device_share = share;
+        Ok(self)
     }
 
     /// Sets how Cooperative mode divides the work.
@@ -630,10 +685,7 @@ impl KSelector {
         let offs = sublists.boundaries(data.len(), k)?;
         let n = offs.len() - 1;
         let results: Vec<AtomicI32> = (0..n).map(|_| AtomicI32::new(0)).collect();
-        let claims = Claims {
-            next: AtomicUsize::new(0),
-            n,
-        };
+        let claims = Claims::new(0..n, n);
         let progress = Progress {
             cpu_keys: AtomicUsize::new(0),
             started: Instant::now(),
@@ -647,22 +699,28 @@ impl KSelector {
             progress: &progress,
             cpu_threads: self.pool.len(),
             cpu_strategy: strategy.on_cpu(),
+            device_strategy: strategy.on_device(),
         };
-        if strategy == Strategy::Radix && mode != Mode::CpuOnly {
+        if strategy == Strategy::Radix
+            && mode == Mode::Cooperative
+            && cooperation != Cooperation::ByAmount
+        {
             return Err(Error::Unsupported {
                 device: self
                     .rt
                     .as_ref()
                     .map_or_else(|| "none".into(), |rt| rt.profile().label()),
-                what: format!("run radix select in {mode} mode"),
-                lacks: "a device radix kernel (radix select runs on the latency threads only: \
-                        use CpuOnly, or Strategy::Auto for the heap on the device)"
+                what: format!("run radix select cooperating by {cooperation}"),
+                lacks: "a radix form of the ad-heap bridge (cooperation by kind shares heaps: \
+                        use the heap strategy, or cooperation by amount for radix)"
                     .into(),
             });
         }
         let mut stats = SelectStats::default();
-        // Speeds are learned per length and per CPU method (the two differ several-fold).
-        let key = bucket(data.len() / n) | ((strategy.on_cpu() == Strategy::Radix) as u32) << 16;
+        // Speeds are learned per length and per method on each side (they differ several-fold).
+        let key = bucket(data.len() / n)
+            | ((job.cpu_strategy == Strategy::Radix) as u32) << 16
+            | ((job.device_strategy == Strategy::Radix) as u32) << 17;
         let hint = self
             .learned
             .lock()
@@ -681,14 +739,21 @@ impl KSelector {
                 stats.bridge_updates = b.updates;
                 stats.launches = b.launches;
             }
+            Mode::Cooperative if self.device_share.is_some() => {
+                let share = self.device_share.unwrap_or_default();
+                self.run_fixed_split(&job, share, &mut stats)?
+            }
             Mode::Cooperative if plan != CoopPlan::Split => {
                 self.run_alone(&job, plan, key, &mut stats)?
             }
             Mode::Cooperative => self.run_split(&job, hint, key, &mut stats)?,
         }
         stats.cpu_strategy = (stats.cpu_sublists > 0).then(|| strategy.on_cpu());
-        stats.device_strategy =
-            (stats.device_sublists + stats.bridge_sublists > 0).then_some(Strategy::Heap);
+        stats.device_strategy = if stats.bridge_sublists > 0 {
+            Some(Strategy::Heap)
+        } else {
+            (stats.device_sublists > 0).then_some(job.device_strategy)
+        };
         let handled = stats.cpu_sublists + stats.device_sublists + stats.bridge_sublists;
         if handled != n {
             return Err(Error::Lost(format!(
@@ -716,11 +781,7 @@ impl KSelector {
         let started = Instant::now();
         if plan == CoopPlan::DeviceAlone {
             let dev = self.device_worker(job, None, &Copier::Global)?;
-            stats.device_sublists = dev.sublists;
-            stats.launches = dev.launches;
-            stats.local_heap = dev.local_heap;
-            stats.local_heap_nodes = dev.local_heap_nodes;
-            stats.device_times = dev.times;
+            stats.record_device(&dev);
             let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
             self.learn(key, |l| {
                 l.dev_keys_per_s = rate;
@@ -753,7 +814,7 @@ impl KSelector {
     ) -> Result<()> {
         let started = Instant::now();
         let rt = self.device_runtime()?;
-        let plan = DevicePlan::new(rt, self.device_shape(), job)?;
+        let plan = DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?;
         if plan.first_cooperative_claim(job, hint).is_none() {
             // The device would sit out: every latency thread selects.
             return self.run_alone(job, CoopPlan::CpuAlone, key, stats);
@@ -773,11 +834,7 @@ impl KSelector {
         });
         let dev = dev?;
         stats.cpu_sublists = cpu?;
-        stats.device_sublists = dev.sublists;
-        stats.launches = dev.launches;
-        stats.local_heap = dev.local_heap;
-        stats.local_heap_nodes = dev.local_heap_nodes;
-        stats.device_times = dev.times;
+        stats.record_device(&dev);
         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
         let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64 / elapsed;
         self.learn(key, |l| {
@@ -790,6 +847,49 @@ impl KSelector {
             }
             l.whole_keys_per_s[CoopPlan::Split as usize] = job.data.len() as f64 / elapsed;
         });
+        Ok(())
+    }
+
+    /// Cooperative by amount with a fixed split: the device takes the first `share` of the
+    /// sub-lists (rounded), the latency threads the rest, both at once.
+    fn run_fixed_split<K: Key>(
+        &self,
+        job: &Job<'_, K>,
+        share: f64,
+        stats: &mut SelectStats,
+    ) -> Result<()> {
+        let n = job.claims.n;
+        let m = ((n as f64 * share).round() as usize).min(n);
+        let rt = self.device_runtime()?;
+        let dev_claims = Claims::new(0..m, n);
+        let cpu_claims = Claims::new(m..n, n);
+        let dev_job = Job {
+            claims: &dev_claims,
+            ..*job
+        };
+        let cpu_job = Job {
+            claims: &cpu_claims,
+            ..*job
+        };
+        let plan = DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?;
+        let staging = self.staging_threads();
+        let copier = self.staging_copier(staging)?;
+        let leave = staging.max(usize::from(self.pool.len() >= 4));
+        let (dev, cpu) = std::thread::scope(|s| {
+            let dev = s.spawn(|| plan.run(&dev_job, None, &self.stages, &copier));
+            let cpu = if self.split_sublists(&cpu_job) {
+                self.radix_split(&cpu_job)
+            } else {
+                self.cpu_workers_leaving(&cpu_job, leave)
+            };
+            let dev = dev
+                .join()
+                .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
+            (dev, cpu)
+        });
+        let dev = dev?;
+        stats.cpu_sublists = cpu?;
+        stats.record_device(&dev);
         Ok(())
     }
 
@@ -915,11 +1015,17 @@ impl KSelector {
         copier: &Copier,
     ) -> Result<DeviceOutcome> {
         let rt = self.device_runtime()?;
-        DevicePlan::new(rt, self.device_shape(), job)?.run(job, cooperative, &self.stages, copier)
+        DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?.run(
+            job,
+            cooperative,
+            &self.stages,
+            copier,
+        )
     }
 
-    fn device_shape(&self) -> DeviceShape {
+    fn device_shape(&self, method: Strategy) -> DeviceShape {
         DeviceShape {
+            method,
             d: self.d,
             work_group: self.work_group,
             update: self.device_update,
@@ -963,6 +1069,8 @@ struct Job<'a, K> {
     cpu_threads: usize,
     /// The method the latency threads run.
     cpu_strategy: Strategy,
+    /// The method the device runs (GpuOnly and Cooperative by amount).
+    device_strategy: Strategy,
 }
 
 /// The k-th smallest of `list` with a d-heap (`heap` and `first` are reused scratch).

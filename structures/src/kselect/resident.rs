@@ -11,11 +11,8 @@ use std::time::Instant;
 
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
+use super::device::{radix_options, radix_work_group};
 use super::{KSelector, Key, SelectStats, Strategy, Sublists};
-
-/// Work-items per sub-list: a multiple of every warp and wavefront size, below every
-/// device's limit that asym runs on.
-const RESIDENT_WG: usize = 256;
 
 /// The offsets and answers buffers of the last resident call, reused while the cut of the
 /// next call is the same (SVM allocation costs about 0.45 ms per MiB on the H200).
@@ -49,12 +46,8 @@ impl KSelector {
                 keys.len()
             )));
         }
-        let wg = RESIDENT_WG.min(rt.profile().max_work_group_size).max(1);
-        rt.check_work_group(wg, "run radix select on resident keys")?;
-        let program = rt.program_with(
-            &asym_kernels::KSELECT_RADIX,
-            &format!("-DWG={wg} -DKEY_MAP={}", K::KEY_MAP),
-        )?;
+        let wg = radix_work_group(rt)?;
+        let program = rt.program_with(&asym_kernels::KSELECT_RADIX, &radix_options::<K>(wg))?;
         // The program is the runtime's cached one; the kernel object is made per call on
         // purpose: a kept kernel would hold the caller's key buffer (its last argument) alive.
         let mut kernel = Kernel::from_program(rt, &program, "kselect_radix")?;
