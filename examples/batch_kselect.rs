@@ -114,6 +114,11 @@ struct Args {
     /// by the speeds measured on earlier runs).
     #[arg(long)]
     device_share: Option<f64>,
+    /// Keys per work-group of the device radix: longer sub-lists are cut into tiles of at most
+    /// this many, a work-group each (0: one work-group per sub-list; default: the selector's,
+    /// measured on the H200).
+    #[arg(long)]
+    radix_tile: Option<usize>,
     /// Print one JSON object per mode and length instead of a table.
     #[arg(long)]
     json: bool,
@@ -459,6 +464,9 @@ fn run(args: &Args) -> Result<bool> {
         })?;
     if let Some(wg) = args.work_group {
         selector = selector.with_work_group(wg)?;
+    }
+    if let Some(tile) = args.radix_tile {
+        selector = selector.with_radix_tile(tile)?;
     }
     if let Some(n) = args.staging_threads {
         selector = selector.with_staging_threads(n)?;

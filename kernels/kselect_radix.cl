@@ -1,7 +1,11 @@
 /* Radix select on the throughput device: the k-th smallest key of every sub-list, for keys
- * that already live in SVM (KSelector::select_svm: no staging copy).
+ * already in SVM (KSelector::select_svm) or staged there in chunks (GpuOnly, Cooperative).
  *
- * One work-group per sub-list. Build options: -DWG=<work-group size>, -DKEY_MAP=<0 int32,
+ * Two forms. kselect_radix: one work-group per sub-list, everything in local memory. The
+ * tiled form (radix_clear, radix_count, radix_keep, radix_finish, four launches on one
+ * in-order queue) spreads a long sub-list over several work-groups, one per tile of at most
+ * a few ten thousand keys, so a few long sub-lists still fill every compute unit; it is
+ * described after the one-group kernel. Build options: -DWG=<work-group size>, -DKEY_MAP=<0 int32,
  * 1 uint32, 2 float32: how raw bits become the ordered int32 form, common.cl's ASYM_ORDERED>.
  *
  * Algorithm (per sub-list of n keys, 1 <= k <= n): one pass per 8-bit digit of the key's
@@ -94,4 +98,116 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
         radix_fix(hist, chosen, &prefix, &mask, &rank, shift);
     }
     if (lid == 0) answers[g] = (int)(prefix ^ 0x80000000u);
+}
+
+/* The tiled form. The host cuts every sub-list into tiles; tiles[3t..3t+2] = (sub-list,
+ * first key, end) of tile t, first_tile[s] the first tile of sub-list s. hist holds two
+ * 256-counter global histograms per sub-list (top digit, second digit), zeroed by
+ * radix_clear; kept[t] how many keys tile t kept in its own range of scratch.
+ *
+ *   radix_count  (a work-group per tile)  counts the tile's top digits in local memory and
+ *                adds the counts to the sub-list's first global histogram.
+ *   radix_keep   (a work-group per tile)  reads that histogram (every tile of a sub-list
+ *                fixes the same top digit), keeps the tile's keys in the k-th's bucket in the
+ *                tile's own range of scratch (tiles never share scratch: no global atomic per
+ *                key), and adds their second digits to the second global histogram.
+ *   radix_finish (a work-group per sub-list) fixes the first two digits from the two
+ *                histograms, then the last two over the kept keys of the sub-list's tiles
+ *                (about 1/256 of its keys for spread-out keys; all of them in the worst case,
+ *                still correct), and writes the answer.
+ *
+ * Memory ordering: the global histograms are only added to (atomic_add, relaxed) within one
+ * launch and read in a later one; scratch and kept are written in radix_keep and read in
+ * radix_finish. Kernel boundaries on the in-order queue order all of it; within a launch
+ * only local memory is shared, under local barriers as in kselect_radix.
+ */
+
+__kernel void radix_clear(__global uint *hist, uint words) {
+    uint i = get_global_id(0);
+    if (i < words) hist[i] = 0u;
+}
+
+/* Loads a global histogram into local memory (radix_fix's first barrier publishes it). */
+inline void radix_load(__local uint *hist, __global const uint *from) {
+    for (uint b = get_local_id(0); b < RADIX_BUCKETS; b += WG) hist[b] = from[b];
+}
+
+/* Adds a local histogram to a global one (after a barrier ending the counting). */
+inline void radix_publish(__local const uint *hist, __global uint *to) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint b = get_local_id(0); b < RADIX_BUCKETS; b += WG) {
+        if (hist[b] != 0u) atomic_add(&to[b], hist[b]);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_count(__global const int *keys, __global const uint *tiles, __global uint *hist) {
+    __local uint local_hist[RADIX_BUCKETS];
+    const uint t = get_group_id(0);
+    const uint lid = get_local_id(0);
+    const uint sub = tiles[3 * t], start = tiles[3 * t + 1], end = tiles[3 * t + 2];
+    for (uint b = lid; b < RADIX_BUCKETS; b += WG) local_hist[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = start + lid; i < end; i += WG) {
+        uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
+        atomic_inc(&local_hist[v >> 24]);
+    }
+    radix_publish(local_hist, hist + 2 * RADIX_BUCKETS * sub);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_keep(__global const int *keys, __global const uint *tiles, uint k,
+                __global uint *hist, __global uint *scratch, __global uint *kept) {
+    __local uint local_hist[RADIX_BUCKETS];
+    __local uint chosen[3];
+    __local uint count;
+    const uint t = get_group_id(0);
+    const uint lid = get_local_id(0);
+    const uint sub = tiles[3 * t], start = tiles[3 * t + 1], end = tiles[3 * t + 2];
+    __global uint *h = hist + 2 * RADIX_BUCKETS * sub;
+    uint prefix = 0u, mask = 0u, rank = k - 1u;
+    radix_load(local_hist, h);
+    radix_fix(local_hist, chosen, &prefix, &mask, &rank, 24);
+    for (uint b = lid; b < RADIX_BUCKETS; b += WG) local_hist[b] = 0u;
+    if (lid == 0) count = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = start + lid; i < end; i += WG) {
+        uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
+        if ((v & mask) == prefix) {
+            scratch[start + atomic_inc(&count)] = v;
+            atomic_inc(&local_hist[(v >> 16) & 0xffu]);
+        }
+    }
+    radix_publish(local_hist, h + RADIX_BUCKETS);
+    if (lid == 0) kept[t] = count;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_finish(__global const uint *scratch, __global const uint *tiles,
+                  __global const uint *first_tile, uint k, __global const uint *hist,
+                  __global const uint *kept, __global int *answers) {
+    __local uint local_hist[RADIX_BUCKETS];
+    __local uint chosen[3];
+    const uint sub = get_group_id(0);
+    const uint lid = get_local_id(0);
+    const uint t0 = first_tile[sub], t1 = first_tile[sub + 1];
+    __global const uint *h = hist + 2 * RADIX_BUCKETS * sub;
+    uint prefix = 0u, mask = 0u, rank = k - 1u;
+    radix_load(local_hist, h);
+    radix_fix(local_hist, chosen, &prefix, &mask, &rank, 24);
+    radix_load(local_hist, h + RADIX_BUCKETS);
+    radix_fix(local_hist, chosen, &prefix, &mask, &rank, 16);
+    for (int shift = 8; shift >= 0; shift -= 8) {
+        for (uint b = lid; b < RADIX_BUCKETS; b += WG) local_hist[b] = 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint t = t0; t < t1; ++t) {
+            const uint start = tiles[3 * t + 1], stop = start + kept[t];
+            for (uint i = start + lid; i < stop; i += WG) {
+                uint v = scratch[i];
+                if ((v & mask) == prefix) atomic_inc(&local_hist[(v >> shift) & 0xffu]);
+            }
+        }
+        radix_fix(local_hist, chosen, &prefix, &mask, &rank, shift);
+    }
+    if (lid == 0) answers[sub] = (int)(prefix ^ 0x80000000u);
 }

@@ -332,7 +332,11 @@ fn radix_select_matches_select_nth_and_reports_what_ran() {
 fn radix_select_on(t: asym_runtime::Transport) {
     let mut rng = rand::rngs::StdRng::from_entropy();
     let radix = common::selector(t, 8).with_strategy(Strategy::Radix);
-    let auto = common::selector(t, 8).with_strategy(Strategy::Auto);
+    // Tiles of 256 keys: the device radix's tiled form on sub-lists from 257 keys up.
+    let auto = common::selector(t, 8)
+        .with_strategy(Strategy::Auto)
+        .with_radix_tile(256)
+        .unwrap();
     for len in [1usize, 5, 64, 65, 300, 4099] {
         let n = len * 7;
         let mut cases = patterns(n, &mut rng);
@@ -476,15 +480,24 @@ fn radix_select_on(t: asym_runtime::Transport) {
 
 /// Radix select on keys resident in SVM against `select_nth_unstable`: every key type, the
 /// adversarial patterns, k = 1 and k = length, sub-lists shorter than a work-group and longer
-/// than one, a buffer written by a kernel, both transports, and the cached buffers reused and
-/// replaced when the cut changes.
+/// than one, a buffer written by a kernel, both transports, the cached buffers reused and
+/// replaced when the cut changes, and the tiled form (tiles of 256 and 1000 keys) against the
+/// one-group form.
 #[test]
 fn select_svm_matches_select_nth_on_resident_keys() {
-    let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
-        let sel = common::selector(t, 8);
+        for tile in [0, 256, 1000] {
+            select_svm_on(t, tile);
+        }
+    }
+}
+
+fn select_svm_on(t: asym_runtime::Transport, tile: usize) {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    {
+        let sel = common::selector(t, 8).with_radix_tile(tile).unwrap();
         let rt = sel.runtime().unwrap().clone();
-        for len in [1usize, 7, 255, 256, 1000, 5000] {
+        for len in [1usize, 7, 255, 256, 1000, 1001, 5000] {
             let n = len * 5;
             let mut cases = patterns(n, &mut rng);
             cases.push((
@@ -498,9 +511,11 @@ fn select_svm_matches_select_nth_on_resident_keys() {
                     let offs: Vec<usize> = (0..=5).map(|i| i * len).collect();
                     let want = common::reference(&data, &offs, k);
                     let (got, stats) = sel.select_svm(&buf, &Sublists::Equal(len), k).unwrap();
-                    assert_eq!(got, want, "{t} {name} len {len} k {k}");
+                    assert_eq!(got, want, "{t} tile {tile} {name} len {len} k {k}");
                     assert_eq!(stats.device_strategy, Some(Strategy::Radix));
                     assert_eq!(stats.device_sublists, 5);
+                    let tiled = tile > 0 && len > tile;
+                    assert_eq!(stats.launches, if tiled { 4 } else { 1 }, "tile {tile}");
                 }
             }
         }

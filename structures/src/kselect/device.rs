@@ -11,6 +11,9 @@ use asym_runtime::{
     SvmBuffer,
 };
 
+use super::device_radix::{
+    radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers,
+};
 use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Key, Learned, Strategy};
 
 pub(super) struct DeviceOutcome {
@@ -52,6 +55,8 @@ pub(super) struct DevicePlan {
     rt: Runtime,
     /// The device's method: `Heap` or `Radix`.
     method: Strategy,
+    /// Keys per tile of the device radix (0: a work-group per sub-list).
+    radix_tile: usize,
     place: HeapPlace,
     /// Heap nodes in local memory (reported in the stats).
     local_heap_nodes: usize,
@@ -73,14 +78,37 @@ pub(super) struct Stage {
     offs: SvmBuffer<u32>,
     out: SvmBuffer<i32>,
     /// The heaps kept in global memory (heap), or the candidates, as long as the keys (radix).
-    _scratch: SvmBuffer<i32>,
-    kernel: Kernel,
-    launch: Option<(Launch, std::ops::Range<usize>)>,
+    _scratch: SvmBuffer<u32>,
+    kernel: StageKernel,
+    launch: Option<(RadixOrHeap, std::ops::Range<usize>)>,
     keys: usize,
     subs: usize,
-    /// The program options and heap stride the stage was made for (reuse needs both equal).
+    /// The program options, heap stride and radix tile the stage was made for (reuse needs
+    /// all equal).
     options: String,
     heap_words: usize,
+    radix_tile: usize,
+}
+
+/// A stage's launch in flight.
+enum RadixOrHeap {
+    Heap(Launch),
+    Radix(super::device_radix::RadixLaunch),
+}
+
+impl RadixOrHeap {
+    fn wait_timed(self) -> Result<Option<std::time::Duration>> {
+        match self {
+            RadixOrHeap::Heap(l) => l.wait_timed(),
+            RadixOrHeap::Radix(l) => l.wait_timed(),
+        }
+    }
+}
+
+/// What a stage launches.
+enum StageKernel {
+    Heap(Kernel),
+    Radix(Box<DeviceRadix>),
 }
 
 /// Stages kept between selections: SVM allocation and zeroing cost milliseconds per call
@@ -108,6 +136,8 @@ const KEYS_PER_ITEM: usize = 4;
 pub(super) struct DeviceShape {
     /// `Heap` or `Radix`.
     pub(super) method: Strategy,
+    /// Keys per tile of the device radix.
+    pub(super) radix_tile: usize,
     pub(super) d: usize,
     pub(super) work_group: Option<usize>,
     pub(super) update: DeviceUpdate,
@@ -120,6 +150,7 @@ impl DevicePlan {
     pub(super) fn new<K: Key>(rt: &Runtime, shape: DeviceShape, job: &Job<'_, K>) -> Result<Self> {
         let DeviceShape {
             method,
+            radix_tile,
             d,
             work_group: wg,
             update,
@@ -138,6 +169,7 @@ impl DevicePlan {
             return Ok(DevicePlan {
                 rt: rt.clone(),
                 method,
+                radix_tile,
                 place: HeapPlace::Global,
                 local_heap_nodes: 0,
                 local_words: 0,
@@ -203,6 +235,7 @@ impl DevicePlan {
             staging,
             rt: rt.clone(),
             method,
+            radix_tile,
             wg,
             place,
             local_heap_nodes: match place {
@@ -235,17 +268,25 @@ impl DevicePlan {
             (_, HeapPlace::Local) => 1,
             _ => subs * self.heap_words,
         };
-        let scratch = rt.alloc_on::<i32>(scratch_len, &queue)?;
+        let scratch = rt.alloc_on::<u32>(scratch_len, &queue)?;
         let kernel = if self.method == Strategy::Radix {
-            let program = rt.program_with(&asym_kernels::KSELECT_RADIX, &self.options)?;
-            let mut kernel = Kernel::from_program(rt, &program, "kselect_radix")?;
-            kernel
-                .arg_svm(0, &data)?
-                .arg_svm(1, &offs)?
-                .arg_scalar(2, k as u32)?
-                .arg_svm(3, &out)?
-                .arg_svm(4, &scratch)?;
-            kernel
+            let program = radix_program(rt, &self.options)?;
+            let mut radix = DeviceRadix::new(
+                rt,
+                &program,
+                Some(queue.clone()),
+                self.wg,
+                self.radix_tile,
+                keys,
+                subs,
+            )?;
+            radix.bind(&RadixBuffers {
+                keys: &data,
+                offsets: &offs,
+                scratch: &scratch,
+                answers: &out,
+            })?;
+            StageKernel::Radix(Box::new(radix))
         } else {
             let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
             let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
@@ -258,7 +299,7 @@ impl DevicePlan {
                 .arg_scalar(5, 0u32)?
                 .arg_scalar(6, self.heap_words as u32)?
                 .arg_local::<i32>(7, self.local_words)?;
-            kernel
+            StageKernel::Heap(kernel)
         };
         Ok(Stage {
             queue,
@@ -272,6 +313,7 @@ impl DevicePlan {
             subs,
             options: self.options.clone(),
             heap_words: self.heap_words,
+            radix_tile: self.radix_tile,
         })
     }
 
@@ -279,24 +321,18 @@ impl DevicePlan {
     /// per-selection arguments.
     fn reuse(&self, cache: &StageCache, k: usize) -> Result<Option<Stage>> {
         let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(i) = cache
-            .iter()
-            .position(|s| s.options == self.options && s.heap_words == self.heap_words)
-        else {
+        let Some(i) = cache.iter().position(|s| {
+            s.options == self.options
+                && s.heap_words == self.heap_words
+                && s.radix_tile == self.radix_tile
+        }) else {
             return Ok(None);
         };
         let mut stage = cache.swap_remove(i);
-        stage.kernel.arg_scalar(self.k_arg(), k as u32)?;
-        Ok(Some(stage))
-    }
-
-    /// The kernel argument that takes k.
-    fn k_arg(&self) -> u32 {
-        if self.method == Strategy::Radix {
-            2
-        } else {
-            4
+        if let StageKernel::Heap(kernel) = &mut stage.kernel {
+            kernel.arg_scalar(4, k as u32)?;
         }
+        Ok(Some(stage))
     }
 
     pub(super) fn run<K: Key>(
@@ -488,20 +524,25 @@ impl DevicePlan {
             }
             map.unmap()?;
         }
+        let rel: Vec<usize> = job.offs[range.start..=range.end]
+            .iter()
+            .map(|o| o - base)
+            .collect();
         {
             let mut map = stage.offs.map_for_overwrite()?;
-            for (j, i) in (range.start..=range.end).enumerate() {
-                map[j] = (job.offs[i] - base) as u32;
+            for (m, &o) in map.iter_mut().zip(&rel) {
+                *m = o as u32;
             }
             map.unmap()?;
         }
         let count = range.len();
-        if self.method == Strategy::Heap {
-            stage.kernel.arg_scalar(5, count as u32)?;
-        }
-        let launch = stage
-            .kernel
-            .launch_on(&stage.queue, count * self.wg, Some(self.wg))?;
+        let launch = match &mut stage.kernel {
+            StageKernel::Heap(kernel) => {
+                kernel.arg_scalar(5, count as u32)?;
+                RadixOrHeap::Heap(kernel.launch_on(&stage.queue, count * self.wg, Some(self.wg))?)
+            }
+            StageKernel::Radix(radix) => RadixOrHeap::Radix(radix.launch(&rel, job.k)?),
+        };
         stage.launch = Some((launch, range));
         Ok(())
     }
@@ -542,20 +583,4 @@ impl DevicePlan {
             job.offs[range.end] - job.offs[range.start],
         )))
     }
-}
-
-/// Work-items per sub-list for radix select: a multiple of every warp and wavefront size,
-/// within every device's limit that asym runs on.
-const RADIX_WG: usize = 256;
-
-/// The radix kernel's work-group size on `rt`'s device, checked against its limits.
-pub(super) fn radix_work_group(rt: &Runtime) -> Result<usize> {
-    let wg = RADIX_WG.min(rt.profile().max_work_group_size).max(1);
-    rt.check_work_group(wg, "run radix select")?;
-    Ok(wg)
-}
-
-/// The radix kernel's build options for keys of type `K`.
-pub(super) fn radix_options<K: Key>(wg: usize) -> String {
-    format!("-DWG={wg} -DKEY_MAP={}", K::KEY_MAP)
 }

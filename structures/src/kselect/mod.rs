@@ -356,6 +356,9 @@ pub struct KSelector {
     cooperation: Cooperation,
     bridge_checks: bool,
     strategy: Strategy,
+    /// Keys per work-group of the device radix's tiled form (0: one work-group per
+    /// sub-list always).
+    radix_tile: usize,
     /// A fixed device share for Cooperative by amount (`None`: learned).
     device_share: Option<f64>,
     /// Measured speeds per sub-list length (bucketed by log2) and CPU method, for
@@ -472,6 +475,7 @@ impl KSelector {
             bridge_checks: false,
             strategy: Strategy::default(),
             device_share: None,
+            radix_tile: device_radix::DEFAULT_TILE,
             learned: Default::default(),
             stages: Default::default(),
             resident: Default::default(),
@@ -583,6 +587,20 @@ impl KSelector {
             }
         }
         self.device_share = share;
+        Ok(self)
+    }
+
+    /// Sets how many keys one work-group of the device radix takes: sub-lists longer than
+    /// `keys` are cut into tiles of at most that many, a work-group each, with histograms
+    /// merged through global memory (four launches instead of one); 0 keeps one work-group
+    /// per sub-list at any length. The default was measured on the H200 (docs/BENCHMARKS.md).
+    pub fn with_radix_tile(mut self, keys: usize) -> Result<Self> {
+        if keys != 0 && keys < 256 {
+            return Err(Error::InvalidArgument(format!(
+                "a radix tile of {keys} keys: use at least 256, or 0 for one work-group per sub-list"
+            )));
+        }
+        self.radix_tile = keys;
         Ok(self)
     }
 
@@ -1026,6 +1044,7 @@ impl KSelector {
     fn device_shape(&self, method: Strategy) -> DeviceShape {
         DeviceShape {
             method,
+            radix_tile: self.radix_tile,
             d: self.d,
             work_group: self.work_group,
             update: self.device_update,
@@ -1120,6 +1139,7 @@ pub fn select_one<K: Key>(
 
 mod bridge;
 mod device;
+mod device_radix;
 pub mod peers;
 mod radix;
 mod resident;

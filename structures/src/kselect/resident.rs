@@ -1,17 +1,19 @@
 //! Selection from keys the application keeps in SVM ([`KSelector::select_svm`]): filled
 //! through a map (on an APU that is the application's own memory), written by the
 //! application's own kernels, or uploaded once and queried many times. Nothing is staged:
-//! one launch of `kernels/kselect_radix.cl` (a work-group per sub-list, four digits with a
-//! local histogram, the keys read twice) reads the buffer where it is. The selector keeps a
-//! scratch buffer as long as the keys for the candidates (allocated on the first call with a
-//! cut, reused while the cut stays the same).
+//! the device radix (`device_radix.rs`: a work-group per sub-list or per tile, the keys read
+//! twice) reads the buffer where it is. The selector keeps a scratch buffer as long as the
+//! keys for the candidates, the tile tables and the kernels (made on the first call with a
+//! cut, reused while the cut, the key type and the tile size stay the same).
 
 use std::sync::Mutex;
 use std::time::Instant;
 
-use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
+use asym_runtime::{Error, Program, Result, Runtime, SvmBuffer};
 
-use super::device::{radix_options, radix_work_group};
+use super::device_radix::{
+    radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers,
+};
 use super::{KSelector, Key, SelectStats, Strategy, Sublists};
 
 /// The offsets and answers buffers of the last resident call, reused while the cut of the
@@ -21,6 +23,9 @@ pub(super) struct ResidentCache(Mutex<Option<ResidentBuffers>>);
 
 struct ResidentBuffers {
     offs: Vec<usize>,
+    /// The key type's build options and the tile size the kernels were made for.
+    made_for: (String, usize),
+    radix: DeviceRadix,
     offsets: SvmBuffer<u32>,
     answers: SvmBuffer<i32>,
     /// As long as the keys: each work-group keeps its sub-list's candidates in its slice.
@@ -47,31 +52,39 @@ impl KSelector {
             )));
         }
         let wg = radix_work_group(rt)?;
-        let program = rt.program_with(&asym_kernels::KSELECT_RADIX, &radix_options::<K>(wg))?;
-        // The program is the runtime's cached one; the kernel object is made per call on
-        // purpose: a kept kernel would hold the caller's key buffer (its last argument) alive.
-        let mut kernel = Kernel::from_program(rt, &program, "kselect_radix")?;
+        let made_for = (K::KEY_MAP.to_string(), self.radix_tile);
         let started = Instant::now();
         let mut cache = self
             .resident
             .0
             .lock()
             .map_err(|_| Error::Lost("a resident selection panicked".into()))?;
-        if cache.as_ref().is_none_or(|c| c.offs != offs) {
-            *cache = Some(buffers(rt, offs)?);
+        if cache
+            .as_ref()
+            .is_none_or(|c| c.offs != offs || c.made_for != made_for)
+        {
+            // Free the old buffers before making new ones.
+            *cache = None;
+            let program = radix_program(rt, &radix_options::<K>(wg))?;
+            *cache = Some(buffers(rt, &program, wg, offs, made_for)?);
         }
         let bufs = cache.as_mut().expect("filled above");
-        kernel
-            .arg_svm(0, keys)?
-            .arg_svm(1, &bufs.offsets)?
-            .arg_scalar(2, k as u32)?
-            .arg_svm(3, &bufs.answers)?
-            .arg_svm(4, &bufs.scratch)?;
-        let kernel_time = kernel.launch(n * wg, Some(wg))?.wait_timed()?;
+        bufs.radix.bind(&RadixBuffers {
+            keys,
+            offsets: &bufs.offsets,
+            scratch: &bufs.scratch,
+            answers: &bufs.answers,
+        })?;
+        let launch = bufs.radix.launch(&bufs.offs, k);
+        // The site is kept between calls: it must not hold the caller's buffer alive.
+        bufs.radix.unbind_keys(&bufs.scratch)?;
+        let launch = launch?;
+        let launches = launch.len();
+        let kernel_time = launch.wait_timed()?;
         let answers = bufs.answers.read()?;
         let mut stats = SelectStats {
             device_sublists: n,
-            launches: 1,
+            launches,
             device_strategy: Some(Strategy::Radix),
             ..SelectStats::default()
         };
@@ -81,13 +94,23 @@ impl KSelector {
     }
 }
 
-fn buffers(rt: &Runtime, offs: Vec<usize>) -> Result<ResidentBuffers> {
+fn buffers(
+    rt: &Runtime,
+    program: &Program,
+    wg: usize,
+    offs: Vec<usize>,
+    made_for: (String, usize),
+) -> Result<ResidentBuffers> {
+    let total = *offs.last().unwrap_or(&0);
     let mut offsets = rt.alloc::<u32>(offs.len())?;
     offsets.write(&offs.iter().map(|&o| o as u32).collect::<Vec<_>>())?;
     let answers = rt.alloc::<i32>(offs.len() - 1)?;
-    let scratch = rt.alloc::<u32>(*offs.last().unwrap_or(&0))?;
+    let scratch = rt.alloc::<u32>(total)?;
+    let radix = DeviceRadix::new(rt, program, None, wg, made_for.1, total, offs.len() - 1)?;
     Ok(ResidentBuffers {
         offs,
+        made_for,
+        radix,
         offsets,
         answers,
         scratch,

@@ -1,0 +1,290 @@
+//! Radix select on the device (`kernels/kselect_radix.cl`), for both of its users: keys the
+//! application keeps in SVM (`resident.rs`) and keys staged in chunks (`device.rs`).
+//!
+//! A launch runs one of two forms, chosen by the longest sub-list of the launch:
+//! - **whole**: one work-group per sub-list (`kselect_radix`), everything in local memory;
+//! - **tiled**: when a sub-list is longer than a tile, every sub-list is cut into tiles of at
+//!   most `tile` keys, a work-group each, with global histograms merged between four
+//!   launches (`radix_clear`, `radix_count`, `radix_keep`, `radix_finish`). 128 sub-lists of
+//!   2^21 keys are 128 work-groups whole (fewer than the H200's 132 SMs can run at once) but
+//!   4096 tiled.
+
+use asym_runtime::{Error, Kernel, Launch, Program, Queue, Result, Runtime, SvmBuffer, SvmElement};
+
+use super::Key;
+
+/// Work-items per work-group: a multiple of every warp and wavefront size, within every
+/// device's limit that asym runs on.
+const RADIX_WG: usize = 256;
+
+/// Keys per tile when the selector does not set one: see docs/BENCHMARKS.md for the sweep.
+pub(super) const DEFAULT_TILE: usize = 1 << 16;
+
+/// Counters per sub-list in the global histograms (two digits of 256 buckets).
+const HIST_WORDS: usize = 512;
+
+/// The radix kernel's work-group size on `rt`'s device, checked against its limits.
+pub(super) fn radix_work_group(rt: &Runtime) -> Result<usize> {
+    let wg = RADIX_WG.min(rt.profile().max_work_group_size).max(1);
+    rt.check_work_group(wg, "run radix select")?;
+    Ok(wg)
+}
+
+/// The radix program's build options for keys of type `K`.
+pub(super) fn radix_options<K: Key>(wg: usize) -> String {
+    format!("-DWG={wg} -DKEY_MAP={}", K::KEY_MAP)
+}
+
+/// The radix program built with `options` ([`radix_options`]), from the runtime's cache.
+pub(super) fn radix_program(rt: &Runtime, options: &str) -> Result<Program> {
+    rt.program_with(&asym_kernels::KSELECT_RADIX, options)
+}
+
+/// The five kernels of one radix launch site, with the tile tables they share, bound to one
+/// set of keys, offsets, scratch and answers buffers.
+pub(super) struct DeviceRadix {
+    rt: Runtime,
+    queue: Option<Queue>,
+    wg: usize,
+    tile: usize,
+    whole: Kernel,
+    clear: Kernel,
+    count: Kernel,
+    keep: Kernel,
+    finish: Kernel,
+    /// (sub-list, first key, end) per tile.
+    tiles: SvmBuffer<u32>,
+    /// First tile per sub-list, and the end.
+    first_tile: SvmBuffer<u32>,
+    hist: SvmBuffer<u32>,
+    kept: SvmBuffer<u32>,
+    max_subs: usize,
+    /// The cut the tile tables hold (empty: none yet).
+    tables_for: Vec<usize>,
+}
+
+/// The buffers one radix launch reads and writes. Keys and scratch hold the sub-lists at
+/// `offsets` (relative to the launch); scratch is as long as the keys.
+pub(super) struct RadixBuffers<'a, T: SvmElement> {
+    pub(super) keys: &'a SvmBuffer<T>,
+    pub(super) offsets: &'a SvmBuffer<u32>,
+    pub(super) scratch: &'a SvmBuffer<u32>,
+    pub(super) answers: &'a SvmBuffer<i32>,
+}
+
+/// The launches of one radix selection in flight (one, or four when tiled).
+pub(super) struct RadixLaunch {
+    launches: Vec<Launch>,
+}
+
+impl RadixLaunch {
+    /// Kernel launches enqueued.
+    pub(super) fn len(&self) -> usize {
+        self.launches.len()
+    }
+
+    /// Waits for every launch; the device time of all of them (`None` without profiling).
+    pub(super) fn wait_timed(self) -> Result<Option<std::time::Duration>> {
+        let mut total = Some(std::time::Duration::ZERO);
+        for l in self.launches {
+            let t = l.wait_timed()?;
+            total = total.zip(t).map(|(a, b)| a + b);
+        }
+        Ok(total)
+    }
+}
+
+impl DeviceRadix {
+    /// Kernels from `program` ([`radix_program`], for work-group size `wg`) for
+    /// launches of up to `max_subs` sub-lists holding up to `max_keys` keys, on `queue` (the
+    /// runtime's main queue when `None`); sub-lists longer than `tile` keys run tiled (0:
+    /// never).
+    pub(super) fn new(
+        rt: &Runtime,
+        program: &Program,
+        queue: Option<Queue>,
+        wg: usize,
+        tile: usize,
+        max_keys: usize,
+        max_subs: usize,
+    ) -> Result<Self> {
+        let kernel = |name: &str| Kernel::from_program(rt, program, name);
+        let max_tiles = if tile == 0 {
+            1
+        } else {
+            max_keys.div_ceil(tile) + max_subs
+        };
+        let alloc = |len: usize| match &queue {
+            Some(q) => rt.alloc_on::<u32>(len.max(1), q),
+            None => rt.alloc::<u32>(len.max(1)),
+        };
+        let tiles = alloc(3 * max_tiles)?;
+        let first_tile = alloc(max_subs + 1)?;
+        let hist = alloc(HIST_WORDS * max_subs)?;
+        let kept = alloc(max_tiles)?;
+        Ok(DeviceRadix {
+            rt: rt.clone(),
+            wg,
+            tile,
+            whole: kernel("kselect_radix")?,
+            clear: kernel("radix_clear")?,
+            count: kernel("radix_count")?,
+            keep: kernel("radix_keep")?,
+            finish: kernel("radix_finish")?,
+            tiles,
+            first_tile,
+            hist,
+            kept,
+            max_subs,
+            tables_for: Vec::new(),
+            queue,
+        })
+    }
+
+    /// Binds the buffers every later launch uses.
+    pub(super) fn bind<T: SvmElement>(&mut self, b: &RadixBuffers<'_, T>) -> Result<()> {
+        self.whole
+            .arg_svm(0, b.keys)?
+            .arg_svm(1, b.offsets)?
+            .arg_svm(3, b.answers)?
+            .arg_svm(4, b.scratch)?;
+        self.clear.arg_svm(0, &self.hist)?;
+        self.count
+            .arg_svm(0, b.keys)?
+            .arg_svm(1, &self.tiles)?
+            .arg_svm(2, &self.hist)?;
+        self.keep
+            .arg_svm(0, b.keys)?
+            .arg_svm(1, &self.tiles)?
+            .arg_svm(3, &self.hist)?
+            .arg_svm(4, b.scratch)?
+            .arg_svm(5, &self.kept)?;
+        self.finish
+            .arg_svm(0, b.scratch)?
+            .arg_svm(1, &self.tiles)?
+            .arg_svm(2, &self.first_tile)?
+            .arg_svm(4, &self.hist)?
+            .arg_svm(5, &self.kept)?
+            .arg_svm(6, b.answers)?;
+        Ok(())
+    }
+
+    /// Binds `placeholder` where the keys were, so this site no longer holds the caller's
+    /// buffer alive (the resident path keeps its site between calls).
+    pub(super) fn unbind_keys(&mut self, placeholder: &SvmBuffer<u32>) -> Result<()> {
+        self.whole.arg_svm(0, placeholder)?;
+        self.count.arg_svm(0, placeholder)?;
+        self.keep.arg_svm(0, placeholder)?;
+        Ok(())
+    }
+
+    /// Enqueues the selection of the k-th of every sub-list at `offs` (relative to the keys
+    /// buffer bound; the same cut the bound offsets buffer holds).
+    pub(super) fn launch(&mut self, offs: &[usize], k: usize) -> Result<RadixLaunch> {
+        let subs = offs.len() - 1;
+        if subs > self.max_subs {
+            return Err(Error::InvalidArgument(format!(
+                "a radix launch of {subs} sub-lists on buffers made for {}",
+                self.max_subs
+            )));
+        }
+        let k = u32::try_from(k)
+            .map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))?;
+        let longest = offs.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let wg = self.wg;
+        let queue = self.queue.clone();
+        let go = |kernel: &mut Kernel, groups: usize, local: usize| match &queue {
+            Some(q) => kernel.launch_on(q, groups * local, Some(local)),
+            None => kernel.launch(groups * local, Some(local)),
+        };
+        if self.tile == 0 || longest <= self.tile {
+            self.whole.arg_scalar(2, k)?;
+            return Ok(RadixLaunch {
+                launches: vec![go(&mut self.whole, subs, wg)?],
+            });
+        }
+        let n_tiles = self.write_tables(offs)?;
+        let words = HIST_WORDS * subs;
+        self.clear.arg_scalar(1, words as u32)?;
+        self.keep.arg_scalar(2, k)?;
+        self.finish.arg_scalar(3, k)?;
+        let clear_wg = 64.min(self.rt.profile().max_work_group_size.max(1));
+        let launches = vec![
+            go(&mut self.clear, words.div_ceil(clear_wg), clear_wg)?,
+            go(&mut self.count, n_tiles, wg)?,
+            go(&mut self.keep, n_tiles, wg)?,
+            go(&mut self.finish, subs, wg)?,
+        ];
+        Ok(RadixLaunch { launches })
+    }
+}
+
+impl DeviceRadix {
+    /// Writes the tile tables for the cut `offs` unless they hold it already; the number of
+    /// tiles.
+    fn write_tables(&mut self, offs: &[usize]) -> Result<usize> {
+        let (tiles, first) = cut_tiles(offs, self.tile);
+        let n_tiles = tiles.len() / 3;
+        if n_tiles > self.kept.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{n_tiles} tiles on buffers made for {}",
+                self.kept.len()
+            )));
+        }
+        if self.tables_for != offs {
+            self.tables_for.clear();
+            let mut map = self.tiles.map_range_for_overwrite(0, tiles.len())?;
+            map.copy_from_slice(&tiles);
+            map.unmap()?;
+            let mut map = self.first_tile.map_range_for_overwrite(0, first.len())?;
+            map.copy_from_slice(&first);
+            map.unmap()?;
+            self.tables_for.extend_from_slice(offs);
+        }
+        Ok(n_tiles)
+    }
+}
+
+/// Cuts every sub-list at `offs` into tiles of at most `tile` keys, as even as possible:
+/// (sub-list, first key, end) per tile, and each sub-list's first tile (and the end).
+fn cut_tiles(offs: &[usize], tile: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut tiles = Vec::new();
+    let mut first = Vec::with_capacity(offs.len());
+    for (s, w) in offs.windows(2).enumerate() {
+        first.push((tiles.len() / 3) as u32);
+        let len = w[1] - w[0];
+        let parts = len.div_ceil(tile).max(1);
+        for p in 0..parts {
+            tiles.extend([
+                s as u32,
+                (w[0] + len * p / parts) as u32,
+                (w[0] + len * (p + 1) / parts) as u32,
+            ]);
+        }
+    }
+    first.push((tiles.len() / 3) as u32);
+    (tiles, first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_tiles;
+
+    #[test]
+    fn tiles_cover_every_key_once_and_stay_within_the_size() {
+        for tile in [1usize, 3, 64, 1000] {
+            let offs = [0usize, 1, 65, 1065, 1066, 5000];
+            let (tiles, first) = cut_tiles(&offs, tile);
+            assert_eq!(first.len(), offs.len());
+            let mut next = 0u32;
+            for (t, row) in tiles.chunks(3).enumerate() {
+                let s = row[0] as usize;
+                assert!(first[s] as usize <= t && t < first[s + 1] as usize);
+                assert_eq!(row[1], next, "tile {t} starts where the last ended");
+                assert!(row[2] > row[1] && (row[2] - row[1]) as usize <= tile);
+                next = row[2];
+            }
+            assert_eq!(next as usize, *offs.last().unwrap());
+        }
+    }
+}
