@@ -94,8 +94,9 @@ struct Args {
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
-    /// Device work-group size: a power of two ≥ d (default on a GPU: max(d, 32) for the
-    /// single-item kernel, max(d, 64) for the reduction; max(d, 16) on a CPU device).
+    /// Device work-group size: a power of two ≥ d (default for the heap on a GPU: max(d, 32)
+    /// for the single-item kernel, max(d, 64) for the reduction; max(d, 16) on a CPU device;
+    /// 256 for radix).
     #[arg(long)]
     work_group: Option<usize>,
     /// How the device kernel runs an update-key: single (one work-item, no barriers inside)

@@ -30,74 +30,161 @@
 
 #define RADIX_BUCKETS 256
 
-/* After a counting pass (every work-item calls it): work-item 0 walks the histogram to the
- * bucket holding `*rank`, fixing the digit at `shift`; every work-item then takes the new
- * prefix, mask and rank within the bucket. The first barrier ends the counting, the second
- * publishes the choice; `chosen` is written again only after two more barriers. */
-inline void radix_fix(__local const uint *hist, __local uint *chosen, uint *prefix,
-                      uint *mask, uint *rank, int shift) {
+/* Candidates at most this many are ranked directly in local memory instead of by more digit
+ * passes: each work-item takes some of them and counts the candidates below and equal to
+ * each (RANK_CAP^2 / WG comparisons per work-item at most). */
+#define RANK_CAP 256
+
+/* Work-items that take part in the bucket pick: one per bucket, or fewer with B each. */
+#define PICKERS (WG < RADIX_BUCKETS ? WG : RADIX_BUCKETS)
+#define PER_PICKER (RADIX_BUCKETS / PICKERS)
+
+/* The state a work-group shares in local memory while it fixes digits. */
+typedef struct {
+    uint hist[RADIX_BUCKETS];
+    uint scan[PICKERS];
+    uint chosen[4]; /* prefix, mask, rank within the bucket, keys in the bucket */
+    uint kept;
+    uint answer;
+    uint cand[RANK_CAP];
+} radix_local;
+
+/* After a counting pass (every work-item calls it): finds the bucket holding `*rank` and
+ * fixes the digit at `shift`; every work-item then takes the new prefix, mask and rank
+ * within the bucket, and returns how many keys the bucket holds. The pick is parallel:
+ * each picker sums PER_PICKER buckets, an inclusive scan (Hillis-Steele, log2(PICKERS)
+ * steps) over the sums finds the one picker whose range holds the rank, and it walks its
+ * own buckets. The first barrier ends the counting, the last publishes the choice; `chosen`
+ * is written again only after later barriers. */
+inline uint radix_fix(__local radix_local *l, uint *prefix, uint *mask, uint *rank, int shift) {
+    const uint lid = get_local_id(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0) {
-        uint below = 0u, b = 0u;
-        for (; b < RADIX_BUCKETS - 1; ++b) {
-            if (below + hist[b] > *rank) break;
-            below += hist[b];
-        }
-        chosen[0] = *prefix | (b << shift);
-        chosen[1] = *mask | (0xffu << shift);
-        chosen[2] = *rank - below;
+    uint own = 0u;
+    if (lid < PICKERS) {
+        for (uint j = 0; j < PER_PICKER; ++j) own += l->hist[lid * PER_PICKER + j];
+        l->scan[lid] = own;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    *prefix = chosen[0];
-    *mask = chosen[1];
-    *rank = chosen[2];
+    for (uint off = 1; off < PICKERS; off <<= 1) {
+        uint add = (lid < PICKERS && lid >= off) ? l->scan[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < PICKERS) l->scan[lid] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid < PICKERS) {
+        uint below = l->scan[lid] - own;
+        if (below <= *rank && *rank < l->scan[lid]) {
+            uint b = lid * PER_PICKER;
+            for (; b < lid * PER_PICKER + PER_PICKER - 1; ++b) {
+                if (below + l->hist[b] > *rank) break;
+                below += l->hist[b];
+            }
+            l->chosen[0] = *prefix | (b << shift);
+            l->chosen[1] = *mask | (0xffu << shift);
+            l->chosen[2] = *rank - below;
+            l->chosen[3] = l->hist[b];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    *prefix = l->chosen[0];
+    *mask = l->chosen[1];
+    *rank = l->chosen[2];
+    return l->chosen[3];
 }
+
+/* Ranks the candidates gathered in l->cand (l->kept of them, at most RANK_CAP, every one
+ * matching the digits fixed so far): the one with `rank` candidates below it (ties broken
+ * by count) is the answer, in its unsigned image. Every work-item calls it after a barrier
+ * that ended the gathering. */
+inline uint radix_rank(__local radix_local *l, uint rank) {
+    const uint c = l->kept;
+    for (uint j = get_local_id(0); j < c; j += WG) {
+        const uint v = l->cand[j];
+        uint below = 0u, equal = 0u;
+        for (uint i = 0; i < c; ++i) {
+            below += l->cand[i] < v;
+            equal += l->cand[i] == v;
+        }
+        if (below <= rank && rank < below + equal) l->answer = v; /* equal values: same v */
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return l->answer;
+}
+
+inline void radix_zero(__local radix_local *l) {
+    for (uint b = get_local_id(0); b < RADIX_BUCKETS; b += WG) l->hist[b] = 0u;
+    if (get_local_id(0) == 0) l->kept = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* Gathers the keys of `from[start..end)` (in unsigned image if `image`, else raw keys mapped
+ * on the way) that match prefix under mask into l->cand: the caller knows there are at most
+ * RANK_CAP. */
+#define RADIX_GATHER(LOAD, start, end)                                                   \
+    do {                                                                                 \
+        for (uint i = (start) + get_local_id(0); i < (end); i += WG) {                   \
+            uint v = LOAD(i);                                                            \
+            if ((v & mask) == prefix) l->cand[atomic_inc(&l->kept)] = v;                 \
+        }                                                                                \
+    } while (0)
+
+#define KEY_IMAGE(i) ((uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u)
+#define SCRATCH_IMAGE(i) (scratch[i])
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void kselect_radix(__global const int *keys, __global const uint *offsets, uint k,
                    __global int *answers, __global uint *scratch) {
-    __local uint hist[RADIX_BUCKETS];
-    __local uint chosen[3]; /* prefix, mask, rank within the bucket */
-    __local uint kept;
+    __local radix_local l_;
+    __local radix_local *l = &l_;
     const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint start = offsets[g];
     const uint end = offsets[g + 1];
     uint prefix = 0u, mask = 0u, rank = k - 1u;
     /* Pass 1: the top digit over every key. */
-    for (uint b = lid; b < RADIX_BUCKETS; b += WG) hist[b] = 0u;
-    if (lid == 0) kept = 0u;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = start + lid; i < end; i += WG) {
-        uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
-        atomic_inc(&hist[v >> 24]);
+    radix_zero(l);
+    for (uint i = start + lid; i < end; i += WG) atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
+    uint c = radix_fix(l, &prefix, &mask, &rank, 24);
+    radix_zero(l);
+    if (c <= RANK_CAP) {
+        /* Few candidates (spread-out keys in short sub-lists): rank them directly. */
+        RADIX_GATHER(KEY_IMAGE, start, end);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint v = radix_rank(l, rank);
+        if (lid == 0) answers[g] = (int)(v ^ 0x80000000u);
+        return;
     }
-    radix_fix(hist, chosen, &prefix, &mask, &rank, 24);
     /* Pass 2: keep the k-th's bucket in the group's slice of scratch, counting its second
-     * digit on the way; the last two digits read only the kept keys. */
-    for (uint b = lid; b < RADIX_BUCKETS; b += WG) hist[b] = 0u;
-    barrier(CLK_LOCAL_MEM_FENCE);
+     * digit on the way; the later digits read only the kept keys. */
     for (uint i = start + lid; i < end; i += WG) {
-        uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
+        uint v = KEY_IMAGE(i);
         if ((v & mask) == prefix) {
-            scratch[start + atomic_inc(&kept)] = v;
-            atomic_inc(&hist[(v >> 16) & 0xffu]);
+            scratch[start + atomic_inc(&l->kept)] = v;
+            atomic_inc(&l->hist[(v >> 16) & 0xffu]);
         }
     }
-    radix_fix(hist, chosen, &prefix, &mask, &rank, 16);
-    const uint stop = start + kept;
+    c = radix_fix(l, &prefix, &mask, &rank, 16);
+    const uint stop = start + l->kept;
     /* The kept keys are read by other work-items than wrote them. */
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    for (int shift = 8; shift >= 0; shift -= 8) {
-        for (uint b = lid; b < RADIX_BUCKETS; b += WG) hist[b] = 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
+    for (int shift = 8; shift >= 0 && c > RANK_CAP; shift -= 8) {
+        radix_zero(l);
         for (uint i = start + lid; i < stop; i += WG) {
             uint v = scratch[i];
-            if ((v & mask) == prefix) atomic_inc(&hist[(v >> shift) & 0xffu]);
+            if ((v & mask) == prefix) atomic_inc(&l->hist[(v >> shift) & 0xffu]);
         }
-        radix_fix(hist, chosen, &prefix, &mask, &rank, shift);
+        c = radix_fix(l, &prefix, &mask, &rank, shift);
     }
-    if (lid == 0) answers[g] = (int)(prefix ^ 0x80000000u);
+    if (c > RANK_CAP) {
+        /* Every digit fixed: the prefix is the answer. */
+        if (lid == 0) answers[g] = (int)(prefix ^ 0x80000000u);
+        return;
+    }
+    radix_zero(l);
+    RADIX_GATHER(SCRATCH_IMAGE, start, stop);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint v = radix_rank(l, rank);
+    if (lid == 0) answers[g] = (int)(v ^ 0x80000000u);
 }
 
 /* The tiled form. The host cuts every sub-list into tiles; tiles[3t..3t+2] = (sub-list,
@@ -128,86 +215,89 @@ __kernel void radix_clear(__global uint *hist, uint words) {
 }
 
 /* Loads a global histogram into local memory (radix_fix's first barrier publishes it). */
-inline void radix_load(__local uint *hist, __global const uint *from) {
-    for (uint b = get_local_id(0); b < RADIX_BUCKETS; b += WG) hist[b] = from[b];
+inline void radix_load(__local radix_local *l, __global const uint *from) {
+    for (uint b = get_local_id(0); b < RADIX_BUCKETS; b += WG) l->hist[b] = from[b];
 }
 
 /* Adds a local histogram to a global one (after a barrier ending the counting). */
-inline void radix_publish(__local const uint *hist, __global uint *to) {
+inline void radix_publish(__local radix_local *l, __global uint *to) {
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint b = get_local_id(0); b < RADIX_BUCKETS; b += WG) {
-        if (hist[b] != 0u) atomic_add(&to[b], hist[b]);
+        if (l->hist[b] != 0u) atomic_add(&to[b], l->hist[b]);
     }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_count(__global const int *keys, __global const uint *tiles, __global uint *hist) {
-    __local uint local_hist[RADIX_BUCKETS];
+    __local radix_local l_;
+    __local radix_local *l = &l_;
     const uint t = get_group_id(0);
-    const uint lid = get_local_id(0);
     const uint sub = tiles[3 * t], start = tiles[3 * t + 1], end = tiles[3 * t + 2];
-    for (uint b = lid; b < RADIX_BUCKETS; b += WG) local_hist[b] = 0u;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = start + lid; i < end; i += WG) {
-        uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
-        atomic_inc(&local_hist[v >> 24]);
-    }
-    radix_publish(local_hist, hist + 2 * RADIX_BUCKETS * sub);
+    radix_zero(l);
+    for (uint i = start + get_local_id(0); i < end; i += WG)
+        atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
+    radix_publish(l, hist + 2 * RADIX_BUCKETS * sub);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_keep(__global const int *keys, __global const uint *tiles, uint k,
                 __global uint *hist, __global uint *scratch, __global uint *kept) {
-    __local uint local_hist[RADIX_BUCKETS];
-    __local uint chosen[3];
-    __local uint count;
+    __local radix_local l_;
+    __local radix_local *l = &l_;
     const uint t = get_group_id(0);
-    const uint lid = get_local_id(0);
     const uint sub = tiles[3 * t], start = tiles[3 * t + 1], end = tiles[3 * t + 2];
     __global uint *h = hist + 2 * RADIX_BUCKETS * sub;
     uint prefix = 0u, mask = 0u, rank = k - 1u;
-    radix_load(local_hist, h);
-    radix_fix(local_hist, chosen, &prefix, &mask, &rank, 24);
-    for (uint b = lid; b < RADIX_BUCKETS; b += WG) local_hist[b] = 0u;
-    if (lid == 0) count = 0u;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = start + lid; i < end; i += WG) {
-        uint v = (uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u;
+    radix_load(l, h);
+    radix_fix(l, &prefix, &mask, &rank, 24);
+    radix_zero(l);
+    for (uint i = start + get_local_id(0); i < end; i += WG) {
+        uint v = KEY_IMAGE(i);
         if ((v & mask) == prefix) {
-            scratch[start + atomic_inc(&count)] = v;
-            atomic_inc(&local_hist[(v >> 16) & 0xffu]);
+            scratch[start + atomic_inc(&l->kept)] = v;
+            atomic_inc(&l->hist[(v >> 16) & 0xffu]);
         }
     }
-    radix_publish(local_hist, h + RADIX_BUCKETS);
-    if (lid == 0) kept[t] = count;
+    radix_publish(l, h + RADIX_BUCKETS);
+    if (get_local_id(0) == 0) kept[t] = l->kept;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_finish(__global const uint *scratch, __global const uint *tiles,
                   __global const uint *first_tile, uint k, __global const uint *hist,
                   __global const uint *kept, __global int *answers) {
-    __local uint local_hist[RADIX_BUCKETS];
-    __local uint chosen[3];
+    __local radix_local l_;
+    __local radix_local *l = &l_;
     const uint sub = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint t0 = first_tile[sub], t1 = first_tile[sub + 1];
     __global const uint *h = hist + 2 * RADIX_BUCKETS * sub;
     uint prefix = 0u, mask = 0u, rank = k - 1u;
-    radix_load(local_hist, h);
-    radix_fix(local_hist, chosen, &prefix, &mask, &rank, 24);
-    radix_load(local_hist, h + RADIX_BUCKETS);
-    radix_fix(local_hist, chosen, &prefix, &mask, &rank, 16);
-    for (int shift = 8; shift >= 0; shift -= 8) {
-        for (uint b = lid; b < RADIX_BUCKETS; b += WG) local_hist[b] = 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
+    radix_load(l, h);
+    radix_fix(l, &prefix, &mask, &rank, 24);
+    radix_load(l, h + RADIX_BUCKETS);
+    uint c = radix_fix(l, &prefix, &mask, &rank, 16);
+    for (int shift = 8; shift >= 0 && c > RANK_CAP; shift -= 8) {
+        radix_zero(l);
         for (uint t = t0; t < t1; ++t) {
             const uint start = tiles[3 * t + 1], stop = start + kept[t];
             for (uint i = start + lid; i < stop; i += WG) {
                 uint v = scratch[i];
-                if ((v & mask) == prefix) atomic_inc(&local_hist[(v >> shift) & 0xffu]);
+                if ((v & mask) == prefix) atomic_inc(&l->hist[(v >> shift) & 0xffu]);
             }
         }
-        radix_fix(local_hist, chosen, &prefix, &mask, &rank, shift);
+        c = radix_fix(l, &prefix, &mask, &rank, shift);
     }
-    if (lid == 0) answers[sub] = (int)(prefix ^ 0x80000000u);
+    if (c > RANK_CAP) {
+        if (lid == 0) answers[sub] = (int)(prefix ^ 0x80000000u);
+        return;
+    }
+    radix_zero(l);
+    for (uint t = t0; t < t1; ++t) {
+        const uint start = tiles[3 * t + 1], stop = start + kept[t];
+        RADIX_GATHER(SCRATCH_IMAGE, start, stop);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint v = radix_rank(l, rank);
+    if (lid == 0) answers[sub] = (int)(v ^ 0x80000000u);
 }

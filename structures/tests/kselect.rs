@@ -482,7 +482,7 @@ fn radix_select_on(t: asym_runtime::Transport) {
 /// adversarial patterns, k = 1 and k = length, sub-lists shorter than a work-group and longer
 /// than one, a buffer written by a kernel, both transports, the cached buffers reused and
 /// replaced when the cut changes, and the tiled form (tiles of 256 and 1000 keys) against the
-/// one-group form.
+/// one-group form, on work-groups of 256 and 64.
 #[test]
 fn select_svm_matches_select_nth_on_resident_keys() {
     for t in common::transports() {
@@ -495,7 +495,11 @@ fn select_svm_matches_select_nth_on_resident_keys() {
 fn select_svm_on(t: asym_runtime::Transport, tile: usize) {
     let mut rng = rand::rngs::StdRng::from_entropy();
     {
-        let sel = common::selector(t, 8).with_radix_tile(tile).unwrap();
+        // Tiles of 1000 keys on work-groups of 64 (4 buckets per picker), the rest on 256.
+        let mut sel = common::selector(t, 8).with_radix_tile(tile).unwrap();
+        if tile == 1000 {
+            sel = sel.with_work_group(64).unwrap();
+        }
         let rt = sel.runtime().unwrap().clone();
         for len in [1usize, 7, 255, 256, 1000, 1001, 5000] {
             let n = len * 5;

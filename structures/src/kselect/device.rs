@@ -165,7 +165,7 @@ impl DevicePlan {
             .max(p.compute_units as usize * 4)
             .clamp(1, n);
         if method == Strategy::Radix {
-            let wg = radix_work_group(rt)?;
+            let wg = radix_work_group(rt, wg)?;
             return Ok(DevicePlan {
                 rt: rt.clone(),
                 method,

@@ -23,9 +23,10 @@ pub(super) const DEFAULT_TILE: usize = 1 << 16;
 /// Counters per sub-list in the global histograms (two digits of 256 buckets).
 const HIST_WORDS: usize = 512;
 
-/// The radix kernel's work-group size on `rt`'s device, checked against its limits.
-pub(super) fn radix_work_group(rt: &Runtime) -> Result<usize> {
-    let wg = RADIX_WG.min(rt.profile().max_work_group_size).max(1);
+/// The radix kernel's work-group size on `rt`'s device (`requested`, else 256 or the
+/// device's limit), checked against its limits.
+pub(super) fn radix_work_group(rt: &Runtime, requested: Option<usize>) -> Result<usize> {
+    let wg = requested.unwrap_or_else(|| RADIX_WG.min(rt.profile().max_work_group_size).max(1));
     rt.check_work_group(wg, "run radix select")?;
     Ok(wg)
 }

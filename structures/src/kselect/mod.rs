@@ -493,7 +493,8 @@ impl KSelector {
         self.strategy
     }
 
-    /// Overrides the device work-group size (a power of two ≥ d).
+    /// Overrides the device work-group size (a power of two ≥ d) of both device methods
+    /// (default: see `batch_kselect --help`; 256 for radix).
     pub fn with_work_group(mut self, wg: usize) -> Result<Self> {
         if !wg.is_power_of_two() || wg < self.d {
             return Err(Error::InvalidArgument(format!(

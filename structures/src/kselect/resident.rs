@@ -23,7 +23,8 @@ pub(super) struct ResidentCache(Mutex<Option<ResidentBuffers>>);
 
 struct ResidentBuffers {
     offs: Vec<usize>,
-    /// The key type's build options and the tile size the kernels were made for.
+    /// The build options (key type, work-group size) and the tile size the kernels were made
+    /// for.
     made_for: (String, usize),
     radix: DeviceRadix,
     offsets: SvmBuffer<u32>,
@@ -51,8 +52,8 @@ impl KSelector {
                 keys.len()
             )));
         }
-        let wg = radix_work_group(rt)?;
-        let made_for = (K::KEY_MAP.to_string(), self.radix_tile);
+        let wg = radix_work_group(rt, self.work_group)?;
+        let made_for = (radix_options::<K>(wg), self.radix_tile);
         let started = Instant::now();
         let mut cache = self
             .resident
@@ -65,7 +66,7 @@ impl KSelector {
         {
             // Free the old buffers before making new ones.
             *cache = None;
-            let program = radix_program(rt, &radix_options::<K>(wg))?;
+            let program = radix_program(rt, &made_for.0)?;
             *cache = Some(buffers(rt, &program, wg, offs, made_for)?);
         }
         let bufs = cache.as_mut().expect("filled above");
