@@ -53,7 +53,8 @@ struct Args {
     coop: String,
     /// Selection strategies, each its own rows: heap (the ad-heap seed's d-heaps, every mode),
     /// radix (MSD radix select, on both kinds of cores), auto (the method measured fastest on
-    /// each side: radix on both); comma-separated, or all.
+    /// each side: on the CPU the heap for small k, radix elsewhere; radix on the device);
+    /// comma-separated, or all.
     #[arg(long, default_value = "heap,auto")]
     strategy: String,
     /// Also select from keys resident in SVM (uploaded once, untimed): the device radix

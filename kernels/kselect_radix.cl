@@ -129,6 +129,9 @@ inline void radix_zero(__local radix_local *l) {
     } while (0)
 
 #define KEY_IMAGE(i) ((uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u)
+
+/* Keys per work-item a sub-list may have to be held in registers (kselect_radix). */
+#define KEEP 8
 #define SCRATCH_IMAGE(i) (scratch[i])
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -140,15 +143,39 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
     const uint lid = get_local_id(0);
     const uint start = offsets[g];
     const uint end = offsets[g + 1];
+    const uint len = end - start;
     uint prefix = 0u, mask = 0u, rank = k - 1u;
+    /* A sub-list of at most KEEP keys per work-item is read once, into registers (its
+     * KEEP loads in flight together); a longer one is read in strided loops. */
+    const bool in_regs = len <= KEEP * WG;
+    uint mine[KEEP];
     /* Pass 1: the top digit over every key. */
     radix_zero(l);
-    for (uint i = start + lid; i < end; i += WG) atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
+    if (in_regs) {
+#pragma unroll
+        for (uint j = 0; j < KEEP; ++j) {
+            const uint i = lid + j * WG;
+            mine[j] = i < len ? KEY_IMAGE(start + i) : 0u;
+        }
+#pragma unroll
+        for (uint j = 0; j < KEEP; ++j)
+            if (lid + j * WG < len) atomic_inc(&l->hist[mine[j] >> 24]);
+    } else {
+#pragma unroll 4
+        for (uint i = start + lid; i < end; i += WG) atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
+    }
     uint c = radix_fix(l, &prefix, &mask, &rank, 24);
     radix_zero(l);
     if (c <= RANK_CAP) {
         /* Few candidates (spread-out keys in short sub-lists): rank them directly. */
-        RADIX_GATHER(KEY_IMAGE, start, end);
+        if (in_regs) {
+#pragma unroll
+            for (uint j = 0; j < KEEP; ++j)
+                if (lid + j * WG < len && (mine[j] & mask) == prefix)
+                    l->cand[atomic_inc(&l->kept)] = mine[j];
+        } else {
+            RADIX_GATHER(KEY_IMAGE, start, end);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
         uint v = radix_rank(l, rank);
         if (lid == 0) answers[g] = (int)(v ^ 0x80000000u);
@@ -156,11 +183,23 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
     }
     /* Pass 2: keep the k-th's bucket in the group's slice of scratch, counting its second
      * digit on the way; the later digits read only the kept keys. */
-    for (uint i = start + lid; i < end; i += WG) {
-        uint v = KEY_IMAGE(i);
-        if ((v & mask) == prefix) {
-            scratch[start + atomic_inc(&l->kept)] = v;
-            atomic_inc(&l->hist[(v >> 16) & 0xffu]);
+    if (in_regs) {
+#pragma unroll
+        for (uint j = 0; j < KEEP; ++j) {
+            const uint v = mine[j];
+            if (lid + j * WG < len && (v & mask) == prefix) {
+                scratch[start + atomic_inc(&l->kept)] = v;
+                atomic_inc(&l->hist[(v >> 16) & 0xffu]);
+            }
+        }
+    } else {
+#pragma unroll 4
+        for (uint i = start + lid; i < end; i += WG) {
+            uint v = KEY_IMAGE(i);
+            if ((v & mask) == prefix) {
+                scratch[start + atomic_inc(&l->kept)] = v;
+                atomic_inc(&l->hist[(v >> 16) & 0xffu]);
+            }
         }
     }
     c = radix_fix(l, &prefix, &mask, &rank, 16);
@@ -234,6 +273,7 @@ void radix_count(__global const int *keys, __global const uint *tiles, __global 
     const uint t = get_group_id(0);
     const uint sub = tiles[3 * t], start = tiles[3 * t + 1], end = tiles[3 * t + 2];
     radix_zero(l);
+#pragma unroll 4
     for (uint i = start + get_local_id(0); i < end; i += WG)
         atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
     radix_publish(l, hist + 2 * RADIX_BUCKETS * sub);
@@ -251,6 +291,7 @@ void radix_keep(__global const int *keys, __global const uint *tiles, uint k,
     radix_load(l, h);
     radix_fix(l, &prefix, &mask, &rank, 24);
     radix_zero(l);
+#pragma unroll 4
     for (uint i = start + get_local_id(0); i < end; i += WG) {
         uint v = KEY_IMAGE(i);
         if ((v & mask) == prefix) {

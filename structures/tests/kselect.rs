@@ -320,8 +320,8 @@ fn bad_inputs_are_errors_not_panics() {
 /// one counter) against `select_nth_unstable`: every key type (floats with -0.0, NaNs and
 /// infinities in `total_cmp` order), every pattern, keys that share every digit but the
 /// last, k = 1 and k = length, lengths that are not powers of two and shorter than a
-/// work-group, sub-lists given by offsets, both transports; `Auto` runs radix on both sides
-/// and says so.
+/// work-group, sub-lists given by offsets, both transports; `Auto` runs radix on the device
+/// and the method its rule picks on the latency threads, and says so.
 #[test]
 fn radix_select_matches_select_nth_and_reports_what_ran() {
     for t in common::transports() {
@@ -362,7 +362,8 @@ fn radix_select_on(t: asym_runtime::Transport) {
                         assert_eq!(got, want, "{t} {what} {mode} {name} len {len} k {k}");
                         assert_eq!(stats.cpu_sublists + stats.device_sublists, 7);
                         if stats.cpu_sublists > 0 {
-                            assert_eq!(stats.cpu_strategy, Some(Strategy::Radix), "{mode}");
+                            let method = sel.strategy().on_cpu(len, k);
+                            assert_eq!(stats.cpu_strategy, Some(method), "{what} {mode}");
                         }
                         if stats.device_sublists > 0 {
                             assert_eq!(stats.device_strategy, Some(Strategy::Radix), "{mode}");
@@ -475,6 +476,12 @@ fn radix_select_on(t: asym_runtime::Transport) {
         assert!(matches!(e, Error::Unsupported { .. }), "{c}: {e}");
     }
     assert_eq!("radix".parse::<Strategy>().unwrap(), Strategy::Radix);
+    // Auto's rule on the latency threads: the heap where few keys reach it.
+    assert_eq!(Strategy::Auto.on_cpu(1 << 17, 1), Strategy::Heap);
+    assert_eq!(Strategy::Auto.on_cpu(1 << 17, 16), Strategy::Heap);
+    assert_eq!(Strategy::Auto.on_cpu(2048, 16), Strategy::Radix);
+    assert_eq!(Strategy::Auto.on_cpu(1 << 21, 1 << 17), Strategy::Radix);
+    assert_eq!(Strategy::Radix.on_cpu(1 << 17, 1), Strategy::Radix);
     assert!("quick".parse::<Strategy>().is_err());
 }
 

@@ -156,7 +156,8 @@ pub enum Strategy {
     /// reading keys already in SVM with [`KSelector::select_svm`]); Cooperative by amount
     /// runs it on both sides. Cooperation by kind shares ad-heaps and refuses it.
     Radix,
-    /// The method measured fastest on each side: radix on the latency threads and on the
+    /// The method measured fastest on each side: on the latency threads the heap for small
+    /// k (few keys reach the heap: [`Strategy::on_cpu`]) and radix elsewhere, radix on the
     /// device (see docs/BENCHMARKS.md); the bridge cooperations keep the heap.
     #[default]
     Auto,
@@ -175,11 +176,28 @@ impl Strategy {
         }
     }
 
-    /// The method the latency threads run.
-    fn on_cpu(self) -> Strategy {
+    /// The method the latency threads run on sub-lists of `len` keys (on average) for `k`:
+    /// `Auto` takes the heap where few keys reach it, radix elsewhere.
+    ///
+    /// The heap reads every key once and updates for about k·(1 + ln(len/k)) of them (the
+    /// expected number of keys smaller than the k-th smallest seen so far); radix reads
+    /// every key twice and does more per key. Measured on the dev machine (2 threads, 2^22
+    /// keys): per thread the heap costs about 0.2 ns per key plus 30 ns per update, radix
+    /// about 0.6 ns per key, so the heap wins where k·(1 + ln(len/k)) < len/75 (k = 1 at
+    /// any length: 3-4x; k = 16 at 2^17: 3x; k = 16 at 2^11 and k = 0.1·len everywhere:
+    /// radix).
+    pub fn on_cpu(self, len: usize, k: usize) -> Strategy {
         match self {
             Strategy::Heap => Strategy::Heap,
-            Strategy::Radix | Strategy::Auto => Strategy::Radix,
+            Strategy::Radix => Strategy::Radix,
+            Strategy::Auto => {
+                let (len, k) = (len.max(1) as f64, k.max(1) as f64);
+                if k * (1.0 + (len / k).max(1.0).ln()) < len / 75.0 {
+                    Strategy::Heap
+                } else {
+                    Strategy::Radix
+                }
+            }
         }
     }
 
@@ -387,7 +405,11 @@ struct Learned {
 /// Who does a selection's work. CpuOnly and GpuOnly always run one side alone; Cooperative by
 /// amount picks from what earlier calls measured for the same sub-list length: the split,
 /// unless a side alone was measured faster than the split (by more than 3 %; host memory
-/// bandwidth can make both sides slow each other down), or the device would sit out.
+/// bandwidth and the staging copies' cores make both sides slow each other down), or the
+/// device would sit out. A split that was measured before either side alone is followed by
+/// one call with the latency threads alone (and one with the device alone where the device
+/// outran the latency threads during the split), so Cooperative learns the better single
+/// side without a CpuOnly or GpuOnly call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CoopPlan {
     CpuAlone = 0,
@@ -398,6 +420,12 @@ enum CoopPlan {
 impl Learned {
     fn coop_plan(&self) -> CoopPlan {
         let [cpu, dev, split] = self.whole_keys_per_s;
+        if split > 0.0 && cpu == 0.0 {
+            return CoopPlan::CpuAlone;
+        }
+        if split > 0.0 && dev == 0.0 && self.dev_keys_per_s > cpu {
+            return CoopPlan::DeviceAlone;
+        }
         let (best, rate) = if dev > cpu {
             (CoopPlan::DeviceAlone, dev)
         } else {
@@ -408,6 +436,38 @@ impl Learned {
         } else {
             CoopPlan::Split
         }
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::{CoopPlan, Learned};
+
+    /// Cooperative splits first, then measures the latency threads alone, then the device
+    /// alone only where it outran them during the split, then keeps the fastest.
+    #[test]
+    fn cooperative_explores_each_side_once_then_keeps_the_fastest() {
+        let mut l = Learned::default();
+        assert_eq!(l.coop_plan(), CoopPlan::Split);
+        l.whole_keys_per_s[CoopPlan::Split as usize] = 100.0;
+        l.dev_keys_per_s = 50.0;
+        assert_eq!(l.coop_plan(), CoopPlan::CpuAlone);
+        l.whole_keys_per_s[CoopPlan::CpuAlone as usize] = 120.0;
+        assert_eq!(
+            l.coop_plan(),
+            CoopPlan::CpuAlone,
+            "the device was slower: no try"
+        );
+        l.dev_keys_per_s = 200.0;
+        assert_eq!(
+            l.coop_plan(),
+            CoopPlan::DeviceAlone,
+            "the device was faster: try it"
+        );
+        l.whole_keys_per_s[CoopPlan::DeviceAlone as usize] = 90.0;
+        assert_eq!(l.coop_plan(), CoopPlan::CpuAlone);
+        l.whole_keys_per_s[CoopPlan::Split as usize] = 121.0;
+        assert_eq!(l.coop_plan(), CoopPlan::Split, "within 3 %: keep splitting");
     }
 }
 
@@ -717,7 +777,7 @@ impl KSelector {
             claims: &claims,
             progress: &progress,
             cpu_threads: self.pool.len(),
-            cpu_strategy: strategy.on_cpu(),
+            cpu_strategy: strategy.on_cpu(data.len() / n, k),
             device_strategy: strategy.on_device(),
         };
         if strategy == Strategy::Radix
@@ -767,7 +827,7 @@ impl KSelector {
             }
             Mode::Cooperative => self.run_split(&job, hint, key, &mut stats)?,
         }
-        stats.cpu_strategy = (stats.cpu_sublists > 0).then(|| strategy.on_cpu());
+        stats.cpu_strategy = (stats.cpu_sublists > 0).then_some(job.cpu_strategy);
         stats.device_strategy = if stats.bridge_sublists > 0 {
             Some(Strategy::Heap)
         } else {
