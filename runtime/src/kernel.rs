@@ -245,7 +245,7 @@ impl Launch {
                     detail: String::new(),
                 });
             }
-            backoff.snooze();
+            backoff.snooze_within(deadline.waited());
         }
     }
 
