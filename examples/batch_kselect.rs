@@ -55,7 +55,7 @@ struct Args {
     /// radix (MSD radix select, on both kinds of cores), auto (the method measured fastest on
     /// each side: on the CPU the heap for small k, radix elsewhere; radix on the device);
     /// comma-separated, or all.
-    #[arg(long, default_value = "heap,auto")]
+    #[arg(long, default_value = "all")]
     strategy: String,
     /// Also select from keys resident in SVM (uploaded once, untimed): the device radix
     /// kernel reads them where they are (row gpu:radix-resident).
