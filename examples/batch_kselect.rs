@@ -323,6 +323,7 @@ impl Bench<'_> {
                     "cpu_sublists": r.stats.as_ref().map(|s| s.cpu_sublists),
                     "device_sublists": r.stats.as_ref().map(|s| s.device_sublists),
                     "bridge_sublists": r.stats.as_ref().map(|s| s.bridge_sublists),
+                    "split_sublists": r.stats.as_ref().map(|s| s.split_sublists),
                     "bridge_updates": r.stats.as_ref().map(|s| s.bridge_updates),
                     "launches": r.stats.as_ref().map(|s| s.launches),
                     "device_stages_ms": r.stats.as_ref().filter(|s| s.device_sublists > 0).map(|s| {
@@ -367,6 +368,7 @@ impl Bench<'_> {
             };
             let split = match (&r.stats, r.runner) {
                 (Some(s), Runner::Bridge(_)) => format!("{} shared", s.bridge_sublists),
+                (Some(s), _) if s.split_sublists > 0 => format!("{} split", s.split_sublists),
                 (Some(s), _) => format!("{}/{}", s.cpu_sublists, s.device_sublists),
                 _ => "rayon".into(),
             };

@@ -581,7 +581,7 @@ fn select_svm_on(t: asym_runtime::Transport, tile: usize) {
 
 /// Cooperative by amount with the split forced to its extremes and between them, for both
 /// strategies and both transports: every sub-list answered once, by the side the share
-/// says, and right; a share outside 0..=1 is refused.
+/// says (or by both, split by range), and right; a share outside 0..=1 is refused.
 #[test]
 fn cooperative_splits_forced_to_every_extreme() {
     let mut rng = rand::rngs::StdRng::from_entropy();
@@ -602,6 +602,16 @@ fn cooperative_splits_forced_to_every_extreme() {
                         .unwrap();
                     let what = format!("{t} {} {lists} x {len} share {share}", strategy.name());
                     assert_eq!(got, want, "{what}");
+                    // Radix on fewer long sub-lists than twice the threads: each is split
+                    // by range between the sides (unless the share gives one side all).
+                    let by_range = strategy == Strategy::Radix && lists < 6 && len >= 1 << 16;
+                    if by_range && share > 0.0 && share < 1.0 {
+                        assert_eq!(stats.split_sublists, lists, "{what}");
+                        assert_eq!(stats.cpu_sublists + stats.device_sublists, 0, "{what}");
+                        assert_eq!(stats.device_strategy, Some(strategy), "{what}");
+                        assert_eq!(stats.cpu_strategy, Some(strategy), "{what}");
+                        continue;
+                    }
                     let on_device = (lists as f64 * share).round() as usize;
                     assert_eq!(stats.device_sublists, on_device, "{what}");
                     assert_eq!(stats.cpu_sublists, lists - on_device, "{what}");
@@ -616,5 +626,65 @@ fn cooperative_splits_forced_to_every_extreme() {
         let pool = asym_runtime::LatencyPool::new(Default::default()).unwrap();
         let sel = asym_structures::KSelector::new(None, pool, 8).unwrap();
         assert!(sel.with_device_share(Some(bad)).is_err(), "{bad}");
+    }
+}
+
+/// Cooperative radix on few long sub-lists splits each by range between the device and the
+/// latency threads, one merged histogram per sub-list: against `select_nth_unstable` on every
+/// pattern (every candidate in one bucket, all equal, sorted both ways), k = 1, 0.1 · length
+/// and length, device shares from a sliver to most, several tiles per device range, both
+/// transports, and floats in total order.
+#[test]
+fn one_sub_list_split_by_range_across_both_sides() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        for (lists, len) in [(1usize, 1usize << 17), (2, 100_003)] {
+            let n = lists * len;
+            let mut cases = patterns(n, &mut rng);
+            cases.push((
+                "one bucket",
+                (0..n).map(|i| 0x0f00_0000 | (i as i32 & 0xffff)).collect(),
+            ));
+            let offs: Vec<usize> = (0..=lists).map(|i| i * len).collect();
+            for share in [0.01, 0.3, 0.7] {
+                let sel = common::selector_with_threads(t, 8, 3)
+                    .with_strategy(Strategy::Radix)
+                    .with_radix_tile(1000)
+                    .unwrap()
+                    .with_device_share(Some(share))
+                    .unwrap();
+                for (name, data) in &cases {
+                    for k in [1, len / 10, len] {
+                        let want = common::reference(data, &offs, k);
+                        let (got, stats) = sel
+                            .select_with_stats(data, &Sublists::Equal(len), k, Mode::Cooperative)
+                            .unwrap();
+                        let what = format!("{t} {name} {lists} x {len} share {share} k {k}");
+                        assert_eq!(got, want, "{what}");
+                        assert_eq!(stats.split_sublists, lists, "{what}");
+                    }
+                }
+            }
+        }
+        let floats: Vec<f32> = (0..1 << 17)
+            .map(|i| match i % 11 {
+                0 => -0.0,
+                1 => 0.0,
+                2 => f32::NAN,
+                3 => f32::NEG_INFINITY,
+                _ => rng.gen_range(-1e3f32..1e3),
+            })
+            .collect();
+        let sel = common::selector_with_threads(t, 8, 3)
+            .with_strategy(Strategy::Radix)
+            .with_device_share(Some(0.4))
+            .unwrap();
+        for k in [1, 5000, 1 << 17] {
+            let want = common::reference(&floats, &[0, 1 << 17], k);
+            let got = sel
+                .select(&floats, &Sublists::Equal(1 << 17), k, Mode::Cooperative)
+                .unwrap();
+            assert_eq!(got[0].to_bits(), want[0].to_bits(), "{t} f32 k {k}");
+        }
     }
 }

@@ -60,8 +60,9 @@ pub(super) struct DeviceRadix {
     hist: SvmBuffer<u32>,
     kept: SvmBuffer<u32>,
     max_subs: usize,
-    /// The cut the tile tables hold (empty: none yet).
+    /// The cut the tile tables hold (empty: none yet), and the tables themselves.
     tables_for: Vec<usize>,
+    tiles_host: Vec<u32>,
 }
 
 /// The buffers one radix launch reads and writes. Keys and scratch hold the sub-lists at
@@ -138,6 +139,7 @@ impl DeviceRadix {
             kept,
             max_subs,
             tables_for: Vec::new(),
+            tiles_host: Vec::new(),
             queue,
         })
     }
@@ -182,26 +184,15 @@ impl DeviceRadix {
     /// Enqueues the selection of the k-th of every sub-list at `offs` (relative to the keys
     /// buffer bound; the same cut the bound offsets buffer holds).
     pub(super) fn launch(&mut self, offs: &[usize], k: usize) -> Result<RadixLaunch> {
-        let subs = offs.len() - 1;
-        if subs > self.max_subs {
-            return Err(Error::InvalidArgument(format!(
-                "a radix launch of {subs} sub-lists on buffers made for {}",
-                self.max_subs
-            )));
-        }
+        let subs = self.check_subs(offs)?;
         let k = u32::try_from(k)
             .map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))?;
         let longest = offs.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
         let wg = self.wg;
-        let queue = self.queue.clone();
-        let go = |kernel: &mut Kernel, groups: usize, local: usize| match &queue {
-            Some(q) => kernel.launch_on(q, groups * local, Some(local)),
-            None => kernel.launch(groups * local, Some(local)),
-        };
         if self.tile == 0 || longest <= self.tile {
             self.whole.arg_scalar(2, k)?;
             return Ok(RadixLaunch {
-                launches: vec![go(&mut self.whole, subs, wg)?],
+                launches: vec![enqueue(&self.queue, &mut self.whole, subs, wg)?],
             });
         }
         let n_tiles = self.write_tables(offs)?;
@@ -209,12 +200,17 @@ impl DeviceRadix {
         self.clear.arg_scalar(1, words as u32)?;
         self.keep.arg_scalar(2, k)?;
         self.finish.arg_scalar(3, k)?;
-        let clear_wg = 64.min(self.rt.profile().max_work_group_size.max(1));
+        let clear_wg = self.clear_wg();
         let launches = vec![
-            go(&mut self.clear, words.div_ceil(clear_wg), clear_wg)?,
-            go(&mut self.count, n_tiles, wg)?,
-            go(&mut self.keep, n_tiles, wg)?,
-            go(&mut self.finish, subs, wg)?,
+            enqueue(
+                &self.queue,
+                &mut self.clear,
+                words.div_ceil(clear_wg),
+                clear_wg,
+            )?,
+            enqueue(&self.queue, &mut self.count, n_tiles, wg)?,
+            enqueue(&self.queue, &mut self.keep, n_tiles, wg)?,
+            enqueue(&self.queue, &mut self.finish, subs, wg)?,
         ];
         Ok(RadixLaunch { launches })
     }
@@ -241,8 +237,116 @@ impl DeviceRadix {
             map.copy_from_slice(&first);
             map.unmap()?;
             self.tables_for.extend_from_slice(offs);
+            self.tiles_host = tiles;
         }
         Ok(n_tiles)
+    }
+}
+
+/// The device's half of a sub-list split by range with the latency threads (Cooperative
+/// radix on few long sub-lists): the device counts the top digit of its ranges, the host
+/// merges those counts with its own and writes the merged histograms back, and the device
+/// keeps its ranges' keys of the k-th's bucket for the host to finish.
+impl DeviceRadix {
+    /// Counts the top digit of every sub-list at `offs` into the global histograms (the
+    /// tiled kernels at any length).
+    pub(super) fn launch_count(&mut self, offs: &[usize]) -> Result<RadixLaunch> {
+        let subs = self.check_subs(offs)?;
+        let n_tiles = self.write_tables(offs)?;
+        let words = HIST_WORDS * subs;
+        self.clear.arg_scalar(1, words as u32)?;
+        let clear_wg = self.clear_wg();
+        let launches = vec![
+            enqueue(
+                &self.queue,
+                &mut self.clear,
+                words.div_ceil(clear_wg),
+                clear_wg,
+            )?,
+            enqueue(&self.queue, &mut self.count, n_tiles, self.wg)?,
+        ];
+        Ok(RadixLaunch { launches })
+    }
+
+    /// The top-digit histogram of each of the `subs` sub-lists counted by
+    /// [`DeviceRadix::launch_count`] (after its launches finished).
+    pub(super) fn top_histograms(&mut self, subs: usize) -> Result<Vec<[u32; 256]>> {
+        let words = self.hist.read_range(0, HIST_WORDS * subs)?;
+        Ok(words
+            .chunks(HIST_WORDS)
+            .map(|c| {
+                let mut top = [0u32; 256];
+                top.copy_from_slice(&c[..256]);
+                top
+            })
+            .collect())
+    }
+
+    /// Writes the merged top-digit histograms (the device's counts and the host's) and keeps,
+    /// in each tile's range of scratch, the tile's keys in the bucket holding the `k`-th
+    /// (1-based) of its sub-list.
+    pub(super) fn launch_keep(&mut self, merged: &[[u32; 256]], k: usize) -> Result<RadixLaunch> {
+        let subs = merged.len();
+        let k = u32::try_from(k)
+            .map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))?;
+        let mut map = self.hist.map_range_for_overwrite(0, HIST_WORDS * subs)?;
+        for (words, top) in map.chunks_mut(HIST_WORDS).zip(merged) {
+            words[..256].copy_from_slice(top);
+            words[256..].fill(0);
+        }
+        map.unmap()?;
+        self.keep.arg_scalar(2, k)?;
+        let n_tiles = self.tiles_host.len() / 3;
+        let launches = vec![enqueue(&self.queue, &mut self.keep, n_tiles, self.wg)?];
+        Ok(RadixLaunch { launches })
+    }
+
+    /// After [`DeviceRadix::launch_keep`] finished: the keys each sub-list's tiles kept, by
+    /// sub-list (unsigned images, as the host's radix holds them).
+    pub(super) fn kept_keys(
+        &mut self,
+        scratch: &mut SvmBuffer<u32>,
+        subs: usize,
+    ) -> Result<Vec<Vec<u32>>> {
+        let n_tiles = self.tiles_host.len() / 3;
+        let kept = self.kept.read_range(0, n_tiles)?;
+        let mut out = vec![Vec::new(); subs];
+        for (row, &count) in self.tiles_host.chunks(3).zip(&kept) {
+            if count > 0 {
+                let keys = scratch.read_range(row[1] as usize, count as usize)?;
+                out[row[0] as usize].extend(keys);
+            }
+        }
+        Ok(out)
+    }
+
+    fn check_subs(&self, offs: &[usize]) -> Result<usize> {
+        let subs = offs.len().saturating_sub(1);
+        if subs == 0 || subs > self.max_subs {
+            return Err(Error::InvalidArgument(format!(
+                "a radix launch of {subs} sub-lists on buffers made for {}",
+                self.max_subs
+            )));
+        }
+        Ok(subs)
+    }
+
+    fn clear_wg(&self) -> usize {
+        64.min(self.rt.profile().max_work_group_size.max(1))
+    }
+}
+
+/// Enqueues `kernel` as `groups` work-groups of `local` on `queue` (the runtime's main queue
+/// when `None`).
+fn enqueue(
+    queue: &Option<Queue>,
+    kernel: &mut Kernel,
+    groups: usize,
+    local: usize,
+) -> Result<Launch> {
+    match queue {
+        Some(q) => kernel.launch_on(q, groups * local, Some(local)),
+        None => kernel.launch(groups * local, Some(local)),
     }
 }
 

@@ -246,6 +246,10 @@ pub struct SelectStats {
     pub local_heap_nodes: usize,
     /// Sub-lists done on ad-heaps, both kinds of cores together (Cooperative by kind).
     pub bridge_sublists: usize,
+    /// Sub-lists split by range between the latency threads and the device (Cooperative
+    /// radix on fewer long sub-lists than twice the latency threads), both sides working on
+    /// each.
+    pub split_sublists: usize,
     /// Update-keys done through a device bridge.
     pub bridge_updates: u64,
     /// Where the device's time went (GpuOnly and Cooperative by amount).
@@ -386,6 +390,8 @@ pub struct KSelector {
     stages: StageCache,
     /// The resident path's offsets and answers, kept while the cut stays the same.
     resident: resident::ResidentCache,
+    /// The range split's device buffers, kept while later calls fit in them.
+    range: range_split::RangeCache,
 }
 
 /// What earlier selections measured for one sub-list length bucket.
@@ -539,6 +545,7 @@ impl KSelector {
             learned: Default::default(),
             stages: Default::default(),
             resident: Default::default(),
+            range: Default::default(),
         })
     }
 
@@ -818,6 +825,9 @@ impl KSelector {
                 stats.bridge_updates = b.updates;
                 stats.launches = b.launches;
             }
+            Mode::Cooperative if self.range_splits(&job) => {
+                self.run_by_range(&job, hint, plan, key, &mut stats)?
+            }
             Mode::Cooperative if self.device_share.is_some() => {
                 let share = self.device_share.unwrap_or_default();
                 self.run_fixed_split(&job, share, &mut stats)?
@@ -827,17 +837,24 @@ impl KSelector {
             }
             Mode::Cooperative => self.run_split(&job, hint, key, &mut stats)?,
         }
-        stats.cpu_strategy = (stats.cpu_sublists > 0).then_some(job.cpu_strategy);
+        stats.cpu_strategy =
+            (stats.cpu_sublists + stats.split_sublists > 0).then_some(job.cpu_strategy);
         stats.device_strategy = if stats.bridge_sublists > 0 {
             Some(Strategy::Heap)
         } else {
-            (stats.device_sublists > 0).then_some(job.device_strategy)
+            (stats.device_sublists + stats.split_sublists > 0).then_some(job.device_strategy)
         };
-        let handled = stats.cpu_sublists + stats.device_sublists + stats.bridge_sublists;
+        let handled = stats.cpu_sublists
+            + stats.device_sublists
+            + stats.bridge_sublists
+            + stats.split_sublists;
         if handled != n {
             return Err(Error::Lost(format!(
-                "{handled} of {n} sub-lists were handled (cpu {}, device {}, bridge {})",
-                stats.cpu_sublists, stats.device_sublists, stats.bridge_sublists
+                "{handled} of {n} sub-lists were handled (cpu {}, device {}, bridge {}, split {})",
+                stats.cpu_sublists,
+                stats.device_sublists,
+                stats.bridge_sublists,
+                stats.split_sublists
             )));
         }
         Ok((
@@ -969,6 +986,51 @@ impl KSelector {
         let dev = dev?;
         stats.cpu_sublists = cpu?;
         stats.record_device(&dev);
+        Ok(())
+    }
+
+    /// Whether Cooperative by amount splits each sub-list by range instead of handing out
+    /// whole ones: radix on both sides and too few long sub-lists to go round the latency
+    /// threads (as [`KSelector::split_sublists`] shares them on the CPU alone).
+    fn range_splits<K: Key>(&self, job: &Job<'_, K>) -> bool {
+        job.device_strategy == Strategy::Radix && self.split_sublists(job)
+    }
+
+    /// Cooperative by amount on few long sub-lists: the device's share of each from
+    /// [`KSelector::with_device_share`], else from the learned plan (both sides' measured
+    /// speeds; 20 % before any are known: the best share measured on the H200 machine, see
+    /// docs/BENCHMARKS.md).
+    fn run_by_range<K: Key>(
+        &self,
+        job: &Job<'_, K>,
+        hint: Learned,
+        plan: CoopPlan,
+        key: u32,
+        stats: &mut SelectStats,
+    ) -> Result<()> {
+        let share = match self.device_share {
+            Some(share) => share,
+            None if plan != CoopPlan::Split => return self.run_alone(job, plan, key, stats),
+            None if hint.dev_keys_per_s > 0.0 && hint.cpu_keys_per_s > 0.0 => {
+                (hint.dev_keys_per_s / (hint.dev_keys_per_s + hint.cpu_keys_per_s)).clamp(0.05, 0.5)
+            }
+            None => 0.2,
+        };
+        if share <= 0.0 {
+            return self.run_alone(job, CoopPlan::CpuAlone, key, stats);
+        }
+        if share >= 1.0 {
+            return self.run_alone(job, CoopPlan::DeviceAlone, key, stats);
+        }
+        let started = Instant::now();
+        let dev = self.run_range_split(job, share, stats)?;
+        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+        self.learn(key, |l| {
+            if dev.device_s > 0.0 && dev.device_keys > 0 {
+                l.dev_keys_per_s = dev.device_keys as f64 / dev.device_s;
+            }
+            l.whole_keys_per_s[CoopPlan::Split as usize] = job.data.len() as f64 / elapsed;
+        });
         Ok(())
     }
 
@@ -1203,4 +1265,5 @@ mod device;
 mod device_radix;
 pub mod peers;
 mod radix;
+mod range_split;
 mod resident;
