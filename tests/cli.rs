@@ -225,39 +225,31 @@ fn every_cooperation_runs_and_verifies() {
         modes.contains(&"coop:bridge-pipelined".to_string()),
         "{modes:?}"
     );
-    // Every strategy: radix has cpu rows only, auto runs radix on the latency threads.
-    let (ok, stdout, err) = run(&[
-        "--total-log2",
-        "14",
-        "--strategy",
-        "all",
-        "--json",
-        "--no-peers",
-    ]);
+    // Every strategy by default, each in every mode; auto runs radix on both sides at
+    // k = 0.1 · length, and the JSON says which method each side ran.
+    let (ok, stdout, err) = run(&["--total-log2", "14", "--json", "--no-peers"]);
     assert!(ok, "{err}");
     let rows = json_rows(&stdout);
     let names: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
-    for want in [
-        "cpu:heap",
-        "gpu:heap",
-        "cpu:radix",
-        "cpu:auto",
-        "gpu:auto",
-        "coop:auto",
-    ] {
-        assert!(names.contains(&want), "{want} missing: {names:?}");
+    for strategy in ["heap", "radix", "auto"] {
+        for mode in ["cpu", "gpu", "coop"] {
+            let want = format!("{mode}:{strategy}");
+            assert!(names.contains(&want.as_str()), "{want} missing: {names:?}");
+        }
     }
-    assert!(
-        !names
-            .iter()
-            .any(|n| *n == "gpu:radix" || *n == "coop:radix"),
-        "{names:?}"
-    );
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     assert!(rows
         .iter()
         .filter(|r| r["mode"] == "cpu:auto")
         .all(|r| r["cpu_strategy"] == "radix"));
+    assert!(rows
+        .iter()
+        .filter(|r| r["mode"] == "gpu:radix" || r["mode"] == "gpu:auto")
+        .all(|r| r["device_strategy"] == "radix"));
+    assert!(rows
+        .iter()
+        .filter(|r| r["mode"] == "gpu:heap")
+        .all(|r| r["device_strategy"] == "heap"));
     // Keys resident in SVM: the device radix reads them where they are.
     let (ok, stdout, err) = run(&[
         "--total-log2",
