@@ -990,8 +990,8 @@ impl KSelector {
     }
 
     /// Whether Cooperative by amount splits each sub-list by range instead of handing out
-    /// whole ones: radix on both sides and too few long sub-lists to go round the latency
-    /// threads (as [`KSelector::split_sublists`] shares them on the CPU alone).
+    /// whole ones: radix on both sides and too few long sub-lists to keep the latency
+    /// threads busy (where [`KSelector::split_sublists`] shares them on the CPU alone).
     fn range_splits<K: Key>(&self, job: &Job<'_, K>) -> bool {
         job.device_strategy == Strategy::Radix && self.split_sublists(job)
     }
@@ -1041,14 +1041,19 @@ impl KSelector {
     }
 
     /// Whether the latency threads should share each sub-list instead of taking whole ones:
-    /// radix select with fewer long sub-lists than twice the threads (one per thread would
-    /// leave threads idle).
+    /// radix select on long sub-lists that whole would keep fewer than 60 % of the threads
+    /// busy on average (n sub-lists on T threads take ceil(n/T) rounds: 4 of 2^26 keys on 16
+    /// threads, 0.25). Sharing costs two hand-offs per sub-list and one thread finishing
+    /// its candidates: on the H200 host 16 sub-lists of 2^24 keys took 61 ms shared against
+    /// 27-34 ms per 2^28 keys for sub-lists each thread takes whole.
     fn split_sublists<K: Key>(&self, job: &Job<'_, K>) -> bool {
         let threads = self.pool.len();
+        let n = job.claims.n;
+        let busy = n as f64 / (threads * n.div_ceil(threads)) as f64;
         job.cpu_strategy == Strategy::Radix
             && threads > 1
-            && job.claims.n < 2 * threads
-            && job.data.len() / job.claims.n >= SPLIT_FROM
+            && busy < 0.6
+            && job.data.len() / n >= SPLIT_FROM
     }
 
     /// Radix select with every latency thread on each sub-list in turn: each counts the top
