@@ -1,6 +1,7 @@
 //! Batch k-selection benchmarks: one group per sub-list length, CpuOnly, GpuOnly and
-//! Cooperative side by side with the peers a user would pick instead (`select_nth_unstable`
-//! and std `BinaryHeap` k-selection, both over rayon), k = 0.1 · length, random int32 keys.
+//! Cooperative under the heap and radix strategies, and the device radix on keys resident in
+//! SVM, side by side with the peers a user would pick instead (`select_nth_unstable` and std
+//! `BinaryHeap` k-selection, both over rayon), k = 0.1 · length, random int32 keys.
 //!
 //!     cargo bench --bench kselect                               # 2^22 keys, lengths 2^11, 2^15, 2^19
 //!     ASYM_BENCH_LOG2=28 ASYM_BENCH_LENGTHS=11,13,15,17,19,21 cargo bench --bench kselect
@@ -43,6 +44,12 @@ fn kselect(c: &mut Criterion) {
         d,
     )
     .expect("selector");
+    let mut resident = selector
+        .runtime()
+        .expect("a device")
+        .alloc::<i32>(total)
+        .expect("SVM for the keys");
+    resident.write(&data).expect("upload the keys");
     for len in lengths {
         let k = (len / 10).max(1);
         let cut = Sublists::Equal(len);
@@ -52,38 +59,23 @@ fn kselect(c: &mut Criterion) {
             total.trailing_zeros()
         ));
         g.throughput(Throughput::Elements(total as u64));
-        for mode in Mode::ALL {
-            g.bench_function(
-                BenchmarkId::new(mode.short_name(), format!("heap_d{d}")),
-                |b| {
+        for (strategy, label) in [
+            (Strategy::Heap, format!("heap_d{d}")),
+            (Strategy::Radix, "radix".to_string()),
+        ] {
+            for mode in Mode::ALL {
+                g.bench_function(BenchmarkId::new(mode.short_name(), &label), |b| {
                     b.iter(|| {
                         selector
-                            .select_using(
-                                &data,
-                                &cut,
-                                k,
-                                mode,
-                                Cooperation::ByAmount,
-                                Strategy::Heap,
-                            )
+                            .select_using(&data, &cut, k, mode, Cooperation::ByAmount, strategy)
                             .expect("select")
                     })
-                },
-            );
+                });
+            }
         }
-        g.bench_function(BenchmarkId::new("cpu", "radix"), |b| {
-            b.iter(|| {
-                selector
-                    .select_using(
-                        &data,
-                        &cut,
-                        k,
-                        Mode::CpuOnly,
-                        Cooperation::ByAmount,
-                        Strategy::Radix,
-                    )
-                    .expect("select")
-            })
+        // The same keys resident in SVM, uploaded once: the device radix reads them in place.
+        g.bench_function(BenchmarkId::new("gpu", "radix_resident"), |b| {
+            b.iter(|| selector.select_svm(&resident, &cut, k).expect("select"))
         });
         if env::switch("ASYM_BENCH_BRIDGE") {
             let name = match selector.bridge_schedule(Cooperation::Bridge) {
