@@ -5,19 +5,25 @@
  * tiled form (radix_clear, radix_count, radix_keep, radix_finish, four launches on one
  * in-order queue) spreads a long sub-list over several work-groups, one per tile of at most
  * a few ten thousand keys, so a few long sub-lists still fill every compute unit; it is
- * described after the one-group kernel. Build options: -DWG=<work-group size>, -DKEY_MAP=<0 int32,
- * 1 uint32, 2 float32: how raw bits become the ordered int32 form, common.cl's ASYM_ORDERED>.
+ * described after the one-group kernel, and also serves a sub-list split by range between
+ * the device and the host (the host merges the histograms between radix_count and
+ * radix_keep). Build options: -DWG=<work-group size>, -DKEY_MAP=<0 int32, 1 uint32,
+ * 2 float32: how raw bits become the ordered int32 form, common.cl's ASYM_ORDERED>.
  *
  * Algorithm (per sub-list of n keys, 1 <= k <= n): one pass per 8-bit digit of the key's
  * unsigned image (the ordered int32 form with its sign bit flipped, so unsigned order is the
  * keys' order), most significant first. A pass zeroes a 256-counter histogram in local
  * memory, every work-item counts the digit of its keys (strided by WG, so a warp's loads are
- * coalesced) among those that match the digits fixed so far, and work-item 0 walks the
- * histogram to the bucket holding the k-th, fixing one more digit and the rank within it.
- * The sub-list is read twice: the first pass counts the top digit, the second keeps the
- * k-th's bucket (about 1/256 of the keys) in the group's slice of a scratch buffer as long
- * as the keys, counting the second digit on the way; the last two digits read only the kept
- * keys. After four digits the image is the answer.
+ * coalesced) among those that match the digits fixed so far, and the work-group picks the
+ * bucket holding the k-th by a scan over per-work-item sums (radix_fix), fixing one more
+ * digit and the rank within it. Once the k-th's bucket holds at most RANK_CAP keys they are
+ * gathered into local memory and ranked directly (radix_rank): for spread-out keys in short
+ * sub-lists that is right after the first digit, so the sub-list is read twice and the
+ * bucket picked once. Otherwise the second pass keeps the bucket (about 1/256 of the keys)
+ * in the group's slice of a scratch buffer as long as the keys, counting the second digit on
+ * the way, and the later digits read only the kept keys; after four digits the image is the
+ * answer. A sub-list of at most KEEP keys per work-item is read once into registers (its
+ * loads in flight together) and its second pass reads them there.
  *
  * Memory ordering: the histogram and the kept count live in local memory and are shared
  * within the work-group only; local atomics count and hand out scratch slots, and local

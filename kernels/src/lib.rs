@@ -58,8 +58,10 @@ pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("
 /// sub-list; built with `-DD=`, `-DWG=`, `-DHEAP_LOCAL=`.
 pub const KSELECT: KernelSource = KernelSource::new("kselect.cl", include_str!("../kselect.cl"));
 
-/// Radix select for keys resident in SVM, one work-group per sub-list (four 8-bit digit
-/// passes with a local histogram); built with `-DWG=` and `-DKEY_MAP=`.
+/// Radix select on the device (keys resident in SVM or staged): one work-group per sub-list
+/// (`kselect_radix`), or a work-group per tile of a long sub-list with global histograms
+/// (`radix_clear`, `radix_count`, `radix_keep`, `radix_finish`); built with `-DWG=` and
+/// `-DKEY_MAP=`.
 pub const KSELECT_RADIX: KernelSource =
     KernelSource::new("kselect_radix.cl", include_str!("../kselect_radix.cl"));
 

@@ -1,5 +1,5 @@
-//! GpuOnly and the device half of Cooperative-by-amount: one work-group per sub-list, running
-//! either the heap (`kernels/kselect.cl`) or radix select (`kernels/kselect_radix.cl`), fed in
+//! GpuOnly and the device half of Cooperative-by-amount: the heap (`kernels/kselect.cl`, one
+//! work-group per sub-list) or radix select (`device_radix.rs`), fed in
 //! chunks through two sets of SVM staging buffers (double buffering: the host copies chunk
 //! i+1 while the device selects in chunk i).
 
