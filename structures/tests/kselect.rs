@@ -376,8 +376,9 @@ fn radix_select_on(t: asym_runtime::Transport) {
             }
         }
     }
-    // Long sub-lists, and keys whose every 16th is far above the rest.
-    for len in [1usize << 14, 50_000] {
+    // Long sub-lists (2^21: the one-read path), and keys whose every 16th is far above the
+    // rest.
+    for len in [1usize << 14, 50_000, 1 << 21] {
         let n = len * 3;
         let mut cases = patterns(n, &mut rng);
         cases.push((
