@@ -32,6 +32,7 @@ pub mod io;
 mod key;
 mod kselect;
 mod list;
+mod rbtree;
 mod rng;
 
 // The face: every structure's types at the root, one path each. Applications and files keep
@@ -55,3 +56,4 @@ pub use list::{
     workload, BatchReport, ListCheck, ListKind, ListMap, ListMode, ListOp, ListView, LockFreeList,
     OpStatus,
 };
+pub use rbtree::{Deleted, Inserted, RbTree, TreeReport};

@@ -1,0 +1,230 @@
+//! A red-black tree whose nodes live in SVM, taken from the arena ([`crate::arena`]): keys
+//! `i32`, `u32` or `f32` (stored in their ordered `i32` form, [`Key`]) with `u64` values.
+//!
+//! **Layout.** A node is one 32-byte arena block of eight words: the key, the value (two
+//! words), a colour word, the left, right and parent links (arena handles) and a lock word
+//! for the concurrent modes. There is no shared sentinel: an absent child or parent is
+//! [`NIL`] (handle 0, which lies in the arena's reserved first superblock and is never a
+//! block), so no two operations meet on a node that belongs to neither. A header block holds
+//! the root and the node count.
+//!
+//! **Operations** come in batches: [`RbTree::insert_batch`] (an existing key gets the new
+//! value), [`RbTree::delete_batch`] (a missing key is reported per operation, not an error),
+//! [`RbTree::search_batch`], [`RbTree::lower_bound_batch`] and [`RbTree::range_count`]. A
+//! batch may be applied in any order of its operations; this host path applies them in
+//! order, one at a time, with the textbook fix-ups (CLRS, adapted to links without a
+//! sentinel: deletion carries the parent of the moved-up child, which may be absent). It is
+//! the reference the concurrent modes are checked against.
+//!
+//! **Validation.** [`RbTree::validate`] checks the five red-black properties, strict key
+//! order, parent links, the node count, that no node is reached twice, and that the arena's
+//! bytes in use are exactly the tree's blocks (no node leaked or freed twice).
+
+mod ops;
+mod validate;
+
+use std::marker::PhantomData;
+
+use asym_runtime::{Error, Result, Runtime};
+
+use crate::arena::{ArenaStats, SvmArena};
+use crate::key::Key;
+pub use validate::TreeReport;
+
+/// An absent link.
+pub(crate) const NIL: u32 = 0;
+/// Words of a node: key, value (low, high), colour, left, right, parent, lock.
+pub(crate) const NODE_WORDS: usize = 8;
+const NODE_BYTES: usize = 4 * NODE_WORDS;
+pub(crate) const N_KEY: usize = 0;
+pub(crate) const N_VALUE_LO: usize = 1;
+pub(crate) const N_VALUE_HI: usize = 2;
+pub(crate) const N_COLOUR: usize = 3;
+pub(crate) const N_LEFT: usize = 4;
+pub(crate) const N_RIGHT: usize = 5;
+pub(crate) const N_PARENT: usize = 6;
+/// The colour word of a red node (black is 0).
+pub(crate) const RED: u32 = 1;
+/// Header words: the root and the node count.
+pub(crate) const H_ROOT: usize = 0;
+pub(crate) const H_COUNT: usize = 1;
+
+/// What an insert did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inserted {
+    /// The key was new: a node was added.
+    New,
+    /// The key was there: its value was replaced.
+    Updated,
+}
+
+/// What a delete did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// The key's node was removed.
+    Removed,
+    /// The key was not in the tree.
+    Missing,
+}
+
+/// A red-black tree of `K` keys and `u64` values in an SVM arena.
+pub struct RbTree<K: Key> {
+    arena: SvmArena,
+    header: u32,
+    _keys: PhantomData<K>,
+}
+
+impl<K: Key> std::fmt::Debug for RbTree<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RbTree")
+            .field("header", &self.header)
+            .finish()
+    }
+}
+
+impl<K: Key> RbTree<K> {
+    /// An empty tree on `rt` with room for about `nodes` nodes (the arena grows between
+    /// batches when they need more).
+    pub fn new(rt: &Runtime, nodes: usize) -> Result<Self> {
+        let bytes = nodes
+            .max(1024)
+            .checked_mul(NODE_BYTES)
+            .and_then(|b| b.checked_add(1 << 20))
+            .ok_or_else(|| Error::InvalidArgument(format!("a tree of {nodes} nodes")))?;
+        let mut arena = SvmArena::new(rt, bytes)?;
+        let header = {
+            let mut map = arena.map()?;
+            let view = map.view();
+            let header = view.malloc(NODE_BYTES, 0)?;
+            for i in 0..NODE_WORDS {
+                view.word(header, i)
+                    .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))?
+                    .store(0, std::sync::atomic::Ordering::Relaxed);
+            }
+            header
+        };
+        Ok(RbTree {
+            arena,
+            header,
+            _keys: PhantomData,
+        })
+    }
+
+    /// The runtime the tree lives on.
+    pub fn runtime(&self) -> &Runtime {
+        self.arena.runtime()
+    }
+
+    /// Keys in the tree.
+    pub fn len(&mut self) -> Result<usize> {
+        self.with_nodes(|t| Ok(t.count() as usize))
+    }
+
+    /// Whether the tree is empty.
+    pub fn is_empty(&mut self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Inserts every `(key, value)`; a key already there gets the value (within one batch,
+    /// the value of its last insert). The arena grows first if the batch could outgrow it.
+    pub fn insert_batch(&mut self, items: &[(K, u64)]) -> Result<Vec<Inserted>> {
+        self.reserve(items.len())?;
+        self.with_nodes(|t| {
+            items
+                .iter()
+                .map(|&(k, v)| t.insert(k.to_ordered(), v))
+                .collect()
+        })
+    }
+
+    /// Deletes every key, reporting for each whether it was there.
+    pub fn delete_batch(&mut self, keys: &[K]) -> Result<Vec<Deleted>> {
+        self.with_nodes(|t| keys.iter().map(|&k| t.delete(k.to_ordered())).collect())
+    }
+
+    /// The value of every key, `None` where it is absent.
+    pub fn search_batch(&mut self, keys: &[K]) -> Result<Vec<Option<u64>>> {
+        self.with_nodes(|t| keys.iter().map(|&k| t.search(k.to_ordered())).collect())
+    }
+
+    /// For every key, the smallest key in the tree not below it (its successor or itself),
+    /// with its value; `None` past the largest.
+    pub fn lower_bound_batch(&mut self, keys: &[K]) -> Result<Vec<Option<(K, u64)>>> {
+        self.with_nodes(|t| {
+            keys.iter()
+                .map(|&k| {
+                    Ok(t.lower_bound(k.to_ordered())?
+                        .map(|(o, v)| (K::from_ordered(o), v)))
+                })
+                .collect()
+        })
+    }
+
+    /// Keys in the tree within `lo..=hi` (0 when `hi < lo`).
+    pub fn range_count(&mut self, lo: K, hi: K) -> Result<usize> {
+        let (lo, hi) = (lo.to_ordered(), hi.to_ordered());
+        if hi < lo {
+            return Ok(0);
+        }
+        self.with_nodes(|t| t.range_count(lo, hi))
+    }
+
+    /// Every key and value in key order.
+    pub fn entries(&mut self) -> Result<Vec<(K, u64)>> {
+        self.with_nodes(|t| {
+            Ok(t.in_order()?
+                .into_iter()
+                .map(|(o, v)| (K::from_ordered(o), v))
+                .collect())
+        })
+    }
+
+    /// Checks every invariant (see the module documentation) and the arena's accounting.
+    pub fn validate(&mut self) -> Result<TreeReport> {
+        let report = self.with_nodes(|t| t.validate())?;
+        let stats = self.arena.stats()?;
+        check_arena(&stats, report.nodes)?;
+        Ok(report)
+    }
+
+    /// The arena's counters.
+    pub fn arena_stats(&mut self) -> Result<ArenaStats> {
+        self.arena.stats()
+    }
+
+    /// Grows the arena if `more` new nodes might not fit in what is free.
+    fn reserve(&mut self, more: usize) -> Result<()> {
+        let stats = self.arena.stats()?;
+        let free = stats.capacity_bytes.saturating_sub(stats.bytes_in_use) as usize;
+        let need = more.saturating_mul(NODE_BYTES);
+        // Blocks of other sizes' superblocks are not reusable for nodes: keep a margin of
+        // two superblocks.
+        let margin = 2 * self.arena.layout().superblock_bytes();
+        if need + margin > free {
+            let grow = (need + margin - free).max(stats.capacity_bytes as usize / 2);
+            self.arena.grow(grow)?;
+        }
+        Ok(())
+    }
+
+    fn with_nodes<R>(&mut self, f: impl FnOnce(&ops::Nodes<'_>) -> Result<R>) -> Result<R> {
+        let header = self.header;
+        let mut map = self.arena.map()?;
+        let view = map.view();
+        let nodes = ops::Nodes::new(view, header)?;
+        f(&nodes)
+    }
+}
+
+/// The arena holds exactly the header and `nodes` nodes, and its books balance.
+fn check_arena(stats: &ArenaStats, nodes: usize) -> Result<()> {
+    let want = (nodes as u64 + 1) * NODE_BYTES as u64;
+    if stats.bytes_in_use != want || stats.bad_frees != 0 {
+        return Err(Error::Lost(format!(
+            "the arena holds {} bytes in blocks ({} bad frees), the tree {nodes} nodes and a \
+             header ({want} bytes): a node leaked or was freed twice",
+            stats.bytes_in_use, stats.bad_frees
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! The red-black tree's host path against `BTreeMap`: random batches (proptest), adversarial
+//! orders (ascending, descending, every key in one subtree, delete everything), every key
+//! type, lower bounds and range counts, arena growth, and the validator after every batch,
+//! on both transports.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use asym_structures::{Deleted, Inserted, Key, RbTree};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+/// Applies one batch to the tree and the reference, checks the per-operation answers, the
+/// contents and every invariant.
+fn apply(
+    tree: &mut RbTree<i32>,
+    reference: &mut BTreeMap<i32, u64>,
+    inserts: &[(i32, u64)],
+    deletes: &[i32],
+    searches: &[i32],
+) {
+    let got = tree.insert_batch(inserts).unwrap();
+    for (&(k, v), g) in inserts.iter().zip(&got) {
+        let want = if reference.insert(k, v).is_some() {
+            Inserted::Updated
+        } else {
+            Inserted::New
+        };
+        assert_eq!(*g, want, "insert {k}");
+    }
+    let got = tree.delete_batch(deletes).unwrap();
+    for (k, g) in deletes.iter().zip(&got) {
+        let want = if reference.remove(k).is_some() {
+            Deleted::Removed
+        } else {
+            Deleted::Missing
+        };
+        assert_eq!(*g, want, "delete {k}");
+    }
+    let got = tree.search_batch(searches).unwrap();
+    for (k, g) in searches.iter().zip(&got) {
+        assert_eq!(*g, reference.get(k).copied(), "search {k}");
+    }
+    let report = tree.validate().unwrap();
+    assert_eq!(report.nodes, reference.len());
+    assert!(
+        report.height <= 2 * (usize::BITS - (reference.len() + 1).leading_zeros()) as usize,
+        "height {} for {} nodes",
+        report.height,
+        reference.len()
+    );
+    let entries = tree.entries().unwrap();
+    let want: Vec<(i32, u64)> = reference.iter().map(|(&k, &v)| (k, v)).collect();
+    assert_eq!(entries, want);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn random_batches_match_btreemap(
+        batches in prop::collection::vec(
+            (
+                prop::collection::vec((-60i32..60, any::<u64>()), 0..40),
+                prop::collection::vec(-60i32..60, 0..40),
+                prop::collection::vec(-70i32..70, 0..20),
+            ),
+            1..8,
+        )
+    ) {
+        for rt in common::shared_runtimes() {
+            let mut tree = RbTree::<i32>::new(rt, 64).unwrap();
+            let mut reference = BTreeMap::new();
+            for (ins, del, search) in &batches {
+                apply(&mut tree, &mut reference, ins, del, search);
+            }
+        }
+    }
+}
+
+#[test]
+fn adversarial_orders_keep_every_invariant() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        let n = 3000i32;
+        let orders: Vec<(&str, Vec<i32>)> = vec![
+            ("ascending", (0..n).collect()),
+            ("descending", (0..n).rev().collect()),
+            // Every key in one subtree: a wide first batch, then a dense run inside one gap.
+            (
+                "one subtree",
+                (0..n / 2)
+                    .map(|i| i * 1000)
+                    .chain((0..n / 2).map(|i| 500_000 + i))
+                    .collect(),
+            ),
+            (
+                "random",
+                (0..n).map(|_| rng.gen_range(-5000..5000)).collect(),
+            ),
+        ];
+        for (name, keys) in orders {
+            let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+            let mut reference = BTreeMap::new();
+            for chunk in keys.chunks(700) {
+                let items: Vec<(i32, u64)> = chunk.iter().map(|&k| (k, k as u64 * 3)).collect();
+                apply(&mut tree, &mut reference, &items, &[], chunk);
+            }
+            // Delete everything: in key order, in reverse, or shuffled.
+            let mut all: Vec<i32> = reference.keys().copied().collect();
+            match name {
+                "ascending" => {}
+                "descending" => all.reverse(),
+                _ => {
+                    for i in (1..all.len()).rev() {
+                        all.swap(i, rng.gen_range(0..=i));
+                    }
+                }
+            }
+            for chunk in all.chunks(500) {
+                apply(&mut tree, &mut reference, &[], chunk, chunk);
+            }
+            assert!(tree.is_empty().unwrap(), "{name}");
+            let report = tree.validate().unwrap();
+            assert_eq!(report.nodes, 0, "{name}");
+        }
+    }
+}
+
+#[test]
+fn updates_missing_deletes_duplicates_and_growth() {
+    for rt in common::shared_runtimes() {
+        // Room for 1024 nodes at first: 20,000 make the arena grow between batches.
+        let mut tree = RbTree::<i32>::new(rt, 1024).unwrap();
+        let mut reference = BTreeMap::new();
+        let items: Vec<(i32, u64)> = (0..20_000).map(|i| (i * 7 % 20_011, i as u64)).collect();
+        apply(&mut tree, &mut reference, &items, &[], &[]);
+        // Existing keys get new values; the same key twice in one batch keeps the last.
+        apply(
+            &mut tree,
+            &mut reference,
+            &[(7, 1), (7, 2), (14, 3)],
+            &[],
+            &[7, 14],
+        );
+        assert_eq!(tree.search_batch(&[7]).unwrap(), vec![Some(2)]);
+        // Missing keys are reported per operation; deleting twice in a batch: once each way.
+        let got = tree.delete_batch(&[-1, 7, 7]).unwrap();
+        assert_eq!(
+            got,
+            vec![Deleted::Missing, Deleted::Removed, Deleted::Missing]
+        );
+        reference.remove(&7);
+        apply(&mut tree, &mut reference, &[], &[], &[7, -1, 14]);
+        // Values use all 64 bits.
+        apply(
+            &mut tree,
+            &mut reference,
+            &[(3, u64::MAX), (4, 1 << 40)],
+            &[],
+            &[3, 4],
+        );
+    }
+}
+
+#[test]
+fn lower_bounds_range_counts_and_key_types() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        let mut tree = RbTree::<i32>::new(rt, 4096).unwrap();
+        let mut reference = BTreeMap::new();
+        let items: Vec<(i32, u64)> = (0..3000)
+            .map(|_| (rng.gen_range(-100_000..100_000), rng.gen()))
+            .collect();
+        apply(&mut tree, &mut reference, &items, &[], &[]);
+        let probes: Vec<i32> = (0..500)
+            .map(|_| rng.gen_range(-110_000..110_000))
+            .chain([i32::MIN, i32::MAX])
+            .collect();
+        let got = tree.lower_bound_batch(&probes).unwrap();
+        for (p, g) in probes.iter().zip(&got) {
+            let want = reference.range(p..).next().map(|(&k, &v)| (k, v));
+            assert_eq!(*g, want, "lower bound of {p}");
+        }
+        for _ in 0..200 {
+            let a = rng.gen_range(-110_000..110_000);
+            let b = rng.gen_range(-110_000..110_000);
+            let want = if a <= b {
+                reference.range(a..=b).count()
+            } else {
+                0
+            };
+            assert_eq!(tree.range_count(a, b).unwrap(), want, "{a}..={b}");
+        }
+        assert_eq!(
+            tree.range_count(i32::MIN, i32::MAX).unwrap(),
+            reference.len()
+        );
+
+        // Floats in total order (-NaN < -inf < -0.0 < +0.0 < +inf < NaN), and words.
+        let mut floats = RbTree::<f32>::new(rt, 64).unwrap();
+        let keys = [
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+            1.5,
+            -2.5,
+        ];
+        let items: Vec<(f32, u64)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
+        assert!(floats
+            .insert_batch(&items)
+            .unwrap()
+            .iter()
+            .all(|r| *r == Inserted::New));
+        let mut want: Vec<f32> = keys.to_vec();
+        want.sort_by(f32::total_cmp);
+        let got: Vec<u32> = floats
+            .entries()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.to_bits())
+            .collect();
+        assert_eq!(got, want.iter().map(|k| k.to_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            floats.search_batch(&[-0.0, 0.0]).unwrap(),
+            vec![Some(4), Some(5)]
+        );
+        floats.validate().unwrap();
+
+        let mut words = RbTree::<u32>::new(rt, 64).unwrap();
+        let items: Vec<(u32, u64)> = [0, u32::MAX, 1 << 31, 5].iter().map(|&k| (k, 1)).collect();
+        words.insert_batch(&items).unwrap();
+        let got: Vec<u32> = words.entries().unwrap().iter().map(|(k, _)| *k).collect();
+        assert_eq!(got, vec![0, 5, 1 << 31, u32::MAX]);
+        assert_eq!(words.range_count(4, 1 << 31).unwrap(), 2);
+        words.validate().unwrap();
+        let _ = <u32 as Key>::DTYPE;
+    }
+}
