@@ -86,6 +86,10 @@ pub const ALLOC: KernelSource = KernelSource::new("alloc.cl", include_str!("../a
 pub const LIST: KernelSource =
     KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC]);
 
+/// The red-black tree's device search, one work-item per query, on arena nodes; built with
+/// the tree's `RB_*` constants and `-DKEY_MAP=`.
+pub const RBTREE: KernelSource = KernelSource::new("rbtree.cl", include_str!("../rbtree.cl"));
+
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {

@@ -244,3 +244,83 @@ fn lower_bounds_range_counts_and_key_types() {
         let _ = <u32 as Key>::DTYPE;
     }
 }
+
+/// The device search against `BTreeMap`: present and absent keys, every key type, queries
+/// from a host slice and resident in SVM (answers left there), an empty tree and an empty
+/// batch, after inserts and deletes changed the tree between launches, on both transports.
+#[test]
+fn device_search_matches_btreemap() {
+    use asym_structures::Found;
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        let mut tree = RbTree::<i32>::new(rt, 1024).unwrap();
+        let mut reference = BTreeMap::new();
+        let probes: Vec<i32> = (0..5000).map(|_| rng.gen_range(-20_000..20_000)).collect();
+        let check = |tree: &mut RbTree<i32>, reference: &BTreeMap<i32, u64>| {
+            let got = tree.search_on_device(&probes).unwrap();
+            for (p, g) in probes.iter().zip(&got) {
+                let want = reference.get(p).map_or(Found::Absent, |&v| Found::Value(v));
+                assert_eq!(*g, want, "device search of {p}");
+            }
+        };
+        check(&mut tree, &reference);
+        for round in 0..3 {
+            let items: Vec<(i32, u64)> = (0..4000)
+                .map(|_| (rng.gen_range(-20_000..20_000), rng.gen()))
+                .collect();
+            let deletes: Vec<i32> = (0..1500).map(|_| rng.gen_range(-20_000..20_000)).collect();
+            apply(&mut tree, &mut reference, &items, &deletes, &[]);
+            check(&mut tree, &reference);
+            assert!(
+                tree.search_on_device(&[]).unwrap().is_empty(),
+                "round {round}"
+            );
+        }
+        // Resident queries: keys, values and flags in SVM.
+        let mut keys = rt.alloc::<i32>(probes.len()).unwrap();
+        keys.write(&probes).unwrap();
+        let mut values = rt.alloc::<u64>(probes.len()).unwrap();
+        let mut status = rt.alloc::<u32>(probes.len()).unwrap();
+        tree.search_svm(&keys, &mut values, &mut status).unwrap();
+        let (values, status) = (values.read().unwrap(), status.read().unwrap());
+        for (i, p) in probes.iter().enumerate() {
+            match reference.get(p) {
+                Some(&v) => assert_eq!((status[i], values[i]), (1, v), "resident {p}"),
+                None => assert_eq!(status[i], 0, "resident {p}"),
+            }
+        }
+        let mut short = rt.alloc::<u32>(3).unwrap();
+        let mut values = rt.alloc::<u64>(probes.len()).unwrap();
+        assert!(tree.search_svm(&keys, &mut values, &mut short).is_err());
+
+        // Floats in total order and words, through the device.
+        let mut floats = RbTree::<f32>::new(rt, 64).unwrap();
+        let keys = [f32::NAN, -0.0, 0.0, f32::NEG_INFINITY, 2.5];
+        let items: Vec<(f32, u64)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
+        floats.insert_batch(&items).unwrap();
+        let got = floats
+            .search_on_device(&[f32::NAN, -0.0, 0.0, f32::INFINITY, 2.5, -f32::NAN])
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Found::Value(0),
+                Found::Value(1),
+                Found::Value(2),
+                Found::Absent,
+                Found::Value(4),
+                Found::Absent
+            ]
+        );
+        let mut words = RbTree::<u32>::new(rt, 64).unwrap();
+        words.insert_batch(&[(u32::MAX, 9), (0, 8)]).unwrap();
+        assert_eq!(
+            words.search_on_device(&[u32::MAX, 0, 1 << 31]).unwrap(),
+            vec![Found::Value(9), Found::Value(8), Found::Absent]
+        );
+    }
+}

@@ -20,15 +20,18 @@
 //! order, parent links, the node count, that no node is reached twice, and that the arena's
 //! bytes in use are exactly the tree's blocks (no node leaked or freed twice).
 
+mod device;
 mod ops;
 mod validate;
 
 use std::marker::PhantomData;
 
+use asym_kernels::ClConst;
 use asym_runtime::{Error, Result, Runtime};
 
 use crate::arena::{ArenaStats, SvmArena};
 use crate::key::Key;
+pub use device::Found;
 pub use validate::TreeReport;
 
 /// An absent link.
@@ -48,6 +51,30 @@ pub(crate) const RED: u32 = 1;
 /// Header words: the root and the node count.
 pub(crate) const H_ROOT: usize = 0;
 pub(crate) const H_COUNT: usize = 1;
+
+/// Longest walk a device search takes before it calls the tree damaged: twice the height
+/// bound of a red-black tree of 2^32 nodes.
+const MAX_DEPTH: u32 = 128;
+/// A device search's outcome per query.
+const FOUND: u32 = 1;
+const ABSENT: u32 = 0;
+const DAMAGED: u32 = 2;
+
+/// The node layout and codes `kernels/rbtree.cl` takes from the host (one source for both
+/// sides).
+const KERNEL_CONSTANTS: &[ClConst] = &[
+    ClConst::uint("RB_NIL", NIL as u64),
+    ClConst::int("RB_KEY", N_KEY as u64),
+    ClConst::int("RB_VALUE_LO", N_VALUE_LO as u64),
+    ClConst::int("RB_VALUE_HI", N_VALUE_HI as u64),
+    ClConst::int("RB_LEFT", N_LEFT as u64),
+    ClConst::int("RB_RIGHT", N_RIGHT as u64),
+    ClConst::int("RB_ROOT", H_ROOT as u64),
+    ClConst::uint("RB_MAX_DEPTH", MAX_DEPTH as u64),
+    ClConst::uint("RB_FOUND", FOUND as u64),
+    ClConst::uint("RB_ABSENT", ABSENT as u64),
+    ClConst::uint("RB_DAMAGED", DAMAGED as u64),
+];
 
 /// What an insert did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +98,10 @@ pub enum Deleted {
 pub struct RbTree<K: Key> {
     arena: SvmArena,
     header: u32,
+    /// The device search's staging and result buffers, kept between calls.
+    search: Option<device::SearchBuffers>,
+    /// The device search's count of damaged walks (one word).
+    damage: Option<asym_runtime::SvmBuffer<u32>>,
     _keys: PhantomData<K>,
 }
 
@@ -106,6 +137,8 @@ impl<K: Key> RbTree<K> {
         Ok(RbTree {
             arena,
             header,
+            search: None,
+            damage: None,
             _keys: PhantomData,
         })
     }

@@ -1,0 +1,48 @@
+/* asym red-black tree: batched search on the throughput device, one work-item per query,
+ * on the tree's nodes in the SVM arena (structures/src/rbtree: the host path that builds and
+ * validates the tree, and the layout these constants come from).
+ *
+ * Layout (arena handles are word indices into the heap; RB_NIL = 0 is never a block):
+ *   node (RB_NODE_WORDS words): [RB_KEY] key in the ordered int32 form | [RB_VALUE_LO],
+ *       [RB_VALUE_HI] the 64-bit value | [RB_COLOUR] | [RB_LEFT], [RB_RIGHT], [RB_PARENT]
+ *       links | a lock word for the concurrent modes.
+ *   header block: [RB_ROOT] the root | [RB_COUNT] the node count.
+ * Build options: the RB_* constants (KERNEL_CONSTANTS in rbtree/mod.rs) and -DKEY_MAP=<0
+ * int32, 1 uint32, 2 float32> for common.cl's ASYM_ORDERED (queries arrive as raw bits).
+ *
+ * rb_search walks from the root to the key or a NIL link: the key and both child links lie
+ * in one 32-byte sector, so a level costs one memory transaction, and the top levels of the
+ * tree stay in the device's cache across queries. A walk longer than RB_MAX_DEPTH (twice
+ * the height bound of a red-black tree of 2^32 nodes) means a damaged tree: the query
+ * reports RB_DAMAGED instead of looping and counts itself in the one-word `damaged` (so the
+ * host learns of it without reading the answers back).
+ *
+ * Memory ordering: searches only read. The host changes the tree only between launches
+ * (the batch methods map the arena, which waits for launches and, on coarse SVM, moves the
+ * nodes), so every launch sees one whole version of the tree.
+ */
+
+__kernel void rb_search(__global const ulong *ctl, __global const uint *heap,
+                        __global const uint *sb_class, uint header,
+                        __global const int *keys, uint n, __global ulong *values,
+                        __global uint *status, __global uint *damaged) {
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    const int key = ASYM_ORDERED(keys[i]);
+    uint x = heap[header + RB_ROOT];
+    for (uint depth = 0; depth < RB_MAX_DEPTH; ++depth) {
+        if (x == RB_NIL) {
+            status[i] = RB_ABSENT;
+            return;
+        }
+        const int k = (int)heap[x + RB_KEY];
+        if (k == key) {
+            values[i] = (ulong)heap[x + RB_VALUE_LO] | ((ulong)heap[x + RB_VALUE_HI] << 32);
+            status[i] = RB_FOUND;
+            return;
+        }
+        x = heap[x + (key < k ? RB_LEFT : RB_RIGHT)];
+    }
+    status[i] = RB_DAMAGED;
+    atomic_inc(damaged);
+}

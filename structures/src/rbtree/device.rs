@@ -1,0 +1,152 @@
+//! The tree's device side: batched search, one work-item per query (`kernels/rbtree.cl`), on
+//! the nodes where they are. Queries come from the caller's SVM buffer (resident: the
+//! answers stay in the caller's buffers too) or from a host slice (staged, answers read
+//! back).
+
+use asym_kernels::cl_defines;
+use asym_runtime::{Error, Kernel, Result, SvmBuffer};
+
+use super::{RbTree, ABSENT, FOUND, KERNEL_CONSTANTS};
+use crate::key::Key;
+
+/// Work-items per work-group of the search.
+const SEARCH_WG: usize = 256;
+
+/// Staging and answer buffers of the host-slice search, kept between calls.
+pub(super) struct SearchBuffers {
+    keys: SvmBuffer<i32>,
+    values: SvmBuffer<u64>,
+    status: SvmBuffer<u32>,
+}
+
+/// What a device search found for one query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// The key is in the tree, with this value.
+    Value(u64),
+    /// The key is not in the tree.
+    Absent,
+}
+
+impl<K: Key> RbTree<K> {
+    /// Searches every key of `keys` on the device, writing each one's value to `values` and
+    /// whether it was found (1) or not (0) to `status`, all three buffers in the tree's
+    /// runtime and as long as each other. The answers stay on the device (one word comes back:
+    /// how many walks found the tree damaged, an error if any).
+    pub fn search_svm(
+        &mut self,
+        keys: &SvmBuffer<K>,
+        values: &mut SvmBuffer<u64>,
+        status: &mut SvmBuffer<u32>,
+    ) -> Result<()> {
+        let n = keys.len();
+        if values.len() != n || status.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "{n} queries with {} value and {} status slots",
+                values.len(),
+                status.len()
+            )));
+        }
+        self.launch_search(keys, n, values, status)
+    }
+
+    /// Searches every key of `keys` on the device (the keys uploaded, the answers read
+    /// back): `Found::Value` or `Found::Absent` per key.
+    pub fn search_on_device(&mut self, keys: &[K]) -> Result<Vec<Found>> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut bufs = match self.search.take() {
+            Some(b) if b.keys.len() >= n => b,
+            _ => {
+                let rt = self.arena.runtime();
+                SearchBuffers {
+                    keys: rt.alloc::<i32>(n)?,
+                    values: rt.alloc::<u64>(n)?,
+                    status: rt.alloc::<u32>(n)?,
+                }
+            }
+        };
+        let result = (|| {
+            bufs.keys.write_range(0, keys)?;
+            self.launch_search(&bufs.keys, n, &bufs.values, &bufs.status)?;
+            let status = bufs.status.read_range(0, n)?;
+            let values = bufs.values.read_range(0, n)?;
+            status
+                .iter()
+                .zip(values)
+                .map(|(&s, v)| match s {
+                    FOUND => Ok(Found::Value(v)),
+                    ABSENT => Ok(Found::Absent),
+                    _ => Err(damaged()),
+                })
+                .collect()
+        })();
+        self.search = Some(bufs);
+        result
+    }
+
+    /// Launches `rb_search` over the first `n` keys of `keys` and waits for it.
+    fn launch_search<T: asym_runtime::SvmElement>(
+        &mut self,
+        keys: &SvmBuffer<T>,
+        n: usize,
+        values: &SvmBuffer<u64>,
+        status: &SvmBuffer<u32>,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let n32 = u32::try_from(n)
+            .map_err(|_| Error::InvalidArgument(format!("{n} queries: at most 2^32 - 1")))?;
+        let rt = self.arena.runtime().clone();
+        let options = format!("{} -DKEY_MAP={}", cl_defines(KERNEL_CONSTANTS), K::KEY_MAP);
+        let program = rt.program_with(&asym_kernels::RBTREE, &options)?;
+        let mut kernel = Kernel::from_program(&rt, &program, "rb_search")?;
+        // One word counts damaged walks, so the answers need not come back to find out.
+        let mut damage = match self.damage.take() {
+            Some(d) => d,
+            None => rt.alloc::<u32>(1)?,
+        };
+        damage.write(&[0])?;
+        self.arena.set_args(&mut kernel, 0)?;
+        kernel
+            .arg_scalar(3, self.header)?
+            .arg_svm(4, keys)?
+            .arg_scalar(5, n32)?
+            .arg_svm(6, values)?
+            .arg_svm(7, status)?
+            .arg_svm(8, &damage)?;
+        let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
+        let done = kernel.launch(n.div_ceil(wg) * wg, Some(wg))?.wait();
+        drop(kernel);
+        let damaged_walks = damage.read();
+        self.damage = Some(damage);
+        done?;
+        if damaged_walks?[0] != 0 {
+            return Err(damaged());
+        }
+        Ok(())
+    }
+}
+
+fn damaged() -> Error {
+    Error::Lost(
+        "a device search walked further than any red-black tree is deep: the tree is damaged"
+            .into(),
+    )
+}
+
+#[cfg(test)]
+mod kernel_constants {
+    #[test]
+    fn rbtree_cl_uses_only_what_the_host_gives() {
+        let problems = asym_kernels::undeclared(
+            asym_kernels::RBTREE.text,
+            &["RB_"],
+            &[super::KERNEL_CONSTANTS],
+        );
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+}
