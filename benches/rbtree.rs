@@ -1,0 +1,113 @@
+//! Red-black tree benchmarks: searching a tree of random keys, on the device from resident
+//! query buffers and on the host path, beside std `BTreeMap` searched from rayon's threads
+//! (the peer a user would pick) and from one thread; and building the tree on the host path
+//! beside `BTreeMap` inserts.
+//!
+//!     cargo bench --bench rbtree                                         # 2^16 keys, 2^18 queries
+//!     ASYM_BENCH_LOG2=22 ASYM_BENCH_QUERIES_LOG2=24 cargo bench --bench rbtree
+//!
+//! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use asym::runtime::Runtime;
+use asym::structures::RbTree;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+#[path = "support/env.rs"]
+mod env;
+
+fn rbtree(c: &mut Criterion) {
+    let keys_log2 = env::number("ASYM_BENCH_LOG2", 16).min(30);
+    let queries_log2 = env::number("ASYM_BENCH_QUERIES_LOG2", 18).min(30);
+    let (n, q) = (1usize << keys_log2, 1usize << queries_log2);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let items: Vec<(i32, u64)> = (0..n).map(|i| (rng.gen(), i as u64)).collect();
+    let queries: Vec<i32> = (0..q)
+        .map(|i| {
+            if i % 2 == 0 {
+                items[rng.gen_range(0..n)].0
+            } else {
+                rng.gen()
+            }
+        })
+        .collect();
+    let rt = Runtime::new().expect("an OpenCL device");
+    let mut tree = RbTree::<i32>::new(&rt, n).expect("tree");
+    for chunk in items.chunks(1 << 16) {
+        tree.insert_batch(chunk).expect("build");
+    }
+    let map: BTreeMap<i32, u64> = items.iter().copied().collect();
+
+    let mut g = c.benchmark_group(format!("rbtree_search_2^{keys_log2}_keys"));
+    g.throughput(Throughput::Elements(q as u64));
+    let mut dev_keys = rt.alloc::<i32>(q).expect("query buffer");
+    dev_keys.write(&queries).expect("upload queries");
+    let mut values = rt.alloc::<u64>(q).expect("value buffer");
+    let mut status = rt.alloc::<u32>(q).expect("status buffer");
+    g.bench_function(BenchmarkId::new("gpu_resident", q), |b| {
+        b.iter(|| {
+            tree.search_svm(&dev_keys, &mut values, &mut status)
+                .expect("search")
+        })
+    });
+    g.bench_function(BenchmarkId::new("gpu_from_host", q), |b| {
+        b.iter(|| tree.search_on_device(&queries).expect("search"))
+    });
+    g.bench_function(BenchmarkId::new("host_path", q), |b| {
+        b.iter(|| tree.search_batch(&queries).expect("search"))
+    });
+    g.bench_function(BenchmarkId::new("peer_btreemap_rayon", q), |b| {
+        b.iter(|| {
+            queries
+                .par_iter()
+                .map(|k| map.get(k).copied())
+                .collect::<Vec<_>>()
+        })
+    });
+    g.bench_function(BenchmarkId::new("peer_btreemap_one_thread", q), |b| {
+        b.iter(|| {
+            queries
+                .iter()
+                .map(|k| map.get(k).copied())
+                .collect::<Vec<_>>()
+        })
+    });
+    g.finish();
+
+    let build = (1usize << 16).min(n);
+    let mut g = c.benchmark_group("rbtree_build");
+    g.throughput(Throughput::Elements(build as u64));
+    g.bench_function(BenchmarkId::new("host_path", build), |b| {
+        b.iter(|| {
+            let mut t = RbTree::<i32>::new(&rt, build).expect("tree");
+            t.insert_batch(&items[..build]).expect("insert")
+        })
+    });
+    g.bench_function(BenchmarkId::new("peer_btreemap_one_thread", build), |b| {
+        b.iter(|| {
+            items[..build]
+                .iter()
+                .copied()
+                .collect::<BTreeMap<i32, u64>>()
+        })
+    });
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(10)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = rbtree
+}
+criterion_main!(benches);
