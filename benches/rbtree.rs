@@ -1,5 +1,5 @@
 //! Red-black tree benchmarks: searching a tree of random keys, on the device from resident
-//! query buffers and on the host path, beside std `BTreeMap` searched from rayon's threads
+//! query buffers, on the latency threads and on the host path, beside std `BTreeMap` searched from rayon's threads
 //! (the peer a user would pick) and from one thread; and building the tree on the host path
 //! beside `BTreeMap` inserts.
 //!
@@ -56,6 +56,10 @@ fn rbtree(c: &mut Criterion) {
     });
     g.bench_function(BenchmarkId::new("gpu_from_host", q), |b| {
         b.iter(|| tree.search_on_device(&queries).expect("search"))
+    });
+    let pool = asym::runtime::LatencyPool::new(Default::default()).expect("pool");
+    g.bench_function(BenchmarkId::new("cpu_latency_threads", q), |b| {
+        b.iter(|| tree.search_on_threads(&queries, &pool).expect("search"))
     });
     g.bench_function(BenchmarkId::new("host_path", q), |b| {
         b.iter(|| tree.search_batch(&queries).expect("search"))

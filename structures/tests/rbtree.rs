@@ -245,9 +245,10 @@ fn lower_bounds_range_counts_and_key_types() {
     }
 }
 
-/// The device search against `BTreeMap`: present and absent keys, every key type, queries
-/// from a host slice and resident in SVM (answers left there), an empty tree and an empty
-/// batch, after inserts and deletes changed the tree between launches, on both transports.
+/// The device search and the latency threads' search against `BTreeMap`: present and absent
+/// keys, every key type, queries from a host slice and resident in SVM (answers left there),
+/// an empty tree and an empty batch, after inserts and deletes changed the tree between
+/// launches, on both transports.
 #[test]
 fn device_search_matches_btreemap() {
     use asym_structures::Found;
@@ -256,12 +257,22 @@ fn device_search_matches_btreemap() {
         let mut tree = RbTree::<i32>::new(rt, 1024).unwrap();
         let mut reference = BTreeMap::new();
         let probes: Vec<i32> = (0..5000).map(|_| rng.gen_range(-20_000..20_000)).collect();
+        // More latency threads than cores: every share of the probes is searched.
+        let pool = asym_runtime::LatencyPool::new(asym_runtime::PoolOptions {
+            threads: Some(3),
+            ..Default::default()
+        })
+        .unwrap();
         let check = |tree: &mut RbTree<i32>, reference: &BTreeMap<i32, u64>| {
             let got = tree.search_on_device(&probes).unwrap();
             for (p, g) in probes.iter().zip(&got) {
                 let want = reference.get(p).map_or(Found::Absent, |&v| Found::Value(v));
                 assert_eq!(*g, want, "device search of {p}");
             }
+            let got = tree.search_on_threads(&probes, &pool).unwrap();
+            let want: Vec<Option<u64>> = probes.iter().map(|p| reference.get(p).copied()).collect();
+            assert_eq!(got, want, "search on the latency threads");
+            assert!(tree.search_on_threads(&[], &pool).unwrap().is_empty());
         };
         check(&mut tree, &reference);
         for round in 0..3 {

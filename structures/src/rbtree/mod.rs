@@ -180,6 +180,30 @@ impl<K: Key> RbTree<K> {
         self.with_nodes(|t| keys.iter().map(|&k| t.search(k.to_ordered())).collect())
     }
 
+    /// [`RbTree::search_batch`] with the latency threads of `pool` sharing the keys (each a
+    /// contiguous share; searches only read, so they need no locks).
+    pub fn search_on_threads(
+        &mut self,
+        keys: &[K],
+        pool: &asym_runtime::LatencyPool,
+    ) -> Result<Vec<Option<u64>>> {
+        let header = self.header;
+        let mut map = self.arena.map()?;
+        let view = map.view();
+        let share = keys.len().div_ceil(pool.len().max(1)).max(1);
+        let parts = pool.broadcast_scoped(|w| -> Result<Vec<Option<u64>>> {
+            let start = (w.index * share).min(keys.len());
+            let mine = &keys[start..(start + share).min(keys.len())];
+            let nodes = ops::Nodes::new(view, header)?;
+            mine.iter().map(|&k| nodes.search(k.to_ordered())).collect()
+        })?;
+        let mut out = Vec::with_capacity(keys.len());
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
     /// For every key, the smallest key in the tree not below it (its successor or itself),
     /// with its value; `None` past the largest.
     pub fn lower_bound_batch(&mut self, keys: &[K]) -> Result<Vec<Option<(K, u64)>>> {
