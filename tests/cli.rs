@@ -17,6 +17,7 @@ fn example(name: &str) -> PathBuf {
         "knapsack" => env!("CARGO_BIN_EXE_knapsack"),
         "list_ops" => env!("CARGO_BIN_EXE_list_ops"),
         "devices" => env!("CARGO_BIN_EXE_devices"),
+        "rbtree" => env!("CARGO_BIN_EXE_rbtree"),
         other => panic!("no program {other} in examples/"),
     })
 }
@@ -1070,5 +1071,78 @@ fn sizes_outputs_and_environment_are_usage_errors() {
     assert!(!std::path::Path::new(unwritable).exists());
     for f in [knapsack, dimacs, mtx, npy_lie] {
         let _ = std::fs::remove_file(f);
+    }
+}
+
+/// The red-black tree example: a generated run checked in every mode; the files of a user
+/// (initial keys, a batch of operations) give the final keys and the search answers in file
+/// order, a missing delete is reported, not an error; a malformed line names its file and
+/// line; an unknown mode or a share outside 0..1 is a usage error.
+#[test]
+fn rbtree_runs_checks_and_reads_files() {
+    let (ok, stdout, err) = run_example(
+        "rbtree",
+        &["--initial-count", "3000", "--ops-count", "3000", "--json"],
+    );
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    for mode in ["cpu", "gpu"] {
+        for phase in ["build", "insert", "delete", "search"] {
+            let row = rows
+                .iter()
+                .find(|r| r["mode"] == mode && r["phase"] == phase)
+                .unwrap_or_else(|| panic!("no {mode} {phase} row: {stdout}"));
+            assert_eq!(row["verified"], true, "{row}");
+        }
+    }
+    assert!(rows.iter().any(|r| r["mode"] == "peer:btreemap"));
+
+    let initial = tmp("rb-initial.txt");
+    std::fs::write(&initial, "5\n1\n# a comment\n9\n").unwrap();
+    let ops = tmp("rb-ops.txt");
+    std::fs::write(
+        &ops,
+        "insert 4\ninsert 5 77\ndelete 9\ndelete 100\nsearch 4\nsearch 9\nsearch 1\n",
+    )
+    .unwrap();
+    let (out, found) = (tmp("rb-final.txt"), tmp("rb-found.txt"));
+    let (ok, stdout, err) = run_example(
+        "rbtree",
+        &[
+            "--initial",
+            initial.to_str().unwrap(),
+            "--ops",
+            ops.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--search-output",
+            found.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "1\n4\n5\n");
+    assert_eq!(std::fs::read_to_string(&found).unwrap(), "4 1\n9 0\n1 1\n");
+    let rows = json_rows(&stdout);
+    assert!(rows
+        .iter()
+        .filter(|r| r["phase"] == "delete" && r["mode"] != "peer:btreemap")
+        .all(|r| r["detail"] == "1 missing" && r["verified"] == true));
+
+    let bad = tmp("rb-bad-ops.txt");
+    std::fs::write(&bad, "insert 1\nsearch 2\nremove 3\n").unwrap();
+    let (code, _, err) = run_with_env("rbtree", &["--ops", bad.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("rb-bad-ops.txt") && err.contains('3'), "{err}");
+    for args in [
+        &["--mode", "coop"][..],
+        &["--search-share", "2"][..],
+        &["--initial", "/nonexistent/keys.txt"][..],
+    ] {
+        let (code, _, err) = run_with_env("rbtree", args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+    }
+    for p in [initial, ops, out, found, bad] {
+        let _ = std::fs::remove_file(p);
     }
 }
