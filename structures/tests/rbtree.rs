@@ -103,7 +103,10 @@ fn adversarial_orders_keep_every_invariant() {
             let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
             let mut reference = BTreeMap::new();
             for chunk in keys.chunks(700) {
-                let items: Vec<(i32, u64)> = chunk.iter().map(|&k| (k, k as u64 * 3)).collect();
+                let items: Vec<(i32, u64)> = chunk
+                    .iter()
+                    .map(|&k| (k, (k as u64).wrapping_mul(3)))
+                    .collect();
                 apply(&mut tree, &mut reference, &items, &[], chunk);
             }
             // Delete everything: in key order, in reverse, or shuffled.
