@@ -10,7 +10,8 @@
  * Build options: the RB_* constants (KERNEL_CONSTANTS in rbtree/mod.rs) and -DKEY_MAP=<0
  * int32, 1 uint32, 2 float32> for common.cl's ASYM_ORDERED (queries arrive as raw bits).
  *
- * rb_search walks from the root to the key or a NIL link: the key and both child links lie
+ * rb_search walks from the root to the key or a NIL link (rb_lower_bound, at the end of the
+ * file, to a NIL link, keeping the last node where it turned left): the key and both child links lie
  * in one 32-byte sector, so a level costs one memory transaction, and the top levels of the
  * tree stay in the device's cache across queries. A walk longer than RB_MAX_DEPTH (twice
  * the height bound of a red-black tree of 2^32 nodes) means a damaged tree: the query
@@ -42,6 +43,43 @@ __kernel void rb_search(__global const ulong *ctl, __global const uint *heap,
             return;
         }
         x = heap[x + (key < k ? RB_LEFT : RB_RIGHT)];
+    }
+    status[i] = RB_DAMAGED;
+    atomic_inc(damaged);
+}
+
+/* The smallest key not below each query (its successor or itself): the walk keeps the last
+ * node where it turned left. Answers: the key (ordered form) and value, status RB_FOUND or
+ * RB_ABSENT (past the largest key); damaged walks as in rb_search. */
+__kernel void rb_lower_bound(__global const ulong *ctl, __global const uint *heap,
+                             __global const uint *sb_class, uint header,
+                             __global const int *keys, uint n, __global ulong *values,
+                             __global uint *status, __global uint *damaged,
+                             __global int *found_keys) {
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    const int key = ASYM_ORDERED(keys[i]);
+    uint x = heap[header + RB_ROOT];
+    uint best = RB_NIL;
+    for (uint depth = 0; depth < RB_MAX_DEPTH; ++depth) {
+        if (x == RB_NIL) {
+            if (best == RB_NIL) {
+                status[i] = RB_ABSENT;
+            } else {
+                found_keys[i] = (int)heap[best + RB_KEY];
+                values[i] = (ulong)heap[best + RB_VALUE_LO] |
+                            ((ulong)heap[best + RB_VALUE_HI] << 32);
+                status[i] = RB_FOUND;
+            }
+            return;
+        }
+        const int k = (int)heap[x + RB_KEY];
+        if (k >= key) {
+            best = x;
+            x = heap[x + RB_LEFT];
+        } else {
+            x = heap[x + RB_RIGHT];
+        }
     }
     status[i] = RB_DAMAGED;
     atomic_inc(damaged);

@@ -248,7 +248,8 @@ fn lower_bounds_range_counts_and_key_types() {
     }
 }
 
-/// The device search and the latency threads' search against `BTreeMap`: present and absent
+/// The device search and lower bound and the latency threads' search against `BTreeMap`:
+/// present and absent
 /// keys, every key type, queries from a host slice and resident in SVM (answers left there),
 /// an empty tree and an empty batch, after inserts and deletes changed the tree between
 /// launches, on both transports.
@@ -271,6 +272,11 @@ fn device_search_matches_btreemap() {
             for (p, g) in probes.iter().zip(&got) {
                 let want = reference.get(p).map_or(Found::Absent, |&v| Found::Value(v));
                 assert_eq!(*g, want, "device search of {p}");
+            }
+            let got = tree.lower_bound_on_device(&probes).unwrap();
+            for (p, g) in probes.iter().zip(&got) {
+                let want = reference.range(p..).next().map(|(&k, &v)| (k, v));
+                assert_eq!(*g, want, "device lower bound of {p}");
             }
             let got = tree.search_on_threads(&probes, &pool).unwrap();
             let want: Vec<Option<u64>> = probes.iter().map(|p| reference.get(p).copied()).collect();
@@ -335,6 +341,26 @@ fn device_search_matches_btreemap() {
         assert_eq!(
             words.search_on_device(&[u32::MAX, 0, 1 << 31]).unwrap(),
             vec![Found::Value(9), Found::Value(8), Found::Absent]
+        );
+        assert_eq!(
+            words.lower_bound_on_device(&[1, u32::MAX, 0]).unwrap(),
+            vec![Some((u32::MAX, 9)), Some((u32::MAX, 9)), Some((0, 8))]
+        );
+        // Floats by bits (NaN is not equal to itself): -1.0 finds -0.0, 3.0 and NaN find NaN.
+        let got: Vec<Option<(u32, u64)>> = floats
+            .lower_bound_on_device(&[-1.0, 3.0, f32::NAN])
+            .unwrap()
+            .into_iter()
+            .map(|x| x.map(|(k, v)| (k.to_bits(), v)))
+            .collect();
+        let nan = f32::NAN.to_bits();
+        assert_eq!(
+            got,
+            vec![
+                Some(((-0.0f32).to_bits(), 1)),
+                Some((nan, 0)),
+                Some((nan, 0))
+            ]
         );
     }
 }

@@ -17,6 +17,8 @@ pub(super) struct SearchBuffers {
     keys: SvmBuffer<i32>,
     values: SvmBuffer<u64>,
     status: SvmBuffer<u32>,
+    /// The keys lower-bound queries found (ordered form).
+    found: SvmBuffer<i32>,
 }
 
 /// What a device search found for one query.
@@ -47,12 +49,40 @@ impl<K: Key> RbTree<K> {
                 status.len()
             )));
         }
-        self.launch_search(keys, n, values, status)
+        self.launch("rb_search", keys, n, values, status, None)
     }
 
     /// Searches every key of `keys` on the device (the keys uploaded, the answers read
     /// back): `Found::Value` or `Found::Absent` per key.
     pub fn search_on_device(&mut self, keys: &[K]) -> Result<Vec<Found>> {
+        self.staged(keys, "rb_search", |_, value, status| match status {
+            FOUND => Ok(Found::Value(value)),
+            ABSENT => Ok(Found::Absent),
+            _ => Err(damaged()),
+        })
+    }
+
+    /// For every key of `keys`, on the device: the smallest key in the tree not below it,
+    /// with its value; `None` past the largest.
+    pub fn lower_bound_on_device(&mut self, keys: &[K]) -> Result<Vec<Option<(K, u64)>>> {
+        self.staged(
+            keys,
+            "rb_lower_bound",
+            |found, value, status| match status {
+                FOUND => Ok(Some((K::from_ordered(found), value))),
+                ABSENT => Ok(None),
+                _ => Err(damaged()),
+            },
+        )
+    }
+
+    /// Uploads `keys`, runs `kernel` over them and maps each (found key, value, status).
+    fn staged<R>(
+        &mut self,
+        keys: &[K],
+        kernel: &str,
+        answer: impl Fn(i32, u64, u32) -> Result<R>,
+    ) -> Result<Vec<R>> {
         let n = keys.len();
         if n == 0 {
             return Ok(Vec::new());
@@ -65,35 +95,43 @@ impl<K: Key> RbTree<K> {
                     keys: rt.alloc::<i32>(n)?,
                     values: rt.alloc::<u64>(n)?,
                     status: rt.alloc::<u32>(n)?,
+                    found: rt.alloc::<i32>(n)?,
                 }
             }
         };
         let result = (|| {
             bufs.keys.write_range(0, keys)?;
-            self.launch_search(&bufs.keys, n, &bufs.values, &bufs.status)?;
+            let lower_bound = kernel == "rb_lower_bound";
+            let found = lower_bound.then_some(&bufs.found);
+            self.launch(kernel, &bufs.keys, n, &bufs.values, &bufs.status, found)?;
             let status = bufs.status.read_range(0, n)?;
             let values = bufs.values.read_range(0, n)?;
+            let found = if lower_bound {
+                bufs.found.read_range(0, n)?
+            } else {
+                vec![0; n]
+            };
             status
                 .iter()
                 .zip(values)
-                .map(|(&s, v)| match s {
-                    FOUND => Ok(Found::Value(v)),
-                    ABSENT => Ok(Found::Absent),
-                    _ => Err(damaged()),
-                })
+                .zip(found)
+                .map(|((&s, v), f)| answer(f, v, s))
                 .collect()
         })();
         self.search = Some(bufs);
         result
     }
 
-    /// Launches `rb_search` over the first `n` keys of `keys` and waits for it.
-    fn launch_search<T: asym_runtime::SvmElement>(
+    /// Launches `kernel` (`rb_search` or `rb_lower_bound`) over the first `n` keys of
+    /// `keys` and waits for it.
+    fn launch<T: asym_runtime::SvmElement>(
         &mut self,
+        kernel_name: &str,
         keys: &SvmBuffer<T>,
         n: usize,
         values: &SvmBuffer<u64>,
         status: &SvmBuffer<u32>,
+        found: Option<&SvmBuffer<i32>>,
     ) -> Result<()> {
         if n == 0 {
             return Ok(());
@@ -103,7 +141,7 @@ impl<K: Key> RbTree<K> {
         let rt = self.arena.runtime().clone();
         let options = format!("{} -DKEY_MAP={}", cl_defines(KERNEL_CONSTANTS), K::KEY_MAP);
         let program = rt.program_with(&asym_kernels::RBTREE, &options)?;
-        let mut kernel = Kernel::from_program(&rt, &program, "rb_search")?;
+        let mut kernel = Kernel::from_program(&rt, &program, kernel_name)?;
         // One word counts damaged walks, so the answers need not come back to find out.
         let mut damage = match self.damage.take() {
             Some(d) => d,
@@ -118,6 +156,9 @@ impl<K: Key> RbTree<K> {
             .arg_svm(6, values)?
             .arg_svm(7, status)?
             .arg_svm(8, &damage)?;
+        if let Some(found) = found {
+            kernel.arg_svm(9, found)?;
+        }
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         let done = kernel.launch(n.div_ceil(wg) * wg, Some(wg))?.wait();
         drop(kernel);
