@@ -1,11 +1,12 @@
 //! Red-black tree benchmarks: searching a tree of random keys, on the device from resident
-//! query buffers, on the latency threads and on the host path, beside std `BTreeMap` searched from rayon's threads
-//! (the peer a user would pick) and from one thread; and building the tree on the host path
-//! beside `BTreeMap` inserts.
+//! query buffers, on the latency threads and on the host path, beside std `BTreeMap` searched
+//! from rayon's threads (the peer a user would pick) and from one thread; and building the
+//! tree on the host path and on the device beside `BTreeMap` inserts.
 //!
 //!     cargo bench --bench rbtree                                         # 2^16 keys, 2^18 queries
 //!     ASYM_BENCH_LOG2=22 ASYM_BENCH_QUERIES_LOG2=24 cargo bench --bench rbtree
 //!
+//! `ASYM_BENCH_BUILD_LOG2` sets the keys of the build group (default 16, at most the tree's).
 //! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random.
 
 use std::collections::BTreeMap;
@@ -82,13 +83,19 @@ fn rbtree(c: &mut Criterion) {
     });
     g.finish();
 
-    let build = (1usize << 16).min(n);
+    let build = (1usize << env::number("ASYM_BENCH_BUILD_LOG2", 16).min(30)).min(n);
     let mut g = c.benchmark_group("rbtree_build");
     g.throughput(Throughput::Elements(build as u64));
     g.bench_function(BenchmarkId::new("host_path", build), |b| {
         b.iter(|| {
             let mut t = RbTree::<i32>::new(&rt, build).expect("tree");
             t.insert_batch(&items[..build]).expect("insert")
+        })
+    });
+    g.bench_function(BenchmarkId::new("gpu_build_on_device", build), |b| {
+        b.iter(|| {
+            let mut t = RbTree::<i32>::new(&rt, build).expect("tree");
+            t.build_on_device(&items[..build]).expect("build")
         })
     });
     g.bench_function(BenchmarkId::new("peer_btreemap_one_thread", build), |b| {

@@ -84,3 +84,41 @@ __kernel void rb_lower_bound(__global const ulong *ctl, __global const uint *hea
     status[i] = RB_DAMAGED;
     atomic_inc(damaged);
 }
+
+/* Builds a tree from m keys in strictly increasing order (ordered form), their values and a
+ * node handle each (from the arena), one work-item per key, no locks: the shape is the
+ * midpoint tree (the root is key m/2, each side built the same way), so a work-item finds
+ * its own node's place by descending the index ranges from [0, m) and writes its node whole.
+ * Sibling subtrees differ in size by at most one, so every NIL leaf lies at depth h or h + 1
+ * (h = floor(log2 m)); nodes at depth h are red (unless h = 0: a lone root is black), the
+ * rest black: every path from the root to a NIL then holds h black nodes, and a red node
+ * (depth h) has only NIL children and a black parent. Work-item 0 writes the header. The
+ * host reads nothing until the launch ends. */
+__kernel void rb_build(__global const ulong *ctl, __global uint *heap,
+                       __global const uint *sb_class, uint header,
+                       __global const uint *handles, __global const int *keys,
+                       __global const ulong *values, uint m, uint h) {
+    const uint i = get_global_id(0);
+    if (i >= m) return;
+    uint lo = 0, hi = m, parent = RB_NIL, depth = 0;
+    for (;;) {
+        const uint mid = lo + (hi - lo) / 2;
+        if (i == mid) break;
+        parent = handles[mid];
+        if (i < mid) hi = mid; else lo = mid + 1;
+        ++depth;
+    }
+    const uint x = handles[i];
+    heap[x + RB_KEY] = (uint)keys[i];
+    heap[x + RB_VALUE_LO] = (uint)values[i];
+    heap[x + RB_VALUE_HI] = (uint)(values[i] >> 32);
+    heap[x + RB_COLOUR] = depth == h && depth > 0u ? RB_RED : 0u; /* the root stays black */
+    heap[x + RB_LEFT] = lo < i ? handles[lo + (i - lo) / 2] : RB_NIL;
+    heap[x + RB_RIGHT] = i + 1 < hi ? handles[i + 1 + (hi - i - 1) / 2] : RB_NIL;
+    heap[x + RB_PARENT] = parent;
+    heap[x + RB_LOCK] = 0u;
+    if (i == 0) {
+        heap[header + RB_ROOT] = handles[m / 2];
+        heap[header + RB_COUNT] = m;
+    }
+}

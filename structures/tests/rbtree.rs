@@ -364,3 +364,36 @@ fn device_search_matches_btreemap() {
         );
     }
 }
+
+/// A tree built on the device in one launch from unsorted items with repeated keys (the
+/// last value of a key kept): equal to `BTreeMap`, every invariant (black heights included)
+/// at sizes that fill the last level and sizes that do not, and a valid start for the host
+/// path's inserts and deletes; a tree with keys refuses it; both transports.
+#[test]
+fn device_build_matches_btreemap_and_keeps_every_invariant() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        for m in [0usize, 1, 2, 3, 7, 8, 1000, 65_535, 100_003] {
+            let items: Vec<(i32, u64)> = (0..m)
+                .map(|i| (rng.gen_range(-(m as i32) - 5..m as i32 + 5), i as u64))
+                .collect();
+            let mut reference = BTreeMap::new();
+            for &(k, v) in &items {
+                reference.insert(k, v);
+            }
+            let mut tree = RbTree::<i32>::new(rt, 16).unwrap();
+            tree.build_on_device(&items).unwrap();
+            let report = tree.validate().unwrap();
+            assert_eq!(report.nodes, reference.len(), "m {m}");
+            let want: Vec<(i32, u64)> = reference.iter().map(|(&k, &v)| (k, v)).collect();
+            assert_eq!(tree.entries().unwrap(), want, "m {m}");
+            // The host path goes on from the built tree.
+            let more: Vec<(i32, u64)> = (0..500).map(|_| (rng.gen(), 1)).collect();
+            let gone: Vec<i32> = reference.keys().step_by(3).copied().collect();
+            apply(&mut tree, &mut reference, &more, &gone, &gone);
+            if m > 0 {
+                assert!(tree.build_on_device(&items).is_err(), "a full tree refuses");
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@
 use asym_kernels::cl_defines;
 use asym_runtime::{Error, Kernel, Result, SvmBuffer};
 
-use super::{RbTree, ABSENT, FOUND, KERNEL_CONSTANTS};
+use super::{RbTree, ABSENT, FOUND, KERNEL_CONSTANTS, NIL, NODE_BYTES};
 use crate::key::Key;
 
 /// Work-items per work-group of the search.
@@ -50,6 +50,69 @@ impl<K: Key> RbTree<K> {
             )));
         }
         self.launch("rb_search", keys, n, values, status, None)
+    }
+
+    /// Fills an empty tree with `items` on the device in one launch: sorted by key on the
+    /// host (a key given twice keeps its last value), nodes taken from the arena by one
+    /// device launch, then `rb_build` writes every node of the balanced shape at once.
+    pub fn build_on_device(&mut self, items: &[(K, u64)]) -> Result<()> {
+        if !self.is_empty()? {
+            return Err(Error::InvalidArgument(
+                "build_on_device fills an empty tree; this one has keys".into(),
+            ));
+        }
+        let mut sorted: Vec<(i32, u64, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, &(k, v))| (k.to_ordered(), v, i))
+            .collect();
+        {
+            use rayon::prelude::*;
+            sorted.par_sort_unstable_by_key(|&(k, _, i)| (k, std::cmp::Reverse(i)));
+        }
+        sorted.dedup_by_key(|e| e.0);
+        let m = sorted.len();
+        if m == 0 {
+            return Ok(());
+        }
+        let m32 = u32::try_from(m)
+            .ok()
+            .filter(|&m| m < u32::MAX / 2)
+            .ok_or_else(|| Error::InvalidArgument(format!("{m} keys: at most 2^31")))?;
+        self.reserve(m)?;
+        let handles = self.arena.malloc_on_device(&vec![NODE_BYTES as u32; m])?;
+        if let Some(i) = handles.iter().position(|&h| h == NIL) {
+            // Give back what was taken before failing.
+            let taken: Vec<u32> = handles.iter().copied().filter(|&h| h != NIL).collect();
+            self.arena.free_on_device(&taken)?;
+            return Err(Error::OutOfMemory(format!(
+                "the arena ran out at node {i} of {m} for the tree"
+            )));
+        }
+        let rt = self.arena.runtime().clone();
+        let upload = |words: &[u32]| -> Result<SvmBuffer<u32>> {
+            let mut b = rt.alloc::<u32>(words.len())?;
+            b.write(words)?;
+            Ok(b)
+        };
+        let handle_buf = upload(&handles)?;
+        let mut keys = rt.alloc::<i32>(m)?;
+        keys.write(&sorted.iter().map(|e| e.0).collect::<Vec<_>>())?;
+        let mut values = rt.alloc::<u64>(m)?;
+        values.write(&sorted.iter().map(|e| e.1).collect::<Vec<_>>())?;
+        let options = format!("{} -DKEY_MAP={}", cl_defines(KERNEL_CONSTANTS), K::KEY_MAP);
+        let program = rt.program_with(&asym_kernels::RBTREE, &options)?;
+        let mut kernel = Kernel::from_program(&rt, &program, "rb_build")?;
+        self.arena.set_args(&mut kernel, 0)?;
+        kernel
+            .arg_scalar(3, self.header)?
+            .arg_svm(4, &handle_buf)?
+            .arg_svm(5, &keys)?
+            .arg_svm(6, &values)?
+            .arg_scalar(7, m32)?
+            .arg_scalar(8, usize::BITS - 1 - m.leading_zeros())?;
+        let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
+        kernel.launch(m.div_ceil(wg) * wg, Some(wg))?.wait()
     }
 
     /// Searches every key of `keys` on the device (the keys uploaded, the answers read

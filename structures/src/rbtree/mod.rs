@@ -38,7 +38,7 @@ pub use validate::TreeReport;
 pub(crate) const NIL: u32 = 0;
 /// Words of a node: key, value (low, high), colour, left, right, parent, lock.
 pub(crate) const NODE_WORDS: usize = 8;
-const NODE_BYTES: usize = 4 * NODE_WORDS;
+pub(crate) const NODE_BYTES: usize = 4 * NODE_WORDS;
 pub(crate) const N_KEY: usize = 0;
 pub(crate) const N_VALUE_LO: usize = 1;
 pub(crate) const N_VALUE_HI: usize = 2;
@@ -46,6 +46,8 @@ pub(crate) const N_COLOUR: usize = 3;
 pub(crate) const N_LEFT: usize = 4;
 pub(crate) const N_RIGHT: usize = 5;
 pub(crate) const N_PARENT: usize = 6;
+/// The lock word of the concurrent modes (0: free).
+pub(crate) const N_LOCK: usize = 7;
 /// The colour word of a red node (black is 0).
 pub(crate) const RED: u32 = 1;
 /// Header words: the root and the node count.
@@ -70,6 +72,11 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_LEFT", N_LEFT as u64),
     ClConst::int("RB_RIGHT", N_RIGHT as u64),
     ClConst::int("RB_ROOT", H_ROOT as u64),
+    ClConst::int("RB_COUNT", H_COUNT as u64),
+    ClConst::int("RB_COLOUR", N_COLOUR as u64),
+    ClConst::int("RB_PARENT", N_PARENT as u64),
+    ClConst::int("RB_LOCK", N_LOCK as u64),
+    ClConst::uint("RB_RED", RED as u64),
     ClConst::uint("RB_MAX_DEPTH", MAX_DEPTH as u64),
     ClConst::uint("RB_FOUND", FOUND as u64),
     ClConst::uint("RB_ABSENT", ABSENT as u64),
@@ -250,7 +257,7 @@ impl<K: Key> RbTree<K> {
     }
 
     /// Grows the arena if `more` new nodes might not fit in what is free.
-    fn reserve(&mut self, more: usize) -> Result<()> {
+    pub(crate) fn reserve(&mut self, more: usize) -> Result<()> {
         let stats = self.arena.stats()?;
         let free = stats.capacity_bytes.saturating_sub(stats.bytes_in_use) as usize;
         let need = more.saturating_mul(NODE_BYTES);
