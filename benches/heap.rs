@@ -13,7 +13,6 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::{
@@ -24,6 +23,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+#[path = "support/config.rs"]
+mod config;
 #[path = "support/env.rs"]
 mod env;
 
@@ -154,16 +155,9 @@ fn heap(c: &mut Criterion) {
     }
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(10)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = config::short();
     targets = heap
 }
 criterion_main!(benches);

@@ -11,14 +11,14 @@
 //! transport allows): it is one to three orders of magnitude slower than the rest on PoCL and
 //! on a discrete GPU (docs/BENCHMARKS.md), so it is left out by default.
 
-use std::time::Duration;
-
 use asym::runtime::{LatencyPool, Mode, Runtime};
 use asym::structures::{peers, Cooperation, KSelector, Strategy, Sublists};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+#[path = "support/config.rs"]
+mod config;
 #[path = "support/env.rs"]
 mod env;
 
@@ -100,16 +100,9 @@ fn kselect(c: &mut Criterion) {
     }
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(10)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = config::short();
     targets = kselect
 }
 criterion_main!(benches);

@@ -10,7 +10,6 @@
 //! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use asym::runtime::Runtime;
 use asym::structures::RbTree;
@@ -18,6 +17,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+#[path = "support/config.rs"]
+mod config;
 #[path = "support/env.rs"]
 mod env;
 
@@ -109,16 +110,9 @@ fn rbtree(c: &mut Criterion) {
     g.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(10)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = config::short();
     targets = rbtree
 }
 criterion_main!(benches);

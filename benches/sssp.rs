@@ -5,14 +5,14 @@
 //!     cargo bench --bench sssp                                   # Kronecker scale 14 + geometric 2^16
 //!     ASYM_BENCH_SCALE=20 ASYM_BENCH_GEO=1048576 cargo bench --bench sssp
 
-use std::time::Duration;
-
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::apps::graph::Graph;
 use asym::structures::apps::sssp::{cpu, device::DeviceSssp, Order};
 use asym::structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
+#[path = "support/config.rs"]
+mod config;
 #[path = "support/env.rs"]
 mod env;
 
@@ -67,16 +67,9 @@ fn sssp(c: &mut Criterion) {
     }
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(10)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = config::short();
     targets = sssp
 }
 criterion_main!(benches);

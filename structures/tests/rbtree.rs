@@ -123,7 +123,7 @@ fn adversarial_orders_keep_every_invariant() {
             for chunk in all.chunks(500) {
                 apply(&mut tree, &mut reference, &[], chunk, chunk);
             }
-            assert!(tree.is_empty().unwrap(), "{name}");
+            assert!(tree.is_empty(), "{name}");
             let report = tree.validate().unwrap();
             assert_eq!(report.nodes, 0, "{name}");
         }

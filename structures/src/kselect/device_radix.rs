@@ -185,8 +185,7 @@ impl DeviceRadix {
     /// buffer bound; the same cut the bound offsets buffer holds).
     pub(super) fn launch(&mut self, offs: &[usize], k: usize) -> Result<RadixLaunch> {
         let subs = self.check_subs(offs)?;
-        let k = u32::try_from(k)
-            .map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))?;
+        let k = k_word(k)?;
         let longest = offs.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
         let wg = self.wg;
         if self.tile == 0 || longest <= self.tile {
@@ -195,24 +194,17 @@ impl DeviceRadix {
                 launches: vec![enqueue(&self.queue, &mut self.whole, subs, wg)?],
             });
         }
-        let n_tiles = self.write_tables(offs)?;
-        let words = HIST_WORDS * subs;
-        self.clear.arg_scalar(1, words as u32)?;
         self.keep.arg_scalar(2, k)?;
         self.finish.arg_scalar(3, k)?;
-        let clear_wg = self.clear_wg();
-        let launches = vec![
-            enqueue(
-                &self.queue,
-                &mut self.clear,
-                words.div_ceil(clear_wg),
-                clear_wg,
-            )?,
-            enqueue(&self.queue, &mut self.count, n_tiles, wg)?,
-            enqueue(&self.queue, &mut self.keep, n_tiles, wg)?,
-            enqueue(&self.queue, &mut self.finish, subs, wg)?,
-        ];
-        Ok(RadixLaunch { launches })
+        let mut tiled = self.launch_count(offs)?;
+        let n_tiles = self.tiles_host.len() / 3;
+        tiled
+            .launches
+            .push(enqueue(&self.queue, &mut self.keep, n_tiles, wg)?);
+        tiled
+            .launches
+            .push(enqueue(&self.queue, &mut self.finish, subs, wg)?);
+        Ok(tiled)
     }
 }
 
@@ -220,6 +212,9 @@ impl DeviceRadix {
     /// Writes the tile tables for the cut `offs` unless they hold it already; the number of
     /// tiles.
     fn write_tables(&mut self, offs: &[usize]) -> Result<usize> {
+        if self.tables_for == offs {
+            return Ok(self.tiles_host.len() / 3);
+        }
         let (tiles, first) = cut_tiles(offs, self.tile);
         let n_tiles = tiles.len() / 3;
         if n_tiles > self.kept.len() {
@@ -228,17 +223,15 @@ impl DeviceRadix {
                 self.kept.len()
             )));
         }
-        if self.tables_for != offs {
-            self.tables_for.clear();
-            let mut map = self.tiles.map_range_for_overwrite(0, tiles.len())?;
-            map.copy_from_slice(&tiles);
-            map.unmap()?;
-            let mut map = self.first_tile.map_range_for_overwrite(0, first.len())?;
-            map.copy_from_slice(&first);
-            map.unmap()?;
-            self.tables_for.extend_from_slice(offs);
-            self.tiles_host = tiles;
-        }
+        self.tables_for.clear();
+        let mut map = self.tiles.map_range_for_overwrite(0, tiles.len())?;
+        map.copy_from_slice(&tiles);
+        map.unmap()?;
+        let mut map = self.first_tile.map_range_for_overwrite(0, first.len())?;
+        map.copy_from_slice(&first);
+        map.unmap()?;
+        self.tables_for.extend_from_slice(offs);
+        self.tiles_host = tiles;
         Ok(n_tiles)
     }
 }
@@ -287,8 +280,7 @@ impl DeviceRadix {
     /// (1-based) of its sub-list.
     pub(super) fn launch_keep(&mut self, merged: &[[u32; 256]], k: usize) -> Result<RadixLaunch> {
         let subs = merged.len();
-        let k = u32::try_from(k)
-            .map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))?;
+        let k = k_word(k)?;
         let mut map = self.hist.map_range_for_overwrite(0, HIST_WORDS * subs)?;
         for (words, top) in map.chunks_mut(HIST_WORDS).zip(merged) {
             words[..256].copy_from_slice(top);
@@ -334,6 +326,11 @@ impl DeviceRadix {
     fn clear_wg(&self) -> usize {
         64.min(self.rt.profile().max_work_group_size.max(1))
     }
+}
+
+/// k as the kernels take it.
+fn k_word(k: usize) -> Result<u32> {
+    u32::try_from(k).map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))
 }
 
 /// Enqueues `kernel` as `groups` work-groups of `local` on `queue` (the runtime's main queue

@@ -915,21 +915,8 @@ impl KSelector {
             // The device would sit out: every latency thread selects.
             return self.run_alone(job, CoopPlan::CpuAlone, key, stats);
         }
-        // The latency threads leave the staging threads' cores free, and with 4 or more one
-        // core for the device's driver thread.
-        let staging = self.staging_threads();
-        let copier = self.staging_copier(staging)?;
-        let leave = staging.max(usize::from(self.pool.len() >= 4));
-        let (dev, cpu) = std::thread::scope(|s| {
-            let dev = s.spawn(|| plan.run(job, Some(hint), &self.stages, &copier));
-            let cpu = self.cpu_workers_leaving(job, leave);
-            let dev = dev
-                .join()
-                .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
-            (dev, cpu)
-        });
-        let dev = dev?;
-        stats.cpu_sublists = cpu?;
+        let (dev, cpu) = self.device_beside_cpu(&plan, job, job, Some(hint))?;
+        stats.cpu_sublists = cpu;
         stats.record_device(&dev);
         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
         let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64 / elapsed;
@@ -968,25 +955,31 @@ impl KSelector {
             ..*job
         };
         let plan = DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?;
+        let (dev, cpu) = self.device_beside_cpu(&plan, &dev_job, &cpu_job, None)?;
+        stats.cpu_sublists = cpu;
+        stats.record_device(&dev);
+        Ok(())
+    }
+
+    /// The device's claims of `dev_job` (guided by `hint` when given, else all it can take)
+    /// on a driver thread while the latency threads claim from `cpu_job`, leaving the
+    /// staging threads' cores free, and with 4 or more one core for the driver thread.
+    /// Returns the device's outcome and the sub-lists the latency threads did.
+    fn device_beside_cpu<K: Key>(
+        &self,
+        plan: &DevicePlan,
+        dev_job: &Job<'_, K>,
+        cpu_job: &Job<'_, K>,
+        hint: Option<Learned>,
+    ) -> Result<(DeviceOutcome, usize)> {
         let staging = self.staging_threads();
         let copier = self.staging_copier(staging)?;
         let leave = staging.max(usize::from(self.pool.len() >= 4));
-        let (dev, cpu) = std::thread::scope(|s| {
-            let dev = s.spawn(|| plan.run(&dev_job, None, &self.stages, &copier));
-            let cpu = if self.split_sublists(&cpu_job) {
-                self.radix_split(&cpu_job)
-            } else {
-                self.cpu_workers_leaving(&cpu_job, leave)
-            };
-            let dev = dev
-                .join()
-                .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
-            (dev, cpu)
-        });
-        let dev = dev?;
-        stats.cpu_sublists = cpu?;
-        stats.record_device(&dev);
-        Ok(())
+        let (dev, cpu) = beside(
+            || plan.run(dev_job, hint, &self.stages, &copier),
+            || self.cpu_workers_leaving(cpu_job, leave),
+        );
+        Ok((dev?, cpu?))
     }
 
     /// Whether Cooperative by amount splits each sub-list by range instead of handing out
@@ -1180,6 +1173,22 @@ impl KSelector {
             staging: self.device_staging,
         }
     }
+}
+
+/// Runs `device` on a thread of its own (the device's driver) while this thread runs `host`;
+/// a panic of the driver thread comes back as [`Error::Lost`].
+fn beside<D: Send, H>(
+    device: impl FnOnce() -> Result<D> + Send,
+    host: impl FnOnce() -> H,
+) -> (Result<D>, H) {
+    std::thread::scope(|s| {
+        let device = s.spawn(device);
+        let host = host();
+        let device = device
+            .join()
+            .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
+        (device, host)
+    })
 }
 
 /// Sub-lists at least this long are shared by the latency threads when there are too few to

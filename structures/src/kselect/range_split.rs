@@ -23,7 +23,7 @@ use asym_runtime::{Error, Program, Result, Runtime, SvmBuffer};
 use super::device_radix::{
     radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers, DEFAULT_TILE,
 };
-use super::{radix, Job, KSelector, Key, SelectStats};
+use super::{beside, radix, Job, KSelector, Key, SelectStats};
 
 /// The device buffers of the last range split, kept while later calls fit in them.
 #[derive(Default)]
@@ -145,26 +145,26 @@ impl KSelector {
             &list[start..(start + each).min(list.len())]
         };
         // 1. Both sides count the top digit of their ranges.
-        let (dev_hists, host_hists) = std::thread::scope(|s| {
-            let device = s.spawn(|| -> Result<Vec<[u32; 256]>> {
+        let (dev_hists, host_hists) = beside(
+            || -> Result<(Vec<[u32; 256]>, usize)> {
                 for i in 0..n {
                     keys.write_range(dev_offs[i], &job.data[offs[i]..offs[i] + parts[i]])?;
                 }
-                dev.launch_count(&dev_offs)?.wait_timed()?;
-                dev.top_histograms(n)
-            });
-            let host = self.pool.broadcast_scoped(|w| {
-                let mut scratch = radix::RadixScratch::default();
-                (0..n)
-                    .map(|i| radix::top_histogram(host_part(i, w.index), &mut scratch))
-                    .collect::<Vec<_>>()
-            });
-            let device = device
-                .join()
-                .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
-            (device, host)
-        });
-        let (dev_hists, host_hists) = (dev_hists?, host_hists?);
+                let launch = dev.launch_count(&dev_offs)?;
+                let launches = launch.len();
+                launch.wait_timed()?;
+                Ok((dev.top_histograms(n)?, launches))
+            },
+            || {
+                self.pool.broadcast_scoped(|w| {
+                    let mut scratch = radix::RadixScratch::default();
+                    (0..n)
+                        .map(|i| radix::top_histogram(host_part(i, w.index), &mut scratch))
+                        .collect::<Vec<_>>()
+                })
+            },
+        );
+        let ((dev_hists, count_launches), host_hists) = (dev_hists?, host_hists?);
         let mut merged = dev_hists;
         for per_worker in &host_hists {
             for (m, h) in merged.iter_mut().zip(per_worker) {
@@ -184,22 +184,22 @@ impl KSelector {
         }
         let located: Vec<_> = merged.iter().map(|m| radix::locate_top(m, job.k)).collect();
         // 2. Both sides keep their keys of the k-th's bucket.
-        let (dev_kept, host_kept) = std::thread::scope(|s| {
-            let device = s.spawn(|| -> Result<Vec<Vec<u32>>> {
-                dev.launch_keep(&merged, job.k)?.wait_timed()?;
-                dev.kept_keys(scratch, n)
-            });
-            let host = self.pool.broadcast_scoped(|w| {
-                (0..n)
-                    .map(|i| radix::gather_bucket(host_part(i, w.index), located[i].0))
-                    .collect::<Vec<_>>()
-            });
-            let device = device
-                .join()
-                .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
-            (device, host)
-        });
-        let (dev_kept, host_kept) = (dev_kept?, host_kept?);
+        let (dev_kept, host_kept) = beside(
+            || -> Result<(Vec<Vec<u32>>, usize)> {
+                let launch = dev.launch_keep(&merged, job.k)?;
+                let launches = launch.len();
+                launch.wait_timed()?;
+                Ok((dev.kept_keys(scratch, n)?, launches))
+            },
+            || {
+                self.pool.broadcast_scoped(|w| {
+                    (0..n)
+                        .map(|i| radix::gather_bucket(host_part(i, w.index), located[i].0))
+                        .collect::<Vec<_>>()
+                })
+            },
+        );
+        let ((dev_kept, keep_launches), host_kept) = (dev_kept?, host_kept?);
         let device_s = started.elapsed().as_secs_f64();
         // 3. The last digits on the kept keys.
         let mut finisher = radix::RadixScratch::default();
@@ -225,7 +225,7 @@ impl KSelector {
             .cpu_keys
             .fetch_add(job.data.len() - total_dev, Ordering::Relaxed);
         stats.split_sublists = n;
-        stats.launches = 3;
+        stats.launches = count_launches + keep_launches;
         Ok(RangeSplitOutcome {
             device_keys: total_dev,
             device_s,

@@ -56,7 +56,7 @@ impl<K: Key> RbTree<K> {
     /// host (a key given twice keeps its last value), nodes taken from the arena by one
     /// device launch, then `rb_build` writes every node of the balanced shape at once.
     pub fn build_on_device(&mut self, items: &[(K, u64)]) -> Result<()> {
-        if !self.is_empty()? {
+        if !self.is_empty() {
             return Err(Error::InvalidArgument(
                 "build_on_device fills an empty tree; this one has keys".into(),
             ));
@@ -112,7 +112,9 @@ impl<K: Key> RbTree<K> {
             .arg_scalar(7, m32)?
             .arg_scalar(8, usize::BITS - 1 - m.leading_zeros())?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
-        kernel.launch(m.div_ceil(wg) * wg, Some(wg))?.wait()
+        kernel.launch(m.div_ceil(wg) * wg, Some(wg))?.wait()?;
+        self.len = m;
+        Ok(())
     }
 
     /// Searches every key of `keys` on the device (the keys uploaded, the answers read

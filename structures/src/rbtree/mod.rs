@@ -105,6 +105,9 @@ pub enum Deleted {
 pub struct RbTree<K: Key> {
     arena: SvmArena,
     header: u32,
+    /// Keys in the tree, as the header's count says (every change goes through `&mut self`,
+    /// so the host knows it without mapping the arena).
+    len: usize,
     /// The device search's staging and result buffers, kept between calls.
     search: Option<device::SearchBuffers>,
     /// The device search's count of damaged walks (one word).
@@ -144,6 +147,7 @@ impl<K: Key> RbTree<K> {
         Ok(RbTree {
             arena,
             header,
+            len: 0,
             search: None,
             damage: None,
             _keys: PhantomData,
@@ -156,30 +160,35 @@ impl<K: Key> RbTree<K> {
     }
 
     /// Keys in the tree.
-    pub fn len(&mut self) -> Result<usize> {
-        self.with_nodes(|t| Ok(t.count() as usize))
+    pub fn len(&self) -> usize {
+        self.len
     }
 
     /// Whether the tree is empty.
-    pub fn is_empty(&mut self) -> Result<bool> {
-        Ok(self.len()? == 0)
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Inserts every `(key, value)`; a key already there gets the value (within one batch,
     /// the value of its last insert). The arena grows first if the batch could outgrow it.
     pub fn insert_batch(&mut self, items: &[(K, u64)]) -> Result<Vec<Inserted>> {
         self.reserve(items.len())?;
-        self.with_nodes(|t| {
+        let done: Vec<Inserted> = self.with_nodes(|t| {
             items
                 .iter()
                 .map(|&(k, v)| t.insert(k.to_ordered(), v))
                 .collect()
-        })
+        })?;
+        self.len += done.iter().filter(|d| **d == Inserted::New).count();
+        Ok(done)
     }
 
     /// Deletes every key, reporting for each whether it was there.
     pub fn delete_batch(&mut self, keys: &[K]) -> Result<Vec<Deleted>> {
-        self.with_nodes(|t| keys.iter().map(|&k| t.delete(k.to_ordered())).collect())
+        let done: Vec<Deleted> =
+            self.with_nodes(|t| keys.iter().map(|&k| t.delete(k.to_ordered())).collect())?;
+        self.len -= done.iter().filter(|d| **d == Deleted::Removed).count();
+        Ok(done)
     }
 
     /// The value of every key, `None` where it is absent.
@@ -246,6 +255,12 @@ impl<K: Key> RbTree<K> {
     /// Checks every invariant (see the module documentation) and the arena's accounting.
     pub fn validate(&mut self) -> Result<TreeReport> {
         let report = self.with_nodes(|t| t.validate())?;
+        if report.nodes != self.len {
+            return Err(Error::Lost(format!(
+                "the tree holds {} nodes, its owner counted {}",
+                report.nodes, self.len
+            )));
+        }
         let stats = self.arena.stats()?;
         check_arena(&stats, report.nodes)?;
         Ok(report)
@@ -256,16 +271,17 @@ impl<K: Key> RbTree<K> {
         self.arena.stats()
     }
 
-    /// Grows the arena if `more` new nodes might not fit in what is free.
+    /// Grows the arena if `more` new nodes might not fit in what is free. The tree's blocks
+    /// (its nodes and the header, all of one size) are the arena's only ones, so what is in
+    /// use is known without reading the arena.
     pub(crate) fn reserve(&mut self, more: usize) -> Result<()> {
-        let stats = self.arena.stats()?;
-        let free = stats.capacity_bytes.saturating_sub(stats.bytes_in_use) as usize;
+        let capacity = self.arena.capacity_bytes();
+        let free = capacity.saturating_sub((self.len + 1) * NODE_BYTES);
         let need = more.saturating_mul(NODE_BYTES);
-        // Blocks of other sizes' superblocks are not reusable for nodes: keep a margin of
-        // two superblocks.
+        // A margin of two superblocks for blocks the class's current run has not handed out.
         let margin = 2 * self.arena.layout().superblock_bytes();
         if need + margin > free {
-            let grow = (need + margin - free).max(stats.capacity_bytes as usize / 2);
+            let grow = (need + margin - free).max(capacity / 2);
             self.arena.grow(grow)?;
         }
         Ok(())
