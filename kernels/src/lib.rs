@@ -88,7 +88,8 @@ pub const LIST: KernelSource =
 
 /// The red-black tree's device search, one work-item per query, on arena nodes; built with
 /// the tree's `RB_*` constants and `-DKEY_MAP=`.
-pub const RBTREE: KernelSource = KernelSource::new("rbtree.cl", include_str!("../rbtree.cl"));
+pub const RBTREE: KernelSource =
+    KernelSource::with_deps("rbtree.cl", include_str!("../rbtree.cl"), &[ALLOC]);
 
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.

@@ -56,4 +56,4 @@ pub use list::{
     workload, BatchReport, ListCheck, ListKind, ListMap, ListMode, ListOp, ListView, LockFreeList,
     OpStatus,
 };
-pub use rbtree::{Deleted, Found, Inserted, RbTree, TreeReport};
+pub use rbtree::{Deleted, Found, Inserted, RbTree, TreeReport, UpdateStats};

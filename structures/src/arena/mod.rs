@@ -330,6 +330,11 @@ impl SvmArena {
         (self.superblocks - 1) * self.layout.superblock_bytes()
     }
 
+    /// Words in the heap (handles are word offsets below this).
+    pub fn heap_words(&self) -> usize {
+        self.heap.len()
+    }
+
     /// Host atomics on the arena while kernels may be using it: fine transport only
     /// (`InvalidArgument` on the coarse one, where [`SvmArena::map`] is the way in).
     pub fn view(&self) -> Result<ArenaView<'_>> {

@@ -4,8 +4,10 @@
 //! back).
 
 use asym_kernels::cl_defines;
-use asym_runtime::{Error, Kernel, Result, SvmBuffer};
+use asym_runtime::{Error, Kernel, Result, Side, SvmBuffer};
 
+use super::update::{fresh_counts, Batch, Counts, Rounds, R_COMMITTED, R_WORDS};
+use super::update::{run_rounds, UpdateStats};
 use super::{RbTree, ABSENT, FOUND, KERNEL_CONSTANTS, NIL, NODE_BYTES};
 use crate::key::Key;
 
@@ -100,9 +102,7 @@ impl<K: Key> RbTree<K> {
         keys.write(&sorted.iter().map(|e| e.0).collect::<Vec<_>>())?;
         let mut values = rt.alloc::<u64>(m)?;
         values.write(&sorted.iter().map(|e| e.1).collect::<Vec<_>>())?;
-        let options = format!("{} -DKEY_MAP={}", cl_defines(KERNEL_CONSTANTS), K::KEY_MAP);
-        let program = rt.program_with(&asym_kernels::RBTREE, &options)?;
-        let mut kernel = Kernel::from_program(&rt, &program, "rb_build")?;
+        let mut kernel = self.kernel("rb_build")?;
         self.arena.set_args(&mut kernel, 0)?;
         kernel
             .arg_scalar(3, self.header)?
@@ -139,6 +139,34 @@ impl<K: Key> RbTree<K> {
                 _ => Err(damaged()),
             },
         )
+    }
+
+    /// Kernel `name` of `kernels/rbtree.cl`, built (once per runtime) with the tree's
+    /// constants, the key map and the arena's layout (the update kernels allocate nodes).
+    pub(super) fn kernel(&self, name: &str) -> Result<Kernel> {
+        let options = format!(
+            "{} -DARENA_NO_KERNELS=1 {} -DKEY_MAP={}",
+            self.arena.layout().cl_defines(),
+            cl_defines(KERNEL_CONSTANTS),
+            K::KEY_MAP
+        );
+        let rt = self.arena.runtime();
+        let program = rt.program_with(&asym_kernels::RBTREE, &options)?;
+        Kernel::from_program(rt, &program, name)
+    }
+
+    /// Runs a batch's rounds on the device (see [`super::update`]): the batch uploaded, the
+    /// operations `ops` (all, or the device's share) located and applied by launches, the
+    /// states and handles read back.
+    pub(super) fn device_rounds(
+        &mut self,
+        batch: &Batch,
+        stats: &mut UpdateStats,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let mut rounds = DeviceRounds::new(self, batch, 0..batch.len())?;
+        run_rounds(&mut rounds, stats, batch.len())?;
+        stats.device_commits = rounds.commits;
+        rounds.finish()
     }
 
     /// Uploads `keys`, runs `kernel` over them and maps each (found key, value, status).
@@ -204,9 +232,7 @@ impl<K: Key> RbTree<K> {
         let n32 = u32::try_from(n)
             .map_err(|_| Error::InvalidArgument(format!("{n} queries: at most 2^32 - 1")))?;
         let rt = self.arena.runtime().clone();
-        let options = format!("{} -DKEY_MAP={}", cl_defines(KERNEL_CONSTANTS), K::KEY_MAP);
-        let program = rt.program_with(&asym_kernels::RBTREE, &options)?;
-        let mut kernel = Kernel::from_program(&rt, &program, kernel_name)?;
+        let mut kernel = self.kernel(kernel_name)?;
         // One word counts damaged walks, so the answers need not come back to find out.
         let mut damage = match self.damage.take() {
             Some(d) => d,
@@ -234,6 +260,150 @@ impl<K: Key> RbTree<K> {
             return Err(damaged());
         }
         Ok(())
+    }
+}
+
+/// The device's side of a batch's rounds: the batch and its per-operation words in SVM, the
+/// two kernels (`rb_locate`, `rb_apply`) with their arguments set once.
+pub(super) struct DeviceRounds {
+    locate: Kernel,
+    apply: Kernel,
+    state: SvmBuffer<u32>,
+    handles: SvmBuffer<u32>,
+    round: SvmBuffer<u32>,
+    /// Kept alive for the kernels' arguments.
+    _inputs: (SvmBuffer<i32>, SvmBuffer<u64>, SvmBuffer<u32>),
+    ops: std::ops::Range<usize>,
+    global: usize,
+    wg: usize,
+    pub(super) commits: u64,
+}
+
+impl DeviceRounds {
+    /// Uploads `batch` and prepares the kernels for its operations `ops`.
+    pub(super) fn new<K: Key>(
+        tree: &RbTree<K>,
+        batch: &Batch,
+        ops: std::ops::Range<usize>,
+    ) -> Result<Self> {
+        let rt = tree.arena.runtime().clone();
+        let n = batch.len();
+        let mut keys = rt.alloc::<i32>(n)?;
+        keys.write_range(0, &batch.keys)?;
+        let mut values = rt.alloc::<u64>(n.max(1))?;
+        if !batch.deleting {
+            values.write_range(0, &batch.values)?;
+        }
+        let mut state = rt.alloc::<u32>(n)?;
+        state.write_range(0, &vec![0u32; n])?;
+        let mut handles = rt.alloc::<u32>(n)?;
+        handles.write_range(0, &vec![0u32; n])?;
+        let where_ = rt.alloc::<u32>(3 * n)?;
+        let round = rt.alloc::<u32>(R_WORDS)?;
+        let heap_words = u32::try_from(tree.arena.heap_words())
+            .map_err(|_| Error::InvalidArgument("an arena past 2^32 words".into()))?;
+        let (lo, hi) = (ops.start as u32, ops.end as u32);
+        let deleting = u32::from(batch.deleting);
+        let mut locate = tree.kernel("rb_locate")?;
+        tree.arena.set_args(&mut locate, 0)?;
+        locate
+            .arg_scalar(3, tree.header)?
+            .arg_scalar(4, heap_words)?
+            .arg_scalar(5, deleting)?
+            .arg_svm(6, &keys)?
+            .arg_svm(7, &values)?
+            .arg_scalar(8, n as u32)?
+            .arg_scalar(9, lo)?
+            .arg_scalar(10, hi)?
+            .arg_svm(11, &state)?
+            .arg_svm(12, &where_)?
+            .arg_svm(13, &round)?;
+        let mut apply = tree.kernel("rb_apply")?;
+        tree.arena.set_args(&mut apply, 0)?;
+        apply
+            .arg_scalar(3, tree.header)?
+            .arg_scalar(4, heap_words)?
+            .arg_scalar(5, deleting)?
+            .arg_svm(6, &keys)?
+            .arg_svm(7, &values)?
+            .arg_scalar(8, n as u32)?
+            .arg_scalar(9, lo)?
+            .arg_scalar(10, hi)?
+            .arg_svm(11, &state)?
+            .arg_svm(12, &where_)?
+            .arg_svm(13, &handles)?
+            .arg_svm(14, &round)?
+            .arg_scalar(15, u32::MAX)?;
+        let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
+        let global = ops.len().max(1).div_ceil(wg) * wg;
+        Ok(DeviceRounds {
+            locate,
+            apply,
+            state,
+            handles,
+            round,
+            _inputs: (keys, values, where_),
+            ops,
+            global,
+            wg,
+            commits: 0,
+        })
+    }
+
+    /// Resets the round words (the first of a round's launches).
+    pub(super) fn reset(&mut self) -> Result<()> {
+        self.round.copy_from_host(0, &fresh_counts())
+    }
+
+    pub(super) fn launch_locate(&mut self) -> Result<asym_runtime::Launch> {
+        self.locate.launch(self.global, Some(self.wg))
+    }
+
+    pub(super) fn launch_apply(&mut self, only: Option<u32>) -> Result<asym_runtime::Launch> {
+        self.apply.arg_scalar(15, only.unwrap_or(u32::MAX))?;
+        self.apply.launch(self.global, Some(self.wg))
+    }
+
+    pub(super) fn counts(&mut self) -> Result<Counts> {
+        let words = self.round.read_range(0, R_WORDS)?;
+        let mut c = fresh_counts();
+        c.copy_from_slice(&words);
+        self.commits += u64::from(c[R_COMMITTED]);
+        Ok(c)
+    }
+
+    /// The operations this side ran.
+    pub(super) fn ops(&self) -> std::ops::Range<usize> {
+        self.ops.clone()
+    }
+}
+
+impl Rounds for DeviceRounds {
+    fn side(&self) -> Side {
+        Side::Device
+    }
+
+    fn locate(&mut self) -> Result<Counts> {
+        self.reset()?;
+        self.launch_locate()?.wait()?;
+        self.counts()
+    }
+
+    fn apply(&mut self, only: Option<u32>) -> Result<Counts> {
+        self.reset()?;
+        self.launch_apply(only)?.wait()?;
+        self.counts()
+    }
+
+    fn locate_apply(&mut self) -> Result<Counts> {
+        self.reset()?;
+        self.launch_locate()?.wait()?;
+        self.launch_apply(None)?.wait()?;
+        self.counts()
+    }
+
+    fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
+        Ok((self.state.read()?, self.handles.read()?))
     }
 }
 

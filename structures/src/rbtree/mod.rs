@@ -22,6 +22,9 @@
 
 mod device;
 mod ops;
+mod threads;
+mod tx;
+mod update;
 mod validate;
 
 use std::marker::PhantomData;
@@ -32,6 +35,7 @@ use asym_runtime::{Error, Result, Runtime};
 use crate::arena::{ArenaStats, SvmArena};
 use crate::key::Key;
 pub use device::Found;
+pub use update::UpdateStats;
 pub use validate::TreeReport;
 
 /// An absent link.
@@ -50,8 +54,10 @@ pub(crate) const N_PARENT: usize = 6;
 pub(crate) const N_LOCK: usize = 7;
 /// The colour word of a red node (black is 0).
 pub(crate) const RED: u32 = 1;
-/// Header words: the root and the node count.
-pub(crate) const H_ROOT: usize = 0;
+/// Header words: the root and the node count. The root sits where a node keeps its left
+/// link, so the concurrent modes treat the header as a node whose left child is the root
+/// (its lock word guards the root link like any other).
+pub(crate) const H_ROOT: usize = N_LEFT;
 pub(crate) const H_COUNT: usize = 1;
 
 /// Longest walk a device search takes before it calls the tree damaged: twice the height
@@ -81,6 +87,19 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::uint("RB_FOUND", FOUND as u64),
     ClConst::uint("RB_ABSENT", ABSENT as u64),
     ClConst::uint("RB_DAMAGED", DAMAGED as u64),
+    ClConst::uint("RB_NODE_BYTES", NODE_BYTES as u64),
+    ClConst::uint("RB_OP_PENDING", update::OP_PENDING as u64),
+    ClConst::uint("RB_OP_NEW", update::OP_NEW as u64),
+    ClConst::uint("RB_OP_OLD", update::OP_OLD as u64),
+    ClConst::uint("RB_OP_OVERFLOW", update::OP_OVERFLOW as u64),
+    ClConst::int("RB_R_PENDING", update::R_PENDING as u64),
+    ClConst::int("RB_R_ELIGIBLE", update::R_ELIGIBLE as u64),
+    ClConst::int("RB_R_FIRST", update::R_FIRST as u64),
+    ClConst::int("RB_R_COMMITTED", update::R_COMMITTED as u64),
+    ClConst::int("RB_R_CONFLICTS", update::R_CONFLICTS as u64),
+    ClConst::int("RB_R_OVERFLOW", update::R_OVERFLOW as u64),
+    ClConst::int("RB_R_DAMAGED", update::R_DAMAGED as u64),
+    ClConst::int("RB_R_OOM", update::R_OOM as u64),
 ];
 
 /// What an insert did.
@@ -112,6 +131,10 @@ pub struct RbTree<K: Key> {
     search: Option<device::SearchBuffers>,
     /// The device search's count of damaged walks (one word).
     damage: Option<asym_runtime::SvmBuffer<u32>>,
+    /// What the last concurrent update did.
+    last_update: UpdateStats,
+    /// Cooperative mode's split between the device and the threads.
+    coop: threads::CoopPlan,
     _keys: PhantomData<K>,
 }
 
@@ -150,6 +173,8 @@ impl<K: Key> RbTree<K> {
             len: 0,
             search: None,
             damage: None,
+            last_update: UpdateStats::default(),
+            coop: threads::CoopPlan::default(),
             _keys: PhantomData,
         })
     }

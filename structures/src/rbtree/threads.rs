@@ -1,0 +1,438 @@
+//! The latency threads' side of a batch's rounds (see [`super::update`]): the same locate
+//! and the same transactions ([`super::tx`]) as the device's kernels, each thread taking a
+//! contiguous share of the batch (neighbouring keys, so threads mostly meet in different
+//! subtrees). Phases are separated by the pool's join, which orders one phase's writes
+//! before the next phase's reads; within the apply phase the node locks do.
+//!
+//! Cooperative mode on the fine transport runs both sides at once on one tree: the device's
+//! kernels over the first share of the batch, the threads over the rest, the locks and
+//! versions in SVM shared by both (SVM atomics). On the coarse transport the host cannot
+//! touch the arena while a kernel uses it, so a batch runs on one side.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::Instant;
+
+use asym_runtime::{Error, LatencyPool, Result, Side, Transport};
+
+use super::device::DeviceRounds;
+use super::tx::{Outcome, Tx};
+use super::update::{atomic_words, fresh_counts, merge, plain, run_rounds, Batch, Counts, Rounds};
+use super::update::{UpdateStats, OP_NEW, OP_OLD, OP_OVERFLOW, OP_PENDING};
+use super::update::{R_COMMITTED, R_CONFLICTS, R_DAMAGED, R_ELIGIBLE, R_FIRST, R_OOM};
+use super::update::{R_OVERFLOW, R_PENDING};
+use super::{RbTree, H_COUNT, H_ROOT, MAX_DEPTH, NIL, NODE_BYTES, NODE_WORDS, RED};
+use super::{N_COLOUR, N_KEY, N_LEFT, N_LOCK, N_PARENT, N_RIGHT, N_VALUE_HI, N_VALUE_LO};
+use crate::arena::ArenaView;
+use crate::key::Key;
+
+/// The threads' side: per-operation words for the whole batch (the threads touch only
+/// their range's).
+pub(super) struct ThreadRounds<'a> {
+    view: ArenaView<'a>,
+    header: u32,
+    pool: &'a LatencyPool,
+    batch: &'a Batch,
+    ops: Range<usize>,
+    state: Vec<AtomicU32>,
+    /// Per operation: the gap's or key's node, its version, side | eligible << 1.
+    place: Vec<AtomicU32>,
+    handles: Vec<AtomicU32>,
+    pub(super) commits: u64,
+}
+
+/// The first index of `keys` whose key is above `bound` (after `from_above`) or not below it.
+fn first_index(keys: &[i32], bound: i32, above: bool) -> usize {
+    keys.partition_point(|&k| if above { k <= bound } else { k < bound })
+}
+
+impl<'a> ThreadRounds<'a> {
+    pub(super) fn new(
+        view: ArenaView<'a>,
+        header: u32,
+        pool: &'a LatencyPool,
+        batch: &'a Batch,
+        ops: Range<usize>,
+    ) -> Self {
+        let n = batch.len();
+        ThreadRounds {
+            view,
+            header,
+            pool,
+            batch,
+            ops,
+            state: atomic_words(n),
+            place: atomic_words(3 * n),
+            handles: atomic_words(n),
+            commits: 0,
+        }
+    }
+
+    fn word(&self, node: u32, field: usize) -> Option<&'a AtomicU32> {
+        if node == NIL {
+            return None;
+        }
+        self.view.words(node, NODE_WORDS).map(|w| &w[field])
+    }
+
+    /// Operation `i`'s walk (rb_locate's, line for line).
+    fn locate_one(&self, i: usize, c: &mut Counts) {
+        let b = self.batch;
+        let key = b.keys[i];
+        let Some(root) = self.word(self.header, H_ROOT) else {
+            c[R_DAMAGED] += 1;
+            return;
+        };
+        let (mut x, mut parent, mut side) = (root.load(Relaxed), NIL, 0u32);
+        let (mut lo, mut hi) = (None, None);
+        for _ in 0..MAX_DEPTH {
+            if x == NIL {
+                if b.deleting {
+                    self.state[i].store(OP_OLD, Relaxed);
+                    return;
+                }
+                let node = if parent == NIL { self.header } else { parent };
+                let Some(lock) = self.word(node, N_LOCK) else {
+                    break;
+                };
+                let first = lo.map_or(0, |l| first_index(&b.keys, l, true));
+                let end = hi.map_or(b.len(), |h| first_index(&b.keys, h, false));
+                let mut pick = first + end.saturating_sub(first + 1) / 2;
+                while pick < i && self.state[pick].load(Relaxed) == OP_OVERFLOW {
+                    pick += 1;
+                }
+                let eligible = end > first && i == pick;
+                self.place(
+                    i,
+                    node,
+                    lock.load(Relaxed),
+                    side | (u32::from(eligible) << 1),
+                );
+                count_pending(c, i, eligible);
+                return;
+            }
+            let (Some(k), Some(left), Some(right)) = (
+                self.word(x, N_KEY),
+                self.word(x, N_LEFT),
+                self.word(x, N_RIGHT),
+            ) else {
+                break;
+            };
+            let k = k.load(Relaxed) as i32;
+            if k == key {
+                if b.deleting {
+                    let ver = self.word(x, N_LOCK).map_or(1, |w| w.load(Relaxed));
+                    self.place(i, x, ver, 2);
+                    count_pending(c, i, true);
+                } else {
+                    let v = b.values[i];
+                    if let (Some(vlo), Some(vhi)) =
+                        (self.word(x, N_VALUE_LO), self.word(x, N_VALUE_HI))
+                    {
+                        vlo.store(v as u32, Relaxed);
+                        vhi.store((v >> 32) as u32, Relaxed);
+                    }
+                    self.state[i].store(OP_OLD, Relaxed);
+                }
+                return;
+            }
+            parent = x;
+            if key < k {
+                hi = Some(k);
+                side = 0;
+                x = left.load(Relaxed);
+            } else {
+                lo = Some(k);
+                side = 1;
+                x = right.load(Relaxed);
+            }
+        }
+        c[R_DAMAGED] += 1;
+    }
+
+    fn place(&self, i: usize, node: u32, ver: u32, flags: u32) {
+        self.place[3 * i].store(node, Relaxed);
+        self.place[3 * i + 1].store(ver, Relaxed);
+        self.place[3 * i + 2].store(flags, Relaxed);
+    }
+
+    /// Operation `i`'s transaction (rb_apply's, line for line).
+    fn apply_one(&self, i: usize, hint: usize, c: &mut Counts) -> Result<()> {
+        let flags = self.place[3 * i + 2].load(Relaxed);
+        let (node, ver) = (
+            self.place[3 * i].load(Relaxed),
+            self.place[3 * i + 1].load(Relaxed),
+        );
+        let mut tx = Tx::new(self.view, self.header);
+        let mut z = node;
+        if self.batch.deleting {
+            tx.delete(z, ver);
+        } else {
+            z = self.handles[i].load(Relaxed);
+            if z == NIL {
+                z = match self.view.malloc(NODE_BYTES, hint) {
+                    Ok(z) => z,
+                    Err(Error::OutOfMemory(_)) => {
+                        c[R_OOM] += 1;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
+                self.handles[i].store(z, Relaxed);
+            }
+            let Some(words) = self.view.words(z, NODE_WORDS) else {
+                c[R_DAMAGED] += 1;
+                return Ok(());
+            };
+            let v = self.batch.values[i];
+            let parent = if node == self.header { NIL } else { node };
+            let fresh = [
+                (N_KEY, self.batch.keys[i] as u32),
+                (N_VALUE_LO, v as u32),
+                (N_VALUE_HI, (v >> 32) as u32),
+                (N_COLOUR, RED),
+                (N_LEFT, NIL),
+                (N_RIGHT, NIL),
+                (N_PARENT, parent),
+                (N_LOCK, 0),
+            ];
+            for (field, x) in fresh {
+                words[field].store(x, Relaxed);
+            }
+            let link = if flags & 1 != 0 { N_RIGHT } else { N_LEFT };
+            tx.insert(node, ver, link, z);
+        }
+        match tx.finish() {
+            Outcome::Committed => {
+                self.state[i].store(OP_NEW, Relaxed);
+                c[R_COMMITTED] += 1;
+                let count = self
+                    .word(self.header, H_COUNT)
+                    .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))?;
+                if self.batch.deleting {
+                    count.fetch_sub(1, Relaxed);
+                    self.view.free(z, hint)?;
+                } else {
+                    count.fetch_add(1, Relaxed);
+                }
+            }
+            Outcome::Conflict => c[R_CONFLICTS] += 1,
+            Outcome::Overflow => {
+                self.state[i].store(OP_OVERFLOW, Relaxed);
+                c[R_OVERFLOW] += 1;
+            }
+            Outcome::Damaged => c[R_DAMAGED] += 1,
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on every pending operation of each thread's share, counts merged.
+    fn each_pending(
+        &self,
+        f: impl Fn(&Self, usize, usize, &mut Counts) -> Result<()> + Sync,
+    ) -> Result<Counts> {
+        let ops = self.ops.clone();
+        let share = ops.len().div_ceil(self.pool.len().max(1)).max(1);
+        let parts = self.pool.broadcast_scoped(|w| -> Result<Counts> {
+            let mut c = fresh_counts();
+            let start = (ops.start + w.index * share).min(ops.end);
+            for i in start..(start + share).min(ops.end) {
+                if self.state[i].load(Relaxed) == OP_PENDING {
+                    f(self, i, w.index, &mut c)?;
+                }
+            }
+            Ok(c)
+        })?;
+        let mut total = fresh_counts();
+        for p in parts {
+            merge(&mut total, &p?);
+        }
+        Ok(total)
+    }
+}
+
+fn count_pending(c: &mut Counts, i: usize, eligible: bool) {
+    c[R_PENDING] += 1;
+    if eligible {
+        c[R_ELIGIBLE] += 1;
+        c[R_FIRST] = c[R_FIRST].min(i as u32);
+    }
+}
+
+impl Rounds for ThreadRounds<'_> {
+    fn side(&self) -> Side {
+        Side::Host
+    }
+
+    fn locate(&mut self) -> Result<Counts> {
+        self.each_pending(|t, i, _, c| {
+            t.locate_one(i, c);
+            Ok(())
+        })
+    }
+
+    fn apply(&mut self, only: Option<u32>) -> Result<Counts> {
+        let c = self.each_pending(|t, i, hint, c| {
+            let eligible = t.place[3 * i + 2].load(Relaxed) & 2 != 0;
+            if eligible && only.is_none_or(|o| o as usize == i) {
+                t.apply_one(i, hint, c)?;
+            }
+            Ok(())
+        })?;
+        self.commits += u64::from(c[R_COMMITTED]);
+        Ok(c)
+    }
+
+    fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
+        Ok((plain(&self.state), plain(&self.handles)))
+    }
+}
+
+/// Both sides in one round: the device's launch in flight while the threads run theirs.
+struct BothRounds<'a> {
+    device: DeviceRounds,
+    threads: ThreadRounds<'a>,
+    /// Seconds each side spent in its phases (device: launch to completion).
+    device_s: f64,
+    threads_s: f64,
+}
+
+impl BothRounds<'_> {
+    fn phase(
+        &mut self,
+        launch: impl FnOnce(&mut DeviceRounds) -> Result<asym_runtime::Launch>,
+        host: impl FnOnce(&mut ThreadRounds<'_>) -> Result<Counts>,
+    ) -> Result<Counts> {
+        self.device.reset()?;
+        let t0 = Instant::now();
+        let running = launch(&mut self.device)?;
+        let mine = host(&mut self.threads);
+        self.threads_s += t0.elapsed().as_secs_f64();
+        running.wait()?;
+        self.device_s += t0.elapsed().as_secs_f64();
+        let mut c = mine?;
+        merge(&mut c, &self.device.counts()?);
+        Ok(c)
+    }
+}
+
+impl Rounds for BothRounds<'_> {
+    fn side(&self) -> Side {
+        Side::Device
+    }
+
+    fn locate(&mut self) -> Result<Counts> {
+        self.phase(|d| d.launch_locate(), |t| t.locate())
+    }
+
+    fn apply(&mut self, only: Option<u32>) -> Result<Counts> {
+        // A lone operation runs on the side that holds it.
+        let on_device = only.is_some_and(|o| self.device.ops().contains(&(o as usize)));
+        let on_threads = only.is_some_and(|o| self.threads.ops.contains(&(o as usize)));
+        let (d_only, t_only) = match only {
+            None => (None, None),
+            Some(_) if on_device => (only, Some(u32::MAX)),
+            Some(_) if on_threads => (Some(u32::MAX - 1), only),
+            Some(_) => (Some(u32::MAX - 1), Some(u32::MAX)),
+        };
+        self.phase(|d| d.launch_apply(d_only), |t| t.apply(t_only))
+    }
+
+    fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
+        let (mut state, mut handles) = self.device.finish()?;
+        let (ts, th) = self.threads.finish()?;
+        for i in self.threads.ops.clone() {
+            state[i] = ts[i];
+            handles[i] = th[i];
+        }
+        Ok((state, handles))
+    }
+}
+
+impl<K: Key> RbTree<K> {
+    /// Runs a batch's rounds on the latency threads of `pool`, on the mapped tree.
+    pub(super) fn thread_rounds(
+        &mut self,
+        batch: &Batch,
+        pool: &LatencyPool,
+        stats: &mut UpdateStats,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let header = self.header;
+        let mut map = self.arena.map()?;
+        let view = map.view();
+        let mut rounds = ThreadRounds::new(view, header, pool, batch, 0..batch.len());
+        run_rounds(&mut rounds, stats, batch.len())?;
+        stats.thread_commits = rounds.commits;
+        rounds.finish()
+    }
+
+    /// Runs a batch's rounds on both sides at once (fine transport): the device takes the
+    /// first share of the batch's keys, the threads the rest; the share follows the two
+    /// sides' measured rates from batch to batch. On the coarse transport the whole batch
+    /// runs on the side whose last run was faster per operation (the device first).
+    pub(super) fn cooperative_rounds(
+        &mut self,
+        batch: &Batch,
+        pool: &LatencyPool,
+        stats: &mut UpdateStats,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let n = batch.len();
+        if self.runtime().transport() != Transport::Fine {
+            let t0 = Instant::now();
+            let threads_faster = self.coop.threads_rate > self.coop.device_rate;
+            let out = if threads_faster {
+                self.thread_rounds(batch, pool, stats)
+            } else {
+                self.device_rounds(batch, stats)
+            };
+            let rate = n as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+            if threads_faster {
+                self.coop.threads_rate = rate;
+            } else {
+                self.coop.device_rate = rate;
+            }
+            return out;
+        }
+        let split = ((n as f64 * self.coop.device_share).round() as usize).min(n);
+        let device = DeviceRounds::new(self, batch, 0..split)?;
+        let view = self.arena.view()?;
+        let threads = ThreadRounds::new(view, self.header, pool, batch, split..n);
+        let mut both = BothRounds {
+            device,
+            threads,
+            device_s: 0.0,
+            threads_s: 0.0,
+        };
+        run_rounds(&mut both, stats, n)?;
+        stats.device_commits = both.device.commits;
+        stats.thread_commits = both.threads.commits;
+        let out = both.finish()?;
+        // Next batch's share: each side's operations per second of its own phases.
+        let d_rate = split as f64 / both.device_s.max(1e-9);
+        let t_rate = (n - split) as f64 / both.threads_s.max(1e-9);
+        if split > 0 && split < n {
+            self.coop.device_share = (d_rate / (d_rate + t_rate)).clamp(0.05, 0.95);
+        }
+        Ok(out)
+    }
+}
+
+/// What Cooperative mode learned about the two sides.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CoopPlan {
+    /// The device's share of a batch (fine transport).
+    pub(super) device_share: f64,
+    /// Operations per second of the last whole batch on each side (coarse transport).
+    pub(super) device_rate: f64,
+    pub(super) threads_rate: f64,
+}
+
+impl Default for CoopPlan {
+    fn default() -> Self {
+        CoopPlan {
+            device_share: 0.5,
+            device_rate: 0.0,
+            threads_rate: 0.0,
+        }
+    }
+}

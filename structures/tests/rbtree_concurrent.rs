@@ -1,0 +1,222 @@
+//! The red-black tree's concurrent modes against `BTreeMap`: batched insert and delete on the
+//! device's work-items (GpuOnly), on the latency threads (CpuOnly) and on both at once
+//! (Cooperative), with the validator after every batch, on both transports: random batches
+//! (proptest), adversarial orders (ascending and descending runs into one gap, every key in
+//! one subtree, delete everything), repeated keys within a batch, and a stress run with more
+//! threads than cores.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use asym_runtime::{LatencyPool, Mode, PoolOptions};
+use asym_structures::{Deleted, Inserted, RbTree, UpdateStats};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+fn pool(threads: usize) -> LatencyPool {
+    LatencyPool::new(PoolOptions {
+        threads: Some(threads),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn shared_pool() -> &'static LatencyPool {
+    static POOL: std::sync::OnceLock<LatencyPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| pool(4))
+}
+
+/// One batch of inserts, then one of deletes, in `mode`; every answer, the contents and the
+/// invariants checked. Returns what the insert batch did.
+fn apply(
+    mode: Mode,
+    tree: &mut RbTree<i32>,
+    reference: &mut BTreeMap<i32, u64>,
+    inserts: &[(i32, u64)],
+    deletes: &[i32],
+    pool: &LatencyPool,
+) -> UpdateStats {
+    let got = tree.insert_in(mode, inserts, pool).unwrap();
+    let inserted = tree.last_update();
+    assert_eq!(got.len(), inserts.len());
+    for (&(k, v), g) in inserts.iter().zip(&got) {
+        let want = if reference.insert(k, v).is_some() {
+            Inserted::Updated
+        } else {
+            Inserted::New
+        };
+        assert_eq!(*g, want, "{mode}: insert {k}");
+    }
+    tree.validate()
+        .unwrap_or_else(|e| panic!("{mode}: after inserts: {e}"));
+    let got = tree.delete_in(mode, deletes, pool).unwrap();
+    for (k, g) in deletes.iter().zip(&got) {
+        let want = if reference.remove(k).is_some() {
+            Deleted::Removed
+        } else {
+            Deleted::Missing
+        };
+        assert_eq!(*g, want, "{mode}: delete {k}");
+    }
+    let report = tree
+        .validate()
+        .unwrap_or_else(|e| panic!("{mode}: after deletes: {e}"));
+    assert_eq!(report.nodes, reference.len(), "{mode}");
+    let entries = tree.entries().unwrap();
+    let want: Vec<(i32, u64)> = reference.iter().map(|(&k, &v)| (k, v)).collect();
+    assert_eq!(entries, want, "{mode}");
+    inserted
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn random_batches_match_btreemap_in_every_mode(
+        batches in prop::collection::vec(
+            (
+                prop::collection::vec((-80i32..80, any::<u64>()), 0..60),
+                prop::collection::vec(-80i32..80, 0..60),
+            ),
+            1..6,
+        )
+    ) {
+        for rt in common::shared_runtimes() {
+            for mode in Mode::ALL {
+                let mut tree = RbTree::<i32>::new(rt, 64).unwrap();
+                let mut reference = BTreeMap::new();
+                for (ins, del) in &batches {
+                    apply(mode, &mut tree, &mut reference, ins, del, shared_pool());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn adversarial_orders_in_every_mode() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let n = 4000i32;
+    for rt in common::shared_runtimes() {
+        for mode in Mode::ALL {
+            let orders: Vec<(&str, Vec<i32>)> = vec![
+                ("ascending", (0..n).collect()),
+                ("descending", (0..n).rev().collect()),
+                (
+                    "one subtree",
+                    (0..n / 2)
+                        .map(|i| i * 1000)
+                        .chain((0..n / 2).map(|i| 500_000 + i))
+                        .collect(),
+                ),
+                (
+                    "random",
+                    (0..n).map(|_| rng.gen_range(-6000..6000)).collect(),
+                ),
+            ];
+            for (name, keys) in orders {
+                let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+                let mut reference = BTreeMap::new();
+                for chunk in keys.chunks(1500) {
+                    let items: Vec<(i32, u64)> =
+                        chunk.iter().map(|&k| (k, k as u64 ^ 0xabc)).collect();
+                    let stats = apply(mode, &mut tree, &mut reference, &items, &[], shared_pool());
+                    assert!(stats.rounds >= 1, "{mode} {name}: {stats:?}");
+                }
+                let mut all: Vec<i32> = reference.keys().copied().collect();
+                match name {
+                    "ascending" => {}
+                    "descending" => all.reverse(),
+                    _ => {
+                        for i in (1..all.len()).rev() {
+                            all.swap(i, rng.gen_range(0..=i));
+                        }
+                    }
+                }
+                for chunk in all.chunks(1300) {
+                    apply(mode, &mut tree, &mut reference, &[], chunk, shared_pool());
+                }
+                assert!(tree.is_empty(), "{mode} {name}");
+                assert_eq!(tree.validate().unwrap().nodes, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_run_into_one_gap_takes_logarithmic_rounds() {
+    for rt in common::shared_runtimes() {
+        for mode in [Mode::GpuOnly, Mode::CpuOnly] {
+            let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+            let mut reference = BTreeMap::new();
+            let first: Vec<(i32, u64)> = (0..10).map(|k| (k, 1)).collect();
+            apply(mode, &mut tree, &mut reference, &first, &[], shared_pool());
+            // 2^12 - 1 keys past the largest: one gap, split in two by every round (12 rounds
+            // without conflicts; the fix-ups of neighbouring inserts meet on shared ancestors,
+            // so some retry), far from one round per key.
+            let run: Vec<(i32, u64)> = (100..100 + 4095).map(|k| (k, 2)).collect();
+            let stats = apply(mode, &mut tree, &mut reference, &run, &[], shared_pool());
+            eprintln!("{mode} on {:?}: {stats:?}", rt.transport());
+            assert!(
+                stats.rounds <= 4095 / 16,
+                "{mode}: {} rounds for a run of 4095 keys ({stats:?})",
+                stats.rounds
+            );
+        }
+    }
+}
+
+#[test]
+fn repeated_keys_in_one_batch() {
+    for rt in common::shared_runtimes() {
+        for mode in Mode::ALL {
+            let mut tree = RbTree::<i32>::new(rt, 64).unwrap();
+            let mut reference = BTreeMap::new();
+            let items = [(5, 1), (7, 2), (5, 3), (9, 4), (5, 5), (7, 6)];
+            apply(
+                mode,
+                &mut tree,
+                &mut reference,
+                &items,
+                &[7, 7, 11, 5],
+                shared_pool(),
+            );
+            assert_eq!(tree.entries().unwrap(), vec![(9, 4)]);
+            let stats = apply(
+                mode,
+                &mut tree,
+                &mut reference,
+                &[(9, 8), (1, 0)],
+                &[],
+                shared_pool(),
+            );
+            assert_eq!(stats.resolved_in_locate, 1, "{mode}: 9 was there");
+        }
+    }
+}
+
+#[test]
+fn stress_more_threads_than_cores() {
+    let many = pool(8);
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        for mode in [Mode::CpuOnly, Mode::Cooperative] {
+            let mut tree = RbTree::<i32>::new(rt, 1024).unwrap();
+            let mut reference = BTreeMap::new();
+            let mut stats = UpdateStats::default();
+            for _ in 0..4 {
+                let items: Vec<(i32, u64)> = (0..6000)
+                    .map(|_| (rng.gen_range(-20_000..20_000), rng.gen()))
+                    .collect();
+                let deletes: Vec<i32> = (0..3000).map(|_| rng.gen_range(-20_000..20_000)).collect();
+                stats = apply(mode, &mut tree, &mut reference, &items, &deletes, &many);
+            }
+            if mode == Mode::Cooperative && rt.transport() == asym_runtime::Transport::Fine {
+                assert!(
+                    stats.device_commits > 0 && stats.thread_commits > 0,
+                    "both sides committed: {stats:?}"
+                );
+            }
+        }
+    }
+}
