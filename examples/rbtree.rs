@@ -8,16 +8,19 @@
 //! cargo run --release --bin rbtree -- --initial keys.txt --ops ops.txt --output final.txt --search-output found.txt
 //! ```
 //!
-//! Modes name where the searches run: `cpu` on the pinned latency threads, `gpu` on the
-//! device (one work-item per query). Inserts and deletes run on the tree's host path (one
-//! thread, the nodes mapped to the host) in every mode.
+//! Modes name where the work runs: `cpu` on the pinned latency threads, `gpu` on the device
+//! (one work-item per operation), `coop` on both (updates shared by measured rates on the
+//! fine transport, the faster side's on the coarse one; searches on the device). Inserts and
+//! deletes run as rounds of locate and transactional apply with node locks taken in handle
+//! order (structures/src/rbtree/update.rs); the build is the mode's insert of the initial
+//! keys, or one device launch (`gpu`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, Error, LatencyPool, Mode, Result, Runtime};
 use asym::structures::io::output;
 use asym::structures::io::tree_files::{self, TreeOps};
 use asym::structures::{Deleted, Found, RbTree};
@@ -58,8 +61,8 @@ struct Args {
     /// Generated: random seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Where searches run: cpu (pinned latency threads), gpu (the device), comma-separated,
-    /// or all.
+    /// Where the work runs: cpu (pinned latency threads), gpu (the device), coop (both),
+    /// comma-separated, or all.
     #[arg(long, default_value = "all")]
     mode: String,
     /// OpenCL device: part of its platform or device name.
@@ -196,7 +199,7 @@ fn run(args: &Args) -> Result<bool> {
     for path in [&args.output, &args.search_output].into_iter().flatten() {
         output::check_writable(path)?;
     }
-    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu"])?;
+    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
     let (initial, ops) = workload(args)?;
     let check = !args.no_check;
     let rt = Runtime::on_device(args.device.as_deref())?;
@@ -219,62 +222,77 @@ fn run(args: &Args) -> Result<bool> {
                 detail,
             });
         };
-        // Build: the initial keys, inserted in chunks (each a batch).
+        let side = match mode {
+            "cpu" => Mode::CpuOnly,
+            "gpu" => Mode::GpuOnly,
+            _ => Mode::Cooperative,
+        };
+        if side.uses_device() {
+            // Untimed: the first launches build the tree's programs.
+            let mut warm = RbTree::<i32>::new(&rt, 16)?;
+            warm.insert_in(side, &[(1, 1)], &pool)?;
+            warm.delete_in(side, &[1], &pool)?;
+        }
+        let rounds = |t: &RbTree<i32>| {
+            let s = t.last_update();
+            format!(
+                "{} rounds, {} conflicts, {} on host",
+                s.rounds, s.conflicts, s.finished_on_host
+            )
+        };
+        // Build: the initial keys (one device launch in gpu mode, else the mode's insert).
         progress.step(format!("{mode}: build"));
         let items: Vec<(i32, u64)> = initial.iter().map(|&k| (k, u64::from(k as u32))).collect();
         let t = Instant::now();
-        for chunk in items.chunks(1 << 16) {
-            tree.insert_batch(chunk)?;
+        if side == Mode::GpuOnly {
+            tree.build_on_device(&items)?;
+        } else {
+            tree.insert_in(side, &items, &pool)?;
         }
         let ms = t.elapsed().as_secs_f64() * 1e3;
+        let detail = if side == Mode::GpuOnly {
+            "one launch".into()
+        } else {
+            rounds(&tree)
+        };
         let ok = check.then(|| {
             reference.extend(items.iter().copied());
             agrees(&mut tree, &reference)
         });
-        phase("build", items.len(), ms, ok.transpose()?, String::new());
+        phase("build", items.len(), ms, ok.transpose()?, detail);
         // Inserts.
         progress.step(format!("{mode}: insert"));
         let t = Instant::now();
-        tree.insert_batch(&ops.inserts)?;
+        tree.insert_in(side, &ops.inserts, &pool)?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
+        let detail = rounds(&tree);
         let ok = check.then(|| {
             reference.extend(ops.inserts.iter().copied());
             agrees(&mut tree, &reference)
         });
-        phase(
-            "insert",
-            ops.inserts.len(),
-            ms,
-            ok.transpose()?,
-            String::new(),
-        );
+        phase("insert", ops.inserts.len(), ms, ok.transpose()?, detail);
         // Deletes, missing keys reported.
         progress.step(format!("{mode}: delete"));
         let t = Instant::now();
-        let deleted = tree.delete_batch(&ops.deletes)?;
+        let deleted = tree.delete_in(side, &ops.deletes, &pool)?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let missing = deleted.iter().filter(|d| **d == Deleted::Missing).count();
+        let detail = format!("{missing} missing, {}", rounds(&tree));
         let ok = check.then(|| {
             ops.deletes.iter().for_each(|k| {
                 reference.remove(k);
             });
             Ok::<_, Error>(missing == peer_missing && agrees(&mut tree, &reference)?)
         });
-        phase(
-            "delete",
-            ops.deletes.len(),
-            ms,
-            ok.transpose()?,
-            format!("{missing} missing"),
-        );
+        phase("delete", ops.deletes.len(), ms, ok.transpose()?, detail);
         // Searches, where the mode says.
         progress.step(format!("{mode}: search"));
-        if mode == "gpu" && !ops.searches.is_empty() {
+        if side.uses_device() && !ops.searches.is_empty() {
             // Untimed: the first launch builds the search program.
             tree.search_on_device(&ops.searches[..1])?;
         }
         let t = Instant::now();
-        let found: Vec<bool> = if mode == "gpu" {
+        let found: Vec<bool> = if side.uses_device() {
             tree.search_on_device(&ops.searches)?
                 .into_iter()
                 .map(|f| matches!(f, Found::Value(_)))
@@ -345,8 +363,8 @@ fn report(args: &Args, rt: &Runtime, pool: &LatencyPool, rows: &[Row]) {
         return;
     }
     println!(
-        "red-black tree: device {} ({} SVM), {} latency threads; inserts and deletes on the \
-         host path, searches where the mode says",
+        "red-black tree: device {} ({} SVM), {} latency threads; peer: BTreeMap on one \
+         thread (searches on rayon's threads)",
         rt.profile().label(),
         rt.transport(),
         pool.len()

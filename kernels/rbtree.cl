@@ -141,13 +141,14 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
  * rb_apply runs each eligible pending operation as a transaction (rb_tx): it reads nodes
  * into private slots, remembering each node's version, and runs the textbook insert or
  * delete with its fix-up (the host path's, rbtree/ops.rs) on the slots. To commit, it takes
- * the lock of every node it read or wrote in increasing handle order (one global order, so
- * no cycle of waits), each by compare-and-swap from the version it read to version | 1:
- * a lock held by another, or a version that moved since the read, fails the transaction,
- * which drops what it took and retries in the next round (after a fresh rb_locate). With
- * every lock held, what it read is what the tree holds (every writer holds the locks of the
- * nodes it writes and bumps their versions by 2 on release), so it writes its slots back
- * and releases, bumping the versions of the nodes it changed. No work-item waits for
+ * the lock of every node it changes in increasing handle order (one global order, so no
+ * cycle of waits), each by compare-and-swap from the version it read to version | 1, then
+ * checks that every node it only read is unlocked at the version it read (as TL2 does): a
+ * lock held by another, or a version that moved since the read, fails the transaction,
+ * which drops what it took and retries in the next round (after a fresh rb_locate). Passing
+ * that, what it read is what the tree holds (every writer holds the locks of the nodes it
+ * writes and bumps their versions by 2 on release), so it writes its changed slots back and
+ * releases them at the new versions. No work-item waits for
  * another inside a launch: a launch always ends, and the host loop checks progress.
  * A transaction that needs more than RB_TX_SLOTS nodes (a fix-up cascading up a deep tree)
  * is RB_OP_OVERFLOW and left to the host path; one that read an impossible link is checked
@@ -160,7 +161,7 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
  * (past NVIDIA's incoherent L1): a stale read can only fail a version check, not commit.
  * -------------------------------------------------------------------------------------- */
 
-#define RB_TX_SLOTS 24u
+#define RB_TX_SLOTS 64u
 #define RB_TX_NONE 0xffffffffu
 /* Why a transaction stopped (bits of rb_tx.bad). */
 #define RB_TX_CONFLICT 1u
@@ -169,7 +170,7 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
 
 typedef struct {
     uint n;
-    uint dirty;
+    ulong dirty;
     uint bad;
     uint node[RB_TX_SLOTS];
     uint ver[RB_TX_SLOTS];
@@ -215,7 +216,7 @@ inline void rb_set(rb_tx *t, rb_mem m, uint node, uint field, uint v) {
     const uint s = rb_tx_slot(t, m, node);
     if (s == RB_TX_NONE) return;
     t->word[s][field - RB_COLOUR] = v;
-    t->dirty |= 1u << s;
+    t->dirty |= 1ul << s;
 }
 
 inline bool rb_red(rb_tx *t, rb_mem m, uint node) {
@@ -314,15 +315,13 @@ inline void rb_delete_fixup(rb_tx *t, rb_mem m, uint x, uint parent) {
     if (x != RB_NIL) rb_paint(t, m, x, false);
 }
 
-/* Removes z (read at version zver by rb_locate) from the tree, on the slots. */
-inline void rb_delete_tx(rb_tx *t, rb_mem m, uint z, uint zver) {
+/* Removes z (found by rb_locate) from the tree, on the slots. */
+inline void rb_delete_tx(rb_tx *t, rb_mem m, uint z) {
+    /* z holds the key whatever happened to it since rb_locate: nodes never trade keys
+     * (deletion relinks the successor's node), and only this operation deletes the key. */
     const uint zs = rb_tx_slot(t, m, z);
     if (zs == RB_TX_NONE) return;
-    if (t->ver[zs] != zver) {
-        t->bad |= RB_TX_CONFLICT;
-        return;
-    }
-    t->dirty |= 1u << zs; /* z leaves the tree: its version moves, so no one commits on it */
+    t->dirty |= 1ul << zs; /* z leaves the tree: its version moves, so no one commits on it */
     const uint zl = rb_get(t, m, z, RB_LEFT), zr = rb_get(t, m, z, RB_RIGHT);
     bool removed_red = rb_red(t, m, z);
     uint x, x_parent;
@@ -366,20 +365,25 @@ inline bool rb_tx_current(rb_tx *t, rb_mem m) {
     return true;
 }
 
-/* Locks every slot's node in increasing handle order at the version read, writes the changed
- * slots back, and releases (changed nodes at version + 2). False: a lock was taken or a
- * version moved; nothing was written. */
+/* Locks every changed slot's node in increasing handle order at the version read, then
+ * checks that every slot only read still has its version and is not locked (a writer holds
+ * the lock of what it writes: a node it changes either moved its version already or is
+ * locked now), writes the changed slots back and releases them at version + 2. Read-only
+ * nodes are never locked, so readers of one node do not fail each other. False: a lock was
+ * taken or a version moved; nothing was written. */
 inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
     uchar order[RB_TX_SLOTS];
+    uint w = 0;
     for (uint s = 0; s < t->n; ++s) {
-        uint j = s;
+        if (!(t->dirty & (1ul << s))) continue;
+        uint j = w++;
         while (j > 0u && t->node[order[j - 1u]] > t->node[s]) {
             order[j] = order[j - 1u];
             --j;
         }
         order[j] = (uchar)s;
     }
-    for (uint k = 0; k < t->n; ++k) {
+    for (uint k = 0; k < w; ++k) {
         const uint s = order[k];
         if (!asym_cas(m.heap + t->node[s] + RB_LOCK, t->ver[s], t->ver[s] | 1u)) {
             for (uint j = 0; j < k; ++j)
@@ -387,14 +391,22 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
             return false;
         }
     }
+    for (uint s = 0; s < t->n; ++s) {
+        if ((t->dirty & (1ul << s)) ||
+            asym_load_acquire(m.heap + t->node[s] + RB_LOCK) == t->ver[s])
+            continue;
+        for (uint j = 0; j < w; ++j)
+            asym_store_release(m.heap + t->node[order[j]] + RB_LOCK, t->ver[order[j]]);
+        return false;
+    }
     asym_fence();
-    for (uint s = 0; s < t->n; ++s)
-        if (t->dirty & (1u << s))
-            for (uint w = 0; w < 4u; ++w)
-                asym_store_relaxed(m.heap + t->node[s] + RB_COLOUR + w, t->word[s][w]);
-    for (uint s = 0; s < t->n; ++s)
-        asym_store_release(m.heap + t->node[s] + RB_LOCK,
-                           t->ver[s] + ((t->dirty & (1u << s)) ? 2u : 0u));
+    for (uint k = 0; k < w; ++k) {
+        const uint s = order[k];
+        for (uint x = 0; x < 4u; ++x)
+            asym_store_relaxed(m.heap + t->node[s] + RB_COLOUR + x, t->word[s][x]);
+    }
+    for (uint k = 0; k < w; ++k)
+        asym_store_release(m.heap + t->node[order[k]] + RB_LOCK, t->ver[order[k]] + 2u);
     return true;
 }
 
@@ -514,13 +526,13 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
     asym_arena a = {ctl, heap, sb_class};
     rb_tx t;
     t.n = 0u;
-    t.dirty = 0u;
+    t.dirty = 0ul;
     t.bad = 0u;
-    const uint node = where[3u * i], ver = where[3u * i + 1u];
+    const uint node = where[3u * i];
     uint z = RB_NIL;
     if (deleting) {
         z = node;
-        rb_delete_tx(&t, m, z, ver);
+        rb_delete_tx(&t, m, z);
     } else {
         z = handles[i];
         if (z == RB_NIL) {
@@ -542,7 +554,11 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
         asym_fence();
         const uint ps = rb_tx_slot(&t, m, node);
         const uint link = (w & 1u) ? RB_RIGHT : RB_LEFT;
-        if (ps != RB_TX_NONE && (t.ver[ps] != ver || t.word[ps][link - RB_COLOUR] != RB_NIL))
+        /* The gap is still the one rb_locate found while its link is NIL, even if the node
+         * changed since: rotations keep the key order, and no other key of this gap runs
+         * in this round (one per gap), so the link, if NIL, is still the gap before or after
+         * the node's key that holds this key. */
+        if (ps != RB_TX_NONE && t.word[ps][link - RB_COLOUR] != RB_NIL)
             t.bad |= RB_TX_CONFLICT;
         rb_set(&t, m, node, link, z);
         rb_tx_slot(&t, m, z);

@@ -73,7 +73,14 @@ impl<K: Key> RbTree<K> {
             sorted.par_sort_unstable_by_key(|&(k, _, i)| (k, std::cmp::Reverse(i)));
         }
         sorted.dedup_by_key(|e| e.0);
-        let m = sorted.len();
+        let keys: Vec<i32> = sorted.iter().map(|e| e.0).collect();
+        let values: Vec<u64> = sorted.iter().map(|e| e.1).collect();
+        self.build_sorted_on_device(&keys, &values)
+    }
+
+    /// [`RbTree::build_on_device`] of keys (ordered form) already strictly increasing.
+    pub(super) fn build_sorted_on_device(&mut self, keys: &[i32], values: &[u64]) -> Result<()> {
+        let m = keys.len();
         if m == 0 {
             return Ok(());
         }
@@ -98,17 +105,17 @@ impl<K: Key> RbTree<K> {
             Ok(b)
         };
         let handle_buf = upload(&handles)?;
-        let mut keys = rt.alloc::<i32>(m)?;
-        keys.write(&sorted.iter().map(|e| e.0).collect::<Vec<_>>())?;
-        let mut values = rt.alloc::<u64>(m)?;
-        values.write(&sorted.iter().map(|e| e.1).collect::<Vec<_>>())?;
+        let mut key_buf = rt.alloc::<i32>(m)?;
+        key_buf.write(keys)?;
+        let mut value_buf = rt.alloc::<u64>(m)?;
+        value_buf.write(values)?;
         let mut kernel = self.kernel("rb_build")?;
         self.arena.set_args(&mut kernel, 0)?;
         kernel
             .arg_scalar(3, self.header)?
             .arg_svm(4, &handle_buf)?
-            .arg_svm(5, &keys)?
-            .arg_svm(6, &values)?
+            .arg_svm(5, &key_buf)?
+            .arg_svm(6, &value_buf)?
             .arg_scalar(7, m32)?
             .arg_scalar(8, usize::BITS - 1 - m.leading_zeros())?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);

@@ -159,14 +159,11 @@ impl<'a> ThreadRounds<'a> {
     /// Operation `i`'s transaction (rb_apply's, line for line).
     fn apply_one(&self, i: usize, hint: usize, c: &mut Counts) -> Result<()> {
         let flags = self.place[3 * i + 2].load(Relaxed);
-        let (node, ver) = (
-            self.place[3 * i].load(Relaxed),
-            self.place[3 * i + 1].load(Relaxed),
-        );
+        let node = self.place[3 * i].load(Relaxed);
         let mut tx = Tx::new(self.view, self.header);
         let mut z = node;
         if self.batch.deleting {
-            tx.delete(z, ver);
+            tx.delete(z);
         } else {
             z = self.handles[i].load(Relaxed);
             if z == NIL {
@@ -200,7 +197,7 @@ impl<'a> ThreadRounds<'a> {
                 words[field].store(x, Relaxed);
             }
             let link = if flags & 1 != 0 { N_RIGHT } else { N_LEFT };
-            tx.insert(node, ver, link, z);
+            tx.insert(node, link, z);
         }
         match tx.finish() {
             Outcome::Committed => {
@@ -364,6 +361,101 @@ impl<K: Key> RbTree<K> {
         run_rounds(&mut rounds, stats, batch.len())?;
         stats.thread_commits = rounds.commits;
         rounds.finish()
+    }
+
+    /// Fills an empty tree with strictly increasing keys (ordered form) on the latency
+    /// threads, in rb_build's midpoint shape: nodes taken from the arena, then each thread
+    /// writes its share of them whole (every node's place follows from its index alone).
+    pub(super) fn build_sorted_on_threads(
+        &mut self,
+        keys: &[i32],
+        values: &[u64],
+        pool: &LatencyPool,
+    ) -> Result<()> {
+        let m = keys.len();
+        if m == 0 {
+            return Ok(());
+        }
+        self.reserve(m)?;
+        let header = self.header;
+        let mut map = self.arena.map()?;
+        let view = map.view();
+        let share = m.div_ceil(pool.len().max(1));
+        let parts = pool.broadcast_scoped(|w| -> Result<Vec<u32>> {
+            let start = (w.index * share).min(m);
+            (start..(start + share).min(m))
+                .map(|_| view.malloc(NODE_BYTES, w.index))
+                .collect()
+        })?;
+        let mut handles = Vec::with_capacity(m);
+        for p in parts {
+            handles.extend(p?);
+        }
+        let h = usize::BITS - 1 - m.leading_zeros();
+        let handles = &handles;
+        let written = pool.broadcast_scoped(|w| -> Result<()> {
+            let start = (w.index * share).min(m);
+            for i in start..(start + share).min(m) {
+                let (mut lo, mut hi, mut parent, mut depth) = (0usize, m, NIL, 0u32);
+                loop {
+                    let mid = lo + (hi - lo) / 2;
+                    if i == mid {
+                        break;
+                    }
+                    parent = handles[mid];
+                    if i < mid {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                    depth += 1;
+                }
+                let words = view
+                    .words(handles[i], NODE_WORDS)
+                    .ok_or_else(|| Error::Lost("a node the arena gave lies outside it".into()))?;
+                let v = values[i];
+                let fields = [
+                    (N_KEY, keys[i] as u32),
+                    (N_VALUE_LO, v as u32),
+                    (N_VALUE_HI, (v >> 32) as u32),
+                    (N_COLOUR, if depth == h && depth > 0 { RED } else { 0 }),
+                    (
+                        N_LEFT,
+                        if lo < i {
+                            handles[lo + (i - lo) / 2]
+                        } else {
+                            NIL
+                        },
+                    ),
+                    (
+                        N_RIGHT,
+                        if i + 1 < hi {
+                            handles[i + 1 + (hi - i - 1) / 2]
+                        } else {
+                            NIL
+                        },
+                    ),
+                    (N_PARENT, parent),
+                    (N_LOCK, 0),
+                ];
+                for (f, x) in fields {
+                    words[f].store(x, Relaxed);
+                }
+            }
+            Ok(())
+        })?;
+        for r in written {
+            r?;
+        }
+        let hw = |i| {
+            view.word(header, i)
+                .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))
+        };
+        hw(H_ROOT)?.store(handles[m / 2], Relaxed);
+        hw(H_COUNT)?.store(m as u32, Relaxed);
+        drop(map);
+        self.len = m;
+        Ok(())
     }
 
     /// Runs a batch's rounds on both sides at once (fine transport): the device takes the

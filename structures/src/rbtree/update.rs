@@ -87,7 +87,12 @@ pub struct UpdateStats {
     pub finished_on_host: usize,
     /// Operations resolved in locate (inserts of keys present, deletes of keys absent).
     pub resolved_in_locate: usize,
+    /// The batch filled an empty tree in one build (no rounds).
+    pub built_whole: bool,
 }
+
+/// Inserts into an empty tree from this many keys on are a build.
+const BUILD_FROM: usize = 64;
 
 /// A batch sorted by key, each key once.
 pub(super) struct Batch {
@@ -321,6 +326,17 @@ impl<K: Key> RbTree<K> {
         if batch.len() == 0 {
             self.last_update = stats;
             return Ok(Vec::new());
+        }
+        if !batch.deleting && self.is_empty() && batch.len() >= BUILD_FROM {
+            // An empty tree is built whole in the balanced shape: rounds would insert the
+            // whole batch into one gap, whose fix-ups all meet near the new root.
+            match mode {
+                Mode::CpuOnly => self.build_sorted_on_threads(&batch.keys, &batch.values, pool)?,
+                _ => self.build_sorted_on_device(&batch.keys, &batch.values)?,
+            }
+            stats.built_whole = true;
+            self.last_update = stats;
+            return Ok(batch.spread(&vec![true; batch.len()]));
         }
         if !batch.deleting {
             self.reserve(batch.len())?;
