@@ -564,11 +564,10 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
         rb_tx_slot(&t, m, z);
         rb_insert_fixup(&t, m, z);
     }
-    if (t.bad & (RB_TX_OVERFLOW | RB_TX_IMPOSSIBLE)) {
-        /* An impossible read with every version current is a damaged tree; with a moved
-         * one, a race (retry). An overflow with current versions is real. */
-        if (!rb_tx_current(&t, m)) t.bad = RB_TX_CONFLICT;
-    }
+    /* A read that met a held lock returned NIL, so impossible links may follow it: retry.
+     * An impossible read with every version current is a damaged tree; with a moved one, a
+     * race (retry). An overflow with current versions is real. */
+    if ((t.bad & RB_TX_CONFLICT) || (t.bad != 0u && !rb_tx_current(&t, m))) t.bad = RB_TX_CONFLICT;
     if (t.bad == 0u && rb_tx_commit(&t, m)) {
         state[i] = RB_OP_NEW;
         atomic_inc(round + RB_R_COMMITTED);
@@ -578,11 +577,12 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
         } else {
             atomic_inc(heap + header + RB_COUNT);
         }
-    } else if (t.bad & RB_TX_IMPOSSIBLE) {
-        atomic_inc(round + RB_R_DAMAGED);
     } else if (t.bad & RB_TX_OVERFLOW) {
+        /* (after an overflow every read was NIL, so impossible links may follow) */
         state[i] = RB_OP_OVERFLOW;
         atomic_inc(round + RB_R_OVERFLOW);
+    } else if (t.bad & RB_TX_IMPOSSIBLE) {
+        atomic_inc(round + RB_R_DAMAGED);
     } else {
         atomic_inc(round + RB_R_CONFLICTS);
     }

@@ -207,7 +207,7 @@ fn stress_more_threads_than_cores() {
             let mut tree = RbTree::<i32>::new(rt, 1024).unwrap();
             let mut reference = BTreeMap::new();
             let mut stats = UpdateStats::default();
-            for _ in 0..4 {
+            for _ in 0..10 {
                 let items: Vec<(i32, u64)> = (0..6000)
                     .map(|_| (rng.gen_range(-20_000..20_000), rng.gen()))
                     .collect();

@@ -312,17 +312,17 @@ impl<'a> Tx<'a> {
 
     /// Commits (see the module comment) and says how the transaction ended.
     pub(super) fn finish(&mut self) -> Outcome {
-        if self.bad & (OVERFLOW | IMPOSSIBLE) != 0 && !self.current() {
+        // A read that met a held lock returned NIL, so impossible links may follow it; so
+        // may reads of a snapshot that moved on (some version changed since).
+        if self.bad & CONFLICT != 0 || (self.bad != 0 && !self.current()) {
             return Outcome::Conflict;
         }
-        if self.bad & IMPOSSIBLE != 0 {
-            return Outcome::Damaged;
-        }
+        // After an overflow every further read was NIL, so impossible links may follow.
         if self.bad & OVERFLOW != 0 {
             return Outcome::Overflow;
         }
-        if self.bad != 0 {
-            return Outcome::Conflict;
+        if self.bad & IMPOSSIBLE != 0 {
+            return Outcome::Damaged;
         }
         let changed = |s: usize| self.dirty & (1u64 << s) != 0;
         let mut order: Vec<usize> = (0..self.n).filter(|&s| changed(s)).collect();
