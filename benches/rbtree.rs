@@ -8,10 +8,17 @@
 //!
 //! `ASYM_BENCH_BUILD_LOG2` sets the keys of the build group (default 16, at most the tree's).
 //! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random.
+//!
+//! The update group inserts a batch of new random keys into the tree and deletes them again,
+//! timing each half, in every mode (device, latency threads, both) beside `BTreeMap` on one
+//! thread, for each batch size of `ASYM_BENCH_BATCH_LOG2` (comma-separated, default
+//! "10,14"; the throughput plot in docs/BENCHMARKS.md uses 10 to 20).
 
 use std::collections::BTreeMap;
 
-use asym::runtime::Runtime;
+use std::time::{Duration, Instant};
+
+use asym::runtime::{LatencyPool, Mode, Runtime};
 use asym::structures::RbTree;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
@@ -39,10 +46,8 @@ fn rbtree(c: &mut Criterion) {
         .collect();
     let rt = Runtime::new().expect("an OpenCL device");
     let mut tree = RbTree::<i32>::new(&rt, n).expect("tree");
-    for chunk in items.chunks(1 << 16) {
-        tree.insert_batch(chunk).expect("build");
-    }
-    let map: BTreeMap<i32, u64> = items.iter().copied().collect();
+    tree.build_on_device(&items).expect("build");
+    let mut map: BTreeMap<i32, u64> = items.iter().copied().collect();
 
     let mut g = c.benchmark_group(format!("rbtree_search_2^{keys_log2}_keys"));
     g.throughput(Throughput::Elements(q as u64));
@@ -59,7 +64,7 @@ fn rbtree(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("gpu_from_host", q), |b| {
         b.iter(|| tree.search_on_device(&queries).expect("search"))
     });
-    let pool = asym::runtime::LatencyPool::new(Default::default()).expect("pool");
+    let pool = LatencyPool::new(Default::default()).expect("pool");
     g.bench_function(BenchmarkId::new("cpu_latency_threads", q), |b| {
         b.iter(|| tree.search_on_threads(&queries, &pool).expect("search"))
     });
@@ -83,6 +88,8 @@ fn rbtree(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    updates(c, &mut tree, &mut map, keys_log2, &pool);
 
     let build = (1usize << env::number("ASYM_BENCH_BUILD_LOG2", 16).min(30)).min(n);
     let mut g = c.benchmark_group("rbtree_build");
@@ -108,6 +115,75 @@ fn rbtree(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// One mode's insert and delete of `batch` on `tree` (which gets back its keys each time):
+/// `delete` false times the insert, true the delete.
+fn update_round(
+    tree: &mut RbTree<i32>,
+    mode: Mode,
+    batch: &[(i32, u64)],
+    keys: &[i32],
+    pool: &LatencyPool,
+    delete: bool,
+) -> Duration {
+    let t = Instant::now();
+    tree.insert_in(mode, batch, pool).expect("insert");
+    let inserted = t.elapsed();
+    let t = Instant::now();
+    tree.delete_in(mode, keys, pool).expect("delete");
+    if delete {
+        t.elapsed()
+    } else {
+        inserted
+    }
+}
+
+fn updates(
+    c: &mut Criterion,
+    tree: &mut RbTree<i32>,
+    map: &mut BTreeMap<i32, u64>,
+    keys_log2: usize,
+    pool: &LatencyPool,
+) {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    for batch_log2 in env::numbers::<usize>("ASYM_BENCH_BATCH_LOG2", "10,14") {
+        let b = 1usize << batch_log2.min(26);
+        let batch: Vec<(i32, u64)> = (0..b).map(|i| (rng.gen(), i as u64)).collect();
+        let keys: Vec<i32> = batch.iter().map(|e| e.0).collect();
+        for (what, delete) in [("insert", false), ("delete", true)] {
+            let mut g = c.benchmark_group(format!("rbtree_{what}_2^{keys_log2}_keys"));
+            g.throughput(Throughput::Elements(b as u64));
+            for mode in Mode::ALL {
+                g.bench_function(BenchmarkId::new(mode.short_name(), b), |bench| {
+                    bench.iter_custom(|iters| {
+                        (0..iters)
+                            .map(|_| update_round(tree, mode, &batch, &keys, pool, delete))
+                            .sum()
+                    })
+                });
+            }
+            g.bench_function(BenchmarkId::new("peer_btreemap_one_thread", b), |bench| {
+                bench.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let t = Instant::now();
+                        for &(k, v) in &batch {
+                            map.insert(k, v);
+                        }
+                        let inserted = t.elapsed();
+                        let t = Instant::now();
+                        for k in &keys {
+                            map.remove(k);
+                        }
+                        total += if delete { t.elapsed() } else { inserted };
+                    }
+                    total
+                })
+            });
+            g.finish();
+        }
+    }
 }
 
 criterion_group! {
