@@ -236,8 +236,15 @@ fn run(args: &Args) -> Result<bool> {
         let rounds = |t: &RbTree<i32>| {
             let s = t.last_update();
             format!(
-                "{} rounds, {} conflicts, {} on host",
-                s.rounds, s.conflicts, s.finished_on_host
+                "{} rounds, {} conflicts, {} on host; ms: sort {:.1}, setup {:.1}, rounds {:.1}, \
+                 finish {:.1}",
+                s.rounds,
+                s.conflicts,
+                s.finished_on_host,
+                s.sort_ms,
+                s.setup_ms,
+                s.rounds_ms,
+                s.finish_ms
             )
         };
         // Build: the initial keys (one device launch in gpu mode, else the mode's insert).

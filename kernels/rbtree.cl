@@ -161,7 +161,7 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
  * (past NVIDIA's incoherent L1): a stale read can only fail a version check, not commit.
  * -------------------------------------------------------------------------------------- */
 
-#define RB_TX_SLOTS 64u
+#define RB_TX_SLOTS 128u
 #define RB_TX_NONE 0xffffffffu
 /* Why a transaction stopped (bits of rb_tx.bad). */
 #define RB_TX_CONFLICT 1u
@@ -170,10 +170,10 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
 
 typedef struct {
     uint n;
-    ulong dirty;
     uint bad;
     uint node[RB_TX_SLOTS];
     uint ver[RB_TX_SLOTS];
+    uchar dirty[RB_TX_SLOTS];
     /* The node's words RB_COLOUR .. RB_PARENT (colour, left, right, parent). */
     uint word[RB_TX_SLOTS][4];
 } rb_tx;
@@ -203,6 +203,7 @@ inline uint rb_tx_slot(rb_tx *t, rb_mem m, uint node) {
     const uint s = t->n++;
     t->node[s] = node;
     t->ver[s] = v;
+    t->dirty[s] = 0;
     for (uint w = 0; w < 4u; ++w) t->word[s][w] = asym_load_relaxed(m.heap + node + RB_COLOUR + w);
     return s;
 }
@@ -216,7 +217,7 @@ inline void rb_set(rb_tx *t, rb_mem m, uint node, uint field, uint v) {
     const uint s = rb_tx_slot(t, m, node);
     if (s == RB_TX_NONE) return;
     t->word[s][field - RB_COLOUR] = v;
-    t->dirty |= 1ul << s;
+    t->dirty[s] = 1;
 }
 
 inline bool rb_red(rb_tx *t, rb_mem m, uint node) {
@@ -321,7 +322,7 @@ inline void rb_delete_tx(rb_tx *t, rb_mem m, uint z) {
      * (deletion relinks the successor's node), and only this operation deletes the key. */
     const uint zs = rb_tx_slot(t, m, z);
     if (zs == RB_TX_NONE) return;
-    t->dirty |= 1ul << zs; /* z leaves the tree: its version moves, so no one commits on it */
+    t->dirty[zs] = 1; /* z leaves the tree: its version moves, so no one commits on it */
     const uint zl = rb_get(t, m, z, RB_LEFT), zr = rb_get(t, m, z, RB_RIGHT);
     bool removed_red = rb_red(t, m, z);
     uint x, x_parent;
@@ -375,7 +376,7 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
     uchar order[RB_TX_SLOTS];
     uint w = 0;
     for (uint s = 0; s < t->n; ++s) {
-        if (!(t->dirty & (1ul << s))) continue;
+        if (!t->dirty[s]) continue;
         uint j = w++;
         while (j > 0u && t->node[order[j - 1u]] > t->node[s]) {
             order[j] = order[j - 1u];
@@ -392,7 +393,7 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
         }
     }
     for (uint s = 0; s < t->n; ++s) {
-        if ((t->dirty & (1ul << s)) ||
+        if (t->dirty[s] ||
             asym_load_acquire(m.heap + t->node[s] + RB_LOCK) == t->ver[s])
             continue;
         for (uint j = 0; j < w; ++j)
@@ -526,7 +527,6 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
     asym_arena a = {ctl, heap, sb_class};
     rb_tx t;
     t.n = 0u;
-    t.dirty = 0ul;
     t.bad = 0u;
     const uint node = where[3u * i];
     uint z = RB_NIL;

@@ -170,10 +170,15 @@ impl<K: Key> RbTree<K> {
         batch: &Batch,
         stats: &mut UpdateStats,
     ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let t = std::time::Instant::now();
         let mut rounds = DeviceRounds::new(self, batch, 0..batch.len())?;
+        stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
         run_rounds(&mut rounds, stats, batch.len())?;
         stats.device_commits = rounds.commits;
-        rounds.finish()
+        let t = std::time::Instant::now();
+        let out = rounds.finish();
+        stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
+        out
     }
 
     /// Uploads `keys`, runs `kernel` over them and maps each (found key, value, status).

@@ -355,12 +355,18 @@ impl<K: Key> RbTree<K> {
         stats: &mut UpdateStats,
     ) -> Result<(Vec<u32>, Vec<u32>)> {
         let header = self.header;
+        let t = Instant::now();
         let mut map = self.arena.map()?;
         let view = map.view();
         let mut rounds = ThreadRounds::new(view, header, pool, batch, 0..batch.len());
+        stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
         run_rounds(&mut rounds, stats, batch.len())?;
         stats.thread_commits = rounds.commits;
-        rounds.finish()
+        let t = Instant::now();
+        let out = rounds.finish();
+        drop(map);
+        stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
+        out
     }
 
     /// Fills an empty tree with strictly increasing keys (ordered form) on the latency

@@ -18,11 +18,11 @@ use super::N_LOCK;
 use super::{H_ROOT, NIL, NODE_WORDS, N_COLOUR, N_LEFT, N_PARENT, N_RIGHT, RED};
 use crate::arena::ArenaView;
 
-/// Nodes one transaction may read (the changed-node mask is one `u64`). At 40, 1.5 % of the
-/// deletes of a random 200,000-key tree needed more (a node far above its successor, then a
-/// fix-up climbing: each level reads four nodes); at 64 none did. More is left to the host
-/// path.
-pub(super) const TX_SLOTS: usize = 64;
+/// Nodes one transaction may read. A delete of a node far above its successor reads the path
+/// down to it, then a fix-up may climb back, reading four nodes a level: at 40 slots 1.5 % of
+/// the deletes of a random 200,000-key tree needed more, at 64 0.04 % of those of a
+/// 4-million-key tree (H100). More is left to the host path.
+pub(super) const TX_SLOTS: usize = 128;
 /// Longest walk or fix-up climb (the device search's bound).
 const MAX_STEPS: u32 = super::MAX_DEPTH;
 
@@ -47,7 +47,7 @@ pub(super) struct Tx<'a> {
     view: ArenaView<'a>,
     header: u32,
     n: usize,
-    dirty: u64,
+    dirty: [bool; TX_SLOTS],
     bad: u8,
     node: [u32; TX_SLOTS],
     /// Each slot's node's words in the arena.
@@ -70,7 +70,7 @@ impl<'a> Tx<'a> {
             view,
             header,
             n: 0,
-            dirty: 0,
+            dirty: [false; TX_SLOTS],
             bad: 0,
             node: [NIL; TX_SLOTS],
             refs: [&[]; TX_SLOTS],
@@ -99,6 +99,7 @@ impl<'a> Tx<'a> {
         let s = self.n;
         self.n += 1;
         self.node[s] = node;
+        self.dirty[s] = false;
         self.refs[s] = words;
         self.ver[s] = v;
         for (w, slot) in self.word[s].iter_mut().enumerate() {
@@ -117,7 +118,7 @@ impl<'a> Tx<'a> {
     fn set(&mut self, node: u32, field: usize, v: u32) {
         if let Some(s) = self.slot(node) {
             self.word[s][field - N_COLOUR] = v;
-            self.dirty |= 1u64 << s;
+            self.dirty[s] = true;
         }
     }
 
@@ -212,7 +213,7 @@ impl<'a> Tx<'a> {
     pub(super) fn delete(&mut self, z: u32) {
         let Some(zs) = self.slot(z) else { return };
         // z leaves the tree: its version moves, so no transaction that read it commits.
-        self.dirty |= 1u64 << zs;
+        self.dirty[zs] = true;
         let (zl, zr) = (self.get(z, N_LEFT), self.get(z, N_RIGHT));
         let mut removed_red = self.red(z);
         let (x, x_parent);
@@ -324,7 +325,7 @@ impl<'a> Tx<'a> {
         if self.bad & IMPOSSIBLE != 0 {
             return Outcome::Damaged;
         }
-        let changed = |s: usize| self.dirty & (1u64 << s) != 0;
+        let changed = |s: usize| self.dirty[s];
         let mut order: Vec<usize> = (0..self.n).filter(|&s| changed(s)).collect();
         order.sort_unstable_by_key(|&s| self.node[s]);
         let release = |taken: &[usize]| {

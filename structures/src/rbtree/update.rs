@@ -69,7 +69,7 @@ pub(super) fn merge(a: &mut Counts, b: &Counts) {
 }
 
 /// What the last concurrent insert or delete batch did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct UpdateStats {
     /// Operations after merging repeated keys.
     pub distinct: usize,
@@ -89,6 +89,19 @@ pub struct UpdateStats {
     pub resolved_in_locate: usize,
     /// The batch filled an empty tree in one build (no rounds).
     pub built_whole: bool,
+    /// Milliseconds sorting the batch and merging repeated keys (host).
+    pub sort_ms: f64,
+    /// Milliseconds setting up the side: the batch uploaded (device), the arena mapped
+    /// (threads on the coarse transport).
+    pub setup_ms: f64,
+    /// Milliseconds in the rounds.
+    pub rounds_ms: f64,
+    /// Milliseconds reading the outcomes back and finishing on the host path.
+    pub finish_ms: f64,
+}
+
+fn ms_since(t: std::time::Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
 }
 
 /// Inserts into an empty tree from this many keys on are a build.
@@ -202,6 +215,13 @@ pub(super) trait Rounds {
 
 /// Runs rounds until every operation is done or left to the host (see the module comment).
 pub(super) fn run_rounds(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> Result<()> {
+    let t = std::time::Instant::now();
+    let done = rounds_until_done(r, stats, n);
+    stats.rounds_ms = ms_since(t);
+    done
+}
+
+fn rounds_until_done(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> Result<()> {
     let mut solo = false;
     let limit = n as u64 * 2 + 64;
     let mut rounds = 0u64;
@@ -283,8 +303,9 @@ impl<K: Key> RbTree<K> {
         items: &[(K, u64)],
         pool: &LatencyPool,
     ) -> Result<Vec<Inserted>> {
+        let t = std::time::Instant::now();
         let batch = Batch::inserts(items)?;
-        let new = self.run_batch(mode, &batch, pool)?;
+        let new = self.run_batch(mode, &batch, pool, ms_since(t))?;
         Ok(new
             .into_iter()
             .map(|n| if n { Inserted::New } else { Inserted::Updated })
@@ -299,8 +320,9 @@ impl<K: Key> RbTree<K> {
         keys: &[K],
         pool: &LatencyPool,
     ) -> Result<Vec<Deleted>> {
+        let t = std::time::Instant::now();
         let batch = Batch::deletes(keys)?;
-        let new = self.run_batch(mode, &batch, pool)?;
+        let new = self.run_batch(mode, &batch, pool, ms_since(t))?;
         Ok(new
             .into_iter()
             .map(|n| {
@@ -318,9 +340,16 @@ impl<K: Key> RbTree<K> {
         self.last_update
     }
 
-    fn run_batch(&mut self, mode: Mode, batch: &Batch, pool: &LatencyPool) -> Result<Vec<bool>> {
+    fn run_batch(
+        &mut self,
+        mode: Mode,
+        batch: &Batch,
+        pool: &LatencyPool,
+        sort_ms: f64,
+    ) -> Result<Vec<bool>> {
         let mut stats = UpdateStats {
             distinct: batch.len(),
+            sort_ms,
             ..UpdateStats::default()
         };
         if batch.len() == 0 {
@@ -346,7 +375,9 @@ impl<K: Key> RbTree<K> {
             Mode::CpuOnly => self.thread_rounds(batch, pool, &mut stats)?,
             Mode::Cooperative => self.cooperative_rounds(batch, pool, &mut stats)?,
         };
+        let t = std::time::Instant::now();
         let new = self.finish_on_host(batch, &states, &handles, &mut stats)?;
+        stats.finish_ms += ms_since(t);
         self.last_update = stats;
         Ok(batch.spread(&new))
     }
