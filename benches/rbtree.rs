@@ -10,8 +10,8 @@
 //! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random.
 //!
 //! The update group inserts a batch of new random keys into the tree and deletes them again,
-//! timing each half, in every mode (device, latency threads, both) beside `BTreeMap` on one
-//! thread, for each batch size of `ASYM_BENCH_BATCH_LOG2` (comma-separated, default
+//! timing each half, in every mode (device, latency threads, both; and on the device from a
+//! resident sorted batch) beside `BTreeMap` on one thread, for each batch size of `ASYM_BENCH_BATCH_LOG2` (comma-separated, default
 //! "10,14"; the throughput plot in docs/BENCHMARKS.md uses 10 to 20).
 
 use std::collections::BTreeMap;
@@ -151,9 +151,37 @@ fn updates(
         let b = 1usize << batch_log2.min(26);
         let batch: Vec<(i32, u64)> = (0..b).map(|i| (rng.gen(), i as u64)).collect();
         let keys: Vec<i32> = batch.iter().map(|e| e.0).collect();
+        // The resident form: the batch sorted, each key once, in SVM.
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let rt = tree.runtime().clone();
+        let mut svm_keys = rt.alloc::<i32>(sorted.len()).expect("keys");
+        svm_keys.write(&sorted).expect("upload keys");
+        let mut svm_values = rt.alloc::<u64>(sorted.len()).expect("values");
+        svm_values
+            .write(&vec![7u64; sorted.len()])
+            .expect("upload values");
+        let mut outcome = rt.alloc::<u32>(sorted.len()).expect("outcomes");
         for (what, delete) in [("insert", false), ("delete", true)] {
             let mut g = c.benchmark_group(format!("rbtree_{what}_2^{keys_log2}_keys"));
             g.throughput(Throughput::Elements(b as u64));
+            g.bench_function(BenchmarkId::new("gpu_resident", b), |bench| {
+                bench.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let t = Instant::now();
+                        tree.insert_svm(&mut svm_keys, &mut svm_values, &mut outcome)
+                            .expect("insert");
+                        let inserted = t.elapsed();
+                        let t = Instant::now();
+                        tree.delete_svm(&mut svm_keys, &mut outcome)
+                            .expect("delete");
+                        total += if delete { t.elapsed() } else { inserted };
+                    }
+                    total
+                })
+            });
             for mode in Mode::ALL {
                 g.bench_function(BenchmarkId::new(mode.short_name(), b), |bench| {
                     bench.iter_custom(|iters| {

@@ -416,7 +416,7 @@ inline uint rb_first_above(__global const int *keys, uint n, int bound) {
     uint lo = 0, hi = n;
     while (lo < hi) {
         const uint mid = lo + (hi - lo) / 2u;
-        if (keys[mid] > bound) hi = mid; else lo = mid + 1u;
+        if (ASYM_ORDERED(keys[mid]) > bound) hi = mid; else lo = mid + 1u;
     }
     return lo;
 }
@@ -426,13 +426,14 @@ inline uint rb_first_from(__global const int *keys, uint n, int bound) {
     uint lo = 0, hi = n;
     while (lo < hi) {
         const uint mid = lo + (hi - lo) / 2u;
-        if (keys[mid] >= bound) hi = mid; else lo = mid + 1u;
+        if (ASYM_ORDERED(keys[mid]) >= bound) hi = mid; else lo = mid + 1u;
     }
     return lo;
 }
 
-/* One locate pass over operations [op_lo, op_hi) of a batch of n keys (the gap's run is
- * searched in all n; see the section comment). where[3i] the gap's node (insert) or the key's
+/* One locate pass over operations [op_lo, op_hi) of a batch of n keys (raw bits, mapped by
+ * ASYM_ORDERED; the gap's run is searched in all n; see the section comment). `fresh` makes it
+ * a pass before the first round that only resets the operations' words and checks the order. where[3i] the gap's node (insert) or the key's
  * node (delete), where[3i + 1] its version, where[3i + 2] bit 0 the side (1: right), bit 1
  * eligible this round. Round words: pending and eligible operations counted, the first
  * eligible one's index kept (atomic_min), damaged walks counted. */
@@ -440,12 +441,23 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         __global const uint *sb_class, uint header, uint heap_words,
                         uint deleting, __global const int *keys, __global const ulong *values,
                         uint n, uint op_lo, uint op_hi, __global uint *state,
-                        __global uint *where, __global uint *round) {
+                        __global uint *where, __global uint *handles,
+                        __global uint *round, uint fresh) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
     const uint i = op_lo + get_global_id(0);
-    if (i >= op_hi || state[i] != RB_OP_PENDING) return;
-    const int key = keys[i];
+    if (i >= op_hi) return;
+    const int key = ASYM_ORDERED(keys[i]);
+    if (fresh) {
+        /* A pass before the first round: every operation pending, no node taken yet, and
+         * the batch's order checked (the gap runs and the merged keys rely on it) before
+         * anything changes. */
+        state[i] = RB_OP_PENDING;
+        handles[i] = RB_NIL;
+        if (i > 0u && ASYM_ORDERED(keys[i - 1u]) >= key) atomic_inc(round + RB_R_UNSORTED);
+        return;
+    }
+    if (state[i] != RB_OP_PENDING) return;
     uint x = heap[header + RB_ROOT], parent = RB_NIL, side = 0u;
     int lo = 0, hi = 0;
     bool has_lo = false, has_hi = false;
@@ -543,7 +555,7 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
             }
             handles[i] = z;
         }
-        heap[z + RB_KEY] = (uint)keys[i];
+        heap[z + RB_KEY] = (uint)ASYM_ORDERED(keys[i]);
         heap[z + RB_VALUE_LO] = (uint)values[i];
         heap[z + RB_VALUE_HI] = (uint)(values[i] >> 32);
         heap[z + RB_COLOUR] = RB_RED;

@@ -223,3 +223,74 @@ fn stress_more_threads_than_cores() {
         }
     }
 }
+
+#[test]
+fn resident_batches_match_btreemap_and_refuse_unsorted_keys() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+        let mut reference = BTreeMap::new();
+        for round in 0..6 {
+            let mut keys: Vec<i32> = (0..3000).map(|_| rng.gen_range(-9000..9000)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let n = keys.len();
+            let values: Vec<u64> = keys.iter().map(|&k| (k as u64) << 8 | round).collect();
+            let mut kb = rt.alloc::<i32>(n).unwrap();
+            kb.write(&keys).unwrap();
+            let mut vb = rt.alloc::<u64>(n).unwrap();
+            vb.write(&values).unwrap();
+            let mut out = rt.alloc::<u32>(n).unwrap();
+            tree.insert_svm(&mut kb, &mut vb, &mut out).unwrap();
+            let got = out.read().unwrap();
+            for (i, &k) in keys.iter().enumerate() {
+                let want = if reference.insert(k, values[i]).is_some() {
+                    2
+                } else {
+                    1
+                };
+                assert_eq!(got[i], want, "insert {k}");
+            }
+            assert_eq!(tree.validate().unwrap().nodes, reference.len());
+            // Delete every other key given, half of them absent.
+            let dels: Vec<i32> = keys.iter().step_by(2).map(|&k| k + (k & 1)).collect();
+            let mut dels = dels;
+            dels.sort_unstable();
+            dels.dedup();
+            let mut db = rt.alloc::<i32>(dels.len()).unwrap();
+            db.write(&dels).unwrap();
+            let mut dout = rt.alloc::<u32>(dels.len()).unwrap();
+            tree.delete_svm(&mut db, &mut dout).unwrap();
+            let got = dout.read().unwrap();
+            for (i, k) in dels.iter().enumerate() {
+                let want = if reference.remove(k).is_some() { 1 } else { 2 };
+                assert_eq!(got[i], want, "delete {k}");
+            }
+            tree.validate().unwrap();
+            let want: Vec<(i32, u64)> = reference.iter().map(|(&k, &v)| (k, v)).collect();
+            let got = tree.entries().unwrap();
+            let first_bad = got.iter().zip(&want).position(|(a, b)| a != b);
+            assert!(
+                got.len() == want.len() && first_bad.is_none(),
+                "round {round}: {} entries, {} wanted; first difference at {first_bad:?}: {:?}",
+                got.len(),
+                want.len(),
+                first_bad.map(|i| (got[i], want[i]))
+            );
+        }
+        // Keys out of order: refused before any change.
+        let before = tree.entries().unwrap();
+        let mut kb = rt.alloc::<i32>(3).unwrap();
+        kb.write(&[5, 3, 9]).unwrap();
+        let mut vb = rt.alloc::<u64>(3).unwrap();
+        vb.write(&[1, 2, 3]).unwrap();
+        let mut out = rt.alloc::<u32>(3).unwrap();
+        let e = tree.insert_svm(&mut kb, &mut vb, &mut out).unwrap_err();
+        assert!(e.to_string().contains("strictly increasing"), "{e}");
+        assert_eq!(tree.entries().unwrap(), before);
+        tree.validate().unwrap();
+        // Mismatched lengths.
+        let mut short = rt.alloc::<u32>(2).unwrap();
+        assert!(tree.insert_svm(&mut kb, &mut vb, &mut short).is_err());
+    }
+}

@@ -6,8 +6,9 @@
 use asym_kernels::cl_defines;
 use asym_runtime::{Error, Kernel, Result, Side, SvmBuffer};
 
-use super::update::{fresh_counts, Batch, Counts, Rounds, R_COMMITTED, R_WORDS};
-use super::update::{run_rounds, UpdateStats};
+use super::update::R_WORDS;
+use super::update::{fresh_counts, Batch, Counts, Rounds, R_COMMITTED, R_OVERFLOW, R_UNSORTED};
+use super::update::{run_rounds, UpdateStats, OP_OVERFLOW, OP_PENDING};
 use super::{RbTree, ABSENT, FOUND, KERNEL_CONSTANTS, NIL, NODE_BYTES};
 use crate::key::Key;
 
@@ -162,25 +163,6 @@ impl<K: Key> RbTree<K> {
         Kernel::from_program(rt, &program, name)
     }
 
-    /// Runs a batch's rounds on the device (see [`super::update`]): the batch uploaded, the
-    /// operations `ops` (all, or the device's share) located and applied by launches, the
-    /// states and handles read back.
-    pub(super) fn device_rounds(
-        &mut self,
-        batch: &Batch,
-        stats: &mut UpdateStats,
-    ) -> Result<(Vec<u32>, Vec<u32>)> {
-        let t = std::time::Instant::now();
-        let mut rounds = DeviceRounds::new(self, batch, 0..batch.len())?;
-        stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
-        run_rounds(&mut rounds, stats, batch.len())?;
-        stats.device_commits = rounds.commits;
-        let t = std::time::Instant::now();
-        let out = rounds.finish();
-        stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
-        out
-    }
-
     /// Uploads `keys`, runs `kernel` over them and maps each (found key, value, status).
     fn staged<R>(
         &mut self,
@@ -275,96 +257,139 @@ impl<K: Key> RbTree<K> {
     }
 }
 
-/// The device's side of a batch's rounds: the batch and its per-operation words in SVM, the
-/// two kernels (`rb_locate`, `rb_apply`) with their arguments set once.
-pub(super) struct DeviceRounds {
-    locate: Kernel,
-    apply: Kernel,
-    state: SvmBuffer<u32>,
+/// The device's per-operation words of the update rounds, kept by the tree between batches
+/// (grown when a batch is longer).
+pub(super) struct UpdateScratch<K: Key> {
+    /// Where each operation's gap or node is (three words an operation).
+    place: SvmBuffer<u32>,
+    /// The node each insert took from the arena.
     handles: SvmBuffer<u32>,
     round: SvmBuffer<u32>,
-    /// Kept alive for the kernels' arguments.
-    _inputs: (SvmBuffer<i32>, SvmBuffer<u64>, SvmBuffer<u32>),
+    /// The host-slice path's copies of the batch and its outcomes.
+    keys: Option<SvmBuffer<K>>,
+    values: Option<SvmBuffer<u64>>,
+    state: Option<SvmBuffer<u32>>,
+}
+
+impl<K: Key> UpdateScratch<K> {
+    fn new(rt: &asym_runtime::Runtime, n: usize) -> Result<Self> {
+        Ok(UpdateScratch {
+            place: rt.alloc::<u32>(3 * n.max(1))?,
+            handles: rt.alloc::<u32>(n.max(1))?,
+            round: rt.alloc::<u32>(R_WORDS)?,
+            keys: None,
+            values: None,
+            state: None,
+        })
+    }
+
+    fn fits(&self, n: usize) -> bool {
+        self.handles.len() >= n
+    }
+}
+
+/// The device's side of a batch's rounds: the two kernels (`rb_locate`, `rb_apply`) with
+/// their arguments set once, over the batch's keys, values and states in SVM.
+pub(super) struct DeviceRounds<K: Key> {
+    locate: Kernel,
+    apply: Kernel,
+    scratch: UpdateScratch<K>,
     ops: std::ops::Range<usize>,
     global: usize,
     wg: usize,
     pub(super) commits: u64,
+    pub(super) overflows: u64,
 }
 
-impl DeviceRounds {
-    /// Uploads `batch` and prepares the kernels for its operations `ops`.
-    pub(super) fn new<K: Key>(
-        tree: &RbTree<K>,
-        batch: &Batch,
+impl<K: Key> DeviceRounds<K> {
+    /// Prepares the kernels for operations `ops` of a batch of `n` keys (raw bits of `K`,
+    /// strictly increasing), its values (inserts) and its outcome words.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        tree: &mut RbTree<K>,
+        n: usize,
+        deleting: bool,
+        keys: &SvmBuffer<K>,
+        values: &SvmBuffer<u64>,
+        state: &SvmBuffer<u32>,
         ops: std::ops::Range<usize>,
     ) -> Result<Self> {
         let rt = tree.arena.runtime().clone();
-        let n = batch.len();
-        let mut keys = rt.alloc::<i32>(n)?;
-        keys.write_range(0, &batch.keys)?;
-        let mut values = rt.alloc::<u64>(n.max(1))?;
-        if !batch.deleting {
-            values.write_range(0, &batch.values)?;
-        }
-        let mut state = rt.alloc::<u32>(n)?;
-        state.write_range(0, &vec![0u32; n])?;
-        let mut handles = rt.alloc::<u32>(n)?;
-        handles.write_range(0, &vec![0u32; n])?;
-        let where_ = rt.alloc::<u32>(3 * n)?;
-        let round = rt.alloc::<u32>(R_WORDS)?;
+        let scratch = match tree.update_scratch.take() {
+            Some(s) if s.fits(n) => s,
+            _ => UpdateScratch::new(&rt, n)?,
+        };
         let heap_words = u32::try_from(tree.arena.heap_words())
             .map_err(|_| Error::InvalidArgument("an arena past 2^32 words".into()))?;
         let (lo, hi) = (ops.start as u32, ops.end as u32);
-        let deleting = u32::from(batch.deleting);
+        let deleting = u32::from(deleting);
         let mut locate = tree.kernel("rb_locate")?;
         tree.arena.set_args(&mut locate, 0)?;
         locate
             .arg_scalar(3, tree.header)?
             .arg_scalar(4, heap_words)?
             .arg_scalar(5, deleting)?
-            .arg_svm(6, &keys)?
-            .arg_svm(7, &values)?
+            .arg_svm(6, keys)?
+            .arg_svm(7, values)?
             .arg_scalar(8, n as u32)?
             .arg_scalar(9, lo)?
             .arg_scalar(10, hi)?
-            .arg_svm(11, &state)?
-            .arg_svm(12, &where_)?
-            .arg_svm(13, &round)?;
+            .arg_svm(11, state)?
+            .arg_svm(12, &scratch.place)?
+            .arg_svm(13, &scratch.handles)?
+            .arg_svm(14, &scratch.round)?
+            .arg_scalar(15, 1u32)?;
         let mut apply = tree.kernel("rb_apply")?;
         tree.arena.set_args(&mut apply, 0)?;
         apply
             .arg_scalar(3, tree.header)?
             .arg_scalar(4, heap_words)?
             .arg_scalar(5, deleting)?
-            .arg_svm(6, &keys)?
-            .arg_svm(7, &values)?
+            .arg_svm(6, keys)?
+            .arg_svm(7, values)?
             .arg_scalar(8, n as u32)?
             .arg_scalar(9, lo)?
             .arg_scalar(10, hi)?
-            .arg_svm(11, &state)?
-            .arg_svm(12, &where_)?
-            .arg_svm(13, &handles)?
-            .arg_svm(14, &round)?
+            .arg_svm(11, state)?
+            .arg_svm(12, &scratch.place)?
+            .arg_svm(13, &scratch.handles)?
+            .arg_svm(14, &scratch.round)?
             .arg_scalar(15, u32::MAX)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         let global = ops.len().max(1).div_ceil(wg) * wg;
-        Ok(DeviceRounds {
+        let mut rounds = DeviceRounds {
             locate,
             apply,
-            state,
-            handles,
-            round,
-            _inputs: (keys, values, where_),
+            scratch,
             ops,
             global,
             wg,
             commits: 0,
-        })
+            overflows: 0,
+        };
+        // A first pass resets the operations' words and checks the keys' order before
+        // anything changes (the locate would write the values of keys present).
+        rounds.reset()?;
+        rounds
+            .locate
+            .launch(rounds.global, Some(rounds.wg))?
+            .wait()?;
+        let c = rounds.counts()?;
+        rounds.locate.arg_scalar(15, 0u32)?;
+        if c[R_UNSORTED] != 0 {
+            tree.update_scratch = Some(rounds.scratch);
+            return Err(Error::InvalidArgument(format!(
+                "a resident batch of tree operations must hold strictly increasing keys; {} \
+                 keys are not above the one before",
+                c[R_UNSORTED]
+            )));
+        }
+        Ok(rounds)
     }
 
     /// Resets the round words (the first of a round's launches).
     pub(super) fn reset(&mut self) -> Result<()> {
-        self.round.copy_from_host(0, &fresh_counts())
+        self.scratch.round.copy_from_host(0, &fresh_counts())
     }
 
     pub(super) fn launch_locate(&mut self) -> Result<asym_runtime::Launch> {
@@ -377,10 +402,11 @@ impl DeviceRounds {
     }
 
     pub(super) fn counts(&mut self) -> Result<Counts> {
-        let words = self.round.read_range(0, R_WORDS)?;
+        let words = self.scratch.round.read_range(0, R_WORDS)?;
         let mut c = fresh_counts();
         c.copy_from_slice(&words);
         self.commits += u64::from(c[R_COMMITTED]);
+        self.overflows += u64::from(c[R_OVERFLOW]);
         Ok(c)
     }
 
@@ -388,9 +414,19 @@ impl DeviceRounds {
     pub(super) fn ops(&self) -> std::ops::Range<usize> {
         self.ops.clone()
     }
+
+    /// The nodes the inserts took (read back only when some operation was left to the host).
+    pub(super) fn handles(&mut self, n: usize) -> Result<Vec<u32>> {
+        self.scratch.handles.read_range(0, n)
+    }
+
+    /// Gives the scratch words back to the tree for the next batch.
+    pub(super) fn into_scratch(self) -> UpdateScratch<K> {
+        self.scratch
+    }
 }
 
-impl Rounds for DeviceRounds {
+impl<K: Key> Rounds for DeviceRounds<K> {
     fn side(&self) -> Side {
         Side::Device
     }
@@ -413,9 +449,85 @@ impl Rounds for DeviceRounds {
         self.launch_apply(None)?.wait()?;
         self.counts()
     }
+}
 
-    fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
-        Ok((self.state.read()?, self.handles.read()?))
+impl<K: Key> RbTree<K> {
+    /// Runs a batch's rounds on the device (see [`super::update`]): the batch uploaded into
+    /// the tree's scratch buffers, located and applied by launches, the outcomes read back.
+    pub(super) fn device_rounds(
+        &mut self,
+        batch: &Batch,
+        stats: &mut UpdateStats,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let n = batch.len();
+        let t = std::time::Instant::now();
+        let (keys, values, mut state) = self.slice_buffers(batch)?;
+        let mut rounds = DeviceRounds::new(self, n, batch.deleting, &keys, &values, &state, 0..n)?;
+        stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
+        let ran = run_rounds(&mut rounds, stats, n);
+        stats.device_commits = rounds.commits;
+        let t = std::time::Instant::now();
+        let out = ran.and_then(|()| {
+            let states = state.read_range(0, n)?;
+            let left = states.iter().any(|&s| s == OP_PENDING || s == OP_OVERFLOW);
+            let handles = if left && !batch.deleting {
+                rounds.handles(n)?
+            } else {
+                vec![NIL; n]
+            };
+            Ok((states, handles))
+        });
+        stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
+        self.keep_scratch(rounds, keys, values, state);
+        out
+    }
+
+    /// Keeps a finished batch's buffers for the next one.
+    pub(super) fn keep_scratch(
+        &mut self,
+        rounds: DeviceRounds<K>,
+        keys: SvmBuffer<K>,
+        values: SvmBuffer<u64>,
+        state: SvmBuffer<u32>,
+    ) {
+        let mut scratch = rounds.into_scratch();
+        scratch.keys = Some(keys);
+        scratch.values = Some(values);
+        scratch.state = Some(state);
+        self.update_scratch = Some(scratch);
+    }
+
+    /// The batch's keys (raw bits) and values in SVM and a state buffer, reusing the
+    /// scratch's when they are long enough.
+    pub(super) fn slice_buffers(
+        &mut self,
+        batch: &Batch,
+    ) -> Result<(SvmBuffer<K>, SvmBuffer<u64>, SvmBuffer<u32>)> {
+        use rayon::prelude::*;
+        let n = batch.len();
+        let rt = self.arena.runtime().clone();
+        let (keys, values, state) = match self.update_scratch.as_mut() {
+            Some(s) => (s.keys.take(), s.values.take(), s.state.take()),
+            None => (None, None, None),
+        };
+        let mut keys = match keys {
+            Some(k) if k.len() >= n => k,
+            _ => rt.alloc::<K>(n.max(1))?,
+        };
+        let mut values = match values {
+            Some(v) if v.len() >= n => v,
+            _ => rt.alloc::<u64>(n.max(1))?,
+        };
+        let state = match state {
+            Some(s) if s.len() >= n => s,
+            _ => rt.alloc::<u32>(n.max(1))?,
+        };
+        let raw: Vec<K> = batch.keys.par_iter().map(|&k| K::from_ordered(k)).collect();
+        keys.write_range(0, &raw)?;
+        if !batch.deleting {
+            values.write_range(0, &batch.values)?;
+        }
+        Ok((keys, values, state))
     }
 }
 

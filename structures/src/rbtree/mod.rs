@@ -100,6 +100,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_R_OVERFLOW", update::R_OVERFLOW as u64),
     ClConst::int("RB_R_DAMAGED", update::R_DAMAGED as u64),
     ClConst::int("RB_R_OOM", update::R_OOM as u64),
+    ClConst::int("RB_R_UNSORTED", update::R_UNSORTED as u64),
 ];
 
 /// What an insert did.
@@ -133,6 +134,8 @@ pub struct RbTree<K: Key> {
     damage: Option<asym_runtime::SvmBuffer<u32>>,
     /// What the last concurrent update did.
     last_update: UpdateStats,
+    /// The device's update buffers, kept between batches.
+    update_scratch: Option<device::UpdateScratch<K>>,
     /// Cooperative mode's split between the device and the threads.
     coop: threads::CoopPlan,
     _keys: PhantomData<K>,
@@ -174,6 +177,7 @@ impl<K: Key> RbTree<K> {
             search: None,
             damage: None,
             last_update: UpdateStats::default(),
+            update_scratch: None,
             coop: threads::CoopPlan::default(),
             _keys: PhantomData,
         })

@@ -279,25 +279,28 @@ impl Rounds for ThreadRounds<'_> {
         self.commits += u64::from(c[R_COMMITTED]);
         Ok(c)
     }
+}
 
+impl ThreadRounds<'_> {
+    /// Every operation's state and node handle (inserts: the node it took, if any).
     fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
         Ok((plain(&self.state), plain(&self.handles)))
     }
 }
 
 /// Both sides in one round: the device's launch in flight while the threads run theirs.
-struct BothRounds<'a> {
-    device: DeviceRounds,
+struct BothRounds<'a, K: Key> {
+    device: DeviceRounds<K>,
     threads: ThreadRounds<'a>,
     /// Seconds each side spent in its phases (device: launch to completion).
     device_s: f64,
     threads_s: f64,
 }
 
-impl BothRounds<'_> {
+impl<K: Key> BothRounds<'_, K> {
     fn phase(
         &mut self,
-        launch: impl FnOnce(&mut DeviceRounds) -> Result<asym_runtime::Launch>,
+        launch: impl FnOnce(&mut DeviceRounds<K>) -> Result<asym_runtime::Launch>,
         host: impl FnOnce(&mut ThreadRounds<'_>) -> Result<Counts>,
     ) -> Result<Counts> {
         self.device.reset()?;
@@ -313,7 +316,7 @@ impl BothRounds<'_> {
     }
 }
 
-impl Rounds for BothRounds<'_> {
+impl<K: Key> Rounds for BothRounds<'_, K> {
     fn side(&self) -> Side {
         Side::Device
     }
@@ -333,16 +336,6 @@ impl Rounds for BothRounds<'_> {
             Some(_) => (Some(u32::MAX - 1), Some(u32::MAX)),
         };
         self.phase(|d| d.launch_apply(d_only), |t| t.apply(t_only))
-    }
-
-    fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
-        let (mut state, mut handles) = self.device.finish()?;
-        let (ts, th) = self.threads.finish()?;
-        for i in self.threads.ops.clone() {
-            state[i] = ts[i];
-            handles[i] = th[i];
-        }
-        Ok((state, handles))
     }
 }
 
@@ -492,22 +485,45 @@ impl<K: Key> RbTree<K> {
             return out;
         }
         let split = ((n as f64 * self.coop.device_share).round() as usize).min(n);
-        let device = DeviceRounds::new(self, batch, 0..split)?;
-        let view = self.arena.view()?;
-        let threads = ThreadRounds::new(view, self.header, pool, batch, split..n);
-        let mut both = BothRounds {
-            device,
-            threads,
-            device_s: 0.0,
-            threads_s: 0.0,
+        let t = Instant::now();
+        let (keys, values, mut state) = self.slice_buffers(batch)?;
+        let device = DeviceRounds::new(self, n, batch.deleting, &keys, &values, &state, 0..split)?;
+        stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
+        let header = self.header;
+        let (ran, mut device, device_s, threads_s, thread_out) = {
+            let view = self.arena.view()?;
+            let threads = ThreadRounds::new(view, header, pool, batch, split..n);
+            let mut both = BothRounds {
+                device,
+                threads,
+                device_s: 0.0,
+                threads_s: 0.0,
+            };
+            let ran = run_rounds(&mut both, stats, n);
+            stats.thread_commits = both.threads.commits;
+            let thread_out = both.threads.finish();
+            (ran, both.device, both.device_s, both.threads_s, thread_out)
         };
-        run_rounds(&mut both, stats, n)?;
-        stats.device_commits = both.device.commits;
-        stats.thread_commits = both.threads.commits;
-        let out = both.finish()?;
+        stats.device_commits = device.commits;
+        let t = Instant::now();
+        let out = ran.and_then(|()| {
+            let (ts, th) = thread_out?;
+            let mut states = state.read_range(0, n)?;
+            let mut handles = if batch.deleting {
+                vec![NIL; n]
+            } else {
+                device.handles(n)?
+            };
+            states[split..n].copy_from_slice(&ts[split..n]);
+            handles[split..n].copy_from_slice(&th[split..n]);
+            Ok((states, handles))
+        });
+        stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
+        self.keep_scratch(device, keys, values, state);
+        let out = out?;
         // Next batch's share: each side's operations per second of its own phases.
-        let d_rate = split as f64 / both.device_s.max(1e-9);
-        let t_rate = (n - split) as f64 / both.threads_s.max(1e-9);
+        let d_rate = split as f64 / device_s.max(1e-9);
+        let t_rate = (n - split) as f64 / threads_s.max(1e-9);
         if split > 0 && split < n {
             self.coop.device_share = (d_rate / (d_rate + t_rate)).clamp(0.05, 0.95);
         }

@@ -20,9 +20,10 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use asym_runtime::{Error, LatencyPool, Mode, Result, Side};
+use asym_runtime::{Error, LatencyPool, Mode, Result, Side, SvmBuffer};
 use rayon::prelude::*;
 
+use super::device::DeviceRounds;
 use super::{Deleted, Inserted, RbTree};
 use crate::key::Key;
 
@@ -45,7 +46,9 @@ pub(super) const R_CONFLICTS: usize = 4;
 pub(super) const R_OVERFLOW: usize = 5;
 pub(super) const R_DAMAGED: usize = 6;
 pub(super) const R_OOM: usize = 7;
-pub(super) const R_WORDS: usize = 8;
+/// Keys of the batch not above the one before (a resident batch must be strictly increasing).
+pub(super) const R_UNSORTED: usize = 8;
+pub(super) const R_WORDS: usize = 9;
 
 /// A round's counts.
 pub(super) type Counts = [u32; R_WORDS];
@@ -120,23 +123,23 @@ pub(super) struct Batch {
 }
 
 impl Batch {
-    fn new(ordered: Vec<(i32, u32)>, deleting: bool, value: impl Fn(usize) -> u64) -> Self {
+    fn new(ordered: Vec<(i32, u32)>, deleting: bool, value: impl Fn(usize) -> u64 + Sync) -> Self {
         let mut entries = ordered;
         entries.par_sort_unstable();
-        let mut keys = Vec::new();
-        let mut starts = Vec::new();
-        for (i, &(k, _)) in entries.iter().enumerate() {
-            if keys.last() != Some(&k) {
-                keys.push(k);
-                starts.push(i as u32);
-            }
-        }
+        // The first entry of each key's run, in order (a parallel filter keeps the order).
+        let mut starts: Vec<u32> = (0..entries.len())
+            .into_par_iter()
+            .filter(|&i| i == 0 || entries[i - 1].0 != entries[i].0)
+            .map(|i| i as u32)
+            .collect();
+        let keys: Vec<i32> = starts.par_iter().map(|&s| entries[s as usize].0).collect();
         starts.push(entries.len() as u32);
         let values = if deleting {
             Vec::new()
         } else {
             // The last insert of a key gives its value.
             (0..keys.len())
+                .into_par_iter()
                 .map(|u| value(entries[starts[u + 1] as usize - 1].1 as usize))
                 .collect()
         };
@@ -209,8 +212,6 @@ pub(super) trait Rounds {
         merge(&mut c, &a);
         Ok(c)
     }
-    /// Every operation's state and node handle (inserts: the node it took, if any).
-    fn finish(&mut self) -> Result<(Vec<u32>, Vec<u32>)>;
 }
 
 /// Runs rounds until every operation is done or left to the host (see the module comment).
@@ -333,6 +334,123 @@ impl<K: Key> RbTree<K> {
                 }
             })
             .collect())
+    }
+
+    /// Inserts a resident batch on the device: `keys` strictly increasing (an
+    /// `InvalidArgument` error otherwise, the tree unchanged), `values` beside them, and
+    /// for each key 1 written to `outcome` if it was new or 2 if its value was replaced. The
+    /// batch stays on the device: nothing but a few words per round comes back, unless some
+    /// operation needs the host path (then the batch is read back for it, hence `&mut`).
+    pub fn insert_svm(
+        &mut self,
+        keys: &mut SvmBuffer<K>,
+        values: &mut SvmBuffer<u64>,
+        outcome: &mut SvmBuffer<u32>,
+    ) -> Result<()> {
+        if values.len() != keys.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} keys with {} values",
+                keys.len(),
+                values.len()
+            )));
+        }
+        self.resident(false, keys, Some(values), outcome)
+    }
+
+    /// Deletes a resident batch on the device (`keys` strictly increasing), writing for each
+    /// key 1 to `outcome` if it was removed or 2 if it was not in the tree.
+    pub fn delete_svm(
+        &mut self,
+        keys: &mut SvmBuffer<K>,
+        outcome: &mut SvmBuffer<u32>,
+    ) -> Result<()> {
+        self.resident(true, keys, None, outcome)
+    }
+
+    fn resident(
+        &mut self,
+        deleting: bool,
+        keys: &mut SvmBuffer<K>,
+        values: Option<&mut SvmBuffer<u64>>,
+        outcome: &mut SvmBuffer<u32>,
+    ) -> Result<()> {
+        let n = keys.len();
+        if outcome.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "{n} keys with {} outcome slots",
+                outcome.len()
+            )));
+        }
+        check_len(n)?;
+        let mut stats = UpdateStats {
+            distinct: n,
+            ..UpdateStats::default()
+        };
+        if n == 0 {
+            self.last_update = stats;
+            return Ok(());
+        }
+        if !deleting {
+            self.reserve(n)?;
+        }
+        let t = std::time::Instant::now();
+        let mut none;
+        let values = match values {
+            Some(v) => v,
+            None => {
+                none = self.runtime().alloc::<u64>(1)?;
+                &mut none
+            }
+        };
+        let mut rounds = DeviceRounds::new(self, n, deleting, keys, values, outcome, 0..n)?;
+        stats.setup_ms = ms_since(t);
+        let ran = run_rounds(&mut rounds, &mut stats, n);
+        stats.device_commits = rounds.commits;
+        let t = std::time::Instant::now();
+        let handles = if ran.is_ok() && rounds.overflows > 0 && !deleting {
+            Some(rounds.handles(n))
+        } else {
+            None
+        };
+        let (commits, overflows) = (rounds.commits as usize, rounds.overflows);
+        self.update_scratch = Some(rounds.into_scratch());
+        ran?;
+        if deleting {
+            self.len -= commits;
+        } else {
+            self.len += commits;
+        }
+        if overflows > 0 {
+            // Some operations need the host path: bring the batch back for them.
+            let states = outcome.read_range(0, n)?;
+            let raw = keys.read_range(0, n)?;
+            let ordered: Vec<(i32, u32)> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.to_ordered(), i as u32))
+                .collect();
+            let vals = match values.len() == n {
+                true => values.read_range(0, n)?,
+                false => Vec::new(),
+            };
+            let batch = Batch::new(ordered, deleting, |i| vals.get(i).copied().unwrap_or(0));
+            let handles = handles.transpose()?.unwrap_or_else(|| vec![super::NIL; n]);
+            // finish_on_host counts the rounds' commits again: take them back first.
+            if deleting {
+                self.len += commits;
+            } else {
+                self.len -= commits;
+            }
+            let new = self.finish_on_host(&batch, &states, &handles, &mut stats)?;
+            let words: Vec<u32> = new
+                .iter()
+                .map(|&n| if n { OP_NEW } else { OP_OLD })
+                .collect();
+            outcome.write_range(0, &words)?;
+        }
+        stats.finish_ms = ms_since(t);
+        self.last_update = stats;
+        Ok(())
     }
 
     /// What the last [`RbTree::insert_in`] or [`RbTree::delete_in`] did.
