@@ -521,16 +521,22 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
 /* One apply pass over operations [op_lo, op_hi) (the batch has n keys): every eligible
  * pending operation (or only operation `only` when it is not
  * RB_TX_NONE: the host's fallback after a round without progress) runs its transaction.
- * Inserts take their node from the arena once (kept in handles[i] across retries); deletes
- * free theirs after the commit (no later reader can reach it; a transaction that read it
- * fails on its moved version). Round words count commits, conflicts, overflows, damaged
- * trees and failed mallocs; the header's count moves with each commit. */
+ * Inserts take their node once (kept in handles[i] across retries): from the tree's spare
+ * nodes while they last (spare[0, spare_len), taken from the top by one fetch-and-add on
+ * spare_ctl[0]), else from the arena. Deletes put theirs on the spare stack after the commit
+ * (one fetch-and-add on spare_ctl[1] past spare_len; no later reader can reach the node, and
+ * a transaction that read it fails on its moved version), or free it to the arena when the
+ * stack is full. The arena's free lists are Treiber stacks: a million work-items pushing
+ * and popping them in one launch spent most of the launch in compare-and-swap retries.
+ * Round words count commits, conflicts, overflows, damaged trees and failed mallocs; the
+ * header's count moves with each commit. */
 __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
                        uint header, uint heap_words, uint deleting,
                        __global const int *keys, __global const ulong *values, uint n,
                        uint op_lo, uint op_hi, __global uint *state,
                        __global const uint *where, __global uint *handles,
-                       __global uint *round, uint only) {
+                       __global uint *round, uint only, __global uint *spare,
+                       __global uint *spare_ctl, uint spare_len, uint spare_cap) {
     const uint i = op_lo + get_global_id(0);
     if (i >= op_hi || state[i] != RB_OP_PENDING) return;
     const uint w = where[3u * i + 2u];
@@ -548,7 +554,8 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
     } else {
         z = handles[i];
         if (z == RB_NIL) {
-            z = asym_malloc(a, RB_NODE_BYTES, i);
+            const uint k = spare_len > 0u ? atomic_inc(spare_ctl) : spare_len;
+            z = k < spare_len ? spare[spare_len - 1u - k] : asym_malloc(a, RB_NODE_BYTES, i);
             if (z == RB_NIL) {
                 atomic_inc(round + RB_R_OOM);
                 return;
@@ -585,7 +592,9 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
         atomic_inc(round + RB_R_COMMITTED);
         if (deleting) {
             atomic_dec(heap + header + RB_COUNT);
-            asym_free(a, z, i);
+            const uint k = atomic_inc(spare_ctl + 1);
+            if (spare_len + k < spare_cap) spare[spare_len + k] = z;
+            else asym_free(a, z, i);
         } else {
             atomic_inc(heap + header + RB_COUNT);
         }

@@ -265,6 +265,8 @@ pub(super) struct UpdateScratch<K: Key> {
     /// The node each insert took from the arena.
     handles: SvmBuffer<u32>,
     round: SvmBuffer<u32>,
+    /// Spare nodes taken by inserts ([0]) and put back by deletes ([1]) in this batch.
+    spare_ctl: SvmBuffer<u32>,
     /// The host-slice path's copies of the batch and its outcomes.
     keys: Option<SvmBuffer<K>>,
     values: Option<SvmBuffer<u64>>,
@@ -277,6 +279,7 @@ impl<K: Key> UpdateScratch<K> {
             place: rt.alloc::<u32>(3 * n.max(1))?,
             handles: rt.alloc::<u32>(n.max(1))?,
             round: rt.alloc::<u32>(R_WORDS)?,
+            spare_ctl: rt.alloc::<u32>(2)?,
             keys: None,
             values: None,
             state: None,
@@ -319,6 +322,31 @@ impl<K: Key> DeviceRounds<K> {
             Some(s) if s.fits(n) => s,
             _ => UpdateScratch::new(&rt, n)?,
         };
+        let mut scratch = scratch;
+        scratch.spare_ctl.copy_from_host(0, &[0u32, 0])?;
+        // Deletes put their nodes on the spare stack: room for all of them.
+        let want = tree.spare_len + if deleting { n } else { 0 };
+        let cap = tree.spare.as_ref().map_or(0, |s| s.len());
+        if want > cap || cap == 0 {
+            let mut grown = rt.alloc::<u32>(want.max(cap * 2).max(1024))?;
+            if tree.spare_len > 0 {
+                let old = tree
+                    .spare
+                    .as_mut()
+                    .ok_or_else(|| Error::Lost("the tree's spare nodes went missing".into()))?
+                    .read_range(0, tree.spare_len)?;
+                grown.write_range(0, &old)?;
+            }
+            tree.spare = Some(grown);
+        }
+        let spare = tree
+            .spare
+            .as_ref()
+            .ok_or_else(|| Error::Lost("the tree's spare nodes went missing".into()))?;
+        let (spare_len, spare_cap) = (
+            u32::try_from(tree.spare_len).unwrap_or(u32::MAX),
+            u32::try_from(spare.len()).unwrap_or(u32::MAX),
+        );
         let heap_words = u32::try_from(tree.arena.heap_words())
             .map_err(|_| Error::InvalidArgument("an arena past 2^32 words".into()))?;
         let (lo, hi) = (ops.start as u32, ops.end as u32);
@@ -354,7 +382,11 @@ impl<K: Key> DeviceRounds<K> {
             .arg_svm(12, &scratch.place)?
             .arg_svm(13, &scratch.handles)?
             .arg_svm(14, &scratch.round)?
-            .arg_scalar(15, u32::MAX)?;
+            .arg_scalar(15, u32::MAX)?
+            .arg_svm(16, spare)?
+            .arg_svm(17, &scratch.spare_ctl)?
+            .arg_scalar(18, spare_len)?
+            .arg_scalar(19, spare_cap)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         let global = ops.len().max(1).div_ceil(wg) * wg;
         let mut rounds = DeviceRounds {
@@ -420,9 +452,19 @@ impl<K: Key> DeviceRounds<K> {
         self.scratch.handles.read_range(0, n)
     }
 
-    /// Gives the scratch words back to the tree for the next batch.
-    pub(super) fn into_scratch(self) -> UpdateScratch<K> {
-        self.scratch
+    /// Settles the batch's spare nodes with the tree (inserts took from the top of the
+    /// stack, deletes put theirs after it) and gives the scratch words back to the tree.
+    pub(super) fn settle(mut self, tree: &mut RbTree<K>, deleting: bool) -> Result<()> {
+        let ctl = self.scratch.spare_ctl.read_range(0, 2);
+        tree.update_scratch = Some(self.scratch);
+        let ctl = ctl?;
+        if deleting {
+            let cap = tree.spare.as_ref().map_or(0, |s| s.len());
+            tree.spare_len = (tree.spare_len + ctl[1] as usize).min(cap);
+        } else {
+            tree.spare_len -= (ctl[0] as usize).min(tree.spare_len);
+        }
+        Ok(())
     }
 }
 
@@ -478,7 +520,7 @@ impl<K: Key> RbTree<K> {
             Ok((states, handles))
         });
         stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
-        self.keep_scratch(rounds, keys, values, state);
+        self.keep_scratch(rounds, batch.deleting, keys, values, state)?;
         out
     }
 
@@ -486,15 +528,20 @@ impl<K: Key> RbTree<K> {
     pub(super) fn keep_scratch(
         &mut self,
         rounds: DeviceRounds<K>,
+        deleting: bool,
         keys: SvmBuffer<K>,
         values: SvmBuffer<u64>,
         state: SvmBuffer<u32>,
-    ) {
-        let mut scratch = rounds.into_scratch();
+    ) -> Result<()> {
+        rounds.settle(self, deleting)?;
+        let scratch = self
+            .update_scratch
+            .as_mut()
+            .ok_or_else(|| Error::Lost("the tree's update buffers went missing".into()))?;
         scratch.keys = Some(keys);
         scratch.values = Some(values);
         scratch.state = Some(state);
-        self.update_scratch = Some(scratch);
+        Ok(())
     }
 
     /// The batch's keys (raw bits) and values in SVM and a state buffer, reusing the

@@ -134,6 +134,10 @@ pub struct RbTree<K: Key> {
     damage: Option<asym_runtime::SvmBuffer<u32>>,
     /// What the last concurrent update did.
     last_update: UpdateStats,
+    /// Nodes deletes on the device took out of the tree, kept for the next inserts
+    /// (`spare[0..spare_len]`): in use by the arena's books, owned by the tree.
+    spare: Option<asym_runtime::SvmBuffer<u32>>,
+    spare_len: usize,
     /// The device's update buffers, kept between batches.
     update_scratch: Option<device::UpdateScratch<K>>,
     /// Cooperative mode's split between the device and the threads.
@@ -178,6 +182,8 @@ impl<K: Key> RbTree<K> {
             damage: None,
             last_update: UpdateStats::default(),
             update_scratch: None,
+            spare: None,
+            spare_len: 0,
             coop: threads::CoopPlan::default(),
             _keys: PhantomData,
         })
@@ -291,7 +297,7 @@ impl<K: Key> RbTree<K> {
             )));
         }
         let stats = self.arena.stats()?;
-        check_arena(&stats, report.nodes)?;
+        check_arena(&stats, report.nodes, self.spare_len)?;
         Ok(report)
     }
 
@@ -305,7 +311,7 @@ impl<K: Key> RbTree<K> {
     /// use is known without reading the arena.
     pub(crate) fn reserve(&mut self, more: usize) -> Result<()> {
         let capacity = self.arena.capacity_bytes();
-        let free = capacity.saturating_sub((self.len + 1) * NODE_BYTES);
+        let free = capacity.saturating_sub((self.len + 1 + self.spare_len) * NODE_BYTES);
         let need = more.saturating_mul(NODE_BYTES);
         // A margin of two superblocks for blocks the class's current run has not handed out.
         let margin = 2 * self.arena.layout().superblock_bytes();
@@ -325,13 +331,14 @@ impl<K: Key> RbTree<K> {
     }
 }
 
-/// The arena holds exactly the header and `nodes` nodes, and its books balance.
-fn check_arena(stats: &ArenaStats, nodes: usize) -> Result<()> {
-    let want = (nodes as u64 + 1) * NODE_BYTES as u64;
+/// The arena holds exactly the header, `nodes` nodes and `spare` spare nodes, and its books
+/// balance.
+fn check_arena(stats: &ArenaStats, nodes: usize, spare: usize) -> Result<()> {
+    let want = (nodes as u64 + 1 + spare as u64) * NODE_BYTES as u64;
     if stats.bytes_in_use != want || stats.bad_frees != 0 {
         return Err(Error::Lost(format!(
-            "the arena holds {} bytes in blocks ({} bad frees), the tree {nodes} nodes and a \
-             header ({want} bytes): a node leaked or was freed twice",
+            "the arena holds {} bytes in blocks ({} bad frees), the tree {nodes} nodes, {spare} \
+             spare ones and a header ({want} bytes): a node leaked or was freed twice",
             stats.bytes_in_use, stats.bad_frees
         )));
     }

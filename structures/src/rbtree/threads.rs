@@ -519,7 +519,7 @@ impl<K: Key> RbTree<K> {
             Ok((states, handles))
         });
         stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
-        self.keep_scratch(device, keys, values, state);
+        self.keep_scratch(device, batch.deleting, keys, values, state)?;
         let out = out?;
         // Next batch's share: each side's operations per second of its own phases.
         let d_rate = split as f64 / device_s.max(1e-9);

@@ -413,8 +413,9 @@ impl<K: Key> RbTree<K> {
             None
         };
         let (commits, overflows) = (rounds.commits as usize, rounds.overflows);
-        self.update_scratch = Some(rounds.into_scratch());
+        let settled = rounds.settle(self, deleting);
         ran?;
+        settled?;
         if deleting {
             self.len -= commits;
         } else {
