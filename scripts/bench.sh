@@ -84,6 +84,7 @@ plots() {
   f=$(newest heap) && [[ -n $f ]] && python3 docs/plot_heap_bulk.py "$(png heap "$f")" "$f" "$f"
   f=$(newest sssp) && [[ -n $f ]] && python3 docs/plot_sssp.py "$(png sssp "$f")" "$f"
   f=$(newest list) && [[ -n $f ]] && python3 docs/plot_list.py "$(png list "$f")" "$f"
+  f=$(newest rbtree-updates) && [[ -n $f ]] && python3 docs/plot_rbtree.py "$(png rbtree-updates "$f")" "$f"
   echo "bench.sh: plots redrawn in docs/ from the newest files of $out"
 }
 if ((plots_only)); then machine=${machine_given:-}; plots; exit 0; fi

@@ -6,15 +6,23 @@
 //! for the concurrent modes. There is no shared sentinel: an absent child or parent is
 //! [`NIL`] (handle 0, which lies in the arena's reserved first superblock and is never a
 //! block), so no two operations meet on a node that belongs to neither. A header block holds
-//! the root and the node count.
+//! the root (where a node keeps its left link, so it locks like a node) and the node count.
 //!
-//! **Operations** come in batches: [`RbTree::insert_batch`] (an existing key gets the new
-//! value), [`RbTree::delete_batch`] (a missing key is reported per operation, not an error),
+//! **Concurrent modes** ([`RbTree::insert_in`], [`RbTree::delete_in`] with a [`Mode`];
+//! [`RbTree::insert_svm`], [`RbTree::delete_svm`] for batches resident on the device): rounds
+//! of locate and transactional apply on the device's work-items, the latency threads or both,
+//! node locks taken in handle order and only tried, so nothing waits and nothing livelocks;
+//! [`update`] has the protocol, [`tx`] its memory-ordering argument. A batch into an empty
+//! tree is built whole ([`RbTree::build_on_device`]). Searches: [`RbTree::search_svm`],
+//! [`RbTree::search_on_device`], [`RbTree::search_on_threads`].
+//!
+//! **Host path**: [`RbTree::insert_batch`] (an existing key gets the new value),
+//! [`RbTree::delete_batch`] (a missing key is reported per operation, not an error),
 //! [`RbTree::search_batch`], [`RbTree::lower_bound_batch`] and [`RbTree::range_count`]. A
-//! batch may be applied in any order of its operations; this host path applies them in
-//! order, one at a time, with the textbook fix-ups (CLRS, adapted to links without a
-//! sentinel: deletion carries the parent of the moved-up child, which may be absent). It is
-//! the reference the concurrent modes are checked against.
+//! batch may be applied in any order of its operations; this path applies them in order, one
+//! at a time, with the textbook fix-ups (CLRS, adapted to links without a sentinel: deletion
+//! carries the parent of the moved-up child, which may be absent). It is the reference the
+//! concurrent modes are checked against.
 //!
 //! **Validation.** [`RbTree::validate`] checks the five red-black properties, strict key
 //! order, parent links, the node count, that no node is reached twice, and that the arena's
@@ -30,6 +38,8 @@ mod validate;
 use std::marker::PhantomData;
 
 use asym_kernels::ClConst;
+#[cfg(doc)]
+use asym_runtime::Mode;
 use asym_runtime::{Error, Result, Runtime};
 
 use crate::arena::{ArenaStats, SvmArena};
