@@ -9,6 +9,9 @@
 //! `ASYM_BENCH_BUILD_LOG2` sets the keys of the build group (default 16, at most the tree's).
 //! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random.
 //!
+//! The range-count group counts the keys of 2^16 ranges (about 64 keys each) on the device
+//! beside `BTreeMap::range` over rayon's threads.
+//!
 //! The update group inserts a batch of new random keys into the tree and deletes them again,
 //! timing each half, in every mode (device, latency threads, both; and on the device from a
 //! resident sorted batch) beside `BTreeMap` on one thread, for each batch size of `ASYM_BENCH_BATCH_LOG2` (comma-separated, default
@@ -84,6 +87,28 @@ fn rbtree(c: &mut Criterion) {
             queries
                 .iter()
                 .map(|k| map.get(k).copied())
+                .collect::<Vec<_>>()
+        })
+    });
+    g.finish();
+
+    // Range counts: ranges spanning about 64 keys of the tree each.
+    let span = (u32::MAX / n as u32).saturating_mul(64) as i64;
+    let ranges: Vec<(i32, i32)> = queries
+        .iter()
+        .take(1 << 16)
+        .map(|&lo| (lo, (lo as i64 + span).min(i32::MAX as i64) as i32))
+        .collect();
+    let mut g = c.benchmark_group(format!("rbtree_range_count_2^{keys_log2}_keys"));
+    g.throughput(Throughput::Elements(ranges.len() as u64));
+    g.bench_function(BenchmarkId::new("gpu_from_host", ranges.len()), |b| {
+        b.iter(|| tree.range_count_on_device(&ranges).expect("range count"))
+    });
+    g.bench_function(BenchmarkId::new("peer_btreemap_rayon", ranges.len()), |b| {
+        b.iter(|| {
+            ranges
+                .par_iter()
+                .map(|&(lo, hi)| map.range(lo..=hi).count())
                 .collect::<Vec<_>>()
         })
     });

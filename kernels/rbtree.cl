@@ -85,6 +85,68 @@ __kernel void rb_lower_bound(__global const ulong *ctl, __global const uint *hea
     atomic_inc(damaged);
 }
 
+/* Keys within [los[i], his[i]] for each range (raw bits; 0 when hi < lo): a walk to the
+ * smallest key not below lo, then successor steps (down the right subtree's left spine, or
+ * up the parent links) while the key is not above hi. There are no subtree sizes to count
+ * by, so a range costs its length plus the height. A walk of more than `steps` steps (three
+ * per node of the tree plus the height bound, more than any real walk takes) or a link
+ * outside the arena marks the tree damaged, as in rb_search. */
+__kernel void rb_range_count(__global const ulong *ctl, __global const uint *heap,
+                             __global const uint *sb_class, uint header, uint heap_words,
+                             __global const int *los, __global const int *his, uint n,
+                             __global uint *counts, __global uint *damaged, uint steps) {
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    const int lo = ASYM_ORDERED(los[i]), hi = ASYM_ORDERED(his[i]);
+    counts[i] = 0u;
+    if (hi < lo) return;
+    const uint last = heap_words - 8u; /* the highest handle a node can have */
+    uint x = heap[header + RB_ROOT], best = RB_NIL, step = 0u;
+    bool bad = false;
+    for (; x != RB_NIL && !bad; ++step) {
+        bad = x > last || step >= steps;
+        if (bad) break;
+        if ((int)heap[x + RB_KEY] >= lo) {
+            best = x;
+            x = heap[x + RB_LEFT];
+        } else {
+            x = heap[x + RB_RIGHT];
+        }
+    }
+    uint count = 0u;
+    x = best;
+    while (!bad && x != RB_NIL && (int)heap[x + RB_KEY] <= hi) {
+        ++count;
+        const uint r = heap[x + RB_RIGHT];
+        if (r != RB_NIL) {
+            /* The successor: the right subtree's leftmost node. */
+            x = r;
+            for (;;) {
+                bad = x > last || ++step >= steps;
+                if (bad) break;
+                const uint l = heap[x + RB_LEFT];
+                if (l == RB_NIL) break;
+                x = l;
+            }
+        } else {
+            /* The successor: the first ancestor reached from its left. */
+            uint p = heap[x + RB_PARENT];
+            for (;;) {
+                bad = p > last || ++step >= steps;
+                if (bad || p == RB_NIL || x != heap[p + RB_RIGHT]) break;
+                x = p;
+                p = heap[p + RB_PARENT];
+            }
+            x = p;
+        }
+    }
+    if (bad) {
+        atomic_inc(damaged);
+        return;
+    }
+    counts[i] = count;
+}
+
 /* Builds a tree from m keys in strictly increasing order (ordered form), their values and a
  * node handle each (from the arena), one work-item per key, no locks: the shape is the
  * midpoint tree (the root is key m/2, each side built the same way), so a work-item finds

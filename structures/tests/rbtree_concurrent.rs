@@ -294,3 +294,46 @@ fn resident_batches_match_btreemap_and_refuse_unsorted_keys() {
         assert!(tree.insert_svm(&mut kb, &mut vb, &mut short).is_err());
     }
 }
+
+#[test]
+fn device_range_counts_match_btreemap() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+        assert_eq!(tree.range_count_on_device(&[(0, 10)]).unwrap(), vec![0]);
+        let mut reference = BTreeMap::new();
+        let items: Vec<(i32, u64)> = (0..5000)
+            .map(|_| (rng.gen_range(-20_000..20_000), 1))
+            .collect();
+        apply(
+            Mode::GpuOnly,
+            &mut tree,
+            &mut reference,
+            &items,
+            &[],
+            shared_pool(),
+        );
+        let mut ranges: Vec<(i32, i32)> = (0..500)
+            .map(|_| {
+                let lo = rng.gen_range(-21_000..21_000);
+                (lo, lo + rng.gen_range(-50..3000))
+            })
+            .collect();
+        ranges.extend([(i32::MIN, i32::MAX), (5, 5), (7, 3), (20_000, i32::MAX)]);
+        ranges.extend(reference.keys().take(3).map(|&k| (k, k)));
+        let got = tree.range_count_on_device(&ranges).unwrap();
+        for (&(lo, hi), &g) in ranges.iter().zip(&got) {
+            let want = if hi < lo {
+                0
+            } else {
+                reference.range(lo..=hi).count()
+            };
+            assert_eq!(g, want, "[{lo}, {hi}]");
+            assert_eq!(
+                tree.range_count(lo, hi).unwrap(),
+                want,
+                "host path [{lo}, {hi}]"
+            );
+        }
+    }
+}

@@ -163,6 +163,52 @@ impl<K: Key> RbTree<K> {
         Kernel::from_program(rt, &program, name)
     }
 
+    /// For every `(lo, hi)` range, on the device: how many keys of the tree lie within
+    /// `lo..=hi` (0 when `hi < lo`), one work-item per range walking from the range's lower
+    /// bound by successor links (a range costs its length plus the tree's height).
+    pub fn range_count_on_device(&mut self, ranges: &[(K, K)]) -> Result<Vec<usize>> {
+        let n = ranges.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let n32 = u32::try_from(n)
+            .map_err(|_| Error::InvalidArgument(format!("{n} ranges: at most 2^32 - 1")))?;
+        let rt = self.arena.runtime().clone();
+        let mut los = rt.alloc::<K>(n)?;
+        los.write_range(0, &ranges.iter().map(|r| r.0).collect::<Vec<K>>())?;
+        let mut his = rt.alloc::<K>(n)?;
+        his.write_range(0, &ranges.iter().map(|r| r.1).collect::<Vec<K>>())?;
+        let mut counts = rt.alloc::<u32>(n)?;
+        let mut damage = rt.alloc::<u32>(1)?;
+        damage.write(&[0])?;
+        let heap_words = u32::try_from(self.arena.heap_words())
+            .map_err(|_| Error::InvalidArgument("an arena past 2^32 words".into()))?;
+        // Three steps per node bound any real walk (each edge is crossed at most twice).
+        let steps = u32::try_from(3 * self.len + 2 * super::MAX_DEPTH as usize).unwrap_or(u32::MAX);
+        let mut kernel = self.kernel("rb_range_count")?;
+        self.arena.set_args(&mut kernel, 0)?;
+        kernel
+            .arg_scalar(3, self.header)?
+            .arg_scalar(4, heap_words)?
+            .arg_svm(5, &los)?
+            .arg_svm(6, &his)?
+            .arg_scalar(7, n32)?
+            .arg_svm(8, &counts)?
+            .arg_svm(9, &damage)?
+            .arg_scalar(10, steps)?;
+        let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
+        kernel.launch(n.div_ceil(wg) * wg, Some(wg))?.wait()?;
+        drop(kernel);
+        if damage.read()?[0] != 0 {
+            return Err(damaged());
+        }
+        Ok(counts
+            .read_range(0, n)?
+            .into_iter()
+            .map(|c| c as usize)
+            .collect())
+    }
+
     /// Uploads `keys`, runs `kernel` over them and maps each (found key, value, status).
     fn staged<R>(
         &mut self,

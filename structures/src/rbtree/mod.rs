@@ -13,8 +13,9 @@
 //! of locate and transactional apply on the device's work-items, the latency threads or both,
 //! node locks taken in handle order and only tried, so nothing waits and nothing livelocks;
 //! [`update`] has the protocol, [`tx`] its memory-ordering argument. A batch into an empty
-//! tree is built whole ([`RbTree::build_on_device`]). Searches: [`RbTree::search_svm`],
-//! [`RbTree::search_on_device`], [`RbTree::search_on_threads`].
+//! tree is built whole ([`RbTree::build_on_device`]). Queries: [`RbTree::search_svm`],
+//! [`RbTree::search_on_device`], [`RbTree::search_on_threads`],
+//! [`RbTree::lower_bound_on_device`], [`RbTree::range_count_on_device`].
 //!
 //! **Host path**: [`RbTree::insert_batch`] (an existing key gets the new value),
 //! [`RbTree::delete_batch`] (a missing key is reported per operation, not an error),
