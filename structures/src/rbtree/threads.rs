@@ -75,79 +75,124 @@ impl<'a> ThreadRounds<'a> {
         self.view.words(node, NODE_WORDS).map(|w| &w[field])
     }
 
-    /// Operation `i`'s walk (rb_locate's, line for line).
-    fn locate_one(&self, i: usize, c: &mut Counts) {
+    /// Starts operation `i`'s walk at the root.
+    fn walk(&self, i: usize) -> Option<Walk> {
+        let root = self.word(self.header, H_ROOT)?.load(Relaxed);
+        Some(Walk {
+            i,
+            key: self.batch.keys[i],
+            x: root,
+            parent: NIL,
+            side: 0,
+            lo: None,
+            hi: None,
+            depth: 0,
+        })
+    }
+
+    /// One level of operation `w.i`'s walk (rb_locate's, line for line): true when the walk
+    /// ended (its outcome recorded).
+    fn step(&self, w: &mut Walk, c: &mut Counts) -> bool {
         let b = self.batch;
-        let key = b.keys[i];
-        let Some(root) = self.word(self.header, H_ROOT) else {
+        let i = w.i;
+        w.depth += 1;
+        if w.depth > MAX_DEPTH {
             c[R_DAMAGED] += 1;
-            return;
-        };
-        let (mut x, mut parent, mut side) = (root.load(Relaxed), NIL, 0u32);
-        let (mut lo, mut hi) = (None, None);
-        for _ in 0..MAX_DEPTH {
-            if x == NIL {
-                if b.deleting {
-                    self.state[i].store(OP_OLD, Relaxed);
-                    return;
-                }
-                let node = if parent == NIL { self.header } else { parent };
-                let Some(lock) = self.word(node, N_LOCK) else {
-                    break;
-                };
-                let first = lo.map_or(0, |l| first_index(&b.keys, l, true));
-                let end = hi.map_or(b.len(), |h| first_index(&b.keys, h, false));
-                let mut pick = first + end.saturating_sub(first + 1) / 2;
-                while pick < i && self.state[pick].load(Relaxed) == OP_OVERFLOW {
-                    pick += 1;
-                }
-                let eligible = end > first && i == pick;
-                self.place(
-                    i,
-                    node,
-                    lock.load(Relaxed),
-                    side | (u32::from(eligible) << 1),
-                );
-                count_pending(c, i, eligible);
-                return;
+            return true;
+        }
+        if w.x == NIL {
+            if b.deleting {
+                self.state[i].store(OP_OLD, Relaxed);
+                return true;
             }
-            let (Some(k), Some(left), Some(right)) = (
-                self.word(x, N_KEY),
-                self.word(x, N_LEFT),
-                self.word(x, N_RIGHT),
-            ) else {
-                break;
-            };
-            let k = k.load(Relaxed) as i32;
-            if k == key {
-                if b.deleting {
-                    let ver = self.word(x, N_LOCK).map_or(1, |w| w.load(Relaxed));
-                    self.place(i, x, ver, 2);
-                    count_pending(c, i, true);
-                } else {
-                    let v = b.values[i];
-                    if let (Some(vlo), Some(vhi)) =
-                        (self.word(x, N_VALUE_LO), self.word(x, N_VALUE_HI))
-                    {
-                        vlo.store(v as u32, Relaxed);
-                        vhi.store((v >> 32) as u32, Relaxed);
-                    }
-                    self.state[i].store(OP_OLD, Relaxed);
-                }
-                return;
-            }
-            parent = x;
-            if key < k {
-                hi = Some(k);
-                side = 0;
-                x = left.load(Relaxed);
+            let node = if w.parent == NIL {
+                self.header
             } else {
-                lo = Some(k);
-                side = 1;
-                x = right.load(Relaxed);
+                w.parent
+            };
+            let Some(lock) = self.word(node, N_LOCK) else {
+                c[R_DAMAGED] += 1;
+                return true;
+            };
+            let first = w.lo.map_or(0, |l| first_index(&b.keys, l, true));
+            let end = w.hi.map_or(b.len(), |h| first_index(&b.keys, h, false));
+            let mut pick = first + end.saturating_sub(first + 1) / 2;
+            while pick < i && self.state[pick].load(Relaxed) == OP_OVERFLOW {
+                pick += 1;
+            }
+            let eligible = end > first && i == pick;
+            self.place(
+                i,
+                node,
+                lock.load(Relaxed),
+                w.side | (u32::from(eligible) << 1),
+            );
+            count_pending(c, i, eligible);
+            return true;
+        }
+        let Some(words) = self.view.words(w.x, NODE_WORDS) else {
+            c[R_DAMAGED] += 1;
+            return true;
+        };
+        let k = words[N_KEY].load(Relaxed) as i32;
+        if k == w.key {
+            if b.deleting {
+                self.place(i, w.x, words[N_LOCK].load(Relaxed), 2);
+                count_pending(c, i, true);
+            } else {
+                let v = b.values[i];
+                words[N_VALUE_LO].store(v as u32, Relaxed);
+                words[N_VALUE_HI].store((v >> 32) as u32, Relaxed);
+                self.state[i].store(OP_OLD, Relaxed);
+            }
+            return true;
+        }
+        w.parent = w.x;
+        if w.key < k {
+            w.hi = Some(k);
+            w.side = 0;
+            w.x = words[N_LEFT].load(Relaxed);
+        } else {
+            w.lo = Some(k);
+            w.side = 1;
+            w.x = words[N_RIGHT].load(Relaxed);
+        }
+        false
+    }
+
+    /// Walks the pending operations of `range`, [`WALKS`] at a time interleaved level by
+    /// level: the walks' loads do not depend on each other, so their cache misses overlap
+    /// instead of queueing one behind the other.
+    fn locate_range(&self, range: Range<usize>, c: &mut Counts) {
+        let mut next = range.start;
+        let mut live: [Option<Walk>; WALKS] = [None; WALKS];
+        loop {
+            let mut any = false;
+            for slot in live.iter_mut() {
+                if slot.is_none() {
+                    while next < range.end {
+                        let i = next;
+                        next += 1;
+                        if self.state[i].load(Relaxed) == OP_PENDING {
+                            *slot = self.walk(i);
+                            if slot.is_none() {
+                                c[R_DAMAGED] += 1;
+                            }
+                            break;
+                        }
+                    }
+                }
+                if let Some(w) = slot.as_mut() {
+                    any = true;
+                    if self.step(w, c) {
+                        *slot = None;
+                    }
+                }
+            }
+            if !any && next >= range.end {
+                return;
             }
         }
-        c[R_DAMAGED] += 1;
     }
 
     fn place(&self, i: usize, node: u32, ver: u32, flags: u32) {
@@ -157,10 +202,10 @@ impl<'a> ThreadRounds<'a> {
     }
 
     /// Operation `i`'s transaction (rb_apply's, line for line).
-    fn apply_one(&self, i: usize, hint: usize, c: &mut Counts) -> Result<()> {
+    fn apply_one(&self, i: usize, hint: usize, c: &mut Counts, tx: &mut Tx<'a>) -> Result<()> {
         let flags = self.place[3 * i + 2].load(Relaxed);
         let node = self.place[3 * i].load(Relaxed);
-        let mut tx = Tx::new(self.view, self.header);
+        tx.reset();
         let mut z = node;
         if self.batch.deleting {
             tx.delete(z);
@@ -222,30 +267,23 @@ impl<'a> ThreadRounds<'a> {
         }
         Ok(())
     }
+}
 
-    /// Runs `f` on every pending operation of each thread's share, counts merged.
-    fn each_pending(
-        &self,
-        f: impl Fn(&Self, usize, usize, &mut Counts) -> Result<()> + Sync,
-    ) -> Result<Counts> {
-        let ops = self.ops.clone();
-        let share = ops.len().div_ceil(self.pool.len().max(1)).max(1);
-        let parts = self.pool.broadcast_scoped(|w| -> Result<Counts> {
-            let mut c = fresh_counts();
-            let start = (ops.start + w.index * share).min(ops.end);
-            for i in start..(start + share).min(ops.end) {
-                if self.state[i].load(Relaxed) == OP_PENDING {
-                    f(self, i, w.index, &mut c)?;
-                }
-            }
-            Ok(c)
-        })?;
-        let mut total = fresh_counts();
-        for p in parts {
-            merge(&mut total, &p?);
-        }
-        Ok(total)
-    }
+/// Walks a thread keeps in flight in the locate pass.
+const WALKS: usize = 8;
+
+/// One operation's walk from the root to its key's node or gap.
+#[derive(Clone, Copy)]
+struct Walk {
+    i: usize,
+    key: i32,
+    x: u32,
+    parent: u32,
+    side: u32,
+    /// The last keys the walk turned right and left at: the gap's bounds.
+    lo: Option<i32>,
+    hi: Option<i32>,
+    depth: u32,
 }
 
 fn count_pending(c: &mut Counts, i: usize, eligible: bool) {
@@ -262,20 +300,42 @@ impl Rounds for ThreadRounds<'_> {
     }
 
     fn locate(&mut self) -> Result<Counts> {
-        self.each_pending(|t, i, _, c| {
-            t.locate_one(i, c);
-            Ok(())
-        })
+        let ops = self.ops.clone();
+        let share = ops.len().div_ceil(self.pool.len().max(1)).max(1);
+        let parts = self.pool.broadcast_scoped(|w| {
+            let mut c = fresh_counts();
+            let start = (ops.start + w.index * share).min(ops.end);
+            self.locate_range(start..(start + share).min(ops.end), &mut c);
+            c
+        })?;
+        let mut total = fresh_counts();
+        for p in parts {
+            merge(&mut total, &p);
+        }
+        Ok(total)
     }
 
     fn apply(&mut self, only: Option<u32>) -> Result<Counts> {
-        let c = self.each_pending(|t, i, hint, c| {
-            let eligible = t.place[3 * i + 2].load(Relaxed) & 2 != 0;
-            if eligible && only.is_none_or(|o| o as usize == i) {
-                t.apply_one(i, hint, c)?;
+        let ops = self.ops.clone();
+        let share = ops.len().div_ceil(self.pool.len().max(1)).max(1);
+        let this = &*self;
+        let parts = self.pool.broadcast_scoped(|w| -> Result<Counts> {
+            let mut c = fresh_counts();
+            let mut tx = Tx::new(this.view, this.header);
+            let start = (ops.start + w.index * share).min(ops.end);
+            for i in start..(start + share).min(ops.end) {
+                let pending = this.state[i].load(Relaxed) == OP_PENDING;
+                let eligible = this.place[3 * i + 2].load(Relaxed) & 2 != 0;
+                if pending && eligible && only.is_none_or(|o| o as usize == i) {
+                    this.apply_one(i, w.index, &mut c, &mut tx)?;
+                }
             }
-            Ok(())
+            Ok(c)
         })?;
+        let mut c = fresh_counts();
+        for p in parts {
+            merge(&mut c, &p?);
+        }
         self.commits += u64::from(c[R_COMMITTED]);
         Ok(c)
     }
