@@ -149,6 +149,8 @@ pub struct RbTree<K: Key> {
     /// (`spare[0..spare_len]`): in use by the arena's books, owned by the tree.
     spare: Option<asym_runtime::SvmBuffer<u32>>,
     spare_len: usize,
+    /// The same for the latency threads' deletes and inserts (host memory).
+    host_spare: Vec<u32>,
     /// The device's update buffers, kept between batches.
     update_scratch: Option<device::UpdateScratch<K>>,
     /// Cooperative mode's split between the device and the threads.
@@ -195,6 +197,7 @@ impl<K: Key> RbTree<K> {
             update_scratch: None,
             spare: None,
             spare_len: 0,
+            host_spare: Vec::new(),
             coop: threads::CoopPlan::default(),
             _keys: PhantomData,
         })
@@ -308,7 +311,7 @@ impl<K: Key> RbTree<K> {
             )));
         }
         let stats = self.arena.stats()?;
-        check_arena(&stats, report.nodes, self.spare_len)?;
+        check_arena(&stats, report.nodes, self.spare_len + self.host_spare.len())?;
         Ok(report)
     }
 
@@ -322,7 +325,8 @@ impl<K: Key> RbTree<K> {
     /// use is known without reading the arena.
     pub(crate) fn reserve(&mut self, more: usize) -> Result<()> {
         let capacity = self.arena.capacity_bytes();
-        let free = capacity.saturating_sub((self.len + 1 + self.spare_len) * NODE_BYTES);
+        let spare = self.spare_len + self.host_spare.len();
+        let free = capacity.saturating_sub((self.len + 1 + spare) * NODE_BYTES);
         let need = more.saturating_mul(NODE_BYTES);
         // A margin of two superblocks for blocks the class's current run has not handed out.
         let margin = 2 * self.arena.layout().superblock_bytes();

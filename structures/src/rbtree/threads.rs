@@ -11,6 +11,7 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use asym_runtime::{Error, LatencyPool, Result, Side, Transport};
@@ -38,6 +39,10 @@ pub(super) struct ThreadRounds<'a> {
     /// Per operation: the gap's or key's node, its version, side | eligible << 1.
     place: Vec<AtomicU32>,
     handles: Vec<AtomicU32>,
+    /// Spare nodes, one stack per thread: a thread's deletes push onto its own and its
+    /// inserts pop from it before the arena (whose malloc and free update shared counters
+    /// that sixteen threads would pass from core to core on every node).
+    spare: Vec<Mutex<Vec<u32>>>,
     pub(super) commits: u64,
 }
 
@@ -53,8 +58,17 @@ impl<'a> ThreadRounds<'a> {
         pool: &'a LatencyPool,
         batch: &'a Batch,
         ops: Range<usize>,
+        mut spare: Vec<u32>,
     ) -> Self {
         let n = batch.len();
+        let threads = pool.len().max(1);
+        let per = spare.len().div_ceil(threads);
+        let stacks = (0..threads)
+            .map(|t| {
+                let from = spare.len().min((threads - 1 - t) * per);
+                Mutex::new(spare.split_off(from))
+            })
+            .collect();
         ThreadRounds {
             view,
             header,
@@ -64,8 +78,23 @@ impl<'a> ThreadRounds<'a> {
             state: atomic_words(n),
             place: atomic_words(3 * n),
             handles: atomic_words(n),
+            spare: stacks,
             commits: 0,
         }
+    }
+
+    fn stack(&self, thread: usize) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        let m = &self.spare[thread % self.spare.len()];
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every thread's spare nodes, for the tree to keep.
+    pub(super) fn take_spare(&mut self) -> Vec<u32> {
+        let mut all = Vec::new();
+        for m in &mut self.spare {
+            all.append(m.get_mut().unwrap_or_else(|e| e.into_inner()));
+        }
+        all
     }
 
     fn word(&self, node: u32, field: usize) -> Option<&'a AtomicU32> {
@@ -212,7 +241,8 @@ impl<'a> ThreadRounds<'a> {
         } else {
             z = self.handles[i].load(Relaxed);
             if z == NIL {
-                z = match self.view.malloc(NODE_BYTES, hint) {
+                let spare = self.stack(hint).pop();
+                z = match spare.map_or_else(|| self.view.malloc(NODE_BYTES, hint), Ok) {
                     Ok(z) => z,
                     Err(Error::OutOfMemory(_)) => {
                         c[R_OOM] += 1;
@@ -253,7 +283,7 @@ impl<'a> ThreadRounds<'a> {
                     .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))?;
                 if self.batch.deleting {
                     count.fetch_sub(1, Relaxed);
-                    self.view.free(z, hint)?;
+                    self.stack(hint).push(z);
                 } else {
                     count.fetch_add(1, Relaxed);
                 }
@@ -409,11 +439,20 @@ impl<K: Key> RbTree<K> {
     ) -> Result<(Vec<u32>, Vec<u32>)> {
         let header = self.header;
         let t = Instant::now();
-        let mut map = self.arena.map()?;
+        let spare = std::mem::take(&mut self.host_spare);
+        let mut map = match self.arena.map() {
+            Ok(m) => m,
+            Err(e) => {
+                self.host_spare = spare;
+                return Err(e);
+            }
+        };
         let view = map.view();
-        let mut rounds = ThreadRounds::new(view, header, pool, batch, 0..batch.len());
+        let mut rounds = ThreadRounds::new(view, header, pool, batch, 0..batch.len(), spare);
         stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
-        run_rounds(&mut rounds, stats, batch.len())?;
+        let ran = run_rounds(&mut rounds, stats, batch.len());
+        self.host_spare = rounds.take_spare();
+        ran?;
         stats.thread_commits = rounds.commits;
         let t = Instant::now();
         let out = rounds.finish();
@@ -550,9 +589,16 @@ impl<K: Key> RbTree<K> {
         let device = DeviceRounds::new(self, n, batch.deleting, &keys, &values, &state, 0..split)?;
         stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
         let header = self.header;
+        let spare = std::mem::take(&mut self.host_spare);
         let (ran, mut device, device_s, threads_s, thread_out) = {
-            let view = self.arena.view()?;
-            let threads = ThreadRounds::new(view, header, pool, batch, split..n);
+            let view = match self.arena.view() {
+                Ok(v) => v,
+                Err(e) => {
+                    self.host_spare = spare;
+                    return Err(e);
+                }
+            };
+            let threads = ThreadRounds::new(view, header, pool, batch, split..n, spare);
             let mut both = BothRounds {
                 device,
                 threads,
@@ -560,6 +606,7 @@ impl<K: Key> RbTree<K> {
                 threads_s: 0.0,
             };
             let ran = run_rounds(&mut both, stats, n);
+            self.host_spare = both.threads.take_spare();
             stats.thread_commits = both.threads.commits;
             let thread_out = both.threads.finish();
             (ran, both.device, both.device_s, both.threads_s, thread_out)
