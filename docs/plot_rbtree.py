@@ -26,7 +26,7 @@ LABELS = {
 def main():
     out, path = sys.argv[1], sys.argv[2]
     rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.0), sharey=True)
     for ax, op in zip(axes, ["insert", "delete"]):
         for mode, label in LABELS.items():
             pts = sorted((r["batch"], r["mkeys_per_s"]) for r in rows
@@ -43,8 +43,9 @@ def main():
         ax.set_title(f"{op}: new random keys {'into' if op == 'insert' else 'out of'} a tree of 2^22 keys")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("million keys per second")
-    axes[1].legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(out, dpi=110)
 
 
