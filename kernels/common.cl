@@ -35,6 +35,18 @@ inline void asym_fence(void) {
 #endif
 }
 
+/* A sequentially consistent fence over the device's global memory: orders this work-item's
+ * earlier read-modify-writes before its later loads for every observer (acquire/release
+ * alone allows the store-buffering outcome: two work-items each take one lock, then each
+ * reads the other's lock as free). On NVIDIA asym_fence is already fence.sc.gpu. */
+inline void asym_fence_seq_cst(void) {
+#if defined(ASYM_FINE)
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, memory_scope_device);
+#else
+    asym_fence();
+#endif
+}
+
 #ifdef ASYM_FINE
 typedef volatile __global atomic_uint asym_atomic_uint;
 

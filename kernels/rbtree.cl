@@ -204,8 +204,9 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
  * into private slots, remembering each node's version, and runs the textbook insert or
  * delete with its fix-up (the host path's, rbtree/ops.rs) on the slots. To commit, it takes
  * the lock of every node it changes in increasing handle order (one global order, so no
- * cycle of waits), each by compare-and-swap from the version it read to version | 1, then
- * checks that every node it only read is unlocked at the version it read (as TL2 does): a
+ * cycle of waits), each by compare-and-swap from the version it read to version | 1, then,
+ * after a sequentially consistent fence, checks that every node it only read is unlocked at
+ * the version it read (as TL2 does): a
  * lock held by another, or a version that moved since the read, fails the transaction,
  * which drops what it took and retries in the next round (after a fresh rb_locate). Passing
  * that, what it read is what the tree holds (every writer holds the locks of the nodes it
@@ -454,6 +455,10 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
             return false;
         }
     }
+    /* Between the locks and the check of the nodes only read: a sequentially consistent
+     * fence (without it two transactions may each lock one node and read the other's as it
+     * was before, and both commit a write skew; structures/tests/loom_rbtree.rs). */
+    asym_fence_seq_cst();
     for (uint s = 0; s < t->n; ++s) {
         if (t->dirty[s] ||
             asym_load_acquire(m.heap + t->node[s] + RB_LOCK) == t->ver[s])

@@ -7,7 +7,8 @@
 //! on the slots, then commits: it locks every node it changes in increasing handle order by
 //! a compare-and-swap from the version it read to `version | 1` (`AcqRel`), then checks that
 //! every node it only read is unlocked at the version it read (`Acquire`; TL2's read-set
-//! validation), so a node another party changed or holds fails the commit, which then drops
+//! validation; a `SeqCst` fence between the locks and that check, see `finish`), so a node
+//! another party changed or holds fails the commit, which then drops
 //! what it took and leaves the operation for the next round. Past that, what it read is
 //! current; it writes the changed slots (`Relaxed`) and releases each lock with a `Release`
 //! store of the version plus 2. Locks are only ever tried, never waited for.
@@ -365,6 +366,12 @@ impl<'a> Tx<'a> {
                 return Outcome::Conflict;
             }
         }
+        // Between taking the locks and checking the nodes only read, a sequentially
+        // consistent fence: with acquire/release alone, two transactions that each lock one
+        // node and read the other's may both read the other's node as it was before the
+        // other's lock (store buffering), and both commit a write skew (loom_rbtree.rs
+        // finds it without the fence).
+        std::sync::atomic::fence(Ordering::SeqCst);
         // Nodes only read: unlocked at the version read (TL2's read-set validation).
         let read_current = (0..self.n)
             .all(|s| changed(s) || self.lock_word(s).load(Ordering::Acquire) == self.ver[s]);
