@@ -297,7 +297,8 @@ impl<K: Key> RbTree<K> {
     /// latency threads of `pool`, `Cooperative` on both at once (fine transport; on the
     /// coarse one the two sides cannot hold the tree together, and the batch runs on the
     /// side that was faster on the last batch). Results as [`RbTree::insert_batch`]: a key
-    /// already there gets the value, a key given twice its last value.
+    /// already there gets the value, a key given twice its last value. A batch of 64 keys or
+    /// more into an empty tree is built whole in the balanced shape instead of in rounds.
     pub fn insert_in(
         &mut self,
         mode: Mode,
