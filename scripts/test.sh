@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on the default OpenCL device: every crate with the transport the device
 # prefers (fine on PoCL), then everything again with ASYM_SVM=coarse, the
-# path NVIDIA GPUs take (examples included). The release programs and benches are built too,
-# so they cannot rot.
+# path NVIDIA GPUs take (examples included), and the device-set tests once more with PoCL
+# listing two devices. The release programs and benches are built too, so they cannot rot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,3 +10,4 @@ export RUST_BACKTRACE=1
 cargo build --release --bins --benches
 cargo test --workspace
 ASYM_SVM=coarse cargo test -p asym-runtime -p asym-structures -p asym
+POCL_DEVICES="pthread pthread" cargo test -p asym-runtime --test device_set

@@ -101,6 +101,11 @@ impl DeviceProfile {
         }
     }
 
+    /// Whether `other` describes the same OpenCL device (two PoCL devices share a name).
+    pub fn same_device(&self, other: &DeviceProfile) -> bool {
+        self.device_id == other.device_id
+    }
+
     /// Whether `query` (case-insensitive) is part of the platform or device name.
     pub fn matches(&self, query: &str) -> bool {
         let q = query.to_lowercase();

@@ -21,6 +21,7 @@
 
 pub mod backoff;
 mod device;
+mod device_set;
 pub mod diag;
 pub mod env;
 mod error;
@@ -36,6 +37,7 @@ mod transport;
 
 pub use asym_kernels::KernelSource;
 pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel, DEVICE_ENV};
+pub use device_set::DeviceSet;
 pub use error::{status_name, Error, Result, Side};
 pub use kernel::{Kernel, Launch, Queue};
 pub use latency::{CacheInfo, CpuTopology, LatencyPool, PoolOptions, WorkerInfo, THREADS_ENV};
