@@ -300,13 +300,22 @@ pub const DEVICE_ENV: &str = "ASYM_DEVICE";
 
 /// Picks a device: the first whose platform or device name contains `query`
 /// (case-insensitive); with no query, `ASYM_DEVICE`; with neither, the first GPU, else the
-/// first CPU device, else the first device.
+/// first CPU device, else the first device. A device set's name (`all`, or a
+/// comma-separated list, see [`crate::DeviceSet`]) picks the device a one-device program
+/// would take from it: the default choice for `all`, the list's first for a list.
 pub fn select_device(query: Option<&str>) -> Result<DeviceProfile> {
     let devices = list_devices()?;
     let env = std::env::var(DEVICE_ENV)
         .ok()
         .filter(|s| !s.trim().is_empty());
-    let query = query.map(str::to_string).or(env);
+    let query = query.map(str::to_string).or(env).and_then(|q| {
+        let q = q.trim();
+        if q.eq_ignore_ascii_case("all") {
+            None
+        } else {
+            Some(q.split(',').next().unwrap_or(q).trim().to_string())
+        }
+    });
     let found = match &query {
         Some(q) => devices.iter().find(|d| d.matches(q.trim())),
         None => devices

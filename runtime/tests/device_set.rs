@@ -57,6 +57,14 @@ fn a_list_takes_distinct_devices_in_order() {
     }
     let one = DeviceSet::open(Some(&first)).unwrap();
     assert_eq!(one.len(), 1);
+    // A one-device program given a set's name takes the set's first member (a list) or the
+    // default device (all).
+    let listed = asym_runtime::select_device(Some(&two)).unwrap();
+    assert!(listed.same_device(&devices[same[0]]));
+    let default = asym_runtime::select_device(None).unwrap();
+    assert!(asym_runtime::select_device(Some("all"))
+        .unwrap()
+        .same_device(&default));
 }
 
 #[test]
