@@ -83,22 +83,7 @@ fn adversarial_orders_keep_every_invariant() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for rt in common::shared_runtimes() {
         let n = 3000i32;
-        let orders: Vec<(&str, Vec<i32>)> = vec![
-            ("ascending", (0..n).collect()),
-            ("descending", (0..n).rev().collect()),
-            // Every key in one subtree: a wide first batch, then a dense run inside one gap.
-            (
-                "one subtree",
-                (0..n / 2)
-                    .map(|i| i * 1000)
-                    .chain((0..n / 2).map(|i| 500_000 + i))
-                    .collect(),
-            ),
-            (
-                "random",
-                (0..n).map(|_| rng.gen_range(-5000..5000)).collect(),
-            ),
-        ];
+        let orders = common::tree_insert_orders(n, &mut rng);
         for (name, keys) in orders {
             let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
             let mut reference = BTreeMap::new();
@@ -110,16 +95,8 @@ fn adversarial_orders_keep_every_invariant() {
                 apply(&mut tree, &mut reference, &items, &[], chunk);
             }
             // Delete everything: in key order, in reverse, or shuffled.
-            let mut all: Vec<i32> = reference.keys().copied().collect();
-            match name {
-                "ascending" => {}
-                "descending" => all.reverse(),
-                _ => {
-                    for i in (1..all.len()).rev() {
-                        all.swap(i, rng.gen_range(0..=i));
-                    }
-                }
-            }
+            let all =
+                common::tree_delete_order(name, reference.keys().copied().collect(), &mut rng);
             for chunk in all.chunks(500) {
                 apply(&mut tree, &mut reference, &[], chunk, chunk);
             }

@@ -99,21 +99,7 @@ fn adversarial_orders_in_every_mode() {
     let n = 4000i32;
     for rt in common::shared_runtimes() {
         for mode in Mode::ALL {
-            let orders: Vec<(&str, Vec<i32>)> = vec![
-                ("ascending", (0..n).collect()),
-                ("descending", (0..n).rev().collect()),
-                (
-                    "one subtree",
-                    (0..n / 2)
-                        .map(|i| i * 1000)
-                        .chain((0..n / 2).map(|i| 500_000 + i))
-                        .collect(),
-                ),
-                (
-                    "random",
-                    (0..n).map(|_| rng.gen_range(-6000..6000)).collect(),
-                ),
-            ];
+            let orders = common::tree_insert_orders(n, &mut rng);
             for (name, keys) in orders {
                 let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
                 let mut reference = BTreeMap::new();
@@ -126,16 +112,8 @@ fn adversarial_orders_in_every_mode() {
                         "{mode} {name}: {stats:?}"
                     );
                 }
-                let mut all: Vec<i32> = reference.keys().copied().collect();
-                match name {
-                    "ascending" => {}
-                    "descending" => all.reverse(),
-                    _ => {
-                        for i in (1..all.len()).rev() {
-                            all.swap(i, rng.gen_range(0..=i));
-                        }
-                    }
-                }
+                let all =
+                    common::tree_delete_order(name, reference.keys().copied().collect(), &mut rng);
                 for chunk in all.chunks(1300) {
                     apply(mode, &mut tree, &mut reference, &[], chunk, shared_pool());
                 }
@@ -336,4 +314,48 @@ fn device_range_counts_match_btreemap() {
             );
         }
     }
+}
+
+#[test]
+fn cooperative_on_coarse_svm_tries_each_side_then_keeps_the_faster() {
+    let Some(rt) = common::shared_runtimes()
+        .iter()
+        .find(|r| r.transport() == asym_runtime::Transport::Coarse)
+    else {
+        eprintln!("no coarse runtime here (ASYM_SVM forces another transport): nothing to test");
+        return;
+    };
+    let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+    let mut reference = BTreeMap::new();
+    let first: Vec<(i32, u64)> = (0..100).map(|k| (k * 10, 0)).collect();
+    apply(
+        Mode::GpuOnly,
+        &mut tree,
+        &mut reference,
+        &first,
+        &[],
+        shared_pool(),
+    );
+    let mut sides = Vec::new();
+    for round in 0..3 {
+        let items: Vec<(i32, u64)> = (0..50).map(|k| (k * 10 + 1 + round, 1)).collect();
+        let s = apply(
+            Mode::Cooperative,
+            &mut tree,
+            &mut reference,
+            &items,
+            &[],
+            shared_pool(),
+        );
+        assert!(
+            (s.device_commits == 0) != (s.thread_commits == 0),
+            "one side per batch on coarse SVM: {s:?}"
+        );
+        sides.push(s.device_commits > 0);
+    }
+    assert_eq!(
+        &sides[..2],
+        &[true, false],
+        "the device first, then the threads once"
+    );
 }

@@ -64,19 +64,9 @@ impl<K: Key> RbTree<K> {
                 "build_on_device fills an empty tree; this one has keys".into(),
             ));
         }
-        let mut sorted: Vec<(i32, u64, usize)> = items
-            .iter()
-            .enumerate()
-            .map(|(i, &(k, v))| (k.to_ordered(), v, i))
-            .collect();
-        {
-            use rayon::prelude::*;
-            sorted.par_sort_unstable_by_key(|&(k, _, i)| (k, std::cmp::Reverse(i)));
-        }
-        sorted.dedup_by_key(|e| e.0);
-        let keys: Vec<i32> = sorted.iter().map(|e| e.0).collect();
-        let values: Vec<u64> = sorted.iter().map(|e| e.1).collect();
-        self.build_sorted_on_device(&keys, &values)
+        // The batch's sort keeps each key once, with its last value.
+        let batch = Batch::inserts(items)?;
+        self.build_sorted_on_device(&batch.keys, &batch.values)
     }
 
     /// [`RbTree::build_on_device`] of keys (ordered form) already strictly increasing.
@@ -397,37 +387,29 @@ impl<K: Key> DeviceRounds<K> {
             .map_err(|_| Error::InvalidArgument("an arena past 2^32 words".into()))?;
         let (lo, hi) = (ops.start as u32, ops.end as u32);
         let deleting = u32::from(deleting);
+        // Both kernels take the same first fifteen arguments: the arena, the tree, the batch
+        // and the round's words.
         let mut locate = tree.kernel("rb_locate")?;
-        tree.arena.set_args(&mut locate, 0)?;
-        locate
-            .arg_scalar(3, tree.header)?
-            .arg_scalar(4, heap_words)?
-            .arg_scalar(5, deleting)?
-            .arg_svm(6, keys)?
-            .arg_svm(7, values)?
-            .arg_scalar(8, n as u32)?
-            .arg_scalar(9, lo)?
-            .arg_scalar(10, hi)?
-            .arg_svm(11, state)?
-            .arg_svm(12, &scratch.place)?
-            .arg_svm(13, &scratch.handles)?
-            .arg_svm(14, &scratch.round)?
-            .arg_scalar(15, 1u32)?;
         let mut apply = tree.kernel("rb_apply")?;
-        tree.arena.set_args(&mut apply, 0)?;
+        for k in [&mut locate, &mut apply] {
+            tree.arena.set_args(k, 0)?;
+            k.arg_scalar(3, tree.header)?
+                .arg_scalar(4, heap_words)?
+                .arg_scalar(5, deleting)?
+                .arg_svm(6, keys)?
+                .arg_svm(7, values)?
+                .arg_scalar(8, n as u32)?
+                .arg_scalar(9, lo)?
+                .arg_scalar(10, hi)?
+                .arg_svm(11, state)?
+                .arg_svm(12, &scratch.place)?
+                .arg_svm(13, &scratch.handles)?
+                .arg_svm(14, &scratch.round)?;
+        }
+        // rb_locate: the first pass is the fresh one. rb_apply: every eligible operation,
+        // and the spare stack.
+        locate.arg_scalar(15, 1u32)?;
         apply
-            .arg_scalar(3, tree.header)?
-            .arg_scalar(4, heap_words)?
-            .arg_scalar(5, deleting)?
-            .arg_svm(6, keys)?
-            .arg_svm(7, values)?
-            .arg_scalar(8, n as u32)?
-            .arg_scalar(9, lo)?
-            .arg_scalar(10, hi)?
-            .arg_svm(11, state)?
-            .arg_svm(12, &scratch.place)?
-            .arg_svm(13, &scratch.handles)?
-            .arg_svm(14, &scratch.round)?
             .arg_scalar(15, u32::MAX)?
             .arg_svm(16, spare)?
             .arg_svm(17, &scratch.spare_ctl)?

@@ -46,7 +46,7 @@ pub(super) struct ThreadRounds<'a> {
     pub(super) commits: u64,
 }
 
-/// The first index of `keys` whose key is above `bound` (after `from_above`) or not below it.
+/// The first index of `keys` whose key is above `bound` (`above`) or not below it.
 fn first_index(keys: &[i32], bound: i32, above: bool) -> usize {
     keys.partition_point(|&k| if above { k <= bound } else { k < bound })
 }
@@ -416,14 +416,13 @@ impl<K: Key> Rounds for BothRounds<'_, K> {
     }
 
     fn apply(&mut self, only: Option<u32>) -> Result<Counts> {
-        // A lone operation runs on the side that holds it.
-        let on_device = only.is_some_and(|o| self.device.ops().contains(&(o as usize)));
-        let on_threads = only.is_some_and(|o| self.threads.ops.contains(&(o as usize)));
+        // A lone operation runs on the side that holds it; the other side gets an index no
+        // operation has (u32::MAX itself means "all" to rb_apply).
+        let nobody = Some(u32::MAX - 1);
         let (d_only, t_only) = match only {
             None => (None, None),
-            Some(_) if on_device => (only, Some(u32::MAX)),
-            Some(_) if on_threads => (Some(u32::MAX - 1), only),
-            Some(_) => (Some(u32::MAX - 1), Some(u32::MAX)),
+            Some(o) if self.device.ops().contains(&(o as usize)) => (only, nobody),
+            Some(_) => (nobody, only),
         };
         self.phase(|d| d.launch_apply(d_only), |t| t.apply(t_only))
     }
@@ -559,7 +558,8 @@ impl<K: Key> RbTree<K> {
     /// Runs a batch's rounds on both sides at once (fine transport): the device takes the
     /// first share of the batch's keys, the threads the rest; the share follows the two
     /// sides' measured rates from batch to batch. On the coarse transport the whole batch
-    /// runs on the side whose last run was faster per operation (the device first).
+    /// runs on the side whose last run was faster per operation (the device first, then the
+    /// threads once, then the faster).
     pub(super) fn cooperative_rounds(
         &mut self,
         batch: &Batch,
@@ -569,7 +569,9 @@ impl<K: Key> RbTree<K> {
         let n = batch.len();
         if self.runtime().transport() != Transport::Fine {
             let t0 = Instant::now();
-            let threads_faster = self.coop.threads_rate > self.coop.device_rate;
+            // The device first; after its first batch the threads get one, then the faster.
+            let threads_faster = (self.coop.device_rate > 0.0 && self.coop.threads_rate == 0.0)
+                || self.coop.threads_rate > self.coop.device_rate;
             let out = if threads_faster {
                 self.thread_rounds(batch, pool, stats)
             } else {

@@ -417,13 +417,9 @@ impl<K: Key> RbTree<K> {
         let settled = rounds.settle(self, deleting);
         ran?;
         settled?;
-        if deleting {
-            self.len -= commits;
-        } else {
-            self.len += commits;
-        }
         if overflows > 0 {
-            // Some operations need the host path: bring the batch back for them.
+            // Some operations need the host path: bring the batch back for them
+            // (finish_on_host also counts the rounds' commits from the states).
             let states = outcome.read_range(0, n)?;
             let raw = keys.read_range(0, n)?;
             let ordered: Vec<(i32, u32)> = raw
@@ -437,18 +433,16 @@ impl<K: Key> RbTree<K> {
             };
             let batch = Batch::new(ordered, deleting, |i| vals.get(i).copied().unwrap_or(0));
             let handles = handles.transpose()?.unwrap_or_else(|| vec![super::NIL; n]);
-            // finish_on_host counts the rounds' commits again: take them back first.
-            if deleting {
-                self.len += commits;
-            } else {
-                self.len -= commits;
-            }
             let new = self.finish_on_host(&batch, &states, &handles, &mut stats)?;
             let words: Vec<u32> = new
                 .iter()
                 .map(|&n| if n { OP_NEW } else { OP_OLD })
                 .collect();
             outcome.write_range(0, &words)?;
+        } else if deleting {
+            self.len -= commits;
+        } else {
+            self.len += commits;
         }
         stats.finish_ms = ms_since(t);
         self.last_update = stats;

@@ -241,3 +241,41 @@ pub fn threads_share_one_heap(
     all.sort();
     assert_eq!(all, (0..threads * per).collect::<Vec<_>>(), "{what}");
 }
+
+/// Insert orders that stress a balanced search tree, `n` keys each: ascending and descending
+/// runs (every insert at one end), every key in one subtree (a wide first half, then a dense
+/// run inside one gap), and random keys with repeats.
+pub fn tree_insert_orders(n: i32, rng: &mut impl rand::Rng) -> Vec<(&'static str, Vec<i32>)> {
+    vec![
+        ("ascending", (0..n).collect()),
+        ("descending", (0..n).rev().collect()),
+        (
+            "one subtree",
+            (0..n / 2)
+                .map(|i| i * 1000)
+                .chain((0..n / 2).map(|i| 500_000 + i))
+                .collect(),
+        ),
+        (
+            "random",
+            (0..n)
+                .map(|_| rng.gen_range(-(3 * n / 2)..3 * n / 2))
+                .collect(),
+        ),
+    ]
+}
+
+/// The order a delete-everything phase takes `keys` (ascending) in after the insert order
+/// `name`: key order, reverse, or shuffled.
+pub fn tree_delete_order(name: &str, mut keys: Vec<i32>, rng: &mut impl rand::Rng) -> Vec<i32> {
+    match name {
+        "ascending" => {}
+        "descending" => keys.reverse(),
+        _ => {
+            for i in (1..keys.len()).rev() {
+                keys.swap(i, rng.gen_range(0..=i));
+            }
+        }
+    }
+    keys
+}
