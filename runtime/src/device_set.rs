@@ -43,6 +43,26 @@ impl DeviceSet {
         Ok(DeviceSet { members })
     }
 
+    /// A set of runtimes opened by the caller (each with the transport and timeout it
+    /// chose); an error when `members` is empty or names one device twice.
+    pub fn from_runtimes(members: Vec<Runtime>) -> Result<Self> {
+        if members.is_empty() {
+            return Err(Error::InvalidArgument("a device set needs a device".into()));
+        }
+        for (i, a) in members.iter().enumerate() {
+            if let Some(b) = members[..i]
+                .iter()
+                .find(|b| b.profile().same_device(a.profile()))
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "the set names {} twice",
+                    b.profile().label()
+                )));
+            }
+        }
+        Ok(DeviceSet { members })
+    }
+
     /// The devices `spec` names, without opening them.
     pub fn choose(spec: Option<&str>) -> Result<Vec<DeviceProfile>> {
         let env = std::env::var(DEVICE_ENV).ok();

@@ -16,6 +16,31 @@ use super::device_radix::{
 };
 use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Key, Learned, Strategy};
 
+/// How a device driver sizes its claims on the shared counter.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum ClaimPolicy {
+    /// Full chunks until the counter is empty (GpuOnly on one device).
+    Full,
+    /// A share of what remains by measured speeds, beside other workers: the latency threads
+    /// (their keys in `Progress::cpu_keys`) and, on a device set, the other members (their
+    /// keys in `Progress::members`). `hint` holds what earlier calls measured, with
+    /// `cpu_keys_per_s` standing for all the other workers together.
+    Guided {
+        hint: Learned,
+        /// This driver's slot in `Progress::members` (`None` on one device).
+        member: Option<usize>,
+        /// The anchor never sits out and claims until the counter is empty (on a device set
+        /// without the latency threads someone must).
+        anchor: bool,
+        /// Workers selecting beside this one, counting each latency thread (to size a first
+        /// probe).
+        others: usize,
+        /// Workers selecting beside this one, the latency threads as one (for an equal share
+        /// while none of them has answered).
+        peers: usize,
+    },
+}
+
 pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
     pub(super) launches: usize,
@@ -67,6 +92,9 @@ pub(super) struct DevicePlan {
     heap_words: usize,
     chunk: usize,
     options: String,
+    /// Fails the run with [`Error::Lost`] right after starting this launch (counted from 0),
+    /// with the launch in flight: tests of a member failing mid-call (`None` in use).
+    pub(super) fail_at_launch: Option<usize>,
 }
 
 /// One set of staging buffers, the kernel bound to them and their own command queue: the
@@ -133,6 +161,7 @@ const CHUNK_KEYS: usize = 1 << 23;
 const KEYS_PER_ITEM: usize = 4;
 
 /// The selector's choices for the device kernel.
+#[derive(Clone, Copy)]
 pub(super) struct DeviceShape {
     /// `Heap` or `Radix`.
     pub(super) method: Strategy,
@@ -178,6 +207,7 @@ impl DevicePlan {
                 heap_words: 0,
                 chunk,
                 options: radix_options::<K>(wg),
+                fail_at_launch: None,
             });
         }
         if k > (u32::MAX as usize) / 64 - 64 {
@@ -252,6 +282,7 @@ impl DevicePlan {
             heap_words,
             chunk,
             options,
+            fail_at_launch: None,
         })
     }
 
@@ -338,7 +369,7 @@ impl DevicePlan {
     pub(super) fn run<K: Key>(
         &self,
         job: &Job<'_, K>,
-        cooperative: Option<Learned>,
+        policy: ClaimPolicy,
         cache: &StageCache,
         copier: &Copier,
     ) -> Result<DeviceOutcome> {
@@ -359,6 +390,13 @@ impl DevicePlan {
             times: DeviceTimes::default(),
         };
         let started = Instant::now();
+        let member = match policy {
+            ClaimPolicy::Guided { member, .. } => member.and_then(|m| job.progress.members.get(m)),
+            ClaimPolicy::Full => None,
+        };
+        if let Some(m) = member {
+            m.start();
+        }
         // Waits for a stage, books its answers and its claim-to-answer time.
         let settle = |stage: &mut Stage,
                       at: &mut Option<Instant>,
@@ -367,6 +405,9 @@ impl DevicePlan {
             if let Some((done, keys)) = self.finish(stage, job, &mut outcome.times)? {
                 outcome.sublists += done;
                 outcome.keys += keys;
+                if let Some(m) = member {
+                    m.keys.fetch_add(keys, Ordering::Relaxed);
+                }
                 if let Some(t) = at.take() {
                     outcome.fastest_launch_s =
                         min_known(outcome.fastest_launch_s, t.elapsed().as_secs_f64());
@@ -375,18 +416,26 @@ impl DevicePlan {
             Ok(())
         };
         loop {
-            let count = match cooperative {
-                None => self.chunk,
-                Some(hint) if outcome.launches == 0 => {
-                    match self.first_cooperative_claim(job, hint) {
+            let count = match policy {
+                ClaimPolicy::Full => self.chunk,
+                ClaimPolicy::Guided {
+                    hint,
+                    anchor,
+                    others,
+                    peers,
+                    ..
+                } => {
+                    let count = if outcome.launches == 0 {
+                        self.first_cooperative_claim(job, hint, others)
+                    } else {
+                        self.guided_chunk(job, member, peers, outcome.keys, started)
+                    };
+                    match count {
                         Some(c) => c,
+                        None if anchor => 1,
                         None => break,
                     }
                 }
-                Some(_) => match self.guided_chunk(job, outcome.keys, started) {
-                    Some(c) => c,
-                    None => break,
-                },
             };
             let Some(range) = job.claims.claim(count) else {
                 break;
@@ -411,7 +460,14 @@ impl DevicePlan {
             self.start(stage, job, range, copier)?;
             outcome.times.stage_s += staging.elapsed().as_secs_f64();
             outcome.launches += 1;
-            if cooperative.is_some() && outcome.launches == 1 {
+            if self.fail_at_launch == Some(outcome.launches - 1) {
+                return Err(Error::Lost(format!(
+                    "{}: a failure injected with launch {} in flight",
+                    self.rt.profile().label(),
+                    outcome.launches - 1
+                )));
+            }
+            if matches!(policy, ClaimPolicy::Guided { .. }) && outcome.launches == 1 {
                 // Measure the first launch before deciding on the next claim.
                 settle(stage, &mut claimed_at[cur], &mut outcome)?;
             }
@@ -439,53 +495,69 @@ impl DevicePlan {
         Ok(outcome)
     }
 
-    /// The device's first claim in Cooperative mode, or `None` to leave everything to the CPU.
+    /// The device's first claim beside other workers, or `None` to leave everything to them.
     ///
     /// With measurements from earlier runs of this sub-list length: sit out when one launch
-    /// takes 90 % of what the CPU needs for the whole job (the device would set the finish
+    /// takes 90 % of what the others need for the whole job (the device would set the finish
     /// time), else claim the device's share of the throughput. (Not half: with long
     /// sub-lists one launch holds every sub-list the device takes and lasts as long as its
     /// longest one; H200, 2^28 keys in 2^19 sub-lists: one launch 162 ms, the CPU alone
     /// 290 ms, and half of the sub-lists on each side still balance.) Without: probe with 1/256
-    /// of the sub-lists, unless there are fewer than 8 per latency thread (then even one
+    /// of the sub-lists, unless there are fewer than 8 per other worker (then even one
     /// sub-list is too big a bet on a device of unknown speed).
     pub(super) fn first_cooperative_claim<K>(
         &self,
         job: &Job<'_, K>,
         hint: Learned,
+        others: usize,
     ) -> Option<usize> {
         let total_keys = job.data.len();
         if hint.cpu_keys_per_s > 0.0 && hint.dev_keys_per_s > 0.0 && hint.dev_launch_s > 0.0 {
-            let cpu_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
-            if hint.dev_launch_s > 0.9 * cpu_alone_s {
+            let others_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
+            if hint.dev_launch_s > 0.9 * others_alone_s {
                 return None;
             }
             let share = hint.dev_keys_per_s / (hint.dev_keys_per_s + hint.cpu_keys_per_s);
             let count = (job.claims.n as f64 * share * 0.9).floor() as usize;
             return (count > 0).then(|| count.min(self.chunk));
         }
-        if job.claims.n < 8 * job.cpu_threads {
+        if job.claims.n < 8 * others {
             return None;
         }
         Some((job.claims.n / 256).clamp(1, self.chunk))
     }
 
-    /// Sub-lists for the device's next claim when sharing with the CPU: the device's measured
-    /// share of the throughput applied to what is left (so both sides finish together), at
-    /// most a full chunk; `None` once that share rounds to nothing (the device is too slow to
-    /// help with the rest).
+    /// Sub-lists for the device's next claim beside other workers: the device's measured
+    /// share of the throughput applied to what is left (so all finish together), at most a
+    /// full chunk; `None` once that share rounds to nothing (the device is too slow to help
+    /// with the rest). The others' speed is the latency threads' plus, on a device set, the
+    /// other members' (`member` is this device's own entry, left out).
     fn guided_chunk<K>(
         &self,
         job: &Job<'_, K>,
+        member: Option<&super::MemberProgress>,
+        peers: usize,
         device_keys: usize,
         device_started: Instant,
     ) -> Option<usize> {
         let remaining = job.claims.remaining();
         let cpu_rate = job.progress.cpu_keys.load(Ordering::Relaxed) as f64
             / job.progress.started.elapsed().as_secs_f64().max(1e-9);
+        let members_rate: f64 = job
+            .progress
+            .members
+            .iter()
+            .filter(|m| !member.is_some_and(|me| std::ptr::eq(*m, me)))
+            .map(super::MemberProgress::rate)
+            .sum();
+        let others = cpu_rate + members_rate;
         let dev_rate = device_keys as f64 / device_started.elapsed().as_secs_f64().max(1e-9);
-        let share = if cpu_rate > 0.0 {
-            dev_rate / (dev_rate + cpu_rate)
+        let share = if others > 0.0 {
+            dev_rate / (dev_rate + others)
+        } else if member.is_some() {
+            // On a set, members that have not answered yet are starting (building programs,
+            // staging), not idle: leave them an equal share instead of taking it all.
+            1.0 / (1 + peers) as f64
         } else {
             1.0
         };
@@ -576,6 +648,7 @@ impl DevicePlan {
         for (j, i) in range.clone().enumerate() {
             job.results[i].store(map[j], Ordering::Relaxed);
         }
+        job.mark_done(range.clone());
         map.unmap()?;
         times.readback_s += reading.elapsed().as_secs_f64();
         Ok(Some((

@@ -35,7 +35,7 @@ use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime};
 
 use crate::dheap::{check_d, DHeap};
 use crate::key::Key;
-use device::{min_known, Copier, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
+use device::{min_known, ClaimPolicy, Copier, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
 
 /// How the list set is cut into sub-lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,8 +252,15 @@ pub struct SelectStats {
     pub split_sublists: usize,
     /// Update-keys done through a device bridge.
     pub bridge_updates: u64,
-    /// Where the device's time went (GpuOnly and Cooperative by amount).
+    /// Where the device's time went (GpuOnly and Cooperative by amount; summed over the
+    /// members of a device set).
     pub device_times: DeviceTimes,
+    /// Per worker, what it did, on a device set (GpuOnly: each member; Cooperative by
+    /// amount: each member and the latency threads); empty on one device.
+    pub workers: Vec<WorkerShare>,
+    /// Sub-lists a failed member of a device set had claimed but not answered, selected
+    /// again by the workers left.
+    pub redone_sublists: usize,
 }
 
 impl SelectStats {
@@ -392,6 +399,10 @@ pub struct KSelector {
     resident: resident::ResidentCache,
     /// The range split's device buffers, kept while later calls fit in them.
     range: range_split::RangeCache,
+    /// The devices of a set beyond one (empty on one device): see `spread.rs`.
+    members: Vec<spread::Member>,
+    /// Whole-call speeds over the set, together and alone.
+    set_plans: spread::SetPlans,
 }
 
 /// What earlier selections measured for one sub-list length bucket.
@@ -494,6 +505,7 @@ impl std::fmt::Debug for KSelector {
 /// `next..end` of the selection's `n`.
 struct Claims {
     next: AtomicUsize,
+    start: usize,
     end: usize,
     /// Sub-lists of the whole selection (for sizes and shares).
     n: usize,
@@ -504,6 +516,7 @@ impl Claims {
     fn new(range: std::ops::Range<usize>, n: usize) -> Self {
         Claims {
             next: AtomicUsize::new(range.start),
+            start: range.start,
             end: range.end,
             n,
         }
@@ -511,6 +524,10 @@ impl Claims {
     fn claim(&self, count: usize) -> Option<std::ops::Range<usize>> {
         let start = self.next.fetch_add(count.max(1), Ordering::Relaxed);
         (start < self.end).then(|| start..(start + count.max(1)).min(self.end))
+    }
+    /// The sub-lists these claims hand out.
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.end
     }
     fn remaining(&self) -> usize {
         self.end.saturating_sub(self.next.load(Ordering::Relaxed))
@@ -521,6 +538,50 @@ impl Claims {
 struct Progress {
     cpu_keys: AtomicUsize,
     started: Instant,
+    /// One entry per device of a device set (empty on one device).
+    members: Vec<MemberProgress>,
+}
+
+impl Progress {
+    fn new(members: usize) -> Self {
+        Progress {
+            cpu_keys: AtomicUsize::new(0),
+            started: Instant::now(),
+            members: (0..members).map(|_| MemberProgress::default()).collect(),
+        }
+    }
+}
+
+/// One device's keys answered so far in a selection over a device set, and when it began
+/// (for the others' claims).
+#[derive(Default)]
+struct MemberProgress {
+    keys: AtomicUsize,
+    /// Microseconds from `EPOCH` to the member's first claim (0: not started).
+    started_us: std::sync::atomic::AtomicU64,
+}
+
+/// The clock origin of [`MemberProgress::started_us`].
+static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+impl MemberProgress {
+    fn now_us() -> u64 {
+        EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64 + 1
+    }
+
+    fn start(&self) {
+        self.started_us.store(Self::now_us(), Ordering::Relaxed);
+    }
+
+    /// Keys per second since the member started (0 before it answered any).
+    fn rate(&self) -> f64 {
+        let started = self.started_us.load(Ordering::Relaxed);
+        if started == 0 {
+            return 0.0;
+        }
+        let s = (Self::now_us().saturating_sub(started)) as f64 * 1e-6;
+        self.keys.load(Ordering::Relaxed) as f64 / s.max(1e-9)
+    }
 }
 
 impl KSelector {
@@ -546,6 +607,8 @@ impl KSelector {
             stages: Default::default(),
             resident: Default::default(),
             range: Default::default(),
+            members: Vec::new(),
+            set_plans: Default::default(),
         })
     }
 
@@ -772,11 +835,15 @@ impl KSelector {
         let n = offs.len() - 1;
         let results: Vec<AtomicI32> = (0..n).map(|_| AtomicI32::new(0)).collect();
         let claims = Claims::new(0..n, n);
-        let progress = Progress {
-            cpu_keys: AtomicUsize::new(0),
-            started: Instant::now(),
+        let spread = self.spreads(mode, cooperation);
+        let progress = Progress::new(if spread { self.members.len() } else { 0 });
+        let done: Vec<std::sync::atomic::AtomicBool> = if spread {
+            (0..n).map(|_| Default::default()).collect()
+        } else {
+            Vec::new()
         };
         let job = Job {
+            done: &done,
             data,
             offs: &offs,
             k,
@@ -817,7 +884,29 @@ impl KSelector {
             Mode::GpuOnly => CoopPlan::DeviceAlone,
             Mode::Cooperative => hint.coop_plan(),
         };
+        if self.members.len() > 1
+            && mode == Mode::Cooperative
+            && (cooperation != Cooperation::ByAmount || self.device_share.is_some())
+        {
+            return Err(Error::Unsupported {
+                device: self
+                    .devices()
+                    .iter()
+                    .map(|rt| rt.profile().label())
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                what: if self.device_share.is_some() {
+                    "give a fixed device share".into()
+                } else {
+                    format!("cooperate by {cooperation}")
+                },
+                lacks: "one device: a set of several splits by amount, from measured speeds \
+                        (open one device for the bridge or a fixed share)"
+                    .into(),
+            });
+        }
         match mode {
+            _ if spread => self.run_spread(&job, mode, key, &mut stats)?,
             Mode::CpuOnly | Mode::GpuOnly => self.run_alone(&job, plan, key, &mut stats)?,
             Mode::Cooperative if cooperation != Cooperation::ByAmount => {
                 let b = self.bridge_worker(&job, cooperation)?;
@@ -911,7 +1000,10 @@ impl KSelector {
         let started = Instant::now();
         let rt = self.device_runtime()?;
         let plan = DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?;
-        if plan.first_cooperative_claim(job, hint).is_none() {
+        if plan
+            .first_cooperative_claim(job, hint, job.cpu_threads)
+            .is_none()
+        {
             // The device would sit out: every latency thread selects.
             return self.run_alone(job, CoopPlan::CpuAlone, key, stats);
         }
@@ -976,7 +1068,19 @@ impl KSelector {
         let copier = self.staging_copier(staging)?;
         let leave = staging.max(usize::from(self.pool.len() >= 4));
         let (dev, cpu) = beside(
-            || plan.run(dev_job, hint, &self.stages, &copier),
+            || {
+                let policy = match hint {
+                    Some(hint) => ClaimPolicy::Guided {
+                        hint,
+                        member: None,
+                        anchor: false,
+                        others: dev_job.cpu_threads,
+                        peers: 1,
+                    },
+                    None => ClaimPolicy::Full,
+                };
+                plan.run(dev_job, policy, &self.stages, &copier)
+            },
             || self.cpu_workers_leaving(cpu_job, leave),
         );
         Ok((dev?, cpu?))
@@ -1154,9 +1258,19 @@ impl KSelector {
         copier: &Copier,
     ) -> Result<DeviceOutcome> {
         let rt = self.device_runtime()?;
+        let policy = match cooperative {
+            Some(hint) => ClaimPolicy::Guided {
+                hint,
+                member: None,
+                anchor: false,
+                others: job.cpu_threads,
+                peers: 1,
+            },
+            None => ClaimPolicy::Full,
+        };
         DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?.run(
             job,
-            cooperative,
+            policy,
             &self.stages,
             copier,
         )
@@ -1207,6 +1321,7 @@ fn claim_sublists<K: Key>(job: &Job<'_, K>, mut select: impl FnMut(&[K]) -> i32)
             let list = &job.data[job.offs[i]..job.offs[i + 1]];
             job.results[i].store(select(list), Ordering::Relaxed);
             keys += list.len();
+            job.mark_done(i..i + 1);
             done += 1;
         }
         job.progress.cpu_keys.fetch_add(keys, Ordering::Relaxed);
@@ -1216,6 +1331,9 @@ fn claim_sublists<K: Key>(job: &Job<'_, K>, mut select: impl FnMut(&[K]) -> i32)
 
 /// One selection's shared state.
 struct Job<'a, K> {
+    /// Per sub-list, whether its answer is stored (selections over a device set, to redo
+    /// what a failed member claimed; empty otherwise).
+    done: &'a [std::sync::atomic::AtomicBool],
     data: &'a [K],
     offs: &'a [usize],
     k: usize,
@@ -1227,6 +1345,24 @@ struct Job<'a, K> {
     cpu_strategy: Strategy,
     /// The method the device runs (GpuOnly and Cooperative by amount).
     device_strategy: Strategy,
+}
+
+impl<K> Job<'_, K> {
+    /// Sub-lists of this job's claims whose answers are stored (device sets).
+    fn answered(&self) -> usize {
+        self.done.get(self.claims.range()).map_or(0, |d| {
+            d.iter().filter(|f| f.load(Ordering::Relaxed)).count()
+        })
+    }
+
+    /// Books the answers of sub-lists `range` as stored.
+    fn mark_done(&self, range: std::ops::Range<usize>) {
+        if let Some(flags) = self.done.get(range) {
+            for f in flags {
+                f.store(true, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// The k-th smallest of `list` with a d-heap (`heap` and `first` are reused scratch).
@@ -1281,3 +1417,6 @@ pub mod peers;
 mod radix;
 mod range_split;
 mod resident;
+mod spread;
+
+pub use spread::WorkerShare;
