@@ -7,13 +7,18 @@
 //! cargo run --release --bin batch_kselect                 # 2^22 random int32 keys
 //! cargo run --release --bin batch_kselect -- --total-log2 25 --sublist 8192 --json
 //! cargo run --release --bin batch_kselect -- --input keys.npy --sublist 1000 --output kth.npy
+//! cargo run --release --bin batch_kselect -- --device all --mode gpu,coop   # every device
 //! ```
+//!
+//! With several devices (`--device all` or a comma-separated list) the gpu and coop rows
+//! spread the sub-lists over every device (coop: and the latency threads), and each device
+//! also runs gpu alone (rows `gpu@0:…`, `gpu@1:…`), so the set stands beside its members.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{parse_modes, Error, LatencyPool, Mode, Result, Runtime, Transport};
+use asym::runtime::{parse_modes, DeviceSet, Error, LatencyPool, Mode, Result, Runtime, Transport};
 use asym::structures::io::npy::{self, Dtype, NpyElement};
 use asym::structures::io::output;
 use asym::structures::Key;
@@ -64,7 +69,9 @@ struct Args {
     /// Heap arity: 2, 4, 8, 16, 32 or 64.
     #[arg(long, default_value_t = 8)]
     d: usize,
-    /// OpenCL device: part of its platform or device name (default: ASYM_DEVICE, else the first GPU, else the first CPU device).
+    /// OpenCL device: part of its platform or device name (default: ASYM_DEVICE, else the
+    /// first GPU, else the first CPU device); `all` for every device, or a comma-separated
+    /// list of name fragments (each takes the next matching device) for several.
     #[arg(long)]
     device: Option<String>,
     /// Random seed for generated keys.
@@ -130,6 +137,8 @@ struct Args {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Runner {
     Mode(Mode, Strategy),
+    /// GpuOnly on one member of a device set alone.
+    Member(usize, Strategy),
     /// Cooperative by kind on ad-heaps, on this schedule (bridge-live or bridge-pipelined).
     Bridge(Cooperation),
     /// The device radix kernel on keys resident in SVM.
@@ -143,6 +152,7 @@ impl Runner {
     fn selection(self) -> Option<(Mode, Cooperation)> {
         match self {
             Runner::Mode(m, _) => Some((m, Cooperation::ByAmount)),
+            Runner::Member(..) => Some((Mode::GpuOnly, Cooperation::ByAmount)),
             Runner::Bridge(c) => Some((Mode::Cooperative, c)),
             _ => None,
         }
@@ -151,7 +161,7 @@ impl Runner {
     /// The strategy an asym runner selects with (the bridge is the heap's).
     fn strategy(self) -> Option<Strategy> {
         match self {
-            Runner::Mode(_, s) => Some(s),
+            Runner::Mode(_, s) | Runner::Member(_, s) => Some(s),
             Runner::Bridge(_) => Some(Strategy::Heap),
             Runner::Resident => Some(Strategy::Radix),
             _ => None,
@@ -161,6 +171,7 @@ impl Runner {
     fn name(self) -> String {
         match self {
             Runner::Mode(m, s) => format!("{}:{}", m.short_name(), s.name()),
+            Runner::Member(i, s) => format!("gpu@{i}:{}", s.name()),
             Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live".into(),
             Runner::Bridge(_) => "coop:bridge-pipelined".into(),
             Runner::Resident => "gpu:radix-resident".into(),
@@ -201,12 +212,22 @@ fn median(mut v: Vec<Duration>) -> Duration {
 struct Bench<'a> {
     args: &'a Args,
     selector: &'a KSelector,
+    /// One selector per member of a device set (empty on one device).
+    member_selectors: &'a [KSelector],
     device_label: String,
     transport: String,
     progress: Progress,
 }
 
 impl Bench<'_> {
+    /// The selector a runner selects with: a member's own, or the set's.
+    fn selector_for(&self, runner: Runner) -> &KSelector {
+        match runner {
+            Runner::Member(i, _) => &self.member_selectors[i],
+            _ => self.selector,
+        }
+    }
+
     fn run<K: Key + NpyElement>(
         &mut self,
         data: &[K],
@@ -245,7 +266,7 @@ impl Bench<'_> {
                     continue;
                 };
                 if c == Cooperation::ByAmount {
-                    self.selector.select_using(data, &cut, k, m, c, s)?;
+                    self.selector_for(*r).select_using(data, &cut, k, m, c, s)?;
                 } else {
                     self.selector
                         .select_using(&warm, &Sublists::Equal(k), k, m, c, s)?;
@@ -272,8 +293,9 @@ impl Bench<'_> {
                             v
                         }
                         (Some((m, c)), Some(strategy)) => {
-                            let (v, s) =
-                                self.selector.select_using(data, &cut, k, m, c, strategy)?;
+                            let (v, s) = self
+                                .selector_for(runner)
+                                .select_using(data, &cut, k, m, c, strategy)?;
                             stats = Some(s);
                             v
                         }
@@ -315,7 +337,15 @@ impl Bench<'_> {
                     "mode": r.runner.name(), "strategy": r.runner.strategy().map(Strategy::name),
                     "cpu_strategy": r.stats.as_ref().and_then(|s| s.cpu_strategy).map(Strategy::name),
                     "device_strategy": r.stats.as_ref().and_then(|s| s.device_strategy).map(Strategy::name),
-                    "device": self.device_label, "transport": self.transport,
+                    "device": match r.runner {
+                        Runner::Member(i, _) => self.member_selectors[i]
+                            .runtime()
+                            .map(|rt| rt.profile().label())
+                            .unwrap_or_default(),
+                        _ => self.device_label.clone(),
+                    },
+                    "member": match r.runner { Runner::Member(i, _) => Some(i), _ => None },
+                    "transport": self.transport,
                     "n": n, "sublist": r.sublist, "k": r.k, "d": self.selector.d(), "dtype": dtype.descr(),
                     "ms": r.ms, "mkeys_per_s": n as f64 / r.ms / 1e3,
                     "speedup_vs_cpu": cpu_ms(r.sublist).map(|c| c / r.ms),
@@ -334,10 +364,27 @@ impl Bench<'_> {
                     }),
                     "threads": self.selector.pool().len(),
                     "staging_threads": self.selector.staging_threads(),
+                    "workers": r.stats.as_ref().filter(|s| !s.workers.is_empty()).map(|s| {
+                        s.workers.iter().map(|w| json!({
+                            "worker": w.worker, "member": w.member, "sublists": w.sublists,
+                            "keys": w.keys, "share": w.keys as f64 / n as f64,
+                            "launches": w.launches, "busy_ms": w.busy_s * 1e3, "error": w.error,
+                        })).collect::<Vec<_>>()
+                    }),
+                    "redone_sublists": r.stats.as_ref().map(|s| s.redone_sublists),
                 });
                 println!("{line}");
             }
             return;
+        }
+        for (i, m) in self.member_selectors.iter().enumerate() {
+            if let Some(rt) = m.runtime() {
+                println!(
+                    "device @{i}: {} ({} SVM)",
+                    rt.profile().label(),
+                    rt.transport()
+                );
+            }
         }
         println!(
             "batch k-selection: {n} {} keys, d = {}, {} latency threads, device: {} ({} SVM)",
@@ -369,6 +416,16 @@ impl Bench<'_> {
             let split = match (&r.stats, r.runner) {
                 (Some(s), Runner::Bridge(_)) => format!("{} shared", s.bridge_sublists),
                 (Some(s), _) if s.split_sublists > 0 => format!("{} split", s.split_sublists),
+                (Some(s), _) if !s.workers.is_empty() => s
+                    .workers
+                    .iter()
+                    .map(|w| match (w.member, &w.error) {
+                        (_, Some(_)) => format!("@{} FAILED", w.member.unwrap_or(0)),
+                        (Some(m), None) => format!("@{m} {}", w.sublists),
+                        (None, None) => format!("cpu {}", w.sublists),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" / "),
                 (Some(s), _) => format!("{}/{}", s.cpu_sublists, s.device_sublists),
                 _ => "rayon".into(),
             };
@@ -385,6 +442,20 @@ impl Bench<'_> {
         }
         table.print();
     }
+}
+
+/// The device kernel's settings the flags give (a set's selector and its members' alike).
+fn configure(selector: KSelector, args: &Args) -> Result<KSelector> {
+    let mut selector = selector
+        .with_device_update(args.device_update.parse()?)
+        .with_device_staging(args.staging.parse()?);
+    if let Some(wg) = args.work_group {
+        selector = selector.with_work_group(wg)?;
+    }
+    if let Some(tile) = args.radix_tile {
+        selector = selector.with_radix_tile(tile)?;
+    }
+    Ok(selector)
 }
 
 /// The cooperations `--coop` names (by-amount first).
@@ -445,33 +516,71 @@ fn run(args: &Args) -> Result<bool> {
         runners.extend([Runner::PeerSelectNth, Runner::PeerBinaryHeap]);
     }
     let needs_device = args.resident || modes.iter().any(|m| m.uses_device());
-    let rt = if needs_device {
-        Some(Runtime::on_device(args.device.as_deref())?)
+    let set = if needs_device {
+        Some(DeviceSet::open(args.device.as_deref())?)
     } else {
         None
     };
-    let (device_label, transport) = match &rt {
-        Some(rt) => (rt.profile().label(), rt.transport().to_string()),
+    let (device_label, transport) = match &set {
+        Some(set) => {
+            let labels = |f: &dyn Fn(&Runtime) -> String| {
+                set.members().iter().map(f).collect::<Vec<_>>().join(" + ")
+            };
+            (
+                labels(&|rt| rt.profile().label()),
+                labels(&|rt| rt.transport().to_string()),
+            )
+        }
         None => ("none (cpu mode only)".into(), "-".into()),
     };
+    let members = set.as_ref().map_or(0, DeviceSet::len);
+    if members > 1 {
+        // Each member alone beside the set (gpu@i rows); the bridge runs on one device.
+        let mut with_members = Vec::new();
+        for r in runners {
+            match r {
+                Runner::Mode(Mode::GpuOnly, s) => {
+                    with_members.extend((0..members).map(|i| Runner::Member(i, s)));
+                    with_members.push(r);
+                }
+                Runner::Bridge(c) => eprintln!(
+                    "batch_kselect: coop by {c} shares heaps with one device: left out on a set of {members}"
+                ),
+                r => with_members.push(r),
+            }
+        }
+        runners = with_members;
+    }
     let pool = LatencyPool::with_threads(args.threads)?;
-    let mut selector = KSelector::new(rt, pool, args.d)?
-        .with_device_update(args.device_update.parse()?)
-        .with_device_staging(args.staging.parse()?)
-        .with_device_share(args.device_share)
-        .map_err(|_| {
-            Error::flag(
-                "device-share",
-                format!("{}", args.device_share.unwrap_or_default()),
-                "a share between 0 and 1",
-            )
-        })?;
-    if let Some(wg) = args.work_group {
-        selector = selector.with_work_group(wg)?;
-    }
-    if let Some(tile) = args.radix_tile {
-        selector = selector.with_radix_tile(tile)?;
-    }
+    let member_selectors: Vec<KSelector> = match &set {
+        Some(set) if set.len() > 1 => set
+            .members()
+            .iter()
+            .map(|rt| {
+                KSelector::new(
+                    Some(rt.clone()),
+                    LatencyPool::with_threads(Some(1))?,
+                    args.d,
+                )
+            })
+            .collect::<Result<_>>()?,
+        _ => Vec::new(),
+    };
+    let mut selector = configure(
+        match &set {
+            Some(set) => KSelector::on_devices(set, pool, args.d)?,
+            None => KSelector::new(None, pool, args.d)?,
+        },
+        args,
+    )?
+    .with_device_share(args.device_share)
+    .map_err(|_| {
+        Error::flag(
+            "device-share",
+            format!("{}", args.device_share.unwrap_or_default()),
+            "a share between 0 and 1",
+        )
+    })?;
     if let Some(n) = args.staging_threads {
         selector = selector.with_staging_threads(n)?;
     }
@@ -556,9 +665,14 @@ fn run(args: &Args) -> Result<bool> {
         return Err(Error::InvalidArgument("the input is empty".into()));
     }
     let steps = (lengths.len() * runners.len()) as u64;
+    let member_selectors = member_selectors
+        .into_iter()
+        .map(|m| configure(m, args))
+        .collect::<Result<Vec<_>>>()?;
     let mut bench = Bench {
         args,
         selector: &selector,
+        member_selectors: &member_selectors,
         device_label,
         transport,
         progress: Progress::new(steps, args.json),

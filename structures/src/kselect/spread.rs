@@ -374,15 +374,20 @@ impl KSelector {
                         .lock()
                         .map(|l| l.get(&member_key(key, i)).copied().unwrap_or_default())
                         .unwrap_or_default();
-                    let policy = ClaimPolicy::Guided {
-                        hint: Learned {
-                            cpu_keys_per_s: others_rate(i),
-                            ..learned
-                        },
-                        member: Some(i),
-                        anchor: anchor == Some(i),
-                        others: if cpu { job.cpu_threads } else { 0 } + members.len() - 1,
-                        peers: usize::from(cpu) + members.len() - 1,
+                    // A member alone takes full chunks, as on one device.
+                    let policy = if workers.len() == 1 {
+                        ClaimPolicy::Full
+                    } else {
+                        ClaimPolicy::Guided {
+                            hint: Learned {
+                                cpu_keys_per_s: others_rate(i),
+                                ..learned
+                            },
+                            member: Some(i),
+                            anchor: anchor == Some(i),
+                            others: if cpu { job.cpu_threads } else { 0 } + members.len() - 1,
+                            peers: usize::from(cpu) + members.len() - 1,
+                        }
                     };
                     let copier = &copier;
                     let stages = &self.members[i].stages;
