@@ -11,10 +11,11 @@
 //! the counter always empties.
 //!
 //! **Refined call after call.** Speeds are learned per member and sub-list length. The first
-//! call with a length runs everyone together; the next runs the worker that was fastest
-//! alone; later calls keep whichever was faster (together unless alone was more than 3 %
-//! faster: the members share host cores and memory bandwidth for staging, so together can
-//! lose).
+//! call with a length runs everyone together; the next ones run, one call each, every worker
+//! alone that could win (`SetRates::plan`); later calls keep the fastest (together unless a
+//! worker alone was more than 3 % faster: the members share host cores and memory
+//! bandwidth for staging, so together can lose; on the H200 machine PoCL's kernels on all
+//! 16 cores slow NVIDIA's staging copies more than PoCL adds).
 //!
 //! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout):
 //! its claims stop, the others empty the counter, and the sub-lists it had claimed but not
@@ -89,11 +90,53 @@ enum Worker {
 }
 
 /// Whole-call speeds of one sub-list length and mode (keys per second; 0: not measured).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct SetRates {
+    /// Every worker together.
     together: f64,
-    alone: f64,
-    alone_worker: Option<Worker>,
+    /// One worker alone, for those tried.
+    alone: Vec<(Worker, f64)>,
+}
+
+impl SetRates {
+    /// Who runs the next call: together first; then, one call each, every worker alone that
+    /// could be worth it (its speed measured beside the others, doubled, beats the best
+    /// whole-call speed so far: sharing host cores and memory bandwidth can halve a worker,
+    /// but a worker at a third of the best will not win alone), fastest first; then the
+    /// fastest measured, together unless a worker alone beat it by more than 3 %. `None`:
+    /// together.
+    fn plan(&self, workers: &[Worker], rate: impl Fn(Worker) -> f64) -> Option<Worker> {
+        if self.together == 0.0 || workers.len() < 2 {
+            return None;
+        }
+        let tried = |w: Worker| self.alone.iter().find(|(a, _)| *a == w).map(|(_, r)| *r);
+        let best_alone = workers
+            .iter()
+            .filter_map(|&w| tried(w).map(|r| (w, r)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let best_known = best_alone.map_or(0.0, |(_, r)| r).max(self.together);
+        let untried = workers
+            .iter()
+            .copied()
+            .filter(|&w| tried(w).is_none() && 2.0 * rate(w) > best_known)
+            .max_by(|a, b| rate(*a).total_cmp(&rate(*b)));
+        if untried.is_some() {
+            return untried;
+        }
+        best_alone
+            .filter(|(_, r)| *r > self.together * 1.03)
+            .map(|(w, _)| w)
+    }
+
+    fn record(&mut self, alone: Option<Worker>, rate: f64) {
+        match alone {
+            None => self.together = rate,
+            Some(w) => match self.alone.iter_mut().find(|(a, _)| *a == w) {
+                Some(slot) => slot.1 = rate,
+                None => self.alone.push((w, rate)),
+            },
+        }
+    }
 }
 
 /// Whole-call speeds per (learned-speed key, GpuOnly).
@@ -204,37 +247,33 @@ impl KSelector {
         let rates = self
             .set_plans
             .lock()
-            .map(|p| p.get(&plan_key).copied().unwrap_or_default())
+            .map(|p| p.get(&plan_key).cloned().unwrap_or_default())
             .unwrap_or_default();
-        let alone = if workers.len() == 1 {
-            None
-        } else if rates.together > 0.0 && rates.alone == 0.0 {
-            workers.iter().copied().max_by(|a, b| {
-                self.worker_rate(key, *a)
-                    .total_cmp(&self.worker_rate(key, *b))
-            })
-        } else if rates.alone > rates.together * 1.03 {
-            rates.alone_worker.filter(|w| workers.contains(w))
-        } else {
-            None
-        };
-        let chosen = match alone {
-            Some(w) => vec![w],
-            None => workers,
-        };
+        let alone = rates.plan(&workers, |w| self.worker_rate(key, w));
         let started = Instant::now();
-        let failures = self.spread_over(job, &chosen, key, stats)?;
+        let failures = match alone {
+            Some(Worker::Latency) => {
+                // Every latency thread, as CpuOnly runs them (sharing long sub-lists too).
+                let before = stats.cpu_sublists;
+                self.run_alone(job, super::CoopPlan::CpuAlone, key, stats)?;
+                let share = WorkerShare {
+                    worker: LATENCY.into(),
+                    sublists: stats.cpu_sublists - before,
+                    keys: job.data.len(),
+                    busy_s: started.elapsed().as_secs_f64(),
+                    ..Default::default()
+                };
+                stats.cpu_sublists = before;
+                book(stats, Worker::Latency, share, None);
+                0
+            }
+            Some(w) => self.spread_over(job, &[w], key, stats)?,
+            None => self.spread_over(job, &workers, key, stats)?,
+        };
         let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
         if failures == 0 {
             if let Ok(mut plans) = self.set_plans.lock() {
-                let r = plans.entry(plan_key).or_default();
-                match alone {
-                    Some(w) => {
-                        r.alone = rate;
-                        r.alone_worker = Some(w);
-                    }
-                    None => r.together = rate,
-                }
+                plans.entry(plan_key).or_default().record(alone, rate);
             }
         }
         Ok(())
@@ -358,7 +397,7 @@ impl KSelector {
         } else {
             Copier::Global
         };
-        let leave = if cpu && self.pool.len() >= 4 {
+        let leave = if cpu && !members.is_empty() && self.pool.len() >= 4 {
             staging.max(members.len().min(self.pool.len() - 1))
         } else {
             0
@@ -554,4 +593,42 @@ fn undone_runs<K>(job: &Job<'_, K>) -> Vec<std::ops::Range<usize>> {
         runs.push(s..range.end);
     }
     runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SetRates, Worker};
+
+    /// Together first; then each worker alone that could win, fastest first; a worker far
+    /// below the best is never tried; then the fastest measured.
+    #[test]
+    fn the_set_tries_each_plausible_worker_alone_once_then_keeps_the_fastest() {
+        let gpu = Worker::Member(0);
+        let cpu_device = Worker::Member(1);
+        let workers = [gpu, cpu_device, Worker::Latency];
+        // Speeds beside each other: the GPU 1.9, PoCL 0.8, the latency threads 1.2.
+        let rate = |w: Worker| match w {
+            Worker::Member(0) => 1.9,
+            Worker::Member(_) => 0.8,
+            Worker::Latency => 1.2,
+        };
+        let mut r = SetRates::default();
+        assert_eq!(r.plan(&workers, rate), None, "together first");
+        r.record(None, 2.3);
+        assert_eq!(r.plan(&workers, rate), Some(gpu), "the fastest alone next");
+        r.record(Some(gpu), 6.0);
+        // PoCL (0.8 · 2 < 6) and the latency threads (1.2 · 2 < 6) cannot win: not tried.
+        assert_eq!(r.plan(&workers, rate), Some(gpu), "the GPU alone is kept");
+        let mut close = SetRates::default();
+        close.record(None, 2.3);
+        close.record(Some(gpu), 2.0);
+        assert_eq!(
+            close.plan(&workers, rate),
+            Some(Worker::Latency),
+            "the latency threads alone could still win (1.2 · 2 > 2.3)"
+        );
+        close.record(Some(Worker::Latency), 2.35);
+        assert_eq!(close.plan(&workers, rate), None, "within 3 %: together");
+        assert_eq!(SetRates::default().plan(&[gpu], rate), None, "one worker");
+    }
 }
