@@ -266,7 +266,15 @@ impl Bench<'_> {
                     continue;
                 };
                 if c == Cooperation::ByAmount {
-                    self.selector_for(*r).select_using(data, &cut, k, m, c, s)?;
+                    // A device set tries each group of workers that could win once before it
+                    // settles: those trials stay out of the timings too.
+                    for _ in 0..16 {
+                        let (_, stats) =
+                            self.selector_for(*r).select_using(data, &cut, k, m, c, s)?;
+                        if !stats.exploring {
+                            break;
+                        }
+                    }
                 } else {
                     self.selector
                         .select_using(&warm, &Sublists::Equal(k), k, m, c, s)?;
@@ -372,6 +380,7 @@ impl Bench<'_> {
                         })).collect::<Vec<_>>()
                     }),
                     "redone_sublists": r.stats.as_ref().map(|s| s.redone_sublists),
+                    "exploring": r.stats.as_ref().map(|s| s.exploring),
                 });
                 println!("{line}");
             }

@@ -3,7 +3,7 @@
 //! member has, in GpuOnly and Cooperative, every strategy; answers against
 //! `select_nth_unstable`; a member failing mid-call.
 
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, PoolOptions, Runtime, Transport};
@@ -23,16 +23,25 @@ fn two_pocl_devices() {
     });
 }
 
-/// Every device that has `transport`, each opened with it.
+/// Every device that has `transport`, each opened with it; one set per transport for the
+/// whole process, never released (PoCL 5.0 aborts in `pocl_release_dlhandle_cache` when
+/// two of its contexts are released at once, as tests ending together would).
 fn set_with(transport: Transport) -> DeviceSet {
+    static SETS: Mutex<Vec<(Transport, DeviceSet)>> = Mutex::new(Vec::new());
     two_pocl_devices();
+    let mut sets = SETS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, set)) = sets.iter().find(|(t, _)| *t == transport) {
+        return set.clone();
+    }
     let members: Vec<Runtime> = DeviceSet::choose(Some("all"))
         .expect("devices")
         .into_iter()
         .filter(|p| Transport::candidates(p).is_ok_and(|c| c.contains(&transport)))
         .map(|p| Runtime::open(p, Some(transport), Some(Duration::from_secs(120))).expect("open"))
         .collect();
-    DeviceSet::from_runtimes(members).expect("a device with the transport")
+    let set = DeviceSet::from_runtimes(members).expect("a device with the transport");
+    sets.push((transport, set.clone()));
+    set
 }
 
 fn transports() -> Vec<Transport> {

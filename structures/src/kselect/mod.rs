@@ -261,6 +261,9 @@ pub struct SelectStats {
     /// Sub-lists a failed member of a device set had claimed but not answered, selected
     /// again by the workers left.
     pub redone_sublists: usize,
+    /// Whether a device set ran this call with a group of workers it had not measured yet
+    /// for this shape (it tries each group that could win once, then keeps the fastest).
+    pub exploring: bool,
 }
 
 impl SelectStats {

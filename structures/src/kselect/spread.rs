@@ -11,11 +11,11 @@
 //! the counter always empties.
 //!
 //! **Refined call after call.** Speeds are learned per member and sub-list length. The first
-//! call with a length runs everyone together; the next ones run, one call each, every worker
-//! alone that could win (`SetRates::plan`); later calls keep the fastest (together unless a
-//! worker alone was more than 3 % faster: the members share host cores and memory
-//! bandwidth for staging, so together can lose; on the H200 machine PoCL's kernels on all
-//! 16 cores slow NVIDIA's staging copies more than PoCL adds).
+//! call with a length runs everyone together; the next ones try, one call each, the smaller
+//! groups that could win (each worker alone, all but one: `SetRates::plan`); later calls
+//! keep the fastest group. The members share host cores and memory bandwidth for staging,
+//! so together can lose: on the H200 machine PoCL's kernels on all 16 cores slow NVIDIA's
+//! staging copies more than PoCL adds. [`SelectStats::exploring`] marks the trial calls.
 //!
 //! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout):
 //! its claims stop, the others empty the counter, and the sub-lists it had claimed but not
@@ -89,52 +89,60 @@ enum Worker {
     Latency,
 }
 
-/// Whole-call speeds of one sub-list length and mode (keys per second; 0: not measured).
+/// Whole-call speeds of one sub-list length and mode, per group of workers tried (keys per
+/// second).
 #[derive(Clone, Debug, Default)]
 pub(super) struct SetRates {
-    /// Every worker together.
-    together: f64,
-    /// One worker alone, for those tried.
-    alone: Vec<(Worker, f64)>,
+    tried: Vec<(Vec<Worker>, f64)>,
 }
 
 impl SetRates {
-    /// Who runs the next call: together first; then, one call each, every worker alone that
-    /// could be worth it (its speed measured beside the others, doubled, beats the best
-    /// whole-call speed so far: sharing host cores and memory bandwidth can halve a worker,
-    /// but a worker at a third of the best will not win alone), fastest first; then the
-    /// fastest measured, together unless a worker alone beat it by more than 3 %. `None`:
-    /// together.
-    fn plan(&self, workers: &[Worker], rate: impl Fn(Worker) -> f64) -> Option<Worker> {
-        if self.together == 0.0 || workers.len() < 2 {
-            return None;
+    /// The workers of the next call: every worker together first; then, one call each, the
+    /// groups that could win, best guess first: each worker alone and (with three or more)
+    /// all but one, a group's guess the sum of its workers' speeds measured so far; then
+    /// the fastest group measured (a smaller group only when more than 3 % faster). A group
+    /// is left untried when three times its guess is below the best measured: a worker
+    /// measured beside the others can be much slower than alone (the members share host
+    /// cores and memory bandwidth; on the H200 machine PoCL's kernels on all 16 cores cut
+    /// NVIDIA's staging to a third), but not by 3x across a whole group. Returns the group
+    /// and whether it is being tried (not yet measured).
+    fn plan(&self, workers: &[Worker], rate: impl Fn(Worker) -> f64) -> (Vec<Worker>, bool) {
+        let all = workers.to_vec();
+        let measured = |g: &[Worker]| self.tried.iter().find(|(t, _)| t == g).map(|(_, r)| *r);
+        let Some(together) = measured(&all) else {
+            return (all, workers.len() > 1);
+        };
+        let mut groups: Vec<Vec<Worker>> = workers.iter().map(|&w| vec![w]).collect();
+        if workers.len() >= 3 {
+            groups.extend((0..workers.len()).map(|skip| {
+                let mut g = all.clone();
+                g.remove(skip);
+                g
+            }));
         }
-        let tried = |w: Worker| self.alone.iter().find(|(a, _)| *a == w).map(|(_, r)| *r);
-        let best_alone = workers
+        let best = groups
             .iter()
-            .filter_map(|&w| tried(w).map(|r| (w, r)))
+            .filter_map(|g| measured(g).map(|r| (g, r)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        let best_known = best_alone.map_or(0.0, |(_, r)| r).max(self.together);
-        let untried = workers
+        let best_rate = best.map_or(0.0, |(_, r)| r).max(together);
+        let guess = |g: &[Worker]| g.iter().map(|&w| rate(w)).sum::<f64>();
+        if let Some(next) = groups
             .iter()
-            .copied()
-            .filter(|&w| tried(w).is_none() && 2.0 * rate(w) > best_known)
-            .max_by(|a, b| rate(*a).total_cmp(&rate(*b)));
-        if untried.is_some() {
-            return untried;
+            .filter(|g| measured(g).is_none() && 3.0 * guess(g) > best_rate)
+            .max_by(|a, b| guess(a).total_cmp(&guess(b)))
+        {
+            return (next.clone(), true);
         }
-        best_alone
-            .filter(|(_, r)| *r > self.together * 1.03)
-            .map(|(w, _)| w)
+        match best {
+            Some((g, r)) if r > together * 1.03 => (g.clone(), false),
+            _ => (all, false),
+        }
     }
 
-    fn record(&mut self, alone: Option<Worker>, rate: f64) {
-        match alone {
-            None => self.together = rate,
-            Some(w) => match self.alone.iter_mut().find(|(a, _)| *a == w) {
-                Some(slot) => slot.1 = rate,
-                None => self.alone.push((w, rate)),
-            },
+    fn record(&mut self, group: &[Worker], rate: f64) {
+        match self.tried.iter_mut().find(|(t, _)| t == group) {
+            Some(slot) => slot.1 = rate,
+            None => self.tried.push((group.to_vec(), rate)),
         }
     }
 }
@@ -249,31 +257,30 @@ impl KSelector {
             .lock()
             .map(|p| p.get(&plan_key).cloned().unwrap_or_default())
             .unwrap_or_default();
-        let alone = rates.plan(&workers, |w| self.worker_rate(key, w));
+        let (group, exploring) = rates.plan(&workers, |w| self.worker_rate(key, w));
+        stats.exploring = exploring;
         let started = Instant::now();
-        let failures = match alone {
-            Some(Worker::Latency) => {
-                // Every latency thread, as CpuOnly runs them (sharing long sub-lists too).
-                let before = stats.cpu_sublists;
-                self.run_alone(job, super::CoopPlan::CpuAlone, key, stats)?;
-                let share = WorkerShare {
-                    worker: LATENCY.into(),
-                    sublists: stats.cpu_sublists - before,
-                    keys: job.data.len(),
-                    busy_s: started.elapsed().as_secs_f64(),
-                    ..Default::default()
-                };
-                stats.cpu_sublists = before;
-                book(stats, Worker::Latency, share, None);
-                0
-            }
-            Some(w) => self.spread_over(job, &[w], key, stats)?,
-            None => self.spread_over(job, &workers, key, stats)?,
+        let failures = if group == [Worker::Latency] {
+            // Every latency thread, as CpuOnly runs them (sharing long sub-lists too).
+            let before = stats.cpu_sublists;
+            self.run_alone(job, super::CoopPlan::CpuAlone, key, stats)?;
+            let share = WorkerShare {
+                worker: LATENCY.into(),
+                sublists: stats.cpu_sublists - before,
+                keys: job.data.len(),
+                busy_s: started.elapsed().as_secs_f64(),
+                ..Default::default()
+            };
+            stats.cpu_sublists = before;
+            book(stats, Worker::Latency, share, None);
+            0
+        } else {
+            self.spread_over(job, &group, key, stats)?
         };
         let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
         if failures == 0 {
             if let Ok(mut plans) = self.set_plans.lock() {
-                plans.entry(plan_key).or_default().record(alone, rate);
+                plans.entry(plan_key).or_default().record(&group, rate);
             }
         }
         Ok(())
@@ -599,36 +606,58 @@ fn undone_runs<K>(job: &Job<'_, K>) -> Vec<std::ops::Range<usize>> {
 mod tests {
     use super::{SetRates, Worker};
 
-    /// Together first; then each worker alone that could win, fastest first; a worker far
-    /// below the best is never tried; then the fastest measured.
+    /// Together first; then each group that could win, best guess first (alone, and all but
+    /// one); a group far below the best is never tried; then the fastest measured.
     #[test]
-    fn the_set_tries_each_plausible_worker_alone_once_then_keeps_the_fastest() {
+    fn the_set_tries_each_group_that_could_win_once_then_keeps_the_fastest() {
         let gpu = Worker::Member(0);
-        let cpu_device = Worker::Member(1);
-        let workers = [gpu, cpu_device, Worker::Latency];
-        // Speeds beside each other: the GPU 1.9, PoCL 0.8, the latency threads 1.2.
+        let pocl = Worker::Member(1);
+        let cpu = Worker::Latency;
+        let workers = [gpu, pocl, cpu];
+        // Speeds measured beside each other: the GPU 1.9, PoCL 0.3, the latency threads 1.2.
         let rate = |w: Worker| match w {
             Worker::Member(0) => 1.9,
-            Worker::Member(_) => 0.8,
+            Worker::Member(_) => 0.3,
             Worker::Latency => 1.2,
         };
         let mut r = SetRates::default();
-        assert_eq!(r.plan(&workers, rate), None, "together first");
-        r.record(None, 2.3);
-        assert_eq!(r.plan(&workers, rate), Some(gpu), "the fastest alone next");
-        r.record(Some(gpu), 6.0);
-        // PoCL (0.8 · 2 < 6) and the latency threads (1.2 · 2 < 6) cannot win: not tried.
-        assert_eq!(r.plan(&workers, rate), Some(gpu), "the GPU alone is kept");
+        assert_eq!(
+            r.plan(&workers, rate),
+            (workers.to_vec(), true),
+            "together first"
+        );
+        r.record(&workers, 2.3);
+        assert_eq!(
+            r.plan(&workers, rate),
+            (vec![gpu, cpu], true),
+            "best guess: 3.1"
+        );
+        r.record(&[gpu, cpu], 2.5);
+        assert_eq!(r.plan(&workers, rate), (vec![gpu, pocl], true), "2.2");
+        r.record(&[gpu, pocl], 2.4);
+        assert_eq!(r.plan(&workers, rate), (vec![gpu], true), "1.9");
+        r.record(&[gpu], 6.0);
+        // Every other group's guess, tripled, is below 6: not tried.
+        assert_eq!(
+            r.plan(&workers, rate),
+            (vec![gpu], false),
+            "the GPU alone kept"
+        );
         let mut close = SetRates::default();
-        close.record(None, 2.3);
-        close.record(Some(gpu), 2.0);
+        close.record(&workers, 3.0);
+        close.record(&[gpu, cpu], 2.0);
+        close.record(&[gpu], 2.0);
+        close.record(&[cpu], 3.05);
+        close.record(&[gpu, pocl], 1.0);
+        // PoCL alone: 0.9 < 3.05; PoCL with the CPU: 4.5 > 3.05, tried.
+        assert_eq!(close.plan(&workers, rate), (vec![pocl, cpu], true));
+        close.record(&[pocl, cpu], 1.0);
         assert_eq!(
             close.plan(&workers, rate),
-            Some(Worker::Latency),
-            "the latency threads alone could still win (1.2 · 2 > 2.3)"
+            (workers.to_vec(), false),
+            "the latency threads within 3 %: together"
         );
-        close.record(Some(Worker::Latency), 2.35);
-        assert_eq!(close.plan(&workers, rate), None, "within 3 %: together");
-        assert_eq!(SetRates::default().plan(&[gpu], rate), None, "one worker");
+        let one = [gpu];
+        assert_eq!(SetRates::default().plan(&one, rate), (vec![gpu], false));
     }
 }
