@@ -268,7 +268,7 @@ impl Bench<'_> {
                 if c == Cooperation::ByAmount {
                     // A device set tries each group of workers that could win once before it
                     // settles: those trials stay out of the timings too.
-                    for _ in 0..16 {
+                    for _ in 0..20 {
                         let (_, stats) =
                             self.selector_for(*r).select_using(data, &cut, k, m, c, s)?;
                         if !stats.exploring {

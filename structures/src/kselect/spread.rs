@@ -93,14 +93,17 @@ enum Worker {
 /// second).
 #[derive(Clone, Debug, Default)]
 pub(super) struct SetRates {
-    tried: Vec<(Vec<Worker>, f64)>,
+    /// Each group tried: its latest speed and how many calls it ran.
+    tried: Vec<(Vec<Worker>, f64, u32)>,
 }
 
 impl SetRates {
     /// The workers of the next call: every worker together first; then, one call each, the
     /// groups that could win, best guess first: each worker alone and (with three or more)
     /// all but one, a group's guess the sum of its workers' speeds measured so far; then
-    /// the fastest group measured (a smaller group only when more than 3 % faster). A group
+    /// the fastest group measured (a smaller group only when more than 3 % faster). A group's
+    /// first call only warms it (its members size their staging buffers for its claims, which
+    /// can cost more than the call): a group counts as measured after its second. A group
     /// is left untried when three times its guess is below the best measured: a worker
     /// measured beside the others can be much slower than alone (the members share host
     /// cores and memory bandwidth; on the H200 machine PoCL's kernels on all 16 cores cut
@@ -108,7 +111,12 @@ impl SetRates {
     /// and whether it is being tried (not yet measured).
     fn plan(&self, workers: &[Worker], rate: impl Fn(Worker) -> f64) -> (Vec<Worker>, bool) {
         let all = workers.to_vec();
-        let measured = |g: &[Worker]| self.tried.iter().find(|(t, _)| t == g).map(|(_, r)| *r);
+        let measured = |g: &[Worker]| {
+            self.tried
+                .iter()
+                .find(|(t, _, calls)| t == g && *calls >= 2)
+                .map(|(_, r, _)| *r)
+        };
         let Some(together) = measured(&all) else {
             return (all, workers.len() > 1);
         };
@@ -140,9 +148,12 @@ impl SetRates {
     }
 
     fn record(&mut self, group: &[Worker], rate: f64) {
-        match self.tried.iter_mut().find(|(t, _)| t == group) {
-            Some(slot) => slot.1 = rate,
-            None => self.tried.push((group.to_vec(), rate)),
+        match self.tried.iter_mut().find(|(t, _, _)| t == group) {
+            Some(slot) => {
+                slot.1 = rate;
+                slot.2 += 1;
+            }
+            None => self.tried.push((group.to_vec(), rate, 1)),
         }
     }
 }
@@ -621,22 +632,27 @@ mod tests {
             Worker::Latency => 1.2,
         };
         let mut r = SetRates::default();
+        // A group counts as measured after its second call.
+        let measure = |r: &mut SetRates, g: &[Worker], rate: f64| {
+            r.record(g, 0.1);
+            r.record(g, rate);
+        };
         assert_eq!(
             r.plan(&workers, rate),
             (workers.to_vec(), true),
             "together first"
         );
-        r.record(&workers, 2.3);
+        measure(&mut r, &workers, 2.3);
         assert_eq!(
             r.plan(&workers, rate),
             (vec![gpu, cpu], true),
             "best guess: 3.1"
         );
-        r.record(&[gpu, cpu], 2.5);
+        measure(&mut r, &[gpu, cpu], 2.5);
         assert_eq!(r.plan(&workers, rate), (vec![gpu, pocl], true), "2.2");
-        r.record(&[gpu, pocl], 2.4);
+        measure(&mut r, &[gpu, pocl], 2.4);
         assert_eq!(r.plan(&workers, rate), (vec![gpu], true), "1.9");
-        r.record(&[gpu], 6.0);
+        measure(&mut r, &[gpu], 6.0);
         // Every other group's guess, tripled, is below 6: not tried.
         assert_eq!(
             r.plan(&workers, rate),
@@ -644,14 +660,14 @@ mod tests {
             "the GPU alone kept"
         );
         let mut close = SetRates::default();
-        close.record(&workers, 3.0);
-        close.record(&[gpu, cpu], 2.0);
-        close.record(&[gpu], 2.0);
-        close.record(&[cpu], 3.05);
-        close.record(&[gpu, pocl], 1.0);
+        measure(&mut close, &workers, 3.0);
+        measure(&mut close, &[gpu, cpu], 2.0);
+        measure(&mut close, &[gpu], 2.0);
+        measure(&mut close, &[cpu], 3.05);
+        measure(&mut close, &[gpu, pocl], 1.0);
         // PoCL alone: 0.9 < 3.05; PoCL with the CPU: 4.5 > 3.05, tried.
         assert_eq!(close.plan(&workers, rate), (vec![pocl, cpu], true));
-        close.record(&[pocl, cpu], 1.0);
+        measure(&mut close, &[pocl, cpu], 1.0);
         assert_eq!(
             close.plan(&workers, rate),
             (workers.to_vec(), false),
