@@ -11,10 +11,10 @@
 //! the counter always empties.
 //!
 //! **Refined call after call.** Speeds are learned per member and sub-list length. The first
-//! call with a length runs everyone together; the next ones try, one call each, the smaller
-//! groups that could win (each worker alone, all but one: `SetRates::plan`); later calls
-//! keep the fastest group. The members share host cores and memory bandwidth for staging,
-//! so together can lose: on the H200 machine PoCL's kernels on all 16 cores slow NVIDIA's
+//! calls with a length run everyone together; the next ones try, two calls each, each worker
+//! alone and the groups of all but one that could win (`SetRates::plan`); later calls keep
+//! the fastest group. The members share host cores and memory bandwidth for staging, so
+//! together can lose: on the H200 machine PoCL's kernels on all 16 cores slow NVIDIA's
 //! staging copies more than PoCL adds. [`SelectStats::exploring`] marks the trial calls.
 //!
 //! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout):
@@ -98,17 +98,17 @@ pub(super) struct SetRates {
 }
 
 impl SetRates {
-    /// The workers of the next call: every worker together first; then, one call each, the
-    /// groups that could win, best guess first: each worker alone and (with three or more)
-    /// all but one, a group's guess the sum of its workers' speeds measured so far; then
-    /// the fastest group measured (a smaller group only when more than 3 % faster). A group's
-    /// first call only warms it (its members size their staging buffers for its claims, which
-    /// can cost more than the call): a group counts as measured after its second. A group
-    /// is left untried when three times its guess is below the best measured: a worker
-    /// measured beside the others can be much slower than alone (the members share host
-    /// cores and memory bandwidth; on the H200 machine PoCL's kernels on all 16 cores cut
-    /// NVIDIA's staging to a third), but not by 3x across a whole group. Returns the group
-    /// and whether it is being tried (not yet measured).
+    /// The workers of the next call: every worker together first; then each worker alone,
+    /// one call each, best guess first (`rate`: speeds measured beside the others); then,
+    /// with three or more, each group of all but one whose bound (the sum of its workers'
+    /// speeds alone: sharing host cores and memory bandwidth only takes away) beats the best
+    /// measured; then the fastest group measured, every worker together unless another group
+    /// was more than 3 % faster. Speeds beside the others only order the trials: they can
+    /// be far below a worker's speed alone (on the H200 machine PoCL's kernels on all 16
+    /// cores cut NVIDIA's staging to a third or less). A group's first call only warms it
+    /// (its members size their staging buffers for its claims, which can cost more than the
+    /// call): a group counts as measured after its second. Returns the group and whether it
+    /// is being tried (not yet measured).
     fn plan(&self, workers: &[Worker], rate: impl Fn(Worker) -> f64) -> (Vec<Worker>, bool) {
         let all = workers.to_vec();
         let measured = |g: &[Worker]| {
@@ -120,6 +120,16 @@ impl SetRates {
         let Some(together) = measured(&all) else {
             return (all, workers.len() > 1);
         };
+        if workers.len() < 2 {
+            return (all, false);
+        }
+        if let Some(&w) = workers
+            .iter()
+            .filter(|&&w| measured(&[w]).is_none())
+            .max_by(|a, b| rate(**a).total_cmp(&rate(**b)))
+        {
+            return (vec![w], true);
+        }
         let mut groups: Vec<Vec<Worker>> = workers.iter().map(|&w| vec![w]).collect();
         if workers.len() >= 3 {
             groups.extend((0..workers.len()).map(|skip| {
@@ -133,11 +143,11 @@ impl SetRates {
             .filter_map(|g| measured(g).map(|r| (g, r)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let best_rate = best.map_or(0.0, |(_, r)| r).max(together);
-        let guess = |g: &[Worker]| g.iter().map(|&w| rate(w)).sum::<f64>();
+        let bound = |g: &[Worker]| g.iter().filter_map(|&w| measured(&[w])).sum::<f64>();
         if let Some(next) = groups
             .iter()
-            .filter(|g| measured(g).is_none() && 3.0 * guess(g) > best_rate)
-            .max_by(|a, b| guess(a).total_cmp(&guess(b)))
+            .filter(|g| measured(g).is_none() && bound(g) > best_rate * 1.03)
+            .max_by(|a, b| bound(a).total_cmp(&bound(b)))
         {
             return (next.clone(), true);
         }
@@ -617,63 +627,69 @@ fn undone_runs<K>(job: &Job<'_, K>) -> Vec<std::ops::Range<usize>> {
 mod tests {
     use super::{SetRates, Worker};
 
-    /// Together first; then each group that could win, best guess first (alone, and all but
-    /// one); a group far below the best is never tried; then the fastest measured.
+    /// Together first; then each worker alone, best guess first; then each all-but-one
+    /// group whose bound (its workers' speeds alone, summed) beats the best; then the
+    /// fastest measured.
     #[test]
-    fn the_set_tries_each_group_that_could_win_once_then_keeps_the_fastest() {
+    fn the_set_tries_each_worker_alone_and_each_group_that_could_win_then_keeps_the_fastest() {
         let gpu = Worker::Member(0);
         let pocl = Worker::Member(1);
         let cpu = Worker::Latency;
         let workers = [gpu, pocl, cpu];
-        // Speeds measured beside each other: the GPU 1.9, PoCL 0.3, the latency threads 1.2.
+        // Speeds measured beside each other (they only order the trials).
         let rate = |w: Worker| match w {
-            Worker::Member(0) => 1.9,
-            Worker::Member(_) => 0.3,
+            Worker::Member(0) => 0.2,
+            Worker::Member(_) => 0.5,
             Worker::Latency => 1.2,
         };
-        let mut r = SetRates::default();
         // A group counts as measured after its second call.
         let measure = |r: &mut SetRates, g: &[Worker], rate: f64| {
             r.record(g, 0.1);
+            assert!(r.plan(&workers, |_| 1.0).1, "one call is not a measurement");
             r.record(g, rate);
         };
-        assert_eq!(
-            r.plan(&workers, rate),
-            (workers.to_vec(), true),
-            "together first"
-        );
+        let mut r = SetRates::default();
+        assert_eq!(r.plan(&workers, rate), (workers.to_vec(), true));
         measure(&mut r, &workers, 2.3);
         assert_eq!(
             r.plan(&workers, rate),
-            (vec![gpu, cpu], true),
-            "best guess: 3.1"
+            (vec![cpu], true),
+            "best guess first"
         );
-        measure(&mut r, &[gpu, cpu], 2.5);
-        assert_eq!(r.plan(&workers, rate), (vec![gpu, pocl], true), "2.2");
-        measure(&mut r, &[gpu, pocl], 2.4);
-        assert_eq!(r.plan(&workers, rate), (vec![gpu], true), "1.9");
+        measure(&mut r, &[cpu], 3.0);
+        assert_eq!(r.plan(&workers, rate), (vec![pocl], true));
+        measure(&mut r, &[pocl], 1.0);
+        assert_eq!(
+            r.plan(&workers, rate),
+            (vec![gpu], true),
+            "even at 0.2 beside them"
+        );
         measure(&mut r, &[gpu], 6.0);
-        // Every other group's guess, tripled, is below 6: not tried.
+        // Bounds: gpu+cpu 9, gpu+pocl 7, pocl+cpu 4 (< 6: never tried).
+        assert_eq!(r.plan(&workers, rate), (vec![gpu, cpu], true));
+        measure(&mut r, &[gpu, cpu], 5.0);
+        assert_eq!(r.plan(&workers, rate), (vec![gpu, pocl], true));
+        measure(&mut r, &[gpu, pocl], 4.0);
         assert_eq!(
             r.plan(&workers, rate),
             (vec![gpu], false),
             "the GPU alone kept"
         );
+        // Within 3 % of together: together.
         let mut close = SetRates::default();
+        measure(&mut close, &[gpu, pocl], 1.0);
+        for (w, speed) in [(gpu, 1.0), (pocl, 1.0), (cpu, 3.05)] {
+            measure(&mut close, &[w], speed);
+        }
         measure(&mut close, &workers, 3.0);
         measure(&mut close, &[gpu, cpu], 2.0);
-        measure(&mut close, &[gpu], 2.0);
-        measure(&mut close, &[cpu], 3.05);
-        measure(&mut close, &[gpu, pocl], 1.0);
-        // PoCL alone: 0.9 < 3.05; PoCL with the CPU: 4.5 > 3.05, tried.
-        assert_eq!(close.plan(&workers, rate), (vec![pocl, cpu], true));
-        measure(&mut close, &[pocl, cpu], 1.0);
         assert_eq!(
             close.plan(&workers, rate),
-            (workers.to_vec(), false),
-            "the latency threads within 3 %: together"
+            (vec![pocl, cpu], true),
+            "4.05 > 3.05"
         );
-        let one = [gpu];
-        assert_eq!(SetRates::default().plan(&one, rate), (vec![gpu], false));
+        measure(&mut close, &[pocl, cpu], 1.0);
+        assert_eq!(close.plan(&workers, rate), (workers.to_vec(), false));
+        assert_eq!(SetRates::default().plan(&[gpu], rate), (vec![gpu], false));
     }
 }
