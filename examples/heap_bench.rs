@@ -15,6 +15,11 @@
 //! gpu:bu) and with bulk calls (gpu:auto: an insert or delete of a large share of the heap
 //! rebuilds it by one device sort). `--preload N --mode gpu` calls on a heap holding N keys.
 //!
+//! `--device all` (or a list such as `nvidia,portable`) adds, for insert-all/delete-all with
+//! bulk calls, each device alone (rows gpu@0:auto, gpu@1:auto, …) and the heap spread over
+//! them all (gpu-set:auto: each device sorts its share, the host merges); the other gpu rows
+//! run on the first device.
+//!
 //! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
 //! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
 //! keys and the small inserts from a host-side top without a launch.
@@ -24,10 +29,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result, Runtime};
 use asym::structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
+    SpreadHeap,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -54,7 +60,8 @@ struct Args {
     #[arg(long, default_value = "cpu")]
     mode: String,
     /// OpenCL device for gpu mode: part of its platform or device name (default: ASYM_DEVICE,
-    /// else the first GPU, else the first CPU device).
+    /// else the first GPU, else the first CPU device); `all` or a comma-separated list for
+    /// several (rows gpu@i:auto and gpu-set:auto).
     #[arg(long)]
     device: Option<String>,
     /// Work-groups per launch in gpu mode, comma-separated for a sweep (default: twice the
@@ -122,7 +129,7 @@ struct Row {
 }
 
 /// A key type of the gpu rows (`--key`): random u32 keys map to it bit for bit.
-trait BenchKey: DeviceHeapKey + Ord {
+trait BenchKey: DeviceHeapKey + Ord + Sync {
     fn from_u32(k: u32) -> Self;
 }
 
@@ -500,6 +507,77 @@ fn peer_rows(keys: &[u32], pattern: &'static str, batch: usize) -> Result<Vec<Ro
     Ok(rows)
 }
 
+/// Insert all, then delete all, with bulk calls: on each device of `set` alone (rows
+/// gpu@i:auto) and on the heap spread over them all (gpu-set:auto), after two untimed calls
+/// that build the programs and measure the members' speeds for the split.
+fn set_rows<T: BenchKey>(
+    set: &DeviceSet,
+    batch: usize,
+    pattern: &'static str,
+    keys: &[u32],
+) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (i, rt) in set.members().iter().enumerate() {
+        let run = gpu_row::<T>(
+            rt,
+            batch,
+            (None, None),
+            InsertDirection::TopDown,
+            BulkPolicy::Auto,
+            keys,
+            &[],
+        )?;
+        rows.push(Row {
+            mode: format!("gpu@{i}:auto"),
+            pattern,
+            batch,
+            threads: run.shape.0,
+            work_group: Some(run.shape.1),
+            insert_ms: run.insert_ms,
+            delete_ms: run.delete_ms,
+            verified: run.verified,
+            device_stats: Some(json!({ "device": rt.profile().label(), "heap": run.stats })),
+        });
+    }
+    let config = DeviceHeapConfig {
+        initial_nodes: keys.len() / batch + 2,
+        ..DeviceHeapConfig::new(batch)
+    };
+    let heap = SpreadHeap::<T>::new(set, &config)?;
+    let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
+    for _ in 0..2 {
+        heap.insert(&keys)?;
+        heap.delete_min(keys.len())?;
+    }
+    let t = Instant::now();
+    heap.insert(&keys)?;
+    let insert_ms = t.elapsed().as_secs_f64() * 1e3;
+    let shares = heap.members();
+    let t = Instant::now();
+    let out = heap.delete_min(keys.len())?;
+    let delete_ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut want = keys;
+    want.par_sort_unstable();
+    rows.push(Row {
+        mode: "gpu-set:auto".into(),
+        pattern,
+        batch,
+        threads: set.len(),
+        work_group: Some(0),
+        insert_ms,
+        delete_ms,
+        verified: out == want && heap.is_empty(),
+        device_stats: Some(json!({
+            "members": shares.iter().map(|m| json!({
+                "device": m.device, "keys": m.len, "share": m.len as f64 / want.len().max(1) as f64,
+                "insert_ms": m.busy_s * 1e3, "keys_per_s": m.keys_per_s,
+            })).collect::<Vec<_>>(),
+            "delete_ms": heap.members().iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
+        })),
+    });
+    Ok(rows)
+}
+
 /// What the flags ask for, checked.
 struct Plan {
     batches: Vec<usize>,
@@ -636,6 +714,8 @@ struct Runner<'a> {
     plan: Plan,
     pool: LatencyPool,
     rt: Option<Runtime>,
+    /// The devices `--device` named, when it named several.
+    set: Option<DeviceSet>,
 }
 
 impl Runner<'_> {
@@ -797,6 +877,15 @@ impl Runner<'_> {
                 });
             }
         }
+        if let Some(set) = self.set.as_ref().filter(|_| {
+            plan.use_gpu && preload.is_empty() && plan.bulk_policies.contains(&BulkPolicy::Auto)
+        }) {
+            rows.extend(if self.args.key == "i32" {
+                set_rows::<i32>(set, batch, pattern, keys)?
+            } else {
+                set_rows::<u32>(set, batch, pattern, keys)?
+            });
+        }
         if !self.args.no_peers {
             rows.extend(peer_rows(keys, pattern, batch)?);
         }
@@ -892,16 +981,18 @@ fn coop_row(heap: &CooperativeHeap<u32>) -> String {
 fn run(args: &Args) -> Result<bool> {
     let plan = Plan::new(args)?;
     let pool = LatencyPool::with_threads(args.threads)?;
-    let rt = if plan.use_gpu || plan.use_coop {
-        Some(Runtime::on_device(args.device.as_deref())?)
+    let set = if plan.use_gpu || plan.use_coop {
+        Some(DeviceSet::open(args.device.as_deref())?)
     } else {
         None
     };
+    let rt = set.as_ref().and_then(|s| s.members().first().cloned());
     let runner = Runner {
         args,
         plan,
         pool,
         rt,
+        set: set.filter(|s| s.len() > 1),
     };
     let plan = &runner.plan;
     let mut rows = Vec::new();

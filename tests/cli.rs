@@ -1149,3 +1149,95 @@ fn rbtree_runs_checks_and_reads_files() {
         let _ = std::fs::remove_file(p);
     }
 }
+
+/// A device set on the command line: PoCL asked for two devices, `--device all` spreads
+/// batch k-selection and the heap's bulk sort over both, runs each alone beside the set, and
+/// reports every worker's share; a list naming a device twice is a usage error.
+#[test]
+fn device_sets_spread_verify_and_report_shares() {
+    // Unless the caller chose: PoCL 5.0 aborts with two of its devices (tests/common).
+    let pocl = std::env::var("POCL_DEVICES").unwrap_or_else(|_| "pthread pthread".into());
+    let env = [("POCL_DEVICES", pocl.as_str())];
+    let (code, out, err) = run_with_env(
+        "batch_kselect",
+        &[
+            "--device",
+            "all",
+            "--total-log2",
+            "18",
+            "--sublist",
+            "1024",
+            "--mode",
+            "gpu,coop",
+            "--strategy",
+            "radix",
+            "--no-peers",
+            "--json",
+        ],
+        &env,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let rows = json_rows(&out);
+    let members = rows.iter().filter(|r| r["member"].is_number()).count();
+    assert!(members >= 1, "{out}");
+    for r in &rows {
+        assert_eq!(r["verified"], true, "{r}");
+        if r["mode"] == "gpu:radix" || r["mode"] == "coop:radix" {
+            let workers = r["workers"]
+                .as_array()
+                .expect("a set row reports its workers");
+            let sublists: u64 = workers
+                .iter()
+                .map(|w| w["sublists"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sublists, 256, "{r}");
+            assert_eq!(r["exploring"], false, "the warm-up runs the trials: {r}");
+        }
+    }
+    if members >= 2 {
+        let (code, out, err) = run_with_env(
+            "heap_bench",
+            &[
+                "--device",
+                "all",
+                "--mode",
+                "gpu",
+                "--bulk",
+                "auto",
+                "--keys-log2",
+                "16",
+                "--batch",
+                "256",
+                "--pattern",
+                "random",
+                "--no-peers",
+                "--json",
+            ],
+            &env,
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let rows = json_rows(&out);
+        let set = rows
+            .iter()
+            .find(|r| r["mode"] == "gpu-set:auto")
+            .unwrap_or_else(|| panic!("a gpu-set row: {out}"));
+        assert_eq!(set["verified"], true, "{set}");
+        assert_eq!(
+            set["device_stats"]["members"].as_array().unwrap().len(),
+            members
+        );
+        assert!(rows.iter().any(|r| r["mode"] == "gpu@1:auto"), "{out}");
+    }
+    let (code, _, err) = run_with_env(
+        "batch_kselect",
+        &[
+            "--device",
+            "pthread,pthread,pthread,pthread,pthread",
+            "--mode",
+            "gpu",
+        ],
+        &env,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("after the devices taken before it"), "{err}");
+}

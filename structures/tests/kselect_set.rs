@@ -3,54 +3,11 @@
 //! member has, in GpuOnly and Cooperative, every strategy; answers against
 //! `select_nth_unstable`; a member failing mid-call.
 
-use std::sync::{Mutex, Once};
-use std::time::Duration;
-
-use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, PoolOptions, Runtime, Transport};
+use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, PoolOptions, Transport};
 use asym_structures::{Cooperation, KSelector, Key, SelectStats, Strategy, Sublists};
 use rand::{Rng, SeedableRng};
 
 mod common;
-
-/// PoCL lists as many devices as `POCL_DEVICES` names; two make a set on a one-device
-/// machine. Set once, before this process's first OpenCL call, unless already set: PoCL 5.0
-/// (the GPU machine's) aborts in `pocl_release_dlhandle_cache` when two of its devices in
-/// one process release programs of the same source, so there the tests run with
-/// `POCL_DEVICES=pthread` and the set is PoCL + NVIDIA.
-fn two_pocl_devices() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        if std::env::var_os("POCL_DEVICES").is_none() {
-            std::env::set_var("POCL_DEVICES", "pthread pthread");
-        }
-    });
-}
-
-/// Every device that has `transport`, each opened with it; one set per transport for the
-/// whole process, never released (PoCL 5.0 aborts in `pocl_release_dlhandle_cache` when
-/// two of its contexts are released at once, as tests ending together would).
-fn set_with(transport: Transport) -> DeviceSet {
-    static SETS: Mutex<Vec<(Transport, DeviceSet)>> = Mutex::new(Vec::new());
-    two_pocl_devices();
-    let mut sets = SETS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, set)) = sets.iter().find(|(t, _)| *t == transport) {
-        return set.clone();
-    }
-    let members: Vec<Runtime> = DeviceSet::choose(Some("all"))
-        .expect("devices")
-        .into_iter()
-        .filter(|p| Transport::candidates(p).is_ok_and(|c| c.contains(&transport)))
-        .map(|p| Runtime::open(p, Some(transport), Some(Duration::from_secs(120))).expect("open"))
-        .collect();
-    let set = DeviceSet::from_runtimes(members).expect("a device with the transport");
-    sets.push((transport, set.clone()));
-    set
-}
-
-fn transports() -> Vec<Transport> {
-    two_pocl_devices();
-    common::transports()
-}
 
 fn selector(set: &DeviceSet, strategy: Strategy) -> KSelector {
     let pool = LatencyPool::new(PoolOptions {
@@ -92,7 +49,7 @@ fn check<K: Key + std::fmt::Debug>(
 
 #[test]
 fn a_set_has_two_members_where_pocl_lists_two() {
-    let set = set_with(Transport::Coarse);
+    let set = common::device_set(Transport::Coarse);
     let pocl = set
         .members()
         .iter()
@@ -110,8 +67,8 @@ fn a_set_has_two_members_where_pocl_lists_two() {
 
 #[test]
 fn every_mode_and_strategy_matches_select_nth_on_each_transport() {
-    for transport in transports() {
-        let set = set_with(transport);
+    for transport in common::set_transports() {
+        let set = common::device_set(transport);
         for strategy in [Strategy::Heap, Strategy::Radix, Strategy::Auto] {
             let sel = selector(&set, strategy);
             for mode in [Mode::GpuOnly, Mode::Cooperative] {
@@ -167,7 +124,7 @@ fn every_mode_and_strategy_matches_select_nth_on_each_transport() {
 
 #[test]
 fn edge_cases_over_a_set() {
-    let set = set_with(Transport::Coarse);
+    let set = common::device_set(Transport::Coarse);
     let sel = selector(&set, Strategy::Auto);
     for mode in [Mode::GpuOnly, Mode::Cooperative] {
         // One sub-list; fewer sub-lists than members; all keys equal; k = 1 and k = length.
@@ -207,7 +164,7 @@ fn edge_cases_over_a_set() {
 
 #[test]
 fn a_member_failing_mid_call_leaves_its_sub_lists_to_the_others() {
-    let set = set_with(Transport::Coarse);
+    let set = common::device_set(Transport::Coarse);
     if set.len() < 2 {
         eprintln!("one device: nothing to fail over to");
         return;
@@ -256,7 +213,7 @@ fn a_member_failing_mid_call_leaves_its_sub_lists_to_the_others() {
 
 #[test]
 fn every_member_failing_is_an_error_on_the_device_alone_and_survived_with_the_cpu() {
-    let set = set_with(Transport::Coarse);
+    let set = common::device_set(Transport::Coarse);
     let data = keys(512 * 128, 6, 1 << 24);
     let cut = Sublists::Equal(128);
     let members = set.len();
@@ -298,7 +255,7 @@ fn every_member_failing_is_an_error_on_the_device_alone_and_survived_with_the_cp
 
 #[test]
 fn one_device_ways_of_cooperating_are_refused_over_a_set() {
-    let set = set_with(Transport::Coarse);
+    let set = common::device_set(Transport::Coarse);
     if set.len() < 2 {
         return;
     }

@@ -37,6 +37,7 @@ mod cooperative;
 mod device_batch_ops;
 mod device_heap;
 mod sequential;
+mod spread;
 
 use asym_runtime::Result;
 
@@ -49,6 +50,7 @@ pub use device_heap::{
     DeviceHeapStats, HeapOp, LaunchTrace,
 };
 pub use sequential::{GeneralizedHeap, MAX_BATCH};
+pub use spread::{MemberReport, SpreadHeap};
 
 /// Where an application's heap of `(key, payload)` pairs lives when the device takes part.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use asym_runtime::{select_device, LatencyPool, PoolOptions, Runtime, Transport};
+use std::sync::{Mutex, Once};
+
+use asym_runtime::{select_device, DeviceSet, LatencyPool, PoolOptions, Runtime, Transport};
 use asym_structures::KSelector;
 use asym_structures::Key;
 
@@ -278,4 +280,46 @@ pub fn tree_delete_order(name: &str, mut keys: Vec<i32>, rng: &mut impl rand::Rn
         }
     }
     keys
+}
+
+/// PoCL lists as many devices as `POCL_DEVICES` names; two make a set on a one-device
+/// machine. Set once, before this process's first OpenCL call, unless already set: PoCL 5.0
+/// (the GPU machine's) aborts in `pocl_release_dlhandle_cache` when two of its devices in
+/// one process release programs of the same source, so there the tests run with
+/// `POCL_DEVICES=pthread` and the set is PoCL + NVIDIA.
+pub fn two_pocl_devices() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("POCL_DEVICES").is_none() {
+            std::env::set_var("POCL_DEVICES", "pthread pthread");
+        }
+    });
+}
+
+/// Every device that has `transport`, each opened with it; one set per transport for the
+/// whole process, never released (PoCL 5.0 aborts in `pocl_release_dlhandle_cache` when
+/// two of its contexts are released at once, as tests ending together would).
+pub fn device_set(transport: Transport) -> DeviceSet {
+    static SETS: Mutex<Vec<(Transport, DeviceSet)>> = Mutex::new(Vec::new());
+    two_pocl_devices();
+    let mut sets = SETS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, set)) = sets.iter().find(|(t, _)| *t == transport) {
+        return set.clone();
+    }
+    let members: Vec<Runtime> = DeviceSet::choose(Some("all"))
+        .expect("devices")
+        .into_iter()
+        .filter(|p| Transport::candidates(p).is_ok_and(|c| c.contains(&transport)))
+        .map(|p| Runtime::open(p, Some(transport), Some(Duration::from_secs(120))).expect("open"))
+        .collect();
+    let set = DeviceSet::from_runtimes(members).expect("a device with the transport");
+    sets.push((transport, set.clone()));
+    set
+}
+
+/// The transports to test a device set on (see [`transports`]), after asking PoCL for two
+/// devices.
+pub fn set_transports() -> Vec<Transport> {
+    two_pocl_devices();
+    transports()
 }

@@ -1,0 +1,412 @@
+//! The generalized heap over a device set ([`SpreadHeap`]): one device heap per member, each
+//! holding a share of the keys. An insert gives each member a share by the speeds measured
+//! on earlier calls (equal shares until then) and runs the members' inserts at once, each
+//! on its own driver thread (a large insert is a bulk call there: one device sort). A delete
+//! of the `n` smallest takes up to `n` from every member at once (each a sorted run), merges
+//! the runs on the host and puts back what it took beyond the `n` smallest into the members
+//! it came from. Deleting everything (the bulk sort: insert all, then delete all) puts back
+//! nothing, so it costs each member's sort of its share plus one merge.
+//!
+//! A member that fails (an OpenCL error, a lost device, a launch past the timeout) holds
+//! keys the others do not have: the call returns [`Error::Lost`] naming it, and the heap
+//! refuses later calls (its contents are no longer whole). [`SpreadHeap::members`] reports
+//! each member's share and times.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use asym_runtime::{DeviceSet, Error, Result};
+use rayon::prelude::*;
+
+use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
+
+/// What one member of a [`SpreadHeap`] holds and did on the last call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemberReport {
+    /// The device's label.
+    pub device: String,
+    /// Keys the member's heap holds.
+    pub len: usize,
+    /// Keys the last call moved into or out of this member (a delete's put-back included).
+    pub keys: usize,
+    /// Seconds the member's parts of the last call took.
+    pub busy_s: f64,
+    /// The member's measured speed, keys per second over its inserts and deletes (0: not
+    /// measured yet).
+    pub keys_per_s: f64,
+}
+
+struct Member<T: DeviceHeapKey> {
+    heap: DeviceGeneralizedHeap<T>,
+    device: String,
+    report: MemberReport,
+    /// Seconds and keys over every call so far (the speed for the next split).
+    total_s: f64,
+    total_keys: usize,
+    /// A failure to inject into the member's next call (tests).
+    fail_next: bool,
+}
+
+/// The generalized heap over the devices of a [`DeviceSet`].
+pub struct SpreadHeap<T: DeviceHeapKey> {
+    members: Mutex<Vec<Member<T>>>,
+    /// The error of a member that failed: the heap is no longer whole.
+    failed: Mutex<Option<String>>,
+}
+
+impl<T: DeviceHeapKey + Sync> std::fmt::Debug for SpreadHeap<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpreadHeap")
+            .field("members", &self.members())
+            .finish()
+    }
+}
+
+impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
+    /// An empty heap with one device heap of `config` on each member of `set`.
+    pub fn new(set: &DeviceSet, config: &DeviceHeapConfig) -> Result<Self> {
+        let members = set
+            .members()
+            .iter()
+            .map(|rt| {
+                Ok(Member {
+                    heap: DeviceGeneralizedHeap::new(rt, config)?,
+                    device: rt.profile().label(),
+                    report: MemberReport {
+                        device: rt.profile().label(),
+                        ..Default::default()
+                    },
+                    total_s: 0.0,
+                    total_keys: 0,
+                    fail_next: false,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SpreadHeap {
+            members: Mutex::new(members),
+            failed: Mutex::new(None),
+        })
+    }
+
+    /// Keys held, over every member.
+    pub fn len(&self) -> usize {
+        self.lock().iter().map(|m| m.heap.len()).sum()
+    }
+
+    /// Whether no member holds a key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each member's keys held, share of the last call, time and measured speed.
+    pub fn members(&self) -> Vec<MemberReport> {
+        self.lock()
+            .iter()
+            .map(|m| MemberReport {
+                len: m.heap.len(),
+                ..m.report.clone()
+            })
+            .collect()
+    }
+
+    /// Makes member `member` fail with [`Error::Lost`] in the next call that gives it work:
+    /// a fault injection for tests.
+    #[doc(hidden)]
+    pub fn inject_member_failure(&self, member: usize) -> Result<()> {
+        let mut members = self.lock();
+        let len = members.len();
+        let m = members
+            .get_mut(member)
+            .ok_or_else(|| Error::InvalidArgument(format!("member {member} of a set of {len}")))?;
+        m.fail_next = true;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Member<T>>> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn usable(&self) -> Result<()> {
+        match self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            Some(e) => Err(Error::Lost(format!(
+                "a member of this device-set heap failed earlier ({e}); the keys it held are lost"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Inserts `keys`, each member taking a share by its measured speed.
+    pub fn insert(&self, keys: &[T]) -> Result<()> {
+        self.usable()?;
+        let mut members = self.lock();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let shares = split(keys.len(), &members);
+        let mut parts = Vec::with_capacity(members.len());
+        let mut at = 0;
+        for &s in &shares {
+            parts.push(&keys[at..at + s]);
+            at += s;
+        }
+        for m in members.iter_mut() {
+            m.report.keys = 0;
+            m.report.busy_s = 0.0;
+        }
+        let results = run_members(&mut members, |m, i| {
+            let part = parts[i];
+            if part.is_empty() {
+                return Ok((0, ()));
+            }
+            m.heap.insert(part).map(|_| (part.len(), ()))
+        });
+        self.settle(&mut members, results).map(|_| ())
+    }
+
+    /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds
+    /// fewer): up to `n` from every member at once, merged, the surplus put back.
+    pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
+        self.usable()?;
+        let mut members = self.lock();
+        let held: usize = members.iter().map(|m| m.heap.len()).sum();
+        let n = n.min(held);
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        for m in members.iter_mut() {
+            m.report.keys = 0;
+            m.report.busy_s = 0.0;
+        }
+        let results = run_members(&mut members, |m, _| {
+            let take = n.min(m.heap.len());
+            if take == 0 {
+                return Ok((0, Vec::new()));
+            }
+            m.heap.delete_min(take).map(|run| (run.len(), run))
+        });
+        let runs = self.settle(&mut members, results)?;
+        let (out, surplus) = merge_runs(runs, n);
+        // Each member gets back its own largest keys: they were in no other member.
+        let back = run_members(&mut members, |m, i| {
+            let keys = &surplus[i];
+            if keys.is_empty() {
+                return Ok((0, ()));
+            }
+            m.heap.insert(keys).map(|_| (keys.len(), ()))
+        });
+        self.settle(&mut members, back)?;
+        Ok(out)
+    }
+
+    /// Books each member's outcome; a failure poisons the heap and is returned.
+    fn settle<R>(
+        &self,
+        members: &mut [Member<T>],
+        results: Vec<(Result<(usize, R)>, f64)>,
+    ) -> Result<Vec<R>> {
+        let mut out = Vec::with_capacity(results.len());
+        let mut first_error = None;
+        for (m, (result, busy_s)) in members.iter_mut().zip(results) {
+            match result {
+                Ok((keys, r)) => {
+                    if keys > 0 {
+                        m.report.keys += keys;
+                        m.report.busy_s += busy_s;
+                        m.total_s += busy_s;
+                        m.total_keys += keys;
+                        m.report.keys_per_s = m.total_keys as f64 / m.total_s.max(1e-9);
+                    }
+                    out.push(r);
+                }
+                Err(e) => {
+                    let e = Error::Lost(format!("{}: {e}", m.device));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            return Err(e);
+        }
+        Ok(out)
+    }
+}
+
+/// Runs `f` on every member at once (one driver thread each): the keys each moved, what it
+/// returned and the seconds it took. A member with an injected failure fails instead.
+fn run_members<T: DeviceHeapKey + Sync, R: Send>(
+    members: &mut [Member<T>],
+    f: impl Fn(&Member<T>, usize) -> Result<(usize, R)> + Sync,
+) -> Vec<(Result<(usize, R)>, f64)> {
+    let fail: Vec<bool> = members
+        .iter_mut()
+        .map(|m| std::mem::take(&mut m.fail_next))
+        .collect();
+    let members = &*members;
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let fail = fail[i];
+                s.spawn(move || {
+                    let t = Instant::now();
+                    let r = if fail {
+                        Err(Error::Lost("a failure injected into this member".into()))
+                    } else {
+                        f(m, i)
+                    };
+                    (r, t.elapsed().as_secs_f64())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    (
+                        Err(Error::Lost("a member's driver thread panicked".into())),
+                        0.0,
+                    )
+                })
+            })
+            .collect()
+    })
+}
+
+/// Shares of `total` keys for the members by their measured speeds (equal while any is
+/// unmeasured); a member below 1 % of the whole speed sits out.
+fn split<T: DeviceHeapKey>(total: usize, members: &[Member<T>]) -> Vec<usize> {
+    let rates: Vec<f64> = members.iter().map(|m| m.report.keys_per_s).collect();
+    let weights: Vec<f64> = if rates.iter().any(|&r| r <= 0.0) {
+        vec![1.0; members.len()]
+    } else {
+        let sum: f64 = rates.iter().sum();
+        rates
+            .iter()
+            .map(|&r| if r / sum < 0.01 { 0.0 } else { r })
+            .collect()
+    };
+    let sum: f64 = weights.iter().sum();
+    let mut shares: Vec<usize> = weights
+        .iter()
+        .map(|w| (total as f64 * w / sum).floor() as usize)
+        .collect();
+    // The rounding's remainder to the fastest member.
+    let given: usize = shares.iter().sum();
+    let fastest = (0..weights.len())
+        .max_by(|&a, &b| weights[a].total_cmp(&weights[b]))
+        .unwrap_or(0);
+    shares[fastest] += total - given;
+    shares
+}
+
+/// The `n` smallest keys of the sorted `runs`, sorted, and each run's keys beyond them.
+fn merge_runs<T: DeviceHeapKey + Sync>(runs: Vec<Vec<T>>, n: usize) -> (Vec<T>, Vec<Vec<T>>) {
+    let key = |x: &T| x.to_repr();
+    // How many of each run's keys are among the n smallest: the cut where the merge of the
+    // runs reaches n, found by binary search on each run's count.
+    let mut cuts: Vec<usize> = runs.iter().map(|r| r.len()).collect();
+    if cuts.iter().sum::<usize>() > n {
+        cuts = kth_cut(&runs, n);
+    }
+    let mut merged: Vec<Vec<T>> = runs
+        .iter()
+        .zip(&cuts)
+        .map(|(r, &c)| r[..c].to_vec())
+        .collect();
+    let surplus: Vec<Vec<T>> = runs
+        .iter()
+        .zip(&cuts)
+        .map(|(r, &c)| r[c..].to_vec())
+        .collect();
+    while merged.len() > 1 {
+        let b = merged.pop().unwrap_or_default();
+        let a = merged.pop().unwrap_or_default();
+        merged.push(par_merge(&a, &b, &key));
+    }
+    (merged.pop().unwrap_or_default(), surplus)
+}
+
+/// How many keys of each sorted run are among the `n` smallest of all (ties broken by run
+/// order, then position).
+fn kth_cut<T: DeviceHeapKey>(runs: &[Vec<T>], n: usize) -> Vec<usize> {
+    // Binary search on the value: the smallest v such that at least n keys are <= v.
+    let count_le = |v: &T::Repr| -> usize {
+        runs.iter()
+            .map(|r| r.partition_point(|x| x.to_repr() <= *v))
+            .sum()
+    };
+    let mut candidates: Vec<T::Repr> = runs
+        .iter()
+        .flat_map(|r| r.iter().map(|x| x.to_repr()))
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let idx = candidates.partition_point(|v| count_le(v) < n);
+    let v = &candidates[idx.min(candidates.len() - 1)];
+    // Keys < v all go; of the keys == v, as many as complete n, run by run.
+    let mut cuts: Vec<usize> = runs
+        .iter()
+        .map(|r| r.partition_point(|x| x.to_repr() < *v))
+        .collect();
+    let mut left = n - cuts.iter().sum::<usize>();
+    for (r, c) in runs.iter().zip(cuts.iter_mut()) {
+        let equal = r.partition_point(|x| x.to_repr() <= *v) - *c;
+        let take = equal.min(left);
+        *c += take;
+        left -= take;
+    }
+    cuts
+}
+
+/// The stable merge of sorted `a` and `b` (ties: `a` first), in parallel: the output is cut
+/// into equal chunks and each chunk's inputs found by merge path.
+fn par_merge<T: DeviceHeapKey + Sync, K: Ord>(
+    a: &[T],
+    b: &[T],
+    key: &(impl Fn(&T) -> K + Sync),
+) -> Vec<T> {
+    let total = a.len() + b.len();
+    let Some(&fill) = a.first().or(b.first()) else {
+        return Vec::new();
+    };
+    let chunk = total
+        .div_ceil(rayon::current_num_threads() * 4)
+        .max(1 << 16);
+    let cut = |d: usize| {
+        // The split (i, d - i) where a[..i] and b[..d - i] are the first d keys.
+        let (mut lo, mut hi) = (d.saturating_sub(b.len()), d.min(a.len()));
+        while lo < hi {
+            let i = (lo + hi) / 2;
+            if key(&a[i]) <= key(&b[d - i - 1]) {
+                lo = i + 1;
+            } else {
+                hi = i;
+            }
+        }
+        (lo, d - lo)
+    };
+    let mut out: Vec<T> = Vec::with_capacity(total);
+    out.par_extend(rayon::iter::repeat_n(fill, total));
+    out.par_chunks_mut(chunk).enumerate().for_each(|(c, dst)| {
+        let (mut i, mut j) = cut(c * chunk);
+        for slot in dst.iter_mut() {
+            let take_b = j < b.len() && (i >= a.len() || key(&b[j]) < key(&a[i]));
+            if take_b {
+                *slot = b[j];
+                j += 1;
+            } else {
+                *slot = a[i];
+                i += 1;
+            }
+        }
+    });
+    out
+}

@@ -1,0 +1,111 @@
+//! The generalized heap over a device set (`SpreadHeap`): every member holds a share, bulk
+//! inserts and deletes run on all at once and merge on the host. Against a sort and
+//! `BinaryHeap` on fresh random keys and the edge cases, on each transport; a member
+//! failing.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use asym_runtime::{Error, Transport};
+use asym_structures::{DeviceHeapConfig, SpreadHeap};
+use rand::{Rng, SeedableRng};
+
+mod common;
+
+fn rng() -> rand::rngs::StdRng {
+    let seed: u64 = rand::random();
+    eprintln!("seed {seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+fn heap(transport: Transport, batch: usize) -> SpreadHeap<i32> {
+    let set = common::device_set(transport);
+    SpreadHeap::new(&set, &DeviceHeapConfig::new(batch)).expect("heap")
+}
+
+#[test]
+fn insert_all_then_delete_all_sorts_on_each_transport() {
+    let mut rng = rng();
+    for transport in common::set_transports() {
+        let h = heap(transport, 64);
+        let members = h.members().len();
+        let patterns: Vec<(&str, Vec<i32>)> = vec![
+            ("random", (0..100_003).map(|_| rng.gen()).collect()),
+            (
+                "duplicates",
+                (0..77_777).map(|_| rng.gen_range(-3..4)).collect(),
+            ),
+            ("all equal", vec![9; 4096]),
+            ("sorted", (0..50_000).collect()),
+            ("reversed", (0..50_000).rev().collect()),
+            ("one", vec![-1]),
+            ("extremes", vec![i32::MAX, i32::MIN, 0, i32::MAX, i32::MIN]),
+        ];
+        for (what, keys) in patterns {
+            // Twice: the first call splits evenly, the second by the speeds measured.
+            for round in 0..2 {
+                h.insert(&keys).unwrap();
+                assert_eq!(h.len(), keys.len(), "{transport} {what}");
+                if keys.len() >= 1000 * members {
+                    let reports = h.members();
+                    assert!(
+                        reports.iter().filter(|m| m.len > 0).count() >= members.min(2) || round > 0,
+                        "{transport} {what}: the first insert split evenly: {reports:?}"
+                    );
+                }
+                let out = h.delete_min(keys.len() + 10).unwrap();
+                let mut want = keys.clone();
+                want.sort_unstable();
+                assert_eq!(out, want, "{transport} {what} round {round}");
+                assert!(h.is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn interleaved_calls_match_binary_heap() {
+    let mut rng = rng();
+    let h = heap(Transport::Coarse, 32);
+    let mut reference = BinaryHeap::new();
+    for step in 0..40 {
+        if rng.gen_bool(0.55) {
+            let n = rng.gen_range(0..3000);
+            let keys: Vec<i32> = (0..n).map(|_| rng.gen_range(-500..500)).collect();
+            h.insert(&keys).unwrap();
+            reference.extend(keys.into_iter().map(Reverse));
+        } else {
+            let n = rng.gen_range(0..2500);
+            let got = h.delete_min(n).unwrap();
+            let want: Vec<i32> = (0..n).map_while(|_| reference.pop().map(|r| r.0)).collect();
+            assert_eq!(got, want, "step {step}: delete_min({n})");
+        }
+        assert_eq!(h.len(), reference.len(), "step {step}");
+    }
+    let rest = h.delete_min(usize::MAX).unwrap();
+    let want: Vec<i32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+    assert_eq!(rest, want);
+    assert!(
+        h.delete_min(5).unwrap().is_empty(),
+        "an empty heap deletes nothing"
+    );
+    h.insert(&[]).unwrap();
+}
+
+#[test]
+fn a_member_failing_loses_its_keys_and_the_heap_says_so() {
+    let h = heap(Transport::Coarse, 32);
+    if h.members().len() < 2 {
+        return;
+    }
+    h.insert(&(0..10_000).collect::<Vec<i32>>()).unwrap();
+    h.inject_member_failure(1).unwrap();
+    match h.delete_min(100) {
+        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
+        other => panic!("expected a lost member, got {other:?}"),
+    }
+    // The keys member 1 held are gone with it: every later call refuses.
+    assert!(matches!(h.insert(&[1, 2, 3]), Err(Error::Lost(_))));
+    assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
+    assert!(h.inject_member_failure(7).is_err(), "no member 7");
+}
