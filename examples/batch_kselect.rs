@@ -143,6 +143,8 @@ enum Runner {
     Bridge(Cooperation),
     /// The device radix kernel on keys resident in SVM.
     Resident,
+    /// The device radix on keys resident on one member of a device set alone.
+    MemberResident(usize),
     PeerSelectNth,
     PeerBinaryHeap,
 }
@@ -163,7 +165,7 @@ impl Runner {
         match self {
             Runner::Mode(_, s) | Runner::Member(_, s) => Some(s),
             Runner::Bridge(_) => Some(Strategy::Heap),
-            Runner::Resident => Some(Strategy::Radix),
+            Runner::Resident | Runner::MemberResident(_) => Some(Strategy::Radix),
             _ => None,
         }
     }
@@ -175,6 +177,7 @@ impl Runner {
             Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live".into(),
             Runner::Bridge(_) => "coop:bridge-pipelined".into(),
             Runner::Resident => "gpu:radix-resident".into(),
+            Runner::MemberResident(i) => format!("gpu@{i}:radix-resident"),
             Runner::PeerSelectNth => "peer:select_nth".into(),
             Runner::PeerBinaryHeap => "peer:binaryheap".into(),
         }
@@ -236,14 +239,26 @@ impl Bench<'_> {
     ) -> Result<(Vec<Row>, Option<Vec<K>>)> {
         let mut rows = Vec::new();
         let mut last = None;
-        // Resident keys: uploaded once, before any clock.
+        // Resident keys: uploaded once, before any clock (on a device set: to each member for
+        // its row alone; the set's own upload follows each cut, below).
+        let on_set = !self.member_selectors.is_empty();
+        let upload = |rt: &Runtime| -> Result<_> {
+            let mut buf = rt.alloc::<K>(data.len())?;
+            buf.write(data)?;
+            Ok(buf)
+        };
         let resident = match (runners.contains(&Runner::Resident), self.selector.runtime()) {
-            (true, Some(rt)) => {
-                let mut buf = rt.alloc::<K>(data.len())?;
-                buf.write(data)?;
-                Some(buf)
-            }
+            (true, Some(rt)) if !on_set => Some(upload(rt)?),
             _ => None,
+        };
+        let member_resident = if on_set && runners.contains(&Runner::Resident) {
+            self.member_selectors
+                .iter()
+                .filter_map(KSelector::runtime)
+                .map(upload)
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
         };
         for &len in lengths {
             let k = match self.args.k {
@@ -258,6 +273,22 @@ impl Bench<'_> {
             // real data (coop also measures its split there); the bridge, seconds per run,
             // on one sub-list of k keys, which builds its programs.
             let warm: Vec<i32> = (0..k as i32).rev().collect();
+            for (i, buf) in member_resident.iter().enumerate() {
+                self.member_selectors[i].select_svm(buf, &cut, k)?;
+            }
+            // The set's upload: an even split measures each member, the second follows the
+            // speeds measured.
+            let spread = if on_set && runners.contains(&Runner::Resident) {
+                let first = self.selector.upload_spread(data, &cut, k)?;
+                self.selector.select_spread_svm(&first, k)?;
+                drop(first);
+                Some(self.selector.upload_spread(data, &cut, k)?)
+            } else {
+                None
+            };
+            if let Some(spread) = &spread {
+                self.selector.select_spread_svm(spread, k)?;
+            }
             if let Some(buf) = &resident {
                 self.selector.select_svm(buf, &cut, k)?;
             }
@@ -294,9 +325,27 @@ impl Bench<'_> {
                 for _ in 0..self.args.repeat.max(1) {
                     let t = Instant::now();
                     result = match (runner.selection(), runner.strategy()) {
+                        _ if runner == Runner::Resident && on_set => {
+                            let keys = spread.as_ref().expect("uploaded above");
+                            let (v, s) = self.selector.select_spread_svm(keys, k)?;
+                            stats = Some(s);
+                            v
+                        }
                         _ if runner == Runner::Resident => {
                             let buf = resident.as_ref().expect("uploaded above");
                             let (v, s) = self.selector.select_svm(buf, &cut, k)?;
+                            stats = Some(s);
+                            v
+                        }
+                        _ if matches!(runner, Runner::MemberResident(_)) => {
+                            let Runner::MemberResident(i) = runner else {
+                                unreachable!("matched above")
+                            };
+                            let (v, s) = self.member_selectors[i].select_svm(
+                                &member_resident[i],
+                                &cut,
+                                k,
+                            )?;
                             stats = Some(s);
                             v
                         }
@@ -346,13 +395,13 @@ impl Bench<'_> {
                     "cpu_strategy": r.stats.as_ref().and_then(|s| s.cpu_strategy).map(Strategy::name),
                     "device_strategy": r.stats.as_ref().and_then(|s| s.device_strategy).map(Strategy::name),
                     "device": match r.runner {
-                        Runner::Member(i, _) => self.member_selectors[i]
+                        Runner::Member(i, _) | Runner::MemberResident(i) => self.member_selectors[i]
                             .runtime()
                             .map(|rt| rt.profile().label())
                             .unwrap_or_default(),
                         _ => self.device_label.clone(),
                     },
-                    "member": match r.runner { Runner::Member(i, _) => Some(i), _ => None },
+                    "member": match r.runner { Runner::Member(i, _) | Runner::MemberResident(i) => Some(i), _ => None },
                     "transport": self.transport,
                     "n": n, "sublist": r.sublist, "k": r.k, "d": self.selector.d(), "dtype": dtype.descr(),
                     "ms": r.ms, "mkeys_per_s": n as f64 / r.ms / 1e3,
@@ -550,6 +599,10 @@ fn run(args: &Args) -> Result<bool> {
             match r {
                 Runner::Mode(Mode::GpuOnly, s) => {
                     with_members.extend((0..members).map(|i| Runner::Member(i, s)));
+                    with_members.push(r);
+                }
+                Runner::Resident => {
+                    with_members.extend((0..members).map(Runner::MemberResident));
                     with_members.push(r);
                 }
                 Runner::Bridge(c) => eprintln!(

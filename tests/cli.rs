@@ -1171,6 +1171,7 @@ fn device_sets_spread_verify_and_report_shares() {
             "gpu,coop",
             "--strategy",
             "radix",
+            "--resident",
             "--no-peers",
             "--json",
         ],
@@ -1178,11 +1179,18 @@ fn device_sets_spread_verify_and_report_shares() {
     );
     assert_eq!(code, Some(0), "{err}");
     let rows = json_rows(&out);
-    let members = rows.iter().filter(|r| r["member"].is_number()).count();
+    // Each member alone: one gpu@i:radix row each.
+    let members = rows
+        .iter()
+        .filter(|r| r["member"].is_number() && r["mode"].as_str().unwrap().ends_with(":radix"))
+        .count();
     assert!(members >= 1, "{out}");
     for r in &rows {
         assert_eq!(r["verified"], true, "{r}");
-        if r["mode"] == "gpu:radix" || r["mode"] == "coop:radix" {
+        let set_row = r["mode"] == "gpu:radix"
+            || r["mode"] == "coop:radix"
+            || (r["mode"] == "gpu:radix-resident" && members >= 2);
+        if set_row {
             let workers = r["workers"]
                 .as_array()
                 .expect("a set row reports its workers");

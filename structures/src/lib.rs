@@ -50,7 +50,7 @@ pub use gheap::{
 pub use key::Key;
 pub use kselect::{
     peers, select_one, Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector,
-    SelectStats, Strategy, Sublists, WorkerShare,
+    SelectStats, SpreadKeys, Strategy, Sublists, WorkerShare,
 };
 pub use list::{
     workload, BatchReport, ListCheck, ListKind, ListMap, ListMode, ListOp, ListView, LockFreeList,

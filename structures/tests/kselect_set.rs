@@ -275,3 +275,50 @@ fn one_device_ways_of_cooperating_are_refused_over_a_set() {
     // CpuOnly needs no device and ignores the set.
     assert!(fixed.select(&data, &cut, 5, Mode::CpuOnly).is_ok());
 }
+
+#[test]
+fn keys_resident_across_the_set_match_select_nth() {
+    for transport in common::set_transports() {
+        let set = common::device_set(transport);
+        let sel = selector(&set, Strategy::Radix);
+        for (len, k) in [(1000, 1), (1000, 333), (4096, 4096), (77, 10)] {
+            let data = keys(len * 301, len as u64, 1 << 20);
+            let cut = Sublists::Equal(len);
+            let spread = sel.upload_spread(&data, &cut, k).unwrap();
+            let shares = spread.shares();
+            // The first upload splits the keys evenly: every member holds a part.
+            assert_eq!(shares.len(), set.len(), "{shares:?}");
+            let covered: usize = shares.iter().map(|(_, r)| r.len()).sum();
+            assert_eq!(covered, 301);
+            for _ in 0..2 {
+                let got = sel.select_spread_svm(&spread, k).unwrap();
+                check(
+                    &got,
+                    &data,
+                    &cut,
+                    k,
+                    &format!("{transport} resident len {len} k {k}"),
+                );
+            }
+            assert!(sel.select_spread_svm(&spread, len + 1).is_err());
+            assert!(sel.select_spread_svm(&spread, 0).is_err());
+        }
+        // Unequal sub-lists; an upload after measurements still covers every sub-list.
+        let data = keys(5000, 1, 9);
+        let cut = Sublists::Offsets(vec![0, 17, 1000, 1001 + 16, 4000, 5000]);
+        let spread = sel.upload_spread(&data, &cut, 17).unwrap();
+        let got = sel.select_spread_svm(&spread, 17).unwrap();
+        check(&got, &data, &cut, 17, "resident, unequal");
+    }
+    // One device: one part.
+    let set = DeviceSet::from_runtimes(vec![
+        common::device_set(Transport::Coarse).members()[0].clone()
+    ])
+    .unwrap();
+    let sel = selector(&set, Strategy::Radix);
+    let data = keys(64 * 100, 2, 1000);
+    let spread = sel.upload_spread(&data, &Sublists::Equal(64), 5).unwrap();
+    assert_eq!(spread.shares().len(), 1);
+    let got = sel.select_spread_svm(&spread, 5).unwrap();
+    check(&got, &data, &Sublists::Equal(64), 5, "one device");
+}

@@ -1422,4 +1422,4 @@ mod range_split;
 mod resident;
 mod spread;
 
-pub use spread::WorkerShare;
+pub use spread::{SpreadKeys, WorkerShare};

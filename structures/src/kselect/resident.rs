@@ -44,6 +44,18 @@ impl KSelector {
         k: usize,
     ) -> Result<(Vec<K>, SelectStats)> {
         let rt = self.device_runtime()?;
+        self.resident_on(rt, &self.resident, keys, sublists, k)
+    }
+
+    /// [`KSelector::select_svm`] on `rt` (the buffer's device) with that device's cache.
+    pub(super) fn resident_on<K: Key>(
+        &self,
+        rt: &Runtime,
+        resident: &ResidentCache,
+        keys: &SvmBuffer<K>,
+        sublists: &Sublists,
+        k: usize,
+    ) -> Result<(Vec<K>, SelectStats)> {
         let offs = sublists.boundaries(keys.len(), k)?;
         let n = offs.len() - 1;
         if keys.len() > u32::MAX as usize || k > u32::MAX as usize {
@@ -55,8 +67,7 @@ impl KSelector {
         let wg = radix_work_group(rt, self.work_group)?;
         let made_for = (radix_options::<K>(wg), self.radix_tile);
         let started = Instant::now();
-        let mut cache = self
-            .resident
+        let mut cache = resident
             .0
             .lock()
             .map_err(|_| Error::Lost("a resident selection panicked".into()))?;

@@ -32,12 +32,16 @@ use std::time::Instant;
 use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, Result, Runtime};
 
 use super::device::{min_known, ClaimPolicy, Copier, DeviceOutcome, DevicePlan, StageCache};
-use super::{Claims, Job, KSelector, Key, Learned, SelectStats};
+use super::{Claims, Job, KSelector, Key, Learned, SelectStats, Sublists};
 
 /// One device of a selector's set, with what it keeps between calls.
 pub(super) struct Member {
     rt: Runtime,
     stages: StageCache,
+    /// The resident path's buffers on this member.
+    resident: super::resident::ResidentCache,
+    /// Resident keys per second measured on this member (0: not yet).
+    resident_keys_per_s: Mutex<f64>,
     /// The error that made the member leave the set (later calls leave it out).
     failed: Mutex<Option<String>>,
     /// A failure to inject before this launch of the next call (tests).
@@ -49,6 +53,8 @@ impl Member {
         Member {
             rt: rt.clone(),
             stages: Default::default(),
+            resident: Default::default(),
+            resident_keys_per_s: Mutex::new(0.0),
             failed: Mutex::new(None),
             fail_at: Mutex::new(None),
         }
@@ -95,6 +101,8 @@ enum Worker {
 pub(super) struct SetRates {
     /// Each group tried: its latest speed and how many calls it ran.
     tried: Vec<(Vec<Worker>, f64, u32)>,
+    /// The fastest whole call measured (a group's second call or later).
+    best_ever: f64,
 }
 
 impl SetRates {
@@ -142,11 +150,12 @@ impl SetRates {
             .iter()
             .filter_map(|g| measured(g).map(|r| (g, r)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        let best_rate = best.map_or(0.0, |(_, r)| r).max(together);
+        // Against the best speed ever measured: the latest speeds drift from call to call,
+        // and a group once left untried stays so (the trials end).
         let bound = |g: &[Worker]| g.iter().filter_map(|&w| measured(&[w])).sum::<f64>();
         if let Some(next) = groups
             .iter()
-            .filter(|g| measured(g).is_none() && bound(g) > best_rate * 1.03)
+            .filter(|g| measured(g).is_none() && bound(g) > self.best_ever * 1.03)
             .max_by(|a, b| bound(a).total_cmp(&bound(b)))
         {
             return (next.clone(), true);
@@ -162,6 +171,7 @@ impl SetRates {
             Some(slot) => {
                 slot.1 = rate;
                 slot.2 += 1;
+                self.best_ever = self.best_ever.max(rate);
             }
             None => self.tried.push((group.to_vec(), rate, 1)),
         }
@@ -556,6 +566,204 @@ impl KSelector {
             share.sublists = answered.saturating_sub(counted);
         }
         Ok((shares, first_error))
+    }
+}
+
+/// A list set's keys resident on the devices of a set ([`KSelector::upload_spread`]): each
+/// member holds a run of whole sub-lists in its own SVM.
+pub struct SpreadKeys<K: Key> {
+    parts: Vec<ResidentPart<K>>,
+    /// Sub-list boundaries of the whole list set.
+    offs: Vec<usize>,
+}
+
+struct ResidentPart<K: Key> {
+    member: usize,
+    /// The sub-lists this member holds, of the whole set's.
+    sublists: std::ops::Range<usize>,
+    keys: asym_runtime::SvmBuffer<K>,
+}
+
+impl<K: Key> std::fmt::Debug for SpreadKeys<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpreadKeys")
+            .field("shares", &self.shares())
+            .finish()
+    }
+}
+
+impl<K: Key> SpreadKeys<K> {
+    /// Per part: the member holding it and its sub-lists.
+    pub fn shares(&self) -> Vec<(usize, std::ops::Range<usize>)> {
+        self.parts
+            .iter()
+            .map(|p| (p.member, p.sublists.clone()))
+            .collect()
+    }
+
+    /// Keys in all parts.
+    pub fn len(&self) -> usize {
+        self.offs.last().copied().unwrap_or(0)
+    }
+
+    /// Whether no key is held (never: an upload needs keys).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl KSelector {
+    /// Uploads `data`, cut by `sublists`, to the devices (a set's members, or the one
+    /// device): each member a run of whole sub-lists, as many keys as its resident speed
+    /// measured by earlier [`KSelector::select_spread_svm`] calls gives it (equal shares of the
+    /// keys until each is measured; a member below 2 % of the whole speed holds none). `k`
+    /// is checked as a selection would. Upload again to follow newer measurements.
+    pub fn upload_spread<K: Key>(
+        &self,
+        data: &[K],
+        sublists: &Sublists,
+        k: usize,
+    ) -> Result<SpreadKeys<K>> {
+        let offs = sublists.boundaries(data.len(), k)?;
+        let n = offs.len() - 1;
+        let devices: Vec<(usize, &Runtime)> = if self.members.is_empty() {
+            vec![(0, self.device_runtime()?)]
+        } else {
+            self.members
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.failed().is_none())
+                .map(|(i, m)| (i, &m.rt))
+                .collect()
+        };
+        if devices.is_empty() {
+            return Err(Error::Lost("every device of the set failed".into()));
+        }
+        let rates: Vec<f64> = devices
+            .iter()
+            .map(|(i, _)| {
+                self.members.get(*i).map_or(1.0, |m| {
+                    *m.resident_keys_per_s
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                })
+            })
+            .collect();
+        let weights: Vec<f64> = if rates.iter().any(|&r| r <= 0.0) {
+            vec![1.0; rates.len()]
+        } else {
+            let sum: f64 = rates.iter().sum();
+            rates
+                .iter()
+                .map(|&r| if r / sum < 0.02 { 0.0 } else { r })
+                .collect()
+        };
+        let sum: f64 = weights.iter().sum();
+        // Cut at sub-list boundaries nearest each member's share of the keys.
+        let mut parts = Vec::new();
+        let mut start = 0;
+        let mut acc = 0.0;
+        for (j, ((member, rt), w)) in devices.iter().zip(&weights).enumerate() {
+            acc += w / sum;
+            let end = if j + 1 == devices.len() {
+                n
+            } else {
+                let target = (acc * data.len() as f64) as usize;
+                offs.partition_point(|&o| o < target).min(n).max(start)
+            };
+            if end > start {
+                let (a, b) = (offs[start], offs[end]);
+                let mut keys = rt.alloc::<K>(b - a)?;
+                keys.write(&data[a..b])?;
+                parts.push(ResidentPart {
+                    member: *member,
+                    sublists: start..end,
+                    keys,
+                });
+            }
+            start = end;
+        }
+        Ok(SpreadKeys { parts, offs })
+    }
+
+    /// The k-th smallest key of every sub-list of keys resident across the devices: every
+    /// member runs the device radix on its part at once (see [`KSelector::select_svm`]), the
+    /// answers in sub-list order; each member's share and time in the stats' workers.
+    pub fn select_spread_svm<K: Key>(
+        &self,
+        keys: &SpreadKeys<K>,
+        k: usize,
+    ) -> Result<(Vec<K>, SelectStats)> {
+        let n = keys.offs.len() - 1;
+        let shortest = keys.offs.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0);
+        if k == 0 || k > shortest {
+            return Err(Error::InvalidArgument(format!(
+                "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
+            )));
+        }
+        let results: Vec<Result<(Vec<K>, SelectStats)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = keys
+                .parts
+                .iter()
+                .map(|part| {
+                    s.spawn(move || {
+                        let base = keys.offs[part.sublists.start];
+                        let cut = Sublists::Offsets(
+                            keys.offs[part.sublists.start..=part.sublists.end]
+                                .iter()
+                                .map(|o| o - base)
+                                .collect(),
+                        );
+                        let (rt, cache) = match self.members.get(part.member) {
+                            Some(m) => (&m.rt, &m.resident),
+                            None => (self.device_runtime()?, &self.resident),
+                        };
+                        self.resident_on(rt, cache, &part.keys, &cut, k)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Lost("a device driver thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let mut answers = Vec::with_capacity(n);
+        let mut stats = SelectStats {
+            device_strategy: Some(super::Strategy::Radix),
+            ..Default::default()
+        };
+        for (part, result) in keys.parts.iter().zip(results) {
+            let (a, s) = result?;
+            answers.extend(a);
+            let part_keys = keys.offs[part.sublists.end] - keys.offs[part.sublists.start];
+            let busy_s = s.device_times.wait_s;
+            if let Some(m) = self.members.get(part.member) {
+                *m.resident_keys_per_s
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = part_keys as f64 / busy_s.max(1e-9);
+            }
+            stats.device_sublists += s.device_sublists;
+            stats.launches += s.launches;
+            stats.device_times.kernel_s += s.device_times.kernel_s;
+            stats.device_times.wait_s = stats.device_times.wait_s.max(busy_s);
+            stats.workers.push(WorkerShare {
+                worker: self
+                    .members
+                    .get(part.member)
+                    .map_or_else(|| "device".into(), |m| m.rt.profile().label()),
+                member: Some(part.member),
+                sublists: part.sublists.len(),
+                keys: part_keys,
+                launches: s.launches,
+                busy_s,
+                error: None,
+            });
+        }
+        Ok((answers, stats))
     }
 }
 
