@@ -276,11 +276,13 @@ impl Bench<'_> {
             for (i, buf) in member_resident.iter().enumerate() {
                 self.member_selectors[i].select_svm(buf, &cut, k)?;
             }
-            // The set's upload: an even split measures each member, the second follows the
-            // speeds measured.
+            // The set's upload: an even split measures each member (its first call sets up
+            // buffers, the second is measured), the second upload follows those speeds.
             let spread = if on_set && runners.contains(&Runner::Resident) {
                 let first = self.selector.upload_spread(data, &cut, k)?;
-                self.selector.select_spread_svm(&first, k)?;
+                for _ in 0..2 {
+                    self.selector.select_spread_svm(&first, k)?;
+                }
                 drop(first);
                 Some(self.selector.upload_spread(data, &cut, k)?)
             } else {
