@@ -299,9 +299,10 @@ impl Bench<'_> {
                     continue;
                 };
                 if c == Cooperation::ByAmount {
-                    // A device set tries each group of workers that could win once before it
-                    // settles: those trials stay out of the timings too.
-                    for _ in 0..20 {
+                    // A device set tries each group of workers that could win (two calls
+                    // each: with w workers at most 2·(2w + 1)) before it settles: those
+                    // trials stay out of the timings too.
+                    for _ in 0..64 {
                         let (_, stats) =
                             self.selector_for(*r).select_using(data, &cut, k, m, c, s)?;
                         if !stats.exploring {
