@@ -327,41 +327,29 @@ impl Bench<'_> {
                 let mut stats = None;
                 for _ in 0..self.args.repeat.max(1) {
                     let t = Instant::now();
-                    result = match (runner.selection(), runner.strategy()) {
-                        _ if runner == Runner::Resident && on_set => {
+                    // asym's runners give stats beside the answers; the peers only answers.
+                    let asym = |r: Result<(Vec<K>, SelectStats)>| r.map(|(v, s)| (v, Some(s)));
+                    let (v, s) = match (runner, runner.selection(), runner.strategy()) {
+                        (Runner::Resident, ..) if on_set => {
                             let keys = spread.as_ref().expect("uploaded above");
-                            let (v, s) = self.selector.select_spread_svm(keys, k)?;
-                            stats = Some(s);
-                            v
+                            asym(self.selector.select_spread_svm(keys, k))?
                         }
-                        _ if runner == Runner::Resident => {
+                        (Runner::Resident, ..) => {
                             let buf = resident.as_ref().expect("uploaded above");
-                            let (v, s) = self.selector.select_svm(buf, &cut, k)?;
-                            stats = Some(s);
-                            v
+                            asym(self.selector.select_svm(buf, &cut, k))?
                         }
-                        _ if matches!(runner, Runner::MemberResident(_)) => {
-                            let Runner::MemberResident(i) = runner else {
-                                unreachable!("matched above")
-                            };
-                            let (v, s) = self.member_selectors[i].select_svm(
-                                &member_resident[i],
-                                &cut,
-                                k,
-                            )?;
-                            stats = Some(s);
-                            v
+                        (Runner::MemberResident(i), ..) => {
+                            asym(self.member_selectors[i].select_svm(&member_resident[i], &cut, k))?
                         }
-                        (Some((m, c)), Some(strategy)) => {
-                            let (v, s) = self
-                                .selector_for(runner)
-                                .select_using(data, &cut, k, m, c, strategy)?;
-                            stats = Some(s);
-                            v
-                        }
-                        _ if runner == Runner::PeerSelectNth => peers::select_nth(data, &offs, k),
-                        _ => peers::binary_heap(data, &offs, k),
+                        (_, Some((m, c)), Some(strategy)) => asym(
+                            self.selector_for(runner)
+                                .select_using(data, &cut, k, m, c, strategy),
+                        )?,
+                        (Runner::PeerSelectNth, ..) => (peers::select_nth(data, &offs, k), None),
+                        _ => (peers::binary_heap(data, &offs, k), None),
                     };
+                    result = v;
+                    stats = s;
                     times.push(t.elapsed());
                 }
                 let verified = want.as_ref().map(|w| {

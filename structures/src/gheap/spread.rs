@@ -43,7 +43,7 @@ pub struct MemberReport {
 
 struct Member<T: DeviceHeapKey> {
     heap: DeviceGeneralizedHeap<T>,
-    device: String,
+    /// Its label and what the last call did (`len` filled in when reported).
     report: MemberReport,
     /// Seconds and keys over every call so far (the speed for the next split).
     total_s: f64,
@@ -54,11 +54,16 @@ struct Member<T: DeviceHeapKey> {
 
 /// The generalized heap over the devices of a [`DeviceSet`].
 pub struct SpreadHeap<T: DeviceHeapKey> {
-    members: Mutex<Vec<Member<T>>>,
+    state: Mutex<State<T>>,
+}
+
+/// Everything a call reads and changes, under the heap's one lock.
+struct State<T: DeviceHeapKey> {
+    members: Vec<Member<T>>,
     /// The error of a member that failed: the heap is no longer whole.
-    failed: Mutex<Option<String>>,
+    failed: Option<String>,
     /// The host merge's measured speed, keys per second (0: not measured yet).
-    merge_keys_per_s: Mutex<f64>,
+    merge_keys_per_s: f64,
 }
 
 impl<T: DeviceHeapKey + Sync> std::fmt::Debug for SpreadHeap<T> {
@@ -78,7 +83,6 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             .map(|rt| {
                 Ok(Member {
                     heap: DeviceGeneralizedHeap::new(rt, config)?,
-                    device: rt.profile().label(),
                     report: MemberReport {
                         device: rt.profile().label(),
                         ..Default::default()
@@ -90,15 +94,17 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(SpreadHeap {
-            members: Mutex::new(members),
-            failed: Mutex::new(None),
-            merge_keys_per_s: Mutex::new(0.0),
+            state: Mutex::new(State {
+                members,
+                failed: None,
+                merge_keys_per_s: 0.0,
+            }),
         })
     }
 
     /// Keys held, over every member.
     pub fn len(&self) -> usize {
-        self.lock().iter().map(|m| m.heap.len()).sum()
+        self.lock().members.iter().map(|m| m.heap.len()).sum()
     }
 
     /// Whether no member holds a key.
@@ -109,6 +115,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     /// Each member's keys held, share of the last call, time and measured speed.
     pub fn members(&self) -> Vec<MemberReport> {
         self.lock()
+            .members
             .iter()
             .map(|m| MemberReport {
                 len: m.heap.len(),
@@ -121,119 +128,100 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     /// a fault injection for tests.
     #[doc(hidden)]
     pub fn inject_member_failure(&self, member: usize) -> Result<()> {
-        let mut members = self.lock();
-        let len = members.len();
-        let m = members
+        let mut state = self.lock();
+        let len = state.members.len();
+        let m = state
+            .members
             .get_mut(member)
             .ok_or_else(|| Error::InvalidArgument(format!("member {member} of a set of {len}")))?;
         m.fail_next = true;
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Member<T>>> {
-        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn usable(&self) -> Result<()> {
-        match self
-            .failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
+    /// The heap's state for a call: refused once a member has failed.
+    fn usable(&self) -> Result<std::sync::MutexGuard<'_, State<T>>> {
+        let state = self.lock();
+        match &state.failed {
             Some(e) => Err(Error::Lost(format!(
                 "a member of this device-set heap failed earlier ({e}); the keys it held are lost"
             ))),
-            None => Ok(()),
+            None => Ok(state),
         }
     }
 
     /// Inserts `keys`, each member taking a share by its measured speed.
     pub fn insert(&self, keys: &[T]) -> Result<()> {
-        self.usable()?;
-        let mut members = self.lock();
+        let mut state = self.usable()?;
         if keys.is_empty() {
             return Ok(());
         }
-        let merge_rate = *self
-            .merge_keys_per_s
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let rates: Vec<f64> = members.iter().map(|m| m.report.keys_per_s).collect();
-        let shares = split(keys.len(), &rates, merge_rate);
-        let mut parts = Vec::with_capacity(members.len());
+        let rates: Vec<f64> = state.members.iter().map(|m| m.report.keys_per_s).collect();
+        let shares = split(keys.len(), &rates, state.merge_keys_per_s);
+        let mut parts = Vec::with_capacity(shares.len());
         let mut at = 0;
         for &s in &shares {
             parts.push(&keys[at..at + s]);
             at += s;
         }
-        for m in members.iter_mut() {
-            m.report.keys = 0;
-            m.report.busy_s = 0.0;
-        }
-        let results = run_members(&mut members, |m, i| {
+        begin_call(&mut state.members);
+        let results = run_members(&mut state.members, |m, i| {
             let part = parts[i];
             if part.is_empty() {
                 return Ok((0, ()));
             }
             m.heap.insert(part).map(|_| (part.len(), ()))
         });
-        self.settle(&mut members, results).map(|_| ())
+        state.settle(results).map(|_| ())
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds
     /// fewer): up to `n` from every member at once, merged, the surplus put back.
     pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
-        self.usable()?;
-        let mut members = self.lock();
-        let held: usize = members.iter().map(|m| m.heap.len()).sum();
+        let mut state = self.usable()?;
+        let held: usize = state.members.iter().map(|m| m.heap.len()).sum();
         let n = n.min(held);
         if n == 0 {
             return Ok(Vec::new());
         }
-        for m in members.iter_mut() {
-            m.report.keys = 0;
-            m.report.busy_s = 0.0;
-        }
-        let results = run_members(&mut members, |m, _| {
+        begin_call(&mut state.members);
+        let results = run_members(&mut state.members, |m, _| {
             let take = n.min(m.heap.len());
             if take == 0 {
                 return Ok((0, Vec::new()));
             }
             m.heap.delete_min(take).map(|run| (run.len(), run))
         });
-        let runs = self.settle(&mut members, results)?;
+        let runs = state.settle(results)?;
         let merging = runs.iter().filter(|r| !r.is_empty()).count() > 1;
         let merge_started = Instant::now();
         let (out, surplus) = merge_runs(runs, n);
         if merging {
-            let rate = out.len() as f64 / merge_started.elapsed().as_secs_f64().max(1e-9);
-            *self
-                .merge_keys_per_s
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = rate;
+            state.merge_keys_per_s =
+                out.len() as f64 / merge_started.elapsed().as_secs_f64().max(1e-9);
         }
         // Each member gets back its own largest keys: they were in no other member.
-        let back = run_members(&mut members, |m, i| {
+        let back = run_members(&mut state.members, |m, i| {
             let keys = &surplus[i];
             if keys.is_empty() {
                 return Ok((0, ()));
             }
             m.heap.insert(keys).map(|_| (keys.len(), ()))
         });
-        self.settle(&mut members, back)?;
+        state.settle(back)?;
         Ok(out)
     }
+}
 
+impl<T: DeviceHeapKey> State<T> {
     /// Books each member's outcome; a failure poisons the heap and is returned.
-    fn settle<R>(
-        &self,
-        members: &mut [Member<T>],
-        results: Vec<(Result<(usize, R)>, f64)>,
-    ) -> Result<Vec<R>> {
+    fn settle<R>(&mut self, results: Vec<(Result<(usize, R)>, f64)>) -> Result<Vec<R>> {
         let mut out = Vec::with_capacity(results.len());
         let mut first_error = None;
-        for (m, (result, busy_s)) in members.iter_mut().zip(results) {
+        for (m, (result, busy_s)) in self.members.iter_mut().zip(results) {
             match result {
                 Ok((keys, r)) => {
                     if keys > 0 {
@@ -246,16 +234,24 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                     out.push(r);
                 }
                 Err(e) => {
-                    let e = Error::Lost(format!("{}: {e}", m.device));
+                    let e = Error::Lost(format!("{}: {e}", m.report.device));
                     first_error.get_or_insert(e);
                 }
             }
         }
         if let Some(e) = first_error {
-            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            self.failed = Some(e.to_string());
             return Err(e);
         }
         Ok(out)
+    }
+}
+
+/// Clears what the members' reports say of the last call.
+fn begin_call<T: DeviceHeapKey>(members: &mut [Member<T>]) {
+    for m in members {
+        m.report.keys = 0;
+        m.report.busy_s = 0.0;
     }
 }
 
@@ -306,9 +302,8 @@ fn run_members<T: DeviceHeapKey + Sync, R: Send>(
 /// group predicted fastest, each member of it a share by its speed. A group of several costs
 /// a host merge on the way out (`merge_keys_per_s`, measured; 0 while unknown), so a member
 /// joins only where its speed saves more than the merge costs: on the H200 machine PoCL's
-/// 3 % of 2^26 keys saved ~1 ms of NVIDIA's sort and cost a 67M-key merge.
+/// 3 % of 2^26 keys saved ~2 ms of NVIDIA's 73 and cost a 67M-key merge (~220 ms with copies).
 fn split(total: usize, rates: &[f64], merge_keys_per_s: f64) -> Vec<usize> {
-    let rates = rates.to_vec();
     let weights: Vec<f64> = if rates.iter().any(|&r| r <= 0.0) {
         vec![1.0; rates.len()]
     } else {
@@ -328,7 +323,7 @@ fn split(total: usize, rates: &[f64], merge_keys_per_s: f64) -> Vec<usize> {
                 .map(|i| if i == fastest { 1.0 } else { 0.0 })
                 .collect()
         } else {
-            rates
+            rates.to_vec()
         }
     };
     let sum: f64 = weights.iter().sum();
@@ -370,20 +365,26 @@ fn merge_runs<T: DeviceHeapKey + Sync>(mut runs: Vec<Vec<T>>, n: usize) -> (Vec<
 /// How many keys of each sorted run are among the `n` smallest of all (ties broken by run
 /// order, then position).
 fn kth_cut<T: DeviceHeapKey>(runs: &[Vec<T>], n: usize) -> Vec<usize> {
-    // Binary search on the value: the smallest v such that at least n keys are <= v.
+    // v, the n-th smallest: the least key with at least n keys <= it. Keys <= x only grow
+    // with x, so in each run the first such key is found by binary search, and v is the
+    // least of those (no copy of the runs).
     let count_le = |v: &T::Repr| -> usize {
         runs.iter()
             .map(|r| r.partition_point(|x| x.to_repr() <= *v))
             .sum()
     };
-    let mut candidates: Vec<T::Repr> = runs
+    let Some(v) = runs
         .iter()
-        .flat_map(|r| r.iter().map(|x| x.to_repr()))
-        .collect();
-    candidates.sort_unstable();
-    candidates.dedup();
-    let idx = candidates.partition_point(|v| count_le(v) < n);
-    let v = &candidates[idx.min(candidates.len() - 1)];
+        .filter_map(|r| {
+            let p = r.partition_point(|x| count_le(&x.to_repr()) < n);
+            r.get(p).map(|x| x.to_repr())
+        })
+        .min()
+    else {
+        // Fewer than n keys in all: every key goes.
+        return runs.iter().map(Vec::len).collect();
+    };
+    let v = &v;
     // Keys < v all go; of the keys == v, as many as complete n, run by run.
     let mut cuts: Vec<usize> = runs
         .iter()

@@ -41,6 +41,23 @@ pub(super) enum ClaimPolicy {
     },
 }
 
+impl ClaimPolicy {
+    /// One device's policy: guided by `hint` beside `cpu_threads` latency threads
+    /// (Cooperative), or full chunks alone (`None`: GpuOnly).
+    pub(super) fn one_device(hint: Option<Learned>, cpu_threads: usize) -> Self {
+        match hint {
+            Some(hint) => ClaimPolicy::Guided {
+                hint,
+                member: None,
+                anchor: false,
+                others: cpu_threads,
+                peers: 1,
+            },
+            None => ClaimPolicy::Full,
+        }
+    }
+}
+
 pub(super) struct DeviceOutcome {
     pub(super) sublists: usize,
     pub(super) launches: usize,
@@ -390,10 +407,11 @@ impl DevicePlan {
             times: DeviceTimes::default(),
         };
         let started = Instant::now();
-        let member = match policy {
-            ClaimPolicy::Guided { member, .. } => member.and_then(|m| job.progress.members.get(m)),
+        let me = match policy {
+            ClaimPolicy::Guided { member, .. } => member,
             ClaimPolicy::Full => None,
         };
+        let member = me.and_then(|m| job.progress.members.get(m));
         if let Some(m) = member {
             m.start();
         }
@@ -428,7 +446,7 @@ impl DevicePlan {
                     let count = if outcome.launches == 0 {
                         self.first_cooperative_claim(job, hint, others)
                     } else {
-                        self.guided_chunk(job, member, peers, outcome.keys, started)
+                        self.guided_chunk(job, me, peers, outcome.keys, started)
                     };
                     match count {
                         Some(c) => c,
@@ -531,11 +549,11 @@ impl DevicePlan {
     /// share of the throughput applied to what is left (so all finish together), at most a
     /// full chunk; `None` once that share rounds to nothing (the device is too slow to help
     /// with the rest). The others' speed is the latency threads' plus, on a device set, the
-    /// other members' (`member` is this device's own entry, left out).
+    /// other members' (`me` is this device's own entry, left out).
     fn guided_chunk<K>(
         &self,
         job: &Job<'_, K>,
-        member: Option<&super::MemberProgress>,
+        me: Option<usize>,
         peers: usize,
         device_keys: usize,
         device_started: Instant,
@@ -547,14 +565,15 @@ impl DevicePlan {
             .progress
             .members
             .iter()
-            .filter(|m| !member.is_some_and(|me| std::ptr::eq(*m, me)))
-            .map(super::MemberProgress::rate)
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != me)
+            .map(|(_, m)| m.rate())
             .sum();
         let others = cpu_rate + members_rate;
         let dev_rate = device_keys as f64 / device_started.elapsed().as_secs_f64().max(1e-9);
         let share = if others > 0.0 {
             dev_rate / (dev_rate + others)
-        } else if member.is_some() {
+        } else if me.is_some() {
             // On a set, members that have not answered yet are starting (building programs,
             // staging), not idle: leave them an equal share instead of taking it all.
             1.0 / (1 + peers) as f64

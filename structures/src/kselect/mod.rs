@@ -560,30 +560,20 @@ impl Progress {
 #[derive(Default)]
 struct MemberProgress {
     keys: AtomicUsize,
-    /// Microseconds from `EPOCH` to the member's first claim (0: not started).
-    started_us: std::sync::atomic::AtomicU64,
+    /// The member's first claim of the selection (a redo round keeps it: `keys` counts on).
+    started: std::sync::OnceLock<Instant>,
 }
 
-/// The clock origin of [`MemberProgress::started_us`].
-static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-
 impl MemberProgress {
-    fn now_us() -> u64 {
-        EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64 + 1
-    }
-
     fn start(&self) {
-        self.started_us.store(Self::now_us(), Ordering::Relaxed);
+        let _ = self.started.set(Instant::now());
     }
 
-    /// Keys per second since the member started (0 before it answered any).
+    /// Keys per second since the member started (0 before it started).
     fn rate(&self) -> f64 {
-        let started = self.started_us.load(Ordering::Relaxed);
-        if started == 0 {
-            return 0.0;
-        }
-        let s = (Self::now_us().saturating_sub(started)) as f64 * 1e-6;
-        self.keys.load(Ordering::Relaxed) as f64 / s.max(1e-9)
+        self.started.get().map_or(0.0, |t| {
+            self.keys.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64().max(1e-9)
+        })
     }
 }
 
@@ -1072,16 +1062,7 @@ impl KSelector {
         let leave = staging.max(usize::from(self.pool.len() >= 4));
         let (dev, cpu) = beside(
             || {
-                let policy = match hint {
-                    Some(hint) => ClaimPolicy::Guided {
-                        hint,
-                        member: None,
-                        anchor: false,
-                        others: dev_job.cpu_threads,
-                        peers: 1,
-                    },
-                    None => ClaimPolicy::Full,
-                };
+                let policy = ClaimPolicy::one_device(hint, dev_job.cpu_threads);
                 plan.run(dev_job, policy, &self.stages, &copier)
             },
             || self.cpu_workers_leaving(cpu_job, leave),
@@ -1261,16 +1242,7 @@ impl KSelector {
         copier: &Copier,
     ) -> Result<DeviceOutcome> {
         let rt = self.device_runtime()?;
-        let policy = match cooperative {
-            Some(hint) => ClaimPolicy::Guided {
-                hint,
-                member: None,
-                anchor: false,
-                others: job.cpu_threads,
-                peers: 1,
-            },
-            None => ClaimPolicy::Full,
-        };
+        let policy = ClaimPolicy::one_device(cooperative, job.cpu_threads);
         DevicePlan::new(rt, self.device_shape(job.device_strategy), job)?.run(
             job,
             policy,

@@ -255,8 +255,9 @@ impl KSelector {
             }
     }
 
-    /// The set's share of a selection: together, or the worker measured fastest alone
-    /// (see the module documentation).
+    /// The set's share of a selection: the group of workers [`SetRates::plan`] picks (every
+    /// worker together, a trial group, or the fastest measured; see the module
+    /// documentation).
     pub(super) fn run_spread<K: Key>(
         &self,
         job: &Job<'_, K>,
@@ -292,18 +293,16 @@ impl KSelector {
         stats.exploring = exploring;
         let started = Instant::now();
         let failures = if group == [Worker::Latency] {
-            // Every latency thread, as CpuOnly runs them (sharing long sub-lists too).
-            let before = stats.cpu_sublists;
+            // Every latency thread, as CpuOnly runs them (sharing long sub-lists too); the
+            // stats' sub-list count is theirs already.
             self.run_alone(job, super::CoopPlan::CpuAlone, key, stats)?;
-            let share = WorkerShare {
+            stats.workers.push(WorkerShare {
                 worker: LATENCY.into(),
-                sublists: stats.cpu_sublists - before,
+                sublists: stats.cpu_sublists,
                 keys: job.data.len(),
                 busy_s: started.elapsed().as_secs_f64(),
                 ..Default::default()
-            };
-            stats.cpu_sublists = before;
-            book(stats, Worker::Latency, share, None);
+            });
             0
         } else {
             self.spread_over(job, &group, key, stats)?
@@ -492,14 +491,13 @@ impl KSelector {
         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
         let mut shares = Vec::new();
         let mut first_error = None;
-        for (&i, outcome) in members.iter().zip(outcomes) {
+        for ((&i, plan), outcome) in members.iter().zip(&plans).zip(outcomes) {
             let member = &self.members[i];
             let label = member.rt.profile().label();
             match outcome {
                 Ok(dev) => {
                     if dev.launches == 0 {
                         // An injected failure waits for a call in which the member launches.
-                        let plan = &plans[members.iter().position(|m| *m == i).unwrap_or(0)];
                         if let Some(at) = plan.fail_at_launch {
                             *member.fail_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
                         }
@@ -744,7 +742,7 @@ impl KSelector {
             let busy_s = s.device_times.wait_s;
             // The device's own time where the queue profiles it: the members run at once, and
             // on the H200 machine PoCL's kernels on every host core stretched NVIDIA's host
-            // side (launch, wait, read-back) ten-fold, which wall time would book as NVIDIA's.
+            // side (launch, wait, read-back) up to five-fold, which wall time books as NVIDIA's.
             let measured_s = if s.device_times.kernel_s > 0.0 {
                 s.device_times.kernel_s
             } else {
