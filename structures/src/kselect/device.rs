@@ -38,6 +38,11 @@ pub(super) enum ClaimPolicy {
         /// Workers selecting beside this one, the latency threads as one (for an equal share
         /// while none of them has answered).
         peers: usize,
+        /// Sub-lists `start..end` claimed for this driver's first launch before any driver
+        /// started: a member of a set whose speed is not known yet probes with them, so
+        /// that every member is measured even when its thread starts after the others
+        /// emptied the counter.
+        probe: Option<(usize, usize)>,
     },
 }
 
@@ -52,6 +57,7 @@ impl ClaimPolicy {
                 anchor: false,
                 others: cpu_threads,
                 peers: 1,
+                probe: None,
             },
             None => ClaimPolicy::Full,
         }
@@ -434,7 +440,15 @@ impl DevicePlan {
             Ok(())
         };
         loop {
+            let reserved = match policy {
+                ClaimPolicy::Guided {
+                    probe: Some((start, end)),
+                    ..
+                } if outcome.launches == 0 => Some(start..end),
+                _ => None,
+            };
             let count = match policy {
+                _ if reserved.is_some() => 0,
                 ClaimPolicy::Full => self.chunk,
                 ClaimPolicy::Guided {
                     hint,
@@ -455,7 +469,7 @@ impl DevicePlan {
                     }
                 }
             };
-            let Some(range) = job.claims.claim(count) else {
+            let Some(range) = reserved.or_else(|| job.claims.claim(count)) else {
                 break;
             };
             if let Some(stage) = stages[cur].as_mut() {
@@ -530,7 +544,7 @@ impl DevicePlan {
         others: usize,
     ) -> Option<usize> {
         let total_keys = job.data.len();
-        if hint.cpu_keys_per_s > 0.0 && hint.dev_keys_per_s > 0.0 && hint.dev_launch_s > 0.0 {
+        if hint.sizes_a_share() {
             let others_alone_s = total_keys as f64 / hint.cpu_keys_per_s;
             if hint.dev_launch_s > 0.9 * others_alone_s {
                 return None;

@@ -422,6 +422,14 @@ struct Learned {
     whole_keys_per_s: [f64; 3],
 }
 
+impl Learned {
+    /// Whether both sides' speeds and the device's launch time are known, so that a device's
+    /// first claim can be its share instead of a probe.
+    fn sizes_a_share(&self) -> bool {
+        self.cpu_keys_per_s > 0.0 && self.dev_keys_per_s > 0.0 && self.dev_launch_s > 0.0
+    }
+}
+
 /// Who does a selection's work. CpuOnly and GpuOnly always run one side alone; Cooperative by
 /// amount picks from what earlier calls measured for the same sub-list length: the split,
 /// unless a side alone was measured faster than the split (by more than 3 %; host memory

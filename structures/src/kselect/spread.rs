@@ -4,8 +4,10 @@
 //!
 //! **Claims.** Each member has a driver thread running the one-device pipeline
 //! (`device.rs`, double-buffered staging) with guided claims: a first claim sized by the
-//! speeds earlier calls measured (or a small probe), then the member's share of the
-//! throughput of everyone working, applied to what is left, so all finish together. A member
+//! speeds earlier calls measured (or a small probe, claimed for the member before any driver
+//! thread starts, so that a thread the OS starts late still gets measured), then the member's
+//! share of the throughput of everyone working, applied to what is left, so all finish
+//! together. A member
 //! whose single launch would outlast the others' time for the whole call sits out; one
 //! worker (the latency threads, or in GpuOnly the member measured fastest) never sits out, so
 //! the counter always empties.
@@ -439,32 +441,51 @@ impl KSelector {
         } else {
             0
         };
+        // Each member's claim policy. A member whose speed is not known yet gets its probe
+        // claimed here, before any driver starts: on busy cores a driver thread can start
+        // after the others emptied the counter, and the call is meant to measure everyone.
+        let policies: Vec<ClaimPolicy> = members
+            .iter()
+            .zip(&plans)
+            .map(|(&i, plan)| {
+                if workers.len() == 1 {
+                    // A member alone takes full chunks, as on one device.
+                    return ClaimPolicy::Full;
+                }
+                let learned = self
+                    .learned
+                    .lock()
+                    .map(|l| l.get(&member_key(key, i)).copied().unwrap_or_default())
+                    .unwrap_or_default();
+                let hint = Learned {
+                    cpu_keys_per_s: others_rate(i),
+                    ..learned
+                };
+                let others = if cpu { job.cpu_threads } else { 0 } + members.len() - 1;
+                let probe = if hint.sizes_a_share() {
+                    None
+                } else {
+                    plan.first_cooperative_claim(job, hint, others)
+                        .and_then(|count| job.claims.claim(count))
+                        .map(|r| (r.start, r.end))
+                };
+                ClaimPolicy::Guided {
+                    hint,
+                    member: Some(i),
+                    anchor: anchor == Some(i),
+                    others,
+                    peers: usize::from(cpu) + members.len() - 1,
+                    probe,
+                }
+            })
+            .collect();
         let started = Instant::now();
         let (outcomes, cpu_done) = std::thread::scope(|s| {
             let handles: Vec<_> = members
                 .iter()
                 .zip(&plans)
-                .map(|(&i, plan)| {
-                    let learned = self
-                        .learned
-                        .lock()
-                        .map(|l| l.get(&member_key(key, i)).copied().unwrap_or_default())
-                        .unwrap_or_default();
-                    // A member alone takes full chunks, as on one device.
-                    let policy = if workers.len() == 1 {
-                        ClaimPolicy::Full
-                    } else {
-                        ClaimPolicy::Guided {
-                            hint: Learned {
-                                cpu_keys_per_s: others_rate(i),
-                                ..learned
-                            },
-                            member: Some(i),
-                            anchor: anchor == Some(i),
-                            others: if cpu { job.cpu_threads } else { 0 } + members.len() - 1,
-                            peers: usize::from(cpu) + members.len() - 1,
-                        }
-                    };
+                .zip(&policies)
+                .map(|((&i, plan), &policy)| {
                     let copier = &copier;
                     let stages = &self.members[i].stages;
                     s.spawn(move || plan.run(job, policy, stages, copier))
