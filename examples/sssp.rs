@@ -17,14 +17,20 @@
 //! shortest wins); unreachable vertices are reported as `inf`. Vertices are numbered from 1,
 //! as in the files. `--mode coop` expands on the device and orders with the Cooperative heap
 //! (a host top served by the calling thread in front of the device heap).
+//!
+//! `--device all` (or a comma-separated list) runs gpu mode on a device set: each member
+//! alone (rows `gpu@i`), the set as it settles after its untimed trials (`gpu-set`, with the
+//! plan it chose), and the set forced together (`gpu-set:together`, every iteration's
+//! frontier split by measured speed and merged on the host), each member's share shown.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
 use asym::structures::apps::graph::{Graph, MtxOptions, UNREACHABLE};
 use asym::structures::apps::sssp::device::DeviceSssp;
+use asym::structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
 use asym::structures::apps::sssp::{check_distances, cpu, Order, SsspStats};
 use asym::structures::io::output;
 use asym::structures::HeapPlacement;
@@ -97,7 +103,8 @@ struct Args {
     #[arg(long)]
     threads: Option<usize>,
     /// OpenCL device for gpu mode: part of its platform or device name (default: ASYM_DEVICE,
-    /// else the first GPU, else the first CPU device).
+    /// else the first GPU, else the first CPU device); `all` or a comma-separated list runs
+    /// gpu mode over a device set (coop runs on the first).
     #[arg(long)]
     device: Option<String>,
     /// Coop mode: keys one refill brings from the device heap to the host top.
@@ -115,11 +122,38 @@ struct Args {
 }
 
 struct Row {
-    mode: &'static str,
+    mode: String,
     order: &'static str,
     ms: f64,
     stats: SsspStats,
     check: std::result::Result<(), String>,
+    /// Over a device set: the plan, whether it was a trial, each member's share.
+    set: Option<serde_json::Value>,
+}
+
+/// A set's plan as a row shows it.
+fn plan_name(plan: SetPlan) -> String {
+    match plan {
+        SetPlan::Together => "together".into(),
+        SetPlan::Alone(i) => format!("gpu@{i} alone"),
+    }
+}
+
+/// A set search's shares: `gpu@0 61% · gpu@1 39%` of the frontier entries expanded.
+fn shares_text(run: &SpreadRun) -> String {
+    let total: u64 = run.members.iter().map(|m| m.entries).sum::<u64>().max(1);
+    run.members
+        .iter()
+        .map(|m| {
+            format!(
+                "gpu@{} {:.0}%{}",
+                m.member,
+                100.0 * m.entries as f64 / total as f64,
+                if m.error.is_some() { " (failed)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 fn load(args: &Args, quiet: bool) -> Result<(String, Graph)> {
@@ -190,7 +224,16 @@ fn run(args: &Args) -> Result<bool> {
         pop: args.pop.unwrap_or(args.threshold),
         batch: args.batch,
     };
-    let steps = 2 + 2 * u64::from(use_cpu) + 2 * u64::from(use_gpu) + u64::from(use_coop);
+    let set = if use_gpu || use_coop {
+        Some(DeviceSet::open(args.device.as_deref())?)
+    } else {
+        None
+    };
+    let members = set.as_ref().map_or(0, DeviceSet::len);
+    // Over a set, gpu mode runs each member alone, the set as chosen and the set together.
+    let gpu_engines = if members > 1 { members as u64 + 2 } else { 1 };
+    let steps =
+        2 + 2 * u64::from(use_cpu) + 2 * gpu_engines * u64::from(use_gpu) + u64::from(use_coop);
     let mut progress = Progress::new(steps, args.json);
     let (name, graph) = load(args, args.json)?;
     // Beside the graph: the reference and each search's distances and frontiers (about 32
@@ -218,7 +261,7 @@ fn run(args: &Args) -> Result<bool> {
     progress.step("parallel searches".into());
     let reached = reference.iter().filter(|&&d| d != UNREACHABLE).count();
     let mut rows = vec![Row {
-        mode: "seq",
+        mode: "seq".into(),
         order: "dijkstra",
         ms: dijkstra_ms,
         stats: SsspStats {
@@ -226,10 +269,15 @@ fn run(args: &Args) -> Result<bool> {
             ..Default::default()
         },
         check: Ok(()),
+        set: None,
     }];
-    let mut push = |mode, order: Order, run: asym::structures::apps::sssp::SsspRun, ms| {
+    let mut push = |mode: &str,
+                    order: Order,
+                    run: asym::structures::apps::sssp::SsspRun,
+                    ms,
+                    set: Option<serde_json::Value>| {
         rows.push(Row {
-            mode,
+            mode: mode.into(),
             order: match order {
                 Order::Frontier => "frontier",
                 Order::Heap { .. } => "heap",
@@ -237,21 +285,37 @@ fn run(args: &Args) -> Result<bool> {
             ms,
             check: check_distances(&run.distances, &reference),
             stats: run.stats,
+            set,
         })
     };
     let mut device_label = None;
+    let labels: Vec<String> = set.as_ref().map_or(Vec::new(), |s| {
+        s.members().iter().map(|rt| rt.profile().label()).collect()
+    });
     if use_cpu {
         let pool = LatencyPool::with_threads(args.threads)?;
         for o in [Order::Frontier, order] {
             let t = Instant::now();
             let run = cpu::shortest_paths(&graph, source, &pool, o)?;
-            push("cpu", o, run, t.elapsed().as_secs_f64() * 1e3);
+            push("cpu", o, run, t.elapsed().as_secs_f64() * 1e3, None);
             progress.step("cpu search".into());
         }
     }
-    if use_gpu || use_coop {
-        let rt = Runtime::on_device(args.device.as_deref())?;
-        device_label = Some(format!("{} ({} SVM)", rt.profile().label(), rt.transport()));
+    if let Some(set) = &set {
+        let rt = set.members()[0].clone();
+        device_label = Some(
+            set.members()
+                .iter()
+                .map(|rt| format!("{} ({} SVM)", rt.profile().label(), rt.transport()))
+                .collect::<Vec<_>>()
+                .join(" + "),
+        );
+        if use_coop && members > 1 {
+            eprintln!(
+                "sssp: coop mode runs on the first device of the set ({})",
+                rt.profile().label()
+            );
+        }
         let device = DeviceHeapConfig {
             work_groups: args.work_groups,
             bulk: args.bulk,
@@ -267,7 +331,7 @@ fn run(args: &Args) -> Result<bool> {
         // graph's pages: not timed.
         dev.shortest_paths(source, order, &device)?;
         let mut runs = Vec::new();
-        if use_gpu {
+        if use_gpu && members <= 1 {
             runs.extend([("gpu", Order::Frontier, &device), ("gpu", order, &device)]);
         }
         if use_coop {
@@ -276,8 +340,46 @@ fn run(args: &Args) -> Result<bool> {
         for (mode, o, heap) in runs {
             let t = Instant::now();
             let run = dev.shortest_paths(source, o, heap)?;
-            push(mode, o, run, t.elapsed().as_secs_f64() * 1e3);
+            push(mode, o, run, t.elapsed().as_secs_f64() * 1e3, None);
             progress.step(format!("{mode} search"));
+        }
+        drop(dev);
+        if use_gpu && members > 1 {
+            let mut spread = SpreadSssp::new(set, &graph)?;
+            for o in [Order::Frontier, order] {
+                // Untimed: the set's trials (each plan twice), which also warm every member.
+                progress.bar.set_message("device-set trials");
+                while spread.shortest_paths(source, o, &device)?.exploring {}
+                let mut runners: Vec<(String, Option<SetPlan>)> = (0..members)
+                    .map(|i| (format!("gpu@{i}"), Some(SetPlan::Alone(i))))
+                    .collect();
+                runners.push(("gpu-set".into(), None));
+                runners.push(("gpu-set:together".into(), Some(SetPlan::Together)));
+                for (mode, plan) in runners {
+                    let t = Instant::now();
+                    let run = match plan {
+                        Some(p) => spread.shortest_paths_as(p, source, o, &device)?,
+                        None => spread.shortest_paths(source, o, &device)?,
+                    };
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    let set_info = json!({
+                        "plan": plan_name(run.plan),
+                        "exploring": run.exploring,
+                        "redone_entries": run.redone_entries,
+                        "shares": shares_text(&run),
+                        "members": run.members.iter().map(|m| json!({
+                            "member": m.member, "device": m.device, "entries": m.entries,
+                            "iterations": m.iterations, "busy_ms": m.busy_s * 1e3,
+                            "error": m.error,
+                        })).collect::<Vec<_>>(),
+                    });
+                    push(&mode, o, run.run, ms, Some(set_info));
+                    progress.step(format!("{mode} search"));
+                }
+            }
+            for (device, error) in spread.failed_devices() {
+                eprintln!("sssp: {device} failed during a search and was left out: {error}");
+            }
         }
     }
     progress.bar.finish_and_clear();
@@ -292,6 +394,18 @@ fn run(args: &Args) -> Result<bool> {
             .find(|r| r.mode == engine && r.order == "frontier")
             .map(|r| r.ms)
     };
+    // The device a row ran on: a member (gpu@i; coop and gpu on the first), or the set.
+    let device_of = |mode: &str| -> Option<String> {
+        if let Some(i) = mode.strip_prefix("gpu@") {
+            return i.parse::<usize>().ok().and_then(|i| labels.get(i).cloned());
+        }
+        match mode {
+            m if m.starts_with("gpu-set") => device_label.clone(),
+            "gpu" | "coop" => labels.first().cloned(),
+            _ => None,
+        }
+    };
+    let on_set = rows.iter().any(|r| r.set.is_some());
     if args.json {
         for r in &rows {
             println!(
@@ -305,9 +419,10 @@ fn run(args: &Args) -> Result<bool> {
                     "compute_ms": r.stats.compute_time.as_secs_f64() * 1e3,
                     "iterations": r.stats.iterations, "visited": r.stats.visited,
                     "stale": r.stats.stale, "heap_inserted": r.stats.heap_inserted,
-                    "speedup_vs_frontier": baseline(r.mode).map(|b| b / r.ms),
+                    "speedup_vs_frontier": baseline(&r.mode).map(|b| b / r.ms),
                     "speedup_vs_dijkstra": dijkstra_ms / r.ms,
-                    "device": if r.mode == "gpu" { device_label.clone() } else { None },
+                    "device": device_of(&r.mode),
+                    "set": r.set,
                     "verified": r.check.is_ok(),
                 })
             );
@@ -322,7 +437,7 @@ fn run(args: &Args) -> Result<bool> {
                 .as_ref()
                 .map_or(String::new(), |d| format!(", device {d}"))
         );
-        let mut table = cli::Table::new(&[
+        let mut columns = vec![
             "mode",
             "order",
             ">ms",
@@ -333,9 +448,13 @@ fn run(args: &Args) -> Result<bool> {
             ">vs front",
             ">vs dijk",
             "check",
-        ]);
+        ];
+        if on_set {
+            columns.push("set: plan, shares of the entries");
+        }
+        let mut table = cli::Table::new(&columns);
         for r in &rows {
-            table.row(vec![
+            let mut cells = vec![
                 r.mode.to_string(),
                 r.order.to_string(),
                 format!("{:.2}", r.ms),
@@ -343,13 +462,23 @@ fn run(args: &Args) -> Result<bool> {
                 format!("{:.2}", r.stats.compute_time.as_secs_f64() * 1e3),
                 r.stats.iterations.to_string(),
                 r.stats.visited.to_string(),
-                baseline(r.mode).map_or("-".into(), |b| format!("{:.2}x", b / r.ms)),
+                baseline(&r.mode).map_or("-".into(), |b| format!("{:.2}x", b / r.ms)),
                 format!("{:.2}x", dijkstra_ms / r.ms),
                 match &r.check {
                     Ok(()) => "= Dijkstra".to_string(),
                     Err(e) => format!("DIFFERENT: {e}"),
                 },
-            ]);
+            ];
+            if on_set {
+                cells.push(r.set.as_ref().map_or(String::new(), |s| {
+                    format!(
+                        "{}: {}",
+                        s["plan"].as_str().unwrap_or("?"),
+                        s["shares"].as_str().unwrap_or("")
+                    )
+                }));
+            }
+            table.row(cells);
         }
         table.print();
     }

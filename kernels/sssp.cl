@@ -10,6 +10,11 @@
  * Distances saturate at LIMIT (2^32 - 2): a saturated path never beats a real distance, and
  * the host reports a vertex left at LIMIT as an overflow.
  *
+ * Over a device set (structures/src/apps/sssp/spread.rs) every member keeps its own dist and
+ * expands its slice [first, flen) of one frontier; the host merges the members' lowered
+ * distances and `sssp_apply` brings every member's dist back to the merged minimum before the
+ * next expansion.
+ *
  * Memory ordering. dist, stamp and the counters are only touched by work-items of one launch
  * while it runs (the host reads them between launches), so relaxed atomics suffice: the
  * atomic minimum's result alone says whether this work-item lowered the distance, the
@@ -39,8 +44,9 @@ __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint 
  * work-items: the outer loop's trip count is the same for the whole group. */
 __kernel void sssp_expand(__global const uint *offsets, __global const uint *targets,
                           __global const uint *weights, __global uint *dist,
-                          __global uint *stamp, __global const ulong *frontier, uint flen,
-                          __global uint *next, __global uint *counters, uint iteration) {
+                          __global uint *stamp, __global const ulong *frontier, uint first,
+                          uint flen, __global uint *next, __global uint *counters,
+                          uint iteration) {
     __local uint lstart[WG], ldist[WG], lscan[WG];
     __local uint visited, stale;
     uint lid = get_local_id(0);
@@ -50,7 +56,7 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     uint stride = get_num_groups(0) * WG;
-    for (uint base = get_group_id(0) * WG; base < flen; base += stride) {
+    for (uint base = first + get_group_id(0) * WG; base < flen; base += stride) {
         uint i = base + lid;
         uint deg = 0u, start = 0u, du = 0u;
         if (i < flen) {
@@ -113,5 +119,19 @@ __kernel void sssp_pairs(__global const uint *next, uint len, __global const uin
     for (uint i = get_global_id(0); i < len; i += get_global_size(0)) {
         uint v = next[i];
         frontier[i] = ((ulong)dist[v] << 32) | (ulong)v;
+    }
+}
+
+/* The distances other members of a device set lowered, as (distance << 32 | vertex) entries
+ * the host merged: each vertex appears at most once, so a plain minimum needs no atomic, and
+ * the launch boundary orders it before the next expansion reads dist. */
+__kernel void sssp_apply(__global const ulong *updates, uint len, __global uint *dist) {
+    for (uint i = get_global_id(0); i < len; i += get_global_size(0)) {
+        ulong entry = updates[i];
+        uint v = (uint)entry;
+        uint d = (uint)(entry >> 32);
+        if (d < dist[v]) {
+            dist[v] = d;
+        }
     }
 }

@@ -1235,6 +1235,50 @@ fn device_sets_spread_verify_and_report_shares() {
             members
         );
         assert!(rows.iter().any(|r| r["mode"] == "gpu@1:auto"), "{out}");
+        let (code, out, err) = run_with_env(
+            "sssp",
+            &[
+                "--device",
+                "all",
+                "--mode",
+                "gpu",
+                "--scale",
+                "12",
+                "--threshold",
+                "500",
+                "--json",
+            ],
+            &env,
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let rows = json_rows(&out);
+        for order in ["frontier", "heap"] {
+            for i in 0..members {
+                let mode = format!("gpu@{i}");
+                let row = rows
+                    .iter()
+                    .find(|r| r["mode"] == mode.as_str() && r["order"] == order)
+                    .unwrap_or_else(|| panic!("{mode} {order}: {out}"));
+                assert_eq!(row["set"]["plan"], format!("{mode} alone"), "{row}");
+            }
+            for mode in ["gpu-set", "gpu-set:together"] {
+                let row = rows
+                    .iter()
+                    .find(|r| r["mode"] == mode && r["order"] == order)
+                    .unwrap_or_else(|| panic!("{mode} {order}: {out}"));
+                assert_eq!(row["verified"], true, "{row}");
+                assert_eq!(row["set"]["exploring"], false, "{row}");
+                let entries: u64 = row["set"]["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["entries"].as_u64().unwrap())
+                    .sum();
+                let expanded = row["visited"].as_u64().unwrap() + row["stale"].as_u64().unwrap();
+                assert_eq!(entries, expanded, "{row}");
+            }
+        }
+        assert!(rows.iter().all(|r| r["verified"] == true), "{out}");
     }
     let (code, _, err) = run_with_env(
         "batch_kselect",

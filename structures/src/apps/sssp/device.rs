@@ -38,6 +38,8 @@ pub struct DeviceSssp<'g> {
     init: Kernel,
     expand: Kernel,
     pairs: Kernel,
+    /// `sssp_apply` (searches over a device set).
+    apply: Kernel,
 }
 
 impl std::fmt::Debug for DeviceSssp<'_> {
@@ -73,6 +75,7 @@ impl<'g> DeviceSssp<'g> {
             init: Kernel::from_program(rt, &program, "sssp_init")?,
             expand: Kernel::from_program(rt, &program, "sssp_expand")?,
             pairs: Kernel::from_program(rt, &program, "sssp_pairs")?,
+            apply: Kernel::from_program(rt, &program, "sssp_apply")?,
             rt: rt.clone(),
             graph,
         })
@@ -88,15 +91,7 @@ impl<'g> DeviceSssp<'g> {
         heap: &HeapPlacement,
     ) -> Result<SsspRun> {
         self.graph.check_source(source)?;
-        let n = self.graph.vertices() as u32;
-        self.init
-            .arg_svm(0, &self.dist)?
-            .arg_svm(1, &self.stamp)?
-            .arg_scalar(2, n)?
-            .arg_scalar(3, source as u32)?;
-        self.init
-            .launch(groups(n as usize) * WG, Some(WG))?
-            .wait()?;
+        self.reset(source)?;
         let mut relax = DeviceRelaxer {
             sssp: self,
             len: 0,
@@ -109,6 +104,126 @@ impl<'g> DeviceSssp<'g> {
                 search(&mut relax, Some(heap.as_mut()), order, source as u32)
             }
         }
+    }
+}
+
+impl DeviceSssp<'_> {
+    /// The device the graph is on.
+    pub(super) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    /// Every distance unknown but the source's (0), no vertex queued.
+    pub(super) fn reset(&mut self, source: usize) -> Result<()> {
+        let n = self.graph.vertices() as u32;
+        self.init
+            .arg_svm(0, &self.dist)?
+            .arg_svm(1, &self.stamp)?
+            .arg_scalar(2, n)?
+            .arg_scalar(3, source as u32)?;
+        self.init
+            .launch(groups(n as usize) * WG, Some(WG))?
+            .wait()?;
+        Ok(())
+    }
+
+    /// Writes `pairs` (at most one per vertex) into the frontier buffer.
+    pub(super) fn write_frontier(&mut self, pairs: &[Pair]) -> Result<()> {
+        // Never more than the vertices: a frontier queues each vertex once, and a pop returns
+        // at most min(pop, heap) entries, where the heap exceeds the vertex count only when
+        // pops are smaller than it (tests: `pops_larger_than_the_graph`).
+        if pairs.len() > self.frontier.len() {
+            return Err(Error::CapacityExceeded {
+                what: "the device SSSP frontier".into(),
+                capacity: self.frontier.len(),
+            });
+        }
+        let raw: Vec<u64> = pairs
+            .iter()
+            .map(|&(d, v)| ((d as u64) << 32) | v as u64)
+            .collect();
+        self.frontier.copy_from_host(0, &raw)
+    }
+
+    /// Reads entries `0..len` of the frontier buffer.
+    pub(super) fn read_frontier(&mut self, len: usize) -> Result<Vec<Pair>> {
+        let raw = self.frontier.read_range(0, len)?;
+        Ok(raw
+            .into_iter()
+            .map(|e| ((e >> 32) as u32, e as u32))
+            .collect())
+    }
+
+    /// Lowers the distances to the first `len` entries of the frontier buffer where those are
+    /// smaller (`sssp_apply`: what other members of a set found).
+    pub(super) fn apply_frontier(&mut self, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.apply
+            .arg_svm(0, &self.frontier)?
+            .arg_scalar(1, len as u32)?
+            .arg_svm(2, &self.dist)?;
+        self.apply.launch(groups(len) * WG, Some(WG))?.wait()?;
+        Ok(())
+    }
+
+    /// Expands frontier entries `first..end` with stamp `iteration`; the vertices whose
+    /// distance dropped replace the frontier buffer's first entries as `(distance, vertex)`.
+    /// Returns (vertices queued, visited, stale).
+    pub(super) fn expand_range(
+        &mut self,
+        first: usize,
+        end: usize,
+        iteration: u32,
+    ) -> Result<(usize, u64, u64)> {
+        self.counters.write(&[0; COUNTERS])?;
+        self.expand
+            .arg_svm(0, &self.offsets)?
+            .arg_svm(1, &self.targets)?
+            .arg_svm(2, &self.weights)?
+            .arg_svm(3, &self.dist)?
+            .arg_svm(4, &self.stamp)?
+            .arg_svm(5, &self.frontier)?
+            .arg_scalar(6, first as u32)?
+            .arg_scalar(7, end as u32)?
+            .arg_svm(8, &self.next)?
+            .arg_svm(9, &self.counters)?
+            .arg_scalar(10, iteration)?;
+        self.expand
+            .launch(groups(end - first) * WG, Some(WG))?
+            .wait()?;
+        let c = self.counters.read()?;
+        let next = c[NEXT_LEN] as usize;
+        if next > self.next.len() {
+            return Err(Error::Lost(format!(
+                "the SSSP kernel queued {next} vertices in a graph of {}",
+                self.next.len()
+            )));
+        }
+        if next > 0 {
+            self.pairs
+                .arg_svm(0, &self.next)?
+                .arg_scalar(1, next as u32)?
+                .arg_svm(2, &self.dist)?
+                .arg_svm(3, &self.frontier)?;
+            self.pairs.launch(groups(next) * WG, Some(WG))?.wait()?;
+        }
+        Ok((next, c[VISITED] as u64, c[STALE] as u64))
+    }
+
+    /// The distances as [`Graph::dijkstra`] gives them.
+    pub(super) fn read_distances(&mut self) -> Result<Vec<u64>> {
+        let dist = self.dist.read()?;
+        let mut out = Vec::with_capacity(self.graph.vertices());
+        for &d in &dist[..self.graph.vertices()] {
+            match d {
+                u32::MAX => out.push(UNREACHABLE),
+                d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(self.graph)),
+                d => out.push(d as u64),
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -129,83 +244,32 @@ impl Relaxer for DeviceRelaxer<'_, '_> {
     }
 
     fn take_frontier(&mut self) -> Result<Vec<Pair>> {
-        let raw = self.sssp.frontier.read_range(0, self.len)?;
+        let pairs = self.sssp.read_frontier(self.len)?;
         self.len = 0;
-        Ok(raw
-            .into_iter()
-            .map(|e| ((e >> 32) as u32, e as u32))
-            .collect())
+        Ok(pairs)
     }
 
     fn set_frontier(&mut self, pairs: &[Pair]) -> Result<()> {
-        // Never more than the vertices: a frontier queues each vertex once, and a pop returns
-        // at most min(pop, heap) entries, where the heap exceeds the vertex count only when
-        // pops are smaller than it (tests: `pops_larger_than_the_graph`).
-        if pairs.len() > self.sssp.frontier.len() {
-            return Err(Error::CapacityExceeded {
-                what: "the device SSSP frontier".into(),
-                capacity: self.sssp.frontier.len(),
-            });
-        }
-        let raw: Vec<u64> = pairs
-            .iter()
-            .map(|&(d, v)| ((d as u64) << 32) | v as u64)
-            .collect();
-        self.sssp.frontier.copy_from_host(0, &raw)?;
+        self.sssp.write_frontier(pairs)?;
         self.len = pairs.len();
         Ok(())
     }
 
     fn expand(&mut self) -> Result<(u64, u64)> {
-        self.iteration = self
-            .iteration
-            .checked_add(1)
-            .ok_or_else(|| Error::InvalidArgument("the search ran 2^32 - 1 iterations".into()))?;
-        let s = &mut *self.sssp;
-        s.counters.write(&[0; COUNTERS])?;
-        let flen = self.len as u32;
-        s.expand
-            .arg_svm(0, &s.offsets)?
-            .arg_svm(1, &s.targets)?
-            .arg_svm(2, &s.weights)?
-            .arg_svm(3, &s.dist)?
-            .arg_svm(4, &s.stamp)?
-            .arg_svm(5, &s.frontier)?
-            .arg_scalar(6, flen)?
-            .arg_svm(7, &s.next)?
-            .arg_svm(8, &s.counters)?
-            .arg_scalar(9, self.iteration)?;
-        s.expand.launch(groups(self.len) * WG, Some(WG))?.wait()?;
-        let c = s.counters.read()?;
-        let next = c[NEXT_LEN] as usize;
-        if next > s.next.len() {
-            return Err(Error::Lost(format!(
-                "the SSSP kernel queued {next} vertices in a graph of {}",
-                s.next.len()
-            )));
-        }
-        if next > 0 {
-            s.pairs
-                .arg_svm(0, &s.next)?
-                .arg_scalar(1, next as u32)?
-                .arg_svm(2, &s.dist)?
-                .arg_svm(3, &s.frontier)?;
-            s.pairs.launch(groups(next) * WG, Some(WG))?.wait()?;
-        }
+        self.iteration = next_iteration(self.iteration)?;
+        let (next, visited, stale) = self.sssp.expand_range(0, self.len, self.iteration)?;
         self.len = next;
-        Ok((c[VISITED] as u64, c[STALE] as u64))
+        Ok((visited, stale))
     }
 
     fn distances(&mut self) -> Result<Vec<u64>> {
-        let dist = self.sssp.dist.read()?;
-        let mut out = Vec::with_capacity(self.sssp.graph.vertices());
-        for &d in &dist[..self.sssp.graph.vertices()] {
-            match d {
-                u32::MAX => out.push(UNREACHABLE),
-                d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(self.sssp.graph)),
-                d => out.push(d as u64),
-            }
-        }
-        Ok(out)
+        self.sssp.read_distances()
     }
+}
+
+/// The stamp after `iteration` (stamps tell iterations apart; 0 is never one).
+pub(super) fn next_iteration(iteration: u32) -> Result<u32> {
+    iteration
+        .checked_add(1)
+        .ok_or_else(|| Error::InvalidArgument("the search ran 2^32 - 1 iterations".into()))
 }

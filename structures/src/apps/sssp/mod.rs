@@ -24,6 +24,7 @@
 
 pub mod cpu;
 pub mod device;
+pub mod spread;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,255 @@
+//! SSSP over a device set (PoCL made to list two devices, so the set has at least two members
+//! on any machine with PoCL): every plan and order against Dijkstra on each transport, the
+//! frontier shared where it is large, the choice settling after the trials, a member failing
+//! mid-search, bad input.
+
+mod common;
+
+use asym_runtime::{Error, Transport};
+use asym_structures::apps::graph::{Edge, Graph};
+use asym_structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
+use asym_structures::apps::sssp::{check_distances, Order};
+use asym_structures::{DeviceHeapConfig, HeapPlacement};
+use rand::{Rng, SeedableRng};
+
+fn rng() -> rand::rngs::StdRng {
+    let seed: u64 = rand::random();
+    eprintln!("seed {seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+fn random_graph(rng: &mut impl Rng, n: usize, m: usize, max_w: u32) -> Graph {
+    let edges: Vec<Edge> = (0..m)
+        .map(|_| {
+            (
+                rng.gen_range(0..n as u32),
+                rng.gen_range(0..n as u32),
+                rng.gen_range(0..=max_w),
+            )
+        })
+        .collect();
+    Graph::from_edges(n, &edges, false).unwrap()
+}
+
+/// Edge cases and generated graphs, small enough for PoCL's launches.
+fn graphs() -> Vec<(&'static str, Graph)> {
+    let mut rng = rng();
+    let chain: Vec<Edge> = (0..59).map(|i| (i, i + 1, 1 + i % 7)).collect();
+    let star: Vec<Edge> = (1..5_000).map(|i| (0, i, i % 13)).collect();
+    let dup = vec![
+        (0, 1, 9),
+        (0, 1, 3),
+        (1, 1, 0),
+        (1, 2, 0),
+        (2, 0, 1),
+        (0, 2, 5),
+        (4, 5, 1),
+    ];
+    vec![
+        ("one vertex", Graph::from_edges(1, &[], false).unwrap()),
+        ("no edges", Graph::from_edges(17, &[], false).unwrap()),
+        ("chain", Graph::from_edges(60, &chain, false).unwrap()),
+        ("star", Graph::from_edges(5_000, &star, true).unwrap()),
+        (
+            "duplicates, self-loops, unreachable",
+            Graph::from_edges(7, &dup, false).unwrap(),
+        ),
+        ("zero weights", random_graph(&mut rng, 300, 2_000, 0)),
+        (
+            "random sparse",
+            random_graph(&mut rng, 4_000, 10_000, 1_000),
+        ),
+        ("kron 12", Graph::kronecker(12, 16, 255, rng.gen()).unwrap()),
+        (
+            "geometric",
+            Graph::geometric(5_000, 8.0, rng.gen()).unwrap(),
+        ),
+    ]
+}
+
+fn heap() -> HeapPlacement {
+    HeapPlacement::Device(DeviceHeapConfig {
+        work_groups: Some(3),
+        ..DeviceHeapConfig::new(4)
+    })
+}
+
+/// The orders tried: the frontier whole, and the heap with a small threshold.
+fn orders() -> [Order; 2] {
+    [
+        Order::Frontier,
+        Order::Heap {
+            threshold: 64,
+            pop: 64,
+            batch: 4,
+        },
+    ]
+}
+
+/// Checks the distances and that the members' shares add up to the entries expanded.
+fn check(run: &SpreadRun, g: &Graph, source: usize, what: &str) {
+    let want = g.dijkstra(source).unwrap();
+    check_distances(&run.run.distances, &want).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let entries: u64 = run
+        .members
+        .iter()
+        .filter(|m| m.error.is_none())
+        .map(|m| m.entries)
+        .sum();
+    let stats = &run.run.stats;
+    assert_eq!(
+        entries,
+        stats.visited + stats.stale,
+        "{what}: {:?}",
+        run.members
+    );
+}
+
+#[test]
+fn every_plan_and_order_matches_dijkstra_on_each_transport() {
+    for transport in common::set_transports() {
+        let set = common::device_set(transport);
+        for (name, g) in graphs() {
+            let mut sssp = SpreadSssp::new(&set, &g).unwrap();
+            let source = g.vertices() / 3;
+            let plans: Vec<SetPlan> = std::iter::once(SetPlan::Together)
+                .chain((0..set.len()).map(SetPlan::Alone))
+                .collect();
+            for order in orders() {
+                for &plan in &plans {
+                    let what = format!("{transport} {name} {order:?} {plan:?}");
+                    let run = sssp
+                        .shortest_paths_as(plan, source, order, &heap())
+                        .unwrap();
+                    assert_eq!(run.plan, plan);
+                    check(&run, &g, source, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn large_frontiers_are_shared_and_the_choice_settles_after_the_trials() {
+    let set = common::device_set(Transport::Coarse);
+    if set.len() < 2 {
+        eprintln!("one device: nothing to share");
+        return;
+    }
+    let g = Graph::kronecker(14, 16, 255, rng().gen()).unwrap();
+    let source = g.hub();
+    let mut sssp = SpreadSssp::new(&set, &g).unwrap();
+    // Two calls of each plan: together first, then each member alone.
+    let trials = 2 * (set.len() + 1);
+    let mut seen = Vec::new();
+    for call in 0..trials + 2 {
+        let run = sssp
+            .shortest_paths(source, Order::Frontier, &heap())
+            .unwrap();
+        check(&run, &g, source, &format!("call {call}"));
+        assert_eq!(run.exploring, call < trials, "call {call}: {:?}", run.plan);
+        if call == 0 {
+            // No speeds known: frontiers of thousands of vertices are split evenly.
+            assert_eq!(run.plan, SetPlan::Together);
+            assert!(
+                run.members.iter().all(|m| m.entries > 0),
+                "{:?}",
+                run.members
+            );
+        }
+        seen.push(run.plan);
+    }
+    for p in std::iter::once(SetPlan::Together).chain((0..set.len()).map(SetPlan::Alone)) {
+        assert_eq!(
+            seen[..trials].iter().filter(|s| **s == p).count(),
+            2,
+            "{seen:?}"
+        );
+    }
+    assert_eq!(
+        seen[trials],
+        seen[trials + 1],
+        "the choice settles: {seen:?}"
+    );
+    // The heap order has trials of its own.
+    let order = orders()[1];
+    let run = sssp.shortest_paths(source, order, &heap()).unwrap();
+    assert!(run.exploring);
+    check(&run, &g, source, "heap order");
+}
+
+#[test]
+fn a_member_failing_mid_search_leaves_its_slice_to_the_others() {
+    let set = common::device_set(Transport::Coarse);
+    if set.len() < 2 {
+        eprintln!("one device: nothing to fail over to");
+        return;
+    }
+    let g = Graph::kronecker(12, 16, 255, rng().gen()).unwrap();
+    let source = g.hub();
+    for order in orders() {
+        let mut sssp = SpreadSssp::new(&set, &g).unwrap();
+        // The first iteration's one entry goes to the first member while no speed is known.
+        sssp.inject_member_failure(0, 0).unwrap();
+        let run = sssp
+            .shortest_paths_as(SetPlan::Together, source, order, &heap())
+            .unwrap();
+        check(&run, &g, source, &format!("{order:?}, member 0 failing"));
+        let failed = run.members.iter().find(|m| m.member == 0).unwrap();
+        assert!(
+            failed.error.as_deref().unwrap_or("").contains("injected"),
+            "{failed:?}"
+        );
+        assert_eq!(run.redone_entries, 1);
+        assert_eq!(sssp.failed_devices().len(), 1);
+        // Later searches leave it out; a plan naming it is refused.
+        let again = sssp.shortest_paths(source, order, &heap()).unwrap();
+        check(&again, &g, source, "after the failure");
+        assert!(again.members.iter().all(|m| m.member != 0));
+        assert!(matches!(
+            sssp.shortest_paths_as(SetPlan::Alone(0), source, order, &heap()),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    // Every member failing: the search is an error naming the failures.
+    let mut sssp = SpreadSssp::new(&set, &g).unwrap();
+    for m in 0..set.len() {
+        sssp.inject_member_failure(m, 0).unwrap();
+    }
+    match sssp.shortest_paths(source, Order::Frontier, &heap()) {
+        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
+        other => panic!("expected a lost set, got {:?}", other.map(|r| r.plan)),
+    }
+    assert_eq!(sssp.failed_devices().len(), set.len());
+    assert!(sssp
+        .shortest_paths(source, Order::Frontier, &heap())
+        .is_err());
+}
+
+#[test]
+fn bad_sources_and_overflow_are_errors_over_a_set() {
+    let set = common::device_set(Transport::Coarse);
+    let g = Graph::from_edges(3, &[(0, 1, u32::MAX), (1, 2, u32::MAX)], false).unwrap();
+    let mut sssp = SpreadSssp::new(&set, &g).unwrap();
+    for plan in [SetPlan::Together, SetPlan::Alone(0)] {
+        assert!(sssp
+            .shortest_paths_as(plan, 3, Order::Frontier, &heap())
+            .is_err());
+        let e = sssp
+            .shortest_paths_as(plan, 0, Order::Frontier, &heap())
+            .unwrap_err();
+        assert!(e.to_string().contains("exceeds"), "{plan:?}: {e}");
+    }
+    assert!(matches!(
+        sssp.shortest_paths_as(SetPlan::Alone(set.len()), 0, Order::Frontier, &heap()),
+        Err(Error::InvalidArgument(_))
+    ));
+    let bad_order = Order::Heap {
+        threshold: 0,
+        pop: 1,
+        batch: 2,
+    };
+    assert!(sssp.shortest_paths(0, bad_order, &heap()).is_err());
+    // No member failed over bad input.
+    assert!(sssp.failed_devices().is_empty());
+}
