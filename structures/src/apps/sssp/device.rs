@@ -154,6 +154,12 @@ impl DeviceSssp<'_> {
             .collect())
     }
 
+    /// Replaces the distances with `dist` (one per vertex).
+    pub(super) fn write_distances(&mut self, dist: &[u32]) -> Result<()> {
+        self.dist
+            .copy_from_host(0, &dist[..self.graph.vertices().min(dist.len())])
+    }
+
     /// Lowers the distances to the first `len` entries of the frontier buffer where those are
     /// smaller (`sssp_apply`: what other members of a set found).
     pub(super) fn apply_frontier(&mut self, len: usize) -> Result<()> {

@@ -228,6 +228,9 @@ pub struct SpreadSssp<'g> {
     members: Vec<SetMember<'g>>,
     /// Keys per second of each plan, per order (the faster of its calls), and calls each.
     plans: HashMap<(bool, SetPlan), (f64, u32)>,
+    /// Vertices a member may fall behind by before it gets the whole distance array instead
+    /// (default: half the vertices).
+    resync_after: usize,
 }
 
 impl std::fmt::Debug for SpreadSssp<'_> {
@@ -261,6 +264,7 @@ impl<'g> SpreadSssp<'g> {
             graph,
             members,
             plans: HashMap::new(),
+            resync_after: graph.vertices() / 2,
         })
     }
 
@@ -295,6 +299,13 @@ impl<'g> SpreadSssp<'g> {
             .ok_or_else(|| Error::InvalidArgument(format!("member {member} of a set of {n}")))?;
         m.fail_at = Some(iteration);
         Ok(())
+    }
+
+    /// Makes a member that fell behind by more than `vertices` lowered distances get the
+    /// whole distance array instead (tests of both ways of catching up).
+    #[doc(hidden)]
+    pub fn resync_after(&mut self, vertices: usize) {
+        self.resync_after = vertices;
     }
 
     /// Runs the next search as `plan` (while it is a plan the set can run), bypassing what
@@ -467,14 +478,17 @@ impl<'g> SpreadSssp<'g> {
                     .total_cmp(&self.members[*b].model.entries_per_s)
             })
             .ok_or_else(|| self.all_failed())?;
+        let members = self.members.len();
         let mut relax = SetRelaxer {
             graph: self.graph,
             members: &mut self.members,
             dist,
             stamp: vec![0; n],
             frontier: Vec::new(),
-            pending: Vec::new(),
-            pending_is_frontier: false,
+            behind: vec![Behind::Nothing; members],
+            seen: vec![0; n],
+            seen_mark: 0,
+            resync_after: self.resync_after,
             round: 0,
             stamp_now: 0,
             shares: Vec::new(),
@@ -517,16 +531,41 @@ struct SetRelaxer<'a, 'g> {
     /// The host iteration that last queued each vertex.
     stamp: Vec<u32>,
     frontier: Vec<Pair>,
-    /// Vertices whose merged distance dropped since the members last applied updates.
-    pending: Vec<Pair>,
-    /// Whether `pending` is also the frontier (one copy serves both).
-    pending_is_frontier: bool,
+    /// Per member: what it has not applied yet (see [`Behind`]).
+    behind: Vec<Behind>,
+    /// Scratch marks for building one member's updates without duplicates.
+    seen: Vec<u32>,
+    seen_mark: u32,
+    /// See [`SpreadSssp::resync_after`].
+    resync_after: usize,
     /// Iterations expanded (for injected failures and the host stamp).
     round: u64,
     /// The last stamp the devices used (a redo takes a new one).
     stamp_now: u32,
     shares: Vec<MemberShare>,
     redone: u64,
+}
+
+/// The merged distances a member has not applied yet: it applies them just before it next
+/// expands a slice, so a member without a share in an iteration costs nothing in it.
+#[derive(Clone, Debug, Default)]
+enum Behind {
+    /// Up to date.
+    #[default]
+    Nothing,
+    /// These vertices' distances dropped since (duplicates possible).
+    Vertices(Vec<u32>),
+    /// More than [`SpreadSssp::resync_after`] vertices (half of them unless a test says
+    /// otherwise): the whole distance array is uploaded instead.
+    Everything,
+}
+
+/// What a member applies before expanding: none, these `(distance, vertex)` pairs, or the
+/// whole distance array.
+enum Sync {
+    None,
+    Pairs(Vec<Pair>),
+    All,
 }
 
 /// What one member returned from an iteration.
@@ -544,83 +583,123 @@ impl SetRelaxer<'_, '_> {
             .collect()
     }
 
-    /// Every live member applies `pending` (when `apply`) and expands its range of
-    /// `frontier` with stamp `stamp`.
+    /// What member `i` must apply before it expands, with its backlog cleared.
+    fn take_sync(&mut self, i: usize) -> Sync {
+        match std::mem::take(&mut self.behind[i]) {
+            Behind::Nothing => Sync::None,
+            Behind::Everything => Sync::All,
+            Behind::Vertices(vs) => {
+                self.seen_mark = self.seen_mark.wrapping_add(1);
+                if self.seen_mark == 0 {
+                    self.seen.fill(0);
+                    self.seen_mark = 1;
+                }
+                let mut pairs = Vec::with_capacity(vs.len());
+                for v in vs {
+                    let slot = &mut self.seen[v as usize];
+                    if *slot != self.seen_mark {
+                        *slot = self.seen_mark;
+                        pairs.push((self.dist[v as usize], v));
+                    }
+                }
+                Sync::Pairs(pairs)
+            }
+        }
+    }
+
+    /// Records that `lowered` vertices' merged distances dropped, for every live member but
+    /// `except` (the only member that expanded: its own distances are those already).
+    fn fall_behind(&mut self, lowered: &[u32], except: Option<usize>) {
+        let limit = self.resync_after;
+        for (i, b) in self.behind.iter_mut().enumerate() {
+            if Some(i) == except || lowered.is_empty() {
+                continue;
+            }
+            match b {
+                Behind::Everything => {}
+                Behind::Nothing => *b = Behind::Vertices(lowered.to_vec()),
+                Behind::Vertices(vs) => {
+                    if vs.len() + lowered.len() > limit {
+                        *b = Behind::Everything;
+                    } else {
+                        vs.extend_from_slice(lowered);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each member with a range applies what it is behind and expands its range of
+    /// `frontier` with stamp `stamp`; one member runs on this thread, several on their own.
     fn expand_on(
         &mut self,
         ranges: &[(usize, std::ops::Range<usize>)],
         frontier: &[Pair],
-        apply: bool,
         stamp: u32,
     ) -> Vec<Expanded> {
-        let pending: &[Pair] = if apply && !self.pending_is_frontier {
-            &self.pending
-        } else {
-            &[]
-        };
-        let apply_frontier = apply && self.pending_is_frontier;
+        let mut syncs: Vec<Option<(std::ops::Range<usize>, Sync)>> =
+            (0..self.members.len()).map(|_| None).collect();
+        for (i, r) in ranges {
+            syncs[*i] = Some((r.clone(), self.take_sync(*i)));
+        }
+        let dist: &[u32] = &self.dist;
         let round = self.round;
+        let mut work: Vec<_> = self
+            .members
+            .iter_mut()
+            .zip(syncs)
+            .enumerate()
+            .filter_map(|(i, (m, w))| w.map(|(r, sync)| (i, r, sync, m)))
+            .collect();
+        let run = |i: usize, range: std::ops::Range<usize>, sync: Sync, m: &mut SetMember<'_>| {
+            let t = Instant::now();
+            let fail = m.fail_at == Some(round);
+            if fail {
+                m.fail_at = None;
+            }
+            let result = (|| {
+                match &sync {
+                    Sync::None => {}
+                    Sync::Pairs(p) => {
+                        m.sssp.write_frontier(p)?;
+                        m.sssp.apply_frontier(p.len())?;
+                    }
+                    Sync::All => m.sssp.write_distances(dist)?,
+                }
+                m.sssp.write_frontier(&frontier[range.clone()])?;
+                if fail {
+                    return Err(Error::Lost(format!(
+                        "{}: a failure injected in iteration {round}",
+                        m.sssp.runtime().profile().label()
+                    )));
+                }
+                let (next, visited, stale) = m.sssp.expand_range(0, range.len(), stamp)?;
+                Ok((m.sssp.read_frontier(next)?, visited, stale))
+            })();
+            Expanded {
+                member: i,
+                range,
+                result,
+                secs: t.elapsed().as_secs_f64(),
+            }
+        };
+        if work.len() == 1 {
+            let (i, r, sync, m) = work.pop().expect("one");
+            return vec![run(i, r, sync, m)];
+        }
         std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .members
-                .iter_mut()
-                .enumerate()
-                .filter(|(_, m)| m.failed.is_none())
-                .filter_map(|(i, m)| {
-                    let range = ranges.iter().find(|r| r.0 == i).map(|r| r.1.clone());
-                    if range.is_none() && !apply {
-                        return None;
-                    }
-                    let fail = m.fail_at == Some(round) && range.is_some();
-                    if fail {
-                        m.fail_at = None;
-                    }
-                    Some(s.spawn(move || {
-                        let t = Instant::now();
-                        let result = (|| {
-                            if !pending.is_empty() {
-                                m.sssp.write_frontier(pending)?;
-                                m.sssp.apply_frontier(pending.len())?;
-                            }
-                            let Some(range) = range.clone() else {
-                                if apply_frontier {
-                                    m.sssp.write_frontier(frontier)?;
-                                    m.sssp.apply_frontier(frontier.len())?;
-                                }
-                                return Ok((Vec::new(), 0, 0));
-                            };
-                            // The whole frontier when it carries the updates, else the slice.
-                            let (first, end) = if apply_frontier {
-                                m.sssp.write_frontier(frontier)?;
-                                m.sssp.apply_frontier(frontier.len())?;
-                                (range.start, range.end)
-                            } else {
-                                m.sssp.write_frontier(&frontier[range.clone()])?;
-                                (0, range.len())
-                            };
-                            if fail {
-                                return Err(Error::Lost(format!(
-                                    "{}: a failure injected in iteration {round}",
-                                    m.sssp.runtime().profile().label()
-                                )));
-                            }
-                            let (next, visited, stale) = m.sssp.expand_range(first, end, stamp)?;
-                            Ok((m.sssp.read_frontier(next)?, visited, stale))
-                        })();
-                        Expanded {
-                            member: i,
-                            range: range.unwrap_or(0..0),
-                            result,
-                            secs: t.elapsed().as_secs_f64(),
-                        }
-                    }))
+            let handles: Vec<_> = work
+                .into_iter()
+                .map(|(i, r, sync, m)| {
+                    let run = &run;
+                    (i, s.spawn(move || run(i, r, sync, m)))
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| {
+                .map(|(i, h)| {
                     h.join().unwrap_or_else(|_| Expanded {
-                        member: usize::MAX,
+                        member: i,
                         range: 0..0,
                         result: Err(Error::Lost("an SSSP driver thread panicked".into())),
                         secs: 0.0,
@@ -651,8 +730,6 @@ impl Relaxer for SetRelaxer<'_, '_> {
     }
 
     fn take_frontier(&mut self) -> Result<Vec<Pair>> {
-        // `pending` keeps its own copy for the members' next apply.
-        self.pending_is_frontier = false;
         Ok(std::mem::take(&mut self.frontier))
     }
 
@@ -664,7 +741,6 @@ impl Relaxer for SetRelaxer<'_, '_> {
             });
         }
         self.frontier = pairs.to_vec();
-        self.pending_is_frontier = false;
         Ok(())
     }
 
@@ -675,9 +751,10 @@ impl Relaxer for SetRelaxer<'_, '_> {
         // Entries to expand: the whole frontier, then the slices of members that failed.
         let mut todo: Vec<std::ops::Range<usize>> = Vec::new();
         todo.push(0..frontier.len());
-        let mut apply = true;
         let mut next = Vec::new();
         let (mut visited, mut stale) = (0, 0);
+        let mut expanders: Vec<usize> = Vec::new();
+        let mut failures = 0;
         while let Some(work) = todo.pop() {
             let models: Vec<(usize, SpeedModel)> = self
                 .live()
@@ -699,38 +776,34 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 .map(|(i, r)| (i, work.start + r.start..work.start + r.end))
                 .collect();
             self.stamp_now = next_iteration(self.stamp_now)?;
-            let outcomes = self.expand_on(&ranges, &frontier, apply, self.stamp_now);
-            if apply {
-                self.pending.clear();
-                apply = false;
-            }
+            let outcomes = self.expand_on(&ranges, &frontier, self.stamp_now);
             for out in outcomes {
-                let Some(m) = self.members.get_mut(out.member) else {
-                    return out.result.map(|_| (0, 0));
-                };
+                let m = &mut self.members[out.member];
                 let share = self.shares.iter_mut().find(|s| s.member == out.member);
                 match out.result {
                     Ok((lowered, v, st)) => {
-                        if !out.range.is_empty() {
-                            m.model.record(out.range.len(), out.secs);
-                            if let Some(share) = share {
-                                share.entries += out.range.len() as u64;
-                                share.iterations += 1;
-                                share.busy_s += out.secs;
-                            }
+                        m.model.record(out.range.len(), out.secs);
+                        if let Some(share) = share {
+                            share.entries += out.range.len() as u64;
+                            share.iterations += 1;
+                            share.busy_s += out.secs;
                         }
                         visited += v;
                         stale += st;
+                        if !expanders.contains(&out.member) {
+                            expanders.push(out.member);
+                        }
                         self.merge(&lowered, &mut next, host_stamp);
                     }
                     Err(e) => {
+                        failures += 1;
                         m.failed = Some(e.to_string());
                         if let Some(share) = share {
                             share.error = Some(e.to_string());
                             share.busy_s += out.secs;
                         }
                         // A failed member's distances are left behind; its slice goes round
-                        // again among the others (who skip the apply: they did it).
+                        // again among the others.
                         if !out.range.is_empty() {
                             self.redone += out.range.len() as u64;
                             todo.push(out.range);
@@ -740,12 +813,13 @@ impl Relaxer for SetRelaxer<'_, '_> {
             }
         }
         self.round += 1;
+        // The only member that expanded holds the merged distances already.
+        let only = (expanders.len() == 1 && failures == 0).then(|| expanders[0]);
+        self.fall_behind(&next, only);
         self.frontier = next
             .into_iter()
             .map(|v| (self.dist[v as usize], v))
             .collect();
-        self.pending.clone_from(&self.frontier);
-        self.pending_is_frontier = true;
         Ok((visited, stale))
     }
 
