@@ -11,9 +11,10 @@
  * the host reports a vertex left at LIMIT as an overflow.
  *
  * Over a device set (structures/src/apps/sssp/spread.rs) every member keeps its own dist and
- * expands its slice [first, flen) of one frontier; the host merges the members' lowered
- * distances and `sssp_apply` brings every member's dist back to the merged minimum before the
- * next expansion.
+ * expands its slice [first, flen) of one frontier. The primary member's dist is the merged
+ * one: `sssp_merge` lowers it to the distances the others found and queues those vertices
+ * with the same stamp as `sssp_expand` (so each vertex is queued once per iteration), and
+ * `sssp_apply` brings another member's dist down to the merged one before it expands again.
  *
  * Memory ordering. dist, stamp and the counters are only touched by work-items of one launch
  * while it runs (the host reads them between launches), so relaxed atomics suffice: the
@@ -132,6 +133,24 @@ __kernel void sssp_apply(__global const ulong *updates, uint len, __global uint 
         uint d = (uint)(entry >> 32);
         if (d < dist[v]) {
             dist[v] = d;
+        }
+    }
+}
+
+/* The distances other members of a device set lowered in this iteration, (distance << 32 |
+ * vertex) entries, merged into the primary's dist after its own sssp_expand: the same atomic
+ * minimum and stamp exchange, so a vertex either side lowered is queued once, and the launch
+ * boundary orders it before sssp_pairs reads dist. */
+__kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint *dist,
+                         __global uint *stamp, __global uint *next, __global uint *counters,
+                         uint iteration) {
+    for (uint i = get_global_id(0); i < len; i += get_global_size(0)) {
+        ulong entry = incoming[i];
+        uint v = (uint)entry;
+        uint d = (uint)(entry >> 32);
+        if (d < asym_load_relaxed(&dist[v]) && d < asym_fetch_min_relaxed(&dist[v], d) &&
+            asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
+            next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
         }
     }
 }

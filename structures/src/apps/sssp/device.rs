@@ -38,8 +38,11 @@ pub struct DeviceSssp<'g> {
     init: Kernel,
     expand: Kernel,
     pairs: Kernel,
-    /// `sssp_apply` (searches over a device set).
+    /// `sssp_apply` and `sssp_merge` (searches over a device set).
     apply: Kernel,
+    merge: Kernel,
+    /// Distances other members lowered, for `sssp_merge` (grown on demand).
+    incoming: Option<SvmBuffer<u64>>,
 }
 
 impl std::fmt::Debug for DeviceSssp<'_> {
@@ -76,6 +79,8 @@ impl<'g> DeviceSssp<'g> {
             expand: Kernel::from_program(rt, &program, "sssp_expand")?,
             pairs: Kernel::from_program(rt, &program, "sssp_pairs")?,
             apply: Kernel::from_program(rt, &program, "sssp_apply")?,
+            merge: Kernel::from_program(rt, &program, "sssp_merge")?,
+            incoming: None,
             rt: rt.clone(),
             graph,
         })
@@ -156,8 +161,7 @@ impl DeviceSssp<'_> {
 
     /// Replaces the distances with `dist` (one per vertex).
     pub(super) fn write_distances(&mut self, dist: &[u32]) -> Result<()> {
-        self.dist
-            .copy_from_host(0, &dist[..self.graph.vertices().min(dist.len())])
+        self.dist.write_range(0, dist)
     }
 
     /// Lowers the distances to the first `len` entries of the frontier buffer where those are
@@ -183,7 +187,22 @@ impl DeviceSssp<'_> {
         end: usize,
         iteration: u32,
     ) -> Result<(usize, u64, u64)> {
-        self.counters.write(&[0; COUNTERS])?;
+        self.begin_iteration()?;
+        self.expand_launch(first, end, iteration)?;
+        self.finish_iteration()
+    }
+
+    /// Zeroes the counters an iteration's launches add to.
+    pub(super) fn begin_iteration(&mut self) -> Result<()> {
+        self.counters.write(&[0; COUNTERS])
+    }
+
+    /// One `sssp_expand` launch over frontier entries `first..end` with stamp `iteration`
+    /// (several launches of one iteration queue each vertex once between them).
+    pub(super) fn expand_launch(&mut self, first: usize, end: usize, iteration: u32) -> Result<()> {
+        if end <= first {
+            return Ok(());
+        }
         self.expand
             .arg_svm(0, &self.offsets)?
             .arg_svm(1, &self.targets)?
@@ -199,11 +218,47 @@ impl DeviceSssp<'_> {
         self.expand
             .launch(groups(end - first) * WG, Some(WG))?
             .wait()?;
+        Ok(())
+    }
+
+    /// Merges distances other devices lowered (`sssp_merge`, stamp `iteration`): a vertex
+    /// they lowered below this device's distance is queued as if this device had lowered it.
+    pub(super) fn merge_launch(&mut self, pairs: &[Pair], iteration: u32) -> Result<()> {
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        if self.incoming.as_ref().is_none_or(|b| b.len() < pairs.len()) {
+            self.incoming = None;
+            self.incoming = Some(self.rt.alloc::<u64>(pairs.len().next_power_of_two())?);
+        }
+        let incoming = self.incoming.as_mut().expect("allocated above");
+        let raw: Vec<u64> = pairs
+            .iter()
+            .map(|&(d, v)| ((d as u64) << 32) | v as u64)
+            .collect();
+        incoming.copy_from_host(0, &raw)?;
+        self.merge
+            .arg_svm(0, incoming)?
+            .arg_scalar(1, pairs.len() as u32)?
+            .arg_svm(2, &self.dist)?
+            .arg_svm(3, &self.stamp)?
+            .arg_svm(4, &self.next)?
+            .arg_svm(5, &self.counters)?
+            .arg_scalar(6, iteration)?;
+        self.merge
+            .launch(groups(pairs.len()) * WG, Some(WG))?
+            .wait()?;
+        Ok(())
+    }
+
+    /// Ends an iteration: the queued vertices become the frontier as `(distance, vertex)`.
+    /// Returns (vertices queued, visited, stale).
+    pub(super) fn finish_iteration(&mut self) -> Result<(usize, u64, u64)> {
         let c = self.counters.read()?;
         let next = c[NEXT_LEN] as usize;
         if next > self.next.len() {
             return Err(Error::Lost(format!(
-                "the SSSP kernel queued {next} vertices in a graph of {}",
+                "the SSSP kernels queued {next} vertices in a graph of {}",
                 self.next.len()
             )));
         }
@@ -216,6 +271,11 @@ impl DeviceSssp<'_> {
             self.pairs.launch(groups(next) * WG, Some(WG))?.wait()?;
         }
         Ok((next, c[VISITED] as u64, c[STALE] as u64))
+    }
+
+    /// The raw distance words (`u32::MAX` unknown), one per vertex.
+    pub(super) fn read_raw_distances(&mut self) -> Result<Vec<u32>> {
+        self.dist.read_range(0, self.graph.vertices())
     }
 
     /// The distances as [`Graph::dijkstra`] gives them.

@@ -1,38 +1,39 @@
 //! SSSP over a device set ([`SpreadSssp`]): every member holds the graph and its own distances;
 //! each iteration's frontier is split between the members by measured speed, each expands its
-//! slice with `sssp_expand` (`kernels/sssp.cl`), and the host merges what they lowered.
+//! slice with `sssp_expand` (`kernels/sssp.cl`), and what they lowered is merged on one of
+//! them.
 //!
-//! **One iteration, together.** The host keeps the frontier and the merged distances. Every
-//! member gets the whole frontier (its vertices are exactly the ones whose distance dropped in
-//! the last iteration) and first lowers its own distances to it with `sssp_apply`, so all
-//! members start the iteration with the merged distances; then it expands its slice
-//! `[first, end)`, and returns the vertices whose distance it lowered with their new
-//! distances. The host keeps each vertex's smallest (a host stamp queues each vertex once),
-//! and those vertices form the next frontier. Every distance a member lowers is returned, so
-//! the merged distance of a vertex is never above a member's: after the apply every member's
-//! distances equal the merged ones, and a frontier entry is stale on a member exactly when it
-//! is stale on the host. With the heap ([`Order::Heap`]) the frontier goes through a heap on
-//! one member; the merged updates are still applied to every member before the next
-//! expansion.
+//! **One iteration, together.** The frontier and the merged distances live on the *primary*
+//! (the member measured fastest when the search starts). When the split gives other members
+//! slices, the host reads the primary's frontier (and, for a member that did not expand in
+//! the previous iteration, its distances) before the primary expands; each other member
+//! catches up (the previous iteration's changes through `sssp_apply`, or the whole distance
+//! array), expands its slice and returns the vertices whose distance it lowered; the primary
+//! expands its own slice meanwhile, then `sssp_merge` folds the others' distances into its
+//! own with the same stamp, so each vertex is queued once, and its queued vertices form the
+//! next frontier, as on one device. Every distance another member lowers reaches the primary,
+//! so after catching up a member's distances equal the merged ones and a frontier entry is
+//! stale on it exactly when it is stale on the primary. An iteration the primary runs alone
+//! costs what it costs on the primary alone: no host round trip. With the heap
+//! ([`Order::Heap`]) the heap lives on the primary, and the changes the heap took from the
+//! frontier are kept on the host for the others' catch-up.
 //!
 //! **The split.** Each member's time for an iteration is modelled as a fixed part (copies and
 //! launches: the shortest iteration it was measured at) plus its entries over its speed
 //! (frontier entries per second, measured on slices of at least [`SAMPLE_MIN`] entries). An
 //! iteration goes to the fastest members that finish it soonest together (each member added
-//! must save 5 %): a small frontier goes to one member, a large one is shared. A member not measured yet gets an equal share
-//! of a frontier large enough to measure it.
+//! must save 5 %): a small frontier goes to one member, a large one is shared. Members not
+//! measured yet share frontiers large enough to measure them evenly.
 //!
-//! **Call after call.** A search together pays the host round trip every iteration, which a
-//! member alone ([`DeviceSssp`], frontier resident on the device) does not. The first calls
-//! of each order try, two calls each, the set together and every member alone; later calls
-//! keep the fastest (together unless it is more than 3 % slower than the best alone).
-//! [`SpreadRun::exploring`] marks the trial calls.
+//! **Call after call.** The first calls of each order try, two calls each, the set together
+//! and every member alone; later calls keep the fastest (together unless it is more than 3 %
+//! slower than the best alone). [`SpreadRun::exploring`] marks the trial calls.
 //!
-//! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout) during
-//! an iteration together: its slice is expanded again by the others (with a new stamp, so
-//! their own vertices of the iteration can be queued again), the search finishes, and later
-//! calls leave the member out. A member failing alone: the search runs again on the others.
-//! With every member failed the call returns the first error.
+//! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout): one
+//! that is not the primary leaves its slice to the primary (same stamp: what the primary
+//! queued stays queued once) and the search finishes; the primary, or a member alone, takes
+//! the merged distances with it, so the search runs again on the others. Later calls leave a
+//! failed member out; with every member failed the call returns an error naming them.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -40,8 +41,8 @@ use std::time::Instant;
 use asym_runtime::{DeviceSet, Error, Result};
 
 use super::device::{next_iteration, DeviceSssp};
-use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
-use crate::apps::graph::{Graph, UNREACHABLE};
+use super::{search, Order, Pair, Relaxer, SsspRun};
+use crate::apps::graph::Graph;
 use crate::gheap::HeapPlacement;
 
 /// Slices smaller than this do not measure a member's speed (its fixed costs dominate).
@@ -228,9 +229,6 @@ pub struct SpreadSssp<'g> {
     members: Vec<SetMember<'g>>,
     /// Keys per second of each plan, per order (the faster of its calls), and calls each.
     plans: HashMap<(bool, SetPlan), (f64, u32)>,
-    /// Vertices a member may fall behind by before it gets the whole distance array instead
-    /// (default: half the vertices).
-    resync_after: usize,
 }
 
 impl std::fmt::Debug for SpreadSssp<'_> {
@@ -264,7 +262,6 @@ impl<'g> SpreadSssp<'g> {
             graph,
             members,
             plans: HashMap::new(),
-            resync_after: graph.vertices() / 2,
         })
     }
 
@@ -299,13 +296,6 @@ impl<'g> SpreadSssp<'g> {
             .ok_or_else(|| Error::InvalidArgument(format!("member {member} of a set of {n}")))?;
         m.fail_at = Some(iteration);
         Ok(())
-    }
-
-    /// Makes a member that fell behind by more than `vertices` lowered distances get the
-    /// whole distance array instead (tests of both ways of catching up).
-    #[doc(hidden)]
-    pub fn resync_after(&mut self, vertices: usize) {
-        self.resync_after = vertices;
     }
 
     /// Runs the next search as `plan` (while it is a plan the set can run), bypassing what
@@ -347,10 +337,9 @@ impl<'g> SpreadSssp<'g> {
             }
             let (plan, exploring) = self.choose(&live, order);
             match self.run_plan(plan, exploring, source, order, heap) {
-                // A member that failed alone is marked; the search runs again on the others.
-                Err(_) if matches!(plan, SetPlan::Alone(i) if self.members[i].failed.is_some()) => {
-                    continue
-                }
+                // A member holding the distances failed (it is marked): the search runs
+                // again on the others.
+                Err(_) if self.live().len() < live.len() => continue,
                 other => return other,
             }
         }
@@ -414,7 +403,10 @@ impl<'g> SpreadSssp<'g> {
         let result = match plan {
             SetPlan::Alone(i) => {
                 let member = &mut self.members[i];
-                let run = member.sssp.shortest_paths(source, order, heap);
+                let run = match injected(member, 0) {
+                    Some(e) => Err(e),
+                    None => member.sssp.shortest_paths(source, order, heap),
+                };
                 if let Err(e) = &run {
                     if is_device_fault(e) {
                         member.failed = Some(e.to_string());
@@ -450,6 +442,21 @@ impl<'g> SpreadSssp<'g> {
         Ok(result)
     }
 
+    /// The live member measured fastest (the first on ties and before any measurement).
+    fn fastest(&self) -> Option<usize> {
+        self.live()
+            .into_iter()
+            .fold(None, |best: Option<usize>, i| match best {
+                Some(b)
+                    if self.members[b].model.entries_per_s
+                        >= self.members[i].model.entries_per_s =>
+                {
+                    Some(b)
+                }
+                _ => Some(i),
+            })
+    }
+
     fn together(
         &mut self,
         source: usize,
@@ -457,40 +464,29 @@ impl<'g> SpreadSssp<'g> {
         heap: &HeapPlacement,
         exploring: bool,
     ) -> Result<SpreadRun> {
-        let live = self.live();
-        for &i in &live {
+        let primary = self.fastest().ok_or_else(|| self.all_failed())?;
+        // Every member starts over: the stamps of an earlier search would keep vertices from
+        // being queued (stamps count from 1 in each search).
+        for i in self.live() {
             let m = &mut self.members[i];
             if let Err(e) = m.sssp.reset(source) {
-                m.failed = Some(e.to_string());
+                if is_device_fault(&e) {
+                    m.failed = Some(e.to_string());
+                }
+                return Err(e);
             }
         }
-        let n = self.graph.vertices();
-        let mut dist = vec![u32::MAX; n];
-        dist[source] = 0;
-        // The heap lives on the member measured fastest (the first, before any measurement).
-        let heap_member = self
-            .live()
-            .into_iter()
-            .max_by(|a, b| {
-                self.members[*a]
-                    .model
-                    .entries_per_s
-                    .total_cmp(&self.members[*b].model.entries_per_s)
-            })
-            .ok_or_else(|| self.all_failed())?;
+        let live = self.live();
         let members = self.members.len();
         let mut relax = SetRelaxer {
-            graph: self.graph,
             members: &mut self.members,
-            dist,
-            stamp: vec![0; n],
-            frontier: Vec::new(),
-            behind: vec![Behind::Nothing; members],
-            seen: vec![0; n],
-            seen_mark: 0,
-            resync_after: self.resync_after,
+            primary,
+            len: 0,
+            frontier_is_changes: false,
+            changes_on_host: None,
+            expanded_in: vec![None; members],
             round: 0,
-            stamp_now: 0,
+            stamp: 0,
             shares: Vec::new(),
             redone: 0,
         };
@@ -499,16 +495,25 @@ impl<'g> SpreadSssp<'g> {
             .map(|&i| MemberShare {
                 device: relax.members[i].sssp.runtime().profile().label(),
                 member: i,
-                error: relax.members[i].failed.clone(),
                 ..Default::default()
             })
             .collect();
         let run = match order {
-            Order::Frontier => search(&mut relax, None, order, source as u32)?,
+            Order::Frontier => search(&mut relax, None, order, source as u32),
             Order::Heap { batch, .. } => {
-                let rt = relax.members[heap_member].sssp.runtime().clone();
-                let mut heap = heap.build(&rt, batch)?;
-                search(&mut relax, Some(heap.as_mut()), order, source as u32)?
+                let rt = relax.members[primary].sssp.runtime().clone();
+                heap.build(&rt, batch).and_then(|mut heap| {
+                    search(&mut relax, Some(heap.as_mut()), order, source as u32)
+                })
+            }
+        };
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                if is_device_fault(&e) && relax.members[primary].failed.is_none() {
+                    relax.members[primary].failed = Some(e.to_string());
+                }
+                return Err(e);
             }
         };
         Ok(SpreadRun {
@@ -521,59 +526,59 @@ impl<'g> SpreadSssp<'g> {
     }
 }
 
-/// The search loop's view of a set searching together: the frontier and merged distances on
-/// the host.
+/// The search loop's view of a set searching together. The frontier and the merged distances
+/// live on the primary member (the fastest when the search started); the others get slices
+/// of the frontier, and the distances they lower are merged on the primary (`sssp_merge`).
+/// An iteration the primary runs alone costs what it costs on the primary alone.
 struct SetRelaxer<'a, 'g> {
-    graph: &'g Graph,
     members: &'a mut Vec<SetMember<'g>>,
-    /// Merged distances.
-    dist: Vec<u32>,
-    /// The host iteration that last queued each vertex.
-    stamp: Vec<u32>,
-    frontier: Vec<Pair>,
-    /// Per member: what it has not applied yet (see [`Behind`]).
-    behind: Vec<Behind>,
-    /// Scratch marks for building one member's updates without duplicates.
-    seen: Vec<u32>,
-    seen_mark: u32,
-    /// See [`SpreadSssp::resync_after`].
-    resync_after: usize,
-    /// Iterations expanded (for injected failures and the host stamp).
+    primary: usize,
+    /// Entries in the primary's frontier.
+    len: usize,
+    /// Whether the primary's frontier is the list of vertices whose distance dropped in the
+    /// last iteration (not a heap's pop).
+    frontier_is_changes: bool,
+    /// That list, where the heap took it from the frontier.
+    changes_on_host: Option<Vec<Pair>>,
+    /// Per member: the last iteration it expanded a slice in. A member that expanded in the
+    /// previous iteration catches up by applying that iteration's changes; any other gets
+    /// the primary's whole distance array.
+    expanded_in: Vec<Option<u64>>,
+    /// Iterations expanded.
     round: u64,
-    /// The last stamp the devices used (a redo takes a new one).
-    stamp_now: u32,
+    /// The stamp of the current iteration (every member's launches of one iteration share it).
+    stamp: u32,
     shares: Vec<MemberShare>,
     redone: u64,
 }
 
-/// The merged distances a member has not applied yet: it applies them just before it next
-/// expands a slice, so a member without a share in an iteration costs nothing in it.
-#[derive(Clone, Debug, Default)]
-enum Behind {
-    /// Up to date.
-    #[default]
-    Nothing,
-    /// These vertices' distances dropped since (duplicates possible).
-    Vertices(Vec<u32>),
-    /// More than [`SpreadSssp::resync_after`] vertices (half of them unless a test says
-    /// otherwise): the whole distance array is uploaded instead.
+/// What a member applies before expanding its slice.
+enum CatchUp {
+    /// The last iteration's changes (it expanded in that iteration).
+    Changes,
+    /// The primary's whole distance array.
     Everything,
 }
 
-/// What a member applies before expanding: none, these `(distance, vertex)` pairs, or the
-/// whole distance array.
-enum Sync {
-    None,
-    Pairs(Vec<Pair>),
-    All,
-}
-
-/// What one member returned from an iteration.
+/// What one other member returned from an iteration.
 struct Expanded {
     member: usize,
     range: std::ops::Range<usize>,
     result: Result<(Vec<Pair>, u64, u64)>,
     secs: f64,
+}
+
+/// Whether the member's injected failure is due in iteration `round`.
+fn injected(m: &mut SetMember<'_>, round: u64) -> Option<Error> {
+    if m.fail_at.is_some_and(|at| round >= at) {
+        m.fail_at = None;
+        Some(Error::Lost(format!(
+            "{}: a failure injected in iteration {round}",
+            m.sssp.runtime().profile().label()
+        )))
+    } else {
+        None
+    }
 }
 
 impl SetRelaxer<'_, '_> {
@@ -583,256 +588,234 @@ impl SetRelaxer<'_, '_> {
             .collect()
     }
 
-    /// What member `i` must apply before it expands, with its backlog cleared.
-    fn take_sync(&mut self, i: usize) -> Sync {
-        match std::mem::take(&mut self.behind[i]) {
-            Behind::Nothing => Sync::None,
-            Behind::Everything => Sync::All,
-            Behind::Vertices(vs) => {
-                self.seen_mark = self.seen_mark.wrapping_add(1);
-                if self.seen_mark == 0 {
-                    self.seen.fill(0);
-                    self.seen_mark = 1;
-                }
-                let mut pairs = Vec::with_capacity(vs.len());
-                for v in vs {
-                    let slot = &mut self.seen[v as usize];
-                    if *slot != self.seen_mark {
-                        *slot = self.seen_mark;
-                        pairs.push((self.dist[v as usize], v));
-                    }
-                }
-                Sync::Pairs(pairs)
-            }
-        }
+    fn share(&mut self, member: usize) -> Option<&mut MemberShare> {
+        self.shares.iter_mut().find(|s| s.member == member)
     }
 
-    /// Records that `lowered` vertices' merged distances dropped, for every live member but
-    /// `except` (the only member that expanded: its own distances are those already).
-    fn fall_behind(&mut self, lowered: &[u32], except: Option<usize>) {
-        let limit = self.resync_after;
-        for (i, b) in self.behind.iter_mut().enumerate() {
-            if Some(i) == except || lowered.is_empty() {
-                continue;
-            }
-            match b {
-                Behind::Everything => {}
-                Behind::Nothing => *b = Behind::Vertices(lowered.to_vec()),
-                Behind::Vertices(vs) => {
-                    if vs.len() + lowered.len() > limit {
-                        *b = Behind::Everything;
-                    } else {
-                        vs.extend_from_slice(lowered);
-                    }
-                }
-            }
+    /// The primary failed: the search cannot go on (its distances were the merged ones).
+    fn primary_failed(&mut self, e: Error) -> Error {
+        let p = self.primary;
+        self.members[p].failed = Some(e.to_string());
+        if let Some(share) = self.share(p) {
+            share.error = Some(e.to_string());
         }
-    }
-
-    /// Each member with a range applies what it is behind and expands its range of
-    /// `frontier` with stamp `stamp`; one member runs on this thread, several on their own.
-    fn expand_on(
-        &mut self,
-        ranges: &[(usize, std::ops::Range<usize>)],
-        frontier: &[Pair],
-        stamp: u32,
-    ) -> Vec<Expanded> {
-        let mut syncs: Vec<Option<(std::ops::Range<usize>, Sync)>> =
-            (0..self.members.len()).map(|_| None).collect();
-        for (i, r) in ranges {
-            syncs[*i] = Some((r.clone(), self.take_sync(*i)));
-        }
-        let dist: &[u32] = &self.dist;
-        let round = self.round;
-        let mut work: Vec<_> = self
-            .members
-            .iter_mut()
-            .zip(syncs)
-            .enumerate()
-            .filter_map(|(i, (m, w))| w.map(|(r, sync)| (i, r, sync, m)))
-            .collect();
-        let run = |i: usize, range: std::ops::Range<usize>, sync: Sync, m: &mut SetMember<'_>| {
-            let t = Instant::now();
-            let fail = m.fail_at == Some(round);
-            if fail {
-                m.fail_at = None;
-            }
-            let result = (|| {
-                match &sync {
-                    Sync::None => {}
-                    Sync::Pairs(p) => {
-                        m.sssp.write_frontier(p)?;
-                        m.sssp.apply_frontier(p.len())?;
-                    }
-                    Sync::All => m.sssp.write_distances(dist)?,
-                }
-                m.sssp.write_frontier(&frontier[range.clone()])?;
-                if fail {
-                    return Err(Error::Lost(format!(
-                        "{}: a failure injected in iteration {round}",
-                        m.sssp.runtime().profile().label()
-                    )));
-                }
-                let (next, visited, stale) = m.sssp.expand_range(0, range.len(), stamp)?;
-                Ok((m.sssp.read_frontier(next)?, visited, stale))
-            })();
-            Expanded {
-                member: i,
-                range,
-                result,
-                secs: t.elapsed().as_secs_f64(),
-            }
-        };
-        if work.len() == 1 {
-            let (i, r, sync, m) = work.pop().expect("one");
-            return vec![run(i, r, sync, m)];
-        }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = work
-                .into_iter()
-                .map(|(i, r, sync, m)| {
-                    let run = &run;
-                    (i, s.spawn(move || run(i, r, sync, m)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(i, h)| {
-                    h.join().unwrap_or_else(|_| Expanded {
-                        member: i,
-                        range: 0..0,
-                        result: Err(Error::Lost("an SSSP driver thread panicked".into())),
-                        secs: 0.0,
-                    })
-                })
-                .collect()
-        })
-    }
-
-    /// Merges one member's lowered distances into the host's, queueing each vertex once.
-    fn merge(&mut self, lowered: &[Pair], next: &mut Vec<u32>, host_stamp: u32) {
-        for &(d, v) in lowered {
-            let v_ = v as usize;
-            if d < self.dist[v_] {
-                self.dist[v_] = d;
-                if self.stamp[v_] != host_stamp {
-                    self.stamp[v_] = host_stamp;
-                    next.push(v);
-                }
-            }
-        }
+        e
     }
 }
 
 impl Relaxer for SetRelaxer<'_, '_> {
     fn frontier_len(&self) -> usize {
-        self.frontier.len()
+        self.len
     }
 
     fn take_frontier(&mut self) -> Result<Vec<Pair>> {
-        Ok(std::mem::take(&mut self.frontier))
+        let p = self.primary;
+        let pairs = self.members[p].sssp.read_frontier(self.len)?;
+        if self.frontier_is_changes {
+            self.changes_on_host = Some(pairs.clone());
+        }
+        self.frontier_is_changes = false;
+        self.len = 0;
+        Ok(pairs)
     }
 
     fn set_frontier(&mut self, pairs: &[Pair]) -> Result<()> {
-        if pairs.len() > self.graph.vertices().max(1) {
-            return Err(Error::CapacityExceeded {
-                what: "the SSSP frontier".into(),
-                capacity: self.graph.vertices().max(1),
-            });
-        }
-        self.frontier = pairs.to_vec();
+        let p = self.primary;
+        self.members[p].sssp.write_frontier(pairs)?;
+        self.len = pairs.len();
+        self.frontier_is_changes = false;
         Ok(())
     }
 
     fn expand(&mut self) -> Result<(u64, u64)> {
-        let host_stamp = u32::try_from(self.round + 1)
-            .map_err(|_| Error::InvalidArgument("the search ran 2^32 - 1 iterations".into()))?;
-        let frontier = std::mem::take(&mut self.frontier);
-        // Entries to expand: the whole frontier, then the slices of members that failed.
-        let mut todo: Vec<std::ops::Range<usize>> = Vec::new();
-        todo.push(0..frontier.len());
-        let mut next = Vec::new();
-        let (mut visited, mut stale) = (0, 0);
-        let mut expanders: Vec<usize> = Vec::new();
-        let mut failures = 0;
-        while let Some(work) = todo.pop() {
-            let models: Vec<(usize, SpeedModel)> = self
-                .live()
-                .into_iter()
-                .map(|i| (i, self.members[i].model))
-                .collect();
-            if models.is_empty() {
-                return Err(Error::Lost(format!(
-                    "every device of the set failed: {}",
-                    self.members
-                        .iter()
-                        .filter_map(|m| m.failed.clone())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )));
+        self.stamp = next_iteration(self.stamp)?;
+        let (p, stamp, round) = (self.primary, self.stamp, self.round);
+        let models: Vec<(usize, SpeedModel)> = self
+            .live()
+            .into_iter()
+            .map(|i| (i, self.members[i].model))
+            .collect();
+        let ranges = split(&models, self.len);
+        let primary_range = ranges
+            .iter()
+            .find(|(i, _)| *i == p)
+            .map_or(0..0, |(_, r)| r.clone());
+        let others: Vec<(usize, std::ops::Range<usize>, CatchUp)> = ranges
+            .iter()
+            .filter(|(i, _)| *i != p)
+            .map(|(i, r)| {
+                let catch_up = if round > 0 && self.expanded_in[*i] == Some(round - 1) {
+                    CatchUp::Changes
+                } else {
+                    CatchUp::Everything
+                };
+                (*i, r.clone(), catch_up)
+            })
+            .collect();
+        // What the others need from the primary, read before it expands: the frontier (their
+        // slices, and the last changes where the frontier holds them) and its distances.
+        let (frontier, changes, dist) = if others.is_empty() {
+            (Vec::new(), Vec::new(), Vec::new())
+        } else {
+            let primary = &mut self.members[p].sssp;
+            let frontier = primary
+                .read_frontier(self.len)
+                .map_err(|e| self.primary_failed(e))?;
+            let needs_all = others.iter().any(|o| matches!(o.2, CatchUp::Everything));
+            let primary = &mut self.members[p].sssp;
+            let dist = if needs_all {
+                primary
+                    .read_raw_distances()
+                    .map_err(|e| self.primary_failed(e))?
+            } else {
+                Vec::new()
+            };
+            let changes = if self.frontier_is_changes {
+                frontier.clone()
+            } else {
+                self.changes_on_host.clone().unwrap_or_default()
+            };
+            (frontier, changes, dist)
+        };
+        let (frontier, changes, dist) = (&frontier[..], &changes[..], &dist[..]);
+        let mut primary_fault = None;
+        let mut primary_secs = 0.0;
+        let outcomes: Vec<Expanded> = {
+            let mut primary_member = None;
+            let mut work = Vec::new();
+            for (i, m) in self.members.iter_mut().enumerate() {
+                if i == p {
+                    primary_member = Some(m);
+                } else if let Some((_, r, c)) = others.iter().find(|o| o.0 == i) {
+                    work.push((i, r.clone(), c, m));
+                }
             }
-            let ranges: Vec<(usize, std::ops::Range<usize>)> = split(&models, work.len())
-                .into_iter()
-                .map(|(i, r)| (i, work.start + r.start..work.start + r.end))
-                .collect();
-            self.stamp_now = next_iteration(self.stamp_now)?;
-            let outcomes = self.expand_on(&ranges, &frontier, self.stamp_now);
-            for out in outcomes {
-                let m = &mut self.members[out.member];
-                let share = self.shares.iter_mut().find(|s| s.member == out.member);
-                match out.result {
-                    Ok((lowered, v, st)) => {
-                        m.model.record(out.range.len(), out.secs);
-                        if let Some(share) = share {
-                            share.entries += out.range.len() as u64;
-                            share.iterations += 1;
-                            share.busy_s += out.secs;
-                        }
-                        visited += v;
-                        stale += st;
-                        if !expanders.contains(&out.member) {
-                            expanders.push(out.member);
-                        }
-                        self.merge(&lowered, &mut next, host_stamp);
+            let primary_member = primary_member.expect("the primary is a member");
+            std::thread::scope(|s| {
+                let handles: Vec<_> = work
+                    .into_iter()
+                    .map(|(i, range, catch_up, m)| {
+                        let h = s.spawn(move || {
+                            let t = Instant::now();
+                            let result = (|| {
+                                match catch_up {
+                                    CatchUp::Changes => {
+                                        m.sssp.write_frontier(changes)?;
+                                        m.sssp.apply_frontier(changes.len())?;
+                                    }
+                                    CatchUp::Everything => m.sssp.write_distances(dist)?,
+                                }
+                                m.sssp.write_frontier(&frontier[range.clone()])?;
+                                if let Some(e) = injected(m, round) {
+                                    return Err(e);
+                                }
+                                let (next, visited, stale) =
+                                    m.sssp.expand_range(0, range.len(), stamp)?;
+                                Ok((m.sssp.read_frontier(next)?, visited, stale))
+                            })();
+                            Expanded {
+                                member: i,
+                                range,
+                                result,
+                                secs: t.elapsed().as_secs_f64(),
+                            }
+                        });
+                        (i, h)
+                    })
+                    .collect();
+                // The primary's own slice, on this thread.
+                let t = Instant::now();
+                let m = primary_member;
+                let mine = (|| {
+                    if let Some(e) = injected(m, round) {
+                        return Err(e);
                     }
-                    Err(e) => {
-                        failures += 1;
-                        m.failed = Some(e.to_string());
-                        if let Some(share) = share {
-                            share.error = Some(e.to_string());
-                            share.busy_s += out.secs;
-                        }
-                        // A failed member's distances are left behind; its slice goes round
-                        // again among the others.
-                        if !out.range.is_empty() {
-                            self.redone += out.range.len() as u64;
-                            todo.push(out.range);
-                        }
+                    m.sssp.begin_iteration()?;
+                    m.sssp
+                        .expand_launch(primary_range.start, primary_range.end, stamp)
+                })();
+                primary_secs = t.elapsed().as_secs_f64();
+                if let Err(e) = mine {
+                    primary_fault = Some(e);
+                }
+                handles
+                    .into_iter()
+                    .map(|(i, h)| {
+                        h.join().unwrap_or_else(|_| Expanded {
+                            member: i,
+                            range: 0..0,
+                            result: Err(Error::Lost("an SSSP driver thread panicked".into())),
+                            secs: 0.0,
+                        })
+                    })
+                    .collect()
+            })
+        };
+        if let Some(e) = primary_fault {
+            return Err(self.primary_failed(e));
+        }
+        if !primary_range.is_empty() {
+            self.members[p]
+                .model
+                .record(primary_range.len(), primary_secs);
+            if let Some(share) = self.share(p) {
+                share.entries += primary_range.len() as u64;
+                share.iterations += 1;
+                share.busy_s += primary_secs;
+            }
+        }
+        let mut lowered = Vec::new();
+        let (mut visited, mut stale) = (0, 0);
+        for out in outcomes {
+            match out.result {
+                Ok((pairs, v, st)) => {
+                    let m = &mut self.members[out.member];
+                    m.model.record(out.range.len(), out.secs);
+                    self.expanded_in[out.member] = Some(round);
+                    if let Some(share) = self.share(out.member) {
+                        share.entries += out.range.len() as u64;
+                        share.iterations += 1;
+                        share.busy_s += out.secs;
+                    }
+                    visited += v;
+                    stale += st;
+                    lowered.extend_from_slice(&pairs);
+                }
+                Err(e) => {
+                    self.members[out.member].failed = Some(e.to_string());
+                    if let Some(share) = self.share(out.member) {
+                        share.error = Some(e.to_string());
+                        share.busy_s += out.secs;
+                    }
+                    // Its distances are left behind; the primary expands its slice again
+                    // (same stamp: whatever it queued already stays queued once).
+                    self.redone += out.range.len() as u64;
+                    let primary = &mut self.members[p].sssp;
+                    primary
+                        .expand_launch(out.range.start, out.range.end, stamp)
+                        .map_err(|e| self.primary_failed(e))?;
+                    if let Some(share) = self.share(p) {
+                        share.entries += out.range.len() as u64;
                     }
                 }
             }
         }
+        let primary = &mut self.members[p].sssp;
+        let finished = primary
+            .merge_launch(&lowered, stamp)
+            .and_then(|()| primary.finish_iteration());
+        let (next, pv, ps) = finished.map_err(|e| self.primary_failed(e))?;
+        self.expanded_in[p] = Some(round);
+        self.len = next;
+        self.frontier_is_changes = true;
+        self.changes_on_host = None;
         self.round += 1;
-        // The only member that expanded holds the merged distances already.
-        let only = (expanders.len() == 1 && failures == 0).then(|| expanders[0]);
-        self.fall_behind(&next, only);
-        self.frontier = next
-            .into_iter()
-            .map(|v| (self.dist[v as usize], v))
-            .collect();
-        Ok((visited, stale))
+        Ok((visited + pv, stale + ps))
     }
 
     fn distances(&mut self) -> Result<Vec<u64>> {
-        let mut out = Vec::with_capacity(self.dist.len());
-        for &d in &self.dist {
-            match d {
-                u32::MAX => out.push(UNREACHABLE),
-                d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(self.graph)),
-                d => out.push(d as u64),
-            }
-        }
-        Ok(out)
+        let p = self.primary;
+        self.members[p].sssp.read_distances()
     }
 }
 
