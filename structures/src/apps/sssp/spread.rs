@@ -465,10 +465,10 @@ impl<'g> SpreadSssp<'g> {
         exploring: bool,
     ) -> Result<SpreadRun> {
         let primary = self.fastest().ok_or_else(|| self.all_failed())?;
-        // Every member starts over: the stamps of an earlier search would keep vertices from
-        // being queued (stamps count from 1 in each search).
-        for i in self.live() {
-            let m = &mut self.members[i];
+        // The others start over when they first get a slice (their stamps from an earlier
+        // search would keep vertices from being queued: stamps count from 1 in each search).
+        {
+            let m = &mut self.members[primary];
             if let Err(e) = m.sssp.reset(source) {
                 if is_device_fault(&e) {
                     m.failed = Some(e.to_string());
@@ -485,6 +485,7 @@ impl<'g> SpreadSssp<'g> {
             frontier_is_changes: false,
             changes_on_host: None,
             expanded_in: vec![None; members],
+            source,
             round: 0,
             stamp: 0,
             shares: Vec::new(),
@@ -544,6 +545,8 @@ struct SetRelaxer<'a, 'g> {
     /// previous iteration catches up by applying that iteration's changes; any other gets
     /// the primary's whole distance array.
     expanded_in: Vec<Option<u64>>,
+    /// The search's source (a member is reset when it first gets a slice).
+    source: usize,
     /// Iterations expanded.
     round: u64,
     /// The stamp of the current iteration (every member's launches of one iteration share it).
@@ -556,8 +559,9 @@ struct SetRelaxer<'a, 'g> {
 enum CatchUp {
     /// The last iteration's changes (it expanded in that iteration).
     Changes,
-    /// The primary's whole distance array.
-    Everything,
+    /// The primary's whole distance array (after a reset of its stamps where this is its
+    /// first slice of the search).
+    Everything { first: bool },
 }
 
 /// What one other member returned from an iteration.
@@ -629,7 +633,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
 
     fn expand(&mut self) -> Result<(u64, u64)> {
         self.stamp = next_iteration(self.stamp)?;
-        let (p, stamp, round) = (self.primary, self.stamp, self.round);
+        let (p, stamp, round, source) = (self.primary, self.stamp, self.round, self.source);
         let models: Vec<(usize, SpeedModel)> = self
             .live()
             .into_iter()
@@ -644,10 +648,11 @@ impl Relaxer for SetRelaxer<'_, '_> {
             .iter()
             .filter(|(i, _)| *i != p)
             .map(|(i, r)| {
-                let catch_up = if round > 0 && self.expanded_in[*i] == Some(round - 1) {
-                    CatchUp::Changes
-                } else {
-                    CatchUp::Everything
+                let catch_up = match self.expanded_in[*i] {
+                    Some(r) if r + 1 == round => CatchUp::Changes,
+                    last => CatchUp::Everything {
+                        first: last.is_none(),
+                    },
                 };
                 (*i, r.clone(), catch_up)
             })
@@ -661,7 +666,9 @@ impl Relaxer for SetRelaxer<'_, '_> {
             let frontier = primary
                 .read_frontier(self.len)
                 .map_err(|e| self.primary_failed(e))?;
-            let needs_all = others.iter().any(|o| matches!(o.2, CatchUp::Everything));
+            let needs_all = others
+                .iter()
+                .any(|o| matches!(o.2, CatchUp::Everything { .. }));
             let primary = &mut self.members[p].sssp;
             let dist = if needs_all {
                 primary
@@ -703,7 +710,12 @@ impl Relaxer for SetRelaxer<'_, '_> {
                                         m.sssp.write_frontier(changes)?;
                                         m.sssp.apply_frontier(changes.len())?;
                                     }
-                                    CatchUp::Everything => m.sssp.write_distances(dist)?,
+                                    CatchUp::Everything { first } => {
+                                        if *first {
+                                            m.sssp.reset(source)?;
+                                        }
+                                        m.sssp.write_distances(dist)?
+                                    }
                                 }
                                 m.sssp.write_frontier(&frontier[range.clone()])?;
                                 if let Some(e) = injected(m, round) {
