@@ -22,7 +22,8 @@
 //! settles after its untimed trials (`gpu-set`, with the plan it chose), the set forced
 //! together (`gpu-set:together`, every iteration's frontier split by measured speed, merged
 //! on the fastest member), and each member alone (rows `gpu@i`), each member's share shown;
-//! each of these rows is the second of two runs.
+//! each of these rows is the second of two runs. With cpu mode too, the latency threads join
+//! the set as one more worker (`coop-set`, `coop-set:together`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -137,6 +138,7 @@ fn plan_name(plan: SetPlan) -> String {
     match plan {
         SetPlan::Together => "together".into(),
         SetPlan::Alone(i) => format!("gpu@{i} alone"),
+        SetPlan::LatencyThreads => "latency threads alone".into(),
     }
 }
 
@@ -147,8 +149,12 @@ fn shares_text(run: &SpreadRun) -> String {
         .iter()
         .map(|m| {
             format!(
-                "gpu@{} {:.0}%{}",
-                m.member,
+                "{} {:.0}%{}",
+                if m.device.starts_with("latency") {
+                    "cpu".to_string()
+                } else {
+                    format!("gpu@{}", m.member)
+                },
                 100.0 * m.entries as f64 / total as f64,
                 if m.error.is_some() { " (failed)" } else { "" }
             )
@@ -293,11 +299,15 @@ fn run(args: &Args) -> Result<bool> {
     let labels: Vec<String> = set.as_ref().map_or(Vec::new(), |s| {
         s.members().iter().map(|rt| rt.profile().label()).collect()
     });
-    if use_cpu {
-        let pool = LatencyPool::with_threads(args.threads)?;
+    let pool = if use_cpu {
+        Some(LatencyPool::with_threads(args.threads)?)
+    } else {
+        None
+    };
+    if let Some(pool) = &pool {
         for o in [Order::Frontier, order] {
             let t = Instant::now();
-            let run = cpu::shortest_paths(&graph, source, &pool, o)?;
+            let run = cpu::shortest_paths(&graph, source, pool, o)?;
             push("cpu", o, run, t.elapsed().as_secs_f64() * 1e3, None);
             progress.step("cpu search".into());
         }
@@ -346,14 +356,23 @@ fn run(args: &Args) -> Result<bool> {
         }
         drop(dev);
         if use_gpu && members > 1 {
+            // With cpu mode too, the latency threads are one more worker of the set (coop-set
+            // rows); their search alone is the cpu rows.
             let mut spread = SpreadSssp::new(set, &graph)?;
+            let name = match &pool {
+                Some(pool) => {
+                    spread = spread.with_latency_threads(pool);
+                    "coop-set"
+                }
+                None => "gpu-set",
+            };
             for o in [Order::Frontier, order] {
                 // Untimed: the set's trials (each plan twice), which also warm every member.
                 progress.bar.set_message("device-set trials");
                 while spread.shortest_paths(source, o, &device)?.exploring {}
                 let mut runners: Vec<(String, Option<SetPlan>)> = vec![
-                    ("gpu-set".into(), None),
-                    ("gpu-set:together".into(), Some(SetPlan::Together)),
+                    (name.into(), None),
+                    (format!("{name}:together"), Some(SetPlan::Together)),
                 ];
                 runners.extend((0..members).map(|i| (format!("gpu@{i}"), Some(SetPlan::Alone(i)))));
                 for (mode, plan) in runners {
@@ -408,7 +427,7 @@ fn run(args: &Args) -> Result<bool> {
             return i.parse::<usize>().ok().and_then(|i| labels.get(i).cloned());
         }
         match mode {
-            m if m.starts_with("gpu-set") => device_label.clone(),
+            m if m.starts_with("gpu-set") || m.starts_with("coop-set") => device_label.clone(),
             "gpu" | "coop" => labels.first().cloned(),
             _ => None,
         }

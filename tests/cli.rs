@@ -1279,6 +1279,38 @@ fn device_sets_spread_verify_and_report_shares() {
             }
         }
         assert!(rows.iter().all(|r| r["verified"] == true), "{out}");
+        // With cpu mode too, the latency threads are one more worker of the set.
+        let (code, out, err) = run_with_env(
+            "sssp",
+            &[
+                "--device",
+                "all",
+                "--mode",
+                "cpu,gpu",
+                "--scale",
+                "12",
+                "--threads",
+                "2",
+                "--json",
+            ],
+            &env,
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let rows = json_rows(&out);
+        let together = rows
+            .iter()
+            .find(|r| r["mode"] == "coop-set:together" && r["order"] == "frontier")
+            .unwrap_or_else(|| panic!("a coop-set:together row: {out}"));
+        let workers = together["set"]["members"].as_array().unwrap();
+        assert_eq!(workers.len(), members + 1, "{together}");
+        assert!(
+            workers[members]["device"]
+                .as_str()
+                .unwrap()
+                .contains("latency threads"),
+            "{together}"
+        );
+        assert!(rows.iter().all(|r| r["verified"] == true), "{out}");
     }
     let (code, _, err) = run_with_env(
         "batch_kselect",

@@ -5,7 +5,7 @@
 
 mod common;
 
-use asym_runtime::{Error, Transport};
+use asym_runtime::{Error, LatencyPool, PoolOptions, Transport};
 use asym_structures::apps::graph::{Edge, Graph};
 use asym_structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
 use asym_structures::apps::sssp::{check_distances, Order};
@@ -176,6 +176,76 @@ fn large_frontiers_are_shared_and_the_choice_settles_after_the_trials() {
     let run = sssp.shortest_paths(source, order, &heap()).unwrap();
     assert!(run.exploring);
     check(&run, &g, source, "heap order");
+}
+
+#[test]
+fn the_latency_threads_join_as_one_more_worker() {
+    let set = common::device_set(Transport::Coarse);
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .expect("pool");
+    let g = Graph::kronecker(14, 16, 255, rng().gen()).unwrap();
+    let source = g.hub();
+    let mut sssp = SpreadSssp::new(&set, &g)
+        .unwrap()
+        .with_latency_threads(&pool);
+    let workers = set.len() + 1;
+    // No speed known: frontiers of thousands of vertices are split evenly over every worker.
+    let run = sssp
+        .shortest_paths(source, Order::Frontier, &heap())
+        .unwrap();
+    check(&run, &g, source, "together with the latency threads");
+    assert_eq!(run.plan, SetPlan::Together);
+    assert_eq!(run.members.len(), workers);
+    assert!(
+        run.members.iter().all(|m| m.entries > 0),
+        "{:?}",
+        run.members
+    );
+    assert!(run.members[set.len()].device.contains("latency threads"));
+    // Their trials: together, each member alone and the latency threads alone, twice each.
+    let mut seen = vec![run.plan];
+    for call in 1..2 * (workers + 1) + 1 {
+        let run = sssp
+            .shortest_paths(source, Order::Frontier, &heap())
+            .unwrap();
+        check(&run, &g, source, &format!("call {call}"));
+        seen.push(run.plan);
+    }
+    let trials = 2 * (workers + 1);
+    assert_eq!(
+        seen[..trials]
+            .iter()
+            .filter(|p| **p == SetPlan::LatencyThreads)
+            .count(),
+        2,
+        "{seen:?}"
+    );
+    for order in orders() {
+        let run = sssp
+            .shortest_paths_as(SetPlan::LatencyThreads, source, order, &heap())
+            .unwrap();
+        check(
+            &run,
+            &g,
+            source,
+            &format!("{order:?} on the latency threads"),
+        );
+        let run = sssp
+            .shortest_paths_as(SetPlan::Together, source, order, &heap())
+            .unwrap();
+        check(&run, &g, source, &format!("{order:?} together"));
+        // Every iteration to the next worker in turn: each catches up after sitting out.
+        sssp.round_robin(true);
+        let run = sssp
+            .shortest_paths_as(SetPlan::Together, source, order, &heap())
+            .unwrap();
+        check(&run, &g, source, &format!("{order:?} in turn"));
+        assert!(run.members.iter().all(|m| m.iterations > 0), "{run:?}");
+        sssp.round_robin(false);
+    }
 }
 
 #[test]

@@ -80,57 +80,14 @@ impl Relaxer for CpuRelaxer<'_> {
 
     fn expand(&mut self) -> Result<(u64, u64)> {
         self.iteration += 1;
-        let (graph, dist, stamp, frontier, iteration) = (
+        let (next, visited, stale) = expand_slice(
             self.graph,
+            self.pool,
             &self.dist,
             &self.stamp,
             &self.frontier,
             self.iteration,
-        );
-        let next_chunk = AtomicUsize::new(0);
-        let parts = self.pool.broadcast_scoped(|_| {
-            let mut queued = Vec::new();
-            let (mut visited, mut stale) = (0u64, 0u64);
-            loop {
-                let start = next_chunk.fetch_add(CHUNK, Relaxed);
-                if start >= frontier.len() {
-                    break;
-                }
-                for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
-                    let du = dist[u as usize].load(Relaxed);
-                    if key > du {
-                        stale += 1;
-                        continue;
-                    }
-                    visited += 1;
-                    for (v, w) in graph.neighbors(u) {
-                        // Saturating: a path at the limit never beats a real distance below
-                        // it, and a vertex left at the limit is reported as an overflow.
-                        let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
-                        let slot = &dist[v as usize];
-                        if nd < slot.load(Relaxed)
-                            && nd < slot.fetch_min(nd, Relaxed)
-                            && stamp[v as usize].swap(iteration, Relaxed) != iteration
-                        {
-                            queued.push(v);
-                        }
-                    }
-                }
-            }
-            (queued, visited, stale)
-        })?;
-        let total: usize = parts.iter().map(|p| p.0.len()).sum();
-        let mut next = Vec::with_capacity(total);
-        let (mut visited, mut stale) = (0, 0);
-        for (queued, vis, st) in parts {
-            next.extend(
-                queued
-                    .into_iter()
-                    .map(|v| (dist[v as usize].load(Relaxed), v)),
-            );
-            visited += vis;
-            stale += st;
-        }
+        )?;
         self.frontier = next;
         Ok((visited, stale))
     }
@@ -146,6 +103,64 @@ impl Relaxer for CpuRelaxer<'_> {
         }
         Ok(out)
     }
+}
+
+/// Expands `frontier` on `pool`'s threads with stamp `iteration` (chunks of [`CHUNK`]
+/// claimed from one counter). Returns the vertices whose distance dropped, each once, as
+/// `(distance, vertex)` with the distance after every thread finished, and (visited, stale).
+pub(super) fn expand_slice(
+    graph: &Graph,
+    pool: &LatencyPool,
+    dist: &[AtomicU32],
+    stamp: &[AtomicU32],
+    frontier: &[Pair],
+    iteration: u32,
+) -> Result<(Vec<Pair>, u64, u64)> {
+    let next_chunk = AtomicUsize::new(0);
+    let parts = pool.broadcast_scoped(|_| {
+        let mut queued = Vec::new();
+        let (mut visited, mut stale) = (0u64, 0u64);
+        loop {
+            let start = next_chunk.fetch_add(CHUNK, Relaxed);
+            if start >= frontier.len() {
+                break;
+            }
+            for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
+                let du = dist[u as usize].load(Relaxed);
+                if key > du {
+                    stale += 1;
+                    continue;
+                }
+                visited += 1;
+                for (v, w) in graph.neighbors(u) {
+                    // Saturating: a path at the limit never beats a real distance below it,
+                    // and a vertex left at the limit is reported as an overflow.
+                    let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
+                    let slot = &dist[v as usize];
+                    if nd < slot.load(Relaxed)
+                        && nd < slot.fetch_min(nd, Relaxed)
+                        && stamp[v as usize].swap(iteration, Relaxed) != iteration
+                    {
+                        queued.push(v);
+                    }
+                }
+            }
+        }
+        (queued, visited, stale)
+    })?;
+    let total: usize = parts.iter().map(|p| p.0.len()).sum();
+    let mut next = Vec::with_capacity(total);
+    let (mut visited, mut stale) = (0, 0);
+    for (queued, vis, st) in parts {
+        next.extend(
+            queued
+                .into_iter()
+                .map(|v| (dist[v as usize].load(Relaxed), v)),
+        );
+        visited += vis;
+        stale += st;
+    }
+    Ok((next, visited, stale))
 }
 
 struct CpuHeap<'a> {

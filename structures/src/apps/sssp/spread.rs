@@ -18,6 +18,11 @@
 //! ([`Order::Heap`]) the heap lives on the primary, and the changes the heap took from the
 //! frontier are kept on the host for the others' catch-up.
 //!
+//! **The latency threads** ([`SpreadSssp::with_latency_threads`]) are one more worker: they
+//! keep their own distances and stamps in host memory (made when they first get a slice),
+//! catch up the same two ways, expand with [`cpu`]'s relaxation and return what they lowered
+//! for the primary's merge; alone they run [`cpu::shortest_paths`].
+//!
 //! **The split.** Each member's time for an iteration is modelled as a fixed part (copies and
 //! launches: the shortest iteration it was measured at) plus its entries over its speed
 //! (frontier entries per second, measured on slices of at least [`SAMPLE_MIN`] entries). An
@@ -36,10 +41,12 @@
 //! failed member out; with every member failed the call returns an error naming them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Instant;
 
-use asym_runtime::{DeviceSet, Error, Result};
+use asym_runtime::{DeviceSet, Error, LatencyPool, Result};
 
+use super::cpu;
 use super::device::{next_iteration, DeviceSssp};
 use super::{search, Order, Pair, Relaxer, SsspRun};
 use crate::apps::graph::Graph;
@@ -55,6 +62,8 @@ pub enum SetPlan {
     Together,
     /// Member `i` alone, its frontier resident on the device.
     Alone(usize),
+    /// The latency threads alone ([`cpu::shortest_paths`]), where the set has them.
+    LatencyThreads,
 }
 
 /// What one member did in a search over a set.
@@ -62,7 +71,7 @@ pub enum SetPlan {
 pub struct MemberShare {
     /// The device.
     pub device: String,
-    /// Index of the member in the set.
+    /// Index of the member in the set; the set's length for the latency threads.
     pub member: usize,
     /// Frontier entries it expanded (visited and stale).
     pub entries: u64,
@@ -205,6 +214,11 @@ fn split(models: &[(usize, SpeedModel)], frontier: usize) -> Vec<(usize, std::op
         .collect()
 }
 
+/// How a share of the latency threads is labelled.
+fn latency_label(pool: &LatencyPool) -> String {
+    format!("latency threads ({})", pool.len())
+}
+
 /// Whether `e` says the device itself failed (not the input or a host limit).
 fn is_device_fault(e: &Error) -> bool {
     matches!(
@@ -227,6 +241,13 @@ struct SetMember<'g> {
 pub struct SpreadSssp<'g> {
     graph: &'g Graph,
     members: Vec<SetMember<'g>>,
+    /// The latency threads as one more worker ([`SpreadSssp::with_latency_threads`]).
+    pool: Option<&'g LatencyPool>,
+    /// Their speed, and why they are left out if they failed.
+    cpu_model: SpeedModel,
+    cpu_failed: Option<String>,
+    /// Tests: each iteration together goes whole to the next worker in turn.
+    round_robin: bool,
     /// Keys per second of each plan, per order (the faster of its calls), and calls each.
     plans: HashMap<(bool, SetPlan), (f64, u32)>,
 }
@@ -261,8 +282,30 @@ impl<'g> SpreadSssp<'g> {
         Ok(SpreadSssp {
             graph,
             members,
+            pool: None,
+            cpu_model: SpeedModel::default(),
+            cpu_failed: None,
+            round_robin: false,
             plans: HashMap::new(),
         })
+    }
+
+    /// Adds `pool`'s latency threads as one more worker: searches together give them slices
+    /// of large frontiers as they give the devices (their distances in host memory), and
+    /// they are tried alone ([`SetPlan::LatencyThreads`]).
+    pub fn with_latency_threads(mut self, pool: &'g LatencyPool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The latency threads, while they take part.
+    fn cpu(&self) -> Option<&'g LatencyPool> {
+        self.pool.filter(|_| self.cpu_failed.is_none())
+    }
+
+    /// Workers still taking part: live members, and the latency threads.
+    fn workers(&self) -> usize {
+        self.live().len() + usize::from(self.cpu().is_some())
     }
 
     /// The members, by label.
@@ -298,6 +341,13 @@ impl<'g> SpreadSssp<'g> {
         Ok(())
     }
 
+    /// Makes each iteration of a search together go whole to the next worker in turn, so
+    /// that every worker catches up after sitting out (tests of the catch-up).
+    #[doc(hidden)]
+    pub fn round_robin(&mut self, on: bool) {
+        self.round_robin = on;
+    }
+
     /// Runs the next search as `plan` (while it is a plan the set can run), bypassing what
     /// was measured: for benchmarks that compare the plans.
     pub fn shortest_paths_as(
@@ -312,6 +362,7 @@ impl<'g> SpreadSssp<'g> {
         let runnable = match plan {
             SetPlan::Together => !live.is_empty(),
             SetPlan::Alone(i) => live.contains(&i),
+            SetPlan::LatencyThreads => self.cpu().is_some(),
         };
         if !runnable {
             return Err(Error::InvalidArgument(format!(
@@ -331,15 +382,15 @@ impl<'g> SpreadSssp<'g> {
     ) -> Result<SpreadRun> {
         self.graph.check_source(source)?;
         loop {
-            let live = self.live();
-            if live.is_empty() {
+            let workers = self.workers();
+            if workers == 0 {
                 return Err(self.all_failed());
             }
-            let (plan, exploring) = self.choose(&live, order);
+            let (plan, exploring) = self.choose(order);
             match self.run_plan(plan, exploring, source, order, heap) {
-                // A member holding the distances failed (it is marked): the search runs
+                // A worker holding the distances failed (it is marked): the search runs
                 // again on the others.
-                Err(_) if self.live().len() < live.len() => continue,
+                Err(_) if self.workers() < workers => continue,
                 other => return other,
             }
         }
@@ -352,25 +403,34 @@ impl<'g> SpreadSssp<'g> {
     }
 
     fn all_failed(&self) -> Error {
+        let mut failed: Vec<String> = self
+            .failed_devices()
+            .iter()
+            .map(|(d, e)| format!("{d}: {e}"))
+            .collect();
+        if let Some(e) = &self.cpu_failed {
+            failed.push(format!("the latency threads: {e}"));
+        }
         Error::Lost(format!(
             "every device of the set failed: {}",
-            self.failed_devices()
-                .iter()
-                .map(|(d, e)| format!("{d}: {e}"))
-                .collect::<Vec<_>>()
-                .join("; ")
+            failed.join("; ")
         ))
     }
 
     /// The plan for the next call of `order`: the next trial, else the fastest measured.
-    fn choose(&self, live: &[usize], order: Order) -> (SetPlan, bool) {
-        if live.len() == 1 {
-            return (SetPlan::Alone(live[0]), false);
-        }
+    fn choose(&self, order: Order) -> (SetPlan, bool) {
+        let live = self.live();
         let heap = matches!(order, Order::Heap { .. });
-        let candidates: Vec<SetPlan> = std::iter::once(SetPlan::Together)
+        let together = !live.is_empty() && self.workers() > 1;
+        let candidates: Vec<SetPlan> = together
+            .then_some(SetPlan::Together)
+            .into_iter()
             .chain(live.iter().map(|&i| SetPlan::Alone(i)))
+            .chain(self.cpu().map(|_| SetPlan::LatencyThreads))
             .collect();
+        if candidates.len() == 1 {
+            return (candidates[0], false);
+        }
         if let Some(trial) = candidates.iter().find(|p| {
             self.plans
                 .get(&(heap, **p))
@@ -384,7 +444,7 @@ impl<'g> SpreadSssp<'g> {
             .copied()
             .max_by(|a, b| rate(a).total_cmp(&rate(b)))
             .unwrap_or(SetPlan::Together);
-        if rate(&SetPlan::Together) * 1.03 >= rate(&best) {
+        if together && rate(&SetPlan::Together) * 1.03 >= rate(&best) {
             (SetPlan::Together, false)
         } else {
             (best, false)
@@ -426,6 +486,28 @@ impl<'g> SpreadSssp<'g> {
                     plan,
                     exploring,
                     members: vec![share],
+                    redone_entries: 0,
+                }
+            }
+            SetPlan::LatencyThreads => {
+                let pool = self.cpu().ok_or_else(|| self.all_failed())?;
+                let run = cpu::shortest_paths(self.graph, source, pool, order);
+                if let Err(e @ Error::LatencyThreadPanicked { .. }) = &run {
+                    self.cpu_failed = Some(e.to_string());
+                }
+                let run = run?;
+                SpreadRun {
+                    members: vec![MemberShare {
+                        device: latency_label(pool),
+                        member: self.members.len(),
+                        entries: run.stats.visited + run.stats.stale,
+                        iterations: run.stats.iterations,
+                        busy_s: started.elapsed().as_secs_f64(),
+                        error: None,
+                    }],
+                    run,
+                    plan,
+                    exploring,
                     redone_entries: 0,
                 }
             }
@@ -478,14 +560,24 @@ impl<'g> SpreadSssp<'g> {
         }
         let live = self.live();
         let members = self.members.len();
+        let cpu = self.cpu().map(|pool| CpuSide {
+            pool,
+            model: &mut self.cpu_model,
+            failed: &mut self.cpu_failed,
+            dist: Vec::new(),
+            stamp: Vec::new(),
+        });
         let mut relax = SetRelaxer {
+            graph: self.graph,
+            cpu,
             members: &mut self.members,
             primary,
             len: 0,
             frontier_is_changes: false,
             changes_on_host: None,
-            expanded_in: vec![None; members],
+            expanded_in: vec![None; members + 1],
             source,
+            round_robin: self.round_robin,
             round: 0,
             stamp: 0,
             shares: Vec::new(),
@@ -499,6 +591,13 @@ impl<'g> SpreadSssp<'g> {
                 ..Default::default()
             })
             .collect();
+        if let Some(cpu) = &relax.cpu {
+            relax.shares.push(MemberShare {
+                device: latency_label(cpu.pool),
+                member: members,
+                ..Default::default()
+            });
+        }
         let run = match order {
             Order::Frontier => search(&mut relax, None, order, source as u32),
             Order::Heap { batch, .. } => {
@@ -532,7 +631,10 @@ impl<'g> SpreadSssp<'g> {
 /// of the frontier, and the distances they lower are merged on the primary (`sssp_merge`).
 /// An iteration the primary runs alone costs what it costs on the primary alone.
 struct SetRelaxer<'a, 'g> {
+    graph: &'g Graph,
     members: &'a mut Vec<SetMember<'g>>,
+    /// The latency threads, where the set has them (worker index: the members' count).
+    cpu: Option<CpuSide<'a>>,
     primary: usize,
     /// Entries in the primary's frontier.
     len: usize,
@@ -541,18 +643,61 @@ struct SetRelaxer<'a, 'g> {
     frontier_is_changes: bool,
     /// That list, where the heap took it from the frontier.
     changes_on_host: Option<Vec<Pair>>,
-    /// Per member: the last iteration it expanded a slice in. A member that expanded in the
-    /// previous iteration catches up by applying that iteration's changes; any other gets
-    /// the primary's whole distance array.
+    /// Per member, then the latency threads: the last iteration it expanded a slice in. A
+    /// worker that expanded in the previous iteration catches up by applying that
+    /// iteration's changes; any other gets the primary's whole distance array.
     expanded_in: Vec<Option<u64>>,
     /// The search's source (a member is reset when it first gets a slice).
     source: usize,
+    /// See [`SpreadSssp::round_robin`].
+    round_robin: bool,
     /// Iterations expanded.
     round: u64,
     /// The stamp of the current iteration (every member's launches of one iteration share it).
     stamp: u32,
     shares: Vec<MemberShare>,
     redone: u64,
+}
+
+/// The latency threads as a worker of one search: their own distances and stamps in host
+/// memory (made when they first get a slice), caught up like a device's.
+struct CpuSide<'a> {
+    pool: &'a LatencyPool,
+    model: &'a mut SpeedModel,
+    failed: &'a mut Option<String>,
+    dist: Vec<AtomicU32>,
+    stamp: Vec<AtomicU32>,
+}
+
+impl CpuSide<'_> {
+    /// Catches up as `catch_up` says and expands `slice` with stamp `stamp`.
+    fn expand(
+        &mut self,
+        graph: &Graph,
+        catch_up: &CatchUp,
+        changes: &[Pair],
+        dist: &[u32],
+        slice: &[Pair],
+        stamp: u32,
+    ) -> Result<(Vec<Pair>, u64, u64)> {
+        match catch_up {
+            CatchUp::Changes => {
+                for &(d, v) in changes {
+                    self.dist[v as usize].fetch_min(d, Relaxed);
+                }
+            }
+            CatchUp::Everything { .. } if self.dist.len() != dist.len() => {
+                self.dist = dist.iter().map(|&d| AtomicU32::new(d)).collect();
+                self.stamp = (0..dist.len()).map(|_| AtomicU32::new(0)).collect();
+            }
+            CatchUp::Everything { .. } => {
+                for (a, &d) in self.dist.iter().zip(dist) {
+                    a.store(d, Relaxed);
+                }
+            }
+        }
+        cpu::expand_slice(graph, self.pool, &self.dist, &self.stamp, slice, stamp)
+    }
 }
 
 /// What a member applies before expanding its slice.
@@ -634,12 +779,21 @@ impl Relaxer for SetRelaxer<'_, '_> {
     fn expand(&mut self) -> Result<(u64, u64)> {
         self.stamp = next_iteration(self.stamp)?;
         let (p, stamp, round, source) = (self.primary, self.stamp, self.round, self.source);
-        let models: Vec<(usize, SpeedModel)> = self
+        let cpu_index = self.members.len();
+        let mut models: Vec<(usize, SpeedModel)> = self
             .live()
             .into_iter()
             .map(|i| (i, self.members[i].model))
             .collect();
-        let ranges = split(&models, self.len);
+        if let Some(c) = self.cpu.as_ref().filter(|c| c.failed.is_none()) {
+            models.push((cpu_index, *c.model));
+        }
+        let ranges = if self.round_robin {
+            let (worker, _) = models[(round % models.len() as u64) as usize];
+            vec![(worker, 0..self.len)]
+        } else {
+            split(&models, self.len)
+        };
         let primary_range = ranges
             .iter()
             .find(|(i, _)| *i == p)
@@ -698,7 +852,31 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 }
             }
             let primary_member = primary_member.expect("the primary is a member");
+            let graph = self.graph;
+            let cpu_work = others
+                .iter()
+                .find(|o| o.0 == cpu_index)
+                .and_then(|(_, r, c)| self.cpu.as_mut().map(|cpu| (r.clone(), c, cpu)));
             std::thread::scope(|s| {
+                let cpu_handle = cpu_work.map(|(range, catch_up, cpu)| {
+                    s.spawn(move || {
+                        let t = Instant::now();
+                        let result = cpu.expand(
+                            graph,
+                            catch_up,
+                            changes,
+                            dist,
+                            &frontier[range.clone()],
+                            stamp,
+                        );
+                        Expanded {
+                            member: cpu_index,
+                            range,
+                            result,
+                            secs: t.elapsed().as_secs_f64(),
+                        }
+                    })
+                });
                 let handles: Vec<_> = work
                     .into_iter()
                     .map(|(i, range, catch_up, m)| {
@@ -752,6 +930,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 }
                 handles
                     .into_iter()
+                    .chain(cpu_handle.map(|h| (cpu_index, h)))
                     .map(|(i, h)| {
                         h.join().unwrap_or_else(|_| Expanded {
                             member: i,
@@ -781,8 +960,11 @@ impl Relaxer for SetRelaxer<'_, '_> {
         for out in outcomes {
             match out.result {
                 Ok((pairs, v, st)) => {
-                    let m = &mut self.members[out.member];
-                    m.model.record(out.range.len(), out.secs);
+                    let model = match self.members.get_mut(out.member) {
+                        Some(m) => &mut m.model,
+                        None => &mut *self.cpu.as_mut().expect("the latency threads").model,
+                    };
+                    model.record(out.range.len(), out.secs);
                     self.expanded_in[out.member] = Some(round);
                     if let Some(share) = self.share(out.member) {
                         share.entries += out.range.len() as u64;
@@ -794,7 +976,14 @@ impl Relaxer for SetRelaxer<'_, '_> {
                     lowered.extend_from_slice(&pairs);
                 }
                 Err(e) => {
-                    self.members[out.member].failed = Some(e.to_string());
+                    match self.members.get_mut(out.member) {
+                        Some(m) => m.failed = Some(e.to_string()),
+                        None => {
+                            if let Some(cpu) = self.cpu.as_mut() {
+                                *cpu.failed = Some(e.to_string());
+                            }
+                        }
+                    }
                     if let Some(share) = self.share(out.member) {
                         share.error = Some(e.to_string());
                         share.busy_s += out.secs;
