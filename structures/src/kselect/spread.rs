@@ -594,6 +594,8 @@ pub struct SpreadKeys<K: Key> {
     parts: Vec<ResidentPart<K>>,
     /// Sub-list boundaries of the whole list set.
     offs: Vec<usize>,
+    /// The shortest sub-list's length (the largest k), found once at upload.
+    shortest: usize,
 }
 
 struct ResidentPart<K: Key> {
@@ -700,13 +702,25 @@ impl KSelector {
                 parts.push(ResidentPart {
                     member: *member,
                     sublists: start..end,
-                    cut: Sublists::Offsets(offs[start..=end].iter().map(|o| o - a).collect()),
+                    // Equal sub-lists stay `Equal`: explicit offsets cost each selection a
+                    // copy and a check of one word per sub-list on the host.
+                    cut: match sublists {
+                        Sublists::Equal(len) => Sublists::Equal(*len),
+                        Sublists::Offsets(_) => {
+                            Sublists::Offsets(offs[start..=end].iter().map(|o| o - a).collect())
+                        }
+                    },
                     keys,
                 });
             }
             start = end;
         }
-        Ok(SpreadKeys { parts, offs })
+        let shortest = offs.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0);
+        Ok(SpreadKeys {
+            parts,
+            offs,
+            shortest,
+        })
     }
 
     /// The k-th smallest key of every sub-list of keys resident across the devices: every
@@ -718,7 +732,7 @@ impl KSelector {
         k: usize,
     ) -> Result<(Vec<K>, SelectStats)> {
         let n = keys.offs.len() - 1;
-        let shortest = keys.offs.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0);
+        let shortest = keys.shortest;
         if k == 0 || k > shortest {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
