@@ -1,22 +1,27 @@
-//! 0/1 knapsack by best-first branch-and-bound on the generalized heap (the concurrent-heap
-//! seed's second application): the sequential heap on one core and the concurrent heap on the
-//! pinned latency threads, checked against dynamic programming where n·capacity fits.
+//! 0/1 knapsack, answered by the fastest exact method that fits: dynamic programming over
+//! capacities where its table fits the memory budget (`--dp-memory`), else best-first
+//! branch-and-bound on the generalized heap (the concurrent-heap seed's second application).
+//! Each row says which method answered.
 //!
 //! ```text
 //! cargo run --release --bin knapsack                          # every Pisinger class, n = 40
-//! cargo run --release --bin knapsack -- --gen strongly --n 60 --range 10000 --json
-//! cargo run --release --bin knapsack -- --input instance.txt  # `n capacity`, then `profit weight`
+//! cargo run --release --bin knapsack -- --input 1000.data     # `n capacity`, then `profit weight`
+//! cargo run --release --bin knapsack -- --method bnb --gen strongly --n 60 --range 10000 --json
 //! ```
 //!
-//! `--mode gpu` keeps the heap on the device (the latency threads expand the nodes between
-//! launches); `--mode coop` puts the Cooperative heap's host top in front of it.
+//! `--method bnb` (or any `--mode`) runs the branch-and-bound: `seq` the sequential heap on one
+//! core, `cpu` the concurrent heap on the pinned latency threads, `gpu` the heap on the device
+//! (the latency threads expand the nodes between launches), `coop` the Cooperative heap's host
+//! top in front of it; every optimum is checked against dynamic programming where
+//! n·capacity fits `--dp-max-cells`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
+use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
 use asym::structures::apps::knapsack::{
     node_limit_for_memory, solve_concurrent, solve_sequential, BnbStats, Class, Instance,
     NodeBudget,
@@ -49,11 +54,18 @@ struct Args {
     /// Random seed of generated instances.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Modes: seq (the sequential heap, one core), cpu (the concurrent heap on the latency
-    /// threads), gpu (the heap on the device), coop (host top + device heap), comma-separated,
-    /// or all.
-    #[arg(long, default_value = "all")]
-    mode: String,
+    /// How to answer: auto (dynamic programming where its table fits --dp-memory, else
+    /// branch-and-bound), dp, or bnb (default: auto, or bnb when --mode is given).
+    #[arg(long)]
+    method: Option<String>,
+    /// Host memory the dynamic program may use, MiB (default: a quarter of what is available).
+    #[arg(long)]
+    dp_memory: Option<u64>,
+    /// Branch-and-bound modes: seq (the sequential heap, one core), cpu (the concurrent heap on
+    /// the latency threads), gpu (the heap on the device), coop (host top + device heap),
+    /// comma-separated, or all (default: all with --method bnb; seq where auto falls back).
+    #[arg(long)]
+    mode: Option<String>,
     /// Nodes per heap batch (K): a power of two.
     #[arg(long, default_value_t = 16)]
     batch: usize,
@@ -96,6 +108,8 @@ struct Args {
 }
 
 struct Row {
+    /// dp or bnb.
+    method: &'static str,
     instance: String,
     n: usize,
     capacity: u64,
@@ -103,6 +117,9 @@ struct Row {
     stats: BnbStats,
     ms: f64,
     dp: Option<(u64, f64)>,
+    /// bnb: the optimum equals the dynamic program's (None: too large for it); dp: the items
+    /// read back fit and add up to the optimum.
+    check: Option<bool>,
 }
 
 /// A full heap says which flag raises its bound.
@@ -124,8 +141,22 @@ fn run(args: &Args) -> Result<bool> {
             "K must be a power of two",
         ));
     }
-    let modes = cli::choose("--mode", &args.mode, &["seq", "cpu", "gpu", "coop"])?;
-    let [seq, cpu, gpu, coop] = ["seq", "cpu", "gpu", "coop"].map(|m| modes.contains(&m));
+    let method = match (args.method.as_deref().map(str::trim), &args.mode) {
+        (Some(m @ ("auto" | "dp" | "bnb")), _) => m,
+        (Some(other), _) => return Err(Error::flag("--method", other, "expected auto, dp or bnb")),
+        (None, Some(_)) => "bnb",
+        (None, None) => "auto",
+    };
+    let default_modes = if method == "bnb" { "all" } else { "seq" };
+    let modes = cli::choose(
+        "--mode",
+        args.mode.as_deref().unwrap_or(default_modes),
+        &["seq", "cpu", "gpu", "coop"],
+    )?;
+    let dp_budget = match args.dp_memory {
+        Some(mib) => mib.saturating_mul(1 << 20),
+        None => host_memory::available().unwrap_or(4 << 30) / 4,
+    };
     let direction = match args.insert.trim() {
         "td" => InsertDirection::TopDown,
         "bu" => InsertDirection::BottomUp,
@@ -159,6 +190,18 @@ fn run(args: &Args) -> Result<bool> {
                 .collect::<Result<_>>()?
         }
     };
+    // Which instances the dynamic program answers; branch-and-bound takes the rest.
+    let by_dp: Vec<bool> = instances
+        .iter()
+        .map(|(_, inst)| match method {
+            "dp" => true,
+            "bnb" => false,
+            _ => dp_bytes(inst).is_some_and(|b| b <= dp_budget),
+        })
+        .collect();
+    let bnb_needed = by_dp.iter().any(|d| !d);
+    let [seq, cpu, gpu, coop] =
+        ["seq", "cpu", "gpu", "coop"].map(|m| bnb_needed && modes.contains(&m));
     let rt = if gpu || coop {
         Some(Runtime::on_device(args.device.as_deref())?)
     } else {
@@ -199,17 +242,49 @@ fn run(args: &Args) -> Result<bool> {
         }
     }
     let mut rows = Vec::new();
-    for (name, inst) in &instances {
+    for ((name, inst), &dp_answers) in instances.iter().zip(&by_dp) {
+        if dp_answers {
+            let t = Instant::now();
+            let s = solve_dp(inst, dp_budget).map_err(|e| match e {
+                Error::CapacityExceeded { what, capacity } => Error::CapacityExceeded {
+                    what: format!("{what} (raise --dp-memory, or --method bnb)"),
+                    capacity,
+                },
+                e => e,
+            })?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            // The items read back from the table must fit and add up to the optimum.
+            let weight: u64 = s.taken.iter().map(|&i| inst.items[i].weight).sum();
+            let profit: u64 = s.taken.iter().map(|&i| inst.items[i].profit).sum();
+            let consistent = weight <= inst.capacity && profit == s.optimum;
+            rows.push(Row {
+                method: "dp",
+                instance: name.clone(),
+                n: inst.items.len(),
+                capacity: inst.capacity,
+                mode: format!("dp ({} items)", s.taken.len()),
+                stats: BnbStats {
+                    optimum: s.optimum,
+                    ..Default::default()
+                },
+                ms,
+                dp: Some((s.optimum, ms)),
+                check: Some(consistent),
+            });
+            continue;
+        }
         let t = Instant::now();
         let dp = inst
             .dp_optimum(args.dp_max_cells)
             .map(|v| (v, t.elapsed().as_secs_f64() * 1e3));
         let mut push = |mode: String, stats: BnbStats, ms: f64| {
             rows.push(Row {
+                method: "bnb",
                 instance: name.clone(),
                 n: inst.items.len(),
                 capacity: inst.capacity,
                 mode,
+                check: dp.map(|(v, _)| v == stats.optimum),
                 stats,
                 ms,
                 dp,
@@ -249,18 +324,18 @@ fn run(args: &Args) -> Result<bool> {
             );
         }
     }
-    let verified = |r: &Row| r.dp.map(|(v, _)| v == r.stats.optimum);
-    let all_ok = rows.iter().all(|r| verified(r) != Some(false));
+    let all_ok = rows.iter().all(|r| r.check != Some(false));
     if args.json {
         for r in &rows {
             println!(
                 "{}",
                 json!({
+                    "method": r.method,
                     "instance": r.instance, "n": r.n, "capacity": r.capacity, "mode": r.mode,
                     "batch": args.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
                     "pruned": r.stats.pruned, "collected": r.stats.collected,
                     "collections": r.stats.collections, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
-                    "dp_ms": r.dp.map(|d| d.1), "verified": verified(r),
+                    "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
                 })
             );
         }
@@ -275,7 +350,7 @@ fn run(args: &Args) -> Result<bool> {
             ">pruned",
             ">ms",
             ">DP ms",
-            "DP check",
+            "check",
         ]);
         for r in &rows {
             table.row(vec![
@@ -288,10 +363,12 @@ fn run(args: &Args) -> Result<bool> {
                 r.stats.pruned.to_string(),
                 format!("{:.2}", r.ms),
                 r.dp.map_or("-".into(), |d| format!("{:.2}", d.1)),
-                match verified(r) {
-                    Some(true) => "equal",
-                    Some(false) => "DIFFERENT",
-                    None => "too large for DP",
+                match (r.method, r.check) {
+                    ("dp", Some(true)) => "items add up",
+                    ("dp", _) => "ITEMS DO NOT ADD UP",
+                    (_, Some(true)) => "equal",
+                    (_, Some(false)) => "DIFFERENT",
+                    (_, None) => "too large for DP",
                 }
                 .to_string(),
             ]);

@@ -156,8 +156,8 @@ for w in "${workloads[@]}"; do
         run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 65536
       fi ;;
     knapsack)
-      if full; then run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --gen all --n 60 --range 10000
-      else run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --gen all --n 40; fi ;;
+      if full; then run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --method bnb --gen all --n 60 --range 10000
+      else run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --method bnb --gen all --n 40; fi ;;
     list)
       run "$file" list_ops "${dev_args[@]}" "${thr_args[@]}" --repeat 3
       if full; then

@@ -534,6 +534,8 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
 fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
     let run = |args: &[&str]| run_example("knapsack", args);
     let (ok, stdout, err) = run(&[
+        "--method",
+        "bnb",
         "--n",
         "30",
         "--range",
@@ -558,6 +560,42 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
             .all(|r| r["verified"] == true && r["optimum"] == r["dp_optimum"]),
         "{stdout}"
     );
+    let bnb: Vec<(String, serde_json::Value)> = rows
+        .iter()
+        .filter(|r| r["mode"] == "seq")
+        .map(|r| {
+            (
+                r["instance"].as_str().unwrap().to_string(),
+                r["optimum"].clone(),
+            )
+        })
+        .collect();
+    // By default the dynamic program answers (its table fits) and says so.
+    let (ok, stdout, err) = run(&["--n", "30", "--range", "500", "--json"]);
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    assert_eq!(rows.len(), 6, "{stdout}");
+    for r in &rows {
+        assert_eq!(r["method"], "dp", "{r}");
+        assert_eq!(r["verified"], true, "{r}");
+        let want = bnb
+            .iter()
+            .find(|(name, _)| r["instance"] == name.as_str())
+            .map(|(_, v)| v)
+            .unwrap();
+        assert_eq!(&r["optimum"], want, "{r}");
+    }
+    // A table past the budget: auto falls back to branch-and-bound, dp refuses.
+    let (ok, stdout, err) = run(&["--n", "30", "--range", "500", "--dp-memory", "0", "--json"]);
+    assert!(ok, "{err}");
+    assert!(
+        json_rows(&stdout)
+            .iter()
+            .all(|r| r["method"] == "bnb" && r["mode"] == "seq" && r["verified"] == true),
+        "{stdout}"
+    );
+    let (ok, _, err) = run(&["--method", "dp", "--dp-memory", "0"]);
+    assert!(!ok && err.contains("--dp-memory"), "{err}");
     let dir = std::env::temp_dir().join(format!("asym-knapsack-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let good = dir.join("good.txt");
@@ -575,9 +613,12 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
         (vec!["--mode", "gpu", "--pop", "0"], "at least 1"),
         (vec!["--mode", "warp"], "unknown mode"),
         (vec!["--batch", "12"], "power of two"),
+        (vec!["--method", "greedy"], "expected auto, dp or bnb"),
         (vec!["--range", "3"], "range 3"),
         (
             vec![
+                "--method",
+                "bnb",
                 "--gen",
                 "strongly",
                 "--n",

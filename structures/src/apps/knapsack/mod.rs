@@ -14,6 +14,7 @@
 //! arena, the heap orders `(bound key, arena index)` pairs.
 
 pub mod device;
+pub mod dp;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
