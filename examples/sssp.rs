@@ -33,7 +33,7 @@ use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
 use asym::structures::apps::graph::{Graph, MtxOptions, UNREACHABLE};
 use asym::structures::apps::sssp::device::DeviceSssp;
 use asym::structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
-use asym::structures::apps::sssp::{check_distances, cpu, Order, SsspStats};
+use asym::structures::apps::sssp::{check_distances, cpu, delta, Order, SsspStats};
 use asym::structures::io::output;
 use asym::structures::HeapPlacement;
 use asym::structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
@@ -94,6 +94,9 @@ struct Args {
     /// Vertices taken from the heap per iteration (default: the threshold).
     #[arg(long)]
     pop: Option<usize>,
+    /// cpu mode's delta-stepping: bucket width (default: 4 times the mean edge weight).
+    #[arg(long)]
+    delta: Option<u32>,
     /// Keys per heap node (K): a power of two (up to 1024 on the device).
     #[arg(long, default_value_t = 256)]
     batch: usize,
@@ -131,6 +134,16 @@ struct Row {
     check: std::result::Result<(), String>,
     /// Over a device set: the plan, whether it was a trial, each member's share.
     set: Option<serde_json::Value>,
+    /// Delta-stepping's bucket width.
+    delta: Option<u32>,
+}
+
+/// An order as the rows name it.
+fn order_name(order: Order) -> &'static str {
+    match order {
+        Order::Frontier => "frontier",
+        Order::Heap { .. } => "heap",
+    }
 }
 
 /// A set's plan as a row shows it.
@@ -240,7 +253,7 @@ fn run(args: &Args) -> Result<bool> {
     // Over a set, gpu mode runs each member alone, the set as chosen and the set together.
     let gpu_engines = if members > 1 { members as u64 + 2 } else { 1 };
     let steps =
-        2 + 2 * u64::from(use_cpu) + 2 * gpu_engines * u64::from(use_gpu) + u64::from(use_coop);
+        2 + 3 * u64::from(use_cpu) + 2 * gpu_engines * u64::from(use_gpu) + u64::from(use_coop);
     let mut progress = Progress::new(steps, args.json);
     let (name, graph) = load(args, args.json)?;
     // Beside the graph: the reference and each search's distances and frontiers (about 32
@@ -277,21 +290,21 @@ fn run(args: &Args) -> Result<bool> {
         },
         check: Ok(()),
         set: None,
+        delta: None,
     }];
+    let delta_width = args.delta.unwrap_or_else(|| delta::auto_delta(&graph));
     let mut push = |mode: &str,
-                    order: Order,
+                    order: &'static str,
                     run: asym::structures::apps::sssp::SsspRun,
                     ms,
                     set: Option<serde_json::Value>| {
         rows.push(Row {
             mode: mode.into(),
-            order: match order {
-                Order::Frontier => "frontier",
-                Order::Heap { .. } => "heap",
-            },
+            order,
             ms,
             check: check_distances(&run.distances, &reference),
             stats: run.stats,
+            delta: (order == "delta").then_some(delta_width),
             set,
         })
     };
@@ -308,9 +321,20 @@ fn run(args: &Args) -> Result<bool> {
         for o in [Order::Frontier, order] {
             let t = Instant::now();
             let run = cpu::shortest_paths(&graph, source, pool, o)?;
-            push("cpu", o, run, t.elapsed().as_secs_f64() * 1e3, None);
+            push(
+                "cpu",
+                order_name(o),
+                run,
+                t.elapsed().as_secs_f64() * 1e3,
+                None,
+            );
             progress.step("cpu search".into());
         }
+        let t = Instant::now();
+        let run = delta::shortest_paths(&graph, source, pool, delta_width)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        push("cpu", "delta", run, ms, None);
+        progress.step("cpu delta-stepping".into());
     }
     if let Some(set) = &set {
         let rt = set.members()[0].clone();
@@ -351,7 +375,13 @@ fn run(args: &Args) -> Result<bool> {
         for (mode, o, heap) in runs {
             let t = Instant::now();
             let run = dev.shortest_paths(source, o, heap)?;
-            push(mode, o, run, t.elapsed().as_secs_f64() * 1e3, None);
+            push(
+                mode,
+                order_name(o),
+                run,
+                t.elapsed().as_secs_f64() * 1e3,
+                None,
+            );
             progress.step(format!("{mode} search"));
         }
         drop(dev);
@@ -400,7 +430,7 @@ fn run(args: &Args) -> Result<bool> {
                             "error": m.error,
                         })).collect::<Vec<_>>(),
                     });
-                    push(&mode, o, run.run, ms, Some(set_info));
+                    push(&mode, order_name(o), run.run, ms, Some(set_info));
                     progress.step(format!("{mode} search"));
                 }
             }
@@ -449,7 +479,7 @@ fn run(args: &Args) -> Result<bool> {
                     "speedup_vs_frontier": baseline(&r.mode).map(|b| b / r.ms),
                     "speedup_vs_dijkstra": dijkstra_ms / r.ms,
                     "device": device_of(&r.mode),
-                    "set": r.set,
+                    "set": r.set, "delta": r.delta,
                     "verified": r.check.is_ok(),
                 })
             );

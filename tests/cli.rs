@@ -654,10 +654,15 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     let rows = json_rows(&stdout);
     assert_eq!(
         rows.len(),
-        6,
-        "dijkstra + (cpu, gpu) x (frontier, heap) + coop heap: {stdout}"
+        7,
+        "dijkstra + (cpu, gpu) x (frontier, heap) + cpu delta + coop heap: {stdout}"
     );
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    let delta = rows
+        .iter()
+        .find(|r| r["order"] == "delta")
+        .unwrap_or_else(|| panic!("a delta-stepping row: {stdout}"));
+    assert!(delta["delta"].as_u64() > Some(0), "{delta}");
     assert!(
         rows.iter()
             .any(|r| r["order"] == "heap" && r["heap_inserted"].as_u64() > Some(0)),

@@ -9,7 +9,7 @@ use std::io::Cursor;
 use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::apps::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
 use asym_structures::apps::sssp::device::DeviceSssp;
-use asym_structures::apps::sssp::{check_distances, cpu, Order};
+use asym_structures::apps::sssp::{check_distances, cpu, delta, Order};
 use asym_structures::HeapPlacement as OrderHeap;
 use asym_structures::{CooperativeConfig, DeviceHeapConfig};
 use rand::{Rng, SeedableRng};
@@ -414,6 +414,50 @@ fn device_searches_match_dijkstra() {
             }
         }
     }
+}
+
+#[test]
+fn delta_stepping_matches_dijkstra() {
+    let pool = pool(2);
+    for (name, g) in graphs(300) {
+        for source in [0, g.vertices() / 3, g.vertices() - 1] {
+            let want = g.dijkstra(source).unwrap();
+            for delta in [1, 7, delta::auto_delta(&g), u32::MAX] {
+                let run = delta::shortest_paths(&g, source, &pool, delta).unwrap();
+                check_distances(&run.distances, &want)
+                    .unwrap_or_else(|e| panic!("{name}, source {source}, delta {delta}: {e}"));
+                let reached = want.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+                assert!(
+                    run.stats.visited >= reached,
+                    "{name}: every reached vertex expands"
+                );
+            }
+        }
+    }
+    // Bad input and distances past 32 bits are errors.
+    let g = Graph::from_edges(3, &[(0, 1, u32::MAX), (1, 2, u32::MAX)], false).unwrap();
+    assert!(delta::shortest_paths(&g, 0, &pool, 0).is_err());
+    assert!(delta::shortest_paths(&g, 3, &pool, 5).is_err());
+    let e = delta::shortest_paths(&g, 0, &pool, 5).unwrap_err();
+    assert!(e.to_string().contains("exceeds"), "{e}");
+}
+
+#[test]
+fn delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
+    // Where the frontier search re-expands vertices as their labels improve, delta-stepping
+    // with the automatic width expands each reached vertex close to once.
+    let g = Graph::geometric(20_000, 8.0, 5).unwrap();
+    let pool = pool(2);
+    let run = delta::shortest_paths(&g, 0, &pool, delta::auto_delta(&g)).unwrap();
+    let frontier = cpu::shortest_paths(&g, 0, &pool, Order::Frontier).unwrap();
+    assert_eq!(run.distances, frontier.distances);
+    let reached = run.distances.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+    assert!(
+        run.stats.visited < 2 * reached && run.stats.visited < frontier.stats.visited,
+        "delta-stepping expanded {} for {reached} reached (frontier: {})",
+        run.stats.visited,
+        frontier.stats.visited
+    );
 }
 
 /// Pops larger than the graph: the heap can hold more entries than vertices (stale ones), so

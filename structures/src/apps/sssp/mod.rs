@@ -23,6 +23,7 @@
 //! [`CooperativeHeap`](crate::gheap::CooperativeHeap).
 
 pub mod cpu;
+pub mod delta;
 pub mod device;
 pub mod spread;
 
