@@ -62,19 +62,6 @@ fn bellman_ford(g: &Graph, source: usize) -> Vec<u64> {
     dist
 }
 
-fn random_graph(rng: &mut impl Rng, n: usize, m: usize, max_w: u32) -> Graph {
-    let edges: Vec<Edge> = (0..m)
-        .map(|_| {
-            (
-                rng.gen_range(0..n as u32),
-                rng.gen_range(0..n as u32),
-                rng.gen_range(0..=max_w),
-            )
-        })
-        .collect();
-    Graph::from_edges(n, &edges, false).unwrap()
-}
-
 /// Graphs covering the edge cases: one vertex, no edges, a long chain (many iterations),
 /// a star, zero weights, duplicate edges and self-loops, unreachable parts, random sparse and
 /// dense graphs, Kronecker and geometric graphs.
@@ -109,18 +96,21 @@ fn graphs(chain: u32) -> Vec<(String, Graph)> {
             "star".into(),
             Graph::from_edges(5_000, &star, true).unwrap(),
         ),
-        ("zero weights".into(), random_graph(&mut rng, 300, 2_000, 0)),
+        (
+            "zero weights".into(),
+            common::random_graph(&mut rng, 300, 2_000, 0),
+        ),
         (
             "duplicates, self-loops, unreachable".into(),
             Graph::from_edges(21, &dup, false).unwrap(),
         ),
         (
             "random sparse".into(),
-            random_graph(&mut rng, 4_000, 10_000, 1_000),
+            common::random_graph(&mut rng, 4_000, 10_000, 1_000),
         ),
         (
             "random dense".into(),
-            random_graph(&mut rng, 700, 60_000, 50),
+            common::random_graph(&mut rng, 700, 60_000, 50),
         ),
         (
             "kron 12".into(),
@@ -465,7 +455,7 @@ fn delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
 #[test]
 fn pops_larger_than_the_graph() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
-    let g = random_graph(&mut rng, 60, 900, 100);
+    let g = common::random_graph(&mut rng, 60, 900, 100);
     let order = Order::Heap {
         threshold: 1,
         pop: 5_000,

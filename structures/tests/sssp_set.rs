@@ -18,19 +18,6 @@ fn rng() -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed)
 }
 
-fn random_graph(rng: &mut impl Rng, n: usize, m: usize, max_w: u32) -> Graph {
-    let edges: Vec<Edge> = (0..m)
-        .map(|_| {
-            (
-                rng.gen_range(0..n as u32),
-                rng.gen_range(0..n as u32),
-                rng.gen_range(0..=max_w),
-            )
-        })
-        .collect();
-    Graph::from_edges(n, &edges, false).unwrap()
-}
-
 /// Edge cases and generated graphs, small enough for PoCL's launches.
 fn graphs() -> Vec<(&'static str, Graph)> {
     let mut rng = rng();
@@ -54,10 +41,13 @@ fn graphs() -> Vec<(&'static str, Graph)> {
             "duplicates, self-loops, unreachable",
             Graph::from_edges(7, &dup, false).unwrap(),
         ),
-        ("zero weights", random_graph(&mut rng, 300, 2_000, 0)),
+        (
+            "zero weights",
+            common::random_graph(&mut rng, 300, 2_000, 0),
+        ),
         (
             "random sparse",
-            random_graph(&mut rng, 4_000, 10_000, 1_000),
+            common::random_graph(&mut rng, 4_000, 10_000, 1_000),
         ),
         ("kron 12", Graph::kronecker(12, 16, 255, rng.gen()).unwrap()),
         (

@@ -8,6 +8,7 @@ use std::time::Duration;
 use std::sync::{Mutex, Once};
 
 use asym_runtime::{select_device, DeviceSet, LatencyPool, PoolOptions, Runtime, Transport};
+use asym_structures::apps::graph::{Edge, Graph};
 use asym_structures::KSelector;
 use asym_structures::Key;
 
@@ -322,4 +323,19 @@ pub fn device_set(transport: Transport) -> DeviceSet {
 pub fn set_transports() -> Vec<Transport> {
     two_pocl_devices();
     transports()
+}
+
+/// A directed graph of `n` vertices and `m` random edges, weights in `0..=max_w` (self-loops
+/// and duplicates included, as a file may have them).
+pub fn random_graph(rng: &mut impl rand::Rng, n: usize, m: usize, max_w: u32) -> Graph {
+    let edges: Vec<Edge> = (0..m)
+        .map(|_| {
+            (
+                rng.gen_range(0..n as u32),
+                rng.gen_range(0..n as u32),
+                rng.gen_range(0..=max_w),
+            )
+        })
+        .collect();
+    Graph::from_edges(n, &edges, false).unwrap()
 }

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use asym_runtime::{LatencyPool, Result};
 
-use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
-use crate::apps::graph::{Graph, UNREACHABLE};
+use super::{distances_from, lower, next_iteration, search, Order, Pair, Relaxer, SsspRun};
+use crate::apps::graph::Graph;
 use crate::gheap::{ConcurrentGeneralizedHeap, PairHeap};
 
 /// Frontier entries a thread takes at a time.
@@ -79,7 +79,7 @@ impl Relaxer for CpuRelaxer<'_> {
     }
 
     fn expand(&mut self) -> Result<(u64, u64)> {
-        self.iteration += 1;
+        self.iteration = next_iteration(self.iteration)?;
         let (next, visited, stale) = expand_slice(
             self.graph,
             self.pool,
@@ -93,15 +93,7 @@ impl Relaxer for CpuRelaxer<'_> {
     }
 
     fn distances(&mut self) -> Result<Vec<u64>> {
-        let mut out = Vec::with_capacity(self.dist.len());
-        for d in &self.dist {
-            match d.load(Relaxed) {
-                u32::MAX => out.push(UNREACHABLE),
-                d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(self.graph)),
-                d => out.push(d as u64),
-            }
-        }
-        Ok(out)
+        distances_from(self.graph, self.dist.iter().map(|d| d.load(Relaxed)))
     }
 }
 
@@ -133,14 +125,7 @@ pub(super) fn expand_slice(
                 }
                 visited += 1;
                 for (v, w) in graph.neighbors(u) {
-                    // Saturating: a path at the limit never beats a real distance below it,
-                    // and a vertex left at the limit is reported as an overflow.
-                    let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
-                    let slot = &dist[v as usize];
-                    if nd < slot.load(Relaxed)
-                        && nd < slot.fetch_min(nd, Relaxed)
-                        && stamp[v as usize].swap(iteration, Relaxed) != iteration
-                    {
+                    if lower(dist, stamp, v, du, w, iteration) {
                         queued.push(v);
                     }
                 }

@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use asym_runtime::{Error, LatencyPool, Result};
 
-use super::{overflow_error, SsspRun, SsspStats, DISTANCE_LIMIT};
-use crate::apps::graph::{Graph, UNREACHABLE};
+use super::{distances_from, lower, next_iteration, SsspRun, SsspStats};
+use crate::apps::graph::Graph;
 
 /// Bucket entries a thread takes at a time.
 const CHUNK: usize = 64;
@@ -82,7 +82,7 @@ pub fn shortest_paths(
             for &v in &entries {
                 waits_in[v as usize] = 0;
             }
-            round = next_round(round)?;
+            round = next_iteration(round)?;
             let (queued, expanded, visited, stale) = relax(
                 graph,
                 pool,
@@ -111,7 +111,7 @@ pub fn shortest_paths(
             }
         }
         // Heavy edges of every vertex the bucket settled, once.
-        round = next_round(round)?;
+        round = next_iteration(round)?;
         let (queued, _, _, _) = relax(
             graph,
             pool,
@@ -127,21 +127,8 @@ pub fn shortest_paths(
         }
     }
     stats.compute_time = started.elapsed();
-    let mut distances = Vec::with_capacity(n);
-    for d in &dist {
-        match d.load(Relaxed) {
-            u32::MAX => distances.push(UNREACHABLE),
-            d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(graph)),
-            d => distances.push(d as u64),
-        }
-    }
+    let distances = distances_from(graph, dist.iter().map(|d| d.load(Relaxed)))?;
     Ok(SsspRun { distances, stats })
-}
-
-fn next_round(round: u32) -> Result<u32> {
-    round
-        .checked_add(1)
-        .ok_or_else(|| Error::InvalidArgument("the search ran 2^32 - 1 rounds".into()))
 }
 
 /// Which edges a round relaxes.
@@ -229,14 +216,7 @@ fn relax_slice(
             if (w <= delta) != light {
                 continue;
             }
-            // Saturating: a path at the limit never beats a real distance below it, and a
-            // vertex left at the limit is reported as an overflow.
-            let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
-            let slot = &dist[v as usize];
-            if nd < slot.load(Relaxed)
-                && nd < slot.fetch_min(nd, Relaxed)
-                && stamp[v as usize].swap(round, Relaxed) != round
-            {
+            if lower(dist, stamp, v, du, w, round) {
                 queued.push(v);
             }
         }

@@ -9,8 +9,8 @@
 
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
-use super::{overflow_error, search, Order, Pair, Relaxer, SsspRun, DISTANCE_LIMIT};
-use crate::apps::graph::{Graph, UNREACHABLE};
+use super::{distances_from, next_iteration, search, Order, Pair, Relaxer, SsspRun};
+use crate::apps::graph::Graph;
 use crate::gheap::HeapPlacement;
 
 const NEXT_LEN: usize = 0;
@@ -280,16 +280,8 @@ impl DeviceSssp<'_> {
 
     /// The distances as [`Graph::dijkstra`] gives them.
     pub(super) fn read_distances(&mut self) -> Result<Vec<u64>> {
-        let dist = self.dist.read()?;
-        let mut out = Vec::with_capacity(self.graph.vertices());
-        for &d in &dist[..self.graph.vertices()] {
-            match d {
-                u32::MAX => out.push(UNREACHABLE),
-                d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(self.graph)),
-                d => out.push(d as u64),
-            }
-        }
-        Ok(out)
+        let words = self.read_raw_distances()?;
+        distances_from(self.graph, words)
     }
 }
 
@@ -331,11 +323,4 @@ impl Relaxer for DeviceRelaxer<'_, '_> {
     fn distances(&mut self) -> Result<Vec<u64>> {
         self.sssp.read_distances()
     }
-}
-
-/// The stamp after `iteration` (stamps tell iterations apart; 0 is never one).
-pub(super) fn next_iteration(iteration: u32) -> Result<u32> {
-    iteration
-        .checked_add(1)
-        .ok_or_else(|| Error::InvalidArgument("the search ran 2^32 - 1 iterations".into()))
 }

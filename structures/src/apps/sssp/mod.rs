@@ -27,6 +27,7 @@ pub mod delta;
 pub mod device;
 pub mod spread;
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use asym_runtime::{Error, Result};
@@ -190,6 +191,50 @@ pub fn check_distances(distances: &[u64], reference: &[u64]) -> std::result::Res
                 .count()
         )),
     }
+}
+
+/// The stamp after `iteration` (stamps tell iterations, or rounds, apart; 0 is never one).
+pub(crate) fn next_iteration(iteration: u32) -> Result<u32> {
+    iteration
+        .checked_add(1)
+        .ok_or_else(|| Error::InvalidArgument("the search ran 2^32 - 1 iterations".into()))
+}
+
+/// Lowers `dist[v]` to `du + w` (saturating at [`DISTANCE_LIMIT`]: a path at the limit never
+/// beats a real distance below it, and a vertex left there is reported as an overflow).
+/// Returns whether this call lowered it and is the first in stamp `now` to queue `v`.
+/// `Relaxed` suffices: each word's modification order alone decides who lowered the distance
+/// and who queued the vertex (see the callers' memory-ordering notes).
+pub(crate) fn lower(
+    dist: &[AtomicU32],
+    stamp: &[AtomicU32],
+    v: u32,
+    du: u32,
+    w: u32,
+    now: u32,
+) -> bool {
+    let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
+    let slot = &dist[v as usize];
+    nd < slot.load(Relaxed)
+        && nd < slot.fetch_min(nd, Relaxed)
+        && stamp[v as usize].swap(now, Relaxed) != now
+}
+
+/// Final distances from 32-bit words as [`Graph::dijkstra`] gives them (`u32::MAX`:
+/// unreachable); a word at the limit is an overflow error.
+pub(crate) fn distances_from(
+    graph: &Graph,
+    words: impl IntoIterator<Item = u32>,
+) -> Result<Vec<u64>> {
+    let mut out = Vec::with_capacity(graph.vertices());
+    for d in words {
+        match d {
+            u32::MAX => out.push(UNREACHABLE),
+            d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(graph)),
+            d => out.push(d as u64),
+        }
+    }
+    Ok(out)
 }
 
 /// The error a search gives when a distance would not fit its 32-bit words.

@@ -47,8 +47,8 @@ use std::time::Instant;
 use asym_runtime::{DeviceSet, Error, LatencyPool, Result};
 
 use super::cpu;
-use super::device::{next_iteration, DeviceSssp};
-use super::{search, Order, Pair, Relaxer, SsspRun};
+use super::device::DeviceSssp;
+use super::{next_iteration, search, Order, Pair, Relaxer, SsspRun};
 use crate::apps::graph::Graph;
 use crate::gheap::HeapPlacement;
 
@@ -227,6 +227,13 @@ fn is_device_fault(e: &Error) -> bool {
     )
 }
 
+/// The members that have not failed.
+fn live(members: &[SetMember<'_>]) -> Vec<usize> {
+    (0..members.len())
+        .filter(|&i| members[i].failed.is_none())
+        .collect()
+}
+
 /// One device of the set with the graph on it.
 struct SetMember<'g> {
     sssp: DeviceSssp<'g>,
@@ -397,9 +404,7 @@ impl<'g> SpreadSssp<'g> {
     }
 
     fn live(&self) -> Vec<usize> {
-        (0..self.members.len())
-            .filter(|&i| self.members[i].failed.is_none())
-            .collect()
+        live(&self.members)
     }
 
     fn all_failed(&self) -> Error {
@@ -732,9 +737,7 @@ fn injected(m: &mut SetMember<'_>, round: u64) -> Option<Error> {
 
 impl SetRelaxer<'_, '_> {
     fn live(&self) -> Vec<usize> {
-        (0..self.members.len())
-            .filter(|&i| self.members[i].failed.is_none())
-            .collect()
+        live(self.members)
     }
 
     fn share(&mut self, member: usize) -> Option<&mut MemberShare> {
@@ -760,7 +763,15 @@ impl Relaxer for SetRelaxer<'_, '_> {
     fn take_frontier(&mut self) -> Result<Vec<Pair>> {
         let p = self.primary;
         let pairs = self.members[p].sssp.read_frontier(self.len)?;
-        if self.frontier_is_changes {
+        // Kept only for a worker that can catch up with them: one that expanded in the
+        // iteration that made them (any other gets the whole distance array).
+        let last = self.round.checked_sub(1);
+        let needed = self
+            .expanded_in
+            .iter()
+            .enumerate()
+            .any(|(i, e)| i != p && e.is_some() && *e == last);
+        if self.frontier_is_changes && needed {
             self.changes_on_host = Some(pairs.clone());
         }
         self.frontier_is_changes = false;
@@ -813,8 +824,10 @@ impl Relaxer for SetRelaxer<'_, '_> {
             .collect();
         // What the others need from the primary, read before it expands: the frontier (their
         // slices, and the last changes where the frontier holds them) and its distances.
-        let (frontier, changes, dist) = if others.is_empty() {
-            (Vec::new(), Vec::new(), Vec::new())
+        // The last iteration's changes: the frontier itself unless a heap took them.
+        let changes_taken = self.changes_on_host.take();
+        let (frontier, dist) = if others.is_empty() {
+            (Vec::new(), Vec::new())
         } else {
             let primary = &mut self.members[p].sssp;
             let frontier = primary
@@ -831,14 +844,14 @@ impl Relaxer for SetRelaxer<'_, '_> {
             } else {
                 Vec::new()
             };
-            let changes = if self.frontier_is_changes {
-                frontier.clone()
-            } else {
-                self.changes_on_host.clone().unwrap_or_default()
-            };
-            (frontier, changes, dist)
+            (frontier, dist)
         };
-        let (frontier, changes, dist) = (&frontier[..], &changes[..], &dist[..]);
+        let changes: &[Pair] = match &changes_taken {
+            _ if self.frontier_is_changes => &frontier,
+            Some(c) => c,
+            None => &[],
+        };
+        let (frontier, dist) = (&frontier[..], &dist[..]);
         let mut primary_fault = None;
         let mut primary_secs = 0.0;
         let outcomes: Vec<Expanded> = {
@@ -1009,7 +1022,6 @@ impl Relaxer for SetRelaxer<'_, '_> {
         self.expanded_in[p] = Some(round);
         self.len = next;
         self.frontier_is_changes = true;
-        self.changes_on_host = None;
         self.round += 1;
         Ok((visited + pv, stale + ps))
     }
