@@ -31,6 +31,34 @@
 #define SSSP_VISITED 1
 #define SSSP_STALE 2
 
+/* Inclusive scan (Hillis–Steele) of one value per work-item in lscan; returns the total.
+ * Starts with a barrier, so the caller's stores to local memory are visible; every work-item
+ * of the group must call it. */
+inline uint sssp_scan(__local uint *lscan, uint lid) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1u; off < WG; off <<= 1) {
+        uint add = (lid >= off) ? lscan[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        lscan[lid] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return lscan[WG - 1];
+}
+
+/* The entry owning edge e of the concatenated edge lists: the first j with lscan[j] > e. */
+inline uint sssp_owner(__local const uint *lscan, uint e) {
+    uint lo = 0u, hi = WG - 1u;
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1;
+        if (lscan[mid] > e) {
+            hi = mid;
+        } else {
+            lo = mid + 1u;
+        }
+    }
+    return lo;
+}
+
 __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint source) {
     for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
         dist[i] = (i == source) ? 0u : 0xffffffffu;
@@ -76,26 +104,9 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
         lstart[lid] = start;
         ldist[lid] = du;
         lscan[lid] = deg;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* Inclusive scan of the degrees (Hillis–Steele). */
-        for (uint off = 1u; off < WG; off <<= 1) {
-            uint add = (lid >= off) ? lscan[lid - off] : 0u;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            lscan[lid] += add;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        uint total = lscan[WG - 1];
+        uint total = sssp_scan(lscan, lid);
         for (uint e = lid; e < total; e += WG) {
-            /* The entry owning edge e: the first j with lscan[j] > e. */
-            uint lo = 0u, hi = WG - 1u;
-            while (lo < hi) {
-                uint mid = (lo + hi) >> 1;
-                if (lscan[mid] > e) {
-                    hi = mid;
-                } else {
-                    lo = mid + 1u;
-                }
-            }
+            uint lo = sssp_owner(lscan, e);
             uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
             uint edge = lstart[lo] + (e - before);
             uint v = targets[edge];
@@ -152,5 +163,226 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
             asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
             next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
         }
+    }
+}
+
+/* ---- Near-far delta-stepping (DeviceSssp::delta_stepping) ----
+ *
+ * Algorithm (Davidson et al.'s near-far, a delta-stepping with one bucket open at a time).
+ * Vertices whose tentative distance is below `limit` are "near": each iteration expands the
+ * near list (each vertex once: the stamp exchange as in sssp_expand) and a lowered vertex
+ * joins the next near list if its new distance is below `limit`, else the far pile (once per
+ * phase: `fstamp` holds the phase that last filed it). When an iteration leaves the near list
+ * empty, nf_split opens the next bucket: `limit` moves up by at least delta, to past the
+ * smallest distance in the far pile, and the far pile is split into the vertices now near,
+ * the vertices still far (compacted into the other far buffer, filed under the new phase)
+ * and the vertices whose distance dropped below the old limit since they were filed (they
+ * were near since then and are dropped). The search is done when near and far are empty.
+ * Any limit gives exact distances (within the near list it is Bellman–Ford with work
+ * lists); delta only trades iterations for re-expansions.
+ *
+ * Control without the host: `ctl` holds the near lengths by iteration mod 3 and two state
+ * slots (limit, far buffer, far length, far minimum, phase, done) by iteration mod 2.
+ * nf_expand(i) reads slot i%2 and resets what slot (i+1)%2 is filled with; nf_split(i) reads
+ * slot i%2 and writes slot (i+1)%2. A word a launch decides on is never written by that
+ * launch (work-groups start at different times: one that read a word after another group
+ * changed it would decide differently), only by earlier ones; counters are updated
+ * atomically within one. So the host enqueues many iterations without waiting and reads
+ * `ctl` once per batch; iterations past the end find `done` set and return at once.
+ *
+ * Memory ordering as for sssp_expand: relaxed atomics within a launch, the launch boundary
+ * between kernels. The far minimum is the exact minimum of the far vertices' distances (every
+ * lowering into the far range takes part), but the limit it gives is only a choice of bucket:
+ * a wrong one would cost iterations, never a distance. */
+
+#define NF_NLEN 0      /* 3 words: near length of iteration i at NF_NLEN + i % 3 */
+#define NF_VISITED 3   /* 2 words: vertices expanded (low, high) */
+#define NF_RELAXED 5   /* 2 words: edges scanned (low, high) */
+#define NF_ERROR 7     /* non-zero: an append overran its buffer */
+#define NF_SPLITS 8    /* buckets opened */
+#define NF_ROUNDS 9    /* iterations with a non-empty near list */
+#define NF_SLEN 10     /* 3 words: entries nf_split(i - 1) added to near list i, at i % 3 */
+#define NF_STATE 16    /* two slots of NF_SLOT words */
+#define NF_SLOT 8
+#define NF_LIMIT 0
+#define NF_FAR_SEL 1
+#define NF_FAR_LEN 2
+#define NF_FAR_MIN 3
+#define NF_PHASE 4
+#define NF_DONE 5
+
+/* Adds x to the 64-bit counter at p[0] (low), p[1] (high). */
+inline void nf_add64(__global uint *p, uint x) {
+    if (x != 0u) {
+        uint old = asym_fetch_add(&p[0], x);
+        if (old + x < old) {
+            asym_fetch_add(&p[1], 1u);
+        }
+    }
+}
+
+/* Appends v at the slot *len hands out, or flags the overrun. */
+inline void nf_append(__global uint *list, __global uint *len, uint cap, uint v,
+                      __global uint *ctl) {
+    uint at = asym_fetch_add(len, 1u);
+    if (at < cap) {
+        list[at] = v;
+    } else {
+        asym_store_relaxed(&ctl[NF_ERROR], 1u);
+    }
+}
+
+__kernel void nf_clear(__global uint *words, uint n) {
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+        words[i] = 0u;
+    }
+}
+
+__kernel void nf_expand(__global const uint *offsets, __global const uint *targets,
+                        __global const uint *weights, __global uint *dist, __global uint *stamp,
+                        __global uint *fstamp, __global const uint *near_in,
+                        __global uint *near_out, __global uint *far0, __global uint *far1,
+                        __global uint *ctl, uint iter, uint cap) {
+    __local uint lstart[WG], ldist[WG], lscan[WG];
+    __local uint lfar_min, lvisited, lrelaxed;
+    uint lid = get_local_id(0);
+    __global uint *st = ctl + NF_STATE + (iter & 1u) * NF_SLOT;
+    __global uint *nt = ctl + NF_STATE + ((iter + 1u) & 1u) * NF_SLOT;
+    uint len = ctl[NF_NLEN + iter % 3u] + ctl[NF_SLEN + iter % 3u];
+    uint limit = st[NF_LIMIT];
+    uint phase = st[NF_PHASE];
+    __global uint *far = st[NF_FAR_SEL] ? far1 : far0;
+    __global uint *out_len = &ctl[NF_NLEN + (iter + 1u) % 3u];
+    if (get_global_id(0) == 0) {
+        /* Nobody reads these in this launch: the near lengths of iteration i - 1 (to be
+         * those of i + 2), and what nf_split(i) fills slot (i + 1) % 2 with. */
+        ctl[NF_NLEN + (iter + 2u) % 3u] = 0u;
+        ctl[NF_SLEN + (iter + 2u) % 3u] = 0u;
+        nt[NF_FAR_LEN] = 0u;
+        nt[NF_FAR_MIN] = 0xffffffffu;
+        if (len > 0u) {
+            ctl[NF_ROUNDS] += 1u;
+        }
+    }
+    if (len == 0u) {
+        return; /* the whole launch returns: no barrier is skipped by part of a group */
+    }
+    if (lid == 0) {
+        lfar_min = 0xffffffffu;
+        lvisited = 0u;
+        lrelaxed = 0u;
+    }
+    uint stride = get_num_groups(0) * WG;
+    for (uint base = get_group_id(0) * WG; base < len; base += stride) {
+        uint i = base + lid;
+        uint deg = 0u, start = 0u, du = 0u;
+        if (i < len) {
+            uint u = near_in[i];
+            du = asym_load_relaxed(&dist[u]);
+            start = offsets[u];
+            deg = offsets[u + 1u] - start;
+        }
+        lstart[lid] = start;
+        ldist[lid] = du;
+        lscan[lid] = deg;
+        uint total = sssp_scan(lscan, lid);
+        if (lid == 0) {
+            lvisited += min((uint)WG, len - base);
+            lrelaxed += total;
+        }
+        for (uint e = lid; e < total; e += WG) {
+            uint lo = sssp_owner(lscan, e);
+            uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
+            uint edge = lstart[lo] + (e - before);
+            uint v = targets[edge];
+            uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
+            if (nd < asym_load_relaxed(&dist[v]) && nd < asym_fetch_min_relaxed(&dist[v], nd)) {
+                if (nd < limit) {
+                    if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
+                        nf_append(near_out, out_len, cap, v, ctl);
+                    }
+                } else {
+                    atomic_min(&lfar_min, nd);
+                    if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
+                        nf_append(far, &st[NF_FAR_LEN], cap, v, ctl);
+                    }
+                }
+            }
+        }
+        /* The next round overwrites the local arrays. */
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        nf_add64(&ctl[NF_VISITED], lvisited);
+        nf_add64(&ctl[NF_RELAXED], lrelaxed);
+        if (lfar_min != 0xffffffffu) {
+            asym_fetch_min_relaxed(&st[NF_FAR_MIN], lfar_min);
+        }
+    }
+}
+
+__kernel void nf_split(__global uint *dist, __global uint *stamp, __global uint *fstamp,
+                       __global uint *near_out, __global uint *far0, __global uint *far1,
+                       __global uint *ctl, uint iter, uint delta, uint cap) {
+    __local uint lfar_min;
+    __global uint *st = ctl + NF_STATE + (iter & 1u) * NF_SLOT;
+    __global uint *nt = ctl + NF_STATE + ((iter + 1u) & 1u) * NF_SLOT;
+    uint near_len = ctl[NF_NLEN + (iter + 1u) % 3u];
+    uint far_len = st[NF_FAR_LEN];
+    uint old = st[NF_LIMIT];
+    uint sel = st[NF_FAR_SEL];
+    bool first = get_global_id(0) == 0;
+    if (near_len != 0u || far_len == 0u || st[NF_DONE] != 0u) {
+        /* No bucket to open: carry the state over (done once both lists are empty). */
+        if (first) {
+            nt[NF_LIMIT] = old;
+            nt[NF_FAR_SEL] = sel;
+            nt[NF_FAR_LEN] = far_len;
+            nt[NF_FAR_MIN] = st[NF_FAR_MIN];
+            nt[NF_PHASE] = st[NF_PHASE];
+            nt[NF_DONE] = st[NF_DONE] | (uint)(near_len == 0u && far_len == 0u);
+        }
+        return; /* uniform: every work-item read the same words */
+    }
+    ulong lowest = st[NF_FAR_MIN];
+    ulong next = max((ulong)old + delta, (lowest / delta + 1ul) * delta);
+    uint limit = (uint)min(next, (ulong)0xffffffffu);
+    uint phase = st[NF_PHASE] + 1u;
+    __global const uint *from = sel ? far1 : far0;
+    __global uint *to = sel ? far0 : far1;
+    /* Its own counter, not the near length every work-item read to decide to split (a
+     * late group would see it grown and skip its share); the near list is empty so far. */
+    __global uint *out_len = &ctl[NF_SLEN + (iter + 1u) % 3u];
+    if (get_local_id(0) == 0) {
+        lfar_min = 0xffffffffu;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = get_global_id(0); i < far_len; i += get_global_size(0)) {
+        uint v = from[i];
+        uint d = asym_load_relaxed(&dist[v]);
+        if (d < old) {
+            continue; /* dropped below the old limit since it was filed: expanded as near */
+        }
+        if (d < limit) {
+            if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
+                nf_append(near_out, out_len, cap, v, ctl);
+            }
+        } else {
+            atomic_min(&lfar_min, d);
+            if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
+                nf_append(to, &nt[NF_FAR_LEN], cap, v, ctl);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && lfar_min != 0xffffffffu) {
+        asym_fetch_min_relaxed(&nt[NF_FAR_MIN], lfar_min);
+    }
+    if (first) {
+        nt[NF_LIMIT] = limit;
+        nt[NF_FAR_SEL] = 1u - sel;
+        nt[NF_PHASE] = phase;
+        nt[NF_DONE] = 0u;
+        ctl[NF_SPLITS] += 1u;
     }
 }

@@ -450,6 +450,75 @@ fn delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     );
 }
 
+#[test]
+fn device_delta_stepping_matches_dijkstra() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for (name, g) in graphs(300) {
+            // One graph upload, many searches: the near-far lists and stamps are reused.
+            let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+            for source in [0, g.vertices() / 3] {
+                let want = g.dijkstra(source).unwrap();
+                let reached = want.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+                for delta in [1, 7, delta::auto_delta(&g), u32::MAX] {
+                    let run = dev.delta_stepping(source, delta).unwrap();
+                    check_distances(&run.distances, &want).unwrap_or_else(|e| {
+                        panic!("{name}, source {source}, delta {delta}, {t:?}: {e}")
+                    });
+                    assert!(
+                        run.stats.visited >= reached && run.stats.buckets >= 1,
+                        "{name}, delta {delta}: {:?} for {reached} reached",
+                        run.stats
+                    );
+                    if g.edges() > 0 && reached > 1 {
+                        assert!(run.stats.relaxed > 0, "{name}: edges scanned are counted");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
+    let g = Graph::geometric(20_000, 8.0, 5).unwrap();
+    let rt = common::runtime(common::transports()[0]);
+    let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+    let heap = OrderHeap::Device(DeviceHeapConfig::new(4));
+    let frontier = dev.shortest_paths(0, Order::Frontier, &heap).unwrap();
+    let run = dev.delta_stepping(0, delta::auto_delta(&g)).unwrap();
+    assert_eq!(run.distances, frontier.distances);
+    let reached = run.distances.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+    assert!(
+        run.stats.visited < 2 * reached && 2 * run.stats.visited < frontier.stats.visited,
+        "near-far expanded {} for {reached} reached (frontier: {})",
+        run.stats.visited,
+        frontier.stats.visited
+    );
+    // Several buckets, each opened on the device: far fewer than the iterations.
+    assert!(run.stats.buckets > 1 && run.stats.buckets <= run.stats.iterations);
+}
+
+#[test]
+fn device_delta_stepping_refuses_bad_input() {
+    let rt = common::runtime(common::transports()[0]);
+    let g = Graph::from_edges(3, &[(0, 1, u32::MAX), (1, 2, u32::MAX)], false).unwrap();
+    let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+    let zero = dev.delta_stepping(0, 0).unwrap_err();
+    assert!(zero.to_string().contains("delta 0"), "{zero}");
+    assert!(dev.delta_stepping(3, 5).is_err());
+    let e = dev.delta_stepping(0, 5).unwrap_err();
+    assert!(e.to_string().contains("exceeds"), "{e}");
+    // Distances just below the limit are exact, whatever the width.
+    let fits =
+        Graph::from_edges(3, &[(0, 1, u32::MAX / 2), (1, 2, u32::MAX / 2 - 1)], false).unwrap();
+    let mut dev = DeviceSssp::new(&rt, &fits).unwrap();
+    let want = fits.dijkstra(0).unwrap();
+    for delta in [1, 1 << 20, u32::MAX / 2, u32::MAX] {
+        assert_eq!(dev.delta_stepping(0, delta).unwrap().distances, want);
+    }
+}
+
 /// Pops larger than the graph: the heap can hold more entries than vertices (stale ones), so
 /// one pop may return more entries than the graph has vertices.
 #[test]

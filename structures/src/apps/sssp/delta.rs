@@ -76,6 +76,7 @@ pub fn shortest_paths(
     let started = std::time::Instant::now();
     let bucket_of = |v: u32| dist[v as usize].load(Relaxed) / delta;
     while let Some((current, mut entries)) = buckets.pop_first() {
+        stats.buckets += 1;
         let mut settled: Vec<u32> = Vec::new();
         // Light rounds until the bucket stays empty.
         loop {
@@ -83,7 +84,7 @@ pub fn shortest_paths(
                 waits_in[v as usize] = 0;
             }
             round = next_iteration(round)?;
-            let (queued, expanded, visited, stale) = relax(
+            let share = relax(
                 graph,
                 pool,
                 &dist,
@@ -96,10 +97,11 @@ pub fn shortest_paths(
                 },
             )?;
             stats.iterations += 1;
-            stats.visited += visited;
-            stats.stale += stale;
-            settled.extend(expanded);
-            for v in queued {
+            stats.visited += share.visited;
+            stats.stale += share.stale;
+            stats.relaxed += share.relaxed;
+            settled.extend(share.expanded);
+            for v in share.queued {
                 enqueue(&mut buckets, &mut waits_in, v, bucket_of(v));
             }
             // Vertices that dropped into this bucket make the next round.
@@ -112,7 +114,7 @@ pub fn shortest_paths(
         }
         // Heavy edges of every vertex the bucket settled, once.
         round = next_iteration(round)?;
-        let (queued, _, _, _) = relax(
+        let share = relax(
             graph,
             pool,
             &dist,
@@ -122,7 +124,8 @@ pub fn shortest_paths(
             Edges::Heavy { delta },
         )?;
         stats.iterations += 1;
-        for v in queued {
+        stats.relaxed += share.relaxed;
+        for v in share.queued {
             enqueue(&mut buckets, &mut waits_in, v, bucket_of(v));
         }
     }
@@ -140,9 +143,18 @@ enum Edges {
     Heavy { delta: u32 },
 }
 
-/// What one thread's share of a round gives: the vertices whose distance dropped, the
-/// entries expanded, visited, stale.
-type Share = (Vec<u32>, Vec<u32>, u64, u64);
+/// What one thread's share of a round gives.
+#[derive(Default)]
+struct Share {
+    /// Vertices whose distance dropped (each once per round).
+    queued: Vec<u32>,
+    /// Entries expanded (light rounds).
+    expanded: Vec<u32>,
+    visited: u64,
+    stale: u64,
+    /// Edges scanned in this round's class (light or heavy).
+    relaxed: u64,
+}
 
 /// Rounds with fewer entries run on the calling thread: waking the pool costs more.
 const INLINE: usize = 512;
@@ -178,11 +190,12 @@ fn relax(
         share
     })?;
     let mut all = Share::default();
-    for (q, e, vis, st) in parts {
-        all.0.extend(q);
-        all.1.extend(e);
-        all.2 += vis;
-        all.3 += st;
+    for part in parts {
+        all.queued.extend(part.queued);
+        all.expanded.extend(part.expanded);
+        all.visited += part.visited;
+        all.stale += part.stale;
+        all.relaxed += part.relaxed;
     }
     Ok(all)
 }
@@ -197,17 +210,16 @@ fn relax_slice(
     edges: Edges,
     share: &mut Share,
 ) {
-    let (queued, expanded, visited, stale) = share;
     for &u in entries {
         let du = dist[u as usize].load(Relaxed);
         let (light, delta) = match edges {
             Edges::Light { delta, bucket } => {
                 if du / delta != bucket {
-                    *stale += 1;
+                    share.stale += 1;
                     continue;
                 }
-                *visited += 1;
-                expanded.push(u);
+                share.visited += 1;
+                share.expanded.push(u);
                 (true, delta)
             }
             Edges::Heavy { delta } => (false, delta),
@@ -216,8 +228,9 @@ fn relax_slice(
             if (w <= delta) != light {
                 continue;
             }
+            share.relaxed += 1;
             if lower(dist, stamp, v, du, w, round) {
-                queued.push(v);
+                share.queued.push(v);
             }
         }
     }

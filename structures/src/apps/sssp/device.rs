@@ -9,6 +9,7 @@
 
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
+use super::near_far::NearFar;
 use super::{distances_from, next_iteration, search, Order, Pair, Relaxer, SsspRun};
 use crate::apps::graph::Graph;
 use crate::gheap::HeapPlacement;
@@ -18,19 +19,19 @@ const VISITED: usize = 1;
 const STALE: usize = 2;
 const COUNTERS: usize = 4;
 /// Work-items per group of the SSSP kernels.
-const WG: usize = 256;
+pub(super) const WG: usize = 256;
 /// Most work-groups of one launch (the kernels stride over larger frontiers).
 const MAX_GROUPS: usize = 4096;
 
 /// A graph uploaded to the device, ready for searches from any source.
 pub struct DeviceSssp<'g> {
-    rt: Runtime,
-    graph: &'g Graph,
-    offsets: SvmBuffer<u32>,
-    targets: SvmBuffer<u32>,
-    weights: SvmBuffer<u32>,
-    dist: SvmBuffer<u32>,
-    stamp: SvmBuffer<u32>,
+    pub(super) rt: Runtime,
+    pub(super) graph: &'g Graph,
+    pub(super) offsets: SvmBuffer<u32>,
+    pub(super) targets: SvmBuffer<u32>,
+    pub(super) weights: SvmBuffer<u32>,
+    pub(super) dist: SvmBuffer<u32>,
+    pub(super) stamp: SvmBuffer<u32>,
     /// The current frontier as `distance << 32 | vertex`.
     frontier: SvmBuffer<u64>,
     next: SvmBuffer<u32>,
@@ -43,6 +44,8 @@ pub struct DeviceSssp<'g> {
     merge: Kernel,
     /// Distances other members lowered, for `sssp_merge` (grown on demand).
     incoming: Option<SvmBuffer<u64>>,
+    /// The near-far search's buffers and kernels (made on its first use).
+    pub(super) near_far: Option<NearFar>,
 }
 
 impl std::fmt::Debug for DeviceSssp<'_> {
@@ -64,7 +67,7 @@ impl<'g> DeviceSssp<'g> {
             b.copy_from_host(0, data)?;
             Ok(b)
         };
-        let program = rt.program_with(&asym_kernels::SSSP, &format!("-DWG={WG}"))?;
+        let program = program(rt)?;
         let n = graph.vertices().max(1);
         Ok(DeviceSssp {
             offsets: upload(offsets)?,
@@ -81,6 +84,7 @@ impl<'g> DeviceSssp<'g> {
             apply: Kernel::from_program(rt, &program, "sssp_apply")?,
             merge: Kernel::from_program(rt, &program, "sssp_merge")?,
             incoming: None,
+            near_far: None,
             rt: rt.clone(),
             graph,
         })
@@ -285,7 +289,12 @@ impl DeviceSssp<'_> {
     }
 }
 
-fn groups(items: usize) -> usize {
+/// The SSSP kernels' program (built once per runtime: the runtime caches it).
+pub(super) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
+    rt.program_with(&asym_kernels::SSSP, &format!("-DWG={WG}"))
+}
+
+pub(super) fn groups(items: usize) -> usize {
     items.div_ceil(WG).clamp(1, MAX_GROUPS)
 }
 

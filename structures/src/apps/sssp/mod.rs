@@ -25,6 +25,7 @@
 pub mod cpu;
 pub mod delta;
 pub mod device;
+pub mod near_far;
 pub mod spread;
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -90,6 +91,10 @@ pub struct SsspStats {
     pub visited: u64,
     /// Stale entries skipped.
     pub stale: u64,
+    /// Edges scanned from expanded vertices (delta-stepping; 0 where not counted).
+    pub relaxed: u64,
+    /// Buckets opened (delta-stepping; 0 for the other searches).
+    pub buckets: u64,
     /// Entries inserted into the heap.
     pub heap_inserted: u64,
     /// Time in heap operations (inserting the frontier, taking the nearest vertices).
