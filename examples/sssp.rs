@@ -121,6 +121,10 @@ struct Args {
     /// Write the distances here: one line `vertex distance` per vertex (`inf` if unreachable).
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Also write the graph searched (read or generated) here as a DIMACS `.gr` file, so that
+    /// other tools (GAP's `sssp`) can search the very same graph.
+    #[arg(long)]
+    save_graph: Option<PathBuf>,
     /// One JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
@@ -230,7 +234,7 @@ fn write_output(path: &std::path::Path, dist: &[u64]) -> Result<()> {
 }
 
 fn run(args: &Args) -> Result<bool> {
-    if let Some(path) = &args.output {
+    for path in args.output.iter().chain(&args.save_graph) {
         // Fail before the run, not after it, on a path that cannot be written.
         output::check_writable(path)?;
     }
@@ -256,6 +260,9 @@ fn run(args: &Args) -> Result<bool> {
     let steps = 2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + u64::from(use_coop);
     let mut progress = Progress::new(steps, args.json);
     let (name, graph) = load(args, args.json)?;
+    if let Some(path) = &args.save_graph {
+        output::write_whole_with(path, |out| graph.write_dimacs(out))?;
+    }
     // Beside the graph: the reference and each search's distances and frontiers (about 32
     // bytes per vertex), and for the device modes the graph's copy in SVM.
     let per_vertex = (graph.vertices() as u64).saturating_mul(32);

@@ -295,6 +295,22 @@ fn graph_files_are_read_by_extension() {
 }
 
 #[test]
+fn written_dimacs_files_read_back_as_the_same_graph() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    for g in [
+        common::random_graph(&mut rng, 500, 3_000, 1_000),
+        Graph::geometric(2_000, 6.0, rng.gen()).unwrap(),
+        Graph::from_edges(5, &[(0, 1, 0), (0, 1, 7), (3, 4, u32::MAX)], false).unwrap(),
+        Graph::from_edges(1, &[], false).unwrap(),
+    ] {
+        let mut text = Vec::new();
+        g.write_dimacs(&mut text).unwrap();
+        let back = Graph::parse_dimacs(&text[..], "written").unwrap();
+        assert_eq!(back.csr(), g.csr());
+    }
+}
+
+#[test]
 fn generators_are_reproducible_and_undirected() {
     let a = Graph::kronecker(10, 8, 100, 7).unwrap();
     assert_eq!(a, Graph::kronecker(10, 8, 100, 7).unwrap());

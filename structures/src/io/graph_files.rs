@@ -86,6 +86,19 @@ fn read_lines(
 }
 
 impl Graph {
+    /// Writes the graph as a DIMACS `.gr` file (`p sp` line, one `a from to weight` line per
+    /// stored edge, vertices from 1), which [`Graph::parse_dimacs`] reads back as the same
+    /// graph and other tools (GAP's `sssp`, the DIMACS challenge codes) read as well.
+    pub fn write_dimacs(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "p sp {} {}", self.vertices(), self.edges())?;
+        for u in 0..self.vertices() as u32 {
+            for (v, w) in self.neighbors(u) {
+                writeln!(out, "a {} {} {w}", u + 1, v + 1)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a DIMACS shortest-path graph: `c` comment lines, one `p sp N M` line, then `M`
     /// lines `a U V W` (an arc from `U` to `V` of weight `W`, vertices numbered from 1).
     pub fn parse_dimacs(reader: impl BufRead, source: &str) -> Result<Self> {
