@@ -169,47 +169,45 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
 /* ---- Near-far delta-stepping (DeviceSssp::delta_stepping) ----
  *
  * Algorithm (Davidson et al.'s near-far, a delta-stepping with one bucket open at a time).
- * Vertices whose tentative distance is below `limit` are "near": each iteration expands the
+ * Vertices whose tentative distance is below `limit` are "near": an iteration expands the
  * near list (each vertex once: the stamp exchange as in sssp_expand) and a lowered vertex
  * joins the next near list if its new distance is below `limit`, else the far pile (once per
- * phase: `fstamp` holds the phase that last filed it). When an iteration leaves the near list
- * empty, nf_split opens the next bucket: `limit` moves up by at least delta, to past the
- * smallest distance in the far pile, and the far pile is split into the vertices now near,
- * the vertices still far (compacted into the other far buffer, filed under the new phase)
- * and the vertices whose distance dropped below the old limit since they were filed (they
- * were near since then and are dropped). The search is done when near and far are empty.
- * Any limit gives exact distances (within the near list it is Bellman–Ford with work
- * lists); delta only trades iterations for re-expansions.
+ * phase: `fstamp` holds the phase that last filed it). An iteration that finds the near list
+ * empty opens the next bucket instead: `limit` moves up by at least delta, to past the
+ * smallest distance in the far pile, and the far pile is split into the vertices now near
+ * (the next near list), the vertices still far (compacted into the other far buffer, filed
+ * under the next phase) and the vertices whose distance dropped below the old limit since
+ * they were filed (they were near since then: dropped). The search is done when an iteration
+ * finds both empty. Any limit gives exact distances (within the near list it is Bellman–Ford
+ * with work lists); delta only trades iterations for re-expansions.
  *
- * Control without the host: `ctl` holds the near lengths by iteration mod 3 and two state
- * slots (limit, far buffer, far length, far minimum, phase, done) by iteration mod 2.
- * nf_expand(i) reads slot i%2 and resets what slot (i+1)%2 is filled with; nf_split(i) reads
- * slot i%2 and writes slot (i+1)%2. A word a launch decides on is never written by that
- * launch (work-groups start at different times: one that read a word after another group
- * changed it would decide differently), only by earlier ones; counters are updated
- * atomically within one. So the host enqueues many iterations without waiting and reads
- * `ctl` once per batch; iterations past the end find `done` set and return at once.
+ * Control without the host: one launch of nf_step per iteration, whatever it does, so the
+ * host enqueues iterations in batches and reads `ctl` once per batch (iterations past the end
+ * find `done` set and return at once). `ctl` holds the near lengths by iteration mod 3, the
+ * iteration state (limit, phase, done) by iteration mod 2 — nf_step(i) reads slot i % 2 and
+ * writes slot (i + 1) % 2 — and the far pile's length and minimum by phase mod 3 (a split
+ * from phase p reads slot p % 3, fills slot (p + 1) % 3 and clears slot (p + 2) % 3 for the
+ * split after it). A word a launch decides on is never written by that launch, only by
+ * earlier ones: work-groups start at different times, and one that read a word after another
+ * group changed it would decide differently (and skip its share).
  *
  * Memory ordering as for sssp_expand: relaxed atomics within a launch, the launch boundary
- * between kernels. The far minimum is the exact minimum of the far vertices' distances (every
- * lowering into the far range takes part), but the limit it gives is only a choice of bucket:
- * a wrong one would cost iterations, never a distance. */
+ * between launches. The far minimum is the exact minimum of the far vertices' distances
+ * (every lowering into the far range takes part), but the limit it gives is only a choice of
+ * bucket: a wrong one would cost iterations, never a distance. */
 
 #define NF_NLEN 0      /* 3 words: near length of iteration i at NF_NLEN + i % 3 */
 #define NF_VISITED 3   /* 2 words: vertices expanded (low, high) */
 #define NF_RELAXED 5   /* 2 words: edges scanned (low, high) */
 #define NF_ERROR 7     /* non-zero: an append overran its buffer */
-#define NF_SPLITS 8    /* buckets opened */
-#define NF_ROUNDS 9    /* iterations with a non-empty near list */
-#define NF_SLEN 10     /* 3 words: entries nf_split(i - 1) added to near list i, at i % 3 */
-#define NF_STATE 16    /* two slots of NF_SLOT words */
-#define NF_SLOT 8
+#define NF_SPLITS 8    /* buckets opened after the first */
+#define NF_ROUNDS 9    /* iterations that expanded vertices */
+#define NF_STATE 16    /* 2 slots (iteration mod 2): limit, phase, done */
 #define NF_LIMIT 0
-#define NF_FAR_SEL 1
-#define NF_FAR_LEN 2
-#define NF_FAR_MIN 3
-#define NF_PHASE 4
-#define NF_DONE 5
+#define NF_PHASE 1
+#define NF_DONE 2
+#define NF_FAR 24      /* 3 slots (phase mod 3): far length, far minimum */
+#define NF_SLOT 4
 
 /* Adds x to the 64-bit counter at p[0] (low), p[1] (high). */
 inline void nf_add64(__global uint *p, uint x) {
@@ -238,40 +236,93 @@ __kernel void nf_clear(__global uint *words, uint n) {
     }
 }
 
-__kernel void nf_expand(__global const uint *offsets, __global const uint *targets,
-                        __global const uint *weights, __global uint *dist, __global uint *stamp,
-                        __global uint *fstamp, __global const uint *near_in,
-                        __global uint *near_out, __global uint *far0, __global uint *far1,
-                        __global uint *ctl, uint iter, uint cap) {
+__kernel void nf_step(__global const uint *offsets, __global const uint *targets,
+                      __global const uint *weights, __global uint *dist, __global uint *stamp,
+                      __global uint *fstamp, __global uint *near0, __global uint *near1,
+                      __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
+                      uint cap, uint iter) {
     __local uint lstart[WG], ldist[WG], lscan[WG];
     __local uint lfar_min, lvisited, lrelaxed;
     uint lid = get_local_id(0);
+    bool first = get_global_id(0) == 0;
     __global uint *st = ctl + NF_STATE + (iter & 1u) * NF_SLOT;
     __global uint *nt = ctl + NF_STATE + ((iter + 1u) & 1u) * NF_SLOT;
-    uint len = ctl[NF_NLEN + iter % 3u] + ctl[NF_SLEN + iter % 3u];
+    uint len = ctl[NF_NLEN + iter % 3u];
     uint limit = st[NF_LIMIT];
     uint phase = st[NF_PHASE];
-    __global uint *far = st[NF_FAR_SEL] ? far1 : far0;
+    __global uint *fs = ctl + NF_FAR + (phase % 3u) * NF_SLOT;
+    __global uint *near_out = (iter & 1u) ? near0 : near1;
     __global uint *out_len = &ctl[NF_NLEN + (iter + 1u) % 3u];
-    if (get_global_id(0) == 0) {
-        /* Nobody reads these in this launch: the near lengths of iteration i - 1 (to be
-         * those of i + 2), and what nf_split(i) fills slot (i + 1) % 2 with. */
+    if (first) {
+        /* Read by nobody in this launch: the near length of iteration i - 1 (now i + 2's). */
         ctl[NF_NLEN + (iter + 2u) % 3u] = 0u;
-        ctl[NF_SLEN + (iter + 2u) % 3u] = 0u;
-        nt[NF_FAR_LEN] = 0u;
-        nt[NF_FAR_MIN] = 0xffffffffu;
-        if (len > 0u) {
-            ctl[NF_ROUNDS] += 1u;
-        }
     }
-    if (len == 0u) {
-        return; /* the whole launch returns: no barrier is skipped by part of a group */
+    if (st[NF_DONE] != 0u || (len == 0u && fs[0] == 0u)) {
+        if (first) {
+            nt[NF_LIMIT] = limit;
+            nt[NF_PHASE] = phase;
+            nt[NF_DONE] = 1u;
+        }
+        return; /* uniform: every work-item read the same words */
     }
     if (lid == 0) {
         lfar_min = 0xffffffffu;
         lvisited = 0u;
         lrelaxed = 0u;
     }
+    if (len == 0u) {
+        /* Open the next bucket: split the far pile of this phase. */
+        uint old = limit;
+        ulong lowest = fs[1];
+        ulong next = max((ulong)old + delta, (lowest / delta + 1ul) * delta);
+        uint new_limit = (uint)min(next, (ulong)0xffffffffu);
+        uint new_phase = phase + 1u;
+        __global const uint *from = (phase & 1u) ? far1 : far0;
+        __global uint *to = (phase & 1u) ? far0 : far1;
+        __global uint *ns = ctl + NF_FAR + (new_phase % 3u) * NF_SLOT;
+        uint far_len = fs[0];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint i = get_global_id(0); i < far_len; i += get_global_size(0)) {
+            uint v = from[i];
+            uint d = asym_load_relaxed(&dist[v]);
+            if (d < old) {
+                continue; /* dropped below the old limit since it was filed: was near */
+            }
+            if (d < new_limit) {
+                if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
+                    nf_append(near_out, out_len, cap, v, ctl);
+                }
+            } else {
+                atomic_min(&lfar_min, d);
+                if (asym_exchange_relaxed(&fstamp[v], new_phase) != new_phase) {
+                    nf_append(to, &ns[0], cap, v, ctl);
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0 && lfar_min != 0xffffffffu) {
+            asym_fetch_min_relaxed(&ns[1], lfar_min);
+        }
+        if (first) {
+            nt[NF_LIMIT] = new_limit;
+            nt[NF_PHASE] = new_phase;
+            nt[NF_DONE] = 0u;
+            ctl[NF_SPLITS] += 1u;
+            /* The slot the split after this one fills (last read by the split before). */
+            __global uint *later = ctl + NF_FAR + ((phase + 2u) % 3u) * NF_SLOT;
+            later[0] = 0u;
+            later[1] = 0xffffffffu;
+        }
+        return;
+    }
+    if (first) {
+        nt[NF_LIMIT] = limit;
+        nt[NF_PHASE] = phase;
+        nt[NF_DONE] = 0u;
+        ctl[NF_ROUNDS] += 1u;
+    }
+    __global const uint *near_in = (iter & 1u) ? near1 : near0;
+    __global uint *far = (phase & 1u) ? far1 : far0;
     uint stride = get_num_groups(0) * WG;
     for (uint base = get_group_id(0) * WG; base < len; base += stride) {
         uint i = base + lid;
@@ -304,7 +355,7 @@ __kernel void nf_expand(__global const uint *offsets, __global const uint *targe
                 } else {
                     atomic_min(&lfar_min, nd);
                     if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
-                        nf_append(far, &st[NF_FAR_LEN], cap, v, ctl);
+                        nf_append(far, &fs[0], cap, v, ctl);
                     }
                 }
             }
@@ -316,73 +367,7 @@ __kernel void nf_expand(__global const uint *offsets, __global const uint *targe
         nf_add64(&ctl[NF_VISITED], lvisited);
         nf_add64(&ctl[NF_RELAXED], lrelaxed);
         if (lfar_min != 0xffffffffu) {
-            asym_fetch_min_relaxed(&st[NF_FAR_MIN], lfar_min);
+            asym_fetch_min_relaxed(&fs[1], lfar_min);
         }
-    }
-}
-
-__kernel void nf_split(__global uint *dist, __global uint *stamp, __global uint *fstamp,
-                       __global uint *near_out, __global uint *far0, __global uint *far1,
-                       __global uint *ctl, uint iter, uint delta, uint cap) {
-    __local uint lfar_min;
-    __global uint *st = ctl + NF_STATE + (iter & 1u) * NF_SLOT;
-    __global uint *nt = ctl + NF_STATE + ((iter + 1u) & 1u) * NF_SLOT;
-    uint near_len = ctl[NF_NLEN + (iter + 1u) % 3u];
-    uint far_len = st[NF_FAR_LEN];
-    uint old = st[NF_LIMIT];
-    uint sel = st[NF_FAR_SEL];
-    bool first = get_global_id(0) == 0;
-    if (near_len != 0u || far_len == 0u || st[NF_DONE] != 0u) {
-        /* No bucket to open: carry the state over (done once both lists are empty). */
-        if (first) {
-            nt[NF_LIMIT] = old;
-            nt[NF_FAR_SEL] = sel;
-            nt[NF_FAR_LEN] = far_len;
-            nt[NF_FAR_MIN] = st[NF_FAR_MIN];
-            nt[NF_PHASE] = st[NF_PHASE];
-            nt[NF_DONE] = st[NF_DONE] | (uint)(near_len == 0u && far_len == 0u);
-        }
-        return; /* uniform: every work-item read the same words */
-    }
-    ulong lowest = st[NF_FAR_MIN];
-    ulong next = max((ulong)old + delta, (lowest / delta + 1ul) * delta);
-    uint limit = (uint)min(next, (ulong)0xffffffffu);
-    uint phase = st[NF_PHASE] + 1u;
-    __global const uint *from = sel ? far1 : far0;
-    __global uint *to = sel ? far0 : far1;
-    /* Its own counter, not the near length every work-item read to decide to split (a
-     * late group would see it grown and skip its share); the near list is empty so far. */
-    __global uint *out_len = &ctl[NF_SLEN + (iter + 1u) % 3u];
-    if (get_local_id(0) == 0) {
-        lfar_min = 0xffffffffu;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = get_global_id(0); i < far_len; i += get_global_size(0)) {
-        uint v = from[i];
-        uint d = asym_load_relaxed(&dist[v]);
-        if (d < old) {
-            continue; /* dropped below the old limit since it was filed: expanded as near */
-        }
-        if (d < limit) {
-            if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
-                nf_append(near_out, out_len, cap, v, ctl);
-            }
-        } else {
-            atomic_min(&lfar_min, d);
-            if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
-                nf_append(to, &nt[NF_FAR_LEN], cap, v, ctl);
-            }
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0 && lfar_min != 0xffffffffu) {
-        asym_fetch_min_relaxed(&nt[NF_FAR_MIN], lfar_min);
-    }
-    if (first) {
-        nt[NF_LIMIT] = limit;
-        nt[NF_FAR_SEL] = 1u - sel;
-        nt[NF_PHASE] = phase;
-        nt[NF_DONE] = 0u;
-        ctl[NF_SPLITS] += 1u;
     }
 }

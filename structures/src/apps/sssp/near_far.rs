@@ -1,18 +1,20 @@
 //! Delta-stepping on the throughput device: the near-far search of `kernels/sssp.cl`
-//! (`nf_expand`, `nf_split`), work-efficient where the frontier search re-expands vertices
+//! (`nf_step`), work-efficient where the frontier search re-expands vertices
 //! whose label improves later (75 expansions per reached vertex on a road-like graph).
 //!
 //! One bucket is open at a time: the near list holds the vertices below the bucket's upper
 //! limit and is expanded until empty; what lands above the limit waits in a far pile, which
 //! is split when the near list empties (the limit moves up by at least `delta`, to past the
-//! nearest waiting vertex). The decision to split is taken on the device, so the host
-//! enqueues iterations in batches without reading anything in between and checks a few
-//! control words once per batch: a road-like graph needs thousands of small iterations, and
-//! a round trip to the host per iteration would cost more than the iteration.
+//! nearest waiting vertex). Each iteration is one launch that decides on the device whether
+//! to expand or to split, so the host enqueues iterations in batches without reading anything
+//! in between (only the iteration number changes between launches) and checks a few control
+//! words once per batch: a road-like graph needs thousands of small iterations, and a round
+//! trip to the host per iteration would cost more than the iteration.
 
 use std::time::Instant;
 
-use asym_runtime::{Error, Kernel, Launch, Result, SvmBuffer};
+use asym_runtime::backoff::Deadline;
+use asym_runtime::{Error, Kernel, Launch, Result, Side, SvmBuffer};
 
 use super::device::{groups, program, DeviceSssp, WG};
 use super::{distances_from, next_iteration, SsspRun, SsspStats};
@@ -24,16 +26,20 @@ const RELAXED: usize = 5;
 const ERROR: usize = 7;
 const SPLITS: usize = 8;
 const ROUNDS: usize = 9;
+/// Iteration state, two slots by iteration parity: limit, phase, done.
 const STATE: usize = 16;
-const SLOT: usize = 8;
 const LIMIT: usize = 0;
-const FAR_MIN: usize = 3;
-const PHASE: usize = 4;
-const DONE: usize = 5;
-const CTL_WORDS: usize = STATE + 2 * SLOT;
+const PHASE: usize = 1;
+const DONE: usize = 2;
+/// Far pile, three slots by phase mod 3: length, minimum.
+const FAR: usize = 24;
+const SLOT: usize = 4;
+const CTL_WORDS: usize = FAR + 3 * SLOT;
+/// `nf_step`'s argument that changes from launch to launch (the others are set once).
+const ITER_ARG: u32 = 13;
 
 /// Iterations enqueued before the first look at the control words; each later batch is
-/// twice as long, up to [`MAX_BATCH`]. Iterations past the end cost two empty launches each.
+/// twice as long, up to [`MAX_BATCH`]. Iterations past the end cost an empty launch each.
 const FIRST_BATCH: u32 = 4;
 const MAX_BATCH: u32 = 64;
 
@@ -44,9 +50,8 @@ pub(crate) struct NearFar {
     far: [SvmBuffer<u32>; 2],
     ctl: SvmBuffer<u32>,
     clear: Kernel,
-    expand: Kernel,
-    split: Kernel,
-    /// Work-groups of `nf_expand` and `nf_split` (they stride over longer lists).
+    step: Kernel,
+    /// Work-groups of `nf_step` (it strides over longer lists).
     groups: usize,
 }
 
@@ -57,15 +62,14 @@ impl NearFar {
         let program = program(rt)?;
         // Enough groups to fill the device several times over, no more: most iterations of a
         // road-like graph expand a few thousand vertices, and idle groups still cost a launch.
-        let resident = rt.profile().compute_units.max(1) as usize * 8;
+        let resident = rt.profile().compute_units.max(1) as usize * 4;
         Ok(NearFar {
             fstamp: rt.alloc::<u32>(n)?,
             near: [rt.alloc::<u32>(n)?, rt.alloc::<u32>(n)?],
             far: [rt.alloc::<u32>(n)?, rt.alloc::<u32>(n)?],
             ctl: rt.alloc::<u32>(CTL_WORDS)?,
             clear: Kernel::from_program(rt, &program, "nf_clear")?,
-            expand: Kernel::from_program(rt, &program, "nf_expand")?,
-            split: Kernel::from_program(rt, &program, "nf_split")?,
+            step: Kernel::from_program(rt, &program, "nf_step")?,
             groups: resident.min(groups(n)),
         })
     }
@@ -111,49 +115,41 @@ impl DeviceSssp<'_> {
             .arg_scalar(1, n)?
             .launch(groups(n as usize) * WG, Some(WG))?
             .wait()?;
-        // Iteration 1 expands near list 1 (the source) with state slot 1.
+        // Iteration 1 expands near list 1 (the source) in phase 1.
         let mut ctl = [0u32; CTL_WORDS];
         ctl[NLEN + 1] = 1;
-        let slot = STATE + SLOT;
-        ctl[slot + LIMIT] = delta;
-        ctl[slot + FAR_MIN] = u32::MAX;
-        ctl[slot + PHASE] = 1;
+        ctl[STATE + SLOT + LIMIT] = delta;
+        ctl[STATE + SLOT + PHASE] = 1;
+        for phase in [1, 2] {
+            ctl[FAR + phase * SLOT + 1] = u32::MAX;
+        }
         nf.ctl.copy_from_host(0, &ctl)?;
         nf.near[1].copy_from_host(0, &[source])?;
+        nf.step
+            .arg_svm(0, &self.offsets)?
+            .arg_svm(1, &self.targets)?
+            .arg_svm(2, &self.weights)?
+            .arg_svm(3, &self.dist)?
+            .arg_svm(4, &self.stamp)?
+            .arg_svm(5, &nf.fstamp)?
+            .arg_svm(6, &nf.near[0])?
+            .arg_svm(7, &nf.near[1])?
+            .arg_svm(8, &nf.far[0])?
+            .arg_svm(9, &nf.far[1])?
+            .arg_svm(10, &nf.ctl)?
+            .arg_scalar(11, delta)?
+            .arg_scalar(12, cap)?;
         let global = nf.groups * WG;
+        // Liveness: every launch ends on its own, but the iterations only end when the
+        // kernel's lists do; a search that outlasts the runtime's wait bound is reported.
+        let deadline = Deadline::after(self.rt.timeout());
         let mut iter = 1u32;
         let mut batch = FIRST_BATCH;
         let words = loop {
-            let mut launches: Vec<Launch> = Vec::with_capacity(2 * batch as usize);
+            let mut launches: Vec<Launch> = Vec::with_capacity(batch as usize);
             for _ in 0..batch {
-                let (input, output) = ((iter & 1) as usize, ((iter + 1) & 1) as usize);
-                nf.expand
-                    .arg_svm(0, &self.offsets)?
-                    .arg_svm(1, &self.targets)?
-                    .arg_svm(2, &self.weights)?
-                    .arg_svm(3, &self.dist)?
-                    .arg_svm(4, &self.stamp)?
-                    .arg_svm(5, &nf.fstamp)?
-                    .arg_svm(6, &nf.near[input])?
-                    .arg_svm(7, &nf.near[output])?
-                    .arg_svm(8, &nf.far[0])?
-                    .arg_svm(9, &nf.far[1])?
-                    .arg_svm(10, &nf.ctl)?
-                    .arg_scalar(11, iter)?
-                    .arg_scalar(12, cap)?;
-                launches.push(nf.expand.launch(global, Some(WG))?);
-                nf.split
-                    .arg_svm(0, &self.dist)?
-                    .arg_svm(1, &self.stamp)?
-                    .arg_svm(2, &nf.fstamp)?
-                    .arg_svm(3, &nf.near[output])?
-                    .arg_svm(4, &nf.far[0])?
-                    .arg_svm(5, &nf.far[1])?
-                    .arg_svm(6, &nf.ctl)?
-                    .arg_scalar(7, iter)?
-                    .arg_scalar(8, delta)?
-                    .arg_scalar(9, cap)?;
-                launches.push(nf.split.launch(global, Some(WG))?);
+                nf.step.arg_scalar(ITER_ARG, iter)?;
+                launches.push(nf.step.launch(global, Some(WG))?);
                 iter = next_iteration(iter)?;
             }
             for launch in launches {
@@ -162,11 +158,23 @@ impl DeviceSssp<'_> {
             let words = nf.ctl.read_range(0, CTL_WORDS)?;
             if words[ERROR] != 0 {
                 return Err(Error::Lost(format!(
-                    "the near-far SSSP kernels overran a list of {cap} vertices"
+                    "the near-far SSSP kernel overran a list of {cap} vertices"
                 )));
             }
             if words[STATE + (iter & 1) as usize * SLOT + DONE] != 0 {
                 break words;
+            }
+            if deadline.expired() {
+                return Err(Error::Stalled {
+                    side: Side::Device,
+                    waiting_for: "the near-far SSSP search to empty its lists".into(),
+                    waited_ms: deadline.waited_ms(),
+                    detail: format!(
+                        "{} iterations, {} buckets opened",
+                        iter - 1,
+                        words[SPLITS] + 1
+                    ),
+                });
             }
             batch = (batch * 2).min(MAX_BATCH);
         };
