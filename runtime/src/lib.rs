@@ -40,7 +40,10 @@ pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLeve
 pub use device_set::DeviceSet;
 pub use error::{status_name, Error, Result, Side};
 pub use kernel::{Kernel, Launch, Queue};
-pub use latency::{CacheInfo, CpuTopology, LatencyPool, PoolOptions, WorkerInfo, THREADS_ENV};
+pub use latency::{
+    BarrierGuard, CacheInfo, CpuTopology, LatencyPool, PoolOptions, SpinBarrier, WorkerInfo,
+    THREADS_ENV,
+};
 pub use mode::{parse_modes, Mode};
 pub use runtime::{Program, Runtime, RuntimeOptions, TIMEOUT_ENV};
 pub use sys::{

@@ -182,3 +182,98 @@ fn scoped_broadcast_borrows_and_reports_panics() {
     );
     assert_eq!(pool.broadcast_scoped(|w| w.index).unwrap(), vec![0, 1, 2]);
 }
+
+#[test]
+fn spin_barrier_separates_rounds_and_elects_one_leader_each() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    // More parties than the 2 cores of the dev machine: waiters must yield to the late ones.
+    let parties = 6;
+    let rounds = 2_000;
+    let barrier = asym_runtime::SpinBarrier::new(parties, Duration::from_secs(60));
+    let arrived = AtomicUsize::new(0);
+    let leaders = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..parties {
+            s.spawn(|| {
+                for round in 0..rounds {
+                    arrived.fetch_add(1, Relaxed);
+                    let led = barrier
+                        .wait_with(|| {
+                            // Every party has arrived when the leader runs.
+                            assert_eq!(arrived.load(Relaxed), parties * (round + 1));
+                            leaders.fetch_add(1, Relaxed);
+                        })
+                        .unwrap();
+                    // Nobody leaves before everyone arrived, nobody arrives twice in a round.
+                    let seen = arrived.load(Relaxed);
+                    assert!(seen >= parties * (round + 1) && seen <= parties * (round + 2));
+                    let _ = led;
+                    barrier.wait().unwrap();
+                }
+            });
+        }
+    });
+    // One leader per wait: two waits per round.
+    assert_eq!(leaders.load(Relaxed), rounds);
+    assert!(!barrier.is_poisoned());
+}
+
+#[test]
+fn a_failing_party_poisons_the_barrier_instead_of_leaving_the_others_waiting() {
+    let barrier = asym_runtime::SpinBarrier::new(4, Duration::from_secs(60));
+    let started = std::time::Instant::now();
+    let results: Vec<Result<(), Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let guard = barrier.guard();
+                    for round in 0..10 {
+                        if i == 0 && round == 3 {
+                            // Fails: the guard drops unfinished.
+                            return Err(Error::InvalidArgument("party 0 gave up".into()));
+                        }
+                        barrier.wait()?;
+                    }
+                    guard.finish();
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "no party waited out the timeout"
+    );
+    for r in &results[1..] {
+        assert!(matches!(r, Err(Error::Lost(_))), "{r:?}");
+    }
+    // A panicking party poisons it too.
+    let barrier = asym_runtime::SpinBarrier::new(2, Duration::from_secs(60));
+    std::thread::scope(|s| {
+        let b = &barrier;
+        let panicking = s.spawn(move || {
+            let _guard = b.guard();
+            panic!("party fails");
+        });
+        assert!(panicking.join().is_err());
+        assert!(matches!(barrier.wait(), Err(Error::Lost(_))));
+    });
+}
+
+#[test]
+fn a_party_that_never_comes_is_a_stall() {
+    let barrier = asym_runtime::SpinBarrier::new(3, Duration::from_millis(200));
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2).map(|_| s.spawn(|| barrier.wait())).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        results
+            .iter()
+            .any(|r| matches!(r, Err(Error::Stalled { .. }))),
+        "{results:?}"
+    );
+    assert!(results.iter().all(|r| r.is_err()));
+}

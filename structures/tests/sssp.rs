@@ -449,6 +449,27 @@ fn delta_stepping_matches_dijkstra() {
 }
 
 #[test]
+fn delta_stepping_with_more_threads_than_cores() {
+    // Five threads on the dev machine's two cores meet at the barrier twice per round: the
+    // waiters must yield to the ones still working, and every round must still be exact.
+    let pool = pool(5);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    for g in [
+        Graph::geometric(30_000, 8.0, rng.gen()).unwrap(),
+        Graph::kronecker(13, 16, 255, rng.gen()).unwrap(),
+        common::random_graph(&mut rng, 3_000, 20_000, 0),
+    ] {
+        for _ in 0..3 {
+            let source = rng.gen_range(0..g.vertices());
+            let want = g.dijkstra(source).unwrap();
+            let run = delta::shortest_paths(&g, source, &pool, delta::auto_delta(&g)).unwrap();
+            check_distances(&run.distances, &want).unwrap();
+            assert!(run.stats.iterations >= run.stats.buckets);
+        }
+    }
+}
+
+#[test]
 fn delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     // Where the frontier search re-expands vertices as their labels improve, delta-stepping
     // with the automatic width expands each reached vertex close to once.

@@ -223,6 +223,11 @@ impl LatencyPool {
         &self.topology
     }
 
+    /// How long the pool's bounded waits last before they report a stall.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Runs `f` once on every thread and returns the results in thread order, waiting at
     /// most the pool's timeout.
     pub fn broadcast<R, F>(&self, f: F) -> Result<Vec<R>>

@@ -1,30 +1,39 @@
 //! Delta-stepping (Meyer & Sanders) on the pinned latency threads: the work-efficient
 //! label-correcting search the frontier search is not.
 //!
-//! Vertices wait in buckets of width `delta` by tentative distance. The lowest non-empty
-//! bucket is settled in rounds: its vertices' light edges (weight ≤ `delta`) are relaxed in
-//! parallel, and vertices whose distance dropped into the same bucket make the next round;
-//! once the bucket stays empty, the heavy edges of every vertex it settled are relaxed once,
-//! and the next non-empty bucket follows. A vertex is expanded again only when its distance
-//! dropped while it waited in its bucket, so on road-like graphs it expands each vertex about
-//! once, where the frontier search re-expands vertices as their labels improve.
+//! Vertices wait in buckets of width `delta` by tentative distance; the lowest non-empty
+//! bucket is expanded in rounds until it stays empty, then the next one. A vertex is expanded
+//! again only when its distance dropped while its bucket was open, so on road-like graphs
+//! each vertex is expanded about once, where the frontier search re-expands vertices as their
+//! labels improve.
 //!
-//! Entries are vertex numbers; an entry is stale (skipped) when the vertex's distance has
-//! dropped below its bucket since it was queued (it is queued again in the lower bucket).
-//! Memory ordering as in [`cpu`](super::cpu): distances and stamps are single atomic words
-//! with `Relaxed` read-modify-writes, and the pool's join orders every round before the reads
-//! that fill the buckets.
+//! The shape is GAP's (Beamer et al.'s reference code): the threads stay in one job for the
+//! whole search and meet at a [`SpinBarrier`] twice per round, each thread keeps its own
+//! buckets (no shared queue to contend on), and a round's frontier is the concatenation of
+//! what each thread had in the bucket being opened, claimed in chunks by every thread — no
+//! copy into a shared array. Every vertex whose distance a thread lowered goes into that
+//! thread's bucket for the new distance, duplicates and all: an entry is stale (skipped) when
+//! its vertex's distance dropped below the open bucket since, or when the vertex was already
+//! expanded with its current distance.
+//!
+//! Memory ordering: distances are single atomic words, lowered with `Relaxed` `fetch_min`
+//! (its result alone says who lowered), and the barrier orders each round: everything a
+//! thread wrote before arriving (its frontier part, its distances) is visible to every thread
+//! after the wait (see [`SpinBarrier`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::RwLock;
 
-use asym_runtime::{Error, LatencyPool, Result};
+use asym_runtime::{Error, LatencyPool, Result, SpinBarrier};
 
-use super::{distances_from, lower, next_iteration, SsspRun, SsspStats};
+use super::{distances_from, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
-/// Bucket entries a thread takes at a time.
+/// Frontier entries a thread claims at a time.
 const CHUNK: usize = 64;
+/// Buckets each thread keeps in its ring; further ones wait in an ordered map.
+const WINDOW: u32 = 1024;
 
 /// A bucket width from the graph alone: the mean edge weight times 4, at least 1 (wide enough
 /// that a bucket holds a few hops' worth of vertices, narrow enough that few of them are
@@ -41,8 +50,9 @@ pub fn auto_delta(graph: &Graph) -> u32 {
 }
 
 /// Shortest distances from `source` (0-based) by delta-stepping with buckets `delta` wide on
-/// `pool`'s threads. `stats.iterations` counts the parallel rounds (light and heavy),
-/// `visited` the vertices expanded, `stale` the bucket entries skipped.
+/// `pool`'s threads. `stats.iterations` counts the rounds, `buckets` the buckets opened,
+/// `visited` the vertices expanded, `stale` the entries skipped and `relaxed` the edges
+/// scanned.
 pub fn shortest_paths(
     graph: &Graph,
     source: usize,
@@ -55,183 +65,213 @@ pub fn shortest_paths(
             "delta 0: buckets must be at least 1 wide".into(),
         ));
     }
+    let started = std::time::Instant::now();
     let n = graph.vertices();
     let dist: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
-    let stamp: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let expanded: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
     dist[source].store(0, Relaxed);
-    let mut buckets: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    buckets.insert(0, vec![source as u32]);
-    // The bucket (plus 1) each vertex waits in, so that it waits there once; cleared when its
-    // bucket's round takes it, since its distance can drop within the bucket again.
-    let mut waits_in = vec![0u32; n];
-    waits_in[source] = 1;
-    let enqueue = |buckets: &mut BTreeMap<u32, Vec<u32>>, waits_in: &mut [u32], v: u32, b: u32| {
-        if waits_in[v as usize] != b + 1 {
-            waits_in[v as usize] = b + 1;
-            buckets.entry(b).or_default().push(v);
-        }
+    let threads = pool.len();
+    // Each thread's part of the round's frontier (its bucket being opened).
+    let parts: Vec<RwLock<Vec<u32>>> = (0..threads).map(|_| RwLock::new(Vec::new())).collect();
+    *parts[0].write().unwrap_or_else(|e| e.into_inner()) = vec![source as u32];
+    let shared = Shared {
+        graph,
+        dist: &dist,
+        expanded: &expanded,
+        delta,
+        parts: &parts,
+        claims: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        next_bucket: [AtomicU32::new(u32::MAX), AtomicU32::new(u32::MAX)],
+        barrier: SpinBarrier::new(threads, pool.timeout()),
     };
+    let counts = pool.broadcast_scoped(|info| shared.run(info.index))?;
     let mut stats = SsspStats::default();
-    let mut round = 0u32;
-    let started = std::time::Instant::now();
-    let bucket_of = |v: u32| dist[v as usize].load(Relaxed) / delta;
-    while let Some((current, mut entries)) = buckets.pop_first() {
-        stats.buckets += 1;
-        let mut settled: Vec<u32> = Vec::new();
-        // Light rounds until the bucket stays empty.
-        loop {
-            for &v in &entries {
-                waits_in[v as usize] = 0;
-            }
-            round = next_iteration(round)?;
-            let share = relax(
-                graph,
-                pool,
-                &dist,
-                &stamp,
-                &entries,
-                round,
-                Edges::Light {
-                    delta,
-                    bucket: current,
-                },
-            )?;
-            stats.iterations += 1;
-            stats.visited += share.visited;
-            stats.stale += share.stale;
-            stats.relaxed += share.relaxed;
-            settled.extend(share.expanded);
-            for v in share.queued {
-                enqueue(&mut buckets, &mut waits_in, v, bucket_of(v));
-            }
-            // Vertices that dropped into this bucket make the next round.
-            match buckets.first_key_value() {
-                Some((&b, _)) if b == current => {
-                    entries = buckets.pop_first().map(|(_, e)| e).unwrap_or_default();
-                }
-                _ => break,
-            }
-        }
-        // Heavy edges of every vertex the bucket settled, once.
-        round = next_iteration(round)?;
-        let share = relax(
-            graph,
-            pool,
-            &dist,
-            &stamp,
-            &settled,
-            round,
-            Edges::Heavy { delta },
-        )?;
-        stats.iterations += 1;
-        stats.relaxed += share.relaxed;
-        for v in share.queued {
-            enqueue(&mut buckets, &mut waits_in, v, bucket_of(v));
-        }
+    for c in counts {
+        let c = c?;
+        stats.visited += c.visited;
+        stats.stale += c.stale;
+        stats.relaxed += c.relaxed;
+        // Every thread counts the same rounds and buckets.
+        stats.iterations = c.rounds;
+        stats.buckets = c.buckets;
     }
-    stats.compute_time = started.elapsed();
     let distances = distances_from(graph, dist.iter().map(|d| d.load(Relaxed)))?;
+    stats.compute_time = started.elapsed();
     Ok(SsspRun { distances, stats })
 }
 
-/// Which edges a round relaxes.
-#[derive(Clone, Copy)]
-enum Edges {
-    /// Weight ≤ `delta`, from the entries still in `bucket` (the others are stale).
-    Light { delta: u32, bucket: u32 },
-    /// Weight > `delta`, from every entry.
-    Heavy { delta: u32 },
+/// What the threads of one search share.
+struct Shared<'a> {
+    graph: &'a Graph,
+    dist: &'a [AtomicU32],
+    /// The lowest distance each vertex was expanded with: a second entry of a vertex whose
+    /// distance has not dropped since has nothing new to relax.
+    expanded: &'a [AtomicU32],
+    delta: u32,
+    parts: &'a [RwLock<Vec<u32>>],
+    /// Frontier entries claimed so far, by round parity (reset by the barrier's leader).
+    claims: [AtomicUsize; 2],
+    /// The lowest non-empty bucket of any thread, by round parity (a minimum over threads).
+    next_bucket: [AtomicU32; 2],
+    barrier: SpinBarrier,
 }
 
-/// What one thread's share of a round gives.
+/// One thread's counters.
 #[derive(Default)]
-struct Share {
-    /// Vertices whose distance dropped (each once per round).
-    queued: Vec<u32>,
-    /// Entries expanded (light rounds).
-    expanded: Vec<u32>,
+struct Counts {
     visited: u64,
     stale: u64,
-    /// Edges scanned in this round's class (light or heavy).
     relaxed: u64,
+    rounds: u64,
+    buckets: u64,
 }
 
-/// Rounds with fewer entries run on the calling thread: waking the pool costs more.
-const INLINE: usize = 512;
-
-/// Relaxes `edges` of `entries` with stamp `round`, on `pool`'s threads where the round is
-/// large. Returns the vertices whose distance dropped (each once), the entries expanded, and
-/// (visited, stale).
-fn relax(
-    graph: &Graph,
-    pool: &LatencyPool,
-    dist: &[AtomicU32],
-    stamp: &[AtomicU32],
-    entries: &[u32],
-    round: u32,
-    edges: Edges,
-) -> Result<Share> {
-    if entries.len() < INLINE {
-        let mut share = Share::default();
-        relax_slice(graph, dist, stamp, entries, round, edges, &mut share);
-        return Ok(share);
-    }
-    let next_chunk = AtomicUsize::new(0);
-    let parts = pool.broadcast_scoped(|_| {
-        let mut share = Share::default();
+impl Shared<'_> {
+    /// Thread `me`'s part of the search: rounds until no thread has a bucket left.
+    fn run(&self, me: usize) -> Result<Counts> {
+        // A thread that fails stops the others at the barrier instead of leaving them waiting.
+        let guard = self.barrier.guard();
+        let mut buckets = Buckets::new();
+        let mut counts = Counts {
+            buckets: 1,
+            ..Counts::default()
+        };
+        let mut open = 0u32;
+        let mut round = 0usize;
         loop {
-            let start = next_chunk.fetch_add(CHUNK, Relaxed);
-            if start >= entries.len() {
+            self.expand(round, open, &mut buckets, &mut counts);
+            counts.rounds += 1;
+            if let Some(b) = buckets.lowest() {
+                self.next_bucket[(round + 1) & 1].fetch_min(b, Relaxed);
+            }
+            // The claims of the next round start over (the last round that used them ended
+            // at the previous barrier).
+            self.barrier
+                .wait_with(|| self.claims[(round + 1) & 1].store(0, Relaxed))?;
+            let next = self.next_bucket[(round + 1) & 1].load(Relaxed);
+            if next == u32::MAX {
                 break;
             }
-            let slice = &entries[start..(start + CHUNK).min(entries.len())];
-            relax_slice(graph, dist, stamp, slice, round, edges, &mut share);
+            *self.parts[me].write().unwrap_or_else(|e| e.into_inner()) = buckets.take(next);
+            // This round's minimum was read by every thread before this barrier; it is the
+            // one the round after next fills.
+            self.barrier
+                .wait_with(|| self.next_bucket[round & 1].store(u32::MAX, Relaxed))?;
+            if next != open {
+                counts.buckets += 1;
+            }
+            open = next;
+            round += 1;
         }
-        share
-    })?;
-    let mut all = Share::default();
-    for part in parts {
-        all.queued.extend(part.queued);
-        all.expanded.extend(part.expanded);
-        all.visited += part.visited;
-        all.stale += part.stale;
-        all.relaxed += part.relaxed;
+        guard.finish();
+        Ok(counts)
     }
-    Ok(all)
+
+    /// Expands this round's frontier (every thread's part, claimed in chunks), filing each
+    /// vertex whose distance it lowered into `buckets`.
+    fn expand(&self, round: usize, open: u32, buckets: &mut Buckets, counts: &mut Counts) {
+        let parts: Vec<_> = self
+            .parts
+            .iter()
+            .map(|p| p.read().unwrap_or_else(|e| e.into_inner()))
+            .collect();
+        let mut ends = Vec::with_capacity(parts.len());
+        let mut total = 0;
+        for p in &parts {
+            total += p.len();
+            ends.push(total);
+        }
+        let claims = &self.claims[round & 1];
+        loop {
+            let start = claims.fetch_add(CHUNK, Relaxed);
+            if start >= total {
+                break;
+            }
+            let end = (start + CHUNK).min(total);
+            let mut at = start;
+            let mut k = ends.partition_point(|&e| e <= at);
+            while at < end {
+                let base = if k == 0 { 0 } else { ends[k - 1] };
+                let stop = end.min(ends[k]);
+                for &u in &parts[k][at - base..stop - base] {
+                    self.expand_vertex(u, open, buckets, counts);
+                }
+                at = stop;
+                k += 1;
+            }
+        }
+    }
+
+    fn expand_vertex(&self, u: u32, open: u32, buckets: &mut Buckets, counts: &mut Counts) {
+        let du = self.dist[u as usize].load(Relaxed);
+        // Stale: its distance dropped below the open bucket since it was filed, or another
+        // entry of it was expanded with this distance already.
+        if du / self.delta != open || self.expanded[u as usize].fetch_min(du, Relaxed) <= du {
+            counts.stale += 1;
+            return;
+        }
+        counts.visited += 1;
+        for (v, w) in self.graph.neighbors(u) {
+            counts.relaxed += 1;
+            let nd = relaxed_distance(du, w);
+            if lowered(self.dist, v, nd) {
+                buckets.push(nd / self.delta, v);
+            }
+        }
+    }
 }
 
-/// One thread's relaxation of `entries`, added to `share`.
-fn relax_slice(
-    graph: &Graph,
-    dist: &[AtomicU32],
-    stamp: &[AtomicU32],
-    entries: &[u32],
-    round: u32,
-    edges: Edges,
-    share: &mut Share,
-) {
-    for &u in entries {
-        let du = dist[u as usize].load(Relaxed);
-        let (light, delta) = match edges {
-            Edges::Light { delta, bucket } => {
-                if du / delta != bucket {
-                    share.stale += 1;
-                    continue;
-                }
-                share.visited += 1;
-                share.expanded.push(u);
-                (true, delta)
-            }
-            Edges::Heavy { delta } => (false, delta),
-        };
-        for (v, w) in graph.neighbors(u) {
-            if (w <= delta) != light {
-                continue;
-            }
-            share.relaxed += 1;
-            if lower(dist, stamp, v, du, w, round) {
-                share.queued.push(v);
-            }
+/// One thread's buckets: a ring of [`WINDOW`] buckets from the open one on, and an ordered
+/// map for the few beyond it (wide weight ranges with a narrow delta).
+struct Buckets {
+    ring: Vec<Vec<u32>>,
+    beyond: BTreeMap<u32, Vec<u32>>,
+    /// The open bucket: no bucket below it holds anything.
+    base: u32,
+}
+
+impl Buckets {
+    fn new() -> Self {
+        Buckets {
+            ring: (0..WINDOW).map(|_| Vec::new()).collect(),
+            beyond: BTreeMap::new(),
+            base: 0,
         }
+    }
+
+    fn push(&mut self, bucket: u32, v: u32) {
+        debug_assert!(
+            bucket >= self.base,
+            "distances never drop below the open bucket"
+        );
+        if bucket - self.base < WINDOW {
+            self.ring[(bucket % WINDOW) as usize].push(v);
+        } else {
+            self.beyond.entry(bucket).or_default().push(v);
+        }
+    }
+
+    /// The lowest non-empty bucket.
+    fn lowest(&self) -> Option<u32> {
+        (0..WINDOW)
+            .map(|i| self.base.wrapping_add(i))
+            .take_while(|&b| b >= self.base)
+            .find(|&b| !self.ring[(b % WINDOW) as usize].is_empty())
+            .or_else(|| self.beyond.first_key_value().map(|(&b, _)| b))
+    }
+
+    /// Opens `bucket` (no bucket below it holds anything, here or in any thread) and takes
+    /// its entries.
+    fn take(&mut self, bucket: u32) -> Vec<u32> {
+        self.base = bucket;
+        let end = bucket.saturating_add(WINDOW);
+        while let Some(entry) = self.beyond.first_entry() {
+            if *entry.key() >= end {
+                break;
+            }
+            let (b, mut entries) = entry.remove_entry();
+            self.ring[(b % WINDOW) as usize].append(&mut entries);
+        }
+        std::mem::take(&mut self.ring[(bucket % WINDOW) as usize])
     }
 }

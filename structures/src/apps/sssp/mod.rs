@@ -218,11 +218,20 @@ pub(crate) fn lower(
     w: u32,
     now: u32,
 ) -> bool {
-    let nd = (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32;
+    let nd = relaxed_distance(du, w);
+    lowered(dist, v, nd) && stamp[v as usize].swap(now, Relaxed) != now
+}
+
+/// `du + w`, saturating at [`DISTANCE_LIMIT`].
+pub(crate) fn relaxed_distance(du: u32, w: u32) -> u32 {
+    (du as u64 + w as u64).min(DISTANCE_LIMIT) as u32
+}
+
+/// Lowers `dist[v]` to `nd` where that is smaller; whether this call lowered it (a plain
+/// load first skips the read-modify-write where it cannot win).
+pub(crate) fn lowered(dist: &[AtomicU32], v: u32, nd: u32) -> bool {
     let slot = &dist[v as usize];
-    nd < slot.load(Relaxed)
-        && nd < slot.fetch_min(nd, Relaxed)
-        && stamp[v as usize].swap(now, Relaxed) != now
+    nd < slot.load(Relaxed) && nd < slot.fetch_min(nd, Relaxed)
 }
 
 /// Final distances from 32-bit words as [`Graph::dijkstra`] gives them (`u32::MAX`:
