@@ -3,8 +3,9 @@
 //! rounds, thousands of times per job.
 //!
 //! `std::sync::Barrier` parks every waiter on a condition variable: tens of microseconds per
-//! round to wake 16 threads. This one spins with [`Backoff`] (spin, yield, then short sleeps,
-//! so a waiter never starves the thread it waits for on a small machine), and it never hangs:
+//! round to wake 16 threads. This one spins, then yields for up to 2 ms (a yield hands the
+//! core to a thread that still works, so a waiter never starves the thread it waits for on a
+//! small machine), and only then backs off to sleeps ([`Backoff`]); and it never hangs:
 //! a wait gives up with [`Error::Stalled`] after the timeout, and a party that fails (returns
 //! an error or panics while holding a [`BarrierGuard`]) poisons the barrier so that every
 //! other waiter returns [`Error::Lost`] instead of waiting for it.
@@ -22,6 +23,11 @@ use std::time::Duration;
 
 use crate::backoff::{Backoff, Deadline};
 use crate::error::{Error, Result, Side};
+
+/// Polls that only spin before a waiter starts yielding.
+const SPIN_POLLS: u32 = 64;
+/// How long a waiter yields before it starts sleeping.
+const YIELD_FOR: Duration = Duration::from_millis(2);
 
 /// A reusable spinning barrier for a fixed number of parties, with a timeout and poisoning.
 #[derive(Debug)]
@@ -59,6 +65,7 @@ impl SpinBarrier {
         }
         let deadline = Deadline::after(self.timeout);
         let mut backoff = Backoff::new();
+        let mut polls = 0u32;
         while self.generation.load(Ordering::Acquire) == generation {
             self.check()?;
             if deadline.expired() {
@@ -70,7 +77,18 @@ impl SpinBarrier {
                     detail: String::new(),
                 });
             }
-            backoff.snooze_within(deadline.waited());
+            // Rounds are short (tens of microseconds): yield rather than sleep for the first
+            // YIELD_FOR, so a waiter is back within a microsecond or so of the release where
+            // a sleep would cost it 50 µs or more, yet hands its core to a thread that still
+            // works when there are more threads than cores. Then back off to sleeps.
+            polls += 1;
+            if polls < SPIN_POLLS {
+                std::hint::spin_loop();
+            } else if deadline.waited() < YIELD_FOR {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze_within(deadline.waited());
+            }
         }
         Ok(false)
     }
