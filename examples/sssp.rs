@@ -493,6 +493,7 @@ fn run(args: &Args) -> Result<bool> {
                     "iterations": r.stats.iterations, "visited": r.stats.visited,
                     "stale": r.stats.stale, "heap_inserted": r.stats.heap_inserted,
                     "relaxed": r.stats.relaxed, "buckets": r.stats.buckets,
+                    "launches": r.stats.launches,
                     "speedup_vs_frontier": baseline(&r.mode).map(|b| b / r.ms),
                     "speedup_vs_dijkstra": dijkstra_ms / r.ms,
                     "device": device_of(&r.mode),

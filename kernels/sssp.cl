@@ -236,20 +236,25 @@ __kernel void nf_clear(__global uint *words, uint n) {
     }
 }
 
-__kernel void nf_step(__global const uint *offsets, __global const uint *targets,
-                      __global const uint *weights, __global uint *dist, __global uint *stamp,
-                      __global uint *fstamp, __global uint *near0, __global uint *near1,
-                      __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
-                      uint cap, uint iter) {
-    __local uint lstart[WG], ldist[WG], lscan[WG];
-    __local uint lfar_min, lvisited, lrelaxed;
+/* One iteration (see above); every work-item of the launch calls it with the same `iter`.
+ * The local arrays are the caller's (OpenCL C 1.2 declares local memory in kernels only). */
+inline void nf_body(__global const uint *offsets, __global const uint *targets,
+                    __global const uint *weights, __global uint *dist, __global uint *stamp,
+                    __global uint *fstamp, __global uint *near0, __global uint *near1,
+                    __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
+                    uint cap, uint iter, __local uint *lstart, __local uint *ldist,
+                    __local uint *lscan, __local uint *lsums) {
+    __local uint *lfar_min = &lsums[0], *lvisited = &lsums[1], *lrelaxed = &lsums[2];
     uint lid = get_local_id(0);
     bool first = get_global_id(0) == 0;
     __global uint *st = ctl + NF_STATE + (iter & 1u) * NF_SLOT;
     __global uint *nt = ctl + NF_STATE + ((iter + 1u) & 1u) * NF_SLOT;
-    uint len = ctl[NF_NLEN + iter % 3u];
-    uint limit = st[NF_LIMIT];
-    uint phase = st[NF_PHASE];
+    /* Volatile loads for every word another work-group wrote: in nf_run that was during this
+     * launch (before a grid barrier), and a plain load could hit a stale line of this compute
+     * unit's non-coherent cache. */
+    uint len = asym_load_relaxed(&ctl[NF_NLEN + iter % 3u]);
+    uint limit = asym_load_relaxed(&st[NF_LIMIT]);
+    uint phase = asym_load_relaxed(&st[NF_PHASE]);
     __global uint *fs = ctl + NF_FAR + (phase % 3u) * NF_SLOT;
     __global uint *near_out = (iter & 1u) ? near0 : near1;
     __global uint *out_len = &ctl[NF_NLEN + (iter + 1u) % 3u];
@@ -257,7 +262,8 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
         /* Read by nobody in this launch: the near length of iteration i - 1 (now i + 2's). */
         ctl[NF_NLEN + (iter + 2u) % 3u] = 0u;
     }
-    if (st[NF_DONE] != 0u || (len == 0u && fs[0] == 0u)) {
+    uint far_len = asym_load_relaxed(&fs[0]);
+    if (asym_load_relaxed(&st[NF_DONE]) != 0u || (len == 0u && far_len == 0u)) {
         if (first) {
             nt[NF_LIMIT] = limit;
             nt[NF_PHASE] = phase;
@@ -266,24 +272,23 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
         return; /* uniform: every work-item read the same words */
     }
     if (lid == 0) {
-        lfar_min = 0xffffffffu;
-        lvisited = 0u;
-        lrelaxed = 0u;
+        *lfar_min = 0xffffffffu;
+        *lvisited = 0u;
+        *lrelaxed = 0u;
     }
     if (len == 0u) {
         /* Open the next bucket: split the far pile of this phase. */
         uint old = limit;
-        ulong lowest = fs[1];
+        ulong lowest = asym_load_relaxed(&fs[1]);
         ulong next = max((ulong)old + delta, (lowest / delta + 1ul) * delta);
         uint new_limit = (uint)min(next, (ulong)0xffffffffu);
         uint new_phase = phase + 1u;
-        __global const uint *from = (phase & 1u) ? far1 : far0;
+        __global uint *from = (phase & 1u) ? far1 : far0;
         __global uint *to = (phase & 1u) ? far0 : far1;
         __global uint *ns = ctl + NF_FAR + (new_phase % 3u) * NF_SLOT;
-        uint far_len = fs[0];
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint i = get_global_id(0); i < far_len; i += get_global_size(0)) {
-            uint v = from[i];
+            uint v = asym_load_relaxed(&from[i]);
             uint d = asym_load_relaxed(&dist[v]);
             if (d < old) {
                 continue; /* dropped below the old limit since it was filed: was near */
@@ -293,15 +298,15 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
                     nf_append(near_out, out_len, cap, v, ctl);
                 }
             } else {
-                atomic_min(&lfar_min, d);
+                atomic_min(lfar_min, d);
                 if (asym_exchange_relaxed(&fstamp[v], new_phase) != new_phase) {
                     nf_append(to, &ns[0], cap, v, ctl);
                 }
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0 && lfar_min != 0xffffffffu) {
-            asym_fetch_min_relaxed(&ns[1], lfar_min);
+        if (lid == 0 && *lfar_min != 0xffffffffu) {
+            asym_fetch_min_relaxed(&ns[1], *lfar_min);
         }
         if (first) {
             nt[NF_LIMIT] = new_limit;
@@ -321,14 +326,14 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
         nt[NF_DONE] = 0u;
         ctl[NF_ROUNDS] += 1u;
     }
-    __global const uint *near_in = (iter & 1u) ? near1 : near0;
+    __global uint *near_in = (iter & 1u) ? near1 : near0;
     __global uint *far = (phase & 1u) ? far1 : far0;
     uint stride = get_num_groups(0) * WG;
     for (uint base = get_group_id(0) * WG; base < len; base += stride) {
         uint i = base + lid;
         uint deg = 0u, start = 0u, du = 0u;
         if (i < len) {
-            uint u = near_in[i];
+            uint u = asym_load_relaxed(&near_in[i]);
             du = asym_load_relaxed(&dist[u]);
             start = offsets[u];
             deg = offsets[u + 1u] - start;
@@ -338,8 +343,8 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
         lscan[lid] = deg;
         uint total = sssp_scan(lscan, lid);
         if (lid == 0) {
-            lvisited += min((uint)WG, len - base);
-            lrelaxed += total;
+            *lvisited += min((uint)WG, len - base);
+            *lrelaxed += total;
         }
         for (uint e = lid; e < total; e += WG) {
             uint lo = sssp_owner(lscan, e);
@@ -353,7 +358,7 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
                         nf_append(near_out, out_len, cap, v, ctl);
                     }
                 } else {
-                    atomic_min(&lfar_min, nd);
+                    atomic_min(lfar_min, nd);
                     if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
                         nf_append(far, &fs[0], cap, v, ctl);
                     }
@@ -364,10 +369,96 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
-        nf_add64(&ctl[NF_VISITED], lvisited);
-        nf_add64(&ctl[NF_RELAXED], lrelaxed);
-        if (lfar_min != 0xffffffffu) {
-            asym_fetch_min_relaxed(&fs[1], lfar_min);
+        nf_add64(&ctl[NF_VISITED], *lvisited);
+        nf_add64(&ctl[NF_RELAXED], *lrelaxed);
+        if (*lfar_min != 0xffffffffu) {
+            asym_fetch_min_relaxed(&fs[1], *lfar_min);
+        }
+    }
+}
+
+__kernel void nf_step(__global const uint *offsets, __global const uint *targets,
+                      __global const uint *weights, __global uint *dist, __global uint *stamp,
+                      __global uint *fstamp, __global uint *near0, __global uint *near1,
+                      __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
+                      uint cap, uint iter) {
+    __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4];
+    nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl, delta,
+            cap, iter, lstart, ldist, lscan, lsums);
+}
+
+/* ---- The same iterations in one launch (GPUs: DeviceSssp::delta_stepping's resident mode) ----
+ *
+ * A launch boundary per iteration costs tens of microseconds on a GPU, more than a road-like
+ * graph's iteration, and such a graph needs thousands. nf_run runs `count` iterations in one
+ * launch of one work-group per compute unit and puts a grid barrier where the launch
+ * boundary was. The barrier needs every group resident at once, which OpenCL does not
+ * promise: one group per compute unit is resident on every GPU we know, and where it is not,
+ * a waiting group gives up after NF_SPIN_LIMIT polls, sets NF_ABORT, and every group leaves
+ * at its next barrier; the host then runs the search again one launch per iteration.
+ *
+ * Grid barrier: each group's first work-item makes the group's writes visible device-wide
+ * (asym_fence: a device-scope fence on NVIDIA), reads the generation, and arrives with an
+ * atomic increment; the last to arrive resets the count and publishes the next generation
+ * after a fence; the others poll the generation (acquire) and fence again before the group
+ * goes on. The words are reset by the host before the launch. */
+
+#define NF_BAR_COUNT 36
+#define NF_BAR_GEN 37
+#define NF_ABORT 38
+#define NF_RAN 39      /* iterations the last nf_run completed */
+#define NF_SPIN_LIMIT (1u << 22)
+
+/* Whether every group arrived (false: a group gave up waiting; leave). */
+inline bool nf_grid_barrier(__global uint *ctl, __local uint *lflag) {
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        uint ok = 1u;
+        asym_fence();
+        uint gen = asym_load_acquire(&ctl[NF_BAR_GEN]);
+        if (asym_fetch_add(&ctl[NF_BAR_COUNT], 1u) == get_num_groups(0) - 1u) {
+            asym_store_relaxed(&ctl[NF_BAR_COUNT], 0u);
+            asym_store_release(&ctl[NF_BAR_GEN], gen + 1u);
+        } else {
+            uint polls = 0u;
+            while (asym_load_acquire(&ctl[NF_BAR_GEN]) == gen) {
+                if (asym_load_relaxed(&ctl[NF_ABORT]) != 0u) {
+                    ok = 0u;
+                    break;
+                }
+                if (++polls == NF_SPIN_LIMIT) {
+                    asym_store_relaxed(&ctl[NF_ABORT], 1u);
+                    ok = 0u;
+                    break;
+                }
+            }
+        }
+        asym_fence();
+        *lflag = ok;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    return *lflag != 0u;
+}
+
+__kernel void nf_run(__global const uint *offsets, __global const uint *targets,
+                     __global const uint *weights, __global uint *dist, __global uint *stamp,
+                     __global uint *fstamp, __global uint *near0, __global uint *near1,
+                     __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
+                     uint cap, uint iter, uint count) {
+    __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4], lflag;
+    for (uint k = 0u; k < count; k++) {
+        uint i = iter + k;
+        nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl,
+                delta, cap, i, lstart, ldist, lscan, lsums);
+        if (!nf_grid_barrier(ctl, &lflag)) {
+            return;
+        }
+        if (get_global_id(0) == 0) {
+            ctl[NF_RAN] = k + 1u;
+        }
+        /* Written by iteration i before the barrier, read-only until iteration i + 1 ends. */
+        if (asym_load_relaxed(&ctl[NF_STATE + ((i + 1u) & 1u) * NF_SLOT + NF_DONE]) != 0u) {
+            return;
         }
     }
 }

@@ -517,6 +517,41 @@ fn device_delta_stepping_matches_dijkstra() {
 }
 
 #[test]
+fn device_delta_stepping_in_one_launch_matches_dijkstra() {
+    // The resident path (many iterations per launch, a grid barrier between them), forced on
+    // whatever device runs the tests. With one group it always runs resident; with one group
+    // per compute unit it falls back to one launch per iteration where the groups are not all
+    // resident at once (PoCL may run them one after another). Exact either way.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for (name, g) in graphs(300) {
+            let source = rng.gen_range(0..g.vertices());
+            let want = g.dijkstra(source).unwrap();
+            for groups in [Some(1), None] {
+                let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+                dev.set_resident_iterations(Some(true), groups).unwrap();
+                for delta in [1, delta::auto_delta(&g), u32::MAX] {
+                    let run = dev.delta_stepping(source, delta).unwrap();
+                    check_distances(&run.distances, &want).unwrap_or_else(|e| {
+                        panic!("{name}, delta {delta}, {groups:?} groups, {t:?}: {e}")
+                    });
+                    if groups == Some(1) {
+                        // Up to 4096 iterations (expanding or opening a bucket) per launch.
+                        let steps = run.stats.iterations + run.stats.buckets;
+                        assert!(
+                            run.stats.launches <= steps / 4096 + 1,
+                            "{name}: {:?}",
+                            run.stats
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     let g = Graph::geometric(20_000, 8.0, 5).unwrap();
     let rt = common::runtime(common::transports()[0]);

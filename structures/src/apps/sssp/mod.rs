@@ -95,6 +95,8 @@ pub struct SsspStats {
     pub relaxed: u64,
     /// Buckets opened (delta-stepping; 0 for the other searches).
     pub buckets: u64,
+    /// Kernel launches of the device's delta-stepping iterations (0 elsewhere).
+    pub launches: u64,
     /// Entries inserted into the heap.
     pub heap_inserted: u64,
     /// Time in heap operations (inserting the frontier, taking the nearest vertices).
