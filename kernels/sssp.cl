@@ -328,11 +328,16 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
     }
     __global uint *near_in = (iter & 1u) ? near1 : near0;
     __global uint *far = (phase & 1u) ? far1 : far0;
-    uint stride = get_num_groups(0) * WG;
-    for (uint base = get_group_id(0) * WG; base < len; base += stride) {
+    /* Short lists are spread over every group (a few vertices each) rather than packed into
+     * the first groups WG at a time: an iteration's time is its slowest group's chain of
+     * dependent memory accesses, one chain per round of WG edges. */
+    uint groups = (uint)get_num_groups(0);
+    uint per = min((uint)WG, (len + groups - 1u) / groups);
+    uint stride = groups * per;
+    for (uint base = get_group_id(0) * per; base < len; base += stride) {
         uint i = base + lid;
         uint deg = 0u, start = 0u, du = 0u;
-        if (i < len) {
+        if (lid < per && i < len) {
             uint u = asym_load_relaxed(&near_in[i]);
             du = asym_load_relaxed(&dist[u]);
             start = offsets[u];
@@ -343,7 +348,7 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
         lscan[lid] = deg;
         uint total = sssp_scan(lscan, lid);
         if (lid == 0) {
-            *lvisited += min((uint)WG, len - base);
+            *lvisited += min(per, len - base);
             *lrelaxed += total;
         }
         for (uint e = lid; e < total; e += WG) {

@@ -30,8 +30,9 @@ use asym_runtime::{Error, LatencyPool, Result, SpinBarrier};
 use super::{distances_from, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
-/// Frontier entries a thread claims at a time.
-const CHUNK: usize = 64;
+/// Frontier entries a thread claims at a time: a road-like graph's rounds hold about a
+/// thousand entries, which 16 threads share evenly only in small chunks.
+const CHUNK: usize = 16;
 /// Buckets each thread keeps in its ring; further ones wait in an ordered map.
 const WINDOW: u32 = 1024;
 
@@ -206,7 +207,11 @@ impl Shared<'_> {
         let du = self.dist[u as usize].load(Relaxed);
         // Stale: its distance dropped below the open bucket since it was filed, or another
         // entry of it was expanded with this distance already.
-        if du / self.delta != open || self.expanded[u as usize].fetch_min(du, Relaxed) <= du {
+        let expanded = &self.expanded[u as usize];
+        if du / self.delta != open
+            || expanded.load(Relaxed) <= du
+            || expanded.fetch_min(du, Relaxed) <= du
+        {
             counts.stale += 1;
             return;
         }
