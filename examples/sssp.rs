@@ -94,7 +94,7 @@ struct Args {
     /// Vertices taken from the heap per iteration (default: the threshold).
     #[arg(long)]
     pop: Option<usize>,
-    /// cpu mode's delta-stepping: bucket width (default: 4 times the mean edge weight).
+    /// Delta-stepping's bucket width, cpu and gpu rows (default: 16 times the mean edge weight).
     #[arg(long)]
     delta: Option<u32>,
     /// Keys per heap node (K): a power of two (up to 1024 on the device).

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SSSP against GAP's delta-stepping (github.com/sbeamer/gapbs) on the same graphs, same run:
+# the road-like geometric graph of 4,194,304 vertices (asym writes it as a DIMACS .gr file,
+# GAP converts it once to its binary form and starts from asym's source vertex) and a
+# Kronecker graph of scale 22 (GAP its own generator's, weights 1..255 as asym's).
+#
+#   bash scripts/sssp-vs-gap.sh GAPDIR [BINDIR] [OUTDIR] [-- extra sssp flags]
+#
+# GAPDIR holds GAP's built `sssp` and `converter` (built elsewhere, for example
+#   g++ -std=c++11 -O3 -fopenmp -static src/sssp.cc -o sssp   (and converter.cc)
+# for a machine without a compiler); BINDIR the asym binaries (default target/release);
+# OUTDIR gets geo.jsonl, kron.jsonl, the delta sweeps and gap.txt. GAP runs 8 trials per
+# width with OMP_NUM_THREADS = the machine's cores; asym's rows use --threads the same.
+set -euo pipefail
+gap=${1:?GAP directory with sssp and converter}
+bin=${2:-target/release}
+out=${3:-/tmp/sssp-vs-gap}
+shift $(( $# < 3 ? $# : 3 ))
+[[ ${1:-} == -- ]] && shift
+cores=$(nproc)
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+: >"$out/gap.txt"
+"$bin/sssp" --threads "$cores" --mode all --gen geo --n 4194304 --save-graph "$tmp/geo.gr" --json "$@" >"$out/geo.jsonl"
+delta=$(grep '"order":"delta"' "$out/geo.jsonl" | head -1 | grep -o '"delta":[0-9]*' | cut -d: -f2)
+source=$(grep -o '"source":[0-9]*' "$out/geo.jsonl" | head -1 | cut -d: -f2)
+"$gap/converter" -f "$tmp/geo.gr" -wb "$tmp/geo.wsg" >/dev/null
+for m in 4 8 16 32; do
+  d=$((delta * m / 4))
+  echo "== gap geo delta $d" >>"$out/gap.txt"
+  OMP_NUM_THREADS=$cores "$gap/sssp" -f "$tmp/geo.wsg" -r $((source - 1)) -n 8 -d $d >>"$out/gap.txt"
+  if ((m > 4)); then
+    "$bin/sssp" --threads "$cores" --mode cpu,gpu --gen geo --n 4194304 --delta $d --json "$@" >>"$out/geo-sweep.jsonl"
+  fi
+done
+"$bin/sssp" --threads "$cores" --mode all --scale 22 --json "$@" >"$out/kron.jsonl"
+"$gap/converter" -g 22 -wb "$tmp/kron.wsg" >/dev/null
+for d in 1 2 4; do
+  echo "== gap kron delta $d" >>"$out/gap.txt"
+  OMP_NUM_THREADS=$cores "$gap/sssp" -f "$tmp/kron.wsg" -n 8 -d $d >>"$out/gap.txt"
+done
+for d in 64 2048; do
+  "$bin/sssp" --threads "$cores" --mode cpu,gpu --scale 22 --delta $d --json "$@" >>"$out/kron-sweep.jsonl"
+done
+grep -E "==|Average" "$out/gap.txt"
