@@ -4,7 +4,8 @@ with Dijkstra's time as a line, and the vertices each mode expanded. Usage:
 
     python3 docs/plot_sssp.py OUT.png RESULTS.jsonl [MORE.jsonl ...]
 
-When a graph appears in several files, the rows of the last file win.
+When a graph appears in several files, the rows of the last file win; within a file, the
+first row of each mode and order (a sweep of delta-stepping widths adds later ones).
 """
 import json
 import sys
@@ -17,8 +18,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 MODES = [
     ("cpu", "frontier"),
     ("cpu", "heap"),
+    ("cpu", "delta"),
     ("gpu", "frontier"),
     ("gpu", "heap"),
+    ("gpu", "delta"),
     ("coop", "heap"),
 ]
 
@@ -31,7 +34,8 @@ def main():
         for line in open(path):
             if line.startswith("{"):
                 r = json.loads(line)
-                file_rows.setdefault(r["graph"], []).append(r)
+                if "mode" in r:  # peers' rows (GAP) have none
+                    file_rows.setdefault(r["graph"], []).append(r)
         graphs.update(file_rows)
     names = list(graphs)
     fig, ax = plt.subplots(2, len(names), figsize=(4.2 * len(names), 7.5), squeeze=False)
