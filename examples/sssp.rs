@@ -490,6 +490,7 @@ fn run(args: &Args) -> Result<bool> {
                     "batch": args.batch, "ms": r.ms,
                     "heap_ms": r.stats.heap_time.as_secs_f64() * 1e3,
                     "compute_ms": r.stats.compute_time.as_secs_f64() * 1e3,
+                    "wait_ms": r.stats.wait_time.as_secs_f64() * 1e3,
                     "iterations": r.stats.iterations, "visited": r.stats.visited,
                     "stale": r.stats.stale, "heap_inserted": r.stats.heap_inserted,
                     "relaxed": r.stats.relaxed, "buckets": r.stats.buckets,

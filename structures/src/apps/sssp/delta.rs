@@ -88,8 +88,10 @@ pub fn shortest_paths(
     };
     let counts = pool.broadcast_scoped(|info| shared.run(info.index))?;
     let mut stats = SsspStats::default();
+    let threads = counts.len().max(1) as u32;
     for c in counts {
         let c = c?;
+        stats.wait_time += c.waited / threads;
         stats.visited += c.visited;
         stats.stale += c.stale;
         stats.relaxed += c.relaxed;
@@ -126,6 +128,8 @@ struct Counts {
     relaxed: u64,
     rounds: u64,
     buckets: u64,
+    /// Time spent waiting at the barriers.
+    waited: std::time::Duration,
 }
 
 impl Shared<'_> {
@@ -148,8 +152,10 @@ impl Shared<'_> {
             }
             // The claims of the next round start over (the last round that used them ended
             // at the previous barrier).
+            let t = std::time::Instant::now();
             self.barrier
                 .wait_with(|| self.claims[(round + 1) & 1].store(0, Relaxed))?;
+            counts.waited += t.elapsed();
             let next = self.next_bucket[(round + 1) & 1].load(Relaxed);
             if next == u32::MAX {
                 break;
@@ -157,8 +163,10 @@ impl Shared<'_> {
             *self.parts[me].write().unwrap_or_else(|e| e.into_inner()) = buckets.take(next);
             // This round's minimum was read by every thread before this barrier; it is the
             // one the round after next fills.
+            let t = std::time::Instant::now();
             self.barrier
                 .wait_with(|| self.next_bucket[round & 1].store(u32::MAX, Relaxed))?;
+            counts.waited += t.elapsed();
             if next != open {
                 counts.buckets += 1;
             }

@@ -103,6 +103,9 @@ pub struct SsspStats {
     pub heap_time: Duration,
     /// Time expanding frontiers (relaxation, building the next frontier).
     pub compute_time: Duration,
+    /// Delta-stepping on the latency threads: the time a thread spent waiting at the round
+    /// barriers, averaged over the threads (the rest of `compute_time` is expansion).
+    pub wait_time: Duration,
 }
 
 /// Distances (as [`Graph::dijkstra`] gives them: [`UNREACHABLE`] where no path leads) and
