@@ -654,15 +654,24 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     let rows = json_rows(&stdout);
     assert_eq!(
         rows.len(),
-        7,
-        "dijkstra + (cpu, gpu) x (frontier, heap) + cpu delta + coop heap: {stdout}"
+        8,
+        "dijkstra + (cpu, gpu) x (frontier, heap, delta) + coop heap: {stdout}"
     );
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
-    let delta = rows
-        .iter()
-        .find(|r| r["order"] == "delta")
-        .unwrap_or_else(|| panic!("a delta-stepping row: {stdout}"));
-    assert!(delta["delta"].as_u64() > Some(0), "{delta}");
+    for mode in ["cpu", "gpu"] {
+        let delta = rows
+            .iter()
+            .find(|r| r["order"] == "delta" && r["mode"] == mode)
+            .unwrap_or_else(|| panic!("a {mode} delta-stepping row: {stdout}"));
+        assert!(delta["delta"].as_u64() > Some(0), "{delta}");
+        // Work counters: every reached vertex expanded, edges scanned counted.
+        assert!(
+            delta["visited"].as_u64() >= delta["reached"].as_u64(),
+            "{delta}"
+        );
+        assert!(delta["relaxed"].as_u64() > Some(0), "{delta}");
+        assert!(delta["buckets"].as_u64() > Some(0), "{delta}");
+    }
     assert!(
         rows.iter()
             .any(|r| r["order"] == "heap" && r["heap_inserted"].as_u64() > Some(0)),
@@ -691,6 +700,31 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
         std::fs::read_to_string(&out).unwrap(),
         "1 0\n2 3\n3 3\n4 inf\n"
     );
+    // The graph searched, written for other tools, reads back as the same search.
+    let saved = dir.join("saved.gr");
+    let (ok, stdout, err) = run(&[
+        "--scale",
+        "8",
+        "--mode",
+        "cpu",
+        "--save-graph",
+        saved.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let first = json_rows(&stdout);
+    let (ok, again, err) = run(&[
+        "--input",
+        saved.to_str().unwrap(),
+        "--mode",
+        "cpu",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let second = json_rows(&again);
+    for key in ["vertices", "edges", "reached", "source"] {
+        assert_eq!(first[0][key], second[0][key], "{key}: {stdout} / {again}");
+    }
     let bad = dir.join("bad.gr");
     std::fs::write(&bad, "p sp 2 1\n\na 1 2 -5\n").unwrap();
     let neg = dir.join("neg.mtx");
