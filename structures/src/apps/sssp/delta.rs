@@ -32,10 +32,8 @@ use asym_runtime::{Error, LatencyPool, Result, SpinBarrier};
 use super::{distances_from, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
-/// Frontier entries a thread claims at a time in long rounds.
+/// Frontier entries a thread claims at a time.
 const CHUNK: usize = 64;
-/// Rounds of at most this many entries per thread are split evenly instead of claimed.
-const STATIC_PER_THREAD: usize = 256;
 /// Buckets each thread keeps in its ring; further ones wait in an ordered map.
 const WINDOW: u32 = 1024;
 
@@ -154,7 +152,7 @@ impl Shared<'_> {
         let mut open = 0u32;
         let mut round = 0usize;
         loop {
-            self.expand(me, round, open, &mut buckets, &mut counts);
+            self.expand(round, open, &mut buckets, &mut counts);
             counts.rounds += 1;
             if let Some(b) = buckets.lowest() {
                 self.next_bucket[(round + 1) & 1].fetch_min(b, Relaxed);
@@ -188,19 +186,12 @@ impl Shared<'_> {
         Ok(counts)
     }
 
-    /// Expands this round's frontier (every thread's part), filing each vertex whose distance
-    /// it lowered into `buckets`. A short frontier (a road-like graph's rounds hold a couple
-    /// of thousand entries) is split evenly by position, with no shared counter at all: on
-    /// the 16-core machine each claim from a contended counter cost microseconds, and chunks
-    /// of 4, 16, 64 entries took a search 724, 459, 418 ms. Longer ones are claimed in chunks.
-    fn expand(
-        &self,
-        me: usize,
-        round: usize,
-        open: u32,
-        buckets: &mut Buckets,
-        counts: &mut Counts,
-    ) {
+    /// Expands this round's frontier (every thread's part, claimed in chunks), filing each
+    /// vertex whose distance it lowered into `buckets`. Claims from the shared counter are
+    /// what the threads contend on (on the 16-core machine chunks of 4, 16 and 64 entries
+    /// took a road-like search 724, 459 and 418 ms); splitting short rounds evenly by
+    /// position instead measured no better there (the threads then waited for the slowest).
+    fn expand(&self, round: usize, open: u32, buckets: &mut Buckets, counts: &mut Counts) {
         let threads = self.parts.len();
         let mut ends = Vec::with_capacity(threads);
         let mut total = 0;
@@ -226,10 +217,6 @@ impl Shared<'_> {
                 k += 1;
             }
         };
-        if total <= threads * STATIC_PER_THREAD {
-            range(total * me / threads, total * (me + 1) / threads);
-            return;
-        }
         let claims = &self.claims[round & 1];
         loop {
             let start = claims.fetch_add(CHUNK, Relaxed);
