@@ -1,8 +1,11 @@
 //! Single-source shortest paths, the concurrent-heap seed's first application: the parallel
 //! label-correcting search with its frontier expanded whole (the baseline, as Gunrock) or
 //! ordered by distance in the generalized heap once it exceeds a threshold (the seed's
-//! heap-based SSSP, N = 10K), on the latency threads (CpuOnly) and on the device (GpuOnly),
-//! every result checked against a sequential Dijkstra.
+//! heap-based SSSP, N = 10K), and delta-stepping (buckets `--delta` wide; on a GPU all its
+//! iterations in one launch), on the latency threads (CpuOnly) and on the device (GpuOnly),
+//! every result checked against a sequential Dijkstra. `--json` rows carry the work done
+//! (vertices expanded, edges scanned, buckets, launches); `--save-graph` writes the graph
+//! for other tools (scripts/sssp-vs-gap.sh runs GAP's delta-stepping on it).
 //!
 //! ```text
 //! cargo run --release --bin sssp                              # Kronecker scale 16
@@ -47,7 +50,9 @@ use progress::Progress;
 use serde_json::json;
 
 #[derive(Parser, Debug)]
-#[command(about = "Parallel SSSP, frontier-expanded or heap-ordered, checked against Dijkstra")]
+#[command(
+    about = "Parallel SSSP (frontier, heap-ordered, delta-stepping), checked against Dijkstra"
+)]
 struct Args {
     /// Read a graph: DIMACS `.gr` or Matrix Market `.mtx`.
     #[arg(long)]
