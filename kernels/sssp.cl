@@ -230,6 +230,25 @@ inline void nf_append(__global uint *list, __global uint *len, uint cap, uint v,
     }
 }
 
+/* Files v at distance d: into the next near list if below `limit` (once per iteration: the
+ * stamp), else into this phase's far pile (once per phase: fstamp), taking part in the
+ * group's far minimum. */
+inline void nf_file(uint v, uint d, uint limit, uint iter, uint phase, __global uint *stamp,
+                    __global uint *fstamp, __global uint *near_out, __global uint *near_len,
+                    __global uint *far, __global uint *far_len, uint cap, __global uint *ctl,
+                    __local uint *lfar_min) {
+    if (d < limit) {
+        if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
+            nf_append(near_out, near_len, cap, v, ctl);
+        }
+    } else {
+        atomic_min(lfar_min, d);
+        if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
+            nf_append(far, far_len, cap, v, ctl);
+        }
+    }
+}
+
 __kernel void nf_clear(__global uint *words, uint n) {
     for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
         words[i] = 0u;
@@ -293,16 +312,8 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
             if (d < old) {
                 continue; /* dropped below the old limit since it was filed: was near */
             }
-            if (d < new_limit) {
-                if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
-                    nf_append(near_out, out_len, cap, v, ctl);
-                }
-            } else {
-                atomic_min(lfar_min, d);
-                if (asym_exchange_relaxed(&fstamp[v], new_phase) != new_phase) {
-                    nf_append(to, &ns[0], cap, v, ctl);
-                }
-            }
+            nf_file(v, d, new_limit, iter, new_phase, stamp, fstamp, near_out, out_len, to, &ns[0],
+                    cap, ctl, lfar_min);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0 && *lfar_min != 0xffffffffu) {
@@ -358,16 +369,8 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
             uint v = targets[edge];
             uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
             if (nd < asym_load_relaxed(&dist[v]) && nd < asym_fetch_min_relaxed(&dist[v], nd)) {
-                if (nd < limit) {
-                    if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
-                        nf_append(near_out, out_len, cap, v, ctl);
-                    }
-                } else {
-                    atomic_min(lfar_min, nd);
-                    if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
-                        nf_append(far, &fs[0], cap, v, ctl);
-                    }
-                }
+                nf_file(v, nd, limit, iter, phase, stamp, fstamp, near_out, out_len, far, &fs[0], cap,
+                        ctl, lfar_min);
             }
         }
         /* The next round overwrites the local arrays. */

@@ -73,8 +73,6 @@ impl NearFar {
         let n = sssp.graph.vertices().max(1);
         let program = program(rt)?;
         let units = rt.profile().compute_units.max(1) as usize;
-        // Enough groups to fill the device several times over, no more: most iterations of a
-        // road-like graph expand a few thousand vertices, and idle groups still cost a launch.
         Ok(NearFar {
             fstamp: rt.alloc::<u32>(n)?,
             near: [rt.alloc::<u32>(n)?, rt.alloc::<u32>(n)?],
@@ -83,6 +81,8 @@ impl NearFar {
             clear: Kernel::from_program(rt, &program, "nf_clear")?,
             step: Kernel::from_program(rt, &program, "nf_step")?,
             run: Kernel::from_program(rt, &program, "nf_run")?,
+            // Enough groups to fill the device a few times over, no more: most iterations of
+            // a road-like graph expand a few thousand vertices, and idle groups still cost.
             groups: (units * 4).min(groups(n)),
             resident_groups: units,
             resident: rt.profile().kind == DeviceKind::Gpu,
