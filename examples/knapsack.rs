@@ -23,7 +23,7 @@ use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
 use asym::structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
 use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
 use asym::structures::apps::knapsack::{
-    node_limit_for_memory, solve_concurrent, solve_sequential, BnbStats, Class, Instance,
+    node_limit_for_memory, solve_concurrent, solve_sequential_within, BnbStats, Class, Instance,
     NodeBudget,
 };
 use asym::structures::{
@@ -102,6 +102,14 @@ struct Args {
     /// Give up on a search whose threads all wait longer than this (seconds).
     #[arg(long, default_value_t = 60)]
     timeout_s: u64,
+    /// Stop each branch-and-bound after this many seconds with the best solution found, marked
+    /// "not proved" (0: no limit).
+    #[arg(long, default_value_t = 60.0)]
+    time_limit: f64,
+    /// Write each instance in the seed's format into this directory (generated ones as
+    /// `CLASS-nN-rR-sSEED.data`), for other solvers.
+    #[arg(long)]
+    save_instances: Option<PathBuf>,
     /// One JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
@@ -190,6 +198,24 @@ fn run(args: &Args) -> Result<bool> {
                 .collect::<Result<_>>()?
         }
     };
+    if let Some(dir) = &args.save_instances {
+        let io = |path: &std::path::Path, e| Error::Io {
+            path: path.display().to_string(),
+            source: e,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        for (name, inst) in &instances {
+            let file = match &args.input {
+                Some(p) => p
+                    .file_name()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| "instance.data".into()),
+                None => format!("{name}-n{}-r{}-s{}.data", args.n, args.range, args.seed).into(),
+            };
+            let path = dir.join(file);
+            std::fs::write(&path, inst.to_text()).map_err(|e| io(&path, e))?;
+        }
+    }
     // Which instances the dynamic program answers; branch-and-bound takes the rest.
     let by_dp: Vec<bool> = instances
         .iter()
@@ -227,12 +253,21 @@ fn run(args: &Args) -> Result<bool> {
     let max_nodes = args
         .max_nodes
         .unwrap_or_else(|| node_limit_for_memory(args.batch));
+    if !(args.time_limit >= 0.0 && args.time_limit.is_finite()) {
+        return Err(Error::flag(
+            "--time-limit",
+            args.time_limit,
+            "seconds: 0 (no limit) or more",
+        ));
+    }
+    let time_limit = (args.time_limit > 0.0).then(|| Duration::from_secs_f64(args.time_limit));
     let offload = |placement: &HeapPlacement| OffloadConfig {
         placement: placement.clone(),
         batch: args.batch,
         pop: args.pop,
         max_live: max_nodes.saturating_mul(args.batch),
         gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
+        time_limit,
     };
     if let (Some(pool), Some(rt)) = (&pool, &rt) {
         // Build the device programs before the clock starts (one tiny search per placement).
@@ -271,6 +306,7 @@ fn run(args: &Args) -> Result<bool> {
                 mode: format!("dp ({} items)", s.taken.len()),
                 stats: BnbStats {
                     optimum: s.optimum,
+                    proved: true,
                     ..Default::default()
                 },
                 ms,
@@ -290,7 +326,14 @@ fn run(args: &Args) -> Result<bool> {
                 n: inst.items.len(),
                 capacity: inst.capacity,
                 mode,
-                check: dp.map(|(v, _)| v == stats.optimum),
+                // A search stopped by the time limit offers a solution, not the optimum.
+                check: dp.map(|(v, _)| {
+                    if stats.proved {
+                        v == stats.optimum
+                    } else {
+                        stats.optimum <= v
+                    }
+                }),
                 stats,
                 ms,
                 dp,
@@ -298,7 +341,8 @@ fn run(args: &Args) -> Result<bool> {
         };
         if seq {
             let t = Instant::now();
-            let s = solve_sequential(inst, args.batch, max_nodes).map_err(more_nodes)?;
+            let s = solve_sequential_within(inst, args.batch, max_nodes, time_limit)
+                .map_err(more_nodes)?;
             push("seq".into(), s, t.elapsed().as_secs_f64() * 1e3);
         }
         if let (Some(pool), Some(rt)) = (&pool, &rt) {
@@ -321,6 +365,7 @@ fn run(args: &Args) -> Result<bool> {
                 direction,
                 NodeBudget::up_to(max_nodes),
                 Duration::from_secs(args.timeout_s),
+                time_limit,
             )
             .map_err(more_nodes)?;
             push(
@@ -339,7 +384,7 @@ fn run(args: &Args) -> Result<bool> {
                     "method": r.method,
                     "instance": r.instance, "n": r.n, "capacity": r.capacity, "mode": r.mode,
                     "batch": args.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
-                    "pruned": r.stats.pruned, "collected": r.stats.collected,
+                    "pruned": r.stats.pruned, "fixed": r.stats.fixed, "proved": r.stats.proved, "collected": r.stats.collected,
                     "collections": r.stats.collections, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
                     "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
                 })
@@ -372,8 +417,9 @@ fn run(args: &Args) -> Result<bool> {
                 match (r.method, r.check) {
                     ("dp", Some(true)) => "items add up, equal",
                     ("dp", _) => "DIFFERENT",
-                    (_, Some(true)) => "equal",
                     (_, Some(false)) => "DIFFERENT",
+                    _ if !r.stats.proved => "best found, not proved (--time-limit)",
+                    (_, Some(true)) => "equal",
                     (_, None) => "too large for DP",
                 }
                 .to_string(),

@@ -70,3 +70,14 @@ impl Instance {
         Ok(Instance { items, capacity })
     }
 }
+
+impl Instance {
+    /// The instance in the seed's format ([`Instance::parse`] reads it back).
+    pub fn to_text(&self) -> String {
+        let mut s = format!("{} {}\n", self.items.len(), self.capacity);
+        for it in &self.items {
+            s.push_str(&format!("{} {}\n", it.profit, it.weight));
+        }
+        s
+    }
+}

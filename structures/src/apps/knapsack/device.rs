@@ -17,10 +17,13 @@
 //! heap has doubled, so a pass never runs every round).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
+use asym_runtime::backoff::Deadline;
 use asym_runtime::{Error, LatencyPool, Result, Runtime};
 
-use super::{bound, expand, greedy, node, sorted_items, BnbStats, Instance, NodeKey};
+use super::bounds::Problem;
+use super::{BnbStats, Instance, NodeKey};
 use crate::gheap::HeapPlacement;
 
 /// Search nodes a thread expands at a time.
@@ -39,6 +42,8 @@ pub struct OffloadConfig {
     pub max_live: usize,
     /// Heap size (search nodes) above which a garbage collection runs (`usize::MAX`: never).
     pub gc_threshold: usize,
+    /// Stop after this long with the best solution found ([`BnbStats::proved`] false).
+    pub time_limit: Option<Duration>,
 }
 
 /// Branch-and-bound with the heap placed by `config.placement`.
@@ -54,28 +59,36 @@ pub fn solve_offloaded(
         pop,
         max_live,
         gc_threshold,
+        time_limit,
     } = *config;
+    let stop = time_limit.map(Deadline::after);
     if pop == 0 || max_live == 0 {
         return Err(Error::InvalidArgument(format!(
             "pop {pop} and node limit {max_live}: both must be at least 1"
         )));
     }
-    let items = sorted_items(inst);
-    let cap = inst.capacity;
-    let root_bound = bound(&items, 0, 0, 0, cap);
+    let problem = Problem::new(inst)?;
+    let root_bound = problem.root_bound();
     let shift = (64 - root_bound.leading_zeros()).saturating_sub(32);
     let key = |n: &NodeKey| u32::MAX - ((u64::MAX - n.0) >> shift) as u32;
     let mut heap = placement.build(rt, batch)?;
-    let root = node(root_bound, 0, 0, 0);
+    let root = problem.root();
     let mut arena: Vec<NodeKey> = vec![root];
     let mut free: Vec<u32> = Vec::new();
     heap.insert(&[(key(&root), 0)])?;
-    let best = AtomicU64::new(greedy(&items, cap));
-    let mut stats = BnbStats::default();
+    let best = AtomicU64::new(problem.incumbent());
+    let mut stats = BnbStats {
+        fixed: problem.fixed() as u64,
+        ..BnbStats::default()
+    };
     let mut gc_at = gc_threshold;
     loop {
+        if stop.as_ref().is_some_and(Deadline::expired) {
+            break;
+        }
         let popped = heap.pop(pop)?;
         if popped.is_empty() {
+            stats.proved = true;
             break;
         }
         let nodes: Vec<NodeKey> = popped
@@ -86,7 +99,7 @@ pub fn solve_offloaded(
             })
             .collect();
         let next = AtomicUsize::new(0);
-        let (items, best) = (&items, &best);
+        let (problem, best) = (&problem, &best);
         let parts = pool.broadcast_scoped(|_| {
             let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
             loop {
@@ -95,16 +108,15 @@ pub fn solve_offloaded(
                     return (children, expanded, pruned);
                 }
                 for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
-                    if u64::MAX - n.0 <= best.load(Ordering::Acquire) {
+                    let incumbent = best.load(Ordering::Acquire);
+                    if u64::MAX - n.0 <= incumbent {
                         pruned += 1;
                         continue;
                     }
                     expanded += 1;
-                    best.fetch_max(n.2, Ordering::AcqRel);
-                    let from = children.len();
-                    expand(items, cap, n, best.load(Ordering::Acquire), &mut children);
-                    for c in &children[from..] {
-                        best.fetch_max(c.2, Ordering::AcqRel);
+                    let found = problem.expand(n, incumbent, &mut children);
+                    if found > incumbent {
+                        best.fetch_max(found, Ordering::AcqRel);
                     }
                 }
             }
@@ -160,6 +172,6 @@ pub fn solve_offloaded(
             heap.insert(&kept)?;
         }
     }
-    stats.optimum = best.load(Ordering::Acquire);
+    stats.optimum = problem.optimum(best.load(Ordering::Acquire));
     Ok(stats)
 }

@@ -1,18 +1,21 @@
 //! 0/1 knapsack: instances (the seed's text format and Pisinger's generated classes), dynamic
-//! programming for checks, and best-first branch-and-bound on the generalized heap, the
-//! concurrent-heap seed's second application.
+//! programming, and best-first branch-and-bound on the generalized heap, the concurrent-heap
+//! seed's second application.
 //!
-//! Branch-and-bound: items sorted by profit/weight, descending; a node fixes the first `level`
-//! items (taken or not) and carries its profit, weight and the Dantzig bound (the greedy
-//! fractional filling of the rest). The heap orders nodes by bound, best first; each thread
-//! takes a batch of the best nodes, drops those whose bound cannot beat the best solution found
-//! so far (the seed's garbage collection of useless nodes), and inserts the children of the
-//! rest. The search ends when the heap is empty and no thread is expanding.
+//! Branch-and-bound ([`bounds`] has the details): items sorted by profit/weight, descending,
+//! and reduced (items whose value Martello and Toth's test fixes leave the problem); a node
+//! fixes the first `level` free items and carries its profit, weight and the Martello–Toth
+//! bound U2. The heap orders nodes by bound, best first; each thread takes a batch of the best
+//! nodes, drops those whose bound cannot beat the best solution found so far (the seed's
+//! garbage collection of useless nodes), and expands the rest, walking forward through the
+//! items that fit and inserting the "skip" children on the way. The search ends when the heap
+//! is empty and no thread is expanding.
 //!
 //! [`device`] runs the same search with the heap on the throughput device (GpuOnly) or split
 //! between host and device (Cooperative): the latency threads expand nodes kept in a host
 //! arena, the heap orders `(bound key, arena index)` pairs.
 
+mod bounds;
 pub mod device;
 pub mod dp;
 
@@ -23,6 +26,7 @@ use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::{host_memory, Error, LatencyPool, Result, Side};
 
 use crate::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+use bounds::Problem;
 use rand::Rng;
 
 use crate::rng::seeded;
@@ -198,19 +202,6 @@ pub(crate) fn level_of(n: &NodeKey) -> usize {
     (u32::MAX - n.1) as usize
 }
 
-/// The greedy solution (items in ratio order while they fit): the first incumbent.
-pub(crate) fn greedy(items: &[Item], capacity: u64) -> u64 {
-    let mut room = capacity;
-    let mut profit = 0;
-    for it in items {
-        if it.weight <= room {
-            room -= it.weight;
-            profit += it.profit;
-        }
-    }
-    profit
-}
-
 /// Statistics of a branch-and-bound run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BnbStats {
@@ -225,59 +216,12 @@ pub struct BnbStats {
     pub collected: u64,
     /// Garbage-collection passes.
     pub collections: u64,
-}
-
-/// Items that can fit, sorted by profit/weight descending (ties: heavier first).
-pub(crate) fn sorted_items(inst: &Instance) -> Vec<Item> {
-    let mut items: Vec<Item> = inst
-        .items
-        .iter()
-        .copied()
-        .filter(|i| i.weight <= inst.capacity)
-        .collect();
-    items.sort_by(|a, b| {
-        (b.profit as u128 * a.weight as u128)
-            .cmp(&(a.profit as u128 * b.weight as u128))
-            .then(b.weight.cmp(&a.weight))
-    });
-    items
-}
-
-/// Dantzig's bound: profit plus the greedy fractional filling of items `level..`.
-pub(crate) fn bound(items: &[Item], level: usize, profit: u64, weight: u64, capacity: u64) -> u64 {
-    let mut room = capacity - weight;
-    let mut b = profit;
-    for it in &items[level..] {
-        if it.weight <= room {
-            room -= it.weight;
-            b += it.profit;
-        } else {
-            b += (it.profit as u128 * room as u128 / it.weight as u128) as u64;
-            break;
-        }
-    }
-    b
-}
-
-/// The children of `node` whose bound beats `best` (with the profits they reach, to raise
-/// the incumbent).
-pub(crate) fn expand(items: &[Item], capacity: u64, n: NodeKey, best: u64, out: &mut Vec<NodeKey>) {
-    let (profit, weight, level) = (n.2, n.3, level_of(&n));
-    if level >= items.len() {
-        return;
-    }
-    let it = items[level];
-    if weight + it.weight <= capacity {
-        let (p, w) = (profit + it.profit, weight + it.weight);
-        let b = bound(items, level + 1, p, w, capacity);
-        if b > best {
-            out.push(node(b, level + 1, p, w));
-        }
-    }
-    let b = bound(items, level + 1, profit, weight, capacity);
-    if b > best {
-        out.push(node(b, level + 1, profit, weight));
-    }
+    /// Items the reduction fixed before the search (taken or left out in every better
+    /// solution).
+    pub fixed: u64,
+    /// Whether the search ran to the end, so `optimum` is proved optimal; `false` when a
+    /// time limit stopped it first, and `optimum` is the best solution found.
+    pub proved: bool,
 }
 
 /// Best-first branch-and-bound on one thread with the sequential generalized heap of at most
@@ -285,31 +229,45 @@ pub(crate) fn expand(items: &[Item], capacity: u64, n: NodeKey, best: u64, out: 
 /// best-first search). Strongly correlated instances can need exponentially many search
 /// nodes: past the bound the search stops with [`Error::CapacityExceeded`].
 pub fn solve_sequential(inst: &Instance, batch: usize, max_nodes: usize) -> Result<BnbStats> {
-    let items = sorted_items(inst);
-    let cap = inst.capacity;
+    solve_sequential_within(inst, batch, max_nodes, None)
+}
+
+/// [`solve_sequential`] that stops after `time_limit` (if given) with the best solution found
+/// so far and [`BnbStats::proved`] false.
+pub fn solve_sequential_within(
+    inst: &Instance,
+    batch: usize,
+    max_nodes: usize,
+    time_limit: Option<Duration>,
+) -> Result<BnbStats> {
+    let stop = time_limit.map(Deadline::after);
+    let problem = Problem::new(inst)?;
     let mut heap = GeneralizedHeap::new(batch)?.with_max_nodes(max_nodes);
-    heap.insert(&[node(bound(&items, 0, 0, 0, cap), 0, 0, 0)])?;
+    heap.insert(&[problem.root()])?;
+    let mut best = problem.incumbent();
     let mut stats = BnbStats {
-        optimum: greedy(&items, cap),
+        fixed: problem.fixed() as u64,
         ..BnbStats::default()
     };
     let mut children = Vec::new();
     while !heap.is_empty() {
+        if stop.as_ref().is_some_and(Deadline::expired) {
+            stats.optimum = problem.optimum(best);
+            return Ok(stats);
+        }
         for node in heap.delete_min(batch) {
-            if u64::MAX - node.0 <= stats.optimum {
+            if u64::MAX - node.0 <= best {
                 stats.pruned += 1;
                 continue;
             }
             stats.expanded += 1;
-            stats.optimum = stats.optimum.max(node.2);
             children.clear();
-            expand(&items, cap, node, stats.optimum, &mut children);
-            for c in &children {
-                stats.optimum = stats.optimum.max(c.2);
-            }
+            best = problem.expand(node, best, &mut children);
             heap.insert(&children)?;
         }
     }
+    stats.optimum = problem.optimum(best);
+    stats.proved = true;
     Ok(stats)
 }
 
@@ -346,7 +304,8 @@ impl NodeBudget {
 /// heap of at most `budget.max` nodes. The heap starts at `budget.initial` and grows between phases: when
 /// an insert finds it full, the threads stop, the refused children wait aside, the heap
 /// doubles, and the search goes on. A thread that finds the heap empty while others are
-/// still expanding waits (bounded by `timeout`) for their children.
+/// still expanding waits (bounded by `timeout`) for their children. With a `time_limit` the
+/// search stops after it with the best solution found ([`BnbStats::proved`] false).
 pub fn solve_concurrent(
     inst: &Instance,
     pool: &LatencyPool,
@@ -354,20 +313,36 @@ pub fn solve_concurrent(
     direction: InsertDirection,
     budget: NodeBudget,
     timeout: Duration,
+    time_limit: Option<Duration>,
 ) -> Result<BnbStats> {
-    let items = sorted_items(inst);
-    let cap = inst.capacity;
+    let stop = time_limit.map(Deadline::after);
+    let problem = Problem::new(inst)?;
     let max_nodes = budget.max.max(1);
     let mut nodes = budget.initial.clamp(1, max_nodes);
     let mut heap = ConcurrentGeneralizedHeap::new(batch, nodes)?.with_insert_direction(direction);
-    let best = AtomicU64::new(greedy(&items, cap));
+    let best = AtomicU64::new(problem.incumbent());
     let expanded = AtomicU64::new(0);
     let pruned = AtomicU64::new(0);
-    let mut waiting = vec![node(bound(&items, 0, 0, 0, cap), 0, 0, 0)];
+    let mut waiting = vec![problem.root()];
+    let mut proved = false;
     loop {
         heap.insert(&waiting)?;
-        let overflow = search_phase(&heap, pool, &items, cap, &best, &expanded, &pruned, timeout)?;
+        let phase = Phase {
+            heap: &heap,
+            problem: &problem,
+            best: &best,
+            expanded: &expanded,
+            pruned: &pruned,
+            timeout,
+            stop: stop.as_ref(),
+        };
+        let overflow = phase.run(pool)?;
         if overflow.is_empty() {
+            // Over, or stopped by the time limit with nodes left.
+            proved = heap.is_empty();
+            break;
+        }
+        if stop.as_ref().is_some_and(Deadline::expired) {
             break;
         }
         // Room for what the heap holds and every refused child, at least twice the nodes.
@@ -383,137 +358,146 @@ pub fn solve_concurrent(
         waiting = overflow;
     }
     Ok(BnbStats {
-        optimum: best.load(Ordering::Acquire),
+        optimum: problem.optimum(best.load(Ordering::Acquire)),
         expanded: expanded.load(Ordering::Relaxed),
         pruned: pruned.load(Ordering::Relaxed),
+        fixed: problem.fixed() as u64,
+        proved,
         ..BnbStats::default()
     })
 }
 
 /// One phase of the concurrent search: runs until the heap is empty and nobody is busy
-/// (returns no children), or until an insert finds the heap full (returns the children the
-/// full heap refused, every thread stopped; the heap holds the rest).
-#[allow(clippy::too_many_arguments)]
-fn search_phase(
-    heap: &ConcurrentGeneralizedHeap<NodeKey>,
-    pool: &LatencyPool,
-    items: &[Item],
-    cap: u64,
-    best: &AtomicU64,
-    expanded: &AtomicU64,
-    pruned: &AtomicU64,
+/// (returns no children), until an insert finds the heap full (returns the children the
+/// full heap refused, every thread stopped; the heap holds the rest), or until `stop`.
+struct Phase<'a> {
+    heap: &'a ConcurrentGeneralizedHeap<NodeKey>,
+    problem: &'a Problem,
+    best: &'a AtomicU64,
+    expanded: &'a AtomicU64,
+    pruned: &'a AtomicU64,
     timeout: Duration,
-) -> Result<Vec<NodeKey>> {
-    let batch = heap.batch();
-    let overflow = std::sync::Mutex::new(Vec::new());
-    // Termination: `busy` counts threads between announcing a take and finishing the inserts
-    // of what they took; `epoch` counts finished expansions. The search is over when a thread
-    // sees nobody busy, an empty heap, and still nobody busy with no expansion finished in
-    // between (a thread that took the last nodes is busy until its children are in).
-    let busy = AtomicUsize::new(0);
-    let epoch = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let results = pool.broadcast_scoped(|_| -> Result<()> {
-        let mut children = Vec::new();
-        let mut backoff = Backoff::new();
-        let mut idle_since: Option<Deadline> = None;
-        loop {
-            if done.load(Ordering::Acquire) {
-                return Ok(());
-            }
-            if idle_since.is_some() && heap.is_empty() {
-                // Idle: wait for work without entering the busy count (so it can reach zero).
-                let e1 = epoch.load(Ordering::Acquire);
-                if busy.load(Ordering::Acquire) == 0
-                    && heap.is_empty()
-                    && busy.load(Ordering::Acquire) == 0
-                    && epoch.load(Ordering::Acquire) == e1
-                {
+    stop: Option<&'a Deadline>,
+}
+
+impl Phase<'_> {
+    fn run(&self, pool: &LatencyPool) -> Result<Vec<NodeKey>> {
+        let Phase {
+            heap,
+            problem,
+            best,
+            expanded,
+            pruned,
+            timeout,
+            stop,
+        } = *self;
+        let batch = heap.batch();
+        let overflow = std::sync::Mutex::new(Vec::new());
+        // Termination: `busy` counts threads between announcing a take and finishing the inserts
+        // of what they took; `epoch` counts finished expansions. The search is over when a thread
+        // sees nobody busy, an empty heap, and still nobody busy with no expansion finished in
+        // between (a thread that took the last nodes is busy until its children are in).
+        let busy = AtomicUsize::new(0);
+        let epoch = AtomicU64::new(0);
+        let done = AtomicBool::new(false);
+        let results = pool.broadcast_scoped(|_| -> Result<()> {
+            let mut children = Vec::new();
+            let mut backoff = Backoff::new();
+            let mut idle_since: Option<Deadline> = None;
+            loop {
+                if done.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                if stop.is_some_and(Deadline::expired) {
                     done.store(true, Ordering::Release);
                     return Ok(());
                 }
-                let since = idle_since.get_or_insert_with(|| Deadline::after(timeout));
-                if since.expired() {
-                    return Err(Error::Stalled {
-                        side: Side::Host,
-                        waiting_for: "produce branch-and-bound nodes".into(),
-                        waited_ms: since.waited_ms(),
-                        detail: format!(
-                            "{} other thread(s) stayed busy",
-                            busy.load(Ordering::Relaxed)
-                        ),
-                    });
-                }
-                backoff.snooze();
-                continue;
-            }
-            // Announce work before taking it.
-            busy.fetch_add(1, Ordering::AcqRel);
-            let nodes = match heap.delete_min(batch) {
-                Ok(n) => n,
-                Err(e) => {
-                    busy.fetch_sub(1, Ordering::AcqRel);
-                    return Err(e);
-                }
-            };
-            if nodes.is_empty() {
-                busy.fetch_sub(1, Ordering::AcqRel);
-                idle_since.get_or_insert_with(|| Deadline::after(timeout));
-                continue;
-            }
-            idle_since = None;
-            backoff = Backoff::new();
-            children.clear();
-            for node in nodes {
-                let incumbent = best.load(Ordering::Acquire);
-                if u64::MAX - node.0 <= incumbent {
-                    pruned.fetch_add(1, Ordering::Relaxed);
+                if idle_since.is_some() && heap.is_empty() {
+                    // Idle: wait for work without entering the busy count (so it can reach zero).
+                    let e1 = epoch.load(Ordering::Acquire);
+                    if busy.load(Ordering::Acquire) == 0
+                        && heap.is_empty()
+                        && busy.load(Ordering::Acquire) == 0
+                        && epoch.load(Ordering::Acquire) == e1
+                    {
+                        done.store(true, Ordering::Release);
+                        return Ok(());
+                    }
+                    let since = idle_since.get_or_insert_with(|| Deadline::after(timeout));
+                    if since.expired() {
+                        return Err(Error::Stalled {
+                            side: Side::Host,
+                            waiting_for: "produce branch-and-bound nodes".into(),
+                            waited_ms: since.waited_ms(),
+                            detail: format!(
+                                "{} other thread(s) stayed busy",
+                                busy.load(Ordering::Relaxed)
+                            ),
+                        });
+                    }
+                    backoff.snooze();
                     continue;
                 }
-                expanded.fetch_add(1, Ordering::Relaxed);
-                best.fetch_max(node.2, Ordering::AcqRel);
-                let start = children.len();
-                expand(
-                    items,
-                    cap,
-                    node,
-                    best.load(Ordering::Acquire),
-                    &mut children,
-                );
-                for c in &children[start..] {
-                    best.fetch_max(c.2, Ordering::AcqRel);
-                }
-            }
-            // INS operations one batch at a time, so a full heap refuses a known suffix.
-            let mut refused = None;
-            for (i, part) in children.chunks(batch).enumerate() {
-                match heap.insert(part) {
-                    Ok(()) => {}
-                    Err(Error::CapacityExceeded { .. }) => {
-                        refused = Some(i * batch);
-                        break;
-                    }
+                // Announce work before taking it.
+                busy.fetch_add(1, Ordering::AcqRel);
+                let nodes = match heap.delete_min(batch) {
+                    Ok(n) => n,
                     Err(e) => {
-                        epoch.fetch_add(1, Ordering::AcqRel);
                         busy.fetch_sub(1, Ordering::AcqRel);
-                        done.store(true, Ordering::Release);
                         return Err(e);
                     }
+                };
+                if nodes.is_empty() {
+                    busy.fetch_sub(1, Ordering::AcqRel);
+                    idle_since.get_or_insert_with(|| Deadline::after(timeout));
+                    continue;
                 }
+                idle_since = None;
+                backoff = Backoff::new();
+                children.clear();
+                for node in nodes {
+                    let incumbent = best.load(Ordering::Acquire);
+                    if u64::MAX - node.0 <= incumbent {
+                        pruned.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    expanded.fetch_add(1, Ordering::Relaxed);
+                    let found = problem.expand(node, incumbent, &mut children);
+                    if found > incumbent {
+                        best.fetch_max(found, Ordering::AcqRel);
+                    }
+                }
+                // INS operations one batch at a time, so a full heap refuses a known suffix.
+                let mut refused = None;
+                for (i, part) in children.chunks(batch).enumerate() {
+                    match heap.insert(part) {
+                        Ok(()) => {}
+                        Err(Error::CapacityExceeded { .. }) => {
+                            refused = Some(i * batch);
+                            break;
+                        }
+                        Err(e) => {
+                            epoch.fetch_add(1, Ordering::AcqRel);
+                            busy.fetch_sub(1, Ordering::AcqRel);
+                            done.store(true, Ordering::Release);
+                            return Err(e);
+                        }
+                    }
+                }
+                if let Some(from) = refused {
+                    // Keep the refused children for the next phase and stop every thread: the
+                    // heap grows once nobody is inside it.
+                    overflow
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend_from_slice(&children[from..]);
+                    done.store(true, Ordering::Release);
+                }
+                epoch.fetch_add(1, Ordering::AcqRel);
+                busy.fetch_sub(1, Ordering::AcqRel);
             }
-            if let Some(from) = refused {
-                // Keep the refused children for the next phase and stop every thread: the
-                // heap grows once nobody is inside it.
-                overflow
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend_from_slice(&children[from..]);
-                done.store(true, Ordering::Release);
-            }
-            epoch.fetch_add(1, Ordering::AcqRel);
-            busy.fetch_sub(1, Ordering::AcqRel);
-        }
-    })?;
-    results.into_iter().collect::<Result<()>>()?;
-    Ok(overflow.into_inner().unwrap_or_else(|p| p.into_inner()))
+        })?;
+        results.into_iter().collect::<Result<()>>()?;
+        Ok(overflow.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
 }
