@@ -264,6 +264,11 @@ impl Problem {
         b.min(u64::MAX as u128) as u64
     }
 
+    /// Items left to the search (the levels of its tree).
+    pub(crate) fn items(&self) -> usize {
+        self.items.len()
+    }
+
     /// Items the reduction fixed.
     pub(crate) fn fixed(&self) -> usize {
         self.fixed

@@ -5,10 +5,13 @@
 //! Each round takes the `pop` best nodes from the heap, drops those whose bound cannot beat
 //! the incumbent (the seed's garbage collection), expands the rest on the latency threads
 //! (chunks taken by an atomic counter), and inserts the children whose bound still beats the
-//! incumbent. Bounds never grow down the tree, so the root's bound is the largest: keys are
-//! `u32::MAX - (bound >> shift)` with the smallest shift that fits the root's bound in 32
-//! bits (exact order for bounds below 2^32; pruning always uses the exact bound kept in the
-//! arena). Ties between equal keys go to the lower arena index.
+//! incumbent. A node's key packs how far its bound lies below the root's (shifted right just
+//! enough to fit; every live node's bound lies between the first incumbent and the root's
+//! bound) above its distance from the last level, so the best bound comes first and, among
+//! equal bounds, the deepest node, as in the sequential search: without that tie-break a
+//! search whose bounds all tie (subset sums, capped by the cardinality bound) goes breadth
+//! first and never completes a solution. Pruning always uses the exact bound kept in the
+//! arena.
 //!
 //! Garbage collection (the seed's "knapsack with GC"): rounds of parallel expansion can grow
 //! the heap with nodes a sequential search would never have kept; once the heap holds more
@@ -69,8 +72,21 @@ pub fn solve_offloaded(
     }
     let problem = Problem::new(inst)?;
     let root_bound = problem.root_bound();
-    let shift = (64 - root_bound.leading_zeros()).saturating_sub(32);
-    let key = |n: &NodeKey| u32::MAX - ((u64::MAX - n.0) >> shift) as u32;
+    let levels = problem.items() as u64;
+    let depth_bits = 64 - levels.leading_zeros();
+    if depth_bits > 24 {
+        return Err(Error::InvalidArgument(format!(
+            "{levels} items left after the reduction: the device heap's 32-bit keys hold at \
+             most 2^24 levels"
+        )));
+    }
+    let gap = root_bound.saturating_sub(problem.incumbent());
+    let shift = (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits);
+    let key = |n: &NodeKey| {
+        let below = (root_bound.saturating_sub(u64::MAX - n.0) >> shift).min(u32::MAX as u64);
+        let left = levels - super::level_of(n) as u64;
+        ((below << depth_bits) | left).min(u32::MAX as u64) as u32
+    };
     let mut heap = placement.build(rt, batch)?;
     let root = problem.root();
     let mut arena: Vec<NodeKey> = vec![root];
