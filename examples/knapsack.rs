@@ -83,8 +83,9 @@ struct Args {
     /// half the host memory available holds; the heaps grow on demand up to it).
     #[arg(long)]
     max_nodes: Option<usize>,
-    /// gpu/coop: search nodes taken from the heap per round.
-    #[arg(long, default_value_t = 256)]
+    /// gpu/coop: search nodes taken from the heap per round (large rounds amortize the launches:
+    /// on the H200, 65,536 per round beat 256 per round 2-14x on the seed's hardest files).
+    #[arg(long, default_value_t = 65536)]
     pop: usize,
     /// gpu/coop: garbage-collect the heap (drop nodes that cannot beat the incumbent) once it
     /// holds more than this many search nodes (0: never).
