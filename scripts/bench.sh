@@ -156,8 +156,20 @@ for w in "${workloads[@]}"; do
         run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 65536
       fi ;;
     knapsack)
-      if full; then run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --method bnb --gen all --n 60 --range 10000
-      else run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --method bnb --gen all --n 40; fi ;;
+      # Pisinger's classes too large for dynamic programming (n = 10^4, R = 10^7), three
+      # seeds, every branch-and-bound mode; OR-Tools' solver on the same files where it is
+      # installed (pip install ortools), with the same time limit.
+      limit=$(full && echo 10 || echo 3)
+      instances=$(mktemp -d)
+      for s in 42 1 2; do
+        run "$file" knapsack "${dev_args[@]}" "${thr_args[@]}" --method bnb --gen all --n 10000 \
+          --range 10000000 --seed $s --time-limit $limit --save-instances "$instances"
+      done
+      if python3 -c 'import ortools' 2>/dev/null; then
+        echo "# {\"machine\": \"$machine\", \"commit\": \"$commit\", \"date\": \"$date\", \"command\": \"knapsack_ortools.py (the same instances) --time-limit $limit\"}" >>"$file"
+        python3 scripts/knapsack_ortools.py "$instances"/*.data --time-limit $limit >>"$file"
+      fi
+      rm -rf "$instances" ;;
     list)
       run "$file" list_ops "${dev_args[@]}" "${thr_args[@]}" --repeat 3
       if full; then

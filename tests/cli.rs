@@ -605,6 +605,56 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
         ok && stdout.contains(" 17 ") && stdout.contains("equal"),
         "{stdout}{err}"
     );
+    // Saved instances read back to the same answers.
+    let saved = dir.join("saved");
+    let (ok, stdout, err) = run(&[
+        "--gen",
+        "uncorrelated,weakly",
+        "--n",
+        "30",
+        "--save-instances",
+        saved.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    for r in json_rows(&stdout) {
+        let file = saved.join(format!(
+            "{}-n30-r1000-s42.data",
+            r["instance"].as_str().unwrap()
+        ));
+        let (ok, again, err) = run(&["--input", file.to_str().unwrap(), "--json"]);
+        assert!(ok, "{err}");
+        assert_eq!(json_rows(&again)[0]["optimum"], r["optimum"], "{again}");
+    }
+    // A search past its time limit answers with the best solution found, marked as such.
+    let (ok, stdout, err) = run(&[
+        "--gen",
+        "almost-strongly",
+        "--n",
+        "10000",
+        "--range",
+        "10000000",
+        "--time-limit",
+        "0.3",
+    ]);
+    assert!(ok && stdout.contains("not proved"), "{stdout}{err}");
+    let (ok, stdout, err) = run(&[
+        "--gen",
+        "almost-strongly",
+        "--n",
+        "10000",
+        "--range",
+        "10000000",
+        "--time-limit",
+        "0.3",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let row = &json_rows(&stdout)[0];
+    assert!(
+        row["proved"] == false && row["optimum"].as_u64().unwrap() > 0,
+        "{row}"
+    );
     let bad = dir.join("bad.txt");
     std::fs::write(&bad, "2 10\n10 5\n7 zero\n").unwrap();
     for (args, want) in [
@@ -615,12 +665,13 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
         (vec!["--batch", "12"], "power of two"),
         (vec!["--method", "greedy"], "expected auto, dp or bnb"),
         (vec!["--range", "3"], "range 3"),
+        (vec!["--time-limit=-1"], "--time-limit"),
         (
             vec![
                 "--method",
                 "bnb",
                 "--gen",
-                "strongly",
+                "almost-strongly",
                 "--n",
                 "200",
                 "--range",
