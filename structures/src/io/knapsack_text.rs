@@ -60,14 +60,10 @@ impl Instance {
         if let Some((line, _)) = lines.next() {
             return Err(bad(line, format!("more than the {n} items announced")));
         }
-        // Sums must fit: profits and weights of all items together.
-        items
-            .iter()
-            .try_fold((0u64, 0u64), |(p, w), it| {
-                Some((p.checked_add(it.profit)?, w.checked_add(it.weight)?))
-            })
+        let inst = Instance { items, capacity };
+        inst.totals()
             .ok_or_else(|| Error::parse_file(source, "total profit or weight exceeds 2^64"))?;
-        Ok(Instance { items, capacity })
+        Ok(inst)
     }
 }
 

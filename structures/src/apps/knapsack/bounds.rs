@@ -58,16 +58,7 @@ pub(crate) struct Problem {
 impl Problem {
     /// Sorts the items that fit, and fixes what the reduction can.
     pub(crate) fn new(inst: &Instance) -> Result<Self> {
-        let total = inst
-            .items
-            .iter()
-            .try_fold(0u64, |s, i| s.checked_add(i.profit))
-            .zip(
-                inst.items
-                    .iter()
-                    .try_fold(0u64, |s, i| s.checked_add(i.weight)),
-            );
-        if total.is_none() {
+        if inst.totals().is_none() {
             return Err(Error::InvalidArgument(
                 "the items' total profit or weight exceeds 2^64".into(),
             ));
@@ -76,7 +67,7 @@ impl Problem {
         // No solution weighs more than the largest multiple of the weights' gcd that fits.
         let g = items.iter().fold(0, |g, it| gcd(g, it.weight)).max(1);
         let all = Problem::sorted(items, inst.capacity / g * g, 0);
-        let start = improved_greedy(&all.items, all.capacity);
+        let start = exchange_greedy(&all.items, all.capacity, EXCHANGES);
         // Items fixed in (1) or out (0) by the reduction; `None`: free.
         let s = all.critical(0, 0, all.capacity).0;
         let fixes: Vec<Option<bool>> = (0..all.items.len())
@@ -277,7 +268,7 @@ impl Problem {
     /// The search's first incumbent, in the reduced problem's terms: the greedy solution of
     /// the free items, or the whole instance's greedy solution less the fixed profit.
     pub(crate) fn incumbent(&self) -> u64 {
-        self.greedy().max(self.start.saturating_sub(self.offset))
+        exchange_greedy(&self.items, self.capacity, 0).max(self.start.saturating_sub(self.offset))
     }
 
     /// The whole instance's optimum from the reduced problem's best value.
@@ -288,24 +279,6 @@ impl Problem {
     /// The root search node.
     pub(crate) fn root(&self) -> NodeKey {
         node(self.bound(0, 0, 0).0, 0, 0, 0)
-    }
-
-    /// The root's upper bound (the largest of any node).
-    pub(crate) fn root_bound(&self) -> u64 {
-        self.bound(0, 0, 0).0
-    }
-
-    /// Greedy: items in ratio order while they fit.
-    fn greedy(&self) -> u64 {
-        let mut room = self.capacity;
-        let mut profit = 0;
-        for it in &self.items {
-            if it.weight <= room {
-                room -= it.weight;
-                profit += it.profit;
-            }
-        }
-        profit
     }
 
     /// The critical item of a node at `level` with `room` left: `(s, profit of level..s, room
@@ -411,15 +384,15 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-/// Most exchange rounds of [`improved_greedy`].
+/// Exchange rounds the whole instance's first solution gets.
 const EXCHANGES: usize = 64;
 
-/// The greedy solution of `items` (in ratio order) improved by exchanges: each round applies
-/// the best single move (add an item that fits, or swap an item in for one out, within the
-/// room left) until none gains. On strongly correlated classes this closes the room the
-/// greedy solution leaves, often reaching the cardinality bound, which ends the search at
-/// once.
-fn improved_greedy(items: &[Item], capacity: u64) -> u64 {
+/// The greedy solution of `items` (in ratio order: each item while it fits) improved by up to
+/// `rounds` exchanges: each round applies the best single move (add an item that fits, or
+/// swap an item in for one out, within the room left) until none gains. On strongly
+/// correlated classes this closes the room the greedy solution leaves, often reaching the
+/// cardinality bound, which ends the search at once.
+fn exchange_greedy(items: &[Item], capacity: u64, rounds: usize) -> u64 {
     let mut taken = vec![false; items.len()];
     let (mut room, mut profit) = (capacity, 0);
     for (i, it) in items.iter().enumerate() {
@@ -429,7 +402,7 @@ fn improved_greedy(items: &[Item], capacity: u64) -> u64 {
             taken[i] = true;
         }
     }
-    for _ in 0..EXCHANGES {
+    for _ in 0..rounds {
         // Items out, by weight, with the most profitable of each prefix.
         let mut out: Vec<usize> = (0..items.len()).filter(|&j| !taken[j]).collect();
         out.sort_unstable_by_key(|&j| items[j].weight);

@@ -71,7 +71,9 @@ pub fn solve_offloaded(
         )));
     }
     let problem = Problem::new(inst)?;
-    let root_bound = problem.root_bound();
+    let root = problem.root();
+    // The root's bound is the largest of any node.
+    let root_bound = u64::MAX - root.0;
     let levels = problem.items() as u64;
     let depth_bits = 64 - levels.leading_zeros();
     if depth_bits > 24 {
@@ -88,7 +90,6 @@ pub fn solve_offloaded(
         ((below << depth_bits) | left).min(u32::MAX as u64) as u32
     };
     let mut heap = placement.build(rt, batch)?;
-    let root = problem.root();
     let mut arena: Vec<NodeKey> = vec![root];
     let mut free: Vec<u32> = Vec::new();
     heap.insert(&[(key(&root), 0)])?;

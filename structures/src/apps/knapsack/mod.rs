@@ -165,6 +165,14 @@ impl Instance {
         Ok(Instance { items, capacity })
     }
 
+    /// The total profit and weight of all items (`None` when either exceeds 2^64): every
+    /// search relies on the sums fitting.
+    pub fn totals(&self) -> Option<(u64, u64)> {
+        self.items.iter().try_fold((0u64, 0u64), |(p, w), it| {
+            Some((p.checked_add(it.profit)?, w.checked_add(it.weight)?))
+        })
+    }
+
     /// The optimum by dynamic programming over capacities (O(n·capacity) time, O(capacity)
     /// memory), or `None` when that exceeds `max_cells` or the table does not fit in the
     /// host memory available.
