@@ -21,6 +21,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crossbeam::utils::CachePadded;
+
 use crate::backoff::{Backoff, Deadline};
 use crate::error::{Error, Result, Side};
 
@@ -33,8 +35,10 @@ const YIELD_FOR: Duration = Duration::from_millis(2);
 #[derive(Debug)]
 pub struct SpinBarrier {
     parties: usize,
-    arrived: AtomicUsize,
-    generation: AtomicUsize,
+    /// Taken by every arrival's read-modify-write; on its own cache line so that the waiters
+    /// polling `generation` are not disturbed by each arrival, only by the release.
+    arrived: CachePadded<AtomicUsize>,
+    generation: CachePadded<AtomicUsize>,
     poisoned: AtomicBool,
     timeout: Duration,
 }
@@ -44,8 +48,8 @@ impl SpinBarrier {
     pub fn new(parties: usize, timeout: Duration) -> Self {
         SpinBarrier {
             parties: parties.max(1),
-            arrived: AtomicUsize::new(0),
-            generation: AtomicUsize::new(0),
+            arrived: CachePadded::new(AtomicUsize::new(0)),
+            generation: CachePadded::new(AtomicUsize::new(0)),
             poisoned: AtomicBool::new(false),
             timeout,
         }

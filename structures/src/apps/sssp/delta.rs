@@ -9,21 +9,30 @@
 //!
 //! The shape is GAP's (Beamer et al.'s reference code): the threads stay in one job for the
 //! whole search and meet at a [`SpinBarrier`] twice per round, each thread keeps its own
-//! buckets (no shared queue to contend on), and a round's frontier is the concatenation of
-//! what each thread had in the bucket being opened, claimed in chunks by every thread — no
-//! copy into a shared array. Every vertex whose distance a thread lowered goes into that
-//! thread's bucket for the new distance, duplicates and all: an entry is stale (skipped) when
-//! its vertex's distance dropped below the open bucket since, or when the vertex was already
-//! expanded with its current distance.
+//! buckets (no shared queue to contend on), and a round's frontier is what each thread had in
+//! the bucket being opened, copied into one shared [`Frontier`] at an offset a shared counter
+//! hands out, then claimed in chunks by every thread. Every vertex whose distance a thread
+//! lowered goes into that thread's bucket for the new distance, duplicates and all: an entry
+//! is stale (skipped) when its vertex's distance dropped below the open bucket since, or when
+//! the vertex was already expanded with its current distance.
+//!
+//! A round on a road-like graph is short (about 1,700 vertices over all threads on a 4 M
+//! vertex geometric graph, ~2,600 rounds), so what a round costs besides expanding decides how
+//! far the search scales: nothing is allocated per round (a bucket's vector goes back to its
+//! ring slot, capacity kept, once copied), no lock is taken, and a thread reads only the
+//! shared words it needs (one counter per round to publish, one to claim).
 //!
 //! Memory ordering: distances are single atomic words, lowered with `Relaxed` `fetch_min`
 //! (its result alone says who lowered), and the barrier orders each round: everything a
-//! thread wrote before arriving (its frontier part, its distances) is visible to every thread
-//! after the wait (see [`SpinBarrier`]).
+//! thread wrote before arriving (its frontier entries, its distances, the counters) is visible
+//! to every thread after the wait (see [`SpinBarrier`]). Between the two meetings of a round
+//! threads only publish (the frontier and its length) and between the second meeting and the
+//! next round's first they only read them, so one frontier and one of each counter serve
+//! every round; each counter is reset by the leader of the meeting after its last reader.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::OnceLock;
 
 use crossbeam::utils::CachePadded;
 
@@ -32,8 +41,11 @@ use asym_runtime::{Error, LatencyPool, Result, SpinBarrier};
 use super::{distances_from, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
-/// Frontier entries a thread claims at a time.
+/// Frontier entries a thread claims at a time (divides [`SEGMENT`]: a chunk never straddles
+/// two segments).
 const CHUNK: usize = 64;
+/// Entries per frontier segment.
+const SEGMENT: usize = 1 << 16;
 /// Buckets each thread keeps in its ring; further ones wait in an ordered map.
 const WINDOW: u32 = 1024;
 
@@ -73,24 +85,19 @@ pub fn shortest_paths(
     let dist: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
     let expanded: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
     dist[source].store(0, Relaxed);
-    let threads = pool.len();
-    // Each thread's part of the round's frontier (its bucket being opened).
-    let parts: Vec<RwLock<Vec<u32>>> = (0..threads).map(|_| RwLock::new(Vec::new())).collect();
-    *parts[0].write().unwrap_or_else(|e| e.into_inner()) = vec![source as u32];
     let shared = Shared {
         graph,
         dist: &dist,
         expanded: &expanded,
         delta,
-        parts: &parts,
-        lens: (0..threads)
-            .map(|t| CachePadded::new(AtomicUsize::new(usize::from(t == 0))))
-            .collect(),
-        claims: [AtomicUsize::new(0), AtomicUsize::new(0)],
-        next_bucket: [AtomicU32::new(u32::MAX), AtomicU32::new(u32::MAX)],
-        barrier: SpinBarrier::new(threads, pool.timeout()),
+        frontier: Frontier::new(graph.edges()),
+        claims: CachePadded::new(AtomicUsize::new(0)),
+        next_bucket: CachePadded::new(AtomicU32::new(u32::MAX)),
+        barrier: SpinBarrier::new(pool.len(), pool.timeout()),
     };
-    let counts = pool.broadcast_scoped(|info| shared.run(info.index))?;
+    // The first round's frontier: the source.
+    shared.frontier.publish(&[source as u32])?;
+    let counts = pool.broadcast_scoped(|_| shared.run())?;
     let mut stats = SsspStats::default();
     let threads = counts.len().max(1) as u32;
     for c in counts {
@@ -116,15 +123,72 @@ struct Shared<'a> {
     /// distance has not dropped since has nothing new to relax.
     expanded: &'a [AtomicU32],
     delta: u32,
-    parts: &'a [RwLock<Vec<u32>>],
-    /// The length of each part, readable without its lock (written before the barrier that
-    /// starts the round).
-    lens: Vec<CachePadded<AtomicUsize>>,
-    /// Frontier entries claimed so far, by round parity (reset by the barrier's leader).
-    claims: [AtomicUsize; 2],
-    /// The lowest non-empty bucket of any thread, by round parity (a minimum over threads).
-    next_bucket: [AtomicU32; 2],
+    /// The round's frontier (published between a round's two meetings, read after them).
+    frontier: Frontier,
+    /// Frontier entries claimed so far this round (reset by the first meeting's leader).
+    claims: CachePadded<AtomicUsize>,
+    /// The lowest non-empty bucket of any thread, a minimum over threads (filled before the
+    /// first meeting, read after it, reset by the second meeting's leader).
+    next_bucket: CachePadded<AtomicU32>,
     barrier: SpinBarrier,
+}
+
+/// A round's frontier: every thread's entries of the bucket being opened, one after another.
+/// Segments of [`SEGMENT`] entries are allocated the first time a round reaches them (the
+/// longest round decides the memory, not the graph), up to the graph's edge count plus one:
+/// an entry is the source or a lowering by one edge, so no round holds more.
+struct Frontier {
+    segments: Vec<OnceLock<Box<[AtomicU32]>>>,
+    /// Entries published this round (a thread's fetch-and-add is where its entries go).
+    len: CachePadded<AtomicUsize>,
+}
+
+impl Frontier {
+    fn new(edges: usize) -> Self {
+        Frontier {
+            segments: (0..edges / SEGMENT + 1).map(|_| OnceLock::new()).collect(),
+            len: CachePadded::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn segment(&self, s: usize) -> Result<&[AtomicU32]> {
+        let slot = self
+            .segments
+            .get(s)
+            .ok_or_else(|| Error::CapacityExceeded {
+                what: "a delta-stepping round's frontier".into(),
+                capacity: self.segments.len() * SEGMENT,
+            })?;
+        Ok(slot.get_or_init(|| (0..SEGMENT).map(|_| AtomicU32::new(0)).collect()))
+    }
+
+    /// Appends `entries` (between a round's two meetings).
+    fn publish(&self, entries: &[u32]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut at = self.len.fetch_add(entries.len(), Relaxed);
+        let mut rest = entries;
+        while !rest.is_empty() {
+            let seg = self.segment(at / SEGMENT)?;
+            let from = at % SEGMENT;
+            let n = rest.len().min(SEGMENT - from);
+            for (slot, &v) in seg[from..from + n].iter().zip(&rest[..n]) {
+                slot.store(v, Relaxed);
+            }
+            rest = &rest[n..];
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Entries `from..to` (after the second meeting); `from` a multiple of [`CHUNK`] and
+    /// `to - from` at most [`CHUNK`], so they lie in one segment.
+    fn chunk(&self, from: usize, to: usize) -> Result<&[AtomicU32]> {
+        let seg = self.segment(from / SEGMENT)?;
+        let at = from % SEGMENT;
+        Ok(&seg[at..at + (to - from)])
+    }
 }
 
 /// One thread's counters.
@@ -140,8 +204,8 @@ struct Counts {
 }
 
 impl Shared<'_> {
-    /// Thread `me`'s part of the search: rounds until no thread has a bucket left.
-    fn run(&self, me: usize) -> Result<Counts> {
+    /// One thread's part of the search: rounds until no thread has a bucket left.
+    fn run(&self) -> Result<Counts> {
         // A thread that fails stops the others at the barrier instead of leaving them waiting.
         let guard = self.barrier.guard();
         let mut buckets = Buckets::new();
@@ -150,80 +214,54 @@ impl Shared<'_> {
             ..Counts::default()
         };
         let mut open = 0u32;
-        let mut round = 0usize;
         loop {
-            self.expand(round, open, &mut buckets, &mut counts);
+            self.expand(open, &mut buckets, &mut counts)?;
             counts.rounds += 1;
             if let Some(b) = buckets.lowest() {
-                self.next_bucket[(round + 1) & 1].fetch_min(b, Relaxed);
+                self.next_bucket.fetch_min(b, Relaxed);
             }
-            // The claims of the next round start over (the last round that used them ended
-            // at the previous barrier).
+            // Every thread has read this round's length and claimed its last chunk.
             let t = std::time::Instant::now();
-            self.barrier
-                .wait_with(|| self.claims[(round + 1) & 1].store(0, Relaxed))?;
+            self.barrier.wait_with(|| {
+                self.claims.store(0, Relaxed);
+                self.frontier.len.store(0, Relaxed);
+            })?;
             counts.waited += t.elapsed();
-            let next = self.next_bucket[(round + 1) & 1].load(Relaxed);
+            let next = self.next_bucket.load(Relaxed);
             if next == u32::MAX {
                 break;
             }
             let part = buckets.take(next);
-            self.lens[me].store(part.len(), Relaxed);
-            *self.parts[me].write().unwrap_or_else(|e| e.into_inner()) = part;
-            // This round's minimum was read by every thread before this barrier; it is the
-            // one the round after next fills.
+            self.frontier.publish(&part)?;
+            buckets.give_back(next, part);
+            // Every thread has read the minimum.
             let t = std::time::Instant::now();
             self.barrier
-                .wait_with(|| self.next_bucket[round & 1].store(u32::MAX, Relaxed))?;
+                .wait_with(|| self.next_bucket.store(u32::MAX, Relaxed))?;
             counts.waited += t.elapsed();
             if next != open {
                 counts.buckets += 1;
             }
             open = next;
-            round += 1;
         }
         guard.finish();
         Ok(counts)
     }
 
-    /// Expands this round's frontier (every thread's part, claimed in chunks), filing each
-    /// vertex whose distance it lowered into `buckets`. Claims from the shared counter are
-    /// what the threads contend on (on the 16-core machine chunks of 4, 16 and 64 entries
-    /// took a road-like search 724, 459 and 418 ms); splitting short rounds evenly by
-    /// position instead measured no better there (the threads then waited for the slowest).
-    fn expand(&self, round: usize, open: u32, buckets: &mut Buckets, counts: &mut Counts) {
-        let threads = self.parts.len();
-        let mut ends = Vec::with_capacity(threads);
-        let mut total = 0;
-        for len in self.lens.iter() {
-            total += len.load(Relaxed);
-            ends.push(total);
-        }
-        // Each part is locked (shared) only when this thread first reads from it.
-        let mut guards: Vec<Option<RwLockReadGuard<'_, Vec<u32>>>> =
-            (0..threads).map(|_| None).collect();
-        let mut range = |from: usize, to: usize| {
-            let mut at = from;
-            let mut k = ends.partition_point(|&e| e <= at);
-            while at < to {
-                let base = if k == 0 { 0 } else { ends[k - 1] };
-                let stop = to.min(ends[k]);
-                let part = guards[k]
-                    .get_or_insert_with(|| self.parts[k].read().unwrap_or_else(|e| e.into_inner()));
-                for &u in &part[at - base..stop - base] {
-                    self.expand_vertex(u, open, buckets, counts);
-                }
-                at = stop;
-                k += 1;
-            }
-        };
-        let claims = &self.claims[round & 1];
+    /// Expands this round's frontier, claimed in chunks, filing each vertex whose distance
+    /// it lowered into `buckets`. The claim counter is what the threads contend on (on the
+    /// 16-core machine chunks of 4, 16 and 64 entries took a road-like search 724, 459 and
+    /// 418 ms with an earlier round structure).
+    fn expand(&self, open: u32, buckets: &mut Buckets, counts: &mut Counts) -> Result<()> {
+        let total = self.frontier.len.load(Relaxed);
         loop {
-            let start = claims.fetch_add(CHUNK, Relaxed);
+            let start = self.claims.fetch_add(CHUNK, Relaxed);
             if start >= total {
-                break;
+                return Ok(());
             }
-            range(start, (start + CHUNK).min(total));
+            for u in self.frontier.chunk(start, (start + CHUNK).min(total))? {
+                self.expand_vertex(u.load(Relaxed), open, buckets, counts);
+            }
         }
     }
 
@@ -302,5 +340,15 @@ impl Buckets {
             self.ring[(b % WINDOW) as usize].append(&mut entries);
         }
         std::mem::take(&mut self.ring[(bucket % WINDOW) as usize])
+    }
+
+    /// Returns the vector [`Buckets::take`] gave for `bucket`, emptied, to its slot: its
+    /// capacity serves the bucket's later entries instead of a new allocation every round.
+    fn give_back(&mut self, bucket: u32, mut entries: Vec<u32>) {
+        entries.clear();
+        let slot = &mut self.ring[(bucket % WINDOW) as usize];
+        if slot.is_empty() && slot.capacity() < entries.capacity() {
+            *slot = entries;
+        }
     }
 }
