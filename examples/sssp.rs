@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
-use asym::structures::apps::graph::{Graph, MtxOptions, UNREACHABLE};
+use asym::structures::apps::graph::{Graph, MtxOptions, Relabeling, UNREACHABLE};
 use asym::structures::apps::sssp::device::DeviceSssp;
 use asym::structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
 use asym::structures::apps::sssp::{check_distances, cpu, delta, Order, SsspStats};
@@ -126,10 +126,20 @@ struct Args {
     /// Write the distances here: one line `vertex distance` per vertex (`inf` if unreachable).
     #[arg(long)]
     output: Option<PathBuf>,
-    /// Also write the graph searched (read or generated) here as a DIMACS `.gr` file, so that
-    /// other tools (GAP's `sssp`) can search the very same graph.
+    /// How the searches number the vertices: bfs (renumbered once in breadth-first order
+    /// from the source, so that a vertex's neighbours lie near it in memory: the `order_ms`
+    /// of the rows) or given (the graph's own numbering). Either way --source, --output and
+    /// the rows speak of the graph's own numbering.
+    #[arg(long, default_value = "bfs")]
+    vertex_order: String,
+    /// Also write the graph (read or generated) here as a DIMACS `.gr` file, so that other
+    /// tools (GAP's `sssp`) can search the very same graph.
     #[arg(long)]
     save_graph: Option<PathBuf>,
+    /// Which numbering --save-graph writes: given (the graph's own) or searched (as
+    /// --vertex-order renumbered it; its source is the rows' `source_searched`).
+    #[arg(long, default_value = "given")]
+    save_graph_order: String,
     /// One JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
@@ -264,10 +274,54 @@ fn run(args: &Args) -> Result<bool> {
     let gpu_rows = if members > 1 { 2 * gpu_engines } else { 3 };
     let steps = 2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + u64::from(use_coop);
     let mut progress = Progress::new(steps, args.json);
-    let (name, graph) = load(args, args.json)?;
-    if let Some(path) = &args.save_graph {
-        output::write_whole_with(path, |out| graph.write_dimacs(out))?;
+    let renumber = match args.vertex_order.trim() {
+        "bfs" => true,
+        "given" => false,
+        other => {
+            return Err(Error::flag(
+                "--vertex-order",
+                other,
+                "expected bfs or given",
+            ))
+        }
+    };
+    let save_searched = match args.save_graph_order.trim() {
+        "searched" => true,
+        "given" => false,
+        other => {
+            return Err(Error::flag(
+                "--save-graph-order",
+                other,
+                "expected given or searched",
+            ))
+        }
+    };
+    let (name, given) = load(args, args.json)?;
+    let given_source = args.source.map_or_else(|| given.hub(), |s| s - 1);
+    given.check_source(given_source)?;
+    let save = |graph: &Graph| -> Result<()> {
+        match &args.save_graph {
+            Some(path) => output::write_whole_with(path, |out| graph.write_dimacs(out)),
+            None => Ok(()),
+        }
+    };
+    if !save_searched {
+        save(&given)?;
     }
+    let t = Instant::now();
+    let (graph, relabeling) = if renumber {
+        let relabeling = Relabeling::breadth_first(&given, given_source)?;
+        (relabeling.apply(&given)?, Some(relabeling))
+    } else {
+        (given, None)
+    };
+    let order_ms = t.elapsed().as_secs_f64() * 1e3;
+    if save_searched {
+        save(&graph)?;
+    }
+    let source = relabeling
+        .as_ref()
+        .map_or(given_source, |r| r.new_of(given_source));
     // Beside the graph: the reference and each search's distances and frontiers (about 32
     // bytes per vertex), and for the device modes the graph's copy in SVM.
     let per_vertex = (graph.vertices() as u64).saturating_mul(32);
@@ -285,8 +339,6 @@ fn run(args: &Args) -> Result<bool> {
         ),
     )?;
     progress.step("Dijkstra".into());
-    let source = args.source.map_or_else(|| graph.hub(), |s| s - 1);
-    graph.check_source(source)?;
     let t = Instant::now();
     let reference = graph.dijkstra(source)?;
     let dijkstra_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -462,7 +514,10 @@ fn run(args: &Args) -> Result<bool> {
     }
     progress.bar.finish_and_clear();
     if let Some(path) = &args.output {
-        write_output(path, &reference)?;
+        match &relabeling {
+            Some(r) => write_output(path, &r.distances_back(&reference))?,
+            None => write_output(path, &reference)?,
+        }
     }
     let all_ok = rows.iter().all(|r| r.check.is_ok());
     // Each mode against the frontier search on the same engine (coop expands on the device).
@@ -490,7 +545,9 @@ fn run(args: &Args) -> Result<bool> {
                 "{}",
                 json!({
                     "graph": name, "vertices": graph.vertices(), "edges": graph.edges(),
-                    "source": source + 1, "reached": reached, "mode": r.mode, "order": r.order,
+                    "source": given_source + 1, "source_searched": source + 1,
+                    "vertex_order": args.vertex_order.trim(), "order_ms": order_ms,
+                    "reached": reached, "mode": r.mode, "order": r.order,
                     "threshold": args.threshold, "pop": args.pop.unwrap_or(args.threshold),
                     "batch": args.batch, "ms": r.ms,
                     "heap_ms": r.stats.heap_time.as_secs_f64() * 1e3,
@@ -510,10 +567,15 @@ fn run(args: &Args) -> Result<bool> {
         }
     } else {
         println!(
-            "{name}: {} vertices, {} edges, source {}, {reached} reached{}",
+            "{name}: {} vertices, {} edges, source {}, {reached} reached{}{}",
             graph.vertices(),
             graph.edges(),
-            source + 1,
+            given_source + 1,
+            if renumber {
+                format!(", searched in breadth-first order (renumbered in {order_ms:.1} ms)")
+            } else {
+                String::new()
+            },
             device_label
                 .as_ref()
                 .map_or(String::new(), |d| format!(", device {d}"))

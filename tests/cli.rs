@@ -776,6 +776,57 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     for key in ["vertices", "edges", "reached", "source"] {
         assert_eq!(first[0][key], second[0][key], "{key}: {stdout} / {again}");
     }
+    // Searched in the given numbering or renumbered, the answers speak of the graph's own
+    // numbering; the renumbered graph, saved, has the source first and the same reach.
+    let given_out = dir.join("dist-given.txt");
+    let (ok, _, err) = run(&[
+        "--input",
+        good.to_str().unwrap(),
+        "--mode",
+        "cpu",
+        "--vertex-order",
+        "given",
+        "--output",
+        given_out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&given_out).unwrap(),
+        std::fs::read_to_string(&out).unwrap()
+    );
+    let searched = dir.join("searched.gr");
+    let (ok, stdout, err) = run(&[
+        "--scale",
+        "8",
+        "--mode",
+        "cpu",
+        "--save-graph",
+        searched.to_str().unwrap(),
+        "--save-graph-order",
+        "searched",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let renumbered = json_rows(&stdout);
+    assert_eq!(renumbered[0]["vertex_order"], "bfs", "{stdout}");
+    assert_eq!(renumbered[0]["source_searched"], 1, "{stdout}");
+    assert_eq!(renumbered[0]["source"], first[0]["source"], "{stdout}");
+    let (ok, again, err) = run(&[
+        "--input",
+        searched.to_str().unwrap(),
+        "--source",
+        "1",
+        "--vertex-order",
+        "given",
+        "--mode",
+        "cpu",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let second = json_rows(&again);
+    for key in ["vertices", "edges", "reached"] {
+        assert_eq!(first[0][key], second[0][key], "{key}: {stdout} / {again}");
+    }
     let bad = dir.join("bad.gr");
     std::fs::write(&bad, "p sp 2 1\n\na 1 2 -5\n").unwrap();
     let neg = dir.join("neg.mtx");
@@ -792,6 +843,11 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
         (vec!["--input", neg.to_str().unwrap()], "neg.mtx:3"),
         (vec!["--input", "/nonexistent.gr"], "/nonexistent.gr"),
         (vec!["--gen", "lattice"], "expected kron or geo"),
+        (vec!["--vertex-order", "random"], "expected bfs or given"),
+        (
+            vec!["--save-graph-order", "sorted"],
+            "expected given or searched",
+        ),
         (vec!["--source", "0"], "numbered from 1"),
         (vec!["--scale", "4", "--source", "17"], "source vertex 17"),
         (vec!["--mode", "sideways"], "unknown mode"),

@@ -7,7 +7,7 @@ mod common;
 use std::io::Cursor;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
-use asym_structures::apps::graph::{Edge, Graph, MtxOptions, UNREACHABLE};
+use asym_structures::apps::graph::{Edge, Graph, MtxOptions, Relabeling, UNREACHABLE};
 use asym_structures::apps::sssp::device::DeviceSssp;
 use asym_structures::apps::sssp::{check_distances, cpu, delta, Order};
 use asym_structures::HeapPlacement as OrderHeap;
@@ -446,6 +446,53 @@ fn delta_stepping_matches_dijkstra() {
     assert!(delta::shortest_paths(&g, 3, &pool, 5).is_err());
     let e = delta::shortest_paths(&g, 0, &pool, 5).unwrap_err();
     assert!(e.to_string().contains("exceeds"), "{e}");
+}
+
+#[test]
+fn breadth_first_renumbering_keeps_every_distance() {
+    // The renumbered graph answers, mapped back, exactly what the given one does, from every
+    // source, for Dijkstra and delta-stepping; the numbering is a bijection that keeps each
+    // component contiguous and puts the start first.
+    let pool = pool(2);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    for (name, g) in graphs(300) {
+        for start in [0, g.vertices() / 2, g.vertices() - 1] {
+            let r = Relabeling::breadth_first(&g, start).unwrap();
+            assert_eq!(r.len(), g.vertices());
+            assert_eq!(r.new_of(start), 0, "{name}: the start comes first");
+            let mut seen = vec![false; g.vertices()];
+            for v in 0..g.vertices() {
+                assert_eq!(r.old_of(r.new_of(v)), v, "{name}: not a bijection at {v}");
+                assert!(!std::mem::replace(&mut seen[r.new_of(v)], true));
+            }
+            let h = r.apply(&g).unwrap();
+            assert_eq!(
+                (h.vertices(), h.edges()),
+                (g.vertices(), g.edges()),
+                "{name}"
+            );
+            assert_eq!(h.self_loops(), g.self_loops());
+            let source = rng.gen_range(0..g.vertices());
+            let want = g.dijkstra(source).unwrap();
+            let got = r.distances_back(&h.dijkstra(r.new_of(source)).unwrap());
+            assert_eq!(
+                got, want,
+                "{name}, start {start}, source {source}: Dijkstra"
+            );
+            let run =
+                delta::shortest_paths(&h, r.new_of(source), &pool, delta::auto_delta(&h)).unwrap();
+            check_distances(&r.distances_back(&run.distances), &want)
+                .unwrap_or_else(|e| panic!("{name}, start {start}, source {source}: {e}"));
+        }
+    }
+    // Breadth-first: along a chain given backwards, the numbers run forwards from the start.
+    let back: Vec<Edge> = (1..50).map(|i| (i, i - 1, 1)).collect();
+    let g = Graph::from_edges(50, &back, false).unwrap();
+    let r = Relabeling::breadth_first(&g, 49).unwrap();
+    assert!((0..50).all(|v| r.new_of(v) == 49 - v));
+    assert!(Relabeling::breadth_first(&g, 50).is_err());
+    let id = Relabeling::identity(50);
+    assert_eq!(id.apply(&g).unwrap(), g);
 }
 
 #[test]

@@ -11,6 +11,9 @@
 //! - vertices no edge reaches keep an infinite distance ([`UNREACHABLE`]).
 
 mod generate;
+mod order;
+
+pub use order::Relabeling;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

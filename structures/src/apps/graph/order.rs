@@ -1,0 +1,158 @@
+//! Vertex orders that put neighbours near each other in memory.
+//!
+//! A search touches the distance of every neighbour of every vertex it expands. When the
+//! vertices are numbered at random (a generated geometric graph, a Kronecker graph after
+//! Graph500's permutation), each of those touches is a cache miss into an array of millions
+//! of words; numbered in breadth-first order, the neighbours of a vertex lie in the same few
+//! breadth-first levels, so most touches hit lines a thread used a moment ago. The order is
+//! a property of how the graph is stored, not of the answer: [`Relabeling`] renumbers a graph
+//! once (a breadth-first search and a parallel rebuild of the CSR) and maps sources and
+//! distances between the two numberings, so every search of the renumbered graph answers in
+//! the caller's numbering.
+
+use rayon::prelude::*;
+
+use asym_runtime::{host_memory, Result};
+
+use super::Graph;
+
+/// A renumbering of a graph's vertices: `new_of_old[v]` is vertex `v`'s new number and
+/// `old_of_new` its inverse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relabeling {
+    new_of_old: Vec<u32>,
+    old_of_new: Vec<u32>,
+}
+
+impl Relabeling {
+    /// Breadth-first order over out-edges from `start`, then from the lowest-numbered vertex
+    /// not yet reached, until every vertex has a number (each component stays contiguous).
+    /// Neighbours keep the order of the adjacency lists.
+    pub fn breadth_first(graph: &Graph, start: usize) -> Result<Self> {
+        graph.check_source(start)?;
+        let n = graph.vertices();
+        let what = format!("a breadth-first order of {n} vertices");
+        let mut new_of_old = host_memory::try_filled(n, u32::MAX, &what)?;
+        let mut old_of_new: Vec<u32> = host_memory::try_with_capacity(n, &what)?;
+        let mut next_root = 0usize;
+        let mut root = start;
+        loop {
+            new_of_old[root] = old_of_new.len() as u32;
+            old_of_new.push(root as u32);
+            // old_of_new doubles as the queue: [head..] are numbered and not yet scanned.
+            let mut head = old_of_new.len() - 1;
+            while head < old_of_new.len() {
+                let u = old_of_new[head];
+                head += 1;
+                for (v, _) in graph.neighbors(u) {
+                    if new_of_old[v as usize] == u32::MAX {
+                        new_of_old[v as usize] = old_of_new.len() as u32;
+                        old_of_new.push(v);
+                    }
+                }
+            }
+            while next_root < n && new_of_old[next_root] != u32::MAX {
+                next_root += 1;
+            }
+            if next_root == n {
+                break;
+            }
+            root = next_root;
+        }
+        Ok(Relabeling {
+            new_of_old,
+            old_of_new,
+        })
+    }
+
+    /// The renumbering that keeps every number (for comparisons).
+    pub fn identity(vertices: usize) -> Self {
+        let ids: Vec<u32> = (0..vertices as u32).collect();
+        Relabeling {
+            new_of_old: ids.clone(),
+            old_of_new: ids,
+        }
+    }
+
+    /// Vertex `old`'s new number.
+    pub fn new_of(&self, old: usize) -> usize {
+        self.new_of_old[old] as usize
+    }
+
+    /// The vertex numbered `new` in the caller's numbering.
+    pub fn old_of(&self, new: usize) -> usize {
+        self.old_of_new[new] as usize
+    }
+
+    /// Number of vertices.
+    pub fn len(&self) -> usize {
+        self.new_of_old.len()
+    }
+
+    /// Whether the graph has no vertices.
+    pub fn is_empty(&self) -> bool {
+        self.new_of_old.is_empty()
+    }
+
+    /// `graph` with vertex `v` renumbered `new_of(v)`; each vertex's edges keep their order
+    /// (targets renumbered), so duplicates and weights are exactly the original's.
+    pub fn apply(&self, graph: &Graph) -> Result<Graph> {
+        let n = graph.vertices();
+        assert_eq!(n, self.len(), "a relabeling applies to a graph of its size");
+        let (offsets, targets, weights) = graph.csr();
+        let what = format!("a renumbered graph of {n} vertices");
+        host_memory::ensure_available((n as u64 + 1) * 4 + targets.len() as u64 * 8, &what)?;
+        let mut new_offsets: Vec<u32> = host_memory::try_with_capacity(n + 1, &what)?;
+        let mut at = 0u32;
+        for &old in &self.old_of_new {
+            new_offsets.push(at);
+            at += offsets[old as usize + 1] - offsets[old as usize];
+        }
+        new_offsets.push(at);
+        let mut new_targets = host_memory::try_filled(targets.len(), 0u32, &what)?;
+        let mut new_weights = host_memory::try_filled(weights.len(), 0u32, &what)?;
+        // Each new vertex fills its own slice of both arrays: split them at vertex
+        // boundaries into pieces rayon can fill independently.
+        let pieces = (rayon::current_num_threads() * 8).max(1);
+        let per = n.div_ceil(pieces).max(1);
+        let mut jobs = Vec::new();
+        let (mut rest_t, mut rest_w) = (&mut new_targets[..], &mut new_weights[..]);
+        let mut first = 0usize;
+        while first < n {
+            let last = (first + per).min(n);
+            let len = (new_offsets[last] - new_offsets[first]) as usize;
+            let (t, tr) = rest_t.split_at_mut(len);
+            let (w, wr) = rest_w.split_at_mut(len);
+            jobs.push((first, last, t, w));
+            rest_t = tr;
+            rest_w = wr;
+            first = last;
+        }
+        jobs.into_par_iter().for_each(|(first, last, t, w)| {
+            let mut at = 0usize;
+            for new in first..last {
+                let old = self.old_of_new[new] as usize;
+                let (a, b) = (offsets[old] as usize, offsets[old + 1] as usize);
+                for (i, (&v, &wt)) in targets[a..b].iter().zip(&weights[a..b]).enumerate() {
+                    t[at + i] = self.new_of_old[v as usize];
+                    w[at + i] = wt;
+                }
+                at += b - a;
+            }
+        });
+        Ok(Graph {
+            offsets: new_offsets,
+            targets: new_targets,
+            weights: new_weights,
+            self_loops: graph.self_loops(),
+        })
+    }
+
+    /// Distances indexed by new numbers, put back in the caller's numbering.
+    pub fn distances_back(&self, by_new: &[u64]) -> Vec<u64> {
+        self.new_of_old
+            .par_iter()
+            .map(|&new| by_new[new as usize])
+            .collect()
+    }
+}
