@@ -48,6 +48,11 @@ const CHUNK: usize = 64;
 const SEGMENT: usize = 1 << 16;
 /// Buckets each thread keeps in its ring; further ones wait in an ordered map.
 const WINDOW: u32 = 1024;
+/// A thread goes on expanding its own entries of the open bucket, without meeting the
+/// others, while it holds fewer than this many (GAP's `kBinSizeThreshold`): on a road-like
+/// graph most of a bucket's re-openings are a few vertices one thread lowered, and a round
+/// for them would cost two meetings of every thread.
+const LOCAL_LIMIT: usize = 1000;
 
 /// A bucket width from the graph alone: the mean edge weight times 16, at least 1. Wide
 /// buckets mean fewer rounds (each a barrier on the latency threads, a grid-wide step on the
@@ -216,6 +221,12 @@ impl Shared<'_> {
         let mut open = 0u32;
         loop {
             self.expand(open, &mut buckets, &mut counts)?;
+            while let Some(local) = buckets.take_small(open, LOCAL_LIMIT) {
+                for &u in &local {
+                    self.expand_vertex(u, open, &mut buckets, &mut counts);
+                }
+                buckets.recycle(local);
+            }
             counts.rounds += 1;
             if let Some(b) = buckets.lowest() {
                 self.next_bucket.fetch_min(b, Relaxed);
@@ -270,13 +281,16 @@ impl Shared<'_> {
         // Stale: its distance dropped below the open bucket since it was filed, or another
         // entry of it was expanded with this distance already.
         let expanded = &self.expanded[u as usize];
-        if du / self.delta != open
-            || expanded.load(Relaxed) <= du
-            || expanded.fetch_min(du, Relaxed) <= du
-        {
+        if du / self.delta != open || expanded.load(Relaxed) <= du {
             counts.stale += 1;
             return;
         }
+        // A plain store, not a read-modify-write: in breadth-first order the threads expand
+        // neighbouring vertices, whose words share cache lines. Two threads racing here both
+        // expand u (correct, a little work twice); a later, larger store only lets a later
+        // entry of u expand again. Every value stored is a distance u is being expanded with,
+        // so a word at or below `du` still means nothing new to relax.
+        expanded.store(du, Relaxed);
         counts.visited += 1;
         for (v, w) in self.graph.neighbors(u) {
             counts.relaxed += 1;
@@ -292,6 +306,8 @@ impl Shared<'_> {
 /// map for the few beyond it (wide weight ranges with a narrow delta).
 struct Buckets {
     ring: Vec<Vec<u32>>,
+    /// An emptied vector kept for [`Buckets::take_small`]'s next swap.
+    spare: Vec<u32>,
     beyond: BTreeMap<u32, Vec<u32>>,
     /// The open bucket: no bucket below it holds anything.
     base: u32,
@@ -301,6 +317,7 @@ impl Buckets {
     fn new() -> Self {
         Buckets {
             ring: (0..WINDOW).map(|_| Vec::new()).collect(),
+            spare: Vec::new(),
             beyond: BTreeMap::new(),
             base: 0,
         }
@@ -340,6 +357,22 @@ impl Buckets {
             self.ring[(b % WINDOW) as usize].append(&mut entries);
         }
         std::mem::take(&mut self.ring[(bucket % WINDOW) as usize])
+    }
+
+    /// The entries of the open bucket `bucket` when there are some and fewer than `limit`
+    /// (the bucket keeps the spare vector's capacity for what their expansion files there).
+    fn take_small(&mut self, bucket: u32, limit: usize) -> Option<Vec<u32>> {
+        let slot = &mut self.ring[(bucket % WINDOW) as usize];
+        if slot.is_empty() || slot.len() >= limit {
+            return None;
+        }
+        Some(std::mem::replace(slot, std::mem::take(&mut self.spare)))
+    }
+
+    /// Keeps `entries`' vector, emptied, as the spare.
+    fn recycle(&mut self, mut entries: Vec<u32>) {
+        entries.clear();
+        self.spare = entries;
     }
 
     /// Returns the vector [`Buckets::take`] gave for `bucket`, emptied, to its slot: its
