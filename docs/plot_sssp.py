@@ -4,6 +4,7 @@ with Dijkstra's time as a line, and the vertices each mode expanded. Usage:
 
     python3 docs/plot_sssp.py OUT.png RESULTS.jsonl [MORE.jsonl ...]
 
+A graph searched in both numberings (`vertex_order`: bfs, given) gets a column for each.
 When a graph appears in several files, the rows of the last file win; within a file, the
 first row of each mode and order (a sweep of delta-stepping widths adds later ones).
 """
@@ -35,7 +36,10 @@ def main():
             if line.startswith("{"):
                 r = json.loads(line)
                 if "mode" in r:  # peers' rows (GAP) have none
-                    file_rows.setdefault(r["graph"], []).append(r)
+                    key = r["graph"]
+                    if "vertex_order" in r:
+                        key += f", {r['vertex_order']} numbering"
+                    file_rows.setdefault(key, []).append(r)
         graphs.update(file_rows)
     names = list(graphs)
     fig, ax = plt.subplots(2, len(names), figsize=(4.2 * len(names), 7.5), squeeze=False)

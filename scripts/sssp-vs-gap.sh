@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SSSP against GAP's delta-stepping (github.com/sbeamer/gapbs) on the same graphs, same run:
-# the road-like geometric graph of 4,194,304 vertices (asym writes it as a DIMACS .gr file,
-# GAP converts it once to its binary form and starts from asym's source vertex) and a
+# the road-like geometric graph of 4,194,304 vertices in both numberings asym searches (the
+# generator's, and breadth-first from the source, asym's default: asym writes each as a
+# DIMACS .gr file, GAP converts it to its binary form and starts from the same source) and a
 # Kronecker graph of scale 22 (GAP its own generator's, weights 1..255 as asym's).
 #
 #   bash scripts/sssp-vs-gap.sh GAPDIR [BINDIR] [OUTDIR] [-- extra sssp flags]
@@ -22,19 +23,26 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$out/gap.txt"
-"$bin/sssp" --threads "$cores" --mode all --gen geo --n 4194304 --save-graph "$tmp/geo.gr" --json "$@" >"$out/geo.jsonl"
+"$bin/sssp" --threads "$cores" --mode all --gen geo --n 4194304 --save-graph "$tmp/geo-bfs.gr" --save-graph-order searched --json "$@" >"$out/geo.jsonl"
+"$bin/sssp" --threads "$cores" --mode all --gen geo --n 4194304 --vertex-order given --save-graph "$tmp/geo.gr" --json "$@" >>"$out/geo.jsonl"
 delta=$(grep '"order":"delta"' "$out/geo.jsonl" | head -1 | grep -o '"delta":[0-9]*' | cut -d: -f2)
-source=$(grep -o '"source":[0-9]*' "$out/geo.jsonl" | head -1 | cut -d: -f2)
-"$gap/converter" -f "$tmp/geo.gr" -wb "$tmp/geo.wsg" >/dev/null
-for m in 4 8 16 32; do
-  d=$((delta * m / 4))
-  echo "== gap geo delta $d" >>"$out/gap.txt"
-  OMP_NUM_THREADS=$cores "$gap/sssp" -f "$tmp/geo.wsg" -r $((source - 1)) -n 8 -d $d >>"$out/gap.txt"
-  if ((m > 4)); then
-    "$bin/sssp" --threads "$cores" --mode cpu,gpu --gen geo --n 4194304 --delta $d --json "$@" >>"$out/geo-sweep.jsonl"
-  fi
+for numbering in bfs given; do
+  row=$(grep "\"vertex_order\":\"$numbering\"" "$out/geo.jsonl" | head -1)
+  source=$(grep -o '"source_searched":[0-9]*' <<<"$row" | cut -d: -f2)
+  file=$tmp/geo.gr
+  [[ $numbering == bfs ]] && file=$tmp/geo-bfs.gr
+  "$gap/converter" -f "$file" -wb "$tmp/geo.wsg" >/dev/null
+  for m in 4 8 16 32; do
+    d=$((delta * m / 4))
+    echo "== gap geo ($numbering numbering) delta $d" >>"$out/gap.txt"
+    OMP_NUM_THREADS=$cores "$gap/sssp" -f "$tmp/geo.wsg" -r $((source - 1)) -n 8 -d $d >>"$out/gap.txt"
+    if ((m > 4)); then
+      "$bin/sssp" --threads "$cores" --mode cpu,gpu --gen geo --n 4194304 --vertex-order "$numbering" --delta $d --json "$@" >>"$out/geo-sweep.jsonl"
+    fi
+  done
 done
 "$bin/sssp" --threads "$cores" --mode all --scale 22 --json "$@" >"$out/kron.jsonl"
+"$bin/sssp" --threads "$cores" --mode all --scale 22 --vertex-order given --json "$@" >>"$out/kron.jsonl"
 "$gap/converter" -g 22 -wb "$tmp/kron.wsg" >/dev/null
 for d in 1 2 4; do
   echo "== gap kron delta $d" >>"$out/gap.txt"
