@@ -485,6 +485,40 @@ fn breadth_first_renumbering_keeps_every_distance() {
                 .unwrap_or_else(|e| panic!("{name}, start {start}, source {source}: {e}"));
         }
     }
+    // Large levels are scanned in parallel: the numbering is still exactly a queue's.
+    let queue_order = |g: &Graph, start: usize| -> Vec<usize> {
+        let mut number = vec![usize::MAX; g.vertices()];
+        let mut order = Vec::new();
+        for root in std::iter::once(start).chain(0..g.vertices()) {
+            if number[root] != usize::MAX {
+                continue;
+            }
+            number[root] = order.len();
+            order.push(root as u32);
+            let mut head = order.len() - 1;
+            while head < order.len() {
+                let u = order[head];
+                head += 1;
+                for (v, _) in g.neighbors(u) {
+                    if number[v as usize] == usize::MAX {
+                        number[v as usize] = order.len();
+                        order.push(v);
+                    }
+                }
+            }
+        }
+        number
+    };
+    for g in [
+        Graph::kronecker(15, 16, 255, rng.gen()).unwrap(),
+        Graph::geometric(200_000, 40.0, rng.gen()).unwrap(),
+        common::random_graph(&mut rng, 50_000, 400_000, 9),
+    ] {
+        let start = rng.gen_range(0..g.vertices());
+        let r = Relabeling::breadth_first(&g, start).unwrap();
+        let want = queue_order(&g, start);
+        assert!((0..g.vertices()).all(|v| r.new_of(v) == want[v]));
+    }
     // Breadth-first: along a chain given backwards, the numbers run forwards from the start.
     let back: Vec<Edge> = (1..50).map(|i| (i, i - 1, 1)).collect();
     let g = Graph::from_edges(50, &back, false).unwrap();

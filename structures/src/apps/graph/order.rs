@@ -10,11 +10,23 @@
 //! distances between the two numberings, so every search of the renumbered graph answers in
 //! the caller's numbering.
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
 use rayon::prelude::*;
 
 use asym_runtime::{host_memory, Result};
 
 use super::Graph;
+
+/// A vertex no search has reached (a number) or no position has claimed (an owner).
+const UNSEEN: u32 = u32::MAX;
+/// An owner word once its vertex is collected.
+const CLAIMED: u32 = u32::MAX - 1;
+/// Levels at least this long are scanned in parallel; shorter ones cost less than rayon's
+/// hand-offs would.
+const PARALLEL_LEVEL: usize = 256;
+/// Frontier positions per piece of the collecting pass.
+const PIECE: usize = 256;
 
 /// A renumbering of a graph's vertices: `new_of_old[v]` is vertex `v`'s new number and
 /// `old_of_new` its inverse.
@@ -27,31 +39,81 @@ pub struct Relabeling {
 impl Relabeling {
     /// Breadth-first order over out-edges from `start`, then from the lowest-numbered vertex
     /// not yet reached, until every vertex has a number (each component stays contiguous).
-    /// Neighbours keep the order of the adjacency lists.
+    /// Neighbours keep the order of the adjacency lists: the numbering is exactly the one a
+    /// queue-based search gives, though large levels are scanned in parallel (rayon): a first
+    /// pass records, for each vertex the level reaches, the first frontier position that
+    /// reaches it (a `fetch_min`); a second pass, over contiguous pieces of the frontier in
+    /// order, collects each position's vertices in adjacency order; the pieces are numbered
+    /// one after another. Rayon's calls order the passes (each starts after the last ended),
+    /// so relaxed atomics suffice within them.
     pub fn breadth_first(graph: &Graph, start: usize) -> Result<Self> {
         graph.check_source(start)?;
         let n = graph.vertices();
         let what = format!("a breadth-first order of {n} vertices");
-        let mut new_of_old = host_memory::try_filled(n, u32::MAX, &what)?;
+        host_memory::ensure_available(n as u64 * 12, &what)?;
+        let number: Vec<AtomicU32> = (0..n)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(UNSEEN))
+            .collect();
+        // The first frontier position of the level being scanned that reaches each vertex;
+        // CLAIMED once collected (never a position again).
+        let owner: Vec<AtomicU32> = (0..n)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(UNSEEN))
+            .collect();
         let mut old_of_new: Vec<u32> = host_memory::try_with_capacity(n, &what)?;
         let mut next_root = 0usize;
         let mut root = start;
+        let add = |v: u32, old_of_new: &mut Vec<u32>| {
+            number[v as usize].store(old_of_new.len() as u32, Relaxed);
+            old_of_new.push(v);
+        };
         loop {
-            new_of_old[root] = old_of_new.len() as u32;
-            old_of_new.push(root as u32);
-            // old_of_new doubles as the queue: [head..] are numbered and not yet scanned.
-            let mut head = old_of_new.len() - 1;
-            while head < old_of_new.len() {
-                let u = old_of_new[head];
-                head += 1;
-                for (v, _) in graph.neighbors(u) {
-                    if new_of_old[v as usize] == u32::MAX {
-                        new_of_old[v as usize] = old_of_new.len() as u32;
-                        old_of_new.push(v);
+            add(root as u32, &mut old_of_new);
+            let mut level = old_of_new.len() - 1..old_of_new.len();
+            while !level.is_empty() {
+                let next = old_of_new.len();
+                if level.len() < PARALLEL_LEVEL {
+                    for head in level {
+                        for (v, _) in graph.neighbors(old_of_new[head]) {
+                            if number[v as usize].load(Relaxed) == UNSEEN {
+                                add(v, &mut old_of_new);
+                            }
+                        }
+                    }
+                } else {
+                    let frontier = &old_of_new[level];
+                    frontier.par_iter().enumerate().for_each(|(i, &u)| {
+                        for (v, _) in graph.neighbors(u) {
+                            if number[v as usize].load(Relaxed) == UNSEEN {
+                                owner[v as usize].fetch_min(i as u32, Relaxed);
+                            }
+                        }
+                    });
+                    let pieces: Vec<Vec<u32>> = frontier
+                        .par_chunks(PIECE)
+                        .enumerate()
+                        .map(|(p, piece)| {
+                            let mut found = Vec::new();
+                            for (j, &u) in piece.iter().enumerate() {
+                                let i = (p * PIECE + j) as u32;
+                                for (v, _) in graph.neighbors(u) {
+                                    if owner[v as usize].load(Relaxed) == i {
+                                        owner[v as usize].store(CLAIMED, Relaxed);
+                                        found.push(v);
+                                    }
+                                }
+                            }
+                            found
+                        })
+                        .collect();
+                    for v in pieces.into_iter().flatten() {
+                        add(v, &mut old_of_new);
                     }
                 }
+                level = next..old_of_new.len();
             }
-            while next_root < n && new_of_old[next_root] != u32::MAX {
+            while next_root < n && number[next_root].load(Relaxed) != UNSEEN {
                 next_root += 1;
             }
             if next_root == n {
@@ -59,6 +121,7 @@ impl Relabeling {
             }
             root = next_root;
         }
+        let new_of_old = number.into_par_iter().map(AtomicU32::into_inner).collect();
         Ok(Relabeling {
             new_of_old,
             old_of_new,
