@@ -2,7 +2,7 @@
 //! programming, and best-first branch-and-bound on the generalized heap, the concurrent-heap
 //! seed's second application.
 //!
-//! Branch-and-bound ([`bounds`] has the details): items sorted by profit/weight, descending,
+//! Branch-and-bound (the `bounds` module has the details): items sorted by profit/weight, descending,
 //! and reduced (items whose value Martello and Toth's test fixes leave the problem); a node
 //! fixes the first `level` free items and carries its profit, weight and the Martello–Toth
 //! bound U2. The heap orders nodes by bound, best first; each thread takes a batch of the best

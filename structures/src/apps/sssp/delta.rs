@@ -10,7 +10,7 @@
 //! The shape is GAP's (Beamer et al.'s reference code): the threads stay in one job for the
 //! whole search and meet at a [`SpinBarrier`] twice per round, each thread keeps its own
 //! buckets (no shared queue to contend on), and a round's frontier is what each thread had in
-//! the bucket being opened, copied into one shared [`Frontier`] at an offset a shared counter
+//! the bucket being opened, copied into one shared frontier at an offset a shared counter
 //! hands out, then claimed in chunks by every thread. Every vertex whose distance a thread
 //! lowered goes into that thread's bucket for the new distance, duplicates and all: an entry
 //! is stale (skipped) when its vertex's distance dropped below the open bucket since, or when
@@ -19,7 +19,7 @@
 //! A round on a road-like graph is short (about 1,700 vertices over all threads on a 4 M
 //! vertex geometric graph), so what a round costs besides expanding decides how far the
 //! search scales: a thread expands its own entries of the open bucket without meeting the
-//! others while it holds fewer than [`LOCAL_LIMIT`] (GAP's bin fusion: one round per bucket
+//! others while it holds fewer than `LOCAL_LIMIT` (GAP's bin fusion: one round per bucket
 //! there instead of ~16), nothing is allocated per round (a bucket's vector goes back to its
 //! ring slot, capacity kept, once copied), no lock is taken, and a thread reads only the
 //! shared words it needs (one counter per round to publish, one to claim). Entries that
