@@ -107,6 +107,10 @@ struct Args {
     /// "not proved" (0: no limit).
     #[arg(long, default_value_t = 60.0)]
     time_limit: f64,
+    /// gpu and coop: run only the rounds, without the sequential search beside them that
+    /// shares their incumbent (the dive: it finds the exact fills large rounds miss).
+    #[arg(long)]
+    no_dive: bool,
     /// Write each instance in the seed's format into this directory (generated ones as
     /// `CLASS-nN-rR-sSEED.data`), for other solvers.
     #[arg(long)]
@@ -269,6 +273,7 @@ fn run(args: &Args) -> Result<bool> {
         max_live: max_nodes.saturating_mul(args.batch),
         gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
         time_limit,
+        dive: !args.no_dive,
     };
     if let (Some(pool), Some(rt)) = (&pool, &rt) {
         // Build the device programs before the clock starts (one tiny search per placement).
@@ -386,7 +391,8 @@ fn run(args: &Args) -> Result<bool> {
                     "instance": r.instance, "n": r.n, "capacity": r.capacity, "mode": r.mode,
                     "batch": args.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
                     "pruned": r.stats.pruned, "fixed": r.stats.fixed, "proved": r.stats.proved, "collected": r.stats.collected,
-                    "collections": r.stats.collections, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
+                    "collections": r.stats.collections, "dive_expanded": r.stats.dive_expanded,
+                    "proved_by_dive": r.stats.proved_by_dive, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
                     "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
                 })
             );
@@ -411,7 +417,11 @@ fn run(args: &Args) -> Result<bool> {
                 r.capacity.to_string(),
                 r.mode.clone(),
                 r.stats.optimum.to_string(),
-                r.stats.expanded.to_string(),
+                if r.stats.dive_expanded > 0 {
+                    format!("{} + dive {}", r.stats.expanded, r.stats.dive_expanded)
+                } else {
+                    r.stats.expanded.to_string()
+                },
                 r.stats.pruned.to_string(),
                 format!("{:.2}", r.ms),
                 r.dp.map_or("-".into(), |d| format!("{:.2}", d.1)),
@@ -420,7 +430,9 @@ fn run(args: &Args) -> Result<bool> {
                     ("dp", _) => "DIFFERENT",
                     (_, Some(false)) => "DIFFERENT",
                     _ if !r.stats.proved => "best found, not proved (--time-limit)",
+                    (_, Some(true)) if r.stats.proved_by_dive => "equal (the dive proved it)",
                     (_, Some(true)) => "equal",
+                    (_, None) if r.stats.proved_by_dive => "too large for DP (the dive proved it)",
                     (_, None) => "too large for DP",
                 }
                 .to_string(),

@@ -560,6 +560,47 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
             .all(|r| r["verified"] == true && r["optimum"] == r["dp_optimum"]),
         "{stdout}"
     );
+    // gpu and coop run the dive beside their rounds (it expands nodes of its own); with
+    // --no-dive they do not.
+    let offloaded = |rows: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        rows.iter()
+            .filter(|r| {
+                r["mode"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("gpu") || m.starts_with("coop"))
+            })
+            .cloned()
+            .collect()
+    };
+    assert!(
+        offloaded(&rows)
+            .iter()
+            .any(|r| r["dive_expanded"].as_u64() > Some(0)),
+        "{stdout}"
+    );
+    let (ok, plain, err) = run(&[
+        "--method",
+        "bnb",
+        "--n",
+        "30",
+        "--range",
+        "500",
+        "--threads",
+        "2",
+        "--mode",
+        "gpu",
+        "--no-dive",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let plain = json_rows(&plain);
+    assert_eq!(plain.len(), 6, "{plain:?}");
+    assert!(
+        offloaded(&plain).iter().all(|r| r["dive_expanded"] == 0
+            && r["proved_by_dive"] == false
+            && r["verified"] == true),
+        "{plain:?}"
+    );
     let bnb: Vec<(String, serde_json::Value)> = rows
         .iter()
         .filter(|r| r["mode"] == "seq")

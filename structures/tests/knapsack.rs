@@ -312,7 +312,7 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
                 let inst = Instance::generate(class, n, range, seed).unwrap();
                 let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
                 for p in &placements {
-                    for gc_threshold in [usize::MAX, 64] {
+                    for (gc_threshold, dive) in [(usize::MAX, false), (64, false), (64, true)] {
                         let config = OffloadConfig {
                             placement: p.clone(),
                             batch: 16,
@@ -320,12 +320,13 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
                             max_live: 1 << 20,
                             gc_threshold,
                             time_limit: None,
+                            dive,
                         };
                         let s = solve_offloaded(&inst, &pool, &rt, &config).unwrap();
                         assert_eq!(
                             s.optimum,
                             want,
-                            "{t} {} n {n} seed {seed} pop {pop} gc {gc_threshold} {p:?}",
+                            "{t} {} n {n} seed {seed} pop {pop} gc {gc_threshold} dive {dive} {p:?}",
                             class.name()
                         );
                     }
@@ -343,6 +344,7 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
             max_live,
             gc_threshold: usize::MAX,
             time_limit: None,
+            dive: false,
         };
         let s = solve_offloaded(&empty, &pool, &rt, &config(0, 8, 10)).unwrap();
         assert_eq!(s.optimum, 0);
@@ -368,5 +370,44 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
             collected += s.collected;
         }
         assert!(collected > 0, "no collection removed a node on 6 instances");
+    }
+}
+
+/// Rounds of 65,536 nodes do not dive to the exact fill of a large subset-sum instance; the
+/// sequential search beside them does, and the two together prove what the sequential search
+/// alone proves. A strongly correlated instance whose sequential search is long is settled
+/// by the incumbent the rounds find, shared with the dive.
+#[test]
+fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
+    use asym_structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
+    use asym_structures::{DeviceHeapConfig, HeapPlacement};
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    let rt = common::runtime(common::transports()[0]);
+    let config = OffloadConfig {
+        placement: HeapPlacement::Device(DeviceHeapConfig::new(256)),
+        batch: 256,
+        pop: 65_536,
+        max_live: 1 << 26,
+        gc_threshold: 1 << 22,
+        time_limit: Some(Duration::from_secs(120)),
+        dive: true,
+    };
+    for (class, seed) in [(Class::SubsetSum, 42), (Class::StronglyCorrelated, 2)] {
+        let inst = Instance::generate(class, 10_000, 10_000_000, seed).unwrap();
+        let seq =
+            solve_sequential_within(&inst, 256, 1 << 20, Some(Duration::from_secs(120))).unwrap();
+        assert!(
+            seq.proved,
+            "{}: the sequential search proves it",
+            class.name()
+        );
+        let s = solve_offloaded(&inst, &pool, &rt, &config).unwrap();
+        assert!(s.proved, "{}: {s:?}", class.name());
+        assert_eq!(s.optimum, seq.optimum, "{}", class.name());
+        assert!(s.dive_expanded > 0, "{}: the dive ran: {s:?}", class.name());
     }
 }

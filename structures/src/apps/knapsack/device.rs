@@ -18,19 +18,29 @@
 //! than `gc_threshold` nodes, the search drains it, drops every node whose bound cannot beat
 //! the incumbent, and inserts the rest back (when most survive, the next pass waits until the
 //! heap has doubled, so a pass never runs every round).
+//!
+//! The dive (`OffloadConfig::dive`): large rounds are what the device heap is for, but they
+//! break the depth-first dive that finds an exact fill (subset sums: a search of 65,536 nodes
+//! per round did not finish in 10 s where the sequential search proves the optimum in
+//! 50-90 ms). So beside the rounds one more thread runs the sequential best-first search of
+//! the same tree; the two share the incumbent (an atomic maximum: each prunes with the best
+//! value either found), and whichever finishes first has proved the optimum, the other stops.
+//! Its heap is bounded (`DIVE_KEYS`); a dive that outgrows it just stops.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use asym_runtime::backoff::Deadline;
 use asym_runtime::{Error, LatencyPool, Result, Runtime};
 
 use super::bounds::Problem;
-use super::{BnbStats, Instance, NodeKey};
+use super::{best_first, BnbStats, Instance, NodeKey};
 use crate::gheap::HeapPlacement;
 
 /// Search nodes a thread expands at a time.
 const CHUNK: usize = 16;
+/// Search nodes the dive's heap may hold (128 MiB of keys).
+const DIVE_KEYS: usize = 1 << 22;
 
 /// How an offloaded search runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +57,8 @@ pub struct OffloadConfig {
     pub gc_threshold: usize,
     /// Stop after this long with the best solution found ([`BnbStats::proved`] false).
     pub time_limit: Option<Duration>,
+    /// Run the sequential search beside the rounds, sharing the incumbent (module docs).
+    pub dive: bool,
 }
 
 /// Branch-and-bound with the heap placed by `config.placement`.
@@ -63,6 +75,7 @@ pub fn solve_offloaded(
         max_live,
         gc_threshold,
         time_limit,
+        dive,
     } = *config;
     let stop = time_limit.map(Deadline::after);
     if pop == 0 || max_live == 0 {
@@ -99,96 +112,136 @@ pub fn solve_offloaded(
         ..BnbStats::default()
     };
     let mut gc_at = gc_threshold;
-    loop {
-        if stop.as_ref().is_some_and(Deadline::expired) {
-            break;
-        }
-        let popped = heap.pop(pop)?;
-        if popped.is_empty() {
-            stats.proved = true;
-            break;
-        }
-        let nodes: Vec<NodeKey> = popped
-            .iter()
-            .map(|&(_, i)| {
-                free.push(i);
-                arena[i as usize]
-            })
-            .collect();
-        let next = AtomicUsize::new(0);
-        let (problem, best) = (&problem, &best);
-        let parts = pool.broadcast_scoped(|_| {
-            let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
-            loop {
-                let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                if start >= nodes.len() {
-                    return (children, expanded, pruned);
-                }
-                for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
-                    let incumbent = best.load(Ordering::Acquire);
-                    if u64::MAX - n.0 <= incumbent {
-                        pruned += 1;
-                        continue;
-                    }
-                    expanded += 1;
-                    let found = problem.expand(n, incumbent, &mut children);
-                    if found > incumbent {
-                        best.fetch_max(found, Ordering::AcqRel);
-                    }
-                }
+    let quit = AtomicBool::new(false);
+    let dive_done = AtomicBool::new(false);
+    let mut rounds = || -> Result<()> {
+        loop {
+            if stop.as_ref().is_some_and(Deadline::expired) {
+                return Ok(());
             }
-        })?;
-        let incumbent = best.load(Ordering::Acquire);
-        let mut pairs = Vec::new();
-        for (children, expanded, pruned) in parts {
-            stats.expanded += expanded;
-            stats.pruned += pruned;
-            for c in children {
-                if u64::MAX - c.0 <= incumbent {
-                    stats.pruned += 1;
-                    continue;
-                }
-                let index = match free.pop() {
-                    Some(i) => {
-                        arena[i as usize] = c;
-                        i
-                    }
-                    None => {
-                        if arena.len() >= max_live.min(u32::MAX as usize) {
-                            return Err(Error::CapacityExceeded {
-                                what: "branch-and-bound search nodes".into(),
-                                capacity: max_live,
-                            });
-                        }
-                        arena.push(c);
-                        (arena.len() - 1) as u32
-                    }
-                };
-                pairs.push((key(&c), index));
+            if dive_done.load(Ordering::Acquire) {
+                stats.proved = true;
+                stats.proved_by_dive = true;
+                return Ok(());
             }
-        }
-        heap.insert(&pairs)?;
-        if heap.len() > gc_at {
-            let incumbent = best.load(Ordering::Acquire);
-            let all = heap.pop(usize::MAX)?;
-            let before = all.len();
-            let kept: Vec<(u32, u32)> = all
-                .into_iter()
-                .filter(|&(_, i)| {
-                    let keep = u64::MAX - arena[i as usize].0 > incumbent;
-                    if !keep {
-                        free.push(i);
-                    }
-                    keep
+            let popped = heap.pop(pop)?;
+            if popped.is_empty() {
+                stats.proved = true;
+                return Ok(());
+            }
+            let nodes: Vec<NodeKey> = popped
+                .iter()
+                .map(|&(_, i)| {
+                    free.push(i);
+                    arena[i as usize]
                 })
                 .collect();
-            stats.collected += (before - kept.len()) as u64;
-            stats.collections += 1;
-            // If most nodes survive, wait until the heap doubles before the next pass.
-            gc_at = gc_threshold.max(kept.len().saturating_mul(2));
-            heap.insert(&kept)?;
+            let next = AtomicUsize::new(0);
+            let (problem, best) = (&problem, &best);
+            let parts = pool.broadcast_scoped(|_| {
+                let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
+                loop {
+                    let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                    if start >= nodes.len() {
+                        return (children, expanded, pruned);
+                    }
+                    for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
+                        let incumbent = best.load(Ordering::Acquire);
+                        if u64::MAX - n.0 <= incumbent {
+                            pruned += 1;
+                            continue;
+                        }
+                        expanded += 1;
+                        let found = problem.expand(n, incumbent, &mut children);
+                        if found > incumbent {
+                            best.fetch_max(found, Ordering::AcqRel);
+                        }
+                    }
+                }
+            })?;
+            let incumbent = best.load(Ordering::Acquire);
+            let mut pairs = Vec::new();
+            for (children, expanded, pruned) in parts {
+                stats.expanded += expanded;
+                stats.pruned += pruned;
+                for c in children {
+                    if u64::MAX - c.0 <= incumbent {
+                        stats.pruned += 1;
+                        continue;
+                    }
+                    let index = match free.pop() {
+                        Some(i) => {
+                            arena[i as usize] = c;
+                            i
+                        }
+                        None => {
+                            if arena.len() >= max_live.min(u32::MAX as usize) {
+                                return Err(Error::CapacityExceeded {
+                                    what: "branch-and-bound search nodes".into(),
+                                    capacity: max_live,
+                                });
+                            }
+                            arena.push(c);
+                            (arena.len() - 1) as u32
+                        }
+                    };
+                    pairs.push((key(&c), index));
+                }
+            }
+            heap.insert(&pairs)?;
+            if heap.len() > gc_at {
+                let incumbent = best.load(Ordering::Acquire);
+                let all = heap.pop(usize::MAX)?;
+                let before = all.len();
+                let kept: Vec<(u32, u32)> = all
+                    .into_iter()
+                    .filter(|&(_, i)| {
+                        let keep = u64::MAX - arena[i as usize].0 > incumbent;
+                        if !keep {
+                            free.push(i);
+                        }
+                        keep
+                    })
+                    .collect();
+                stats.collected += (before - kept.len()) as u64;
+                stats.collections += 1;
+                // If most nodes survive, wait until the heap doubles before the next pass.
+                gc_at = gc_threshold.max(kept.len().saturating_mul(2));
+                heap.insert(&kept)?;
+            }
         }
-    }
+    };
+    let dived = std::thread::scope(|scope| {
+        let diver = dive.then(|| {
+            scope.spawn(|| {
+                let mut st = BnbStats::default();
+                let max_nodes = DIVE_KEYS.div_ceil(batch.max(1));
+                // A dive that fails (its heap full) just stops: the rounds go on.
+                if let Ok(true) = best_first(
+                    &problem,
+                    batch,
+                    max_nodes,
+                    stop.as_ref(),
+                    &best,
+                    &quit,
+                    &mut st,
+                ) {
+                    dive_done.store(true, Ordering::Release);
+                }
+                st.expanded
+            })
+        });
+        let outcome = rounds();
+        quit.store(true, Ordering::Relaxed);
+        let expanded = match diver {
+            Some(h) => h
+                .join()
+                .map_err(|_| Error::Lost("the knapsack search's dive thread panicked".into()))?,
+            None => 0,
+        };
+        outcome.map(|()| expanded)
+    });
+    stats.dive_expanded = dived?;
     stats.optimum = problem.optimum(best.load(Ordering::Acquire));
     Ok(stats)
 }

@@ -230,6 +230,11 @@ pub struct BnbStats {
     /// Whether the search ran to the end, so `optimum` is proved optimal; `false` when a
     /// time limit stopped it first, and `optimum` is the best solution found.
     pub proved: bool,
+    /// Offloaded searches: nodes the sequential dive beside the rounds expanded (not in
+    /// `expanded`).
+    pub dive_expanded: u64,
+    /// Offloaded searches: whether the dive finished first (it then proved the optimum).
+    pub proved_by_dive: bool,
 }
 
 /// Best-first branch-and-bound on one thread with the sequential generalized heap of at most
@@ -250,33 +255,64 @@ pub fn solve_sequential_within(
 ) -> Result<BnbStats> {
     let stop = time_limit.map(Deadline::after);
     let problem = Problem::new(inst)?;
-    let mut heap = GeneralizedHeap::new(batch)?.with_max_nodes(max_nodes);
-    heap.insert(&[problem.root()])?;
-    let mut best = problem.incumbent();
+    let best = AtomicU64::new(problem.incumbent());
     let mut stats = BnbStats {
         fixed: problem.fixed() as u64,
         ..BnbStats::default()
     };
+    let never = AtomicBool::new(false);
+    stats.proved = best_first(
+        &problem,
+        batch,
+        max_nodes,
+        stop.as_ref(),
+        &best,
+        &never,
+        &mut stats,
+    )?;
+    stats.optimum = problem.optimum(best.load(Ordering::Acquire));
+    Ok(stats)
+}
+
+/// The sequential best-first search of `problem` with a generalized heap of at most
+/// `max_nodes` nodes, sharing its incumbent through `best` with any other search of the same
+/// tree (read before each batch, raised with `fetch_max` when it finds better), counting in
+/// `stats.expanded` and `stats.pruned`. Returns whether it finished, which proves `best`
+/// optimal: every node was expanded or pruned against a value some search found; `false` when
+/// `quit` was set or `stop` passed first.
+pub(crate) fn best_first(
+    problem: &Problem,
+    batch: usize,
+    max_nodes: usize,
+    stop: Option<&Deadline>,
+    best: &AtomicU64,
+    quit: &AtomicBool,
+    stats: &mut BnbStats,
+) -> Result<bool> {
+    let mut heap = GeneralizedHeap::new(batch)?.with_max_nodes(max_nodes);
+    heap.insert(&[problem.root()])?;
     let mut children = Vec::new();
     while !heap.is_empty() {
-        if stop.as_ref().is_some_and(Deadline::expired) {
-            stats.optimum = problem.optimum(best);
-            return Ok(stats);
+        if stop.is_some_and(Deadline::expired) || quit.load(Ordering::Relaxed) {
+            return Ok(false);
         }
+        let shared = best.load(Ordering::Acquire);
+        let mut local = shared;
         for node in heap.delete_min(batch) {
-            if u64::MAX - node.0 <= best {
+            if u64::MAX - node.0 <= local {
                 stats.pruned += 1;
                 continue;
             }
             stats.expanded += 1;
             children.clear();
-            best = problem.expand(node, best, &mut children);
+            local = problem.expand(node, local, &mut children);
             heap.insert(&children)?;
         }
+        if local > shared {
+            best.fetch_max(local, Ordering::AcqRel);
+        }
     }
-    stats.optimum = problem.optimum(best);
-    stats.proved = true;
-    Ok(stats)
+    Ok(true)
 }
 
 /// Heap nodes of `batch` search nodes each that fit in half the host memory available now
