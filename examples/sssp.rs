@@ -515,7 +515,7 @@ fn run(args: &Args) -> Result<bool> {
     progress.bar.finish_and_clear();
     if let Some(path) = &args.output {
         match &relabeling {
-            Some(r) => write_output(path, &r.distances_back(&reference))?,
+            Some(r) => write_output(path, &r.distances_back(&reference)?)?,
             None => write_output(path, &reference)?,
         }
     }

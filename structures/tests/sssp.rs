@@ -474,14 +474,16 @@ fn breadth_first_renumbering_keeps_every_distance() {
             assert_eq!(h.self_loops(), g.self_loops());
             let source = rng.gen_range(0..g.vertices());
             let want = g.dijkstra(source).unwrap();
-            let got = r.distances_back(&h.dijkstra(r.new_of(source)).unwrap());
+            let got = r
+                .distances_back(&h.dijkstra(r.new_of(source)).unwrap())
+                .unwrap();
             assert_eq!(
                 got, want,
                 "{name}, start {start}, source {source}: Dijkstra"
             );
             let run =
                 delta::shortest_paths(&h, r.new_of(source), &pool, delta::auto_delta(&h)).unwrap();
-            check_distances(&r.distances_back(&run.distances), &want)
+            check_distances(&r.distances_back(&run.distances).unwrap(), &want)
                 .unwrap_or_else(|e| panic!("{name}, start {start}, source {source}: {e}"));
         }
     }
@@ -527,6 +529,14 @@ fn breadth_first_renumbering_keeps_every_distance() {
     assert!(Relabeling::breadth_first(&g, 50).is_err());
     let id = Relabeling::identity(50);
     assert_eq!(id.apply(&g).unwrap(), g);
+    // A renumbering of another size is an error, not a panic.
+    let other = Relabeling::identity(49);
+    assert!(other
+        .apply(&g)
+        .unwrap_err()
+        .to_string()
+        .contains("49 vertices"));
+    assert!(id.distances_back(&[0; 7]).is_err());
 }
 
 #[test]

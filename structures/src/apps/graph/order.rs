@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use rayon::prelude::*;
 
-use asym_runtime::{host_memory, Result};
+use asym_runtime::{host_memory, Error, Result};
 
 use super::Graph;
 
@@ -137,12 +137,12 @@ impl Relabeling {
         }
     }
 
-    /// Vertex `old`'s new number.
+    /// Vertex `old`'s new number. Panics if `old` is not a vertex (as indexing does).
     pub fn new_of(&self, old: usize) -> usize {
         self.new_of_old[old] as usize
     }
 
-    /// The vertex numbered `new` in the caller's numbering.
+    /// The vertex numbered `new` in the caller's numbering. Panics if `new` is not a vertex.
     pub fn old_of(&self, new: usize) -> usize {
         self.old_of_new[new] as usize
     }
@@ -161,7 +161,12 @@ impl Relabeling {
     /// (targets renumbered), so duplicates and weights are exactly the original's.
     pub fn apply(&self, graph: &Graph) -> Result<Graph> {
         let n = graph.vertices();
-        assert_eq!(n, self.len(), "a relabeling applies to a graph of its size");
+        if n != self.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a renumbering of {} vertices applied to a graph of {n}",
+                self.len()
+            )));
+        }
         let (offsets, targets, weights) = graph.csr();
         let what = format!("a renumbered graph of {n} vertices");
         host_memory::ensure_available((n as u64 + 1) * 4 + targets.len() as u64 * 8, &what)?;
@@ -211,11 +216,20 @@ impl Relabeling {
         })
     }
 
-    /// Distances indexed by new numbers, put back in the caller's numbering.
-    pub fn distances_back(&self, by_new: &[u64]) -> Vec<u64> {
-        self.new_of_old
+    /// Distances indexed by new numbers, put back in the caller's numbering (`by_new` holds
+    /// one per vertex; a shorter slice is an error).
+    pub fn distances_back(&self, by_new: &[u64]) -> Result<Vec<u64>> {
+        if by_new.len() != self.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} distances for a renumbering of {} vertices",
+                by_new.len(),
+                self.len()
+            )));
+        }
+        Ok(self
+            .new_of_old
             .par_iter()
             .map(|&new| by_new[new as usize])
-            .collect()
+            .collect())
     }
 }
