@@ -311,7 +311,10 @@ fn run(args: &Args) -> Result<bool> {
     let t = Instant::now();
     let (graph, relabeling) = if renumber {
         let relabeling = Relabeling::breadth_first(&given, given_source)?;
-        (relabeling.apply(&given)?, Some(relabeling))
+        let renumbered = relabeling.apply(&given)?;
+        // The searches need only the renumbered copy: half the memory for the rest of the run.
+        drop(given);
+        (renumbered, Some(relabeling))
     } else {
         (given, None)
     };
