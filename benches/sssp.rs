@@ -1,13 +1,15 @@
-//! SSSP benchmarks on a generated graph: the frontier search and the heap-ordered search on
-//! the latency threads and on the default OpenCL device (GpuOnly heap and Cooperative heap),
-//! side by side with Dijkstra on one core (the peer a user would pick).
+//! SSSP benchmarks on generated graphs, each as generated (`_given`) and renumbered in
+//! breadth-first order from the source (`_bfs`, what the sssp example searches by default;
+//! the renumbering itself is measured too): the frontier search, the heap-ordered search and
+//! delta-stepping on the latency threads and on the default OpenCL device (GpuOnly heap and
+//! Cooperative heap), side by side with Dijkstra on one core (the peer a user would pick).
 //!
 //!     cargo bench --bench sssp                                   # Kronecker scale 14 + geometric 2^16
 //!     ASYM_BENCH_SCALE=20 ASYM_BENCH_GEO=1048576 cargo bench --bench sssp
 
 use asym::runtime::{LatencyPool, Runtime};
-use asym::structures::apps::graph::Graph;
-use asym::structures::apps::sssp::{cpu, device::DeviceSssp, Order};
+use asym::structures::apps::graph::{Graph, Relabeling};
+use asym::structures::apps::sssp::{cpu, delta, device::DeviceSssp, Order};
 use asym::structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -19,7 +21,7 @@ mod env;
 fn sssp(c: &mut Criterion) {
     let scale = env::number("ASYM_BENCH_SCALE", 14) as u32;
     let geo = env::number("ASYM_BENCH_GEO", 1 << 16);
-    let graphs = [
+    let generated = [
         (
             format!("kron_{scale}"),
             Graph::kronecker(scale, 16, 255, 1).expect("graph"),
@@ -29,13 +31,30 @@ fn sssp(c: &mut Criterion) {
             Graph::geometric(geo, 8.0, 1).expect("graph"),
         ),
     ];
+    let mut graphs = Vec::new();
+    for (name, graph) in generated {
+        let source = graph.hub();
+        let mut g = c.benchmark_group(format!("sssp_renumber_{name}"));
+        g.throughput(Throughput::Elements(graph.edges() as u64));
+        g.bench_function(BenchmarkId::new("bfs", 1), |b| {
+            b.iter(|| {
+                let r = Relabeling::breadth_first(&graph, source).expect("order");
+                r.apply(&graph).expect("renumbered")
+            })
+        });
+        g.finish();
+        let r = Relabeling::breadth_first(&graph, source).expect("order");
+        let renumbered = r.apply(&graph).expect("renumbered");
+        graphs.push((format!("{name}_bfs"), renumbered, r.new_of(source)));
+        graphs.push((format!("{name}_given"), graph, source));
+    }
     let pool = LatencyPool::new(Default::default()).expect("pool");
     let rt = Runtime::new().expect("an OpenCL device");
     let order = Order::heap(256);
     let device = HeapPlacement::Device(DeviceHeapConfig::new(256));
     let coop = HeapPlacement::Cooperative(CooperativeConfig::new(256));
-    for (name, graph) in &graphs {
-        let source = graph.hub();
+    for (name, graph, source) in &graphs {
+        let (graph, source) = (graph, *source);
         let want = graph.dijkstra(source).expect("dijkstra");
         let mut g = c.benchmark_group(format!("sssp_{name}"));
         g.throughput(Throughput::Elements(graph.edges() as u64));
@@ -50,6 +69,13 @@ fn sssp(c: &mut Criterion) {
                 })
             });
         }
+        let width = delta::auto_delta(graph);
+        g.bench_function(BenchmarkId::new("cpu_delta", pool.len()), |b| {
+            b.iter(|| {
+                let run = delta::shortest_paths(graph, source, &pool, width).expect("sssp");
+                assert_eq!(run.distances, want);
+            })
+        });
         let mut dev = DeviceSssp::new(&rt, graph).expect("device graph");
         for (label, o, heap) in [
             ("gpu_frontier", Order::Frontier, &device),
@@ -63,6 +89,12 @@ fn sssp(c: &mut Criterion) {
                 })
             });
         }
+        g.bench_function(BenchmarkId::new("gpu_delta", 1), |b| {
+            b.iter(|| {
+                let run = dev.delta_stepping(source, width).expect("sssp");
+                assert_eq!(run.distances, want);
+            })
+        });
         g.finish();
     }
 }
