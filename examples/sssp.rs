@@ -274,28 +274,12 @@ fn run(args: &Args) -> Result<bool> {
     let gpu_rows = if members > 1 { 2 * gpu_engines } else { 3 };
     let steps = 2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + u64::from(use_coop);
     let mut progress = Progress::new(steps, args.json);
-    let renumber = match args.vertex_order.trim() {
-        "bfs" => true,
-        "given" => false,
-        other => {
-            return Err(Error::flag(
-                "--vertex-order",
-                other,
-                "expected bfs or given",
-            ))
-        }
-    };
-    let save_searched = match args.save_graph_order.trim() {
-        "searched" => true,
-        "given" => false,
-        other => {
-            return Err(Error::flag(
-                "--save-graph-order",
-                other,
-                "expected given or searched",
-            ))
-        }
-    };
+    let renumber = cli::one_of("--vertex-order", &args.vertex_order, &["bfs", "given"])? == "bfs";
+    let save_searched = cli::one_of(
+        "--save-graph-order",
+        &args.save_graph_order,
+        &["given", "searched"],
+    )? == "searched";
     let (name, given) = load(args, args.json)?;
     let given_source = args.source.map_or_else(|| given.hub(), |s| s - 1);
     given.check_source(given_source)?;

@@ -1,5 +1,5 @@
 //! What every example shares on its command line: choosing from a comma-separated list
-//! (`--mode cpu,gpu`, `all`), lists of numbers, and how a run ends (exit codes and the last
+//! (`--mode cpu,gpu`, `all`) or one of a few values, lists of numbers, and how a run ends (exit codes and the last
 //! line on stderr).
 //!
 //! Exit codes: 0 done (every checked answer equal to the reference); 1 the run failed (the
@@ -47,6 +47,25 @@ pub fn choose(flag: &str, value: &str, accepted: &[&'static str]) -> Result<Vec<
         .zip(chosen)
         .filter_map(|(a, c)| c.then_some(*a))
         .collect())
+}
+
+/// The one of `accepted` that `value` names; anything else is an error naming `flag` and
+/// the accepted values.
+pub fn one_of(flag: &str, value: &str, accepted: &[&'static str]) -> Result<&'static str> {
+    let value = value.trim();
+    accepted
+        .iter()
+        .copied()
+        .find(|a| *a == value)
+        .ok_or_else(|| {
+            let (last, rest) = accepted.split_last().unwrap_or((&"", &[]));
+            let names = if rest.is_empty() {
+                last.to_string()
+            } else {
+                format!("{} or {last}", rest.join(", "))
+            };
+            Error::flag(flag, value, format!("expected {names}"))
+        })
 }
 
 /// A comma-separated list of numbers given to `flag`.

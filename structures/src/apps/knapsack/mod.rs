@@ -2,10 +2,10 @@
 //! programming, and best-first branch-and-bound on the generalized heap, the concurrent-heap
 //! seed's second application.
 //!
-//! Branch-and-bound (the `bounds` module has the details): items sorted by profit/weight, descending,
-//! and reduced (items whose value Martello and Toth's test fixes leave the problem); a node
-//! fixes the first `level` free items and carries its profit, weight and the Martello–Toth
-//! bound U2. The heap orders nodes by bound, best first; each thread takes a batch of the best
+//! Branch-and-bound (the `bounds` module has the details): items sorted by profit/weight,
+//! descending, and reduced (items whose value Martello and Toth's test fixes leave the
+//! problem); a node fixes the first `level` free items and carries its profit, weight and the
+//! Martello–Toth bound U2. The heap orders nodes by bound, best first; each thread takes a batch of the best
 //! nodes, drops those whose bound cannot beat the best solution found so far (the seed's
 //! garbage collection of useless nodes), and expands the rest, walking forward through the
 //! items that fit and inserting the "skip" children on the way. The search ends when the heap
