@@ -34,6 +34,7 @@ use std::time::Instant;
 
 use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
 use asym::structures::apps::graph::{Graph, MtxOptions, Relabeling, UNREACHABLE};
+use asym::structures::apps::sssp::coop_delta::{CoopSplit, CoopStats};
 use asym::structures::apps::sssp::device::DeviceSssp;
 use asym::structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
 use asym::structures::apps::sssp::{check_distances, cpu, delta, Order, SsspStats};
@@ -88,9 +89,10 @@ struct Args {
     /// Source vertex, numbered from 1 (default: the vertex with the most out-edges).
     #[arg(long)]
     source: Option<usize>,
-    /// Modes: cpu (latency threads), gpu (the device), coop (device expansion, Cooperative
-    /// heap), comma-separated, or all; cpu and gpu run the frontier baseline and the
-    /// heap-ordered search, coop the heap-ordered search.
+    /// Modes: cpu (latency threads), gpu (the device), coop (both), comma-separated, or all;
+    /// cpu and gpu run the frontier baseline, the heap-ordered search and delta-stepping;
+    /// coop runs the heap-ordered search with the Cooperative heap and delta-stepping with
+    /// light buckets on the latency threads and heavy ones on the device.
     #[arg(long, default_value = "all")]
     mode: String,
     /// Frontier size above which the heap orders the search (the seed's N).
@@ -99,9 +101,15 @@ struct Args {
     /// Vertices taken from the heap per iteration (default: the threshold).
     #[arg(long)]
     pop: Option<usize>,
-    /// Delta-stepping's bucket width, cpu and gpu rows (default: 16 times the mean edge weight).
+    /// Delta-stepping's bucket width (default: 16 times the mean edge weight).
     #[arg(long)]
     delta: Option<u32>,
+    /// Coop delta-stepping: rounds of this many frontier entries or more go to the device,
+    /// buckets opening with a quarter of that go back to the latency threads; auto learns it
+    /// from the searches' measured times (untimed searches first, until it settles: at most 8).
+    /// The table and --json name the split and each side's share.
+    #[arg(long, default_value = "auto")]
+    coop_split: String,
     /// Keys per heap node (K): a power of two (up to 1024 on the device).
     #[arg(long, default_value_t = 256)]
     batch: usize,
@@ -155,6 +163,8 @@ struct Row {
     set: Option<serde_json::Value>,
     /// Delta-stepping's bucket width.
     delta: Option<u32>,
+    /// Cooperative delta-stepping: the split and each side's share.
+    coop: Option<CoopStats>,
 }
 
 /// An order as the rows name it.
@@ -193,6 +203,38 @@ fn shares_text(run: &SpreadRun) -> String {
         })
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// A cooperative search's shares: `cpu 3% · gpu 97%, 2 + 1 stints, split 2048`.
+fn coop_text(c: &CoopStats) -> String {
+    let total = (c.host_visited + c.device_visited).max(1) as f64;
+    format!(
+        "cpu {:.0}% · gpu {:.0}%, {} + {} stints, split {}",
+        100.0 * c.host_visited as f64 / total,
+        100.0 * c.device_visited as f64 / total,
+        c.host_stints,
+        c.device_stints,
+        if c.to_device == usize::MAX {
+            "none (threads alone)".to_string()
+        } else {
+            c.to_device.to_string()
+        }
+    )
+}
+
+/// A cooperative search's split and shares for --json.
+fn coop_json(c: &CoopStats) -> serde_json::Value {
+    json!({
+        "to_device": (c.to_device != usize::MAX).then_some(c.to_device),
+        "peak_round": c.peak_round,
+        "host_stints": c.host_stints, "device_stints": c.device_stints,
+        "host_visited": c.host_visited, "device_visited": c.device_visited,
+        "host_ms": c.host_time.as_secs_f64() * 1e3,
+        "device_ms": c.device_time.as_secs_f64() * 1e3,
+        "handover_ms": c.handover_time.as_secs_f64() * 1e3,
+        "host_vertices_per_s": c.host_rate(),
+        "device_vertices_per_s": c.device_rate(),
+    })
 }
 
 fn load(args: &Args, quiet: bool) -> Result<(String, Graph)> {
@@ -272,7 +314,18 @@ fn run(args: &Args) -> Result<bool> {
     // Over a set, gpu mode runs each member alone, the set as chosen and the set together.
     let gpu_engines = if members > 1 { members as u64 + 2 } else { 1 };
     let gpu_rows = if members > 1 { 2 * gpu_engines } else { 3 };
-    let steps = 2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + u64::from(use_coop);
+    let steps =
+        2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + 2 * u64::from(use_coop);
+    let mut coop_split = match args.coop_split.trim() {
+        "auto" => CoopSplit::adaptive(),
+        n => CoopSplit::fixed(n.parse().map_err(|_| {
+            Error::flag(
+                "--coop-split",
+                n,
+                "expected auto or a number of frontier entries",
+            )
+        })?)?,
+    };
     let mut progress = Progress::new(steps, args.json);
     let renumber = cli::one_of("--vertex-order", &args.vertex_order, &["bfs", "given"])? == "bfs";
     let save_searched = cli::one_of(
@@ -342,13 +395,15 @@ fn run(args: &Args) -> Result<bool> {
         check: Ok(()),
         set: None,
         delta: None,
+        coop: None,
     }];
     let delta_width = args.delta.unwrap_or_else(|| delta::auto_delta(&graph));
     let mut push = |mode: &str,
                     order: &'static str,
                     run: asym::structures::apps::sssp::SsspRun,
                     ms,
-                    set: Option<serde_json::Value>| {
+                    set: Option<serde_json::Value>,
+                    coop: Option<CoopStats>| {
         rows.push(Row {
             mode: mode.into(),
             order,
@@ -357,18 +412,19 @@ fn run(args: &Args) -> Result<bool> {
             stats: run.stats,
             delta: (order == "delta").then_some(delta_width),
             set,
+            coop,
         })
     };
     let mut device_label = None;
     let labels: Vec<String> = set.as_ref().map_or(Vec::new(), |s| {
         s.members().iter().map(|rt| rt.profile().label()).collect()
     });
-    let pool = if use_cpu {
+    let pool = if use_cpu || use_coop {
         Some(LatencyPool::with_threads(args.threads)?)
     } else {
         None
     };
-    if let Some(pool) = &pool {
+    if let (Some(pool), true) = (&pool, use_cpu) {
         for o in [Order::Frontier, order] {
             let t = Instant::now();
             let run = cpu::shortest_paths(&graph, source, pool, o)?;
@@ -378,13 +434,14 @@ fn run(args: &Args) -> Result<bool> {
                 run,
                 t.elapsed().as_secs_f64() * 1e3,
                 None,
+                None,
             );
             progress.step("cpu search".into());
         }
         let t = Instant::now();
         let run = delta::shortest_paths(&graph, source, pool, delta_width)?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        push("cpu", "delta", run, ms, None);
+        push("cpu", "delta", run, ms, None, None);
         progress.step("cpu delta-stepping".into());
     }
     if let Some(set) = &set {
@@ -432,6 +489,7 @@ fn run(args: &Args) -> Result<bool> {
                 run,
                 t.elapsed().as_secs_f64() * 1e3,
                 None,
+                None,
             );
             progress.step(format!("{mode} search"));
         }
@@ -441,8 +499,26 @@ fn run(args: &Args) -> Result<bool> {
             let t = Instant::now();
             let run = dev.delta_stepping(source, delta_width)?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            push("gpu", "delta", run, ms, None);
+            push("gpu", "delta", run, ms, None, None);
             progress.step("gpu delta-stepping".into());
+        }
+        if let (true, Some(pool)) = (use_coop, &pool) {
+            // Untimed first: the near-far lists, and an adaptive split's measurements.
+            progress
+                .bar
+                .set_message("coop delta-stepping: learning the split");
+            dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
+            for _ in 1..8 {
+                if !coop_split.is_learning() {
+                    break;
+                }
+                dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
+            }
+            let t = Instant::now();
+            let run = dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            push("coop", "delta", run.run, ms, None, Some(run.coop));
+            progress.step("coop delta-stepping".into());
         }
         drop(dev);
         if use_gpu && members > 1 {
@@ -490,7 +566,7 @@ fn run(args: &Args) -> Result<bool> {
                             "error": m.error,
                         })).collect::<Vec<_>>(),
                     });
-                    push(&mode, order_name(o), run.run, ms, Some(set_info));
+                    push(&mode, order_name(o), run.run, ms, Some(set_info), None);
                     progress.step(format!("{mode} search"));
                 }
             }
@@ -548,6 +624,7 @@ fn run(args: &Args) -> Result<bool> {
                     "speedup_vs_dijkstra": dijkstra_ms / r.ms,
                     "device": device_of(&r.mode),
                     "set": r.set, "delta": r.delta,
+                    "coop": r.coop.as_ref().map(coop_json),
                     "verified": r.check.is_ok(),
                 })
             );
@@ -582,6 +659,10 @@ fn run(args: &Args) -> Result<bool> {
         if on_set {
             columns.push("set: plan, shares of the entries");
         }
+        let on_coop = rows.iter().any(|r| r.coop.is_some());
+        if on_coop {
+            columns.push("coop: vertices expanded, stints, split");
+        }
         let mut table = cli::Table::new(&columns);
         for r in &rows {
             let mut cells = vec![
@@ -599,6 +680,9 @@ fn run(args: &Args) -> Result<bool> {
                     Err(e) => format!("DIFFERENT: {e}"),
                 },
             ];
+            if on_coop {
+                cells.push(r.coop.as_ref().map_or(String::new(), coop_text));
+            }
             if on_set {
                 cells.push(r.set.as_ref().map_or(String::new(), |s| {
                     format!(

@@ -191,6 +191,14 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
  * earlier ones: work-groups start at different times, and one that read a word after another
  * group changed it would decide differently (and skip its share).
  *
+ * Yielding (cooperative delta-stepping, apps::sssp::coop_delta): a search can start from
+ * any state the host writes (distances, a far pile, a limit; iteration numbers and phases
+ * beyond every earlier one, so old stamps never match) and, with `yield_below` > 0, stops
+ * at the first iteration after a split whose near list is shorter than that: it sets `done`
+ * to 2 and leaves its near list and the phase's far pile for the host's latency threads,
+ * which settle light buckets faster than a device iteration can. A stint's first split
+ * (FRESH 2 in the starting state) does not count: the host hands over heavy buckets.
+ *
  * Memory ordering as for sssp_expand: relaxed atomics within a launch, the launch boundary
  * between launches. The far minimum is the exact minimum of the far vertices' distances
  * (every lowering into the far range takes part), but the limit it gives is only a choice of
@@ -202,10 +210,14 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
 #define NF_ERROR 7     /* non-zero: an append overran its buffer */
 #define NF_SPLITS 8    /* buckets opened after the first */
 #define NF_ROUNDS 9    /* iterations that expanded vertices */
-#define NF_STATE 16    /* 2 slots (iteration mod 2): limit, phase, done */
+#define NF_YIELD_LEN 10 /* the near length of the iteration that yielded */
+#define NF_YIELD_ITER 11 /* the iteration that yielded */
+#define NF_STATE 16    /* 2 slots (iteration mod 2): limit, phase, done, fresh */
 #define NF_LIMIT 0
 #define NF_PHASE 1
-#define NF_DONE 2
+#define NF_DONE 2      /* 0: go on; 1: both lists empty (done); 2: yielded */
+#define NF_FRESH 3     /* 1: the previous iteration opened a bucket; 2: the next split
+                        * is a stint's first (it does not count as fresh) */
 #define NF_FAR 24      /* 3 slots (phase mod 3): far length, far minimum */
 #define NF_SLOT 4
 
@@ -261,8 +273,8 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
                     __global const uint *weights, __global uint *dist, __global uint *stamp,
                     __global uint *fstamp, __global uint *near0, __global uint *near1,
                     __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
-                    uint cap, uint iter, __local uint *lstart, __local uint *ldist,
-                    __local uint *lscan, __local uint *lsums) {
+                    uint cap, uint yield_below, uint iter, __local uint *lstart,
+                    __local uint *ldist, __local uint *lscan, __local uint *lsums) {
     __local uint *lfar_min = &lsums[0], *lvisited = &lsums[1], *lrelaxed = &lsums[2];
     uint lid = get_local_id(0);
     bool first = get_global_id(0) == 0;
@@ -282,13 +294,27 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
         ctl[NF_NLEN + (iter + 2u) % 3u] = 0u;
     }
     uint far_len = asym_load_relaxed(&fs[0]);
-    if (asym_load_relaxed(&st[NF_DONE]) != 0u || (len == 0u && far_len == 0u)) {
+    uint done = asym_load_relaxed(&st[NF_DONE]);
+    uint fresh = asym_load_relaxed(&st[NF_FRESH]);
+    if (done != 0u || (len == 0u && far_len == 0u)) {
         if (first) {
             nt[NF_LIMIT] = limit;
             nt[NF_PHASE] = phase;
-            nt[NF_DONE] = 1u;
+            nt[NF_DONE] = (done != 0u) ? done : 1u;
         }
         return; /* uniform: every work-item read the same words */
+    }
+    if (len != 0u && fresh == 1u && len < yield_below) {
+        /* A light bucket just opened: hand the search back to the host (cooperative
+         * delta-stepping), the near list of this iteration and this phase's far pile intact. */
+        if (first) {
+            nt[NF_LIMIT] = limit;
+            nt[NF_PHASE] = phase;
+            nt[NF_DONE] = 2u;
+            ctl[NF_YIELD_LEN] = len;
+            ctl[NF_YIELD_ITER] = iter;
+        }
+        return;
     }
     if (lid == 0) {
         *lfar_min = 0xffffffffu;
@@ -323,6 +349,7 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
             nt[NF_LIMIT] = new_limit;
             nt[NF_PHASE] = new_phase;
             nt[NF_DONE] = 0u;
+            nt[NF_FRESH] = (fresh == 2u) ? 0u : 1u;
             ctl[NF_SPLITS] += 1u;
             /* The slot the split after this one fills (last read by the split before). */
             __global uint *later = ctl + NF_FAR + ((phase + 2u) % 3u) * NF_SLOT;
@@ -335,6 +362,7 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
         nt[NF_LIMIT] = limit;
         nt[NF_PHASE] = phase;
         nt[NF_DONE] = 0u;
+        nt[NF_FRESH] = 0u;
         ctl[NF_ROUNDS] += 1u;
     }
     __global uint *near_in = (iter & 1u) ? near1 : near0;
@@ -389,10 +417,10 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
                       __global const uint *weights, __global uint *dist, __global uint *stamp,
                       __global uint *fstamp, __global uint *near0, __global uint *near1,
                       __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
-                      uint cap, uint iter) {
+                      uint cap, uint yield_below, uint iter) {
     __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4];
     nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl, delta,
-            cap, iter, lstart, ldist, lscan, lsums);
+            cap, yield_below, iter, lstart, ldist, lscan, lsums);
 }
 
 /* ---- The same iterations in one launch (GPUs: DeviceSssp::delta_stepping's resident mode) ----
@@ -452,12 +480,12 @@ __kernel void nf_run(__global const uint *offsets, __global const uint *targets,
                      __global const uint *weights, __global uint *dist, __global uint *stamp,
                      __global uint *fstamp, __global uint *near0, __global uint *near1,
                      __global uint *far0, __global uint *far1, __global uint *ctl, uint delta,
-                     uint cap, uint iter, uint count) {
+                     uint cap, uint yield_below, uint iter, uint count) {
     __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4], lflag;
     for (uint k = 0u; k < count; k++) {
         uint i = iter + k;
         nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl,
-                delta, cap, i, lstart, ldist, lscan, lsums);
+                delta, cap, yield_below, i, lstart, ldist, lscan, lsums);
         if (!nf_grid_barrier(ctl, &lflag)) {
             return;
         }

@@ -746,10 +746,46 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     let rows = json_rows(&stdout);
     assert_eq!(
         rows.len(),
-        8,
-        "dijkstra + (cpu, gpu) x (frontier, heap, delta) + coop heap: {stdout}"
+        9,
+        "dijkstra + (cpu, gpu, coop) x (frontier, heap, delta) but coop frontier: {stdout}"
     );
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    let coop = rows
+        .iter()
+        .find(|r| r["order"] == "delta" && r["mode"] == "coop")
+        .unwrap_or_else(|| panic!("a coop delta-stepping row: {stdout}"));
+    let share = &coop["coop"];
+    assert_eq!(
+        share["host_visited"].as_u64().unwrap() + share["device_visited"].as_u64().unwrap(),
+        coop["visited"].as_u64().unwrap(),
+        "{coop}"
+    );
+    assert!(share["host_stints"].as_u64() >= Some(1), "{coop}");
+    // A fixed split: the device takes every round of 64 entries or more.
+    let (ok, fixed, err) = run(&[
+        "--scale",
+        "10",
+        "--threads",
+        "2",
+        "--mode",
+        "coop",
+        "--coop-split",
+        "64",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let fixed_rows = json_rows(&fixed);
+    let coop = fixed_rows
+        .iter()
+        .find(|r| r["order"] == "delta")
+        .unwrap_or_else(|| panic!("a coop delta-stepping row: {fixed}"));
+    assert_eq!(coop["verified"], true, "{coop}");
+    assert_eq!(coop["coop"]["to_device"], 64, "{coop}");
+    assert!(coop["coop"]["device_stints"].as_u64() >= Some(1), "{coop}");
+    for bad in ["0", "many"] {
+        let (ok, _, err) = run(&["--scale", "6", "--mode", "coop", "--coop-split", bad]);
+        assert!(!ok && err.contains("split"), "--coop-split {bad}: {err}");
+    }
     for mode in ["cpu", "gpu"] {
         let delta = rows
             .iter()

@@ -8,6 +8,7 @@ use std::io::Cursor;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::apps::graph::{Edge, Graph, MtxOptions, Relabeling, UNREACHABLE};
+use asym_structures::apps::sssp::coop_delta::CoopSplit;
 use asym_structures::apps::sssp::device::DeviceSssp;
 use asym_structures::apps::sssp::{check_distances, cpu, delta, Order};
 use asym_structures::HeapPlacement as OrderHeap;
@@ -660,6 +661,134 @@ fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     );
     // Several buckets, each opened on the device: far fewer than the iterations.
     assert!(run.stats.buckets > 1 && run.stats.buckets <= run.stats.iterations);
+}
+
+#[test]
+fn cooperative_delta_stepping_matches_dijkstra() {
+    // Every split from "the device takes every round but the source's" (1) to "the latency
+    // threads keep the search" (usize::MAX), and the adaptive one over repeated calls, both
+    // transports: whatever hands the search back and forth, the distances are Dijkstra's.
+    let pool = pool(2);
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for (name, g) in graphs(300) {
+            let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+            let mut adaptive = CoopSplit::adaptive();
+            for source in [0, g.vertices() / 3] {
+                let want = g.dijkstra(source).unwrap();
+                let reached = want.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+                for delta in [1, 7, delta::auto_delta(&g), u32::MAX] {
+                    for to_device in [1, 3, 64, usize::MAX] {
+                        let mut split = CoopSplit::fixed(to_device).unwrap();
+                        let run = dev
+                            .cooperative_delta_stepping(&pool, source, delta, &mut split)
+                            .unwrap();
+                        check_distances(&run.run.distances, &want).unwrap_or_else(|e| {
+                            panic!("{name}, source {source}, delta {delta}, split {to_device}, {t:?}: {e}")
+                        });
+                        let c = &run.coop;
+                        assert!(c.host_stints >= 1, "{name}: {c:?}");
+                        assert!(c.host_stints >= c.device_stints, "{name}: {c:?}");
+                        assert_eq!(
+                            c.host_visited + c.device_visited,
+                            run.run.stats.visited,
+                            "{name}: {c:?}"
+                        );
+                        assert!(run.run.stats.visited >= reached, "{name}: {c:?}");
+                        if to_device == usize::MAX {
+                            assert_eq!(c.device_stints, 0, "{name}: {c:?}");
+                        }
+                        assert_eq!(split.to_device(), to_device, "a fixed split stays");
+                    }
+                    let run = dev
+                        .cooperative_delta_stepping(&pool, source, delta, &mut adaptive)
+                        .unwrap();
+                    check_distances(&run.run.distances, &want).unwrap_or_else(|e| {
+                        panic!("{name}, source {source}, delta {delta}, adaptive, {t:?}: {e}")
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cooperative_delta_stepping_hands_heavy_buckets_to_the_device() {
+    // A Kronecker graph's middle buckets are heavy: with a split of 64 entries the device
+    // takes them and hands the light tail back; the latency threads alone take nothing to
+    // the device. Exact in each case, and the adaptive split moves after each call.
+    let g = Graph::kronecker(12, 16, 255, 3).unwrap();
+    let rt = common::runtime(common::transports()[0]);
+    let pool = pool(2);
+    let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+    let source = g.hub();
+    let want = g.dijkstra(source).unwrap();
+    // Narrow buckets: many of them, the last ones light.
+    let width = 32;
+    let mut split = CoopSplit::fixed(64).unwrap();
+    let run = dev
+        .cooperative_delta_stepping(&pool, source, width, &mut split)
+        .unwrap();
+    assert_eq!(run.run.distances, want);
+    let c = &run.coop;
+    assert!(c.device_stints >= 1 && c.device_visited > 0, "{c:?}");
+    assert!(
+        c.host_visited > 0,
+        "the source's bucket is the threads': {c:?}"
+    );
+    assert!(c.host_stints >= 2, "light buckets come back: {c:?}");
+    // The same hand-overs with the device's iterations in one launch (grid barriers).
+    let mut resident = DeviceSssp::new(&rt, &g).unwrap();
+    resident
+        .set_resident_iterations(Some(true), Some(1))
+        .unwrap();
+    let run = resident
+        .cooperative_delta_stepping(&pool, source, width, &mut split)
+        .unwrap();
+    assert_eq!(run.run.distances, want);
+    assert!(run.coop.host_stints >= 2 && run.coop.device_stints >= 1);
+    // The adaptive split: the threads alone first, then the device with nearly every round,
+    // then a settled threshold within a few searches; exact all along.
+    let mut adaptive = CoopSplit::adaptive();
+    let run = dev
+        .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
+        .unwrap();
+    assert_eq!(run.run.distances, want);
+    assert_eq!(run.coop.device_stints, 0, "{:?}", run.coop);
+    assert!(run.coop.peak_round > 0, "{:?}", run.coop);
+    assert_eq!(adaptive.to_device(), 512);
+    let run = dev
+        .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
+        .unwrap();
+    assert_eq!(run.run.distances, want);
+    assert!(run.coop.device_stints >= 1, "{:?}", run.coop);
+    for _ in 0..12 {
+        if !adaptive.is_learning() {
+            break;
+        }
+        let run = dev
+            .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
+            .unwrap();
+        assert_eq!(run.run.distances, want);
+    }
+    assert!(!adaptive.is_learning(), "{adaptive:?}");
+    let settled = adaptive.to_device();
+    let run = dev
+        .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
+        .unwrap();
+    assert_eq!(run.run.distances, want);
+    assert_eq!(
+        (run.coop.to_device, adaptive.to_device()),
+        (settled, settled)
+    );
+    assert!(CoopSplit::fixed(0).is_err());
+    let zero = dev
+        .cooperative_delta_stepping(&pool, source, 0, &mut split)
+        .unwrap_err();
+    assert!(zero.to_string().contains("delta 0"), "{zero}");
+    assert!(dev
+        .cooperative_delta_stepping(&pool, g.vertices(), width, &mut split)
+        .is_err());
 }
 
 #[test]

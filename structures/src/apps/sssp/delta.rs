@@ -85,44 +85,144 @@ pub fn shortest_paths(
     delta: u32,
 ) -> Result<SsspRun> {
     graph.check_source(source)?;
-    if delta == 0 {
-        return Err(Error::InvalidArgument(
-            "delta 0: buckets must be at least 1 wide".into(),
-        ));
-    }
+    check_delta(delta)?;
     let started = std::time::Instant::now();
     let n = graph.vertices();
     let dist: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
     let expanded: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
     dist[source].store(0, Relaxed);
-    let shared = Shared {
+    let stint = Stint {
         graph,
         dist: &dist,
         expanded: &expanded,
         delta,
-        frontier: Frontier::new(graph.edges()),
-        claims: CachePadded::new(AtomicUsize::new(0)),
-        next_bucket: CachePadded::new(AtomicU32::new(u32::MAX)),
-        barrier: SpinBarrier::new(pool.len(), pool.timeout()),
+        stop_at: usize::MAX,
     };
-    // The first round's frontier: the source.
-    shared.frontier.publish(&[source as u32])?;
-    let counts = pool.broadcast_scoped(|_| shared.run())?;
-    let mut stats = SsspStats::default();
-    let threads = counts.len().max(1) as u32;
-    for c in counts {
-        let c = c?;
-        stats.wait_time += c.waited / threads;
-        stats.visited += c.visited;
-        stats.stale += c.stale;
-        stats.relaxed += c.relaxed;
-        // Every thread counts the same rounds and buckets.
-        stats.iterations = c.rounds;
-        stats.buckets = c.buckets;
-    }
+    let mut stats = stint.run(pool, &[source as u32])?.stats;
     let distances = distances_from(graph, dist.iter().map(|d| d.load(Relaxed)))?;
     stats.compute_time = started.elapsed();
     Ok(SsspRun { distances, stats })
+}
+
+/// The error for a bucket width of 0.
+pub(crate) fn check_delta(delta: u32) -> Result<()> {
+    if delta == 0 {
+        return Err(Error::InvalidArgument(
+            "delta 0: buckets must be at least 1 wide".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Delta-stepping on the latency threads from any state: distances in `dist` (host memory or
+/// a mapped SVM buffer), the vertices waiting to be expanded given to [`Stint::run`]. With a
+/// finite `stop_at` it stops before the first round whose frontier holds that many entries
+/// and returns what still waits (cooperative delta-stepping hands such heavy rounds to the
+/// device).
+pub(crate) struct Stint<'a> {
+    pub graph: &'a Graph,
+    pub dist: &'a [AtomicU32],
+    /// The lowest distance each vertex was expanded with (`u32::MAX`: never), kept between
+    /// stints of one search.
+    pub expanded: &'a [AtomicU32],
+    pub delta: u32,
+    pub stop_at: usize,
+}
+
+/// How a [`Stint`] ended.
+pub(crate) struct StintEnd {
+    /// Rounds, buckets, vertices expanded, stale entries, edges scanned, barrier waits.
+    pub stats: SsspStats,
+    /// The vertices still waiting when the stint stopped at a heavy round (each at least
+    /// once; duplicates and stale entries possible); `None` when the search is done.
+    pub waiting: Option<Vec<u32>>,
+    /// The most entries a round's frontier held (the round it stopped at included).
+    pub peak_round: usize,
+}
+
+impl Stint<'_> {
+    /// Runs from `waiting` (the vertices whose distance was lowered but not yet expanded
+    /// with it; every vertex closer than the nearest of them is settled).
+    pub fn run(&self, pool: &LatencyPool, waiting: &[u32]) -> Result<StintEnd> {
+        let bucket = |v: u32| -> Option<u32> {
+            let d = self.dist.get(v as usize)?.load(Relaxed);
+            (d != u32::MAX).then_some(d / self.delta)
+        };
+        let Some(open) = waiting.iter().filter_map(|&v| bucket(v)).min() else {
+            return Ok(StintEnd {
+                stats: SsspStats::default(),
+                waiting: None,
+                peak_round: 0,
+            });
+        };
+        let shared = Shared {
+            graph: self.graph,
+            dist: self.dist,
+            expanded: self.expanded,
+            delta: self.delta,
+            frontier: Frontier::new(self.graph.edges()),
+            claims: CachePadded::new(AtomicUsize::new(0)),
+            next_bucket: CachePadded::new(AtomicU32::new(u32::MAX)),
+            barrier: SpinBarrier::new(pool.len(), pool.timeout()),
+            waiting,
+            first_bucket: open,
+            stop_at: self.stop_at,
+        };
+        let counts = pool.broadcast_scoped(|w| shared.run(w.index, w.threads))?;
+        let mut stats = SsspStats::default();
+        let threads = counts.len().max(1) as u32;
+        let mut left = Vec::new();
+        let mut stopped = false;
+        let mut peak_round = 0;
+        for c in counts {
+            let c = c?;
+            stats.wait_time += c.waited / threads;
+            stats.visited += c.visited;
+            stats.stale += c.stale;
+            stats.relaxed += c.relaxed;
+            // Every thread counts the same rounds and buckets.
+            stats.iterations = c.rounds;
+            stats.buckets = c.buckets;
+            peak_round = c.peak_round;
+            if let Some(mut mine) = c.left {
+                stopped = true;
+                left.append(&mut mine);
+            }
+        }
+        if !stopped {
+            return Ok(StintEnd {
+                stats,
+                waiting: None,
+                peak_round,
+            });
+        }
+        // The heavy round's frontier, published but not expanded.
+        let total = shared.frontier.len.load(Relaxed);
+        for start in (0..total).step_by(CHUNK) {
+            let chunk = shared.frontier.chunk(start, (start + CHUNK).min(total))?;
+            left.extend(chunk.iter().map(|v| v.load(Relaxed)));
+        }
+        Ok(StintEnd {
+            stats,
+            waiting: Some(self.distinct_waiting(left)),
+            peak_round,
+        })
+    }
+
+    /// Each vertex of `entries` once, without those already expanded with their current
+    /// distance (stale entries): at most one per vertex, as the device's lists hold.
+    fn distinct_waiting(&self, mut entries: Vec<u32>) -> Vec<u32> {
+        let mut seen = vec![0u64; self.dist.len().div_ceil(64)];
+        entries.retain(|&v| {
+            let (word, bit) = (v as usize / 64, 1u64 << (v % 64));
+            if seen[word] & bit != 0 {
+                return false;
+            }
+            seen[word] |= bit;
+            self.expanded[v as usize].load(Relaxed) > self.dist[v as usize].load(Relaxed)
+        });
+        entries
+    }
 }
 
 /// What the threads of one search share.
@@ -141,6 +241,12 @@ struct Shared<'a> {
     /// first meeting, read after it, reset by the second meeting's leader).
     next_bucket: CachePadded<AtomicU32>,
     barrier: SpinBarrier,
+    /// The vertices waiting when the stint starts, shared out between the threads.
+    waiting: &'a [u32],
+    /// The lowest bucket of `waiting`: the first one opened.
+    first_bucket: u32,
+    /// Rounds whose frontier holds this many entries end the stint before expanding.
+    stop_at: usize,
 }
 
 /// A round's frontier: every thread's entries of the bucket being opened, one after another.
@@ -211,20 +317,39 @@ struct Counts {
     buckets: u64,
     /// Time spent waiting at the barriers.
     waited: std::time::Duration,
+    /// Entries of this thread's buckets when the stint stopped at a heavy round.
+    left: Option<Vec<u32>>,
+    /// The most entries a round's frontier held.
+    peak_round: usize,
 }
 
 impl Shared<'_> {
     /// One thread's part of the search: rounds until no thread has a bucket left.
-    fn run(&self) -> Result<Counts> {
+    fn run(&self, index: usize, threads: usize) -> Result<Counts> {
         // A thread that fails stops the others at the barrier instead of leaving them waiting.
         let guard = self.barrier.guard();
-        let mut buckets = Buckets::new();
+        let mut open = self.first_bucket;
+        let mut buckets = Buckets::starting_at(open);
+        let share = self.waiting.len().div_ceil(threads.max(1));
+        for &v in self.waiting.iter().skip(index * share).take(share) {
+            if let Some(d) = self.dist.get(v as usize).map(|d| d.load(Relaxed)) {
+                if d != u32::MAX {
+                    buckets.push(d / self.delta, v);
+                }
+            }
+        }
         let mut counts = Counts {
             buckets: 1,
             ..Counts::default()
         };
-        let mut open = 0u32;
         loop {
+            let round = self.frontier.len.load(Relaxed);
+            counts.peak_round = counts.peak_round.max(round);
+            if round >= self.stop_at {
+                // Every thread read the same length after the meeting: all stop here.
+                counts.left = Some(buckets.drain());
+                break;
+            }
             self.expand(open, &mut buckets, &mut counts)?;
             while let Some(local) = buckets.take_small(open, LOCAL_LIMIT) {
                 for &u in &local {
@@ -319,13 +444,23 @@ struct Buckets {
 }
 
 impl Buckets {
-    fn new() -> Self {
+    /// Empty buckets, `base` the lowest that will be opened.
+    fn starting_at(base: u32) -> Self {
         Buckets {
             ring: (0..WINDOW).map(|_| Vec::new()).collect(),
             spare: Vec::new(),
             beyond: BTreeMap::new(),
-            base: 0,
+            base,
         }
+    }
+
+    /// Every entry still filed, the buckets left empty.
+    fn drain(&mut self) -> Vec<u32> {
+        let mut all: Vec<u32> = self.ring.iter_mut().flat_map(std::mem::take).collect();
+        for (_, mut entries) in std::mem::take(&mut self.beyond) {
+            all.append(&mut entries);
+        }
+        all
     }
 
     fn push(&mut self, bucket: u32, v: u32) {

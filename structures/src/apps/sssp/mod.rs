@@ -22,6 +22,7 @@
 //! [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) or the
 //! [`CooperativeHeap`](crate::gheap::CooperativeHeap).
 
+pub mod coop_delta;
 pub mod cpu;
 pub mod delta;
 pub mod device;

@@ -20,17 +20,24 @@ use super::device::{groups, program, DeviceSssp, WG};
 use super::{distances_from, next_iteration, SsspRun, SsspStats};
 
 // Control words, as `NF_*` in kernels/sssp.cl.
-const NLEN: usize = 0;
 const VISITED: usize = 3;
 const RELAXED: usize = 5;
 const ERROR: usize = 7;
 const SPLITS: usize = 8;
 const ROUNDS: usize = 9;
-/// Iteration state, two slots by iteration parity: limit, phase, done.
+/// The near length and the iteration of a stint that yielded.
+const YIELD_LEN: usize = 10;
+const YIELD_ITER: usize = 11;
+/// Iteration state, two slots by iteration parity: limit, phase, done, fresh.
 const STATE: usize = 16;
 const LIMIT: usize = 0;
 const PHASE: usize = 1;
 const DONE: usize = 2;
+const FRESH: usize = 3;
+/// `done` of a stint that handed the search back (`NF_DONE` 2).
+const YIELDED: u32 = 2;
+/// `fresh` of a stint's starting state: its first split does not count as a light bucket.
+const FIRST_SPLIT: u32 = 2;
 /// Far pile, three slots by phase mod 3: length, minimum.
 const FAR: usize = 24;
 const SLOT: usize = 4;
@@ -38,9 +45,11 @@ const SLOT: usize = 4;
 const ABORT: usize = 38;
 const RAN: usize = 39;
 const CTL_WORDS: usize = 40;
+/// Near lists shorter than this after a split end the stint (0: never; set per stint).
+const YIELD_ARG: u32 = 13;
 /// The arguments that change from launch to launch (the others are set once per search).
-const ITER_ARG: u32 = 13;
-const COUNT_ARG: u32 = 14;
+const ITER_ARG: u32 = 14;
+const COUNT_ARG: u32 = 15;
 
 /// Iterations enqueued before the first look at the control words; each later batch is
 /// twice as long, up to [`MAX_BATCH`]. Iterations past the end cost an empty launch each.
@@ -92,7 +101,8 @@ impl NearFar {
 
 /// How a near-far search ended.
 enum Ended {
-    Done([u32; CTL_WORDS], u64),
+    /// The control words, the launches, and the first iteration not run.
+    Done([u32; CTL_WORDS], u64, u32),
     /// `nf_run`'s groups were not all resident: the search must run again another way.
     NotResident,
 }
@@ -144,33 +154,27 @@ impl DeviceSssp<'_> {
 
     fn run_near_far(&mut self, nf: &mut NearFar, source: u32, delta: u32) -> Result<SsspRun> {
         let (words, launches) = loop {
-            self.start_near_far(nf, source, delta)?;
-            let ended = if nf.resident {
-                self.iterate_resident(nf)?
-            } else {
-                self.iterate_launches(nf)?
+            self.reset_near_far(nf, source)?;
+            let start = StintStart {
+                iteration: 1,
+                phase: 1,
+                limit: 0,
+                far: &[source],
+                lowest: 0,
+                fresh: 0,
             };
-            match ended {
-                Ended::Done(words, launches) => break (words, launches),
+            match self.near_far_stint(nf, &start, delta, 0)? {
+                Ended::Done(words, launches, _) => break (words, launches),
                 Ended::NotResident => nf.resident = false,
             }
         };
-        let wide = |at: usize| words[at] as u64 | (words[at + 1] as u64) << 32;
-        let stats = SsspStats {
-            iterations: words[ROUNDS] as u64,
-            buckets: words[SPLITS] as u64 + 1,
-            visited: wide(VISITED),
-            relaxed: wide(RELAXED),
-            launches,
-            ..Default::default()
-        };
+        let stats = stint_stats(&words, launches);
         let distances = distances_from(self.graph, self.read_raw_distances()?)?;
         Ok(SsspRun { distances, stats })
     }
 
-    /// Resets the distances and the lists: iteration 1 expands near list 1 (the source) in
-    /// phase 1. Sets the arguments that stay the same for the whole search.
-    fn start_near_far(&mut self, nf: &mut NearFar, source: u32, delta: u32) -> Result<()> {
+    /// Every distance unknown but the source's, no vertex filed far in any phase.
+    fn reset_near_far(&mut self, nf: &mut NearFar, source: u32) -> Result<()> {
         self.reset(source as usize)?;
         let n = self.graph.vertices() as u32;
         nf.clear
@@ -178,16 +182,40 @@ impl DeviceSssp<'_> {
             .arg_scalar(1, n)?
             .launch(groups(n as usize) * WG, Some(WG))?
             .wait()?;
-        let mut ctl = [0u32; CTL_WORDS];
-        ctl[NLEN + 1] = 1;
-        ctl[STATE + SLOT + LIMIT] = delta;
-        ctl[STATE + SLOT + PHASE] = 1;
-        for phase in [1, 2] {
-            ctl[FAR + phase * SLOT + 1] = u32::MAX;
-        }
-        nf.ctl.copy_from_host(0, &ctl)?;
-        nf.near[1].copy_from_host(0, &[source])?;
+        Ok(())
+    }
+
+    /// Runs iterations from `start` (its far pile is split first) until the lists are empty
+    /// or, with `yield_below` > 0, until a split after the first leaves a near list shorter
+    /// than that. Sets the arguments that stay the same for the stint.
+    fn near_far_stint(
+        &mut self,
+        nf: &mut NearFar,
+        start: &StintStart<'_>,
+        delta: u32,
+        yield_below: u32,
+    ) -> Result<Ended> {
+        let n = self.graph.vertices() as u32;
         let cap = n.max(1);
+        if start.far.len() > cap as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{} vertices waiting for a graph of {n}",
+                start.far.len()
+            )));
+        }
+        let mut ctl = [0u32; CTL_WORDS];
+        let state = STATE + (start.iteration & 1) as usize * SLOT;
+        ctl[state + LIMIT] = start.limit;
+        ctl[state + PHASE] = start.phase;
+        ctl[state + FRESH] = start.fresh;
+        for p in 0..3 {
+            ctl[FAR + p * SLOT + 1] = u32::MAX;
+        }
+        let far = FAR + (start.phase % 3) as usize * SLOT;
+        ctl[far] = start.far.len() as u32;
+        ctl[far + 1] = start.lowest;
+        nf.ctl.copy_from_host(0, &ctl)?;
+        nf.far[(start.phase & 1) as usize].copy_from_host(0, start.far)?;
         for kernel in [&mut nf.step, &mut nf.run] {
             kernel
                 .arg_svm(0, &self.offsets)?
@@ -202,9 +230,14 @@ impl DeviceSssp<'_> {
                 .arg_svm(9, &nf.far[1])?
                 .arg_svm(10, &nf.ctl)?
                 .arg_scalar(11, delta)?
-                .arg_scalar(12, cap)?;
+                .arg_scalar(12, cap)?
+                .arg_scalar(YIELD_ARG, yield_below)?;
         }
-        Ok(())
+        if nf.resident {
+            self.iterate_resident(nf, start.iteration)
+        } else {
+            self.iterate_launches(nf, start.iteration)
+        }
     }
 
     /// The control words after a batch, or the error they report.
@@ -223,13 +256,12 @@ impl DeviceSssp<'_> {
         Ok(words)
     }
 
-    /// One `nf_step` launch per iteration, enqueued in batches.
-    fn iterate_launches(&mut self, nf: &mut NearFar) -> Result<Ended> {
+    /// One `nf_step` launch per iteration, enqueued in batches, from iteration `iter`.
+    fn iterate_launches(&mut self, nf: &mut NearFar, mut iter: u32) -> Result<Ended> {
         let global = nf.groups * WG;
         // Liveness: every launch ends on its own, but the iterations only end when the
         // kernel's lists do; a search that outlasts the runtime's wait bound is reported.
         let deadline = Deadline::after(self.rt.timeout());
-        let mut iter = 1u32;
         let mut batch = FIRST_BATCH;
         let mut launches = 0u64;
         loop {
@@ -245,18 +277,17 @@ impl DeviceSssp<'_> {
             }
             let words = self.read_control(nf)?;
             if words[STATE + (iter & 1) as usize * SLOT + DONE] != 0 {
-                return Ok(Ended::Done(words, launches));
+                return Ok(Ended::Done(words, launches, iter));
             }
             check_deadline(&deadline, iter, &words)?;
             batch = (batch * 2).min(MAX_BATCH);
         }
     }
 
-    /// `nf_run` launches of many iterations each.
-    fn iterate_resident(&mut self, nf: &mut NearFar) -> Result<Ended> {
+    /// `nf_run` launches of many iterations each, from iteration `iter`.
+    fn iterate_resident(&mut self, nf: &mut NearFar, mut iter: u32) -> Result<Ended> {
         let global = nf.resident_groups * WG;
         let deadline = Deadline::after(self.rt.timeout());
-        let mut iter = 1u32;
         let mut launches = 0u64;
         loop {
             let count = RESIDENT_ITERATIONS;
@@ -277,11 +308,41 @@ impl DeviceSssp<'_> {
             }
             let next = iter + words[RAN];
             if words[STATE + (next & 1) as usize * SLOT + DONE] != 0 {
-                return Ok(Ended::Done(words, launches));
+                return Ok(Ended::Done(words, launches, next));
             }
             iter += count;
             check_deadline(&deadline, iter, &words)?;
         }
+    }
+}
+
+/// A stint's starting state: the near list is empty, so its first iteration splits `far`.
+struct StintStart<'a> {
+    /// Beyond every iteration an earlier stint of the search ran (the stamps hold those).
+    iteration: u32,
+    /// Beyond every earlier phase (the far stamps hold those).
+    phase: u32,
+    /// The current bucket's lower end: every vertex below it is settled.
+    limit: u32,
+    /// The vertices waiting (any at or above `limit`; duplicates allowed).
+    far: &'a [u32],
+    /// At most the smallest distance in `far`.
+    lowest: u32,
+    /// `fresh` of the starting state ([`FIRST_SPLIT`] for a handed-over search).
+    fresh: u32,
+}
+
+/// The counters of a stint's control words.
+fn stint_stats(words: &[u32; CTL_WORDS], launches: u64) -> SsspStats {
+    let wide = |at: usize| words[at] as u64 | (words[at + 1] as u64) << 32;
+    SsspStats {
+        iterations: words[ROUNDS] as u64,
+        // Every stint's first iteration opens its first bucket by a split.
+        buckets: words[SPLITS] as u64,
+        visited: wide(VISITED),
+        relaxed: wide(RELAXED),
+        launches,
+        ..Default::default()
     }
 }
 
@@ -294,10 +355,107 @@ fn check_deadline(deadline: &Deadline, iter: u32, words: &[u32]) -> Result<()> {
         side: Side::Device,
         waiting_for: "the near-far SSSP search to empty its lists".into(),
         waited_ms: deadline.waited_ms(),
-        detail: format!(
-            "{} iterations, {} buckets opened",
-            iter - 1,
-            words[SPLITS] + 1
-        ),
+        detail: format!("{} iterations, {} buckets opened", iter - 1, words[SPLITS]),
     })
+}
+
+/// Where the next device stint of a cooperative search starts: beyond every iteration and
+/// phase an earlier stint ran, so the stamps those left never match.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StintClock {
+    pub iteration: u32,
+    pub phase: u32,
+}
+
+impl StintClock {
+    pub fn new() -> Self {
+        StintClock {
+            iteration: 1,
+            phase: 1,
+        }
+    }
+}
+
+/// How a device stint of a cooperative search ended.
+pub(super) enum DeviceStintEnd {
+    /// The lists emptied: every distance is final.
+    Finished(SsspStats),
+    /// A light bucket opened: the vertices waiting (its near list and the far pile).
+    Yielded(SsspStats, Vec<u32>),
+    /// The resident launch's groups were not all resident: the search must start again
+    /// (the device now runs one launch per iteration).
+    NotResident,
+}
+
+impl DeviceSssp<'_> {
+    /// Resets the distances for a cooperative search from `source` (made the near-far
+    /// buffers on first use).
+    pub(super) fn begin_stints(&mut self, source: usize) -> Result<()> {
+        if self.near_far.is_none() {
+            self.near_far = Some(NearFar::new(self)?);
+        }
+        let mut nf = self.near_far.take().expect("made above");
+        let result = self.reset_near_far(&mut nf, source as u32);
+        self.near_far = Some(nf);
+        result
+    }
+
+    /// Delta-stepping on the device from the distances in its buffer and the vertices
+    /// `waiting` (the nearest at distance `lowest`; every vertex below its bucket settled),
+    /// until the lists empty or a bucket opens with fewer than `yield_below` near vertices.
+    pub(super) fn device_stint(
+        &mut self,
+        clock: &mut StintClock,
+        waiting: &[u32],
+        lowest: u32,
+        delta: u32,
+        yield_below: u32,
+    ) -> Result<DeviceStintEnd> {
+        let mut nf = self
+            .near_far
+            .take()
+            .ok_or_else(|| Error::InvalidArgument("a device stint before begin_stints".into()))?;
+        let start = StintStart {
+            iteration: clock.iteration,
+            phase: clock.phase,
+            limit: lowest / delta * delta,
+            far: waiting,
+            lowest,
+            fresh: FIRST_SPLIT,
+        };
+        let result = self
+            .near_far_stint(&mut nf, &start, delta, yield_below)
+            .and_then(|ended| self.stint_end(&mut nf, clock, ended));
+        self.near_far = Some(nf);
+        result
+    }
+
+    fn stint_end(
+        &mut self,
+        nf: &mut NearFar,
+        clock: &mut StintClock,
+        ended: Ended,
+    ) -> Result<DeviceStintEnd> {
+        let Ended::Done(words, launches, next) = ended else {
+            nf.resident = false;
+            return Ok(DeviceStintEnd::NotResident);
+        };
+        let stats = stint_stats(&words, launches);
+        let state = STATE + (next & 1) as usize * SLOT;
+        let phase = words[state + PHASE];
+        *clock = StintClock {
+            iteration: next,
+            phase: phase
+                .checked_add(1)
+                .ok_or_else(|| Error::InvalidArgument("the search ran 2^32 - 1 phases".into()))?,
+        };
+        if words[state + DONE] != YIELDED {
+            return Ok(DeviceStintEnd::Finished(stats));
+        }
+        let near = (words[YIELD_ITER] & 1) as usize;
+        let mut waiting = nf.near[near].read_range(0, words[YIELD_LEN] as usize)?;
+        let far_len = words[FAR + (phase % 3) as usize * SLOT] as usize;
+        waiting.extend(nf.far[(phase & 1) as usize].read_range(0, far_len)?);
+        Ok(DeviceStintEnd::Yielded(stats, waiting))
+    }
 }

@@ -1,0 +1,356 @@
+//! Cooperative delta-stepping: the latency threads settle light buckets, the device expands
+//! heavy ones, and the search moves between them as the buckets' sizes change.
+//!
+//! A delta-stepping search alternates between two kinds of bucket. Light ones (the source's,
+//! the last ones of a Kronecker graph, most of a road-like graph's on small machines) cost
+//! the device a grid-wide step per iteration whatever their size, and the latency threads a
+//! few microseconds. Heavy ones (the middle of a Kronecker search: millions of edges) are
+//! what the device's thousands of lanes are for. So the search runs in *stints*:
+//!
+//! - **On the latency threads** ([`delta`](super::delta)'s search, on the device's own
+//!   distance buffer mapped to the host) until a round's frontier holds
+//!   [`CoopSplit::to_device`] entries or more; that round is not expanded, and its entries
+//!   plus every thread's buckets are what waits.
+//! - **On the device** (the near-far search, `kernels/sssp.cl`) from the distances and the
+//!   waiting vertices as its far pile, until a bucket opens whose near list holds fewer than
+//!   [`CoopSplit::to_host`] vertices; the near list and the far pile are what waits.
+//!
+//! Every hand-over keeps delta-stepping's invariant: each vertex whose distance dropped and
+//! that was not expanded with it since is among the waiting vertices, and every vertex
+//! nearer than the nearest of them is settled. Either side resumes from there, so the
+//! distances are exact whatever the split. On fine-grained SVM the map is free and both
+//! sides work on the same words; on coarse SVM a hand-over maps the distance array (one copy
+//! each way, 4 bytes per vertex).
+//!
+//! **The split, measured.** An adaptive [`CoopSplit`] learns from the searches' times, call
+//! after call (one graph, many sources, as an application runs it): the first search keeps
+//! to the latency threads (recording its heaviest round), the second gives the device every
+//! round of 512 entries or more; from the faster of the two the threshold moves by a factor
+//! of 4 (up from the device's side, down from the heaviest round on the threads' side) while
+//! each step makes the search faster, and settles on the fastest measured.
+//! [`CoopSplit::fixed`] keeps a threshold as given. [`CoopStats`] reports each side's
+//! vertices and time, so the rates behind the choice are in every run's output.
+
+use std::time::{Duration, Instant};
+
+use asym_runtime::{Error, LatencyPool, Result};
+
+use super::delta::{check_delta, Stint};
+use super::device::DeviceSssp;
+use super::near_far::{DeviceStintEnd, StintClock};
+use super::{distances_from, SsspRun, SsspStats};
+
+/// The lightest rounds the adaptive split gives the device.
+const MIN_TO_DEVICE: usize = 512;
+/// Each step of the adaptive split's search multiplies or divides the threshold by this.
+const STEP: usize = 4;
+/// Hysteresis: the device hands back buckets this many times lighter than the ones it takes.
+const HYSTERESIS: usize = 4;
+
+/// Where cooperative delta-stepping moves a search between the sides.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoopSplit {
+    to_device: usize,
+    learning: Learning,
+    /// The fastest threshold measured so far and its search's time, seconds.
+    best: Option<(usize, f64)>,
+    /// The search on the latency threads alone: its time and heaviest round.
+    host_alone: Option<(f64, usize)>,
+}
+
+/// Where the adaptive split's search over thresholds stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Learning {
+    /// A fixed split.
+    Fixed,
+    /// Measuring the latency threads alone.
+    HostAlone,
+    /// Measuring the device with every round but the lightest.
+    DeviceMost,
+    /// Moving the threshold by [`STEP`] (up or down) while the searches get faster.
+    Climbing { up: bool },
+    /// Settled on the best threshold measured.
+    Settled,
+}
+
+impl Default for CoopSplit {
+    fn default() -> Self {
+        CoopSplit::adaptive()
+    }
+}
+
+impl CoopSplit {
+    /// A split that learns from the searches' measured times: the first search keeps to the
+    /// latency threads, the second gives the device every round of 512 entries or more, then
+    /// the threshold moves by a factor of 4 from the faster of the two while that helps.
+    pub fn adaptive() -> Self {
+        CoopSplit {
+            to_device: usize::MAX,
+            learning: Learning::HostAlone,
+            best: None,
+            host_alone: None,
+        }
+    }
+
+    /// Rounds of `to_device` entries or more go to the device, always. `usize::MAX` keeps
+    /// the search on the latency threads; 1 gives the device every bucket but the source's.
+    pub fn fixed(to_device: usize) -> Result<Self> {
+        if to_device == 0 {
+            return Err(Error::InvalidArgument(
+                "a cooperative split at 0 entries: rounds of at least 1 entry go to the device"
+                    .into(),
+            ));
+        }
+        Ok(CoopSplit {
+            to_device,
+            learning: Learning::Fixed,
+            best: None,
+            host_alone: None,
+        })
+    }
+
+    /// A round whose frontier holds this many entries or more goes to the device.
+    pub fn to_device(&self) -> usize {
+        self.to_device
+    }
+
+    /// A bucket that opens on the device with fewer near vertices than this goes back to
+    /// the latency threads.
+    pub fn to_host(&self) -> usize {
+        (self.to_device / HYSTERESIS).max(1)
+    }
+
+    /// Whether the threshold follows the measured times.
+    pub fn is_adaptive(&self) -> bool {
+        self.learning != Learning::Fixed
+    }
+
+    /// Whether an adaptive split is still measuring thresholds (the next search may run
+    /// with another one).
+    pub fn is_learning(&self) -> bool {
+        !matches!(self.learning, Learning::Fixed | Learning::Settled)
+    }
+
+    /// Takes in a search's time (seconds) at the current threshold and chooses the next.
+    fn learn(&mut self, secs: f64, stats: &CoopStats) {
+        let better = self.best.is_none_or(|(_, best)| secs < best);
+        if better {
+            self.best = Some((self.to_device, secs));
+        }
+        match self.learning {
+            Learning::Fixed | Learning::Settled => {}
+            Learning::HostAlone => {
+                self.host_alone = Some((secs, stats.peak_round));
+                self.to_device = MIN_TO_DEVICE;
+                self.learning = Learning::DeviceMost;
+            }
+            Learning::DeviceMost => {
+                let (_, peak) = self.host_alone.unwrap_or((secs, 0));
+                if better {
+                    // The device was faster: give it lighter rounds no more, try heavier.
+                    self.to_device = MIN_TO_DEVICE * STEP;
+                    self.learning = Learning::Climbing { up: true };
+                } else if peak / STEP > MIN_TO_DEVICE {
+                    // The threads were faster: try the device on the heaviest rounds only.
+                    self.to_device = peak / STEP;
+                    self.learning = Learning::Climbing { up: false };
+                } else {
+                    self.settle();
+                }
+            }
+            Learning::Climbing { up } => {
+                let next = if up {
+                    self.to_device.saturating_mul(STEP)
+                } else {
+                    self.to_device / STEP
+                };
+                let peak = self.host_alone.map_or(0, |(_, p)| p);
+                if better && next >= MIN_TO_DEVICE && (!up || next <= peak) {
+                    self.to_device = next;
+                } else {
+                    self.settle();
+                }
+            }
+        }
+    }
+
+    fn settle(&mut self) {
+        self.to_device = self.best.map_or(self.to_device, |(t, _)| t);
+        self.learning = Learning::Settled;
+    }
+}
+
+/// Who did what in a cooperative search.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CoopStats {
+    /// The threshold this search ran with ([`CoopSplit::to_device`]).
+    pub to_device: usize,
+    /// Stints on the latency threads (the first is always theirs).
+    pub host_stints: u64,
+    /// Stints on the device.
+    pub device_stints: u64,
+    /// Vertices the latency threads expanded.
+    pub host_visited: u64,
+    /// Vertices the device expanded.
+    pub device_visited: u64,
+    /// Time in the latency threads' stints.
+    pub host_time: Duration,
+    /// Time in the device's stints (launches, reading back the waiting vertices).
+    pub device_time: Duration,
+    /// Time handing the distances over (mapping and unmapping them: free on fine SVM).
+    pub handover_time: Duration,
+    /// The most entries a round on the latency threads held.
+    pub peak_round: usize,
+}
+
+impl CoopStats {
+    /// Vertices the latency threads expanded per second of their stints.
+    pub fn host_rate(&self) -> f64 {
+        rate(self.host_visited, self.host_time)
+    }
+
+    /// Vertices the device expanded per second of its stints and the hand-overs.
+    pub fn device_rate(&self) -> f64 {
+        rate(self.device_visited, self.device_time + self.handover_time)
+    }
+}
+
+fn rate(visited: u64, time: Duration) -> f64 {
+    let s = time.as_secs_f64();
+    if s > 0.0 {
+        visited as f64 / s
+    } else {
+        0.0
+    }
+}
+
+/// A cooperative search's distances and counters, and who did what.
+#[derive(Clone, Debug)]
+pub struct CoopDeltaRun {
+    /// Distances and the counters summed over both sides (`launches`: the device's).
+    pub run: SsspRun,
+    /// The split and each side's share.
+    pub coop: CoopStats,
+}
+
+impl DeviceSssp<'_> {
+    /// Shortest distances from `source` (0-based) by delta-stepping with buckets `delta`
+    /// wide, light buckets on `pool`'s threads and heavy ones on the device, split by
+    /// `split` (see [`coop_delta`](super::coop_delta)); an adaptive split learns from the
+    /// search's measured rates for the next call.
+    pub fn cooperative_delta_stepping(
+        &mut self,
+        pool: &LatencyPool,
+        source: usize,
+        delta: u32,
+        split: &mut CoopSplit,
+    ) -> Result<CoopDeltaRun> {
+        self.graph.check_source(source)?;
+        check_delta(delta)?;
+        let started = Instant::now();
+        let (mut stats, coop) = loop {
+            if let Some(done) = self.cooperative_search(pool, source, delta, split)? {
+                break done;
+            }
+            // The device's resident launch did not fit: the stints' state is gone with it,
+            // and the device runs one launch per iteration from now on.
+        };
+        let distances = distances_from(self.graph, self.read_raw_distances()?)?;
+        stats.compute_time = started.elapsed();
+        split.learn(stats.compute_time.as_secs_f64(), &coop);
+        Ok(CoopDeltaRun {
+            run: SsspRun { distances, stats },
+            coop,
+        })
+    }
+
+    /// One cooperative search; `None` when the device's resident launch did not fit.
+    fn cooperative_search(
+        &mut self,
+        pool: &LatencyPool,
+        source: usize,
+        delta: u32,
+        split: &CoopSplit,
+    ) -> Result<Option<(SsspStats, CoopStats)>> {
+        self.begin_stints(source)?;
+        let n = self.graph.vertices();
+        let expanded: Vec<_> = (0..n)
+            .map(|_| std::sync::atomic::AtomicU32::new(u32::MAX))
+            .collect();
+        let mut stats = SsspStats::default();
+        let mut coop = CoopStats {
+            to_device: split.to_device(),
+            ..CoopStats::default()
+        };
+        let mut clock = StintClock::new();
+        let mut waiting = vec![source as u32];
+        loop {
+            // The latency threads, on the device's distances mapped to the host.
+            let t = Instant::now();
+            let mut map = self.dist.map()?;
+            let mapped = t.elapsed();
+            let t = Instant::now();
+            let dist = map.atomics();
+            let end = Stint {
+                graph: self.graph,
+                dist,
+                expanded: &expanded,
+                delta,
+                stop_at: split.to_device(),
+            }
+            .run(pool, &waiting)?;
+            add(&mut stats, &end.stats);
+            coop.host_stints += 1;
+            coop.host_visited += end.stats.visited;
+            coop.host_time += t.elapsed();
+            coop.peak_round = coop.peak_round.max(end.peak_round);
+            let lowest = end.waiting.as_ref().map(|w| {
+                w.iter()
+                    .map(|&v| dist[v as usize].load(std::sync::atomic::Ordering::Relaxed))
+                    .min()
+                    .unwrap_or(u32::MAX)
+            });
+            let t = Instant::now();
+            map.unmap()?;
+            coop.handover_time += mapped + t.elapsed();
+            let (Some(heavy), Some(lowest)) = (end.waiting, lowest) else {
+                return Ok(Some((stats, coop)));
+            };
+            // The device, from there.
+            let t = Instant::now();
+            let ended = self.device_stint(
+                &mut clock,
+                &heavy,
+                lowest,
+                delta,
+                u32::try_from(split.to_host()).unwrap_or(u32::MAX),
+            )?;
+            coop.device_time += t.elapsed();
+            coop.device_stints += 1;
+            match ended {
+                DeviceStintEnd::NotResident => return Ok(None),
+                DeviceStintEnd::Finished(s) => {
+                    coop.device_visited += s.visited;
+                    add(&mut stats, &s);
+                    return Ok(Some((stats, coop)));
+                }
+                DeviceStintEnd::Yielded(s, light) => {
+                    coop.device_visited += s.visited;
+                    add(&mut stats, &s);
+                    waiting = light;
+                }
+            }
+        }
+    }
+}
+
+/// Adds one stint's counters to the search's.
+fn add(total: &mut SsspStats, stint: &SsspStats) {
+    total.iterations += stint.iterations;
+    total.buckets += stint.buckets;
+    total.visited += stint.visited;
+    total.stale += stint.stale;
+    total.relaxed += stint.relaxed;
+    total.launches += stint.launches;
+    total.wait_time += stint.wait_time;
+}
