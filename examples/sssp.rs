@@ -104,7 +104,7 @@ struct Args {
     /// Delta-stepping's bucket width (default: 16 times the mean edge weight).
     #[arg(long)]
     delta: Option<u32>,
-    /// Coop delta-stepping: rounds of this many frontier entries or more go to the device,
+    /// Coop delta-stepping: rounds with this many edges or more to scan go to the device,
     /// buckets opening with a quarter of that go back to the latency threads; auto learns it
     /// from the searches' measured times (untimed searches first, until it settles: at most 8).
     /// The table and --json name the split and each side's share.
@@ -316,16 +316,13 @@ fn run(args: &Args) -> Result<bool> {
     let gpu_rows = if members > 1 { 2 * gpu_engines } else { 3 };
     let steps =
         2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + 2 * u64::from(use_coop);
-    let mut coop_split = match args.coop_split.trim() {
-        "auto" => CoopSplit::adaptive(),
-        n => CoopSplit::fixed(n.parse().map_err(|_| {
-            Error::flag(
-                "--coop-split",
-                n,
-                "expected auto or a number of frontier entries",
-            )
-        })?)?,
-    };
+    let mut coop_split =
+        match args.coop_split.trim() {
+            "auto" => CoopSplit::adaptive(),
+            n => CoopSplit::fixed(n.parse().map_err(|_| {
+                Error::flag("--coop-split", n, "expected auto or a number of edges")
+            })?)?,
+        };
     let mut progress = Progress::new(steps, args.json);
     let renumber = cli::one_of("--vertex-order", &args.vertex_order, &["bfs", "given"])? == "bfs";
     let save_searched = cli::one_of(
@@ -616,6 +613,7 @@ fn run(args: &Args) -> Result<bool> {
                     "heap_ms": r.stats.heap_time.as_secs_f64() * 1e3,
                     "compute_ms": r.stats.compute_time.as_secs_f64() * 1e3,
                     "wait_ms": r.stats.wait_time.as_secs_f64() * 1e3,
+                    "transfer_ms": r.stats.transfer_time.as_secs_f64() * 1e3,
                     "iterations": r.stats.iterations, "visited": r.stats.visited,
                     "stale": r.stats.stale, "heap_inserted": r.stats.heap_inserted,
                     "relaxed": r.stats.relaxed, "buckets": r.stats.buckets,

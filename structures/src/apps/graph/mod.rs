@@ -140,6 +140,11 @@ impl Graph {
             .zip(self.weights[a..b].iter().copied())
     }
 
+    /// The number of edges leaving `v`.
+    pub fn out_degree(&self, v: u32) -> usize {
+        (self.offsets[v as usize + 1] - self.offsets[v as usize]) as usize
+    }
+
     /// The CSR arrays `(offsets, targets, weights)`, for uploading to a device.
     pub fn csr(&self) -> (&[u32], &[u32], &[u32]) {
         (&self.offsets, &self.targets, &self.weights)

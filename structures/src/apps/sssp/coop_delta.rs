@@ -8,12 +8,15 @@
 //! what the device's thousands of lanes are for. So the search runs in *stints*:
 //!
 //! - **On the latency threads** ([`delta`](super::delta)'s search, on the device's own
-//!   distance buffer mapped to the host) until a round's frontier holds
-//!   [`CoopSplit::to_device`] entries or more; that round is not expanded, and its entries
-//!   plus every thread's buckets are what waits.
+//!   distance buffer mapped to the host) until a round's vertices have
+//!   [`CoopSplit::to_device`] edges or more to scan (a round is measured in edges: one hub
+//!   of a Kronecker graph is as heavy as thousands of ordinary vertices, and a single thread
+//!   expands it); that round is not expanded, and its entries plus every thread's buckets
+//!   are what waits.
 //! - **On the device** (the near-far search, `kernels/sssp.cl`) from the distances and the
-//!   waiting vertices as its far pile, until a bucket opens whose near list holds fewer than
-//!   [`CoopSplit::to_host`] vertices; the near list and the far pile are what waits.
+//!   waiting vertices as its far pile, until a bucket opens whose near list has fewer than
+//!   [`CoopSplit::to_host`] edges by the graph's mean degree (the device does not sum
+//!   degrees); the near list and the far pile are what waits.
 //!
 //! Every hand-over keeps delta-stepping's invariant: each vertex whose distance dropped and
 //! that was not expanded with it since is among the waiting vertices, and every vertex
@@ -25,7 +28,7 @@
 //! **The split, measured.** An adaptive [`CoopSplit`] learns from the searches' times, call
 //! after call (one graph, many sources, as an application runs it): the first search keeps
 //! to the latency threads (recording its heaviest round), the second gives the device every
-//! round of 512 entries or more; from the faster of the two the threshold moves by a factor
+//! round of 4,096 edges or more; from the faster of the two the threshold moves by a factor
 //! of 4 (up from the device's side, down from the heaviest round on the threads' side) while
 //! each step makes the search faster, and settles on the fastest measured.
 //! [`CoopSplit::fixed`] keeps a threshold as given. [`CoopStats`] reports each side's
@@ -38,10 +41,10 @@ use asym_runtime::{Error, LatencyPool, Result};
 use super::delta::{check_delta, Stint};
 use super::device::DeviceSssp;
 use super::near_far::{DeviceStintEnd, StintClock};
-use super::{distances_from, SsspRun, SsspStats};
+use super::{atomic_words, SsspRun, SsspStats};
 
-/// The lightest rounds the adaptive split gives the device.
-const MIN_TO_DEVICE: usize = 512;
+/// The lightest rounds (edges to scan) the adaptive split gives the device.
+const MIN_TO_DEVICE: usize = 4096;
 /// Each step of the adaptive split's search multiplies or divides the threshold by this.
 const STEP: usize = 4;
 /// Hysteresis: the device hands back buckets this many times lighter than the ones it takes.
@@ -65,7 +68,7 @@ enum Learning {
     Fixed,
     /// Measuring the latency threads alone.
     HostAlone,
-    /// Measuring the device with every round but the lightest.
+    /// Measuring the device with every round of [`MIN_TO_DEVICE`] edges or more.
     DeviceMost,
     /// Moving the threshold by [`STEP`] (up or down) while the searches get faster.
     Climbing { up: bool },
@@ -81,7 +84,7 @@ impl Default for CoopSplit {
 
 impl CoopSplit {
     /// A split that learns from the searches' measured times: the first search keeps to the
-    /// latency threads, the second gives the device every round of 512 entries or more, then
+    /// latency threads, the second gives the device every round of 4,096 edges or more, then
     /// the threshold moves by a factor of 4 from the faster of the two while that helps.
     pub fn adaptive() -> Self {
         CoopSplit {
@@ -92,8 +95,9 @@ impl CoopSplit {
         }
     }
 
-    /// Rounds of `to_device` entries or more go to the device, always. `usize::MAX` keeps
-    /// the search on the latency threads; 1 gives the device every bucket but the source's.
+    /// Rounds with `to_device` edges or more to scan go to the device, always. `usize::MAX`
+    /// keeps the search on the latency threads; 1 gives the device every round, the source's
+    /// too (unless it has no edges).
     pub fn fixed(to_device: usize) -> Result<Self> {
         if to_device == 0 {
             return Err(Error::InvalidArgument(
@@ -109,13 +113,13 @@ impl CoopSplit {
         })
     }
 
-    /// A round whose frontier holds this many entries or more goes to the device.
+    /// A round whose vertices have this many edges or more to scan goes to the device.
     pub fn to_device(&self) -> usize {
         self.to_device
     }
 
-    /// A bucket that opens on the device with fewer near vertices than this goes back to
-    /// the latency threads.
+    /// A bucket that opens on the device with fewer edges than this (its near vertices
+    /// times the graph's mean degree) goes back to the latency threads.
     pub fn to_host(&self) -> usize {
         (self.to_device / HYSTERESIS).max(1)
     }
@@ -183,7 +187,7 @@ impl CoopSplit {
 /// Who did what in a cooperative search.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CoopStats {
-    /// The threshold this search ran with ([`CoopSplit::to_device`]).
+    /// The threshold this search ran with ([`CoopSplit::to_device`], edges).
     pub to_device: usize,
     /// Stints on the latency threads (the first is always theirs).
     pub host_stints: u64,
@@ -199,7 +203,8 @@ pub struct CoopStats {
     pub device_time: Duration,
     /// Time handing the distances over (mapping and unmapping them: free on fine SVM).
     pub handover_time: Duration,
-    /// The most entries a round on the latency threads held.
+    /// The most edges a round on the latency threads had to scan (the waiting vertices
+    /// a stint starts from count as a round).
     pub peak_round: usize,
 }
 
@@ -255,8 +260,11 @@ impl DeviceSssp<'_> {
             // The device's resident launch did not fit: the stints' state is gone with it,
             // and the device runs one launch per iteration from now on.
         };
-        let distances = distances_from(self.graph, self.read_raw_distances()?)?;
+        let distances = self.read_distances()?;
         stats.compute_time = started.elapsed();
+        stats.transfer_time = stats
+            .compute_time
+            .saturating_sub(coop.host_time + coop.device_time + coop.handover_time);
         split.learn(stats.compute_time.as_secs_f64(), &coop);
         Ok(CoopDeltaRun {
             run: SsspRun { distances, stats },
@@ -274,15 +282,16 @@ impl DeviceSssp<'_> {
     ) -> Result<Option<(SsspStats, CoopStats)>> {
         self.begin_stints(source)?;
         let n = self.graph.vertices();
-        let expanded: Vec<_> = (0..n)
-            .map(|_| std::sync::atomic::AtomicU32::new(u32::MAX))
-            .collect();
+        let expanded = atomic_words(n, u32::MAX);
         let mut stats = SsspStats::default();
         let mut coop = CoopStats {
             to_device: split.to_device(),
             ..CoopStats::default()
         };
         let mut clock = StintClock::new();
+        // The device's hand-back threshold in near vertices.
+        let mean_degree = (self.graph.edges() / n.max(1)).max(1);
+        let yield_below = u32::try_from(split.to_host().div_ceil(mean_degree)).unwrap_or(u32::MAX);
         let mut waiting = vec![source as u32];
         loop {
             // The latency threads, on the device's distances mapped to the host.
@@ -297,6 +306,7 @@ impl DeviceSssp<'_> {
                 expanded: &expanded,
                 delta,
                 stop_at: split.to_device(),
+                measure_rounds: true,
             }
             .run(pool, &waiting)?;
             add(&mut stats, &end.stats);
@@ -318,13 +328,7 @@ impl DeviceSssp<'_> {
             };
             // The device, from there.
             let t = Instant::now();
-            let ended = self.device_stint(
-                &mut clock,
-                &heavy,
-                lowest,
-                delta,
-                u32::try_from(split.to_host()).unwrap_or(u32::MAX),
-            )?;
+            let ended = self.device_stint(&mut clock, &heavy, lowest, delta, yield_below)?;
             coop.device_time += t.elapsed();
             coop.device_stints += 1;
             match ended {

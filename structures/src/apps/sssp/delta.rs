@@ -43,7 +43,7 @@ use crossbeam::utils::CachePadded;
 
 use asym_runtime::{Error, LatencyPool, Result, SpinBarrier};
 
-use super::{distances_from, lowered, relaxed_distance, SsspRun, SsspStats};
+use super::{atomic_words, distances_par, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
 /// Frontier entries a thread claims at a time (divides [`SEGMENT`]: a chunk never straddles
@@ -88,19 +88,23 @@ pub fn shortest_paths(
     check_delta(delta)?;
     let started = std::time::Instant::now();
     let n = graph.vertices();
-    let dist: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
-    let expanded: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let dist = atomic_words(n, u32::MAX);
+    let expanded = atomic_words(n, u32::MAX);
     dist[source].store(0, Relaxed);
+    let searching = std::time::Instant::now();
     let stint = Stint {
         graph,
         dist: &dist,
         expanded: &expanded,
         delta,
         stop_at: usize::MAX,
+        measure_rounds: false,
     };
     let mut stats = stint.run(pool, &[source as u32])?.stats;
-    let distances = distances_from(graph, dist.iter().map(|d| d.load(Relaxed)))?;
+    let search_time = searching.elapsed();
+    let distances = distances_par(graph, n, |v| dist[v].load(Relaxed))?;
     stats.compute_time = started.elapsed();
+    stats.transfer_time = stats.compute_time.saturating_sub(search_time);
     Ok(SsspRun { distances, stats })
 }
 
@@ -116,9 +120,9 @@ pub(crate) fn check_delta(delta: u32) -> Result<()> {
 
 /// Delta-stepping on the latency threads from any state: distances in `dist` (host memory or
 /// a mapped SVM buffer), the vertices waiting to be expanded given to [`Stint::run`]. With a
-/// finite `stop_at` it stops before the first round whose frontier holds that many entries
-/// and returns what still waits (cooperative delta-stepping hands such heavy rounds to the
-/// device).
+/// finite `stop_at` it stops before the first round whose frontier's vertices have that many
+/// edges between them (the waiting vertices themselves count as a round) and returns what
+/// still waits (cooperative delta-stepping hands such heavy rounds to the device).
 pub(crate) struct Stint<'a> {
     pub graph: &'a Graph,
     pub dist: &'a [AtomicU32],
@@ -127,6 +131,9 @@ pub(crate) struct Stint<'a> {
     pub expanded: &'a [AtomicU32],
     pub delta: u32,
     pub stop_at: usize,
+    /// Whether rounds are measured in edges ([`StintEnd::peak_round`]; always where
+    /// `stop_at` is finite).
+    pub measure_rounds: bool,
 }
 
 /// How a [`Stint`] ended.
@@ -136,7 +143,7 @@ pub(crate) struct StintEnd {
     /// The vertices still waiting when the stint stopped at a heavy round (each at least
     /// once; duplicates and stale entries possible); `None` when the search is done.
     pub waiting: Option<Vec<u32>>,
-    /// The most entries a round's frontier held (the round it stopped at included).
+    /// The most edges a round's frontier had to scan (the round it stopped at included).
     pub peak_round: usize,
 }
 
@@ -155,25 +162,36 @@ impl Stint<'_> {
                 peak_round: 0,
             });
         };
+        let edges: usize = waiting.iter().map(|&v| self.graph.out_degree(v)).sum();
+        if edges >= self.stop_at {
+            // Heavy already (a hub of a source): the device's from the start.
+            return Ok(StintEnd {
+                stats: SsspStats::default(),
+                waiting: Some(self.distinct_waiting(waiting.to_vec())),
+                peak_round: edges,
+            });
+        }
         let shared = Shared {
             graph: self.graph,
             dist: self.dist,
             expanded: self.expanded,
             delta: self.delta,
             frontier: Frontier::new(self.graph.edges()),
+            round_edges: CachePadded::new(AtomicUsize::new(0)),
             claims: CachePadded::new(AtomicUsize::new(0)),
             next_bucket: CachePadded::new(AtomicU32::new(u32::MAX)),
             barrier: SpinBarrier::new(pool.len(), pool.timeout()),
             waiting,
             first_bucket: open,
             stop_at: self.stop_at,
+            measure_rounds: self.measure_rounds || self.stop_at != usize::MAX,
         };
         let counts = pool.broadcast_scoped(|w| shared.run(w.index, w.threads))?;
         let mut stats = SsspStats::default();
         let threads = counts.len().max(1) as u32;
         let mut left = Vec::new();
         let mut stopped = false;
-        let mut peak_round = 0;
+        let mut peak_round = if self.measure_rounds { edges } else { 0 };
         for c in counts {
             let c = c?;
             stats.wait_time += c.waited / threads;
@@ -183,7 +201,7 @@ impl Stint<'_> {
             // Every thread counts the same rounds and buckets.
             stats.iterations = c.rounds;
             stats.buckets = c.buckets;
-            peak_round = c.peak_round;
+            peak_round = peak_round.max(c.peak_round);
             if let Some(mut mine) = c.left {
                 stopped = true;
                 left.append(&mut mine);
@@ -235,6 +253,9 @@ struct Shared<'a> {
     delta: u32,
     /// The round's frontier (published between a round's two meetings, read after them).
     frontier: Frontier,
+    /// Edges leaving the round's frontier entries, summed as they are published (reset
+    /// with the frontier's length); only counted when the stint can stop.
+    round_edges: CachePadded<AtomicUsize>,
     /// Frontier entries claimed so far this round (reset by the first meeting's leader).
     claims: CachePadded<AtomicUsize>,
     /// The lowest non-empty bucket of any thread, a minimum over threads (filled before the
@@ -245,8 +266,10 @@ struct Shared<'a> {
     waiting: &'a [u32],
     /// The lowest bucket of `waiting`: the first one opened.
     first_bucket: u32,
-    /// Rounds whose frontier holds this many entries end the stint before expanding.
+    /// Rounds whose frontier has this many edges to scan end the stint before expanding.
     stop_at: usize,
+    /// Whether `round_edges` is counted.
+    measure_rounds: bool,
 }
 
 /// A round's frontier: every thread's entries of the bucket being opened, one after another.
@@ -319,7 +342,7 @@ struct Counts {
     waited: std::time::Duration,
     /// Entries of this thread's buckets when the stint stopped at a heavy round.
     left: Option<Vec<u32>>,
-    /// The most entries a round's frontier held.
+    /// The most edges a round's frontier had to scan (counted when the stint can stop).
     peak_round: usize,
 }
 
@@ -343,7 +366,7 @@ impl Shared<'_> {
             ..Counts::default()
         };
         loop {
-            let round = self.frontier.len.load(Relaxed);
+            let round = self.round_edges.load(Relaxed);
             counts.peak_round = counts.peak_round.max(round);
             if round >= self.stop_at {
                 // Every thread read the same length after the meeting: all stop here.
@@ -366,6 +389,7 @@ impl Shared<'_> {
             self.barrier.wait_with(|| {
                 self.claims.store(0, Relaxed);
                 self.frontier.len.store(0, Relaxed);
+                self.round_edges.store(0, Relaxed);
             })?;
             counts.waited += t.elapsed();
             let next = self.next_bucket.load(Relaxed);
@@ -374,6 +398,10 @@ impl Shared<'_> {
             }
             let part = buckets.take(next);
             self.frontier.publish(&part)?;
+            if self.measure_rounds && !part.is_empty() {
+                let edges = part.iter().map(|&v| self.graph.out_degree(v)).sum();
+                self.round_edges.fetch_add(edges, Relaxed);
+            }
             buckets.give_back(next, part);
             // Every thread has read the minimum.
             let t = std::time::Instant::now();

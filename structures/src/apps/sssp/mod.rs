@@ -107,6 +107,9 @@ pub struct SsspStats {
     /// Delta-stepping on the latency threads: the time a thread spent waiting at the round
     /// barriers, averaged over the threads (the rest of `compute_time` is expansion).
     pub wait_time: Duration,
+    /// Delta-stepping: the time outside the search itself, setting up its arrays and
+    /// reading the distances out into the answer (part of `compute_time`).
+    pub transfer_time: Duration,
 }
 
 /// Distances (as [`Graph::dijkstra`] gives them: [`UNREACHABLE`] where no path leads) and
@@ -238,6 +241,37 @@ pub(crate) fn relaxed_distance(du: u32, w: u32) -> u32 {
 pub(crate) fn lowered(dist: &[AtomicU32], v: u32, nd: u32) -> bool {
     let slot = &dist[v as usize];
     nd < slot.load(Relaxed) && nd < slot.fetch_min(nd, Relaxed)
+}
+
+/// Final distances from the 32-bit words `word(0..n)` as [`Graph::dijkstra`] gives them
+/// (`u32::MAX`: unreachable), converted on rayon's threads (a 4 M-vertex answer is 32 MB: one
+/// thread writing it took longer than some searches); a word at the limit is an overflow
+/// error.
+pub(crate) fn distances_par(
+    graph: &Graph,
+    n: usize,
+    word: impl Fn(usize) -> u32 + Sync,
+) -> Result<Vec<u64>> {
+    use rayon::prelude::*;
+    (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 14)
+        .map(|v| match word(v) {
+            u32::MAX => Ok(UNREACHABLE),
+            d if d as u64 >= DISTANCE_LIMIT => Err(overflow_error(graph)),
+            d => Ok(d as u64),
+        })
+        .collect()
+}
+
+/// `n` atomic words, each `value`, written on rayon's threads.
+pub(crate) fn atomic_words(n: usize, value: u32) -> Vec<AtomicU32> {
+    use rayon::prelude::*;
+    (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 14)
+        .map(|_| AtomicU32::new(value))
+        .collect()
 }
 
 /// Final distances from 32-bit words as [`Graph::dijkstra`] gives them (`u32::MAX`:

@@ -17,7 +17,7 @@ use asym_runtime::backoff::Deadline;
 use asym_runtime::{DeviceKind, Error, Kernel, Launch, Result, Side, SvmBuffer};
 
 use super::device::{groups, program, DeviceSssp, WG};
-use super::{distances_from, next_iteration, SsspRun, SsspStats};
+use super::{next_iteration, SsspRun, SsspStats};
 
 // Control words, as `NF_*` in kernels/sssp.cl.
 const VISITED: usize = 3;
@@ -127,9 +127,11 @@ impl DeviceSssp<'_> {
         let mut nf = self.near_far.take().expect("made above");
         let result = self.run_near_far(&mut nf, source as u32, delta);
         self.near_far = Some(nf);
-        let mut run = result?;
-        run.stats.compute_time = started.elapsed();
-        Ok(run)
+        let (mut stats, search_time) = result?;
+        let distances = self.read_distances()?;
+        stats.compute_time = started.elapsed();
+        stats.transfer_time = stats.compute_time.saturating_sub(search_time);
+        Ok(SsspRun { distances, stats })
     }
 
     /// Chooses how the iterations run: `Some(true)` one launch for many iterations (with
@@ -152,9 +154,18 @@ impl DeviceSssp<'_> {
         Ok(())
     }
 
-    fn run_near_far(&mut self, nf: &mut NearFar, source: u32, delta: u32) -> Result<SsspRun> {
+    /// The search's counters and the time its iterations took (the stint: launches and
+    /// control reads, not the resets before it).
+    fn run_near_far(
+        &mut self,
+        nf: &mut NearFar,
+        source: u32,
+        delta: u32,
+    ) -> Result<(SsspStats, std::time::Duration)> {
+        let mut searched = std::time::Duration::ZERO;
         let (words, launches) = loop {
             self.reset_near_far(nf, source)?;
+            let t = Instant::now();
             let start = StintStart {
                 iteration: 1,
                 phase: 1,
@@ -163,14 +174,14 @@ impl DeviceSssp<'_> {
                 lowest: 0,
                 fresh: 0,
             };
-            match self.near_far_stint(nf, &start, delta, 0)? {
+            let ended = self.near_far_stint(nf, &start, delta, 0)?;
+            searched += t.elapsed();
+            match ended {
                 Ended::Done(words, launches, _) => break (words, launches),
                 Ended::NotResident => nf.resident = false,
             }
         };
-        let stats = stint_stats(&words, launches);
-        let distances = distances_from(self.graph, self.read_raw_distances()?)?;
-        Ok(SsspRun { distances, stats })
+        Ok((stint_stats(&words, launches), searched))
     }
 
     /// Every distance unknown but the source's, no vertex filed far in any phase.
