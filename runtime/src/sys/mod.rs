@@ -15,8 +15,8 @@ mod svm;
 pub(crate) use cl::{
     enqueue_kernel, event_device_time, set_kernel_arg_svm, set_kernel_exec_info_svm_ptrs,
 };
-pub(crate) use os::current_cpu;
 pub use os::exit_quietly_on_broken_pipe;
+pub(crate) use os::{advise_huge_pages, current_cpu};
 pub(crate) use scope::{run_scoped, Job};
 pub use stream::{copy_bits_streaming, copy_bits_streaming_par};
 pub(crate) use svm::SvmAlloc;

@@ -20,3 +20,25 @@ pub fn exit_quietly_on_broken_pipe() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// Asks the kernel to back the pages of `bytes` bytes at `addr` with transparent huge pages
+/// (`madvise(MADV_HUGEPAGE)`), rounded inwards to whole pages. Only advice: where the kernel
+/// has no huge pages, or refuses, nothing changes (the result is ignored).
+pub(crate) fn advise_huge_pages(addr: usize, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = addr.next_multiple_of(PAGE);
+        let end = (addr + bytes) / PAGE * PAGE;
+        if end <= start {
+            return;
+        }
+        // SAFETY: madvise with MADV_HUGEPAGE changes only how the kernel backs the pages of
+        // the range (their contents and the mapping's permissions stay as they are); the
+        // range lies inside an allocation the caller owns (`addr..addr + bytes`, rounded
+        // inwards to page boundaries), so no other mapping is affected.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}

@@ -32,7 +32,7 @@ pub mod spread;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use asym_runtime::{Error, Result};
+use asym_runtime::{host_memory, Error, Result};
 
 use crate::apps::graph::{Graph, UNREACHABLE};
 use crate::gheap::PairHeap;
@@ -253,25 +253,36 @@ pub(crate) fn distances_par(
     word: impl Fn(usize) -> u32 + Sync,
 ) -> Result<Vec<u64>> {
     use rayon::prelude::*;
+    let overflow = (0..n).into_par_iter().with_min_len(1 << 14).any(|v| {
+        let d = word(v);
+        d != u32::MAX && d as u64 >= DISTANCE_LIMIT
+    });
+    if overflow {
+        return Err(overflow_error(graph));
+    }
+    let mut out = host_memory::huge_page_vec(n);
     (0..n)
         .into_par_iter()
         .with_min_len(1 << 14)
         .map(|v| match word(v) {
-            u32::MAX => Ok(UNREACHABLE),
-            d if d as u64 >= DISTANCE_LIMIT => Err(overflow_error(graph)),
-            d => Ok(d as u64),
+            u32::MAX => UNREACHABLE,
+            d => d as u64,
         })
-        .collect()
+        .collect_into_vec(&mut out);
+    Ok(out)
 }
 
-/// `n` atomic words, each `value`, written on rayon's threads.
+/// `n` atomic words, each `value`, written on rayon's threads into huge pages where the
+/// machine has them (see [`host_memory::huge_page_vec`]).
 pub(crate) fn atomic_words(n: usize, value: u32) -> Vec<AtomicU32> {
     use rayon::prelude::*;
+    let mut out = host_memory::huge_page_vec(n);
     (0..n)
         .into_par_iter()
         .with_min_len(1 << 14)
         .map(|_| AtomicU32::new(value))
-        .collect()
+        .collect_into_vec(&mut out);
+    out
 }
 
 /// Final distances from 32-bit words as [`Graph::dijkstra`] gives them (`u32::MAX`:
