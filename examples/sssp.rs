@@ -101,7 +101,7 @@ struct Args {
     /// Vertices taken from the heap per iteration (default: the threshold).
     #[arg(long)]
     pop: Option<usize>,
-    /// Delta-stepping's bucket width (default: 16 times the mean edge weight).
+    /// Delta-stepping's bucket width (default: 32 times the mean edge weight).
     #[arg(long)]
     delta: Option<u32>,
     /// Coop delta-stepping: rounds with this many edges or more to scan go to the device,

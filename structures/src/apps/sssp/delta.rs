@@ -51,6 +51,12 @@ use crate::apps::graph::Graph;
 const CHUNK: usize = 64;
 /// Entries per frontier segment.
 const SEGMENT: usize = 1 << 16;
+/// A vertex with this many edges or more is expanded by every thread together: its edges
+/// are published in pieces of [`PIECE`] that the threads claim like frontier chunks (a
+/// Kronecker graph's hub source has 320,000 edges, one thread took 6-8 ms over them).
+const HEAVY: usize = 4096;
+/// Edges per piece of a heavy vertex.
+const PIECE: usize = 1024;
 /// Buckets each thread keeps in its ring; further ones wait in an ordered map.
 const WINDOW: u32 = 1024;
 /// A thread goes on expanding its own entries of the open bucket, without meeting the
@@ -59,17 +65,19 @@ const WINDOW: u32 = 1024;
 /// for them would cost two meetings of every thread.
 const LOCAL_LIMIT: usize = 1000;
 
-/// A bucket width from the graph alone: the mean edge weight times 16, at least 1. Wide
+/// A bucket width from the graph alone: the mean edge weight times 32, at least 1. Wide
 /// buckets mean fewer rounds (each a barrier on the latency threads, a grid-wide step on the
 /// device) at the price of a few re-expansions: on the H200 machine 16x the mean beat 4x on
-/// both engines and both generated graph kinds (docs/BENCHMARKS.md), as it does for GAP.
+/// both engines and both generated graph kinds, and 32x beat 16x on the road-like graph
+/// (latency threads 77 against 91 ms, device 46 against 49) and tied on Kronecker
+/// (docs/BENCHMARKS.md).
 pub fn auto_delta(graph: &Graph) -> u32 {
     let (_, _, weights) = graph.csr();
     if weights.is_empty() {
         return 1;
     }
     let mean = weights.iter().map(|&w| w as u64).sum::<u64>() / weights.len() as u64;
-    u32::try_from(mean.saturating_mul(16))
+    u32::try_from(mean.saturating_mul(32))
         .unwrap_or(u32::MAX)
         .max(1)
 }
@@ -177,6 +185,11 @@ impl Stint<'_> {
             expanded: self.expanded,
             delta: self.delta,
             frontier: Frontier::new(self.graph.edges()),
+            // Two entries per piece; a heavy vertex (at least 4 pieces' worth of edges) is
+            // published at most once per round, in at most 1.25 pieces per PIECE edges.
+            pieces: Frontier::new(3 * (self.graph.edges() / PIECE) + 2),
+            piece_claims: CachePadded::new(AtomicUsize::new(0)),
+            split_heavy: pool.len() > 1,
             round_edges: CachePadded::new(AtomicUsize::new(0)),
             claims: CachePadded::new(AtomicUsize::new(0)),
             next_bucket: CachePadded::new(AtomicU32::new(u32::MAX)),
@@ -220,6 +233,19 @@ impl Stint<'_> {
             let chunk = shared.frontier.chunk(start, (start + CHUNK).min(total))?;
             left.extend(chunk.iter().map(|v| v.load(Relaxed)));
         }
+        // Its heavy vertices, marked expanded when their pieces were published: unmarked,
+        // they wait with the rest.
+        let total = shared.pieces.len.load(Relaxed);
+        for start in (0..total).step_by(CHUNK) {
+            let chunk = shared.pieces.chunk(start, (start + CHUNK).min(total))?;
+            for pair in chunk.chunks(2) {
+                if pair[1].load(Relaxed) == 0 {
+                    let u = pair[0].load(Relaxed);
+                    self.expanded[u as usize].store(u32::MAX, Relaxed);
+                    left.push(u);
+                }
+            }
+        }
         Ok(StintEnd {
             stats,
             waiting: Some(self.distinct_waiting(left)),
@@ -253,6 +279,13 @@ struct Shared<'a> {
     delta: u32,
     /// The round's frontier (published between a round's two meetings, read after them).
     frontier: Frontier,
+    /// The round's heavy vertices as pieces, `vertex, piece` pairs (published and read as
+    /// the frontier is); they are expanded first.
+    pieces: Frontier,
+    /// Entries of `pieces` claimed so far this round (two per piece).
+    piece_claims: CachePadded<AtomicUsize>,
+    /// Whether heavy vertices are split (more than one thread).
+    split_heavy: bool,
     /// Edges leaving the round's frontier entries, summed as they are published (reset
     /// with the frontier's length); only counted when the stint can stop.
     round_edges: CachePadded<AtomicUsize>,
@@ -373,12 +406,22 @@ impl Shared<'_> {
                 counts.left = Some(buckets.drain());
                 break;
             }
+            self.expand_pieces(&mut buckets, &mut counts)?;
             self.expand(open, &mut buckets, &mut counts)?;
+            let mut heavy = Vec::new();
             while let Some(local) = buckets.take_small(open, LOCAL_LIMIT) {
                 for &u in &local {
-                    self.expand_vertex(u, open, &mut buckets, &mut counts);
+                    if self.is_heavy(u) {
+                        // Left for a round, where every thread takes a share of its edges.
+                        heavy.push(u);
+                    } else {
+                        self.expand_vertex(u, open, &mut buckets, &mut counts);
+                    }
                 }
                 buckets.recycle(local);
+            }
+            for u in heavy {
+                buckets.push(open, u);
             }
             counts.rounds += 1;
             if let Some(b) = buckets.lowest() {
@@ -389,6 +432,8 @@ impl Shared<'_> {
             self.barrier.wait_with(|| {
                 self.claims.store(0, Relaxed);
                 self.frontier.len.store(0, Relaxed);
+                self.piece_claims.store(0, Relaxed);
+                self.pieces.len.store(0, Relaxed);
                 self.round_edges.store(0, Relaxed);
             })?;
             counts.waited += t.elapsed();
@@ -397,7 +442,7 @@ impl Shared<'_> {
                 break;
             }
             let part = buckets.take(next);
-            self.frontier.publish(&part)?;
+            self.publish(&part, next, &mut counts)?;
             if self.measure_rounds && !part.is_empty() {
                 let edges = part.iter().map(|&v| self.graph.out_degree(v)).sum();
                 self.round_edges.fetch_add(edges, Relaxed);
@@ -415,6 +460,70 @@ impl Shared<'_> {
         }
         guard.finish();
         Ok(counts)
+    }
+
+    fn is_heavy(&self, u: u32) -> bool {
+        self.split_heavy && self.graph.out_degree(u) >= HEAVY
+    }
+
+    /// Publishes this thread's entries of bucket `next`, the round's frontier: heavy vertices
+    /// as pieces of their edges, marked expanded here (their pieces skip the marks; a stale
+    /// one is counted and left out).
+    fn publish(&self, part: &[u32], next: u32, counts: &mut Counts) -> Result<()> {
+        if !part.iter().any(|&u| self.is_heavy(u)) {
+            return self.frontier.publish(part);
+        }
+        let mut light = Vec::with_capacity(part.len());
+        let mut pieces = Vec::new();
+        for &u in part {
+            if !self.is_heavy(u) {
+                light.push(u);
+                continue;
+            }
+            let du = self.dist[u as usize].load(Relaxed);
+            // A swap, not expand_vertex's plain store: two threads holding entries of one
+            // heavy vertex must not both publish its pieces (the pieces' room is counted).
+            if du / self.delta != next || self.expanded[u as usize].swap(du, Relaxed) <= du {
+                counts.stale += 1;
+                continue;
+            }
+            counts.visited += 1;
+            for k in 0..self.graph.out_degree(u).div_ceil(PIECE) {
+                pieces.extend([u, k as u32]);
+            }
+        }
+        self.frontier.publish(&light)?;
+        self.pieces.publish(&pieces)
+    }
+
+    /// Relaxes the edges of this round's heavy vertices, claimed a piece at a time. A
+    /// piece relaxes from its vertex's current distance (lower than when it was published
+    /// only if another thread lowered it this round: a real path, and the vertex is filed
+    /// again for it).
+    fn expand_pieces(&self, buckets: &mut Buckets, counts: &mut Counts) -> Result<()> {
+        let total = self.pieces.len.load(Relaxed);
+        loop {
+            let at = self.piece_claims.fetch_add(2, Relaxed);
+            if at >= total {
+                return Ok(());
+            }
+            // Pairs start at even offsets and CHUNK is even: a pair lies in one chunk.
+            let from = at / CHUNK * CHUNK;
+            let chunk = self.pieces.chunk(from, (from + CHUNK).min(total))?;
+            let u = chunk[at - from].load(Relaxed);
+            let k = chunk[at - from + 1].load(Relaxed) as usize;
+            let du = self.dist[u as usize].load(Relaxed);
+            let (offsets, targets, weights) = self.graph.csr();
+            let start = offsets[u as usize] as usize + k * PIECE;
+            let end = (start + PIECE).min(offsets[u as usize + 1] as usize);
+            for (&v, &w) in targets[start..end].iter().zip(&weights[start..end]) {
+                counts.relaxed += 1;
+                let nd = relaxed_distance(du, w);
+                if lowered(self.dist, v, nd) {
+                    buckets.push(nd / self.delta, v);
+                }
+            }
+        }
     }
 
     /// Expands this round's frontier, claimed in chunks, filing each vertex whose distance
