@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use asym_runtime::{LatencyPool, Result};
 
-use super::{distances_from, lower, next_iteration, search, Order, Pair, Relaxer, SsspRun};
+use super::{
+    atomic_words, distances_par, lower, next_iteration, search, Order, Pair, Relaxer, SsspRun,
+};
 use crate::apps::graph::Graph;
 use crate::gheap::{ConcurrentGeneralizedHeap, PairHeap};
 
@@ -32,10 +34,8 @@ pub fn shortest_paths(
     let mut relax = CpuRelaxer {
         graph,
         pool,
-        dist: (0..graph.vertices())
-            .map(|_| AtomicU32::new(u32::MAX))
-            .collect(),
-        stamp: (0..graph.vertices()).map(|_| AtomicU32::new(0)).collect(),
+        dist: atomic_words(graph.vertices(), u32::MAX),
+        stamp: atomic_words(graph.vertices(), 0),
         frontier: Vec::new(),
         iteration: 0,
     };
@@ -93,7 +93,7 @@ impl Relaxer for CpuRelaxer<'_> {
     }
 
     fn distances(&mut self) -> Result<Vec<u64>> {
-        distances_from(self.graph, self.dist.iter().map(|d| d.load(Relaxed)))
+        distances_par(self.graph, self.dist.len(), |v| self.dist[v].load(Relaxed))
     }
 }
 

@@ -285,23 +285,6 @@ pub(crate) fn atomic_words(n: usize, value: u32) -> Vec<AtomicU32> {
     out
 }
 
-/// Final distances from 32-bit words as [`Graph::dijkstra`] gives them (`u32::MAX`:
-/// unreachable); a word at the limit is an overflow error.
-pub(crate) fn distances_from(
-    graph: &Graph,
-    words: impl IntoIterator<Item = u32>,
-) -> Result<Vec<u64>> {
-    let mut out = Vec::with_capacity(graph.vertices());
-    for d in words {
-        match d {
-            u32::MAX => out.push(UNREACHABLE),
-            d if d as u64 >= DISTANCE_LIMIT => return Err(overflow_error(graph)),
-            d => out.push(d as u64),
-        }
-    }
-    Ok(out)
-}
-
 /// The error a search gives when a distance would not fit its 32-bit words.
 pub(crate) fn overflow_error(graph: &Graph) -> Error {
     Error::InvalidArgument(format!(
