@@ -32,11 +32,12 @@ for numbering in bfs given; do
   file=$tmp/geo.gr
   [[ $numbering == bfs ]] && file=$tmp/geo-bfs.gr
   "$gap/converter" -f "$file" -wb "$tmp/geo.wsg" >/dev/null
-  for m in 4 8 16 32; do
-    d=$((delta * m / 4))
+  # Half, once and twice asym's automatic width (GAP at each; asym's own rows are at 1x).
+  for m in 1 2 4; do
+    d=$((delta * m / 2))
     echo "== gap geo ($numbering numbering) delta $d" >>"$out/gap.txt"
     OMP_NUM_THREADS=$cores "$gap/sssp" -f "$tmp/geo.wsg" -r $((source - 1)) -n 8 -d $d >>"$out/gap.txt"
-    if ((m > 4)); then
+    if ((m != 2)); then
       "$bin/sssp" --threads "$cores" --mode cpu,gpu --gen geo --n 4194304 --vertex-order "$numbering" --delta $d --json "$@" >>"$out/geo-sweep.jsonl"
     fi
   done
@@ -48,7 +49,7 @@ for d in 1 2 4; do
   echo "== gap kron delta $d" >>"$out/gap.txt"
   OMP_NUM_THREADS=$cores "$gap/sssp" -f "$tmp/kron.wsg" -n 8 -d $d >>"$out/gap.txt"
 done
-for d in 64 2048; do
+for d in 2048 8192; do
   "$bin/sssp" --threads "$cores" --mode cpu,gpu --scale 22 --delta $d --json "$@" >>"$out/kron-sweep.jsonl"
 done
 grep -E "==|Average" "$out/gap.txt"
