@@ -24,6 +24,7 @@ MODES = [
     ("gpu", "heap"),
     ("gpu", "delta"),
     ("coop", "heap"),
+    ("coop", "delta"),
 ]
 
 
