@@ -2,13 +2,15 @@
 //! breadth-first order from the source (`_bfs`, what the sssp example searches by default;
 //! the renumbering itself is measured too): the frontier search, the heap-ordered search and
 //! delta-stepping on the latency threads and on the default OpenCL device (GpuOnly heap and
-//! Cooperative heap), side by side with Dijkstra on one core (the peer a user would pick).
+//! Cooperative heap), cooperative delta-stepping on both, side by side with Dijkstra on one
+//! core (the peer a user would pick).
 //!
 //!     cargo bench --bench sssp                                   # Kronecker scale 14 + geometric 2^16
 //!     ASYM_BENCH_SCALE=20 ASYM_BENCH_GEO=1048576 cargo bench --bench sssp
 
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::apps::graph::{Graph, Relabeling};
+use asym::structures::apps::sssp::coop_delta::CoopSplit;
 use asym::structures::apps::sssp::{cpu, delta, device::DeviceSssp, Order};
 use asym::structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -93,6 +95,17 @@ fn sssp(c: &mut Criterion) {
             b.iter(|| {
                 let run = dev.delta_stepping(source, width).expect("sssp");
                 assert_eq!(run.distances, want);
+            })
+        });
+        // Cooperative delta-stepping with the split it learns (the searches of the warm-up
+        // settle it; every timed search runs with the settled split).
+        let mut split = CoopSplit::adaptive();
+        g.bench_function(BenchmarkId::new("coop_delta", pool.len()), |b| {
+            b.iter(|| {
+                let run = dev
+                    .cooperative_delta_stepping(&pool, source, width, &mut split)
+                    .expect("sssp");
+                assert_eq!(run.run.distances, want);
             })
         });
         g.finish();
