@@ -151,6 +151,10 @@ struct Args {
     /// One JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
+    /// Device delta-stepping: hops a work-group goes on with its own near vertices before an
+    /// iteration ends (for measurements; default 1 on GPUs, 0 elsewhere).
+    #[arg(long, hide = true)]
+    local_rounds: Option<u32>,
 }
 
 struct Row {
@@ -467,6 +471,9 @@ fn run(args: &Args) -> Result<bool> {
             HeapPlacement::Cooperative(coop),
         );
         let mut dev = DeviceSssp::new(&rt, &graph)?;
+        if let Some(rounds) = args.local_rounds {
+            dev.set_local_rounds(rounds)?;
+        }
         // A first search builds the device heap's program (cached afterwards) and warms the
         // graph's pages: not timed.
         dev.shortest_paths(source, order, &device)?;

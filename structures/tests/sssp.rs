@@ -644,6 +644,39 @@ fn device_delta_stepping_in_one_launch_matches_dijkstra() {
 }
 
 #[test]
+fn device_delta_stepping_with_local_rounds_matches_dijkstra() {
+    // A work-group going on with the near vertices it lowered itself, 0 to 64 hops per
+    // iteration, on both launch paths: exact whatever the hops, and no more iterations than
+    // without them.
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for (name, g) in graphs(300) {
+            let source = g.vertices() / 2;
+            let want = g.dijkstra(source).unwrap();
+            for resident in [Some(false), Some(true)] {
+                let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+                dev.set_resident_iterations(resident, Some(1)).unwrap();
+                for delta in [1, delta::auto_delta(&g), u32::MAX] {
+                    let mut iterations = Vec::new();
+                    for rounds in [0, 1, 8, 64] {
+                        dev.set_local_rounds(rounds).unwrap();
+                        let run = dev.delta_stepping(source, delta).unwrap();
+                        check_distances(&run.distances, &want).unwrap_or_else(|e| {
+                            panic!("{name}, delta {delta}, {rounds} local rounds, {resident:?}, {t:?}: {e}")
+                        });
+                        iterations.push(run.stats.iterations);
+                    }
+                    assert!(
+                        iterations[1..].iter().all(|&i| i <= iterations[0]),
+                        "{name}, delta {delta}: iterations {iterations:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     let g = Graph::geometric(20_000, 8.0, 5).unwrap();
     let rt = common::runtime(common::transports()[0]);

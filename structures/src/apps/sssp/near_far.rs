@@ -46,10 +46,15 @@ const ABORT: usize = 38;
 const RAN: usize = 39;
 const CTL_WORDS: usize = 40;
 /// Near lists shorter than this after a split end the stint (0: never; set per stint).
-const YIELD_ARG: u32 = 13;
+const YIELD_ARG: u32 = 14;
+/// Hops a work-group goes on with its own near vertices before an iteration ends.
+const LOCAL_ROUNDS_ARG: u32 = 15;
 /// The arguments that change from launch to launch (the others are set once per search).
-const ITER_ARG: u32 = 14;
-const COUNT_ARG: u32 = 15;
+const ITER_ARG: u32 = 16;
+const COUNT_ARG: u32 = 17;
+/// Local rounds per light iteration on GPUs unless set otherwise (kernels/sssp.cl says what
+/// more cost on the H200 machine).
+const LOCAL_ROUNDS: u32 = 1;
 
 /// Iterations enqueued before the first look at the control words; each later batch is
 /// twice as long, up to [`MAX_BATCH`]. Iterations past the end cost an empty launch each.
@@ -61,6 +66,10 @@ const RESIDENT_ITERATIONS: u32 = 4096;
 /// The near-far search's buffers and kernels, kept with the graph between searches.
 pub(crate) struct NearFar {
     fstamp: SvmBuffer<u32>,
+    /// The distance each vertex was last expanded with (`u32::MAX`: never).
+    expanded: SvmBuffer<u32>,
+    /// Local rounds per iteration (`kernels/sssp.cl`'s nf_body).
+    local_rounds: u32,
     near: [SvmBuffer<u32>; 2],
     far: [SvmBuffer<u32>; 2],
     ctl: SvmBuffer<u32>,
@@ -84,6 +93,13 @@ impl NearFar {
         let units = rt.profile().compute_units.max(1) as usize;
         Ok(NearFar {
             fstamp: rt.alloc::<u32>(n)?,
+            expanded: rt.alloc::<u32>(n)?,
+            // A CPU device pays for every extra expansion what a GPU pays for an iteration.
+            local_rounds: if rt.profile().kind == DeviceKind::Gpu {
+                LOCAL_ROUNDS
+            } else {
+                0
+            },
             near: [rt.alloc::<u32>(n)?, rt.alloc::<u32>(n)?],
             far: [rt.alloc::<u32>(n)?, rt.alloc::<u32>(n)?],
             ctl: rt.alloc::<u32>(CTL_WORDS)?,
@@ -154,6 +170,18 @@ impl DeviceSssp<'_> {
         Ok(())
     }
 
+    /// How many hops a work-group goes on with the near vertices it lowered itself before
+    /// an iteration ends (0: none, every hop an iteration; default 1 on GPUs, 0 elsewhere).
+    /// For measurements and tests.
+    #[doc(hidden)]
+    pub fn set_local_rounds(&mut self, rounds: u32) -> Result<()> {
+        if self.near_far.is_none() {
+            self.near_far = Some(NearFar::new(self)?);
+        }
+        self.near_far.as_mut().expect("made above").local_rounds = rounds;
+        Ok(())
+    }
+
     /// The search's counters and the time its iterations took (the stint: launches and
     /// control reads, not the resets before it).
     fn run_near_far(
@@ -188,11 +216,14 @@ impl DeviceSssp<'_> {
     fn reset_near_far(&mut self, nf: &mut NearFar, source: u32) -> Result<()> {
         self.reset(source as usize)?;
         let n = self.graph.vertices() as u32;
-        nf.clear
-            .arg_svm(0, &nf.fstamp)?
-            .arg_scalar(1, n)?
-            .launch(groups(n as usize) * WG, Some(WG))?
-            .wait()?;
+        for (words, value) in [(&nf.fstamp, 0u32), (&nf.expanded, u32::MAX)] {
+            nf.clear
+                .arg_svm(0, words)?
+                .arg_scalar(1, n)?
+                .arg_scalar(2, value)?
+                .launch(groups(n as usize) * WG, Some(WG))?
+                .wait()?;
+        }
         Ok(())
     }
 
@@ -240,9 +271,11 @@ impl DeviceSssp<'_> {
                 .arg_svm(8, &nf.far[0])?
                 .arg_svm(9, &nf.far[1])?
                 .arg_svm(10, &nf.ctl)?
-                .arg_scalar(11, delta)?
-                .arg_scalar(12, cap)?
-                .arg_scalar(YIELD_ARG, yield_below)?;
+                .arg_svm(11, &nf.expanded)?
+                .arg_scalar(12, delta)?
+                .arg_scalar(13, cap)?
+                .arg_scalar(YIELD_ARG, yield_below)?
+                .arg_scalar(LOCAL_ROUNDS_ARG, nf.local_rounds)?;
         }
         if nf.resident {
             self.iterate_resident(nf, start.iteration)
