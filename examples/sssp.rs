@@ -155,6 +155,10 @@ struct Args {
     /// iteration ends (for measurements; default 1 on GPUs, 0 elsewhere).
     #[arg(long, hide = true)]
     local_rounds: Option<u32>,
+    /// Device delta-stepping on GPUs: work-groups of the one-launch path (for measurements;
+    /// default one per compute unit).
+    #[arg(long, hide = true)]
+    resident_groups: Option<usize>,
 }
 
 struct Row {
@@ -473,6 +477,9 @@ fn run(args: &Args) -> Result<bool> {
         let mut dev = DeviceSssp::new(&rt, &graph)?;
         if let Some(rounds) = args.local_rounds {
             dev.set_local_rounds(rounds)?;
+        }
+        if args.resident_groups.is_some() {
+            dev.set_resident_iterations(None, args.resident_groups)?;
         }
         // A first search builds the device heap's program (cached afterwards) and warms the
         // graph's pages: not timed.
