@@ -106,7 +106,7 @@ struct Args {
     delta: Option<u32>,
     /// Coop delta-stepping: rounds with this many edges or more to scan go to the device,
     /// buckets opening with a quarter of that go back to the latency threads; auto learns it
-    /// from the searches' measured times (untimed searches first, until it settles: at most 8).
+    /// from the searches' measured times (untimed searches first, until it settles: at most 10).
     /// The table and --json name the split and each side's share.
     #[arg(long, default_value = "auto")]
     coop_split: String,
@@ -519,7 +519,7 @@ fn run(args: &Args) -> Result<bool> {
                 .bar
                 .set_message("coop delta-stepping: learning the split");
             dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
-            for _ in 1..8 {
+            for _ in 1..10 {
                 if !coop_split.is_learning() {
                     break;
                 }

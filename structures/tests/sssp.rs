@@ -720,8 +720,13 @@ fn cooperative_delta_stepping_matches_dijkstra() {
                             panic!("{name}, source {source}, delta {delta}, split {to_device}, {t:?}: {e}")
                         });
                         let c = &run.coop;
-                        assert!(c.host_stints >= 1, "{name}: {c:?}");
-                        assert!(c.host_stints >= c.device_stints, "{name}: {c:?}");
+                        // Stints alternate; the threads' first is skipped for a heavy source.
+                        assert!(c.host_stints + c.device_stints >= 1, "{name}: {c:?}");
+                        assert!(
+                            c.host_stints + 1 >= c.device_stints
+                                && c.device_stints + 1 >= c.host_stints,
+                            "{name}: {c:?}"
+                        );
                         assert_eq!(
                             c.host_visited + c.device_visited,
                             run.run.stats.visited,
@@ -770,7 +775,7 @@ fn cooperative_delta_stepping_hands_heavy_buckets_to_the_device() {
         "the hub's edges make the first round: {c:?}"
     );
     assert!(
-        c.host_stints >= 2 && c.host_visited > 0,
+        c.host_stints >= 1 && c.host_visited > 0,
         "light buckets come back: {c:?}"
     );
     // The same hand-overs with the device's iterations in one launch (grid barriers).
@@ -782,21 +787,24 @@ fn cooperative_delta_stepping_hands_heavy_buckets_to_the_device() {
         .cooperative_delta_stepping(&pool, source, width, &mut split)
         .unwrap();
     assert_eq!(run.run.distances, want);
-    assert!(run.coop.host_stints >= 2 && run.coop.device_stints >= 1);
+    assert!(run.coop.host_stints >= 1 && run.coop.device_stints >= 1);
     // The adaptive split: the threads alone first, then the device with nearly every round,
     // then a settled threshold within a few searches; exact all along.
     let mut adaptive = CoopSplit::adaptive();
+    for _ in 0..2 {
+        // The warm-up, then the measured search on the threads alone.
+        let run = dev
+            .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
+            .unwrap();
+        assert_eq!(run.run.distances, want);
+        assert_eq!(run.coop.device_stints, 0, "{:?}", run.coop);
+    }
     let run = dev
         .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
         .unwrap();
     assert_eq!(run.run.distances, want);
-    assert_eq!(run.coop.device_stints, 0, "{:?}", run.coop);
+    assert_eq!(run.coop.to_device, 1, "{:?}", run.coop);
     assert!(run.coop.peak_round > 0, "{:?}", run.coop);
-    assert_eq!(adaptive.to_device(), 4096);
-    let run = dev
-        .cooperative_delta_stepping(&pool, source, width, &mut adaptive)
-        .unwrap();
-    assert_eq!(run.run.distances, want);
     assert!(run.coop.device_stints >= 1, "{:?}", run.coop);
     for _ in 0..12 {
         if !adaptive.is_learning() {

@@ -26,11 +26,13 @@
 //! each way, 4 bytes per vertex).
 //!
 //! **The split, measured.** An adaptive [`CoopSplit`] learns from the searches' times, call
-//! after call (one graph, many sources, as an application runs it): the first search keeps
-//! to the latency threads (recording its heaviest round), the second gives the device every
-//! round of 4,096 edges or more; from the faster of the two the threshold moves by a factor
-//! of 4 (up from the device's side, down from the heaviest round on the threads' side) while
-//! each step makes the search faster, and settles on the fastest measured.
+//! after call (one graph, many sources, as an application runs it): after a warm-up search
+//! (not measured), the first keeps to the latency threads (recording its heaviest round),
+//! the second gives the device every
+//! round; from the faster of the two the threshold moves by a factor of 4 (up from 4,096
+//! edges on the device's side, down from the heaviest round on the threads' side) while
+//! each step makes the search at least 10 % faster, and settles on the fastest measured. A source whose
+//! own edges reach the threshold goes to the device without a stint on the threads.
 //! [`CoopSplit::fixed`] keeps a threshold as given. [`CoopStats`] reports each side's
 //! vertices and time, so the rates behind the choice are in every run's output.
 
@@ -47,6 +49,8 @@ use super::{atomic_words, SsspRun, SsspStats};
 const MIN_TO_DEVICE: usize = 4096;
 /// Each step of the adaptive split's search multiplies or divides the threshold by this.
 const STEP: usize = 4;
+/// A threshold's search must take less than this share of the best one's to replace it.
+const MARGIN: f64 = 0.9;
 /// Hysteresis: the device hands back buckets this many times lighter than the ones it takes.
 const HYSTERESIS: usize = 4;
 
@@ -66,9 +70,12 @@ pub struct CoopSplit {
 enum Learning {
     /// A fixed split.
     Fixed,
+    /// A first search on the latency threads alone, not measured (it warms the threads, the
+    /// distance arrays' pages and the caches).
+    WarmUp,
     /// Measuring the latency threads alone.
     HostAlone,
-    /// Measuring the device with every round of [`MIN_TO_DEVICE`] edges or more.
+    /// Measuring the device with every round (the latency threads run none).
     DeviceMost,
     /// Moving the threshold by [`STEP`] (up or down) while the searches get faster.
     Climbing { up: bool },
@@ -83,13 +90,15 @@ impl Default for CoopSplit {
 }
 
 impl CoopSplit {
-    /// A split that learns from the searches' measured times: the first search keeps to the
-    /// latency threads, the second gives the device every round of 4,096 edges or more, then
-    /// the threshold moves by a factor of 4 from the faster of the two while that helps.
+    /// A split that learns from the searches' measured times: after a warm-up search, the
+    /// first keeps to the latency threads, the second gives the device every round; from the
+    /// faster of the two
+    /// the threshold moves (from 4,096 edges up, or from the heaviest round down) by a
+    /// factor of 4 while that helps, and settles on the fastest measured.
     pub fn adaptive() -> Self {
         CoopSplit {
             to_device: usize::MAX,
-            learning: Learning::HostAlone,
+            learning: Learning::WarmUp,
             best: None,
             host_alone: None,
         }
@@ -137,22 +146,28 @@ impl CoopSplit {
 
     /// Takes in a search's time (seconds) at the current threshold and chooses the next.
     fn learn(&mut self, secs: f64, stats: &CoopStats) {
-        let better = self.best.is_none_or(|(_, best)| secs < best);
+        if self.learning == Learning::WarmUp {
+            self.learning = Learning::HostAlone;
+            return;
+        }
+        // A threshold must be clearly faster to displace the best (one search per threshold:
+        // the spread between runs would otherwise decide).
+        let better = self.best.is_none_or(|(_, best)| secs < best * MARGIN);
         if better {
             self.best = Some((self.to_device, secs));
         }
         match self.learning {
-            Learning::Fixed | Learning::Settled => {}
+            Learning::Fixed | Learning::Settled | Learning::WarmUp => {}
             Learning::HostAlone => {
                 self.host_alone = Some((secs, stats.peak_round));
-                self.to_device = MIN_TO_DEVICE;
+                self.to_device = 1;
                 self.learning = Learning::DeviceMost;
             }
             Learning::DeviceMost => {
                 let (_, peak) = self.host_alone.unwrap_or((secs, 0));
                 if better {
-                    // The device was faster: give it lighter rounds no more, try heavier.
-                    self.to_device = MIN_TO_DEVICE * STEP;
+                    // The device was faster: try the latency threads on the lightest rounds.
+                    self.to_device = MIN_TO_DEVICE;
                     self.learning = Learning::Climbing { up: true };
                 } else if peak / STEP > MIN_TO_DEVICE {
                     // The threads were faster: try the device on the heaviest rounds only.
@@ -282,7 +297,8 @@ impl DeviceSssp<'_> {
     ) -> Result<Option<(SsspStats, CoopStats)>> {
         self.begin_stints(source)?;
         let n = self.graph.vertices();
-        let expanded = atomic_words(n, u32::MAX);
+        // Made on the first stint the latency threads run.
+        let mut expanded = None;
         let mut stats = SsspStats::default();
         let mut coop = CoopStats {
             to_device: split.to_device(),
@@ -292,39 +308,52 @@ impl DeviceSssp<'_> {
         // The device's hand-back threshold in near vertices.
         let mean_degree = (self.graph.edges() / n.max(1)).max(1);
         let yield_below = u32::try_from(split.to_host().div_ceil(mean_degree)).unwrap_or(u32::MAX);
+        // A source heavy by itself (a hub) goes to the device at once, without a map of the
+        // distances for the latency threads.
+        let source_edges = self.graph.out_degree(source as u32);
+        coop.peak_round = source_edges;
+        let mut handed: Option<(Vec<u32>, u32)> =
+            (source_edges >= split.to_device()).then(|| (vec![source as u32], 0));
         let mut waiting = vec![source as u32];
         loop {
-            // The latency threads, on the device's distances mapped to the host.
-            let t = Instant::now();
-            let mut map = self.dist.map()?;
-            let mapped = t.elapsed();
-            let t = Instant::now();
-            let dist = map.atomics();
-            let end = Stint {
-                graph: self.graph,
-                dist,
-                expanded: &expanded,
-                delta,
-                stop_at: split.to_device(),
-                measure_rounds: true,
-            }
-            .run(pool, &waiting)?;
-            add(&mut stats, &end.stats);
-            coop.host_stints += 1;
-            coop.host_visited += end.stats.visited;
-            coop.host_time += t.elapsed();
-            coop.peak_round = coop.peak_round.max(end.peak_round);
-            let lowest = end.waiting.as_ref().map(|w| {
-                w.iter()
-                    .map(|&v| dist[v as usize].load(std::sync::atomic::Ordering::Relaxed))
-                    .min()
-                    .unwrap_or(u32::MAX)
-            });
-            let t = Instant::now();
-            map.unmap()?;
-            coop.handover_time += mapped + t.elapsed();
-            let (Some(heavy), Some(lowest)) = (end.waiting, lowest) else {
-                return Ok(Some((stats, coop)));
+            let (heavy, lowest) = match handed.take() {
+                Some(h) => h,
+                None => {
+                    // The latency threads, on the device's distances mapped to the host.
+                    let t = Instant::now();
+                    let mut map = self.dist.map()?;
+                    let mapped = t.elapsed();
+                    let t = Instant::now();
+                    let expanded = expanded.get_or_insert_with(|| atomic_words(n, u32::MAX));
+                    let dist = map.atomics();
+                    let end = Stint {
+                        graph: self.graph,
+                        dist,
+                        expanded,
+                        delta,
+                        stop_at: split.to_device(),
+                        measure_rounds: true,
+                    }
+                    .run(pool, &waiting)?;
+                    add(&mut stats, &end.stats);
+                    coop.host_stints += 1;
+                    coop.host_visited += end.stats.visited;
+                    coop.host_time += t.elapsed();
+                    coop.peak_round = coop.peak_round.max(end.peak_round);
+                    let lowest = end.waiting.as_ref().map(|w| {
+                        w.iter()
+                            .map(|&v| dist[v as usize].load(std::sync::atomic::Ordering::Relaxed))
+                            .min()
+                            .unwrap_or(u32::MAX)
+                    });
+                    let t = Instant::now();
+                    map.unmap()?;
+                    coop.handover_time += mapped + t.elapsed();
+                    match (end.waiting, lowest) {
+                        (Some(heavy), Some(lowest)) => (heavy, lowest),
+                        _ => return Ok(Some((stats, coop))),
+                    }
+                }
             };
             // The device, from there.
             let t = Instant::now();
