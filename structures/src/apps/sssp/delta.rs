@@ -27,6 +27,15 @@
 //! the expanded-distance words, but they change the order labels improve in: 14 % more
 //! expansions on that graph and no faster on 16 threads (H200 machine).
 //!
+//! A vertex with `HEAVY` (4,096) edges or more (a Kronecker graph's hubs) is not one thread's work:
+//! the thread that publishes it marks it expanded (a swap, so one thread does) and publishes
+//! its edges as pieces that every thread claims before the ordinary entries.
+//!
+//! The search runs as a stint (`Stint`) from any set of waiting vertices and can stop before a
+//! round with a given number of edges to scan, handing back what waits: cooperative
+//! delta-stepping ([`coop_delta`](super::coop_delta)) moves searches between these threads
+//! and the device that way; [`shortest_paths`] is one stint from the source to the end.
+//!
 //! Memory ordering: distances are single atomic words, lowered with `Relaxed` `fetch_min`
 //! (its result alone says who lowered), and the barrier orders each round: everything a
 //! thread wrote before arriving (its frontier entries, its distances, the counters) is visible
