@@ -59,6 +59,16 @@ inline uint sssp_owner(__local const uint *lscan, uint e) {
     return lo;
 }
 
+/* Edge e of the batch's concatenated edge lists (lscan: their inclusive scan, lstart: each
+ * entry's first edge): its index in the graph, and in *owner the entry it leaves. */
+inline uint sssp_edge(__local const uint *lscan, __local const uint *lstart, uint e,
+                      uint *owner) {
+    uint lo = sssp_owner(lscan, e);
+    uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
+    *owner = lo;
+    return lstart[lo] + (e - before);
+}
+
 __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint source) {
     for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
         dist[i] = (i == source) ? 0u : 0xffffffffu;
@@ -106,9 +116,8 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
         lscan[lid] = deg;
         uint total = sssp_scan(lscan, lid);
         for (uint e = lid; e < total; e += WG) {
-            uint lo = sssp_owner(lscan, e);
-            uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
-            uint edge = lstart[lo] + (e - before);
+            uint lo;
+            uint edge = sssp_edge(lscan, lstart, e, &lo);
             uint v = targets[edge];
             uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
             if (nd < asym_load_relaxed(&dist[v]) &&
@@ -314,9 +323,8 @@ inline void nf_expand_batch(uint u, __global const uint *offsets, __global const
         lsums[2] += total;
     }
     for (uint e = lid; e < total; e += WG) {
-        uint lo = sssp_owner(lscan, e);
-        uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
-        uint edge = lstart[lo] + (e - before);
+        uint lo;
+        uint edge = sssp_edge(lscan, lstart, e, &lo);
         uint v = targets[edge];
         uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
         if (nd < asym_load_relaxed(&dist[v]) && nd < asym_fetch_min_relaxed(&dist[v], nd)) {

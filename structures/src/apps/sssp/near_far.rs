@@ -94,7 +94,9 @@ impl NearFar {
         Ok(NearFar {
             fstamp: rt.alloc::<u32>(n)?,
             expanded: rt.alloc::<u32>(n)?,
-            // A CPU device pays for every extra expansion what a GPU pays for an iteration.
+            // On PoCL (dev) a local round saved iterations (914 -> 780) but no time beyond the
+            // noise (docs/BENCHMARKS.md): a CPU device's iteration costs little more than
+            // its expansions, so it keeps none.
             local_rounds: if rt.profile().kind == DeviceKind::Gpu {
                 LOCAL_ROUNDS
             } else {
@@ -137,10 +139,7 @@ impl DeviceSssp<'_> {
             ));
         }
         let started = Instant::now();
-        if self.near_far.is_none() {
-            self.near_far = Some(NearFar::new(self)?);
-        }
-        let mut nf = self.near_far.take().expect("made above");
+        let mut nf = self.take_near_far()?;
         let result = self.run_near_far(&mut nf, source as u32, delta);
         self.near_far = Some(nf);
         let (mut stats, search_time) = result?;
@@ -160,14 +159,21 @@ impl DeviceSssp<'_> {
         resident: Option<bool>,
         groups: Option<usize>,
     ) -> Result<()> {
-        if self.near_far.is_none() {
-            self.near_far = Some(NearFar::new(self)?);
-        }
+        let mut nf = self.take_near_far()?;
         let profile = self.rt.profile();
-        let nf = self.near_far.as_mut().expect("made above");
         nf.resident = resident.unwrap_or(profile.kind == DeviceKind::Gpu);
         nf.resident_groups = groups.unwrap_or(profile.compute_units as usize).max(1);
+        self.near_far = Some(nf);
         Ok(())
+    }
+
+    /// The near-far buffers and kernels, made on first use, taken out while a search uses
+    /// them beside `self` (the caller puts them back).
+    fn take_near_far(&mut self) -> Result<NearFar> {
+        match self.near_far.take() {
+            Some(nf) => Ok(nf),
+            None => NearFar::new(self),
+        }
     }
 
     /// How many hops a work-group goes on with the near vertices it lowered itself before
@@ -175,10 +181,9 @@ impl DeviceSssp<'_> {
     /// For measurements and tests.
     #[doc(hidden)]
     pub fn set_local_rounds(&mut self, rounds: u32) -> Result<()> {
-        if self.near_far.is_none() {
-            self.near_far = Some(NearFar::new(self)?);
-        }
-        self.near_far.as_mut().expect("made above").local_rounds = rounds;
+        let mut nf = self.take_near_far()?;
+        nf.local_rounds = rounds;
+        self.near_far = Some(nf);
         Ok(())
     }
 
@@ -435,10 +440,7 @@ impl DeviceSssp<'_> {
     /// Resets the distances for a cooperative search from `source` (made the near-far
     /// buffers on first use).
     pub(super) fn begin_stints(&mut self, source: usize) -> Result<()> {
-        if self.near_far.is_none() {
-            self.near_far = Some(NearFar::new(self)?);
-        }
-        let mut nf = self.near_far.take().expect("made above");
+        let mut nf = self.take_near_far()?;
         let result = self.reset_near_far(&mut nf, source as u32);
         self.near_far = Some(nf);
         result
