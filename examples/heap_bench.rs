@@ -218,6 +218,18 @@ fn device_stats<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>) -> serde_json::Val
             "dels": p.dels, "del_us": per(p.del_us), "root_wait_us": per(p.root_wait_us),
             "root_hold_us": per(p.root_hold_us), "root_steps": per(p.root_steps as f64),
             "child_wait_us": per(p.child_wait_us),
+            "root_control_us": per(p.root_control_us)
+        });
+        let per_ins = |x: f64| {
+            if p.inserts > 0 {
+                x / p.inserts as f64
+            } else {
+                0.0
+            }
+        };
+        v["profile_per_ins"] = json!({
+            "inserts": p.inserts, "root_wait_us": per_ins(p.ins_root_wait_us),
+            "root_hold_us": per_ins(p.ins_root_hold_us),
         });
         v["profile_calls_ms"] = json!({
             "host_prepare": p.host_prepare_us / 1e3, "host_alloc": p.host_alloc_us / 1e3,

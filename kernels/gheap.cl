@@ -63,11 +63,13 @@ inline void gheap_bitonic_sort(__local KEY_T *s, uint lid) {
 }
 
 /* Merge path: the stable merge of sorted a[0..K) and b[0..K) (ties: a first), its first K
- * outputs to lo[0..K), the rest to hi[0..K) (lo and hi may be the two halves of one array).
+ * outputs to lo[0..K), the rest to hi[0..K) (lo and hi may be the two halves of one array),
+ * and, where g_lo is not null, the first K to global memory as well.
  * All WG work-items must call it; the output is ready for reading after the caller's
  * barrier. Each output slot is written exactly once, by one unconditional store. */
-inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __local KEY_T *lo,
-                             __local KEY_T *hi, uint lid) {
+inline void gheap_merge_path_to(__local const KEY_T *a, __local const KEY_T *b,
+                                __local KEY_T *lo, __local KEY_T *hi,
+                                volatile __global KEY_T *g_lo, uint lid) {
     const uint per = (2 * K) / WG;
     const uint d = lid * per;
     /* x = how many of the first d outputs come from a. */
@@ -84,17 +86,27 @@ inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __l
         const bool take_a = j >= K || (i < K && av <= bv);
         const uint p = d + t;
         __local KEY_T *dst = p < K ? lo + p : hi + (p - K);
-        *dst = take_a ? av : bv;
+        const KEY_T v = take_a ? av : bv;
+        *dst = v;
+        /* A global copy of the K smallest (a node's keys straight to the heap, so its lock
+         * can go after this step): the local store above stays unconditional. */
+        if (p < K && g_lo != 0) g_lo[p] = v;
         i += take_a ? 1u : 0u;
         j += take_a ? 0u : 1u;
     }
+}
+
+inline void gheap_merge_path(__local const KEY_T *a, __local const KEY_T *b, __local KEY_T *lo,
+                             __local KEY_T *hi, uint lid) {
+    gheap_merge_path_to(a, b, lo, hi, 0, lid);
 }
 
 /* Sorts keys[at ..] in place as batches of K, one work-group per batch: the `len` keys there
  * (as uploaded: KEY_MAP maps them; 0 for keys in the ordered form already), the last batch
  * padded with KEY_MAX up to K (the buffer must hold it). Each group reads its batch whole
  * into local memory before writing it back, and no other group touches it. The device
- * heap's bulk calls sort the call's keys into runs with it (below). */
+ * heap's bulk calls sort the call's keys into runs with it (below), and its INS/DEL launches
+ * the inserted batches before gheap_run takes them. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void gheap_sort_batches(__global KEY_T *keys, ulong at, ulong len) {
     __local KEY_T s[K];
@@ -165,8 +177,8 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * it takes and releases locks (compare-and-swap from an unlocked word to the same word with
  * GH_LOCKED; release by a store of the new state), reads the header, decides, and hands the
  * group one step at a time: up to GH_ACTS independent data-parallel actions (load a node
- * into local memory, a bitonic stage, a merge path writing its two halves straight into
- * fresh local arrays, a store...), plus the locks to release once the step has run. Work-item
+ * into local memory, a merge path writing its two halves straight into fresh local arrays,
+ * and the K smallest also to a node, a store...), plus the locks to release once the step has run. Work-item
  * 0 assigns five local arrays to roles (node, carried batch, children, merge results) instead
  * of copying keys between them. Every step is bracketed by two barriers at the top level of
  * the kernel's single loop; no barrier sits in a branch. (A first version with
@@ -220,7 +232,9 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * batches), and the profile's words (GH_PROF_*: built with -DGH_PROFILE, NVIDIA only,
  * %globaltimer through inline PTX, in units of 256 ns summed over work-groups: DELs' waits
  * for the root lock, their root critical sections, the steps run inside them, sifts'
- * blocking waits for children, whole DELs, DELs) come from the host
+ * blocking waits for children, whole DELs, DELs, work-item 0's control inside the DELs'
+ * root sections; INS waits for the root lock, their root sections, INS operations) come
+ * from the host
  * (`device_heap::KERNEL_CONSTANTS`), as do the error codes and operation kinds below. */
 
 #ifdef GH_PROFILE
@@ -236,6 +250,16 @@ inline ulong gh_now(void) {
 
 /* Error codes (GH_ERR_STALL, GH_ERR_CAPACITY, GH_ERR_STATE) and the operation kind GH_OP_INSERT
  * (any other word is a DEL) come from the host. */
+
+/* The measurement counters GH_STAT_CLIMB_MERGES .. GH_STAT_SWAPS are consecutive words, and
+ * the words an operation reads under the root lock lie in the header's first eight. */
+#define GH_STATS 5u
+#if GH_STAT_SWAPS - GH_STAT_CLIMB_MERGES != GH_STATS - 1
+#error "gheap.cl: the header's counters must be consecutive"
+#endif
+#if GH_COUNT >= 8 || GH_PLEN >= 8 || GH_SEQ >= 8 || GH_MAX_NODES >= 8 || GH_LIN >= 8
+#error "gheap.cl: the root section's header words must lie in the first eight"
+#endif
 
 /* A DEL's climbs: at most one per level of its sift plus one for its last node. */
 #define GH_DUTIES 34u
@@ -322,6 +346,26 @@ inline uint gh_lock(__global uint *w, __global uint *hdr, uint guess) {
     }
 }
 
+/* Takes the locks of a sift's children (n of them, in the order given; GH_NONE positions are
+ * skipped and read as GH_NONE): a compare-and-swap on each guessed state, issued together,
+ * one fence for those taken, then gh_lock for any not as guessed. Safe out of sibling order
+ * because the caller holds their parent, so whoever holds one of them only ever locks
+ * further down. */
+inline void gh_lock_many(__global uint *word, __global uint *hdr, uint n, const uint *at,
+                         uint guess, uint *state) {
+    bool took = false;
+    for (uint i = 0; i < n; ++i) {
+        state[i] = at[i] == GH_NONE ? GH_NONE
+                   : (asym_cas(&word[at[i]], guess, guess | GH_LOCKED) ? guess : GH_BUSY);
+        took = took || state[i] == guess;
+    }
+    if (took) gh_fence();
+    for (uint i = 0; i < n; ++i) {
+        if (state[i] == GH_BUSY) state[i] = gh_lock(&word[at[i]], hdr, GH_NONE);
+        if (state[i] == GH_ABORT) return;
+    }
+}
+
 /* Waits until `w` holds exactly `from` (unlocked) and swaps in `to`: an INS reserving its
  * target (`from` EMPTY), a DEL taking handed keys (`from` HANDED, `to` locked). */
 inline bool gh_wait_swap(__global uint *w, __global uint *hdr, uint from, uint to) {
@@ -346,8 +390,8 @@ inline void gh_unlock(__global uint *w, uint state) { asym_store_release(w, stat
 #define A_LOAD 1u   /* loc[x][i] = glob[y][off + i + from] for i + from < n, else KEY_MAX   */
 #define A_STORE 2u  /* glob[y][off + i] = loc[x][from + i] for i < n                       */
 #define A_GCOPY 3u  /* glob[y][off + i] = glob[z][off2 + i] for i < n (volatile reads)     */
-#define A_SORT 4u   /* bitonic stage (k = from, j = n) over loc[x]                         */
-#define A_MERGE 5u  /* merge path of loc[x], loc[y]: K smallest to loc[z], the rest to loc[w] */
+#define A_MERGE 5u  /* merge path of loc[x], loc[y]: K smallest to loc[z], the rest to loc[w];
+                     * n = 1: the K smallest also to keys[off ..]                          */
 #define A_EXIT 6u   /* the group leaves                                                    */
 
 /* Global arrays. */
@@ -397,9 +441,9 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
     case A_LOAD: {
         __local KEY_T *dst = loc[m.x];
         if (m.y == G_IN) {
-            /* Scalar keys arrive as the host holds them (-DKEY_MAP maps them here). */
+            /* Inserted batches: sorted and in the ordered form already (gheap_sort_batches). */
             for (uint i = lid; i < K; i += WG) {
-                dst[i] = i + m.from < m.n ? ASYM_ORDERED(in[m.off + i + m.from]) : KEY_MAX;
+                dst[i] = i + m.from < m.n ? in[m.off + i + m.from] : KEY_MAX;
             }
         } else {
             volatile __global const KEY_T *src = (volatile __global const KEY_T *)(glob + m.off);
@@ -422,12 +466,11 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
         for (uint i = lid; i < m.n; i += WG) dst[i] = gh_stored(src[i], m.y);
         break;
     }
-    case A_SORT:
-        gheap_bitonic_stage(loc[m.x], m.from, m.n, lid);
+    case A_MERGE: {
+        volatile __global KEY_T *node = (volatile __global KEY_T *)(keys + m.off);
+        gheap_merge_path_to(loc[m.x], loc[m.y], loc[m.z], loc[m.w], m.n == 1u ? node : 0, lid);
         break;
-    case A_MERGE:
-        gheap_merge_path(loc[m.x], loc[m.y], loc[m.z], loc[m.w], lid);
-        break;
+    }
     default:
         break;
     }
@@ -436,7 +479,7 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
 /* ---- Work-item 0's control: the operations as a state machine ---- */
 
 enum {
-    P_NEXT, P_SORT, P_INS_LOCK, P_INS_MERGED, P_INS_BUF_ROOT, P_INS_DOWN, P_INS_NODE,
+    P_NEXT, P_INS_LOCK, P_INS_MERGED, P_INS_NODE, P_INS_MERGE,
     P_DEL_LOCK, P_DEL_SPARE, P_DEL_TAKE, P_SIFT, P_SIFT_CHILDREN, P_SIFT_DECIDE,
     P_DUTY, P_CLIMB, P_CLIMB_MERGE
 };
@@ -450,8 +493,8 @@ typedef struct {
     bool has_ran;
     uint free_mask;
     /* the operation */
-    uint t, n, want, count, plen, total, target, depth, level, held, pos, st, seq, spare, last;
-    uint sort_k, sort_j, child, large_pos, sl, sr;
+    uint t, n, want, count, plen, max_nodes, total, target, depth, level, held, pos, st, seq, spare, last;
+    uint child, large_pos, sl, sr;
     /* the states the sift releases its nodes with: the held node, the chosen child, the
      * other child (AVAIL, or DELMOD for a node a climb owns) */
     uint pos_rel, child_rel, large_rel;
@@ -460,10 +503,14 @@ typedef struct {
     uint duty[GH_DUTIES];
     uint n_duty, cur, up, seen, pstate, climb_spins, climb_step;
     bool climbing;
+    uint stat[GH_STATS];
 #ifdef GH_PROFILE
-    ulong t_root, t_op, p_root_wait, p_root_hold, p_child_wait, p_del_total;
+    ulong t_root, t_op, t_in, p_root_wait, p_root_hold, p_child_wait, p_del_total;
+    ulong p_ins_wait, p_ins_hold;
+    uint p_ins;
+    ulong p_root_ctl;
     uint p_steps, p_dels;
-    bool root_held, in_del;
+    bool root_held, in_del, ins_held;
 #endif
     /* roles: local arrays holding the node (c), the carried batch (d), the buffer (p),
      * merge results, children (a, b) */
@@ -518,14 +565,29 @@ inline void gh_load(gh_ctl *c, uint dst, uint g, ulong off, uint from, uint n) {
 inline void gh_store(gh_ctl *c, uint src, uint g, ulong off, uint from, uint n) {
     if (n > 0) gh_add(c, A_STORE, src, g, 0, 0, off, 0, from, n);
 }
-inline void gh_count(__global uint *hdr, uint stat) { (void)asym_fetch_add(&hdr[stat], 1u); }
+/* Counters for measurements, kept by work-item 0 and added to the header once, as the group
+ * leaves (an atomic per merge would sit in the serial chain of every critical section). */
+inline void gh_count(gh_ctl *c, uint stat) { c->stat[stat - GH_STAT_CLIMB_MERGES] += 1u; }
 
 /* MergeAndSort of x and y into two new arrays (returned in *lo, *hi); x and y are freed. */
 inline void gh_merge(gh_ctl *c, __global uint *hdr, uint x, uint y, uint *lo, uint *hi) {
-    gh_count(hdr, GH_STAT_MERGES);
+    gh_count(c, GH_STAT_MERGES);
     *lo = gh_alloc(c);
     *hi = gh_alloc(c);
     gh_add(c, A_MERGE, x, y, *lo, *hi, 0, 0, 0, 0);
+    gh_free(c, x);
+    gh_free(c, y);
+}
+
+/* gh_merge that also stores the K smallest as node `pos`: the node's lock can go once this
+ * step has run, a step earlier than a separate store. */
+inline void gh_merge_store(gh_ctl *c, uint x, uint y, uint *lo, uint *hi, uint pos) {
+    gh_count(c, GH_STAT_MERGES);
+    *lo = gh_alloc(c);
+    *hi = gh_alloc(c);
+    gh_add(c, A_MERGE, x, y, *lo, *hi, (ulong)pos * K, 0, 0, 1u);
+    __local gh_pending *cur = gh_cur(c);
+    cur->s.stores = 1;
     gh_free(c, x);
     gh_free(c, y);
 }
@@ -543,12 +605,23 @@ inline void gh_after(gh_ctl *c, uint at, uint state) {
  * arrays. One fence orders work-item 0's own writes (the header) before all the lock words
  * that publish them; the step's stores were fenced by every work-item before the barrier.
  * Releasing the root ends a profiled root critical section. */
+#ifdef GH_PROFILE
+/* An INS lets the root go: the end of its profiled root section. */
+inline void gh_prof_ins_release(gh_ctl *c) {
+    c->p_ins_hold += gh_now() - c->t_root;
+    c->ins_held = false;
+}
+#endif
+
 inline void gh_retire(gh_ctl *c, __global uint *word, __local gh_pending *p) {
     if (p->n_unlock > 0u) gh_fence();
     for (uint i = 0; i < p->n_unlock; ++i) {
         asym_store_relaxed(&word[p->unlock_at[i]], p->unlock_to[i]);
+        GH_PROF(if (p->unlock_at[i] == 0u && c->ins_held) gh_prof_ins_release(c);)
         GH_PROF(if (p->unlock_at[i] == 0u && c->root_held) {
-            c->p_root_hold += gh_now() - c->t_root;
+            const ulong now = gh_now();
+            c->p_root_hold += now - c->t_root;
+            c->p_root_ctl += now - max(c->t_in, c->t_root);
             c->root_held = false;
         })
     }
@@ -575,9 +648,26 @@ inline void gh_fail(gh_ctl *c, __global uint *hdr, uint code) {
     gh_clear(gh_cur(c));
 }
 
-/* Under the root lock: the operation takes effect here; the host reads the order. */
+/* Under the root lock: the header words the operation reads (count, buffer length, DEL
+ * sequence, node limit), and the operation takes effect here (the host reads the order).
+ * On the coarse transport the eight words come in one vector read: each separate read was
+ * an L2 round trip in work-item 0's serial chain, while the group waits. */
 inline void gh_linearize(gh_ctl *c, __global uint *hdr, __global uint *order) {
+#ifdef ASYM_FINE
     const uint lin = asym_load_relaxed(&hdr[GH_LIN]);
+    c->count = asym_load_relaxed(&hdr[GH_COUNT]);
+    c->plen = asym_load_relaxed(&hdr[GH_PLEN]);
+    c->seq = asym_load_relaxed(&hdr[GH_SEQ]);
+    c->max_nodes = asym_load_relaxed(&hdr[GH_MAX_NODES]);
+#else
+    uint w[8];
+    vstore8(*(volatile __global uint8 *)hdr, 0, w);
+    const uint lin = w[GH_LIN];
+    c->count = w[GH_COUNT];
+    c->plen = w[GH_PLEN];
+    c->seq = w[GH_SEQ];
+    c->max_nodes = w[GH_MAX_NODES];
+#endif
     asym_store_relaxed(&hdr[GH_LIN], lin + 1u);
     order[lin] = c->t;
 }
@@ -594,7 +684,7 @@ inline bool gh_owe(gh_ctl *c, __global uint *hdr, uint pos) {
         if (c->duty[i] == pos) return true;
     }
     gh_climb_owed(hdr);
-    gh_count(hdr, GH_STAT_DEL_CLIMBS);
+    gh_count(c, GH_STAT_DEL_CLIMBS);
     if (c->n_duty >= GH_DUTIES) return false;
     uint i = c->n_duty;
     for (; i > 0 && c->duty[i - 1] > pos; --i) c->duty[i] = c->duty[i - 1];
@@ -616,7 +706,7 @@ inline bool gh_overlap(__local KEY_T *loc[GH_ARRAYS], uint x, uint y) {
 inline bool gh_merge_or_swap(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *hdr,
                              uint x, uint y, uint *lo, uint *hi) {
     if (loc[y][K - 1] <= loc[x][0]) {
-        gh_count(hdr, GH_STAT_SWAPS);
+        gh_count(c, GH_STAT_SWAPS);
         *lo = y;
         *hi = x;
         return false;
@@ -625,11 +715,31 @@ inline bool gh_merge_or_swap(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global 
     return true;
 }
 
+/* A sift holds `pos` and has just locked its children l and r (states c->sl, c->sr): decide
+ * which hold keys, let the absent ones go, and load the others into the step being built. */
+inline void gh_sift_children(gh_ctl *c, __global uint *word, uint l, uint r) {
+    c->has_l = gh_holds_keys(c->sl);
+    c->has_r = gh_holds_keys(c->sr);
+    /* Keys from a climb among the children: the climb's owner learns a DEL has been here
+     * (DELMOD), and if they move up into this node, it is claimed in turn. */
+    c->dirty = gh_claimed(c->sl) || gh_claimed(c->sr);
+    if (gh_claimed(c->sl)) c->sl = GH_DELMOD;
+    if (gh_claimed(c->sr)) c->sr = GH_DELMOD;
+    /* An absent child (empty, or a target whose INS is behind us) is let go now. */
+    if (c->sl != GH_NONE && !c->has_l) gh_unlock(&word[l], c->sl);
+    if (c->sr != GH_NONE && !c->has_r) gh_unlock(&word[r], c->sr);
+    c->a = c->has_l ? gh_alloc(c) : GH_NONE;
+    c->b = c->has_r ? gh_alloc(c) : GH_NONE;
+    if (c->has_l) gh_load(c, c->a, G_KEYS, (ulong)l * K, 0, K);
+    if (c->has_r) gh_load(c, c->b, G_KEYS, (ulong)r * K, 0, K);
+}
+
 /* The next step for the group. `loc` is readable here: every call follows a barrier. */
-inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *word,
-                          __global uint *hdr, uint slots, __global const uint *ops, uint n_ops,
-                          uint in_len, __global uint *out_len, __global uint *order,
-                          uint bottom_up) {
+inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global const KEY_T *keys,
+                       __global uint *word, __global uint *hdr, uint slots,
+                       __global const uint *ops, uint n_ops, uint in_len,
+                       __global uint *out_len, __global uint *order, uint bottom_up) {
+    GH_PROF(c->t_in = gh_now();)
     /* The step that just ran: its stores are fenced and the group met at the barrier. */
     if (c->has_ran) {
         gh_retire(c, word, &c->q[c->ran]);
@@ -644,7 +754,10 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->ran = c->head % GH_QUEUE;
             c->has_ran = true;
             c->head += 1u;
-            GH_PROF(if (c->root_held) c->p_steps += 1u;)
+            GH_PROF(if (c->root_held) {
+                c->p_steps += 1u;
+                c->p_root_ctl += gh_now() - max(c->t_in, c->t_root);
+            })
             return c->ran;
         }
         switch (c->pc) {
@@ -659,13 +772,20 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                                : asym_fetch_add(&hdr[GH_TICKET], 1u);
             GH_PROF(c->t_op = gh_now();)
             if (t >= n_ops) {
+                for (uint i = 0; i < GH_STATS; ++i) {
+                    if (c->stat[i] != 0u) (void)asym_fetch_add(&hdr[GH_STAT_CLIMB_MERGES + i], c->stat[i]);
+                }
                 GH_PROF({
                     (void)asym_fetch_add(&hdr[GH_PROF_ROOT_WAIT], (uint)(c->p_root_wait >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_ROOT_HOLD], (uint)(c->p_root_hold >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_INS_WAIT], (uint)(c->p_ins_wait >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_INS_HOLD], (uint)(c->p_ins_hold >> 8));
+                    (void)asym_fetch_add(&hdr[GH_PROF_INSERTS], c->p_ins);
                     (void)asym_fetch_add(&hdr[GH_PROF_ROOT_STEPS], c->p_steps);
                     (void)asym_fetch_add(&hdr[GH_PROF_CHILD_WAIT], (uint)(c->p_child_wait >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_DEL_TOTAL], (uint)(c->p_del_total >> 8));
                     (void)asym_fetch_add(&hdr[GH_PROF_DELS], c->p_dels);
+                    (void)asym_fetch_add(&hdr[GH_PROF_ROOT_CONTROL], (uint)(c->p_root_ctl >> 8));
                 })
                 gh_add(c, A_EXIT, 0, 0, 0, 0, 0, 0, 0, 0);
                 gh_end_step(c, word);
@@ -682,11 +802,10 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 const ulong start = (ulong)arg * K;
                 c->n = (uint)min((ulong)K, (ulong)in_len - start);
                 c->d = gh_alloc(c);
+                /* Sorted already (gheap_sort_batches ran over `in` before this launch). */
                 gh_load(c, c->d, G_IN, start, 0, c->n);
                 gh_end_step(c, word);
-                c->sort_k = 2;
-                c->sort_j = 1;
-                c->pc = P_SORT;
+                c->pc = P_INS_LOCK;
             } else {
                 c->want = arg;
                 c->pc = P_DEL_LOCK;
@@ -694,35 +813,60 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             }
             break;
         }
-        case P_SORT:
-            if (c->sort_k > K) {
-                c->pc = P_INS_LOCK;
-                break;
-            }
-            gh_add(c, A_SORT, c->d, 0, 0, 0, 0, 0, c->sort_k, c->sort_j);
-            gh_end_step(c, word);
-            c->sort_j >>= 1;
-            if (c->sort_j == 0) {
-                c->sort_k <<= 1;
-                c->sort_j = c->sort_k >> 1;
-            }
-            break;
-
         /* ---- INS (TD-INS) ---- */
-        case P_INS_LOCK:
+        case P_INS_LOCK: {
+            GH_PROF(const ulong t_wait = gh_now();)
             if (gh_lock(&word[0], hdr, GH_AVAIL) == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
+            GH_PROF({
+                c->t_root = gh_now();
+                c->p_ins_wait += c->t_root - t_wait;
+                c->p_ins += 1u;
+                c->ins_held = true;
+            })
             gh_linearize(c, hdr, order);
-            c->count = asym_load_relaxed(&hdr[GH_COUNT]);
-            c->plen = asym_load_relaxed(&hdr[GH_PLEN]);
             c->total = c->plen + c->n;
-            c->p = gh_alloc(c);
-            gh_load(c, c->p, G_PARTIAL, 0, 0, c->plen);
+            if (bottom_up && c->plen == 0u && c->n == K && c->count > 0u &&
+                c->count < c->max_nodes) {
+                /* BU-INS of a whole batch with an empty buffer: nothing to merge under the
+                 * root lock, so the group takes its target, owes the climb and lets the root
+                 * go before placing the batch: its root section is work-item 0's alone. The
+                 * target stays locked until the batch is there, so a climb from below waits
+                 * for it, and DELs wait for the climb count. */
+                c->target = gh_position(c->count);
+                if (c->target >= slots) {
+                    gh_fail(c, hdr, GH_ERR_CAPACITY);
+                    break;
+                }
+                asym_store_relaxed(&hdr[GH_COUNT], c->count + 1u);
+                c->st = gh_lock(&word[c->target], hdr, GH_EMPTY);
+                if (c->st != GH_EMPTY) {
+                    gh_fail(c, hdr, c->st == GH_ABORT ? GH_ERR_STALL : GH_ERR_STATE);
+                    break;
+                }
+                gh_climb_owed(hdr);
+                gh_unlock(&word[0], GH_AVAIL);
+                GH_PROF(gh_prof_ins_release(c);)
+                gh_store(c, c->d, G_KEYS, (ulong)c->target * K, 0, K);
+                gh_free(c, c->d);
+                gh_after(c, c->target, GH_INSHOLD);
+                gh_end_step(c, word);
+                c->cur = c->target;
+                c->climbing = true;
+                c->pc = P_CLIMB;
+                break;
+            }
+            c->p = GH_NONE;
+            if (c->plen > 0) {
+                c->p = gh_alloc(c);
+                gh_load(c, c->p, G_PARTIAL, 0, 0, c->plen);
+            }
             c->c = GH_NONE;
-            if (c->count > 0) {
-                /* The root, read ahead. */
+            if (c->count > 0 && c->total < K) {
+                /* The root, read ahead for the keys that stay in the buffer. (A batch going
+                 * down reads only the root's largest key first: P_INS_NODE.) */
                 c->c = gh_alloc(c);
                 gh_load(c, c->c, G_KEYS, 0, 0, K);
             }
@@ -733,12 +877,10 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 gh_end_step(c, word);
                 c->d = lo; /* the K smallest of buffer and batch */
                 c->p = hi; /* the rest */
-            } else {
-                gh_free(c, c->p);
-                c->p = GH_NONE;
             }
             c->pc = P_INS_MERGED;
             break;
+        }
         case P_INS_MERGED:
             if (c->total < K) {
                 /* Everything stays in the buffer (d holds it all), after a MergeAndSort
@@ -758,7 +900,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 c->pc = P_NEXT;
                 break;
             }
-            if (c->count >= asym_load_relaxed(&hdr[GH_MAX_NODES])) {
+            if (c->count >= c->max_nodes) {
                 /* The host grows the heap before every launch: the last line of defence. */
                 gh_unlock(&word[0], GH_AVAIL);
                 gh_fail(c, hdr, GH_ERR_CAPACITY);
@@ -793,7 +935,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 }
                 gh_store(c, c->d, G_KEYS, (ulong)c->target * K, 0, K);
                 gh_free(c, c->d);
-                gh_free(c, c->c); /* the root, read ahead for TD-INS */
                 gh_after(c, c->target, GH_INSHOLD);
                 gh_after(c, 0, GH_AVAIL);
                 gh_end_step(c, word);
@@ -813,56 +954,69 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             c->held = 0;
             c->pc = P_INS_NODE;
             break;
-        case P_INS_NODE:
-            /* c: the held node's keys, d: the carried batch (the buffer store, if any, is
-             * in the step being built). */
-            c->changed = gh_overlap(loc, c->c, c->d);
-            if (c->changed) {
-                uint lo, hi;
-                (void)gh_merge_or_swap(c, loc, hdr, c->c, c->d, &lo, &hi);
-                c->c = lo;
-                c->d = hi;
-            }
-            gh_end_step(c, word);
-            c->pc = P_INS_DOWN;
-            break;
-        case P_INS_DOWN:
+        case P_INS_NODE: {
+            /* The group holds node `held` (its keys not loaded: c is GH_NONE) and carries d
+             * (the buffer's store, if any, is in the step being built). The next node on the
+             * path is locked first (top-down, as every lock). Only the held node's largest
+             * key decides whether d changes it, and most batches pass the upper nodes
+             * untouched (the root holds the heap's K smallest): work-item 0 reads that key
+             * alone, and the group loads the node only when it must merge. */
             c->pos = ((c->target + 1u) >> (c->depth - c->level)) - 1u;
             c->st = gh_lock(&word[c->pos], hdr, GH_AVAIL);
             if (c->st == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
-            /* One step: store the node left behind, and load the next one or place the
-             * batch; the left node is released after it. */
-            if (c->changed) gh_store(c, c->c, G_KEYS, (ulong)c->held * K, 0, K);
-            gh_free(c, c->c);
+            const bool at_target = c->pos == c->target;
+            if (at_target ? (c->st != GH_MARKED && c->st != GH_TARGET) : c->st != GH_AVAIL) {
+                gh_fail(c, hdr, GH_ERR_STATE);
+                break;
+            }
+            c->pc = P_INS_MERGE;
+            const KEY_T largest = ((volatile __global const KEY_T *)keys)[(ulong)c->held * K + K - 1];
+            if (largest > loc[c->d][0]) {
+                c->c = gh_alloc(c);
+                gh_load(c, c->c, G_KEYS, (ulong)c->held * K, 0, K);
+                gh_end_step(c, word);
+            }
+            break;
+        }
+        case P_INS_MERGE: {
+            /* c: the held node's keys when loaded (they overlap d), else GH_NONE. One step
+             * merges and stores the held node's new keys; it is let go once that has run. */
+            const bool at_target = c->pos == c->target;
+            if (c->c == GH_NONE) {
+                /* untouched */
+            } else if (!gh_overlap(loc, c->c, c->d)) {
+                gh_free(c, c->c); /* unchanged */
+            } else if (loc[c->d][K - 1] <= loc[c->c][0]) {
+                /* The seed's swap: the batch becomes the node, the node travels on. */
+                gh_count(c, GH_STAT_SWAPS);
+                gh_store(c, c->d, G_KEYS, (ulong)c->held * K, 0, K);
+                gh_free(c, c->d);
+                c->d = c->c;
+            } else {
+                uint lo, hi;
+                gh_merge_store(c, c->c, c->d, &lo, &hi, c->held);
+                gh_free(c, lo);
+                c->d = hi;
+            }
             gh_after(c, c->held, GH_AVAIL);
-            if (c->pos == c->target) {
+            if (at_target) {
+                gh_end_step(c, word); /* d may come out of this step's merge */
                 gh_store(c, c->d, G_KEYS, (ulong)c->pos * K, 0, K);
-                if (c->st == GH_MARKED) {
-                    gh_after(c, c->pos, GH_HANDED);
-                } else if (c->st == GH_TARGET) {
-                    gh_after(c, c->pos, GH_AVAIL);
-                } else {
-                    gh_fail(c, hdr, GH_ERR_STATE);
-                    break;
-                }
+                gh_after(c, c->pos, c->st == GH_MARKED ? GH_HANDED : GH_AVAIL);
                 gh_end_step(c, word);
                 c->pc = P_NEXT;
                 break;
             }
-            if (c->st != GH_AVAIL) {
-                gh_fail(c, hdr, GH_ERR_STATE);
-                break;
-            }
-            c->c = gh_alloc(c);
-            gh_load(c, c->c, G_KEYS, (ulong)c->pos * K, 0, K);
+            c->c = GH_NONE;
             gh_end_step(c, word);
             c->held = c->pos;
             c->level += 1u;
             c->pc = P_INS_NODE;
             break;
+        }
 
         /* ---- DEL (TD-DEL) ---- */
         case P_DEL_LOCK: {
@@ -874,7 +1028,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
              * of BU-INS/TD-DEL leaves the partial buffer out). With no climb in flight the
              * heap is settled, and the DEL is linearized at the root as in TD-DEL. */
             if (bottom_up && asym_load_relaxed(&hdr[GH_CLIMBS]) != 0u) {
-                if (c->climb_spins == 0u) gh_count(hdr, GH_STAT_WAITS);
+                if (c->climb_spins == 0u) gh_count(c, GH_STAT_WAITS);
                 if (gh_give_up(c->climb_spins++, hdr)) {
                     gh_fail(c, hdr, GH_ERR_STALL);
                     break;
@@ -898,9 +1052,6 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
             }
             GH_PROF(c->root_held = true;)
             gh_linearize(c, hdr, order);
-            c->count = asym_load_relaxed(&hdr[GH_COUNT]);
-            c->plen = asym_load_relaxed(&hdr[GH_PLEN]);
-            c->seq = asym_load_relaxed(&hdr[GH_SEQ]);
             asym_store_relaxed(&hdr[GH_SEQ], c->seq + 1u);
             const ulong dst = (ulong)c->seq * K;
             if (c->count == 0) {
@@ -1047,29 +1198,18 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                 }
             } else {
                 GH_PROF(const ulong t_wait = gh_now();)
-                c->sl = l < slots ? gh_lock(&word[l], hdr, GH_AVAIL) : GH_NONE;
-                c->sr = (r < slots && c->sl != GH_ABORT) ? gh_lock(&word[r], hdr, GH_AVAIL)
-                                                         : GH_NONE;
+                const uint at[2] = {l < slots ? l : GH_NONE, r < slots ? r : GH_NONE};
+                uint state[2] = {GH_ABORT, GH_ABORT};
+                gh_lock_many(word, hdr, 2u, at, GH_AVAIL, state);
+                c->sl = state[0];
+                c->sr = state[1];
                 GH_PROF(c->p_child_wait += gh_now() - t_wait;)
             }
             if (c->sl == GH_ABORT || c->sr == GH_ABORT) {
                 gh_fail(c, hdr, GH_ERR_STALL);
                 break;
             }
-            c->has_l = gh_holds_keys(c->sl);
-            c->has_r = gh_holds_keys(c->sr);
-            /* Keys from a climb among the children: the climb's owner learns a DEL has been
-             * here (DELMOD), and if they move up into this node, it is claimed in turn. */
-            c->dirty = gh_claimed(c->sl) || gh_claimed(c->sr);
-            if (gh_claimed(c->sl)) c->sl = GH_DELMOD;
-            if (gh_claimed(c->sr)) c->sr = GH_DELMOD;
-            /* An absent child (empty, or a target whose INS is behind us) is let go now. */
-            if (c->sl != GH_NONE && !c->has_l) gh_unlock(&word[l], c->sl);
-            if (c->sr != GH_NONE && !c->has_r) gh_unlock(&word[r], c->sr);
-            c->a = c->has_l ? gh_alloc(c) : GH_NONE;
-            c->b = c->has_r ? gh_alloc(c) : GH_NONE;
-            if (c->has_l) gh_load(c, c->a, G_KEYS, (ulong)l * K, 0, K);
-            if (c->has_r) gh_load(c, c->b, G_KEYS, (ulong)r * K, 0, K);
+            gh_sift_children(c, word, l, r);
             gh_end_step(c, word);
             c->pc = P_SIFT_CHILDREN;
             break;
@@ -1195,7 +1335,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
                  * keys from above never sink past an open violation. */
                 gh_unlock(&word[c->cur], c->seen);
                 gh_unlock(&word[c->up], c->pstate);
-                if (c->climb_spins == 0u) gh_count(hdr, GH_STAT_WAITS);
+                if (c->climb_spins == 0u) gh_count(c, GH_STAT_WAITS);
                 if (gh_give_up(c->climb_spins++, hdr)) {
                     gh_fail(c, hdr, GH_ERR_STALL);
                     break;
@@ -1213,7 +1353,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
         case P_CLIMB_MERGE: {
             const bool merged = gh_overlap(loc, c->c, c->d);
             if (merged) {
-                gh_count(hdr, GH_STAT_CLIMB_MERGES);
+                gh_count(c, GH_STAT_CLIMB_MERGES);
                 uint lo, hi;
                 if (gh_merge_or_swap(c, loc, hdr, c->c, c->d, &lo, &hi)) gh_end_step(c, word);
                 gh_store(c, lo, G_KEYS, (ulong)c->up * K, 0, K);
@@ -1245,7 +1385,9 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global uint *
 }
 
 /* Runs the launch's operations: ops[2t] is GH_OP_INSERT (ops[2t+1] = the chunk of `in`:
- * keys [chunk·K, min(chunk·K + K, in_len))) or GH_OP_DELETE (ops[2t+1] = keys wanted, 1..K).
+ * keys [chunk·K, min(chunk·K + K, in_len)), each chunk sorted and in the ordered form by a
+ * gheap_sort_batches launch before this one: an INS sorting its own batch spent 55 steps of
+ * its work-group on it at K = 1024) or GH_OP_DELETE (ops[2t+1] = keys wanted, 1..K).
  * Each work-group takes operations by ticket until none is left; DEL number `seq` writes
  * out[out_base + seq·K ..]. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -1269,8 +1411,12 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
     if (lid == 0) {
         GH_PROF({
             ctl.p_root_wait = ctl.p_root_hold = ctl.p_child_wait = ctl.p_del_total = 0;
+            ctl.p_root_ctl = 0;
+            ctl.t_in = 0;
             ctl.p_steps = ctl.p_dels = 0;
-            ctl.root_held = ctl.in_del = false;
+            ctl.root_held = ctl.in_del = ctl.ins_held = false;
+            ctl.p_ins_wait = ctl.p_ins_hold = 0;
+            ctl.p_ins = 0;
         })
         ctl.pc = P_NEXT;
         ctl.head = ctl.tail = 0;
@@ -1278,10 +1424,11 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
         ctl.has_ran = false;
         gh_clear(gh_cur(&ctl));
         ctl.free_mask = (1u << GH_ARRAYS) - 1u;
+        for (uint i = 0; i < GH_STATS; ++i) ctl.stat[i] = 0u;
     }
     for (;;) {
         if (lid == 0) {
-            step = gh_control(&ctl, loc, word, hdr, slots, ops, n_ops, in_len, out_len, order,
+            step = gh_control(&ctl, loc, keys, word, hdr, slots, ops, n_ops, in_len, out_len, order,
                               bottom_up);
         }
         barrier(CLK_LOCAL_MEM_FENCE);

@@ -14,7 +14,9 @@
 //! A bulk call is one operation: it runs under the heap's lock, between launches, so it
 //! linearizes at its call like any other host call.
 
-use asym_runtime::{DeviceKind, Error, Kernel, Launch, Program, Result, Runtime};
+use asym_runtime::{
+    DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement,
+};
 
 use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
 
@@ -107,6 +109,26 @@ impl BulkKernels {
             merge: Kernel::from_program(rt, program, "gheap_bulk_merge")?,
             place: Kernel::from_program(rt, program, "gheap_bulk_place")?,
         })
+    }
+}
+
+impl BulkKernels {
+    /// Sorts the first `len` keys of `io` in place as batches of `k` (the last padded with
+    /// the largest key up to `k`: `io` must hold it), mapped to the ordered form: an INS/DEL
+    /// launch's inserted batches, sorted by one work-group each before the operations run
+    /// (the launch after it on the in-order queue sees them).
+    pub(super) fn sort_batches<E: SvmElement>(
+        &mut self,
+        io: &SvmBuffer<E>,
+        len: usize,
+        k: usize,
+        wg: usize,
+    ) -> Result<Launch> {
+        self.sort_in
+            .arg_svm(0, io)?
+            .arg_scalar(1, 0u64)?
+            .arg_scalar(2, len as u64)?;
+        self.sort_in.launch(len.div_ceil(k) * wg, Some(wg))
     }
 }
 

@@ -9,8 +9,11 @@
 //! the node count and the partial buffer); each call of the host API is one launch of
 //! `gheap_run` (`kernels/gheap.cl`, where the protocol and its memory-ordering argument are
 //! written down) whose work-groups take the call's INS and DEL operations by ticket, run them
-//! concurrently, and leave. Between launches the host only reads the small header, so the
-//! coarse transport (NVIDIA) and the fine one (PoCL) behave the same.
+//! concurrently, and leave. The call's inserted batches are sorted before it by one
+//! `gheap_sort_batches` launch (a work-group per batch, all at once), so an INS only merges;
+//! a TD-INS loads a node only when the node's largest key says the batch changes it. Between
+//! launches the host only reads the small header, so the coarse transport (NVIDIA) and the
+//! fine one (PoCL) behave the same.
 //!
 //! A call that moves a large share of the heap (an insert of many batches, a delete of many
 //! keys) can instead rebuild it: one device sort of every key, the result laid out again as
@@ -94,6 +97,10 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("GH_PROF_CHILD_WAIT", HDR_PROF as u64 + 3),
     ClConst::int("GH_PROF_DEL_TOTAL", HDR_PROF as u64 + 4),
     ClConst::int("GH_PROF_DELS", HDR_PROF as u64 + 5),
+    ClConst::int("GH_PROF_ROOT_CONTROL", HDR_PROF as u64 + 6),
+    ClConst::int("GH_PROF_INS_WAIT", HDR_PROF as u64 + 7),
+    ClConst::int("GH_PROF_INS_HOLD", HDR_PROF as u64 + 8),
+    ClConst::int("GH_PROF_INSERTS", HDR_PROF as u64 + 9),
     ClConst::uint("GH_ERR_STALL", ERR_STALL as u64),
     ClConst::uint("GH_ERR_CAPACITY", ERR_CAPACITY as u64),
     ClConst::uint("GH_ERR_STATE", ERR_STATE as u64),
@@ -286,6 +293,15 @@ pub struct DeviceHeapProfile {
     pub root_steps: u64,
     /// Sifting DELs' blocking waits for children's locks, µs.
     pub child_wait_us: f64,
+    /// Of the root critical sections: work-item 0's control (locks, header, deciding the
+    /// next step) while the rest of the group waits, µs; the remainder is the steps.
+    pub root_control_us: f64,
+    /// INS operations profiled.
+    pub inserts: u64,
+    /// Their waits for the root lock, µs.
+    pub ins_root_wait_us: f64,
+    /// Their root critical sections, µs.
+    pub ins_root_hold_us: f64,
 }
 
 /// A generalized min-heap (batches of `K` keys) whose INS and DEL run as device work-groups.
@@ -824,8 +840,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.reserve((self.count * k + self.plen + inserted) / k)?;
         let rt = &self.rt;
         let st = &mut self.staging;
-        // The DELs' keys go after the inserted ones in the one staging buffer.
-        let out_base = keys.len();
+        // The DELs' keys go after the inserted ones in the one staging buffer (whose last
+        // batch is padded to K when it is sorted).
+        let out_base = keys.len().next_multiple_of(k);
         let t_alloc = std::time::Instant::now();
         let io = staged(rt, &mut st.keys, out_base + dels * k)?;
         let mut alloc = t_alloc.elapsed();
@@ -834,6 +851,11 @@ impl<T: DeviceHeapKey> Inner<T> {
             io.write_range(0, &T::upload(keys))?;
         }
         let copy = t_copy.elapsed();
+        let sorted = if keys.is_empty() {
+            None
+        } else {
+            Some(self.bulk.sort_batches(io, keys.len(), k, self.wg)?)
+        };
         let op_buf = staged(rt, &mut st.ops, words.len())?;
         op_buf.copy_from_host(0, &words)?;
         let t_alloc = std::time::Instant::now();
@@ -876,6 +898,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.stats.launches += 1;
         let t_kernel_start = std::time::Instant::now();
         self.run.launch(groups * self.wg, Some(self.wg))?.wait()?;
+        if let Some(sorted) = sorted {
+            sorted.wait()?; // done before the run: this lets its buffers go
+        }
         let t_kernel = t_kernel_start.elapsed();
         let h = self.hdr.read()?;
         self.stats.climb_merges += u64::from(h[HDR_STAT_CLIMB_MERGES]);
@@ -891,6 +916,10 @@ impl<T: DeviceHeapKey> Inner<T> {
             p.child_wait_us += us(3);
             p.del_us += us(4);
             p.dels += u64::from(h[HDR_PROF + 5]);
+            p.root_control_us += us(6);
+            p.ins_root_wait_us += us(7);
+            p.ins_root_hold_us += us(8);
+            p.inserts += u64::from(h[HDR_PROF + 9]);
         }
         self.count = h[HDR_COUNT] as usize;
         self.plen = h[HDR_PLEN] as usize;
