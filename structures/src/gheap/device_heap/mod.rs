@@ -18,8 +18,8 @@
 //! A call that moves a large share of the heap (an insert of many batches, a delete of many
 //! keys) can instead rebuild it: one device sort of every key, the result laid out again as
 //! a generalized heap ([`BulkPolicy`], module `bulk`). The seed's operations serialize on the
-//! root lock; the rebuild has no serial section (64M keys inserted and deleted in 58–76 ms on
-//! the H200 against 0.9–1.6 s, docs/BENCHMARKS.md).
+//! root lock; the rebuild has no serial section (64M keys inserted and deleted in 65–80 ms on
+//! the H200 against 0.8–1.4 s, docs/BENCHMARKS.md).
 //!
 //! Host threads may share one heap: calls are serialized on a mutex (one launch at a time);
 //! the concurrency is among the work-groups of a launch.
