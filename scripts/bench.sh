@@ -16,11 +16,13 @@
 # Options: --quick (default) | --full; --device NAME (ASYM_DEVICE); --machine LABEL (default:
 # the GPU's model, such as h200, else dev); --threads N (latency threads); --bin DIR (prebuilt
 # example binaries, as the GPU bundle carries; default: build them with cargo); --out DIR
-# (default docs/results); --only LIST; --plots-only.
+# (default docs/results); --only LIST; --plots-only; --bgpq DIR (the heap's CUDA peer: a
+# folder with BGPQ's prebuilt synthetic/BGPQ_T and BGPQ_B from ruadapt/BGPQ; with --full the
+# heap workload runs them beside the device heap's operations into heap-vs-bgpq-*.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-machine_given="" size=quick device="" machine="" threads="" bin="" out=docs/results only="" plots_only=0
+machine_given="" size=quick device="" machine="" threads="" bin="" out=docs/results only="" plots_only=0 bgpq=""
 while (($#)); do
   case "$1" in
     --quick) size=quick ;;
@@ -32,7 +34,8 @@ while (($#)); do
     --out) out=$2; shift ;;
     --only) only=$2; shift ;;
     --plots-only) plots_only=1 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --bgpq) bgpq=$2; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -141,6 +144,16 @@ for w in "${workloads[@]}"; do
         for l in 15 17 19 21; do
           run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --batch 1024 --keys-log2 $l --preload 16777216 --bulk never,auto
         done
+        # The seed's operations against BGPQ's CUDA heap (its CSV lines: name, test, key
+        # pattern, keys, insert ms, delete ms, total ms), each three times, same machine.
+        if [[ -n $bgpq ]]; then
+          vs="$out/heap-vs-bgpq-$machine-$date.txt"
+          echo "# machine $machine, commit $commit, date $date; BGPQ: $bgpq/BGPQ_T and BGPQ_B (CUDA, K = 1024, 32 blocks of 512), './BGPQ_X 0 0 64 0' = insert 64e6 random keys then delete them, ms; asym: the heap_bench rows below" >"$vs"
+          for _ in 1 2 3; do
+            for b in BGPQ_T BGPQ_B; do (cd "$bgpq" && "./$b" 0 0 64 0) >>"$vs" || echo "# $b failed (exit $?)" >>"$vs"; done
+          done
+          run "$vs" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --bulk never --key i32 --keys-log2 26 --batch 1024,2048 --insert both --no-peers --pattern random
+        fi
       else
         run "$file" heap_bench "${dev_args[@]}" "${thr_args[@]}" --mode cpu,gpu,coop --insert both --bulk both --keys-log2 18 --batch 256 --pattern random
         for l in 10 12 14; do
