@@ -30,6 +30,10 @@
 #define SSSP_NEXT_LEN 0
 #define SSSP_VISITED 1
 #define SSSP_STALE 2
+#define SSSP_CHUNKS 3
+#ifndef SSSP_CHUNK
+#define SSSP_CHUNK 4096u
+#endif
 
 /* Inclusive scan (Hillis–Steele) of one value per work-item in lscan; returns the total.
  * Starts with a barrier, so the caller's stores to local memory are visible; every work-item
@@ -76,16 +80,34 @@ __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint 
     }
 }
 
+/* Relaxes edge `edge` from a vertex at distance du: the atomic minimum into dist[v], and v
+ * queued once per iteration (the stamp exchange) when this lowered it. */
+inline void sssp_relax(__global const uint *targets, __global const uint *weights,
+                       __global uint *dist, __global uint *stamp, __global uint *next,
+                       __global uint *counters, uint iteration, uint edge, uint du) {
+    uint v = targets[edge];
+    uint nd = (uint)min((ulong)du + (ulong)weights[edge], (ulong)SSSP_LIMIT);
+    if (nd < asym_load_relaxed(&dist[v]) &&
+        nd < asym_fetch_min_relaxed(&dist[v], nd) &&
+        asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
+        next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
+    }
+}
+
 /* Load balance: a work-group takes WG entries at a time, stores each vertex's edge range in
  * local memory, scans the degrees, and then its work-items stride over the concatenated edge
  * lists (each finds its vertex by binary search in the scan), so a hub's edges are shared by
- * the whole group instead of serialising one work-item. Every barrier is reached by all
- * work-items: the outer loop's trip count is the same for the whole group. */
+ * the whole group instead of serialising one work-item. A hub's edges past its first
+ * SSSP_CHUNK go to `chunks` instead, SSSP_CHUNK at a time as (vertex, distance, first edge,
+ * count), for sssp_expand_chunks to spread over every group (with chunk_cap 0 nothing is
+ * split): one group no longer holds the iteration up while it walks a hub's 10^5 edges.
+ * Every barrier is reached by all work-items: the outer loop's trip count is the same for
+ * the whole group. */
 __kernel void sssp_expand(__global const uint *offsets, __global const uint *targets,
                           __global const uint *weights, __global uint *dist,
                           __global uint *stamp, __global const ulong *frontier, uint first,
                           uint flen, __global uint *next, __global uint *counters,
-                          uint iteration) {
+                          uint iteration, __global uint *chunks, uint chunk_cap) {
     __local uint lstart[WG], ldist[WG], lscan[WG];
     __local uint visited, stale;
     uint lid = get_local_id(0);
@@ -109,6 +131,23 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
                 atomic_inc(&visited);
                 start = offsets[u];
                 deg = offsets[u + 1] - start;
+                if (deg > SSSP_CHUNK && chunk_cap > 0u) {
+                    const uint rest = deg - SSSP_CHUNK;
+                    const uint n = (rest + SSSP_CHUNK - 1u) / SSSP_CHUNK;
+                    const uint at = asym_fetch_add(&counters[SSSP_CHUNKS], n);
+                    const bool fits = at <= chunk_cap && n <= chunk_cap - at;
+                    for (uint c = 0; c < n && at + c < chunk_cap; ++c) {
+                        /* A reservation past the list's end (cannot happen: each vertex is
+                         * queued once per iteration and the list holds edges / SSSP_CHUNK)
+                         * leaves empty chunks and the batch keeps the whole hub. */
+                        __global uint *ch = chunks + 4u * (at + c);
+                        ch[0] = u;
+                        ch[1] = du;
+                        ch[2] = start + SSSP_CHUNK * (c + 1u);
+                        ch[3] = fits ? min(SSSP_CHUNK, rest - SSSP_CHUNK * c) : 0u;
+                    }
+                    if (fits) deg = SSSP_CHUNK;
+                }
             }
         }
         lstart[lid] = start;
@@ -118,13 +157,7 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
         for (uint e = lid; e < total; e += WG) {
             uint lo;
             uint edge = sssp_edge(lscan, lstart, e, &lo);
-            uint v = targets[edge];
-            uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
-            if (nd < asym_load_relaxed(&dist[v]) &&
-                nd < asym_fetch_min_relaxed(&dist[v], nd) &&
-                asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
-                next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
-            }
+            sssp_relax(targets, weights, dist, stamp, next, counters, iteration, edge, ldist[lo]);
         }
         /* The next round overwrites the local arrays. */
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -132,6 +165,22 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
     if (lid == 0) {
         asym_fetch_add(&counters[SSSP_VISITED], visited);
         asym_fetch_add(&counters[SSSP_STALE], stale);
+    }
+}
+
+/* The hubs' chunks sssp_expand set aside (the launch after it on the in-order queue): one
+ * group per chunk at a time, its work-items striding over the chunk's edges. */
+__kernel void sssp_expand_chunks(__global const uint *targets, __global const uint *weights,
+                                 __global uint *dist, __global uint *stamp,
+                                 __global uint *next, __global uint *counters,
+                                 uint iteration, __global const uint *chunks, uint chunk_cap) {
+    const uint count = min(counters[SSSP_CHUNKS], chunk_cap);
+    for (uint c = get_group_id(0); c < count; c += get_num_groups(0)) {
+        __global const uint *ch = chunks + 4u * c;
+        const uint du = ch[1], from = ch[2], len = ch[3];
+        for (uint e = get_local_id(0); e < len; e += WG) {
+            sssp_relax(targets, weights, dist, stamp, next, counters, iteration, from + e, du);
+        }
     }
 }
 

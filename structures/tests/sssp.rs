@@ -677,6 +677,39 @@ fn device_delta_stepping_with_local_rounds_matches_dijkstra() {
 }
 
 #[test]
+fn device_frontier_spreads_hubs_over_every_group() {
+    // Hubs past the kernel's 4,096 edges per group: one just past it, one of three pieces
+    // and a ragged end, reached from each other and from a chain, so a hub is expanded in
+    // several iterations, from the source and from later vertices.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let n = 20_000u32;
+    let mut edges: Vec<Edge> = Vec::new();
+    for (hub, leaves) in [(0u32, 4_097u32), (1, 3 * 4_096 + 5)] {
+        for i in 0..leaves {
+            edges.push((hub, 2 + (i * 7 + hub) % (n - 2), rng.gen_range(0..50)));
+        }
+    }
+    edges.push((0, 1, 40));
+    for v in 2..200 {
+        edges.push((v, v + 1, 1));
+    }
+    let g = Graph::from_edges(n as usize, &edges, true).unwrap();
+    let heap = OrderHeap::Device(DeviceHeapConfig::new(4));
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+        for source in [0, 1, 150] {
+            let run = dev.shortest_paths(source, Order::Frontier, &heap).unwrap();
+            assert_eq!(
+                run.distances,
+                g.dijkstra(source).unwrap(),
+                "{t:?}, source {source}"
+            );
+        }
+    }
+}
+
+#[test]
 fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     let g = Graph::geometric(20_000, 8.0, 5).unwrap();
     let rt = common::runtime(common::transports()[0]);

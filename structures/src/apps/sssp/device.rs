@@ -18,6 +18,11 @@ const NEXT_LEN: usize = 0;
 const VISITED: usize = 1;
 const STALE: usize = 2;
 const COUNTERS: usize = 4;
+/// Edges of a hub that one group expands in `sssp_expand`; the rest go to `sssp_expand_chunks`
+/// in pieces of this many, spread over every group (`kernels/sssp.cl`).
+const CHUNK: usize = 4096;
+/// Groups of an `sssp_expand_chunks` launch (it strides over the chunks the counters name).
+const CHUNK_GROUPS: usize = 1024;
 /// Work-items per group of the SSSP kernels.
 pub(super) const WG: usize = 256;
 /// Most work-groups of one launch (the kernels stride over larger frontiers).
@@ -36,8 +41,14 @@ pub struct DeviceSssp<'g> {
     frontier: SvmBuffer<u64>,
     next: SvmBuffer<u32>,
     counters: SvmBuffer<u32>,
+    /// Hubs' edges past their first CHUNK, as (vertex, distance, first edge, count); sized
+    /// for every vertex queued once per iteration (edges / CHUNK), one unused entry when no
+    /// vertex has more than CHUNK edges.
+    chunks: SvmBuffer<u32>,
+    chunk_cap: u32,
     init: Kernel,
     expand: Kernel,
+    expand_chunks: Kernel,
     pairs: Kernel,
     /// `sssp_apply` and `sssp_merge` (searches over a device set).
     apply: Kernel,
@@ -69,6 +80,8 @@ impl<'g> DeviceSssp<'g> {
         };
         let program = program(rt)?;
         let n = graph.vertices().max(1);
+        let hubs = offsets.windows(2).any(|w| (w[1] - w[0]) as usize > CHUNK);
+        let chunk_cap = if hubs { graph.edges() / CHUNK + 1 } else { 0 };
         Ok(DeviceSssp {
             offsets: upload(offsets)?,
             targets: upload(targets)?,
@@ -78,8 +91,13 @@ impl<'g> DeviceSssp<'g> {
             frontier: rt.alloc::<u64>(n)?,
             next: rt.alloc::<u32>(n)?,
             counters: rt.alloc::<u32>(COUNTERS)?,
+            chunks: rt.alloc::<u32>(4 * chunk_cap.max(1))?,
+            chunk_cap: u32::try_from(chunk_cap).map_err(|_| {
+                Error::InvalidArgument(format!("{} edges: too many for the device", graph.edges()))
+            })?,
             init: Kernel::from_program(rt, &program, "sssp_init")?,
             expand: Kernel::from_program(rt, &program, "sssp_expand")?,
+            expand_chunks: Kernel::from_program(rt, &program, "sssp_expand_chunks")?,
             pairs: Kernel::from_program(rt, &program, "sssp_pairs")?,
             apply: Kernel::from_program(rt, &program, "sssp_apply")?,
             merge: Kernel::from_program(rt, &program, "sssp_merge")?,
@@ -218,11 +236,26 @@ impl DeviceSssp<'_> {
             .arg_scalar(7, end as u32)?
             .arg_svm(8, &self.next)?
             .arg_svm(9, &self.counters)?
-            .arg_scalar(10, iteration)?;
-        self.expand
-            .launch(groups(end - first) * WG, Some(WG))?
-            .wait()?;
-        Ok(())
+            .arg_scalar(10, iteration)?
+            .arg_svm(11, &self.chunks)?
+            .arg_scalar(12, self.chunk_cap)?;
+        let expanded = self.expand.launch(groups(end - first) * WG, Some(WG))?;
+        if self.chunk_cap > 0 {
+            self.expand_chunks
+                .arg_svm(0, &self.targets)?
+                .arg_svm(1, &self.weights)?
+                .arg_svm(2, &self.dist)?
+                .arg_svm(3, &self.stamp)?
+                .arg_svm(4, &self.next)?
+                .arg_svm(5, &self.counters)?
+                .arg_scalar(6, iteration)?
+                .arg_svm(7, &self.chunks)?
+                .arg_scalar(8, self.chunk_cap)?;
+            self.expand_chunks
+                .launch(CHUNK_GROUPS * WG, Some(WG))?
+                .wait()?;
+        }
+        expanded.wait()
     }
 
     /// Merges distances other devices lowered (`sssp_merge`, stamp `iteration`): a vertex
@@ -297,7 +330,10 @@ impl DeviceSssp<'_> {
 
 /// The SSSP kernels' program (built once per runtime: the runtime caches it).
 pub(super) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
-    rt.program_with(&asym_kernels::SSSP, &format!("-DWG={WG}"))
+    rt.program_with(
+        &asym_kernels::SSSP,
+        &format!("-DWG={WG} -DSSSP_CHUNK={CHUNK}u"),
+    )
 }
 
 pub(super) fn groups(items: usize) -> usize {
