@@ -32,7 +32,7 @@
 #define SSSP_STALE 2
 #define SSSP_CHUNKS 3
 #ifndef SSSP_CHUNK
-#define SSSP_CHUNK 4096u
+#error "build sssp.cl with -DSSSP_CHUNK=<edges of a hub one group expands>"
 #endif
 
 /* Inclusive scan (Hillis–Steele) of one value per work-item in lscan; returns the total.

@@ -678,9 +678,9 @@ fn device_delta_stepping_with_local_rounds_matches_dijkstra() {
 
 #[test]
 fn device_frontier_spreads_hubs_over_every_group() {
-    // Hubs past the kernel's 4,096 edges per group: one just past it, one of three pieces
-    // and a ragged end, reached from each other and from a chain, so a hub is expanded in
-    // several iterations, from the source and from later vertices.
+    // Hubs past the edges one group expands (1,024; the test holds for any split below
+    // 4,096): one just past 4,096, one of 12,294 edges with a ragged end, reached from each
+    // other and from a chain, so a hub is expanded from the source and from later vertices.
     let mut rng = rand::rngs::StdRng::seed_from_u64(17);
     let n = 20_000u32;
     let mut edges: Vec<Edge> = Vec::new();

@@ -1,7 +1,7 @@
 //! SSSP on the throughput device (GpuOnly): the graph, distances and frontier stay in SVM;
 //! each iteration is one launch of `sssp_expand` (and, on a graph with vertices of more than
-//! 4,096 edges, one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over
-//! every group: Kronecker 2^22 on the H200 22.3 → 13.8 ms) and one of `sssp_pairs`
+//! CHUNK edges, one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over
+//! every group: Kronecker 2^22 on the H200 22.3 → 12.7–13.0 ms) and one of `sssp_pairs`
 //! (`kernels/sssp.cl`), the host reading only a few counters between them. With the heap
 //! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) of
 //! `(distance, vertex)` pairs and the nearest vertices come back as the next frontier; with
@@ -21,8 +21,10 @@ const VISITED: usize = 1;
 const STALE: usize = 2;
 const COUNTERS: usize = 4;
 /// Edges of a hub that one group expands in `sssp_expand`; the rest go to `sssp_expand_chunks`
-/// in pieces of this many, spread over every group (`kernels/sssp.cl`).
-const CHUNK: usize = 4096;
+/// in pieces of this many, spread over every group (`kernels/sssp.cl`). Kronecker 2^22 on
+/// the H200 with 4,096 / 2,048 / 1,024 / 512: 13.6–16.0 / 13.0–13.1 / 12.7–13.0 / 13.0–13.4 ms
+/// (docs/BENCHMARKS.md).
+const CHUNK: usize = 1024;
 /// Groups of an `sssp_expand_chunks` launch (it strides over the chunks the counters name).
 const CHUNK_GROUPS: usize = 1024;
 /// Work-items per group of the SSSP kernels.
