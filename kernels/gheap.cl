@@ -178,16 +178,17 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * GH_LOCKED; release by a store of the new state), reads the header, decides, and hands the
  * group one step at a time: up to GH_ACTS independent data-parallel actions (load a node
  * into local memory, a merge path writing its two halves straight into fresh local arrays,
- * and the K smallest also to a node, a store...), plus the locks to release once the step has run. Work-item
- * 0 assigns five local arrays to roles (node, carried batch, children, merge results) instead
+ * and the K smallest also to a node, a store...), plus the locks to release once the step
+ * has run. Work-item 0 assigns five local arrays to roles (node, carried batch, children, merge results) instead
  * of copying keys between them. Every step is bracketed by two barriers at the top level of
  * the kernel's single loop; no barrier sits in a branch. (A first version with
  * barriers inside conditional helpers took PoCL eight minutes to compile per kernel shape:
  * its barrier tail replication grows with every conditional barrier.)
  *
  * Deadlock freedom: every operation locks top-down, a child before letting go of its parent
- * (siblings left before right; a climb lets go of its node before locking the parent), so
- * waits cannot form a cycle; a climb's wait for a claimed parent and a DEL's wait for the
+ * (a climb lets go of its node before locking the parent), so waits cannot form a cycle; a
+ * sift tries both children at once and may wait for one holding the other, but it holds
+ * their parent, so whoever holds a sibling entered before it and only locks further down; a climb's wait for a claimed parent and a DEL's wait for the
  * climb count hold no lock, and wait only for climbs owed by running groups; a lock is only
  * ever held by a group that is running (it took the lock), so groups not yet resident on
  * the device hold and owe nothing and oversubscription cannot deadlock. A DEL waiting for a
@@ -199,7 +200,9 @@ kernel void gheap_merge_batches(__global KEY_T *a, __global KEY_T *b, uint pairs
  * locks that step was waiting for (asym_store_release).
  * The next holder's work-item 0 acquires (asym_cas, then a fence), the group meets at the
  * barrier, and every work-item reads nodes through volatile pointers, which go past a
- * non-coherent L1 (NVIDIA caches global loads per multiprocessor). On the fine transport the
+ * non-coherent L1 (NVIDIA caches global loads per multiprocessor); work-item 0's own reads
+ * under a lock (the header, a TD-INS's look at a node's largest key, volatile too) follow
+ * its acquire directly. On the fine transport the
  * fence and the lock word are OpenCL C 2.0 atomics at device scope.
  *
  * Linearizability: an operation's whole effect on the root, the buffer and the count happens
