@@ -213,23 +213,17 @@ fn device_stats<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>) -> serde_json::Val
         "bulk_calls": s.bulk_calls,
     });
     if let Some(p) = heap.profile() {
-        let per = |x: f64| if p.dels > 0 { x / p.dels as f64 } else { 0.0 };
+        // Each total over the operations it was summed over (0 when there were none).
+        let mean = |x: f64, n: u64| if n > 0 { x / n as f64 } else { 0.0 };
+        let per = |x: f64| mean(x, p.dels);
         v["profile_per_del"] = json!({
             "dels": p.dels, "del_us": per(p.del_us), "root_wait_us": per(p.root_wait_us),
             "root_hold_us": per(p.root_hold_us), "root_steps": per(p.root_steps as f64),
-            "child_wait_us": per(p.child_wait_us),
-            "root_control_us": per(p.root_control_us)
+            "child_wait_us": per(p.child_wait_us), "root_control_us": per(p.root_control_us),
         });
-        let per_ins = |x: f64| {
-            if p.inserts > 0 {
-                x / p.inserts as f64
-            } else {
-                0.0
-            }
-        };
         v["profile_per_ins"] = json!({
-            "inserts": p.inserts, "root_wait_us": per_ins(p.ins_root_wait_us),
-            "root_hold_us": per_ins(p.ins_root_hold_us),
+            "inserts": p.inserts, "root_wait_us": mean(p.ins_root_wait_us, p.inserts),
+            "root_hold_us": mean(p.ins_root_hold_us, p.inserts),
         });
         v["profile_calls_ms"] = json!({
             "host_prepare": p.host_prepare_us / 1e3, "host_alloc": p.host_alloc_us / 1e3,

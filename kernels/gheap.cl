@@ -985,13 +985,12 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global const 
             break;
         }
         case P_INS_MERGE: {
-            /* c: the held node's keys when loaded (they overlap d), else GH_NONE. One step
-             * merges and stores the held node's new keys; it is let go once that has run. */
+            /* c: the held node's keys, loaded only when they overlap d (the largest key read
+             * under the lock decided it), else GH_NONE. One step merges and stores the held
+             * node's new keys; it is let go once that has run. */
             const bool at_target = c->pos == c->target;
             if (c->c == GH_NONE) {
                 /* untouched */
-            } else if (!gh_overlap(loc, c->c, c->d)) {
-                gh_free(c, c->c); /* unchanged */
             } else if (loc[c->d][K - 1] <= loc[c->c][0]) {
                 /* The seed's swap: the batch becomes the node, the node travels on. */
                 gh_count(c, GH_STAT_SWAPS);

@@ -110,23 +110,23 @@ impl BulkKernels {
             place: Kernel::from_program(rt, program, "gheap_bulk_place")?,
         })
     }
-}
 
-impl BulkKernels {
-    /// Sorts the first `len` keys of `io` in place as batches of `k` (the last padded with
-    /// the largest key up to `k`: `io` must hold it), mapped to the ordered form: an INS/DEL
-    /// launch's inserted batches, sorted by one work-group each before the operations run
-    /// (the launch after it on the in-order queue sees them).
+    /// Sorts the `len` keys of `io` from `at` in place as batches of `k`, one work-group each
+    /// (a batch is read whole into local memory before it is written back; the last is
+    /// padded with the largest key up to `k`: `io` must hold it), mapped to the ordered form:
+    /// a bulk call's new runs, and an INS/DEL launch's inserted batches. The launch after it
+    /// on the in-order queue sees them.
     pub(super) fn sort_batches<E: SvmElement>(
         &mut self,
         io: &SvmBuffer<E>,
+        at: usize,
         len: usize,
         k: usize,
         wg: usize,
     ) -> Result<Launch> {
         self.sort_in
             .arg_svm(0, io)?
-            .arg_scalar(1, 0u64)?
+            .arg_scalar(1, at as u64)?
             .arg_scalar(2, len as u64)?;
         self.sort_in.launch(len.div_ceil(k) * wg, Some(wg))
     }
@@ -237,13 +237,7 @@ impl<T: DeviceHeapKey> Inner<T> {
                 launches.push(kn.gather.launch(stride_items(old_runs * k, wg), Some(wg))?);
             }
             if !keys.is_empty() {
-                // In place: batch b is read whole into local memory before it is written
-                // back.
-                kn.sort_in
-                    .arg_svm(0, io)?
-                    .arg_scalar(1, (old_runs * k) as u64)?
-                    .arg_scalar(2, keys.len() as u64)?;
-                launches.push(kn.sort_in.launch(keys.len().div_ceil(k) * wg, Some(wg))?);
+                launches.push(kn.sort_batches(io, old_runs * k, keys.len(), k, wg)?);
             }
             let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
             let (mut src, mut dst) = (Buf::Io, partner);

@@ -854,7 +854,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let sorted = if keys.is_empty() {
             None
         } else {
-            Some(self.bulk.sort_batches(io, keys.len(), k, self.wg)?)
+            Some(self.bulk.sort_batches(io, 0, keys.len(), k, self.wg)?)
         };
         let op_buf = staged(rt, &mut st.ops, words.len())?;
         op_buf.copy_from_host(0, &words)?;
