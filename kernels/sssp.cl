@@ -35,23 +35,30 @@
 #error "build sssp.cl with -DSSSP_CHUNK=<edges of a hub one group expands>"
 #endif
 
-/* Inclusive scan (Hillis–Steele) of one value per work-item in lscan; returns the total.
- * Starts with a barrier, so the caller's stores to local memory are visible; every work-item
- * of the group must call it. */
-inline uint sssp_scan(__local uint *lscan, uint lid) {
+/* Inclusive scan (Hillis–Steele) of the first `width` values in lscan (a power of two, at
+ * most WG; the work-items past it hold zeros or nothing the caller reads); returns their
+ * total. Starts with a barrier, so the caller's stores to local memory are visible; every
+ * work-item of the group must call it with the same width. */
+inline uint sssp_scan_n(__local uint *lscan, uint lid, uint width) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint off = 1u; off < WG; off <<= 1) {
-        uint add = (lid >= off) ? lscan[lid - off] : 0u;
+    for (uint off = 1u; off < width; off <<= 1) {
+        uint add = (lid >= off && lid < width) ? lscan[lid - off] : 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
         lscan[lid] += add;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    return lscan[WG - 1];
+    return lscan[width - 1u];
 }
 
-/* The entry owning edge e of the concatenated edge lists: the first j with lscan[j] > e. */
-inline uint sssp_owner(__local const uint *lscan, uint e) {
-    uint lo = 0u, hi = WG - 1u;
+/* The scan of all WG values. */
+inline uint sssp_scan(__local uint *lscan, uint lid) {
+    return sssp_scan_n(lscan, lid, WG);
+}
+
+/* The entry owning edge e of the concatenated edge lists of the first `width` entries: the
+ * first j with lscan[j] > e. */
+inline uint sssp_owner(__local const uint *lscan, uint e, uint width) {
+    uint lo = 0u, hi = width - 1u;
     while (lo < hi) {
         uint mid = (lo + hi) >> 1;
         if (lscan[mid] > e) {
@@ -66,8 +73,8 @@ inline uint sssp_owner(__local const uint *lscan, uint e) {
 /* Edge e of the batch's concatenated edge lists (lscan: their inclusive scan, lstart: each
  * entry's first edge): its index in the graph, and in *owner the entry it leaves. */
 inline uint sssp_edge(__local const uint *lscan, __local const uint *lstart, uint e,
-                      uint *owner) {
-    uint lo = sssp_owner(lscan, e);
+                      uint width, uint *owner) {
+    uint lo = sssp_owner(lscan, e, width);
     uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
     *owner = lo;
     return lstart[lo] + (e - before);
@@ -124,13 +131,15 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
             ulong entry = frontier[i];
             uint key = (uint)(entry >> 32);
             uint u = (uint)entry;
+            /* Loaded beside dist[u], not after it: one memory round trip less per batch. */
+            uint s0 = offsets[u], s1 = offsets[u + 1u];
             du = asym_load_relaxed(&dist[u]);
             if (key > du) {
                 atomic_inc(&stale);
             } else {
                 atomic_inc(&visited);
-                start = offsets[u];
-                deg = offsets[u + 1] - start;
+                start = s0;
+                deg = s1 - s0;
                 if (deg > SSSP_CHUNK && chunk_cap > 0u) {
                     const uint rest = deg - SSSP_CHUNK;
                     const uint n = (rest + SSSP_CHUNK - 1u) / SSSP_CHUNK;
@@ -156,7 +165,7 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
         uint total = sssp_scan(lscan, lid);
         for (uint e = lid; e < total; e += WG) {
             uint lo;
-            uint edge = sssp_edge(lscan, lstart, e, &lo);
+            uint edge = sssp_edge(lscan, lstart, e, WG, &lo);
             sssp_relax(targets, weights, dist, stamp, next, counters, iteration, edge, ldist[lo]);
         }
         /* The next round overwrites the local arrays. */
@@ -280,11 +289,33 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
 #define NF_SLOT 4
 
 /* Adds x to the 64-bit counter at p[0] (low), p[1] (high). */
-inline void nf_add64(__global uint *p, uint x) {
-    if (x != 0u) {
-        uint old = asym_fetch_add(&p[0], x);
-        if (old + x < old) {
-            asym_fetch_add(&p[1], 1u);
+inline void nf_add64(__global uint *p, ulong x) {
+    uint lo = (uint)x, hi = (uint)(x >> 32);
+    if (lo != 0u) {
+        uint old = asym_fetch_add(&p[0], lo);
+        if (old + lo < old) {
+            hi += 1u;
+        }
+    }
+    if (hi != 0u) {
+        asym_fetch_add(&p[1], hi);
+    }
+}
+
+/* A group's counts (lcounts, kept by its work-item 0: vertices expanded, edges scanned, and
+ * in group 0 the iterations that expanded and the buckets opened), added to the search's as
+ * the launch ends. */
+inline void nf_flush_counts(__global uint *ctl, __local const ulong *lcounts) {
+    /* Every work-item of the group calls it. PoCL 3.1 ran the `first` work-item's blocks
+     * of nf_body's early returns once per work-item when code without a barrier followed
+     * them; with this barrier it keeps them to the one work-item. */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        nf_add64(&ctl[NF_VISITED], lcounts[0]);
+        nf_add64(&ctl[NF_RELAXED], lcounts[1]);
+        if (get_group_id(0) == 0) {
+            ctl[NF_ROUNDS] += (uint)lcounts[2];
+            ctl[NF_SPLITS] += (uint)lcounts[3];
         }
     }
 }
@@ -333,50 +364,71 @@ __kernel void nf_clear(__global uint *words, uint n, uint value) {
 }
 
 /* One iteration (see above); every work-item of the launch calls it with the same `iter`.
- * The local arrays are the caller's (OpenCL C 1.2 declares local memory in kernels only). */
+ * The local arrays are the caller's (OpenCL C 1.2 declares local memory in kernels only).
+ * Returns whether the search is over (done or yielded: the state it wrote for the next
+ * iteration says which), the same for every work-item. */
 #define NF_NONE 0xffffffffu
 /* A group goes on with local rounds only while it has scanned at most this many edges in
  * the iteration. */
 #define NF_LOCAL_EDGES (4u * WG)
 
-/* Expands the vertices this group's work-items hold (`u`; NF_NONE: none), WG edges at a time,
- * skipping a vertex already expanded with its current distance (`expd` holds the distance each
- * vertex was last expanded with: a plain store, so two work-items racing may both expand it,
- * which only repeats work). Lowered near vertices go to the next near list and, while it has
- * room, the group's local queue. Every work-item of the group calls it; it ends with a
- * barrier. */
-inline void nf_expand_batch(uint u, __global const uint *offsets, __global const uint *targets,
-                            __global const uint *weights, __global uint *dist,
-                            __global uint *stamp, __global uint *fstamp, __global uint *expd,
-                            __global uint *near_out, __global uint *out_len, __global uint *far,
-                            __global uint *far_len, uint cap, __global uint *ctl, uint limit,
-                            uint iter, uint phase, bool keep, __local uint *lstart,
-                            __local uint *ldist, __local uint *lscan, __local uint *lsums,
-                            __local uint *lq) {
+/* The scan width of a batch of n vertices: the smallest power of two ≥ n (n ≤ WG), at least
+ * 1. A near list spread over every group gives each a few vertices, and a scan over all WG
+ * slots would spend most of its barriers on zeros. */
+inline uint nf_width(uint n) {
+    uint w = 1u;
+    while (w < n) {
+        w <<= 1;
+    }
+    return w;
+}
+
+/* Expands the vertices this group's work-items hold (`u`; NF_NONE: none; only the first
+ * `width` work-items hold any), WG edges at a time, skipping a vertex already expanded with
+ * its current distance (`expd` holds the distance each vertex was last expanded with: a plain
+ * store, so two work-items racing may both expand it, which only repeats work). Lowered near
+ * vertices go to the next near list and, while it has room, the group's local queue. Every
+ * work-item of the group calls it; it ends with a barrier.
+ *
+ * Each step of the chain from a near-list entry to an appended vertex is a global-memory
+ * round trip, and an iteration lasts as long as its slowest group's chain, so the chain is
+ * kept short: the vertex's edge range is loaded beside its distance (not after the `expd`
+ * test), and an edge's atomic minimum is not preceded by a plain load of the target's
+ * distance (that pre-check saves atomics where most relaxations fail, as on Kronecker
+ * frontiers, but costs a round trip on every edge of a road-like graph's short iterations). */
+inline void nf_expand_batch(uint u, uint width, __global const uint *offsets,
+                            __global const uint *targets, __global const uint *weights,
+                            __global uint *dist, __global uint *stamp, __global uint *fstamp,
+                            __global uint *expd, __global uint *near_out, __global uint *out_len,
+                            __global uint *far, __global uint *far_len, uint cap,
+                            __global uint *ctl, uint limit, uint iter, uint phase, bool keep,
+                            __local uint *lstart, __local uint *ldist, __local uint *lscan,
+                            __local uint *lsums, __local uint *lq) {
     uint lid = get_local_id(0);
     uint deg = 0u, start = 0u, du = 0u;
     if (u != NF_NONE) {
+        uint first = offsets[u], end = offsets[u + 1u];
         du = asym_load_relaxed(&dist[u]);
         if (asym_load_relaxed(&expd[u]) != du) {
             asym_store_relaxed(&expd[u], du);
-            start = offsets[u];
-            deg = offsets[u + 1u] - start;
+            start = first;
+            deg = end - first;
             atomic_inc(&lsums[1]);
         }
     }
     lstart[lid] = start;
     ldist[lid] = du;
     lscan[lid] = deg;
-    uint total = sssp_scan(lscan, lid);
+    uint total = sssp_scan_n(lscan, lid, width);
     if (lid == 0) {
         lsums[2] += total;
     }
     for (uint e = lid; e < total; e += WG) {
         uint lo;
-        uint edge = sssp_edge(lscan, lstart, e, &lo);
+        uint edge = sssp_edge(lscan, lstart, e, width, &lo);
         uint v = targets[edge];
         uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
-        if (nd < asym_load_relaxed(&dist[v]) && nd < asym_fetch_min_relaxed(&dist[v], nd)) {
+        if (nd < asym_fetch_min_relaxed(&dist[v], nd)) {
             nf_file(v, nd, limit, iter, phase, stamp, fstamp, near_out, out_len, far, far_len, cap,
                     ctl, &lsums[0], keep, lq, &lsums[3]);
         }
@@ -385,13 +437,14 @@ inline void nf_expand_batch(uint u, __global const uint *offsets, __global const
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-inline void nf_body(__global const uint *offsets, __global const uint *targets,
+inline bool nf_body(__global const uint *offsets, __global const uint *targets,
                     __global const uint *weights, __global uint *dist, __global uint *stamp,
                     __global uint *fstamp, __global uint *near0, __global uint *near1,
                     __global uint *far0, __global uint *far1, __global uint *ctl,
                     __global uint *expd, uint delta, uint cap, uint yield_below,
                     uint local_rounds, uint iter, __local uint *lstart, __local uint *ldist,
-                    __local uint *lscan, __local uint *lsums, __local uint *lq) {
+                    __local uint *lscan, __local uint *lsums, __local uint *lq,
+                    __local ulong *lcounts) {
     __local uint *lfar_min = &lsums[0], *lvisited = &lsums[1], *lrelaxed = &lsums[2];
     __local uint *lcount = &lsums[3];
     uint lid = get_local_id(0);
@@ -404,6 +457,13 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
     uint len = asym_load_relaxed(&ctl[NF_NLEN + iter % 3u]);
     uint limit = asym_load_relaxed(&st[NF_LIMIT]);
     uint phase = asym_load_relaxed(&st[NF_PHASE]);
+    uint done = asym_load_relaxed(&st[NF_DONE]);
+    uint fresh = asym_load_relaxed(&st[NF_FRESH]);
+    /* All three far lengths, in the same round trip as the words above (the phase picks
+     * one). */
+    uint far0_len = asym_load_relaxed(&ctl[NF_FAR]);
+    uint far1_len = asym_load_relaxed(&ctl[NF_FAR + NF_SLOT]);
+    uint far2_len = asym_load_relaxed(&ctl[NF_FAR + 2u * NF_SLOT]);
     __global uint *fs = ctl + NF_FAR + (phase % 3u) * NF_SLOT;
     __global uint *near_out = (iter & 1u) ? near0 : near1;
     __global uint *out_len = &ctl[NF_NLEN + (iter + 1u) % 3u];
@@ -411,16 +471,14 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
         /* Read by nobody in this launch: the near length of iteration i - 1 (now i + 2's). */
         ctl[NF_NLEN + (iter + 2u) % 3u] = 0u;
     }
-    uint far_len = asym_load_relaxed(&fs[0]);
-    uint done = asym_load_relaxed(&st[NF_DONE]);
-    uint fresh = asym_load_relaxed(&st[NF_FRESH]);
+    uint far_len = (phase % 3u == 0u) ? far0_len : (phase % 3u == 1u) ? far1_len : far2_len;
     if (done != 0u || (len == 0u && far_len == 0u)) {
         if (first) {
             nt[NF_LIMIT] = limit;
             nt[NF_PHASE] = phase;
             nt[NF_DONE] = (done != 0u) ? done : 1u;
         }
-        return; /* uniform: every work-item read the same words */
+        return true; /* uniform: every work-item read the same words */
     }
     if (len != 0u && fresh == 1u && len < yield_below) {
         /* A light bucket just opened: hand the search back to the host (cooperative
@@ -432,7 +490,7 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
             ctl[NF_YIELD_LEN] = len;
             ctl[NF_YIELD_ITER] = iter;
         }
-        return;
+        return true;
     }
     if (lid == 0) {
         *lfar_min = 0xffffffffu;
@@ -469,20 +527,20 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
             nt[NF_PHASE] = new_phase;
             nt[NF_DONE] = 0u;
             nt[NF_FRESH] = (fresh == 2u) ? 0u : 1u;
-            ctl[NF_SPLITS] += 1u;
+            lcounts[3] += 1ul;
             /* The slot the split after this one fills (last read by the split before). */
             __global uint *later = ctl + NF_FAR + ((phase + 2u) % 3u) * NF_SLOT;
             later[0] = 0u;
             later[1] = 0xffffffffu;
         }
-        return;
+        return false;
     }
     if (first) {
         nt[NF_LIMIT] = limit;
         nt[NF_PHASE] = phase;
         nt[NF_DONE] = 0u;
         nt[NF_FRESH] = 0u;
-        ctl[NF_ROUNDS] += 1u;
+        lcounts[2] += 1ul;
     }
     __global uint *near_in = (iter & 1u) ? near1 : near0;
     __global uint *far = (phase & 1u) ? far1 : far0;
@@ -492,6 +550,7 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
     uint groups = (uint)get_num_groups(0);
     uint per = min((uint)WG, (len + groups - 1u) / groups);
     uint stride = groups * per;
+    uint width = nf_width(per);
     /* Local rounds: the group goes on with the near vertices it lowered itself (kept in lq),
      * up to `local_rounds` hops deeper before the iteration ends. They are in the next near
      * list too, where `expd` skips them: a road-like graph's iterations are its hop depth, and
@@ -505,7 +564,7 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
     for (uint base = get_group_id(0) * per; base < len; base += stride) {
         uint i = base + lid;
         uint u = (lid < per && i < len) ? asym_load_relaxed(&near_in[i]) : NF_NONE;
-        nf_expand_batch(u, offsets, targets, weights, dist, stamp, fstamp, expd, near_out, out_len,
+        nf_expand_batch(u, width, offsets, targets, weights, dist, stamp, fstamp, expd, near_out, out_len,
                         far, &fs[0], cap, ctl, limit, iter, phase, local_rounds > 0u, lstart,
                         ldist, lscan, lsums, lq);
     }
@@ -521,17 +580,20 @@ inline void nf_body(__global const uint *offsets, __global const uint *targets,
         if (lid == 0) {
             *lcount = 0u; /* seen by every work-item at the batch's first barrier */
         }
-        nf_expand_batch(u, offsets, targets, weights, dist, stamp, fstamp, expd, near_out, out_len,
-                        far, &fs[0], cap, ctl, limit, iter, phase, true, lstart, ldist, lscan,
+        nf_expand_batch(u, nf_width(n), offsets, targets, weights, dist, stamp, fstamp, expd,
+                        near_out, out_len, far, &fs[0], cap, ctl, limit, iter, phase, true, lstart, ldist, lscan,
                         lsums, lq);
     }
     if (lid == 0) {
-        nf_add64(&ctl[NF_VISITED], *lvisited);
-        nf_add64(&ctl[NF_RELAXED], *lrelaxed);
+        /* The counters stay in the group until the launch ends (nf_flush_counts): two
+         * dependent atomics per iteration would sit on every iteration's critical path. */
+        lcounts[0] += *lvisited;
+        lcounts[1] += *lrelaxed;
         if (*lfar_min != 0xffffffffu) {
             asym_fetch_min_relaxed(&fs[1], *lfar_min);
         }
     }
+    return false;
 }
 
 __kernel void nf_step(__global const uint *offsets, __global const uint *targets,
@@ -541,8 +603,16 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
                       __global uint *expd, uint delta, uint cap, uint yield_below,
                       uint local_rounds, uint iter) {
     __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4], lq[WG];
+    __local ulong lcounts[4];
+    if (get_local_id(0) == 0) {
+        for (uint c = 0u; c < 4u; c++) {
+            lcounts[c] = 0ul;
+        }
+    }
     nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl, expd,
-            delta, cap, yield_below, local_rounds, iter, lstart, ldist, lscan, lsums, lq);
+            delta, cap, yield_below, local_rounds, iter, lstart, ldist, lscan, lsums, lq,
+            lcounts);
+    nf_flush_counts(ctl, lcounts);
 }
 
 /* ---- The same iterations in one launch (GPUs: DeviceSssp::delta_stepping's resident mode) ----
@@ -555,40 +625,40 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
  * a waiting group gives up after NF_SPIN_LIMIT polls, sets NF_ABORT, and every group leaves
  * at its next barrier; the host then runs the search again one launch per iteration.
  *
- * Grid barrier: each group's first work-item makes the group's writes visible device-wide
- * (asym_fence: a device-scope fence on NVIDIA), reads the generation, and arrives with an
- * atomic increment; the last to arrive resets the count and publishes the next generation
- * after a fence; the others poll the generation (acquire) and fence again before the group
- * goes on. The words are reset by the host before the launch. */
+ * Grid barrier: one counter, never reset within a stint. Each group's first work-item makes
+ * the group's writes visible device-wide (asym_fence: a device-scope fence on NVIDIA),
+ * arrives with an atomic increment and polls (acquire) until the counter reaches the
+ * barrier's target, then fences again before the group goes on. A group arrives at barrier
+ * b + 1 only after the counter reached b's target, so barrier b's arrivals are exactly the
+ * G increments after it: barrier k of a launch is passed once the counter reaches
+ * bar_base + (k + 1) * G, where bar_base (an argument) is the counter's value when the launch
+ * starts, which the host knows (G times the barriers passed before, mod 2^32) and which
+ * wraps harmlessly: the counter is compared by signed difference. Against a counter reset by
+ * the last to arrive, this saves that group's reset and its release of a second word, two
+ * round trips on every iteration's critical path. */
 
 #define NF_BAR_COUNT 36
-#define NF_BAR_GEN 37
 #define NF_ABORT 38
 #define NF_RAN 39      /* iterations the last nf_run completed */
 #define NF_SPIN_LIMIT (1u << 22)
 
 /* Whether every group arrived (false: a group gave up waiting; leave). */
-inline bool nf_grid_barrier(__global uint *ctl, __local uint *lflag) {
+inline bool nf_grid_barrier(__global uint *ctl, uint target, __local uint *lflag) {
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (get_local_id(0) == 0) {
         uint ok = 1u;
         asym_fence();
-        uint gen = asym_load_acquire(&ctl[NF_BAR_GEN]);
-        if (asym_fetch_add(&ctl[NF_BAR_COUNT], 1u) == get_num_groups(0) - 1u) {
-            asym_store_relaxed(&ctl[NF_BAR_COUNT], 0u);
-            asym_store_release(&ctl[NF_BAR_GEN], gen + 1u);
-        } else {
-            uint polls = 0u;
-            while (asym_load_acquire(&ctl[NF_BAR_GEN]) == gen) {
-                if (asym_load_relaxed(&ctl[NF_ABORT]) != 0u) {
-                    ok = 0u;
-                    break;
-                }
-                if (++polls == NF_SPIN_LIMIT) {
-                    asym_store_relaxed(&ctl[NF_ABORT], 1u);
-                    ok = 0u;
-                    break;
-                }
+        asym_fetch_add(&ctl[NF_BAR_COUNT], 1u);
+        uint polls = 0u;
+        while ((int)(asym_load_acquire(&ctl[NF_BAR_COUNT]) - target) < 0) {
+            if (asym_load_relaxed(&ctl[NF_ABORT]) != 0u) {
+                ok = 0u;
+                break;
+            }
+            if (++polls == NF_SPIN_LIMIT) {
+                asym_store_relaxed(&ctl[NF_ABORT], 1u);
+                ok = 0u;
+                break;
             }
         }
         asym_fence();
@@ -603,21 +673,34 @@ __kernel void nf_run(__global const uint *offsets, __global const uint *targets,
                      __global uint *fstamp, __global uint *near0, __global uint *near1,
                      __global uint *far0, __global uint *far1, __global uint *ctl,
                      __global uint *expd, uint delta, uint cap, uint yield_below,
-                     uint local_rounds, uint iter, uint count) {
+                     uint local_rounds, uint iter, uint count, uint bar_base) {
     __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4], lq[WG], lflag;
-    for (uint k = 0u; k < count; k++) {
-        uint i = iter + k;
-        nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl,
-                expd, delta, cap, yield_below, local_rounds, i, lstart, ldist, lscan, lsums, lq);
-        if (!nf_grid_barrier(ctl, &lflag)) {
-            return;
-        }
-        if (get_global_id(0) == 0) {
-            ctl[NF_RAN] = k + 1u;
-        }
-        /* Written by iteration i before the barrier, read-only until iteration i + 1 ends. */
-        if (asym_load_relaxed(&ctl[NF_STATE + ((i + 1u) & 1u) * NF_SLOT + NF_DONE]) != 0u) {
-            return;
+    __local ulong lcounts[4];
+    if (get_local_id(0) == 0) {
+        for (uint c = 0u; c < 4u; c++) {
+            lcounts[c] = 0ul;
         }
     }
+    uint target = bar_base;
+    uint ran = 0u;
+    for (uint k = 0u; k < count; k++) {
+        /* An iteration that finds the search over leaves at once, every group alike (they
+         * all read the words the iteration before wrote), with no barrier after it: the
+         * host reads the state it wrote for the iteration after (RAN counts it). */
+        if (nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1,
+                    ctl, expd, delta, cap, yield_below, local_rounds, iter + k, lstart, ldist,
+                    lscan, lsums, lq, lcounts)) {
+            ran = k + 1u;
+            break;
+        }
+        target += (uint)get_num_groups(0);
+        if (!nf_grid_barrier(ctl, target, &lflag)) {
+            break;
+        }
+        ran = k + 1u;
+    }
+    if (get_global_id(0) == 0) {
+        ctl[NF_RAN] = ran;
+    }
+    nf_flush_counts(ctl, lcounts);
 }

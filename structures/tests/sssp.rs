@@ -639,6 +639,27 @@ fn device_delta_stepping_in_one_launch_matches_dijkstra() {
                     }
                 }
             }
+            // A search over several launches of 3 iterations: each launch's grid barriers
+            // count on from where the last one left the counter. One group is always
+            // resident, so a wrong start would show as a fallback to one launch per
+            // iteration (a barrier waiting for arrivals that never come gives up).
+            for groups in [Some(1), Some(2)] {
+                let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+                dev.set_resident_iterations(Some(true), groups).unwrap();
+                dev.set_iterations_per_launch(3).unwrap();
+                let run = dev.delta_stepping(source, delta::auto_delta(&g)).unwrap();
+                check_distances(&run.distances, &want).unwrap_or_else(|e| {
+                    panic!("{name}, 3 iterations per launch, {groups:?} groups, {t:?}: {e}")
+                });
+                let steps = run.stats.iterations + run.stats.buckets;
+                if groups == Some(1) {
+                    assert!(
+                        run.stats.launches >= steps / 3 && run.stats.launches <= steps / 3 + 1,
+                        "{name}: {:?}",
+                        run.stats
+                    );
+                }
+            }
         }
     }
 }
@@ -726,7 +747,11 @@ fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
         frontier.stats.visited
     );
     // Several buckets, each opened on the device: far fewer than the iterations.
-    assert!(run.stats.buckets > 1 && run.stats.buckets <= run.stats.iterations);
+    assert!(
+        run.stats.buckets > 1 && run.stats.buckets <= run.stats.iterations,
+        "{:?}",
+        run.stats
+    );
 }
 
 #[test]

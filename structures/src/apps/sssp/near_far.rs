@@ -52,6 +52,9 @@ const LOCAL_ROUNDS_ARG: u32 = 15;
 /// The arguments that change from launch to launch (the others are set once per search).
 const ITER_ARG: u32 = 16;
 const COUNT_ARG: u32 = 17;
+/// `nf_run`'s grid-barrier counter when the launch starts (the kernel's target for its first
+/// barrier is this plus the groups).
+const BAR_BASE_ARG: u32 = 18;
 /// Local rounds per light iteration on GPUs unless set otherwise (kernels/sssp.cl says what
 /// more cost on the H200 machine).
 const LOCAL_ROUNDS: u32 = 1;
@@ -80,6 +83,8 @@ pub(crate) struct NearFar {
     groups: usize,
     /// Work-groups of `nf_run`: one per compute unit, all resident at once.
     resident_groups: usize,
+    /// Iterations per `nf_run` launch.
+    launch_iterations: u32,
     /// Whether searches run as `nf_run` launches: on GPUs until a launch finds its groups
     /// not all resident (then never again on this graph's copy).
     resident: bool,
@@ -112,6 +117,7 @@ impl NearFar {
             // a road-like graph expand a few thousand vertices, and idle groups still cost.
             groups: (units * 4).min(groups(n)),
             resident_groups: units,
+            launch_iterations: RESIDENT_ITERATIONS,
             resident: rt.profile().kind == DeviceKind::Gpu,
         })
     }
@@ -163,6 +169,16 @@ impl DeviceSssp<'_> {
         let profile = self.rt.profile();
         nf.resident = resident.unwrap_or(profile.kind == DeviceKind::Gpu);
         nf.resident_groups = groups.unwrap_or(profile.compute_units as usize).max(1);
+        self.near_far = Some(nf);
+        Ok(())
+    }
+
+    /// Iterations per launch of the resident path (default 4096; at least 1). For tests of
+    /// searches that span several launches.
+    #[doc(hidden)]
+    pub fn set_iterations_per_launch(&mut self, iterations: u32) -> Result<()> {
+        let mut nf = self.take_near_far()?;
+        nf.launch_iterations = iterations.max(1);
         self.near_far = Some(nf);
         Ok(())
     }
@@ -338,8 +354,11 @@ impl DeviceSssp<'_> {
         let global = nf.resident_groups * WG;
         let deadline = Deadline::after(self.rt.timeout());
         let mut launches = 0u64;
+        // The stint's copy of the control words zeroed the barrier counter; every completed
+        // iteration adds one arrival per group.
+        let mut bar_base = 0u32;
         loop {
-            let count = RESIDENT_ITERATIONS;
+            let count = nf.launch_iterations;
             if iter.checked_add(count).is_none() {
                 return Err(Error::InvalidArgument(
                     "the search ran 2^32 - 1 iterations".into(),
@@ -348,6 +367,7 @@ impl DeviceSssp<'_> {
             nf.run
                 .arg_scalar(ITER_ARG, iter)?
                 .arg_scalar(COUNT_ARG, count)?
+                .arg_scalar(BAR_BASE_ARG, bar_base)?
                 .launch(global, Some(WG))?
                 .wait()?;
             launches += 1;
@@ -355,6 +375,8 @@ impl DeviceSssp<'_> {
             if words[ABORT] != 0 {
                 return Ok(Ended::NotResident);
             }
+            // A launch that goes on passed a barrier after each of its RAN iterations.
+            bar_base = bar_base.wrapping_add(words[RAN].wrapping_mul(nf.resident_groups as u32));
             let next = iter + words[RAN];
             if words[STATE + (next & 1) as usize * SLOT + DONE] != 0 {
                 return Ok(Ended::Done(words, launches, next));
