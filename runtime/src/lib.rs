@@ -48,6 +48,6 @@ pub use mode::{parse_modes, Mode};
 pub use runtime::{Program, Runtime, RuntimeOptions, TIMEOUT_ENV};
 pub use sys::{
     copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, SvmAtomicElement,
-    SvmBuffer, SvmElement, SvmKind, SvmMap,
+    SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
 };
 pub use transport::{Transport, SVM_ENV};

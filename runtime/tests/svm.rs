@@ -35,6 +35,34 @@ fn round_trip_host_device_host() {
 }
 
 #[test]
+fn read_maps_show_the_device_contents_and_leave_them_in_place() {
+    // A read map between launches, twice: each shows what the kernels left, and the next
+    // launch works on those contents (a read map copies nothing back, so a stale host copy
+    // could only show if the map read the wrong side).
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let n = 5000;
+        let mut buf = rt.alloc::<u32>(n).unwrap();
+        let data: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        buf.write(&data).unwrap();
+        for round in 1..=3u32 {
+            add_one_on_device(&rt, &buf);
+            let map = buf.map_read().unwrap();
+            assert!(
+                map.iter()
+                    .zip(&data)
+                    .all(|(&got, &v)| got == v.wrapping_add(round)),
+                "transport {t}, round {round}"
+            );
+            map.unmap().unwrap();
+        }
+        assert_eq!(buf.read().unwrap()[n - 1], data[n - 1].wrapping_add(3));
+    }
+}
+
+#[test]
 fn copy_engine_uploads_land_where_asked_and_feed_kernels() {
     for t in common::transports() {
         let rt = common::runtime(t);

@@ -989,6 +989,8 @@ fn bad_sources_and_overflow_are_errors() {
     assert!(dev.shortest_paths(3, Order::Frontier, &heap).is_err());
     let e = dev.shortest_paths(0, Order::Frontier, &heap).unwrap_err();
     assert!(e.to_string().contains("exceeds"), "{e}");
+    let e = dev.delta_stepping(0, 1000).unwrap_err();
+    assert!(e.to_string().contains("exceeds"), "{e}");
     // Distances just below the limit are exact.
     let fits =
         Graph::from_edges(3, &[(0, 1, u32::MAX / 2), (1, 2, u32::MAX / 2 - 1)], false).unwrap();

@@ -20,4 +20,4 @@ pub(crate) use os::{advise_huge_pages, current_cpu};
 pub(crate) use scope::{run_scoped, Job};
 pub use stream::{copy_bits_streaming, copy_bits_streaming_par};
 pub(crate) use svm::SvmAlloc;
-pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap};
+pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap};

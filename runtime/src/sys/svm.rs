@@ -249,15 +249,14 @@ impl SvmAlloc {
     }
 
     /// Takes exclusive host access: refused while launches are in flight or another map exists.
-    /// `write_only` maps with `CL_MAP_WRITE_INVALIDATE_REGION`: the host promises to overwrite
-    /// what it touches, so a coarse map need not bring the device's contents back first.
-    fn map_raw(&self, write_only: bool) -> Result<RawMap<'_>> {
-        self.map_raw_range(write_only, 0, self.bytes)
+    /// On coarse SVM `access` says which way the contents travel (see [`MapAccess`]).
+    fn map_raw(&self, access: MapAccess) -> Result<RawMap<'_>> {
+        self.map_raw_range(access, 0, self.bytes)
     }
 
     /// [`SvmAlloc::map_raw`] of bytes `at..at + bytes` only (checked by the caller to lie
     /// inside the allocation): on coarse SVM only that range travels.
-    fn map_raw_range(&self, write_only: bool, at: usize, bytes: usize) -> Result<RawMap<'_>> {
+    fn map_raw_range(&self, access: MapAccess, at: usize, bytes: usize) -> Result<RawMap<'_>> {
         let claim = self.map_claim()?;
         let raw = RawMap {
             alloc: self,
@@ -272,10 +271,10 @@ impl SvmAlloc {
                 ffi::clEnqueueSVMMap(
                     self.queue.as_ptr(),
                     ffi::CL_TRUE,
-                    if write_only {
-                        ffi::CL_MAP_WRITE_INVALIDATE_REGION
-                    } else {
-                        ffi::CL_MAP_READ | ffi::CL_MAP_WRITE
+                    match access {
+                        MapAccess::ReadWrite => ffi::CL_MAP_READ | ffi::CL_MAP_WRITE,
+                        MapAccess::Read => ffi::CL_MAP_READ,
+                        MapAccess::Overwrite => ffi::CL_MAP_WRITE_INVALIDATE_REGION,
                     },
                     self.ptr.as_ptr().add(at) as *mut c_void,
                     bytes,
@@ -423,6 +422,19 @@ impl Drop for SvmAlloc {
         // coarse transport a map guard cannot outlive its buffer either.
         unsafe { ffi::clSVMFree(self.context.as_ptr(), self.ptr.as_ptr() as *mut c_void) };
     }
+}
+
+/// Which way a coarse map moves a buffer's contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MapAccess {
+    /// Device to host at the map, host to device at the unmap.
+    ReadWrite,
+    /// Device to host at the map only: the host promises not to write (`CL_MAP_READ`), so
+    /// the unmap copies nothing back.
+    Read,
+    /// Host to device at the unmap only (`CL_MAP_WRITE_INVALIDATE_REGION`): the host
+    /// promises to overwrite what it touches, so the map brings nothing back first.
+    Overwrite,
 }
 
 /// Exclusive host access to an allocation (a range of it mapped); unmaps on `unmap` or drop.
@@ -573,8 +585,20 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// Exclusive host access: a blocking map on coarse SVM, nothing to enqueue on fine SVM.
     /// Fails with [`Error::Busy`] while a kernel launch that uses the buffer has not completed.
     pub fn map(&mut self) -> Result<SvmMap<'_, T>> {
-        let raw = self.alloc.map_raw(false)?;
+        let raw = self.alloc.map_raw(MapAccess::ReadWrite)?;
         Ok(SvmMap {
+            raw,
+            len: self.len,
+            _element: PhantomData,
+        })
+    }
+
+    /// Exclusive host access for reading only: on coarse SVM the contents come to the host
+    /// at the map and nothing goes back at the unmap (a [`SvmBuffer::map`] copies the whole
+    /// buffer back to the device). Fails with [`Error::Busy`] as `map` does.
+    pub fn map_read(&mut self) -> Result<SvmReadMap<'_, T>> {
+        let raw = self.alloc.map_raw(MapAccess::Read)?;
+        Ok(SvmReadMap {
             raw,
             len: self.len,
             _element: PhantomData,
@@ -585,7 +609,7 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// not brought back (`CL_MAP_WRITE_INVALIDATE_REGION`), so what the guard shows before the
     /// host writes is unspecified (but initialised) data. For staging uploads.
     pub fn map_for_overwrite(&mut self) -> Result<SvmMap<'_, T>> {
-        let raw = self.alloc.map_raw(true)?;
+        let raw = self.alloc.map_raw(MapAccess::Overwrite)?;
         Ok(SvmMap {
             raw,
             len: self.len,
@@ -605,7 +629,9 @@ impl<T: SvmElement> SvmBuffer<T> {
         } else {
             (at * size, len * size)
         };
-        let raw = self.alloc.map_raw_range(true, from, bytes)?;
+        let raw = self
+            .alloc
+            .map_raw_range(MapAccess::Overwrite, from, bytes)?;
         Ok(SvmMap {
             raw,
             len,
@@ -718,9 +744,9 @@ impl<T: SvmElement> SvmBuffer<T> {
         Ok(())
     }
 
-    /// Copies the buffer out (map, copy, unmap).
+    /// Copies the buffer out (map for reading, copy, unmap).
     pub fn read(&mut self) -> Result<Vec<T>> {
-        let map = self.map()?;
+        let map = self.map_read()?;
         let out = map.to_vec();
         map.unmap()?;
         Ok(out)
@@ -795,6 +821,31 @@ impl<T: SvmElement> DerefMut for SvmMap<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`; `&mut self` makes this the only reference into the memory.
         unsafe { std::slice::from_raw_parts_mut(self.raw.ptr() as *mut T, self.len) }
+    }
+}
+
+/// Host access to an [`SvmBuffer`] for reading ([`SvmBuffer::map_read`]); unmaps on drop (or
+/// on [`SvmReadMap::unmap`], which reports errors).
+pub struct SvmReadMap<'a, T: SvmElement> {
+    raw: RawMap<'a>,
+    len: usize,
+    _element: PhantomData<&'a [T]>,
+}
+
+impl<T: SvmElement> SvmReadMap<'_, T> {
+    /// Hands the memory back to the device and reports a failed unmap.
+    pub fn unmap(mut self) -> Result<()> {
+        self.raw.unmap()
+    }
+}
+
+impl<T: SvmElement> Deref for SvmReadMap<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: as in `SvmMap::deref`: the guard holds exclusive host access (MAPPED, no
+        // launch in flight) to `len` initialised elements of a type for which every bit
+        // pattern is valid. No `DerefMut`: the map promised the driver not to write.
+        unsafe { std::slice::from_raw_parts(self.raw.ptr() as *const T, self.len) }
     }
 }
 

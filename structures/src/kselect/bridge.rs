@@ -434,7 +434,7 @@ pub(super) fn pipelined<K: Key>(
             let bridges = if half.in_flight.is_empty() {
                 Vec::new()
             } else {
-                let map = half.out.map()?;
+                let map = half.out.map_read()?;
                 let v = map[..half.in_flight.len() * bridge_words].to_vec();
                 map.unmap()?;
                 v

@@ -677,7 +677,7 @@ impl DevicePlan {
         .map(|t| t.as_secs_f64())
         .sum::<f64>();
         let reading = Instant::now();
-        let map = stage.out.map()?;
+        let map = stage.out.map_read()?;
         for (j, i) in range.clone().enumerate() {
             job.results[i].store(map[j], Ordering::Relaxed);
         }

@@ -12,7 +12,7 @@
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::near_far::NearFar;
-use super::{distances_par, next_iteration, search, Order, Pair, Relaxer, SsspRun};
+use super::{distances_into, distances_par, next_iteration, search, Order, Pair, Relaxer, SsspRun};
 use crate::apps::graph::Graph;
 use crate::gheap::HeapPlacement;
 
@@ -324,11 +324,23 @@ impl DeviceSssp<'_> {
     /// memory, and the conversion runs on every core).
     pub(super) fn read_distances(&mut self) -> Result<Vec<u64>> {
         let n = self.graph.vertices();
-        let map = self.dist.map()?;
+        let map = self.dist.map_read()?;
         let words = &map[..n];
         let out = distances_par(self.graph, n, |v| words[v]);
         map.unmap()?;
         out
+    }
+
+    /// [`DeviceSssp::read_distances`] into `out`, memory
+    /// [`with_answer_memory`](super::with_answer_memory) prepared beside the search.
+    pub(super) fn read_distances_into(&mut self, mut out: Vec<u64>) -> Result<Vec<u64>> {
+        let n = self.graph.vertices();
+        debug_assert_eq!(out.len(), n);
+        let map = self.dist.map_read()?;
+        let words = &map[..n];
+        let converted = distances_into(self.graph, &mut out, |v| words[v]);
+        map.unmap()?;
+        converted.map(|()| out)
     }
 }
 

@@ -29,7 +29,7 @@ pub mod device;
 pub mod near_far;
 pub mod spread;
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use asym_runtime::{host_memory, Error, Result};
@@ -244,32 +244,89 @@ pub(crate) fn lowered(dist: &[AtomicU32], v: u32, nd: u32) -> bool {
 }
 
 /// Final distances from the 32-bit words `word(0..n)` as [`Graph::dijkstra`] gives them
-/// (`u32::MAX`: unreachable), converted on rayon's threads (a 4 M-vertex answer is 32 MB: one
-/// thread writing it took longer than some searches); a word at the limit is an overflow
-/// error.
+/// (`u32::MAX`: unreachable), converted in one pass on rayon's threads into huge pages where
+/// the machine has them (a 4 M-vertex answer is 32 MB: one thread writing it took longer
+/// than some searches); a word at the limit is an overflow error.
 pub(crate) fn distances_par(
     graph: &Graph,
     n: usize,
     word: impl Fn(usize) -> u32 + Sync,
 ) -> Result<Vec<u64>> {
     use rayon::prelude::*;
-    let overflow = (0..n).into_par_iter().with_min_len(1 << 14).any(|v| {
-        let d = word(v);
-        d != u32::MAX && d as u64 >= DISTANCE_LIMIT
-    });
-    if overflow {
-        return Err(overflow_error(graph));
-    }
+    let overflow = AtomicBool::new(false);
     let mut out = host_memory::huge_page_vec(n);
     (0..n)
         .into_par_iter()
         .with_min_len(1 << 14)
-        .map(|v| match word(v) {
-            u32::MAX => UNREACHABLE,
-            d => d as u64,
-        })
+        .map(|v| answer_distance(word(v), &overflow))
         .collect_into_vec(&mut out);
+    if overflow.into_inner() {
+        return Err(overflow_error(graph));
+    }
     Ok(out)
+}
+
+/// [`distances_par`] into memory [`with_answer_memory`] prepared (`out.len()` words).
+pub(crate) fn distances_into(
+    graph: &Graph,
+    out: &mut [u64],
+    word: impl Fn(usize) -> u32 + Sync,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let overflow = AtomicBool::new(false);
+    out.par_iter_mut()
+        .enumerate()
+        .with_min_len(1 << 14)
+        .for_each(|(v, d)| *d = answer_distance(word(v), &overflow));
+    if overflow.into_inner() {
+        return Err(overflow_error(graph));
+    }
+    Ok(())
+}
+
+/// One word of the answer (see [`distances_par`]); sets `overflow` for a word at the limit.
+fn answer_distance(d: u32, overflow: &AtomicBool) -> u64 {
+    match d {
+        u32::MAX => UNREACHABLE,
+        d if d as u64 >= DISTANCE_LIMIT => {
+            overflow.store(true, Relaxed);
+            UNREACHABLE
+        }
+        d => d as u64,
+    }
+}
+
+/// Answers of fewer vertices are prepared on the searching thread itself: a thread's start
+/// costs more than their pages.
+const ANSWER_OVERLAP_MIN: usize = 1 << 16;
+
+/// Runs `search` on this thread while another thread (with rayon's) writes `n` answer words
+/// into fresh memory, so that the answer's page faults (32 MB for 4M vertices: about 2 ms on
+/// the H200 machine's virtual machine, in huge pages) fall while a device searches and the
+/// host's cores wait, not after it. Returns the search's result and that memory.
+pub(crate) fn with_answer_memory<R>(n: usize, search: impl FnOnce() -> R) -> (R, Vec<u64>) {
+    let prepare = move || {
+        use rayon::prelude::*;
+        let mut out = host_memory::huge_page_vec(n);
+        (0..n)
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .map(|_| UNREACHABLE)
+            .collect_into_vec(&mut out);
+        out
+    };
+    if n < ANSWER_OVERLAP_MIN {
+        let result = search();
+        return (result, prepare());
+    }
+    std::thread::scope(|scope| {
+        let memory = scope.spawn(prepare);
+        let result = search();
+        let memory = memory
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (result, memory)
+    })
 }
 
 /// `n` atomic words, each `value`, written on rayon's threads into huge pages where the
