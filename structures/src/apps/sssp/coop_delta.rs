@@ -49,7 +49,7 @@ use asym_runtime::{Error, LatencyPool, Result};
 use super::delta::{check_delta, Stint};
 use super::device::DeviceSssp;
 use super::near_far::{DeviceStintEnd, StintClock};
-use super::{atomic_words, SsspRun, SsspStats};
+use super::{atomic_words, AnswerMemory, SsspRun, SsspStats};
 
 /// Where the adaptive split's climb from the device's side starts (edges to scan).
 const MIN_TO_DEVICE: usize = 4096;
@@ -274,6 +274,7 @@ impl DeviceSssp<'_> {
         self.graph.check_source(source)?;
         check_delta(delta)?;
         let started = Instant::now();
+        let answer = AnswerMemory::start(self.graph.vertices());
         let (mut stats, coop) = loop {
             if let Some(done) = self.cooperative_search(pool, source, delta, split)? {
                 break done;
@@ -281,7 +282,7 @@ impl DeviceSssp<'_> {
             // The device's resident launch did not fit: the stints' state is gone with it,
             // and the device runs one launch per iteration from now on.
         };
-        let distances = self.read_distances()?;
+        let distances = self.read_distances_into(answer)?;
         stats.compute_time = started.elapsed();
         stats.transfer_time = stats
             .compute_time

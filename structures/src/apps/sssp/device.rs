@@ -12,7 +12,10 @@
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::near_far::NearFar;
-use super::{distances_into, distances_par, next_iteration, search, Order, Pair, Relaxer, SsspRun};
+use super::{
+    distances_into, distances_par, next_iteration, search, AnswerMemory, Order, Pair, Relaxer,
+    SsspRun,
+};
 use crate::apps::graph::Graph;
 use crate::gheap::HeapPlacement;
 
@@ -124,6 +127,7 @@ impl<'g> DeviceSssp<'g> {
         self.graph.check_source(source)?;
         self.reset(source)?;
         let mut relax = DeviceRelaxer {
+            answer: Some(AnswerMemory::start(self.graph.vertices())),
             sssp: self,
             len: 0,
             iteration: 0,
@@ -331,10 +335,10 @@ impl DeviceSssp<'_> {
         out
     }
 
-    /// [`DeviceSssp::read_distances`] into `out`, memory
-    /// [`with_answer_memory`](super::with_answer_memory) prepared beside the search.
-    pub(super) fn read_distances_into(&mut self, mut out: Vec<u64>) -> Result<Vec<u64>> {
+    /// [`DeviceSssp::read_distances`] into `answer`'s memory, prepared beside the search.
+    pub(super) fn read_distances_into(&mut self, answer: AnswerMemory) -> Result<Vec<u64>> {
         let n = self.graph.vertices();
+        let mut out = answer.take();
         debug_assert_eq!(out.len(), n);
         let map = self.dist.map_read()?;
         let words = &map[..n];
@@ -358,6 +362,8 @@ pub(super) fn groups(items: usize) -> usize {
 
 struct DeviceRelaxer<'s, 'g> {
     sssp: &'s mut DeviceSssp<'g>,
+    /// The answer's memory, prepared while the search runs.
+    answer: Option<AnswerMemory>,
     /// Entries in the device frontier.
     len: usize,
     iteration: u32,
@@ -388,6 +394,9 @@ impl Relaxer for DeviceRelaxer<'_, '_> {
     }
 
     fn distances(&mut self) -> Result<Vec<u64>> {
-        self.sssp.read_distances()
+        match self.answer.take() {
+            Some(answer) => self.sssp.read_distances_into(answer),
+            None => self.sssp.read_distances(),
+        }
     }
 }

@@ -266,7 +266,7 @@ pub(crate) fn distances_par(
     Ok(out)
 }
 
-/// [`distances_par`] into memory [`with_answer_memory`] prepared (`out.len()` words).
+/// [`distances_par`] into memory an [`AnswerMemory`] prepared (`out.len()` words).
 pub(crate) fn distances_into(
     graph: &Graph,
     out: &mut [u64],
@@ -300,12 +300,41 @@ fn answer_distance(d: u32, overflow: &AtomicBool) -> u64 {
 /// costs more than their pages.
 const ANSWER_OVERLAP_MIN: usize = 1 << 16;
 
-/// Runs `search` on this thread while another thread (with rayon's) writes `n` answer words
-/// into fresh memory, so that the answer's page faults (32 MB for 4M vertices: about 2 ms on
-/// the H200 machine's virtual machine, in huge pages) fall while a device searches and the
-/// host's cores wait, not after it. Returns the search's result and that memory.
-pub(crate) fn with_answer_memory<R>(n: usize, search: impl FnOnce() -> R) -> (R, Vec<u64>) {
-    let prepare = move || {
+/// Host memory for an answer of `n` distances, written on another thread (with rayon's)
+/// from the moment a device search starts, so that the answer's page faults (32 MB for 4M
+/// vertices: most of the 2.4 ms its conversion took after a search on the H200 machine's
+/// virtual machine, in huge pages) fall while the device searches and the host's cores
+/// wait, not after it. Dropped unused, the thread finishes and frees it.
+pub(crate) struct AnswerMemory {
+    n: usize,
+    pending: Option<std::thread::JoinHandle<Vec<u64>>>,
+}
+
+impl AnswerMemory {
+    /// Starts preparing `n` words (on this thread at [`AnswerMemory::take`] for small `n`).
+    pub(crate) fn start(n: usize) -> Self {
+        let pending = (n >= ANSWER_OVERLAP_MIN)
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("asym-answer".into())
+                    .spawn(move || Self::prepare(n))
+                    .ok()
+            })
+            .flatten();
+        AnswerMemory { n, pending }
+    }
+
+    /// The memory, `n` words long (waits for the thread if it is still writing).
+    pub(crate) fn take(self) -> Vec<u64> {
+        match self.pending {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => Self::prepare(self.n),
+        }
+    }
+
+    fn prepare(n: usize) -> Vec<u64> {
         use rayon::prelude::*;
         let mut out = host_memory::huge_page_vec(n);
         (0..n)
@@ -314,19 +343,7 @@ pub(crate) fn with_answer_memory<R>(n: usize, search: impl FnOnce() -> R) -> (R,
             .map(|_| UNREACHABLE)
             .collect_into_vec(&mut out);
         out
-    };
-    if n < ANSWER_OVERLAP_MIN {
-        let result = search();
-        return (result, prepare());
     }
-    std::thread::scope(|scope| {
-        let memory = scope.spawn(prepare);
-        let result = search();
-        let memory = memory
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (result, memory)
-    })
 }
 
 /// `n` atomic words, each `value`, written on rayon's threads into huge pages where the

@@ -17,7 +17,7 @@ use asym_runtime::backoff::Deadline;
 use asym_runtime::{DeviceKind, Error, Kernel, Launch, Result, Side, SvmBuffer};
 
 use super::device::{groups, program, DeviceSssp, WG};
-use super::{next_iteration, with_answer_memory, SsspRun, SsspStats};
+use super::{next_iteration, AnswerMemory, SsspRun, SsspStats};
 
 // Control words, as `NF_*` in kernels/sssp.cl.
 const VISITED: usize = 3;
@@ -146,9 +146,8 @@ impl DeviceSssp<'_> {
         }
         let started = Instant::now();
         let mut nf = self.take_near_far()?;
-        let (result, answer) = with_answer_memory(self.graph.vertices(), || {
-            self.run_near_far(&mut nf, source as u32, delta)
-        });
+        let answer = AnswerMemory::start(self.graph.vertices());
+        let result = self.run_near_far(&mut nf, source as u32, delta);
         self.near_far = Some(nf);
         let (mut stats, search_time) = result?;
         let distances = self.read_distances_into(answer)?;
