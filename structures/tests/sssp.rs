@@ -1009,3 +1009,32 @@ fn bad_sources_and_overflow_are_errors() {
         want
     );
 }
+
+#[test]
+fn device_answers_past_the_overlap_size_match_dijkstra() {
+    // From 65,536 vertices on, a device search's answer memory is written on another thread
+    // while the device searches; every device search that reads its answer that way, against
+    // Dijkstra, twice on one graph copy (the second search reuses the device buffers).
+    let g = Graph::geometric(70_000, 6.0, 11).unwrap();
+    let source = 123;
+    let want = g.dijkstra(source).unwrap();
+    let rt = common::runtime(common::transports()[0]);
+    let pool = pool(2);
+    let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+    let heap = OrderHeap::Device(DeviceHeapConfig::new(64));
+    for _ in 0..2 {
+        let frontier = dev.shortest_paths(source, Order::Frontier, &heap).unwrap();
+        check_distances(&frontier.distances, &want).unwrap();
+        let near_far = dev.delta_stepping(source, delta::auto_delta(&g)).unwrap();
+        check_distances(&near_far.distances, &want).unwrap();
+        let coop = dev
+            .cooperative_delta_stepping(
+                &pool,
+                source,
+                delta::auto_delta(&g),
+                &mut CoopSplit::adaptive(),
+            )
+            .unwrap();
+        check_distances(&coop.run.distances, &want).unwrap();
+    }
+}
