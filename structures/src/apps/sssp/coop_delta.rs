@@ -282,7 +282,7 @@ impl DeviceSssp<'_> {
             // The device's resident launch did not fit: the stints' state is gone with it,
             // and the device runs one launch per iteration from now on.
         };
-        let distances = self.read_distances_into(answer)?;
+        let distances = self.read_distances(Some(answer))?;
         stats.compute_time = started.elapsed();
         stats.transfer_time = stats
             .compute_time

@@ -1,7 +1,7 @@
 //! SSSP on the throughput device (GpuOnly): the graph, distances and frontier stay in SVM;
 //! each iteration is one launch of `sssp_expand` (and, on a graph with vertices of more than
 //! CHUNK edges, one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over
-//! every group: Kronecker 2^22 on the H200 22.3 → 12.7–13.0 ms) and one of `sssp_pairs`
+//! every group: see [`CHUNK`]) and one of `sssp_pairs`
 //! (`kernels/sssp.cl`), the host reading only a few counters between them. With the heap
 //! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) of
 //! `(distance, vertex)` pairs and the nearest vertices come back as the next frontier; with
@@ -325,26 +325,22 @@ impl DeviceSssp<'_> {
 
     /// The distances as [`Graph::dijkstra`] gives them, converted straight from the mapped
     /// buffer (on the H200 machine a map moved the words faster than a copy into host
-    /// memory, and the conversion runs on every core).
-    pub(super) fn read_distances(&mut self) -> Result<Vec<u64>> {
+    /// memory, and the conversion runs on every core), into `answer`'s memory where the
+    /// caller started preparing it beside the search, else into fresh memory.
+    pub(super) fn read_distances(&mut self, answer: Option<AnswerMemory>) -> Result<Vec<u64>> {
         let n = self.graph.vertices();
         let map = self.dist.map_read()?;
         let words = &map[..n];
-        let out = distances_par(self.graph, n, |v| words[v]);
+        let out = match answer {
+            Some(answer) => {
+                let mut out = answer.take();
+                debug_assert_eq!(out.len(), n);
+                distances_into(self.graph, &mut out, |v| words[v]).map(|()| out)
+            }
+            None => distances_par(self.graph, n, |v| words[v]),
+        };
         map.unmap()?;
         out
-    }
-
-    /// [`DeviceSssp::read_distances`] into `answer`'s memory, prepared beside the search.
-    pub(super) fn read_distances_into(&mut self, answer: AnswerMemory) -> Result<Vec<u64>> {
-        let n = self.graph.vertices();
-        let mut out = answer.take();
-        debug_assert_eq!(out.len(), n);
-        let map = self.dist.map_read()?;
-        let words = &map[..n];
-        let converted = distances_into(self.graph, &mut out, |v| words[v]);
-        map.unmap()?;
-        converted.map(|()| out)
     }
 }
 
@@ -394,9 +390,6 @@ impl Relaxer for DeviceRelaxer<'_, '_> {
     }
 
     fn distances(&mut self) -> Result<Vec<u64>> {
-        match self.answer.take() {
-            Some(answer) => self.sssp.read_distances_into(answer),
-            None => self.sssp.read_distances(),
-        }
+        self.sssp.read_distances(self.answer.take())
     }
 }

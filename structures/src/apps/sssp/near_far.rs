@@ -150,7 +150,7 @@ impl DeviceSssp<'_> {
         let result = self.run_near_far(&mut nf, source as u32, delta);
         self.near_far = Some(nf);
         let (mut stats, search_time) = result?;
-        let distances = self.read_distances_into(answer)?;
+        let distances = self.read_distances(Some(answer))?;
         stats.compute_time = started.elapsed();
         stats.transfer_time = stats.compute_time.saturating_sub(search_time);
         Ok(SsspRun { distances, stats })

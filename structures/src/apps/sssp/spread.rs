@@ -1028,7 +1028,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
 
     fn distances(&mut self) -> Result<Vec<u64>> {
         let p = self.primary;
-        self.members[p].sssp.read_distances()
+        self.members[p].sssp.read_distances(None)
     }
 }
 
