@@ -13,6 +13,7 @@ use asym_structures::apps::sssp::device::DeviceSssp;
 use asym_structures::apps::sssp::{check_distances, cpu, delta, Order};
 use asym_structures::HeapPlacement as OrderHeap;
 use asym_structures::{CooperativeConfig, DeviceHeapConfig};
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 fn pool(threads: usize) -> LatencyPool {
@@ -538,6 +539,73 @@ fn breadth_first_renumbering_keeps_every_distance() {
         .to_string()
         .contains("49 vertices"));
     assert!(id.distances_back(&[0; 7]).is_err());
+}
+
+#[test]
+fn every_graph_stores_its_edges_sorted_by_target() {
+    // Whatever order edges arrive in (a file, a generator, a renumbering), each vertex's
+    // edges are stored sorted by target, then weight, and are exactly the edges given:
+    // duplicates and their weights kept.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    let sorted = |g: &Graph| {
+        (0..g.vertices() as u32).all(|u| {
+            let e: Vec<(u32, u32)> = g.neighbors(u).collect();
+            e.windows(2).all(|p| p[0] <= p[1])
+        })
+    };
+    let edges_of = |g: &Graph, u: u32, map: &dyn Fn(u32) -> u32| -> Vec<(u32, u32)> {
+        let mut e: Vec<(u32, u32)> = g.neighbors(u).map(|(v, w)| (map(v), w)).collect();
+        e.sort_unstable();
+        e
+    };
+    // Shuffled edges with duplicates (same target, different and equal weights).
+    let n = 2_000u32;
+    let mut edges: Vec<Edge> = (0..40_000)
+        .map(|_| {
+            (
+                rng.gen_range(0..n),
+                rng.gen_range(0..n),
+                rng.gen_range(0..5),
+            )
+        })
+        .collect();
+    edges.extend((0..50).map(|i| (7, 9, 50 - i)));
+    edges.shuffle(&mut rng);
+    let g = Graph::from_edges(n as usize, &edges, false).unwrap();
+    assert!(sorted(&g), "from_edges");
+    let mut want: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n as usize];
+    for &(u, v, w) in &edges {
+        if u != v {
+            want[u as usize].push((v, w));
+        }
+    }
+    for (u, list) in want.iter_mut().enumerate() {
+        list.sort_unstable();
+        assert_eq!(&edges_of(&g, u as u32, &|v| v), list, "vertex {u}");
+    }
+    for (name, g) in graphs(300).into_iter().chain([
+        (
+            "kronecker 2^14".to_string(),
+            Graph::kronecker(14, 16, 255, rng.gen()).unwrap(),
+        ),
+        (
+            "geometric".to_string(),
+            Graph::geometric(20_000, 8.0, rng.gen()).unwrap(),
+        ),
+    ]) {
+        assert!(sorted(&g), "{name}");
+        let r = Relabeling::breadth_first(&g, g.vertices() / 3).unwrap();
+        let h = r.apply(&g).unwrap();
+        assert!(sorted(&h), "{name}, renumbered");
+        for u in 0..g.vertices() {
+            let back = |v: u32| r.old_of(v as usize) as u32;
+            assert_eq!(
+                edges_of(&h, r.new_of(u) as u32, &back),
+                edges_of(&g, u as u32, &|v| v),
+                "{name}: vertex {u}'s edges after renumbering"
+            );
+        }
+    }
 }
 
 #[test]

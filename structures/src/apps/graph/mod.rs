@@ -8,6 +8,10 @@
 //!   naming the line;
 //! - self-loops are dropped (they never shorten a path) and counted in [`Graph::self_loops`];
 //! - duplicate edges are kept (the shortest one wins in every search, as in the file);
+//! - each vertex's edges are stored sorted by target (then weight), whatever order the file
+//!   or generator gave them in: a search relaxing them touches its neighbours' distance
+//!   words in ascending addresses (GAP's builder does the same; docs/BENCHMARKS.md has the
+//!   latency threads' delta-stepping on both orders);
 //! - vertices no edge reaches keep an infinite distance ([`UNREACHABLE`]).
 
 mod generate;
@@ -26,7 +30,7 @@ pub use crate::io::graph_files::MtxOptions;
 pub const UNREACHABLE: u64 = u64::MAX;
 
 /// A directed graph with `u32` weights in compressed sparse row form (edges of vertex `v` are
-/// `offsets[v]..offsets[v + 1]` of `targets`/`weights`).
+/// `offsets[v]..offsets[v + 1]` of `targets`/`weights`, sorted by target, then weight).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Graph {
     offsets: Vec<u32>,
@@ -37,6 +41,60 @@ pub struct Graph {
 
 /// One edge `(from, to, weight)`, vertices numbered from 0.
 pub type Edge = (u32, u32, u32);
+
+/// Runs `f(vertices, targets, weights)` on rayon's threads over pieces of a CSR's edge arrays
+/// cut at vertex boundaries (about equal numbers of edges each, so one hub does not make a
+/// piece of its own wait for the rest): `vertices` is a piece's range of vertices and the
+/// slices are exactly their edges.
+fn par_vertex_ranges<F>(offsets: &[u32], targets: &mut [u32], weights: &mut [u32], f: F)
+where
+    F: Fn(std::ops::Range<usize>, &mut [u32], &mut [u32]) + Sync,
+{
+    use rayon::prelude::*;
+    let n = offsets.len().saturating_sub(1);
+    let edges = targets.len();
+    let pieces = (rayon::current_num_threads() * 8).max(1);
+    let mut jobs = Vec::with_capacity(pieces);
+    let (mut rest_t, mut rest_w) = (targets, weights);
+    let mut first = 0usize;
+    for p in 1..=pieces {
+        // The first vertex whose edges start at or past this piece's share.
+        let want = (edges as u64 * p as u64 / pieces as u64) as u32;
+        let last = if p == pieces {
+            n
+        } else {
+            offsets[..n].partition_point(|&o| o < want).max(first)
+        };
+        if last == first {
+            continue;
+        }
+        let len = (offsets[last] - offsets[first]) as usize;
+        let (t, tr) = std::mem::take(&mut rest_t).split_at_mut(len);
+        let (w, wr) = std::mem::take(&mut rest_w).split_at_mut(len);
+        jobs.push((first..last, t, w));
+        rest_t = tr;
+        rest_w = wr;
+        first = last;
+    }
+    jobs.into_par_iter()
+        .for_each(|(vertices, t, w)| f(vertices, t, w));
+}
+
+/// Sorts one vertex's edges by target, then weight (`pairs` is scratch space).
+fn sort_edges(targets: &mut [u32], weights: &mut [u32], pairs: &mut Vec<(u32, u32)>) {
+    let sorted =
+        (1..targets.len()).all(|i| (targets[i - 1], weights[i - 1]) <= (targets[i], weights[i]));
+    if sorted {
+        return;
+    }
+    pairs.clear();
+    pairs.extend(targets.iter().copied().zip(weights.iter().copied()));
+    pairs.sort_unstable();
+    for ((t, w), &(pt, pw)) in targets.iter_mut().zip(weights.iter_mut()).zip(pairs.iter()) {
+        *t = pt;
+        *w = pw;
+    }
+}
 
 impl Graph {
     /// The graph on `vertices` vertices with `edges` (each added in both directions when
@@ -105,6 +163,17 @@ impl Graph {
                 put(v, u, w);
             }
         }
+        par_vertex_ranges(&offsets, &mut targets, &mut weights, |vertices, t, w| {
+            let mut pairs = Vec::new();
+            let first = offsets[vertices.start];
+            for v in vertices {
+                let (a, b) = (
+                    (offsets[v] - first) as usize,
+                    (offsets[v + 1] - first) as usize,
+                );
+                sort_edges(&mut t[a..b], &mut w[a..b], &mut pairs);
+            }
+        });
         Ok(Graph {
             offsets,
             targets,

@@ -157,8 +157,9 @@ impl Relabeling {
         self.new_of_old.is_empty()
     }
 
-    /// `graph` with vertex `v` renumbered `new_of(v)`; each vertex's edges keep their order
-    /// (targets renumbered), so duplicates and weights are exactly the original's.
+    /// `graph` with vertex `v` renumbered `new_of(v)`; each vertex's edges are the original's
+    /// (duplicates and weights kept), targets renumbered and sorted again by their new
+    /// numbers.
     pub fn apply(&self, graph: &Graph) -> Result<Graph> {
         let n = graph.vertices();
         if n != self.len() {
@@ -179,35 +180,28 @@ impl Relabeling {
         new_offsets.push(at);
         let mut new_targets = host_memory::try_filled(targets.len(), 0u32, &what)?;
         let mut new_weights = host_memory::try_filled(weights.len(), 0u32, &what)?;
-        // Each new vertex fills its own slice of both arrays: split them at vertex
-        // boundaries into pieces rayon can fill independently.
-        let pieces = (rayon::current_num_threads() * 8).max(1);
-        let per = n.div_ceil(pieces).max(1);
-        let mut jobs = Vec::new();
-        let (mut rest_t, mut rest_w) = (&mut new_targets[..], &mut new_weights[..]);
-        let mut first = 0usize;
-        while first < n {
-            let last = (first + per).min(n);
-            let len = (new_offsets[last] - new_offsets[first]) as usize;
-            let (t, tr) = rest_t.split_at_mut(len);
-            let (w, wr) = rest_w.split_at_mut(len);
-            jobs.push((first, last, t, w));
-            rest_t = tr;
-            rest_w = wr;
-            first = last;
-        }
-        jobs.into_par_iter().for_each(|(first, last, t, w)| {
-            let mut at = 0usize;
-            for new in first..last {
-                let old = self.old_of_new[new] as usize;
-                let (a, b) = (offsets[old] as usize, offsets[old + 1] as usize);
-                for (i, (&v, &wt)) in targets[a..b].iter().zip(&weights[a..b]).enumerate() {
-                    t[at + i] = self.new_of_old[v as usize];
-                    w[at + i] = wt;
+        // Each new vertex fills its own slice of both arrays (pieces cut at vertex
+        // boundaries, filled on rayon's threads), then sorts it: the new numbers change the
+        // targets' order.
+        super::par_vertex_ranges(
+            &new_offsets,
+            &mut new_targets,
+            &mut new_weights,
+            |vertices, t, w| {
+                let mut pairs = Vec::new();
+                let mut at = 0usize;
+                for new in vertices {
+                    let old = self.old_of_new[new] as usize;
+                    let (a, b) = (offsets[old] as usize, offsets[old + 1] as usize);
+                    for (i, (&v, &wt)) in targets[a..b].iter().zip(&weights[a..b]).enumerate() {
+                        t[at + i] = self.new_of_old[v as usize];
+                        w[at + i] = wt;
+                    }
+                    super::sort_edges(&mut t[at..at + b - a], &mut w[at..at + b - a], &mut pairs);
+                    at += b - a;
                 }
-                at += b - a;
-            }
-        });
+            },
+        );
         Ok(Graph {
             offsets: new_offsets,
             targets: new_targets,
