@@ -5,7 +5,11 @@
 //! Each round takes the `pop` best nodes from the heap, drops those whose bound cannot beat
 //! the incumbent (the seed's garbage collection), expands the rest on the latency threads
 //! (chunks taken by an atomic counter), and inserts the children whose bound still beats the
-//! incumbent. A node's key packs how far its bound lies below the root's (shifted right just
+//! incumbent. The heap's work overlaps the expansion: while the latency threads expand round
+//! r's nodes, the calling thread inserts round r - 1's children and pops round r + 1's nodes,
+//! so a round's nodes are the heap's best without the children of the round just before
+//! (those wait one round more). Every node is still expanded or pruned, so the answer is the
+//! same; on BGPQ's files the nodes expanded stayed within 0.03 % (docs/BENCHMARKS.md). A node's key packs how far its bound lies below the root's (shifted right just
 //! enough to fit; every live node's bound lies between the first incumbent and the root's
 //! bound) above its distance from the last level, so the best bound comes first and, among
 //! equal bounds, the deepest node, as in the sequential search: without that tie-break a
@@ -116,6 +120,9 @@ pub fn solve_offloaded(
     let quit = AtomicBool::new(false);
     let dive_done = AtomicBool::new(false);
     let dive_alive = AtomicBool::new(dive);
+    // Children not yet in the heap (the last round's), and the nodes of the round to expand.
+    let mut pending: Vec<(u32, u32)> = Vec::new();
+    let mut popped = heap.pop(pop)?;
     let mut rounds = || -> Result<()> {
         loop {
             if stop.as_ref().is_some_and(Deadline::expired) {
@@ -126,11 +133,12 @@ pub fn solve_offloaded(
                 stats.proved_by_dive = true;
                 return Ok(());
             }
-            let popped = heap.pop(pop)?;
-            if popped.is_empty() {
+            if popped.is_empty() && pending.is_empty() {
                 stats.proved = true;
                 return Ok(());
             }
+            // The popped nodes leave the arena here; their slots serve this round's children
+            // (the next round's nodes, popped below, keep theirs until they are copied out).
             let nodes: Vec<NodeKey> = popped
                 .iter()
                 .map(|&(_, i)| {
@@ -138,40 +146,81 @@ pub fn solve_offloaded(
                     arena[i as usize]
                 })
                 .collect();
-            let next = AtomicUsize::new(0);
-            let (problem, best) = (&problem, &best);
-            let parts = pool.broadcast_scoped(|info| {
-                let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
-                // The last thread's core is the dive's while it runs: sixteen pinned threads
-                // expanding beside it took its time slices (a dive of 175 K nodes took 395 ms
-                // there against 75 ms alone, and the rounds lost a third of their speed).
-                if info.threads > 1
-                    && info.index + 1 == info.threads
-                    && dive_alive.load(Ordering::Relaxed)
-                {
-                    return (children, expanded, pruned);
-                }
-                loop {
-                    let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                    if start >= nodes.len() {
+            let (problem, best, nodes) = (&problem, &best, &nodes);
+            let dive_alive = &dive_alive;
+            let expand_round = move || {
+                let next = AtomicUsize::new(0);
+                pool.broadcast_scoped(|info| {
+                    let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
+                    // The last thread's core is the dive's while it runs: sixteen pinned
+                    // threads expanding beside it took its time slices (a dive of 175 K nodes
+                    // took 395 ms there against 75 ms alone, and the rounds lost a third of
+                    // their speed).
+                    if info.threads > 1
+                        && info.index + 1 == info.threads
+                        && dive_alive.load(Ordering::Relaxed)
+                    {
                         return (children, expanded, pruned);
                     }
-                    for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
-                        let incumbent = best.load(Ordering::Acquire);
-                        if u64::MAX - n.0 <= incumbent {
-                            pruned += 1;
-                            continue;
+                    loop {
+                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        if start >= nodes.len() {
+                            return (children, expanded, pruned);
                         }
-                        expanded += 1;
-                        let found = problem.expand(n, incumbent, &mut children);
-                        if found > incumbent {
-                            best.fetch_max(found, Ordering::AcqRel);
+                        for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
+                            let incumbent = best.load(Ordering::Acquire);
+                            if u64::MAX - n.0 <= incumbent {
+                                pruned += 1;
+                                continue;
+                            }
+                            expanded += 1;
+                            let found = problem.expand(n, incumbent, &mut children);
+                            if found > incumbent {
+                                best.fetch_max(found, Ordering::AcqRel);
+                            }
                         }
                     }
-                }
+                })
+            };
+            let (parts, next_popped) = std::thread::scope(|scope| -> Result<_> {
+                let expansion = (!nodes.is_empty()).then(|| scope.spawn(expand_round));
+                // Meanwhile: the last round's children into the heap, and the next round out.
+                let heap_work = (|| -> Result<Vec<(u32, u32)>> {
+                    heap.insert(&pending)?;
+                    pending.clear();
+                    if heap.len() > gc_at {
+                        let incumbent = best.load(Ordering::Acquire);
+                        let all = heap.pop(usize::MAX)?;
+                        let before = all.len();
+                        let kept: Vec<(u32, u32)> = all
+                            .into_iter()
+                            .filter(|&(_, i)| {
+                                let keep = u64::MAX - arena[i as usize].0 > incumbent;
+                                if !keep {
+                                    free.push(i);
+                                }
+                                keep
+                            })
+                            .collect();
+                        stats.collected += (before - kept.len()) as u64;
+                        stats.collections += 1;
+                        // If most nodes survive, wait until the heap doubles before the next
+                        // pass.
+                        gc_at = gc_threshold.max(kept.len().saturating_mul(2));
+                        heap.insert(&kept)?;
+                    }
+                    heap.pop(pop)
+                })();
+                let parts = match expansion {
+                    Some(h) => h.join().map_err(|_| {
+                        Error::Lost("the knapsack search's expanding thread panicked".into())
+                    })??,
+                    None => Vec::new(),
+                };
+                Ok((parts, heap_work?))
             })?;
+            popped = next_popped;
             let incumbent = best.load(Ordering::Acquire);
-            let mut pairs = Vec::new();
             for (children, expanded, pruned) in parts {
                 stats.expanded += expanded;
                 stats.pruned += pruned;
@@ -196,29 +245,8 @@ pub fn solve_offloaded(
                             (arena.len() - 1) as u32
                         }
                     };
-                    pairs.push((key(&c), index));
+                    pending.push((key(&c), index));
                 }
-            }
-            heap.insert(&pairs)?;
-            if heap.len() > gc_at {
-                let incumbent = best.load(Ordering::Acquire);
-                let all = heap.pop(usize::MAX)?;
-                let before = all.len();
-                let kept: Vec<(u32, u32)> = all
-                    .into_iter()
-                    .filter(|&(_, i)| {
-                        let keep = u64::MAX - arena[i as usize].0 > incumbent;
-                        if !keep {
-                            free.push(i);
-                        }
-                        keep
-                    })
-                    .collect();
-                stats.collected += (before - kept.len()) as u64;
-                stats.collections += 1;
-                // If most nodes survive, wait until the heap doubles before the next pass.
-                gc_at = gc_threshold.max(kept.len().saturating_mul(2));
-                heap.insert(&kept)?;
             }
         }
     };
