@@ -9,7 +9,10 @@
 //! r's nodes, the calling thread inserts round r - 1's children and pops round r + 1's nodes,
 //! so a round's nodes are the heap's best without the children of the round just before
 //! (those wait one round more). Every node is still expanded or pruned, so the answer is the
-//! same; on BGPQ's files the nodes expanded stayed within 0.03 % (docs/BENCHMARKS.md). A node's key packs how far its bound lies below the root's (shifted right just
+//! same; on BGPQ's files the nodes expanded stayed within 0.03 % (docs/BENCHMARKS.md). The
+//! expanding threads also file their own children (`NodeArena`: a slot each, handed out
+//! atomically, and the key pair for the heap), so nothing per child is left to the calling
+//! thread, whose heap calls are the round's longer half. A node's key packs how far its bound lies below the root's (shifted right just
 //! enough to fit; every live node's bound lies between the first incumbent and the root's
 //! bound) above its distance from the last level, so the best bound comes first and, among
 //! equal bounds, the deepest node, as in the sequential search: without that tie-break a
@@ -33,6 +36,7 @@
 //! Its heap is bounded (`DIVE_KEYS`); a dive that outgrows it just stops.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use asym_runtime::backoff::Deadline;
@@ -108,9 +112,12 @@ pub fn solve_offloaded(
         ((below << depth_bits) | left).min(u32::MAX as u64) as u32
     };
     let mut heap = placement.build(rt, batch)?;
-    let mut arena: Vec<NodeKey> = vec![root];
-    let mut free: Vec<u32> = Vec::new();
-    heap.insert(&[(key(&root), 0)])?;
+    let mut arena = NodeArena::new(max_live.min(u32::MAX as usize));
+    let mut claimed = Vec::new();
+    let root_slot = arena.alloc_from(&mut claimed).ok_or_else(|| arena.full())?;
+    arena.set(root_slot, root);
+    arena.settle(claimed);
+    heap.insert(&[(key(&root), root_slot)])?;
     let best = AtomicU64::new(problem.incumbent());
     let mut stats = BnbStats {
         fixed: problem.fixed() as u64,
@@ -139,19 +146,14 @@ pub fn solve_offloaded(
             }
             // The popped nodes leave the arena here; their slots serve this round's children
             // (the next round's nodes, popped below, keep theirs until they are copied out).
-            let nodes: Vec<NodeKey> = popped
-                .iter()
-                .map(|&(_, i)| {
-                    free.push(i);
-                    arena[i as usize]
-                })
-                .collect();
-            let (problem, best, nodes) = (&problem, &best, &nodes);
-            let dive_alive = &dive_alive;
+            let nodes: Vec<NodeKey> = popped.iter().map(|&(_, i)| arena.get(i)).collect();
+            arena.settle(popped.iter().map(|&(_, i)| i));
+            let (problem, best, nodes, arena_ref) = (&problem, &best, &nodes, &arena);
+            let (dive_alive, key) = (&dive_alive, &key);
             let expand_round = move || {
                 let next = AtomicUsize::new(0);
                 pool.broadcast_scoped(|info| {
-                    let (mut children, mut expanded, mut pruned) = (Vec::new(), 0u64, 0u64);
+                    let mut filed = Filed::default();
                     // The last thread's core is the dive's while it runs: sixteen pinned
                     // threads expanding beside it took its time slices (a dive of 175 K nodes
                     // took 395 ms there against 75 ms alone, and the rounds lost a third of
@@ -160,28 +162,46 @@ pub fn solve_offloaded(
                         && info.index + 1 == info.threads
                         && dive_alive.load(Ordering::Relaxed)
                     {
-                        return (children, expanded, pruned);
+                        return filed;
                     }
+                    let (mut children, mut slots) = (Vec::new(), Vec::new());
                     loop {
                         let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                        if start >= nodes.len() {
-                            return (children, expanded, pruned);
+                        if start >= nodes.len() || filed.full {
+                            filed.unused = slots;
+                            return filed;
                         }
                         for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
                             let incumbent = best.load(Ordering::Acquire);
                             if u64::MAX - n.0 <= incumbent {
-                                pruned += 1;
+                                filed.pruned += 1;
                                 continue;
                             }
-                            expanded += 1;
+                            filed.expanded += 1;
                             let found = problem.expand(n, incumbent, &mut children);
                             if found > incumbent {
                                 best.fetch_max(found, Ordering::AcqRel);
+                            }
+                            // Each thread files its own children: a slot each (the arena
+                            // hands them out atomically) and the pair the heap will order.
+                            let incumbent = best.load(Ordering::Acquire);
+                            for c in children.drain(..) {
+                                if u64::MAX - c.0 <= incumbent {
+                                    filed.pruned += 1;
+                                    continue;
+                                }
+                                let Some(slot) = arena_ref.alloc_from(&mut slots) else {
+                                    filed.full = true;
+                                    break;
+                                };
+                                arena_ref.set(slot, c);
+                                filed.pairs.push((key(&c), slot));
                             }
                         }
                     }
                 })
             };
+            let mut collected_slots = Vec::new();
             let (parts, next_popped) = std::thread::scope(|scope| -> Result<_> {
                 let expansion = (!nodes.is_empty()).then(|| scope.spawn(expand_round));
                 // Meanwhile: the last round's children into the heap, and the next round out.
@@ -195,9 +215,9 @@ pub fn solve_offloaded(
                         let kept: Vec<(u32, u32)> = all
                             .into_iter()
                             .filter(|&(_, i)| {
-                                let keep = u64::MAX - arena[i as usize].0 > incumbent;
+                                let keep = u64::MAX - arena_ref.get(i).0 > incumbent;
                                 if !keep {
-                                    free.push(i);
+                                    collected_slots.push(i);
                                 }
                                 keep
                             })
@@ -220,33 +240,17 @@ pub fn solve_offloaded(
                 Ok((parts, heap_work?))
             })?;
             popped = next_popped;
-            let incumbent = best.load(Ordering::Acquire);
-            for (children, expanded, pruned) in parts {
-                stats.expanded += expanded;
-                stats.pruned += pruned;
-                for c in children {
-                    if u64::MAX - c.0 <= incumbent {
-                        stats.pruned += 1;
-                        continue;
-                    }
-                    let index = match free.pop() {
-                        Some(i) => {
-                            arena[i as usize] = c;
-                            i
-                        }
-                        None => {
-                            if arena.len() >= max_live.min(u32::MAX as usize) {
-                                return Err(Error::CapacityExceeded {
-                                    what: "branch-and-bound search nodes".into(),
-                                    capacity: max_live,
-                                });
-                            }
-                            arena.push(c);
-                            (arena.len() - 1) as u32
-                        }
-                    };
-                    pending.push((key(&c), index));
+            for filed in &parts {
+                collected_slots.extend_from_slice(&filed.unused);
+            }
+            arena.settle(collected_slots);
+            for filed in parts {
+                stats.expanded += filed.expanded;
+                stats.pruned += filed.pruned;
+                if filed.full {
+                    return Err(arena.full());
                 }
+                pending.extend_from_slice(&filed.pairs);
             }
         }
     };
@@ -284,4 +288,169 @@ pub fn solve_offloaded(
     stats.dive_expanded = dived?;
     stats.optimum = problem.optimum(best.load(Ordering::Acquire));
     Ok(stats)
+}
+
+/// What one expanding thread did in a round: its children filed (heap pairs, the nodes
+/// already in the arena), the nodes it expanded and pruned, and whether the arena ran out.
+#[derive(Default)]
+struct Filed {
+    pairs: Vec<(u32, u32)>,
+    expanded: u64,
+    pruned: u64,
+    full: bool,
+    /// Slots the thread claimed and did not use.
+    unused: Vec<u32>,
+}
+
+/// Slots of the arena's segments.
+const ARENA_SEGMENT: usize = 1 << 16;
+/// Slots a thread claims at a time (one claim per child made sixteen threads contend on the
+/// shared counters: the round took 2.3x as long on the H200 machine).
+const SLOT_CLAIM: usize = 256;
+
+/// The search nodes the heap refers to, by slot. The expanding threads file children into it
+/// in parallel: a slot comes from the round's free list (a shared cursor hands them out) or
+/// past the arena's end (a shared length), and a node is four atomic words, so threads write
+/// and the calling thread reads (collecting garbage) without locks. Relaxed accesses
+/// suffice: a slot is written by the one thread it was handed to, and read only after the
+/// round's join (the heap's pairs travel through it) or, for slots in the heap, never
+/// written during the round. Segments are allocated the first time a slot in them is
+/// handed out.
+struct NodeArena {
+    segments: Vec<OnceLock<Box<[[AtomicU64; 4]]>>>,
+    /// Slots ever handed out past the free list (may overshoot `capacity` when full).
+    len: AtomicUsize,
+    capacity: usize,
+    /// Slots free for this round's children, handed out from the front by `taken`.
+    free: Vec<u32>,
+    taken: AtomicUsize,
+}
+
+impl NodeArena {
+    fn new(capacity: usize) -> Self {
+        NodeArena {
+            segments: (0..capacity.div_ceil(ARENA_SEGMENT))
+                .map(|_| OnceLock::new())
+                .collect(),
+            len: AtomicUsize::new(0),
+            capacity,
+            free: Vec::new(),
+            taken: AtomicUsize::new(0),
+        }
+    }
+
+    fn full(&self) -> Error {
+        Error::CapacityExceeded {
+            what: "branch-and-bound search nodes".into(),
+            capacity: self.capacity,
+        }
+    }
+
+    fn words(&self, slot: u32) -> &[AtomicU64; 4] {
+        let s = slot as usize;
+        let segment = self.segments[s / ARENA_SEGMENT].get_or_init(|| {
+            (0..ARENA_SEGMENT)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect()
+        });
+        &segment[s % ARENA_SEGMENT]
+    }
+
+    /// A slot for a new node (`None` when the arena is full) from `claimed`, a thread's own,
+    /// which claims `SLOT_CLAIM` more when it is empty: freed slots first, then unused ones
+    /// past the end. Slots left in `claimed` go back through [`NodeArena::settle`].
+    fn alloc_from(&self, claimed: &mut Vec<u32>) -> Option<u32> {
+        if let Some(slot) = claimed.pop() {
+            return Some(slot);
+        }
+        let t = self.taken.fetch_add(SLOT_CLAIM, Ordering::Relaxed);
+        if t < self.free.len() {
+            claimed.extend_from_slice(&self.free[t..(t + SLOT_CLAIM).min(self.free.len())]);
+        } else {
+            let s = self.len.fetch_add(SLOT_CLAIM, Ordering::Relaxed);
+            if s < self.capacity {
+                claimed.extend((s..(s + SLOT_CLAIM).min(self.capacity)).map(|x| x as u32));
+            }
+        }
+        claimed.pop()
+    }
+
+    fn set(&self, slot: u32, n: NodeKey) {
+        let w = self.words(slot);
+        w[0].store(n.0, Ordering::Relaxed);
+        w[1].store(n.1 as u64, Ordering::Relaxed);
+        w[2].store(n.2, Ordering::Relaxed);
+        w[3].store(n.3, Ordering::Relaxed);
+    }
+
+    fn get(&self, slot: u32) -> NodeKey {
+        let w = self.words(slot);
+        (
+            w[0].load(Ordering::Relaxed),
+            w[1].load(Ordering::Relaxed) as u32,
+            w[2].load(Ordering::Relaxed),
+            w[3].load(Ordering::Relaxed),
+        )
+    }
+
+    /// Between rounds (no thread handing out slots): the free slots handed out leave the
+    /// list, `freed` join it.
+    fn settle(&mut self, freed: impl IntoIterator<Item = u32>) {
+        let taken = (*self.taken.get_mut()).min(self.free.len());
+        self.free.drain(..taken);
+        *self.taken.get_mut() = 0;
+        self.free.extend(freed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads claiming slots at once get distinct ones, freed slots first, never past the
+    /// capacity; what they leave goes back to the free list; a node reads back as written.
+    #[test]
+    fn arena_slots_are_distinct_reused_and_bounded() {
+        let capacity = 3 * ARENA_SEGMENT + 17;
+        let mut arena = NodeArena::new(capacity);
+        let mut claimed = Vec::new();
+        let first: Vec<u32> = (0..1000)
+            .map(|_| arena.alloc_from(&mut claimed).unwrap())
+            .collect();
+        arena.settle(claimed.drain(..).chain(first[..500].iter().copied()));
+        let freed: std::collections::BTreeSet<u32> = arena.free.iter().copied().collect();
+        let taken: Vec<Vec<u32>> = std::thread::scope(|s| {
+            let arena = &arena;
+            let handles: Vec<_> = (0..4)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut mine = Vec::new();
+                        let mut got = Vec::new();
+                        while let Some(slot) = arena.alloc_from(&mut mine) {
+                            arena.set(slot, (slot as u64, t, 2 * slot as u64, 3));
+                            got.push(slot);
+                        }
+                        got
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<u32> = taken.concat();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "a slot was handed out twice");
+        // Every slot not still held from the first batch: the freed ones and the rest.
+        assert_eq!(n, capacity - 500);
+        assert!(all.iter().all(|&s| (s as usize) < capacity));
+        assert!(freed.iter().all(|s| all.binary_search(s).is_ok()));
+        for (t, slots) in taken.iter().enumerate() {
+            for &slot in slots {
+                assert_eq!(arena.get(slot), (slot as u64, t as u32, 2 * slot as u64, 3));
+            }
+        }
+        let mut none = Vec::new();
+        assert_eq!(arena.alloc_from(&mut none), None, "full");
+    }
 }
