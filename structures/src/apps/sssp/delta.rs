@@ -79,7 +79,10 @@ const LOCAL_LIMIT: usize = 1000;
 /// device) at the price of a few re-expansions: on the H200 machine 16x the mean beat 4x on
 /// both engines and both generated graph kinds, and 32x beat 16x on the road-like graph
 /// (latency threads 77 against 91 ms, device 46 against 49) and tied on Kronecker
-/// (docs/BENCHMARKS.md).
+/// (docs/BENCHMARKS.md). The degree does not enter: the Kronecker graph (mean degree 32)
+/// searches alike from 1x to 64x the mean weight, and on the road-like graph (mean degree 8)
+/// the best width follows the thread count and the numbering instead (4x wider wins with 16
+/// threads in breadth-first order, loses with 8 threads or a random numbering).
 pub fn auto_delta(graph: &Graph) -> u32 {
     let (_, _, weights) = graph.csr();
     if weights.is_empty() {
