@@ -18,8 +18,8 @@
 //! Matrix Market `real` values are multiplied by `--real-scale` and rounded; `pattern` and
 //! `--unit-weights` give weight 1; self-loops are dropped; duplicate edges are kept (the
 //! shortest wins); each vertex's edges are stored sorted by target, whatever order the file
-//! lists them in (`--save-graph` writes them so); unreachable vertices are reported as `inf`. Vertices are numbered from 1,
-//! as in the files. `--mode coop` expands on the device and orders with the Cooperative heap
+//! lists them in (`--save-graph` writes them so); unreachable vertices are reported as
+//! `inf`. Vertices are numbered from 1, as in the files. `--mode coop` expands on the device and orders with the Cooperative heap
 //! (a host top served by the calling thread in front of the device heap).
 //!
 //! `--device all` (or a comma-separated list) runs gpu mode on a device set: the set as it

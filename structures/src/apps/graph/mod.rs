@@ -42,13 +42,13 @@ pub struct Graph {
 /// One edge `(from, to, weight)`, vertices numbered from 0.
 pub type Edge = (u32, u32, u32);
 
-/// Runs `f(vertices, targets, weights)` on rayon's threads over pieces of a CSR's edge arrays
-/// cut at vertex boundaries (about equal numbers of edges each, so one hub does not make a
-/// piece of its own wait for the rest): `vertices` is a piece's range of vertices and the
-/// slices are exactly their edges.
-fn par_vertex_ranges<F>(offsets: &[u32], targets: &mut [u32], weights: &mut [u32], f: F)
+/// Runs `f(v, targets, weights, scratch)` for every vertex `v` of a CSR on rayon's threads,
+/// with `v`'s own slices of the edge arrays: pieces cut at vertex boundaries hold about equal
+/// numbers of edges (so one hub does not make a piece of its own wait for the rest), and each
+/// piece keeps one scratch vector for [`sort_edges`].
+fn par_each_vertex<F>(offsets: &[u32], targets: &mut [u32], weights: &mut [u32], f: F)
 where
-    F: Fn(std::ops::Range<usize>, &mut [u32], &mut [u32]) + Sync,
+    F: Fn(usize, &mut [u32], &mut [u32], &mut Vec<(u32, u32)>) + Sync,
 {
     use rayon::prelude::*;
     let n = offsets.len().saturating_sub(1);
@@ -76,8 +76,17 @@ where
         rest_w = wr;
         first = last;
     }
-    jobs.into_par_iter()
-        .for_each(|(vertices, t, w)| f(vertices, t, w));
+    jobs.into_par_iter().for_each(|(vertices, t, w)| {
+        let mut scratch = Vec::new();
+        let base = offsets[vertices.start];
+        for v in vertices {
+            let (a, b) = (
+                (offsets[v] - base) as usize,
+                (offsets[v + 1] - base) as usize,
+            );
+            f(v, &mut t[a..b], &mut w[a..b], &mut scratch);
+        }
+    });
 }
 
 /// Sorts one vertex's edges by target, then weight (`pairs` is scratch space).
@@ -163,16 +172,8 @@ impl Graph {
                 put(v, u, w);
             }
         }
-        par_vertex_ranges(&offsets, &mut targets, &mut weights, |vertices, t, w| {
-            let mut pairs = Vec::new();
-            let first = offsets[vertices.start];
-            for v in vertices {
-                let (a, b) = (
-                    (offsets[v] - first) as usize,
-                    (offsets[v + 1] - first) as usize,
-                );
-                sort_edges(&mut t[a..b], &mut w[a..b], &mut pairs);
-            }
+        par_each_vertex(&offsets, &mut targets, &mut weights, |_, t, w, scratch| {
+            sort_edges(t, w, scratch)
         });
         Ok(Graph {
             offsets,

@@ -180,26 +180,24 @@ impl Relabeling {
         new_offsets.push(at);
         let mut new_targets = host_memory::try_filled(targets.len(), 0u32, &what)?;
         let mut new_weights = host_memory::try_filled(weights.len(), 0u32, &what)?;
-        // Each new vertex fills its own slice of both arrays (pieces cut at vertex
-        // boundaries, filled on rayon's threads), then sorts it: the new numbers change the
-        // targets' order.
-        super::par_vertex_ranges(
+        // Each new vertex fills its own slice of both arrays (on rayon's threads), then sorts
+        // it: the new numbers change the targets' order.
+        super::par_each_vertex(
             &new_offsets,
             &mut new_targets,
             &mut new_weights,
-            |vertices, t, w| {
-                let mut pairs = Vec::new();
-                let mut at = 0usize;
-                for new in vertices {
-                    let old = self.old_of_new[new] as usize;
-                    let (a, b) = (offsets[old] as usize, offsets[old + 1] as usize);
-                    for (i, (&v, &wt)) in targets[a..b].iter().zip(&weights[a..b]).enumerate() {
-                        t[at + i] = self.new_of_old[v as usize];
-                        w[at + i] = wt;
-                    }
-                    super::sort_edges(&mut t[at..at + b - a], &mut w[at..at + b - a], &mut pairs);
-                    at += b - a;
+            |new, t, w, scratch| {
+                let old = self.old_of_new[new] as usize;
+                let (a, b) = (offsets[old] as usize, offsets[old + 1] as usize);
+                for ((slot_t, slot_w), (&v, &wt)) in t
+                    .iter_mut()
+                    .zip(w.iter_mut())
+                    .zip(targets[a..b].iter().zip(&weights[a..b]))
+                {
+                    *slot_t = self.new_of_old[v as usize];
+                    *slot_w = wt;
                 }
+                super::sort_edges(t, w, scratch);
             },
         );
         Ok(Graph {

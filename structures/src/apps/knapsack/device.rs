@@ -172,6 +172,9 @@ pub fn solve_offloaded(
                             return filed;
                         }
                         for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
+                            if filed.full {
+                                break;
+                            }
                             let incumbent = best.load(Ordering::Acquire);
                             if u64::MAX - n.0 <= incumbent {
                                 filed.pruned += 1;
@@ -240,18 +243,16 @@ pub fn solve_offloaded(
                 Ok((parts, heap_work?))
             })?;
             popped = next_popped;
-            for filed in &parts {
-                collected_slots.extend_from_slice(&filed.unused);
-            }
-            arena.settle(collected_slots);
             for filed in parts {
                 stats.expanded += filed.expanded;
                 stats.pruned += filed.pruned;
                 if filed.full {
                     return Err(arena.full());
                 }
-                pending.extend_from_slice(&filed.pairs);
+                collected_slots.extend(filed.unused);
+                pending.extend(filed.pairs);
             }
+            arena.settle(collected_slots);
         }
     };
     let dived = std::thread::scope(|scope| {
