@@ -17,8 +17,9 @@
 //!
 //! `--device all` (or a list such as `nvidia,portable`) adds, for insert-all/delete-all with
 //! bulk calls, each device alone (rows gpu@0:auto, gpu@1:auto, …) and the heap spread over
-//! them all (gpu-set:auto: each device sorts its share, the host merges); the other gpu rows
-//! run on the first device.
+//! them all (gpu-set:auto: each device sorts the share the set gives it from measured speeds,
+//! the host merges; gpu-set:even: an equal share each, what spreading costs where the set
+//! would not spread); the other gpu rows run on the first device.
 //!
 //! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
 //! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
@@ -33,7 +34,7 @@ use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result, Runtime}
 use asym::structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
-    SpreadHeap,
+    MemberReport, SpreadHeap,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -395,7 +396,7 @@ fn device_run<T: BenchKey>(
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
     let mut want: Vec<T> = keys.iter().chain(preload).copied().collect();
-    want.sort_unstable();
+    want.par_sort_unstable();
     heap.set_bulk_policy(BulkPolicy::Auto);
     let rest = heap.delete_min(preload.len())?;
     Ok((
@@ -551,37 +552,68 @@ fn set_rows<T: BenchKey>(
     };
     let heap = SpreadHeap::<T>::new(set, &config)?;
     let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
+    let mut want = keys.clone();
+    want.par_sort_unstable();
+    // The split the set chooses from measured speeds, then every member an equal share (what
+    // spreading costs where the set would not spread).
+    let even = vec![1.0; set.len()];
+    for (mode, shares) in [("gpu-set:auto", None), ("gpu-set:even", Some(&even[..]))] {
+        heap.set_shares(shares)?;
+        let cycle = set_cycle(&heap, &keys, &want)?;
+        rows.push(Row {
+            mode: mode.into(),
+            pattern,
+            batch,
+            threads: set.len(),
+            work_group: Some(0),
+            insert_ms: cycle.insert_ms,
+            delete_ms: cycle.delete_ms,
+            verified: cycle.verified,
+            device_stats: Some(json!({
+                "members": cycle.inserted.iter().map(|m| json!({
+                    "device": m.device, "keys": m.keys, "share": m.keys as f64 / want.len().max(1) as f64,
+                    "insert_ms": m.busy_s * 1e3, "keys_per_s": m.keys_per_s,
+                })).collect::<Vec<_>>(),
+                // What each member's delete took; the rest of the row's delete is the host
+                // merge of their runs.
+                "delete_ms": cycle.deleted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
+            })),
+        });
+    }
+    Ok(rows)
+}
+
+/// A timed insert-all + delete-all on a spread heap: times, each member's report after the
+/// insert and after the delete, and whether the delete returned every key in order.
+struct SetCycle {
+    insert_ms: f64,
+    delete_ms: f64,
+    inserted: Vec<MemberReport>,
+    deleted: Vec<MemberReport>,
+    verified: bool,
+}
+
+/// Two untimed insert-all + delete-all cycles on a spread heap (the first builds the
+/// programs and measures the members), then a timed one checked against `want`.
+fn set_cycle<T: BenchKey>(heap: &SpreadHeap<T>, keys: &[T], want: &[T]) -> Result<SetCycle> {
     for _ in 0..2 {
-        heap.insert(&keys)?;
+        heap.insert(keys)?;
         heap.delete_min(keys.len())?;
     }
     let t = Instant::now();
-    heap.insert(&keys)?;
+    heap.insert(keys)?;
     let insert_ms = t.elapsed().as_secs_f64() * 1e3;
-    let shares = heap.members();
+    let inserted = heap.members();
     let t = Instant::now();
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
-    let mut want = keys;
-    want.par_sort_unstable();
-    rows.push(Row {
-        mode: "gpu-set:auto".into(),
-        pattern,
-        batch,
-        threads: set.len(),
-        work_group: Some(0),
+    Ok(SetCycle {
         insert_ms,
         delete_ms,
+        inserted,
+        deleted: heap.members(),
         verified: out == want && heap.is_empty(),
-        device_stats: Some(json!({
-            "members": shares.iter().map(|m| json!({
-                "device": m.device, "keys": m.len, "share": m.len as f64 / want.len().max(1) as f64,
-                "insert_ms": m.busy_s * 1e3, "keys_per_s": m.keys_per_s,
-            })).collect::<Vec<_>>(),
-            "delete_ms": heap.members().iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
-        })),
-    });
-    Ok(rows)
+    })
 }
 
 /// What the flags ask for, checked.
@@ -1002,6 +1034,7 @@ fn run(args: &Args) -> Result<bool> {
     };
     let plan = &runner.plan;
     let mut rows = Vec::new();
+    let (mut printed, mut verified) = (0, true);
     for &batch in &plan.batches {
         if args.mixed {
             rows.extend(runner.mixed_rows(batch)?);
@@ -1010,16 +1043,26 @@ fn run(args: &Args) -> Result<bool> {
         let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
         for &pattern in &plan.patterns {
             let keys = keys_for(pattern, plan.n, args.seed)?;
-            rows.extend(runner.insert_delete_rows(batch, pattern, &keys, &preload)?);
+            let done = runner.insert_delete_rows(batch, pattern, &keys, &preload)?;
+            // JSON rows go out as each pattern finishes: a long sweep cut short keeps them.
+            if args.json {
+                runner.print(&done);
+                printed += done.len();
+                verified &= done.iter().all(|r| r.verified);
+            } else {
+                rows.extend(done);
+            }
         }
     }
-    if rows.is_empty() {
+    if rows.is_empty() && printed == 0 {
         return Err(Error::InvalidArgument(
             "these flags leave nothing to run (--no-peers with no mode that applies)".into(),
         ));
     }
-    runner.print(&rows);
-    Ok(rows.iter().all(|r| r.verified))
+    if !rows.is_empty() {
+        runner.print(&rows);
+    }
+    Ok(verified && rows.iter().all(|r| r.verified))
 }
 
 fn main() -> ExitCode {

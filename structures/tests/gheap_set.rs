@@ -109,3 +109,44 @@ fn a_member_failing_loses_its_keys_and_the_heap_says_so() {
     assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
     assert!(h.inject_member_failure(7).is_err(), "no member 7");
 }
+
+#[test]
+fn fixed_shares_place_the_keys_and_bad_weights_are_refused() {
+    let mut rng = rng();
+    for transport in common::set_transports() {
+        let h = heap(transport, 32);
+        let members = h.members().len();
+        let keys: Vec<i32> = (0..20_011).map(|_| rng.gen()).collect();
+        // Everything on the last member, then evenly.
+        let mut only_last = vec![0.0; members];
+        only_last[members - 1] = 1.0;
+        h.set_shares(Some(&only_last)).unwrap();
+        h.insert(&keys).unwrap();
+        let lens: Vec<usize> = h.members().iter().map(|m| m.len).collect();
+        assert_eq!(lens[members - 1], keys.len(), "{transport}: {lens:?}");
+        let mut want = keys.clone();
+        want.sort_unstable();
+        assert_eq!(h.delete_min(keys.len()).unwrap(), want, "{transport}");
+        h.set_shares(Some(&vec![1.0; members])).unwrap();
+        h.insert(&keys).unwrap();
+        let lens: Vec<usize> = h.members().iter().map(|m| m.len).collect();
+        assert!(
+            lens.iter().all(|&l| l.abs_diff(keys.len() / members) <= 1),
+            "{transport}: even shares {lens:?}"
+        );
+        assert_eq!(h.delete_min(keys.len()).unwrap(), want, "{transport}");
+        for bad in [
+            vec![1.0; members + 1],
+            vec![0.0; members],
+            vec![f64::NAN; members],
+        ] {
+            assert!(
+                matches!(h.set_shares(Some(&bad)), Err(Error::InvalidArgument(_))),
+                "{transport}: {bad:?} accepted"
+            );
+        }
+        h.set_shares(None).unwrap();
+        h.insert(&keys).unwrap();
+        assert_eq!(h.delete_min(keys.len()).unwrap(), want, "{transport}");
+    }
+}

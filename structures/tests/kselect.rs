@@ -532,6 +532,43 @@ fn select_svm_on(t: asym_runtime::Transport, tile: usize) {
                 }
             }
         }
+        // Cuts that change between calls on one selector: equal sub-lists are matched to the
+        // cached cut without building offsets, so offsets with the same first sub-list and
+        // total, another length, another buffer length and k out of range must all be seen.
+        let data: Vec<i32> = (0..4000).map(|_| rng.gen_range(-50..50)).collect();
+        let mut buf = rt.alloc::<i32>(data.len()).unwrap();
+        buf.write(&data).unwrap();
+        let mut short = rt.alloc::<i32>(2000).unwrap();
+        short.write(&data[..2000]).unwrap();
+        let equal = |len: usize| (0..=4000 / len).map(|i| i * len).collect::<Vec<_>>();
+        let uneven = vec![0, 1000, 2500, 3000, 4000];
+        for (cut, offs, k) in [
+            (Sublists::Equal(1000), equal(1000), 5),
+            (Sublists::Offsets(uneven.clone()), uneven.clone(), 5),
+            (Sublists::Equal(1000), equal(1000), 1000),
+            (Sublists::Equal(2000), equal(2000), 7),
+            (Sublists::Equal(1000), equal(1000), 1),
+        ] {
+            let want = common::reference(&data, &offs, k);
+            let (got, stats) = sel.select_svm(&buf, &cut, k).unwrap();
+            assert_eq!(got, want, "{t} tile {tile} {cut:?} k {k}");
+            assert_eq!(stats.device_sublists, offs.len() - 1);
+        }
+        let want = common::reference(&data[..2000], &[0, 1000, 2000], 9);
+        let (got, _) = sel.select_svm(&short, &Sublists::Equal(1000), 9).unwrap();
+        assert_eq!(
+            got, want,
+            "{t} tile {tile}: a shorter buffer, same sub-list length"
+        );
+        for k in [0, 1001] {
+            assert!(
+                matches!(
+                    sel.select_svm(&short, &Sublists::Equal(1000), k),
+                    Err(asym_runtime::Error::InvalidArgument(_))
+                ),
+                "{t}: k = {k} on the cached cut"
+            );
+        }
         // Floats in total order, and offsets.
         let floats: Vec<f32> = (0..4000)
             .map(|i| match i % 7 {

@@ -64,6 +64,8 @@ struct State<T: DeviceHeapKey> {
     failed: Option<String>,
     /// The host merge's measured speed, keys per second (0: not measured yet).
     merge_keys_per_s: f64,
+    /// Weights that fix each member's share of an insert instead of the measured split.
+    fixed_shares: Option<Vec<f64>>,
 }
 
 impl<T: DeviceHeapKey + Sync> std::fmt::Debug for SpreadHeap<T> {
@@ -98,6 +100,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 members,
                 failed: None,
                 merge_keys_per_s: 0.0,
+                fixed_shares: None,
             }),
         })
     }
@@ -122,6 +125,29 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 ..m.report.clone()
             })
             .collect()
+    }
+
+    /// Fixes each member's share of later inserts to `weights` (one per member, in
+    /// proportion; a member weighted 0 takes none) instead of the split measured speeds
+    /// choose; `None` returns to measuring. For measuring a split the set would not choose
+    /// (the benchmark's even split over two GPUs) or keeping keys off a member.
+    pub fn set_shares(&self, weights: Option<&[f64]>) -> Result<()> {
+        let mut state = self.lock();
+        if let Some(w) = weights {
+            let members = state.members.len();
+            if w.len() != members || w.iter().any(|x| !x.is_finite() || *x < 0.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "shares {w:?}: a set of {members} needs {members} finite weights, none negative"
+                )));
+            }
+            if w.iter().all(|&x| x == 0.0) {
+                return Err(Error::InvalidArgument(
+                    "shares: at least one member must take keys".into(),
+                ));
+            }
+        }
+        state.fixed_shares = weights.map(<[f64]>::to_vec);
+        Ok(())
     }
 
     /// Makes member `member` fail with [`Error::Lost`] in the next call that gives it work:
@@ -159,8 +185,13 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         if keys.is_empty() {
             return Ok(());
         }
-        let rates: Vec<f64> = state.members.iter().map(|m| m.report.keys_per_s).collect();
-        let shares = split(keys.len(), &rates, state.merge_keys_per_s);
+        let shares = match &state.fixed_shares {
+            Some(weights) => split_by(keys.len(), weights),
+            None => {
+                let rates: Vec<f64> = state.members.iter().map(|m| m.report.keys_per_s).collect();
+                split(keys.len(), &rates, state.merge_keys_per_s)
+            }
+        };
         let mut parts = Vec::with_capacity(shares.len());
         let mut at = 0;
         for &s in &shares {
@@ -303,6 +334,8 @@ fn run_members<T: DeviceHeapKey + Sync, R: Send>(
 /// a host merge on the way out (`merge_keys_per_s`, measured; 0 while unknown), so a member
 /// joins only where its speed saves more than the merge costs: on the H200 machine PoCL's
 /// 3 % of 2^26 keys saved ~2 ms of NVIDIA's 73 and cost a 67M-key merge (~220 ms with copies).
+/// A member's speed counts every key an insert or a delete moved, and each key inserted is
+/// deleted later: its life on a member costs two keys' time, and one key's merge.
 fn split(total: usize, rates: &[f64], merge_keys_per_s: f64) -> Vec<usize> {
     let weights: Vec<f64> = if rates.iter().any(|&r| r <= 0.0) {
         vec![1.0; rates.len()]
@@ -313,11 +346,13 @@ fn split(total: usize, rates: &[f64], merge_keys_per_s: f64) -> Vec<usize> {
         } else {
             0.0
         };
-        let together_s = total as f64 / all + merge_s;
+        let moved = 2.0 * total as f64;
+        let together_s = moved / all + merge_s;
+        // The first of the fastest, on a tie.
         let fastest = (0..rates.len())
-            .max_by(|&a, &b| rates[a].total_cmp(&rates[b]))
+            .reduce(|a, b| if rates[b] > rates[a] { b } else { a })
             .unwrap_or(0);
-        let alone_s = total as f64 / rates[fastest];
+        let alone_s = moved / rates[fastest];
         if rates.len() > 1 && alone_s <= together_s {
             (0..rates.len())
                 .map(|i| if i == fastest { 1.0 } else { 0.0 })
@@ -326,17 +361,25 @@ fn split(total: usize, rates: &[f64], merge_keys_per_s: f64) -> Vec<usize> {
             rates.to_vec()
         }
     };
+    split_by(total, &weights)
+}
+
+/// `total` keys cut in proportion to `weights` (not all 0): cumulative cuts, so the shares
+/// add up to `total` whatever the rounding.
+fn split_by(total: usize, weights: &[f64]) -> Vec<usize> {
     let sum: f64 = weights.iter().sum();
-    let mut shares: Vec<usize> = weights
-        .iter()
-        .map(|w| (total as f64 * w / sum).floor() as usize)
-        .collect();
-    // The rounding's remainder to the fastest member.
-    let given: usize = shares.iter().sum();
-    let fastest = (0..weights.len())
-        .max_by(|&a, &b| weights[a].total_cmp(&weights[b]))
-        .unwrap_or(0);
-    shares[fastest] += total - given;
+    let mut shares = Vec::with_capacity(weights.len());
+    let (mut acc, mut at) = (0.0, 0usize);
+    for (i, w) in weights.iter().enumerate() {
+        acc += w;
+        let end = if i + 1 == weights.len() {
+            total
+        } else {
+            ((total as f64 * acc / sum).round() as usize).clamp(at, total)
+        };
+        shares.push(end - at);
+        at = end;
+    }
     shares
 }
 
@@ -447,7 +490,7 @@ fn par_merge<T: DeviceHeapKey + Sync, K: Ord>(
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_runs, split};
+    use super::{merge_runs, split, split_by};
 
     #[test]
     fn a_member_joins_only_where_it_saves_more_than_the_merge_costs() {
@@ -464,6 +507,24 @@ mod tests {
         let s = split(1000, &[3.0, 1.0], 0.0);
         assert_eq!(s, vec![750, 250]);
         assert_eq!(split(7, &[1.0], 1.0), vec![7]);
+        // Two equal members, a merge at 1.5x a member's speed: each key's life (insert and
+        // delete) on one member costs 2 / 1e9 s, on two 1 / 1e9 s plus 0.67 / 1e9 s merging.
+        assert_eq!(split(1000, &[1e9, 1e9], 1.5e9), vec![500, 500]);
+        // A merge slower than half a member's speed: the second member saves less than it costs.
+        assert_eq!(split(1000, &[1e9, 1e9], 0.9e9), vec![1000, 0]);
+    }
+
+    #[test]
+    fn fixed_weights_cut_every_key_once() {
+        assert_eq!(split_by(10, &[1.0, 1.0]), vec![5, 5]);
+        assert_eq!(split_by(7, &[0.0, 1.0, 0.0]), vec![0, 7, 0]);
+        assert_eq!(split_by(1, &[1.0, 1.0]), vec![1, 0]);
+        for total in [0, 1, 2, 3, 999, 1 << 30] {
+            for w in [vec![1.0, 2.0, 3.0], vec![1e-300, 1.0], vec![0.1; 7]] {
+                let s = split_by(total, &w);
+                assert_eq!(s.iter().sum::<usize>(), total, "{total} {w:?}");
+            }
+        }
     }
 
     #[test]
