@@ -522,8 +522,8 @@ fn set_rows<T: BenchKey>(
     batch: usize,
     pattern: &'static str,
     keys: &[u32],
-) -> Result<Vec<Row>> {
-    let mut rows = Vec::new();
+    emit: &mut dyn FnMut(Row),
+) -> Result<()> {
     for (i, rt) in set.members().iter().enumerate() {
         let run = gpu_row::<T>(
             rt,
@@ -534,7 +534,7 @@ fn set_rows<T: BenchKey>(
             keys,
             &[],
         )?;
-        rows.push(Row {
+        emit(Row {
             mode: format!("gpu@{i}:auto"),
             pattern,
             batch,
@@ -560,7 +560,7 @@ fn set_rows<T: BenchKey>(
     for (mode, shares) in [("gpu-set:auto", None), ("gpu-set:even", Some(&even[..]))] {
         heap.set_shares(shares)?;
         let cycle = set_cycle(&heap, &keys, &want)?;
-        rows.push(Row {
+        emit(Row {
             mode: mode.into(),
             pattern,
             batch,
@@ -580,7 +580,7 @@ fn set_rows<T: BenchKey>(
             })),
         });
     }
-    Ok(rows)
+    Ok(())
 }
 
 /// A timed insert-all + delete-all on a spread heap: times, each member's report after the
@@ -864,20 +864,20 @@ impl Runner<'_> {
         pattern: &'static str,
         keys: &[u32],
         preload: &[u32],
-    ) -> Result<Vec<Row>> {
+        emit: &mut dyn FnMut(Row),
+    ) -> Result<()> {
         let plan = &self.plan;
-        let mut rows = Vec::new();
         if plan.use_coop {
             let heap = self.coop_heap(batch, plan.n / batch + 2)?;
             let (ins, del, ok) = concurrent_run(&self.pool, &heap, batch, keys)?;
-            rows.push(self.host_row(coop_row(&heap), pattern, batch, (ins, del), ok));
+            emit(self.host_row(coop_row(&heap), pattern, batch, (ins, del), ok));
         }
         if plan.use_cpu {
             for &direction in &plan.directions {
                 let heap = ConcurrentGeneralizedHeap::new(batch, keys.len() / batch + 2)?
                     .with_insert_direction(direction);
                 let (ins, del, ok) = concurrent_run(&self.pool, &heap, batch, keys)?;
-                rows.push(self.host_row(named("cpu", direction), pattern, batch, (ins, del), ok));
+                emit(self.host_row(named("cpu", direction), pattern, batch, (ins, del), ok));
             }
         }
         if plan.use_gpu {
@@ -898,7 +898,7 @@ impl Runner<'_> {
                     gpu_row::<u32>(rt, batch, shape, direction, policy, keys, preload)?
                 };
                 let (groups, wg) = run.shape;
-                rows.push(Row {
+                emit(Row {
                     mode: match policy {
                         BulkPolicy::Never => named("gpu", direction),
                         BulkPolicy::Auto => "gpu:auto".to_string(),
@@ -918,16 +918,18 @@ impl Runner<'_> {
         if let Some(set) = self.set.as_ref().filter(|_| {
             plan.use_gpu && preload.is_empty() && plan.bulk_policies.contains(&BulkPolicy::Auto)
         }) {
-            rows.extend(if self.args.key == "i32" {
-                set_rows::<i32>(set, batch, pattern, keys)?
+            if self.args.key == "i32" {
+                set_rows::<i32>(set, batch, pattern, keys, emit)?
             } else {
-                set_rows::<u32>(set, batch, pattern, keys)?
-            });
+                set_rows::<u32>(set, batch, pattern, keys, emit)?
+            }
         }
         if !self.args.no_peers {
-            rows.extend(peer_rows(keys, pattern, batch)?);
+            for row in peer_rows(keys, pattern, batch)? {
+                emit(row);
+            }
         }
-        Ok(rows)
+        Ok(())
     }
 
     fn print(&self, rows: &[Row]) {
@@ -1043,15 +1045,16 @@ fn run(args: &Args) -> Result<bool> {
         let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
         for &pattern in &plan.patterns {
             let keys = keys_for(pattern, plan.n, args.seed)?;
-            let done = runner.insert_delete_rows(batch, pattern, &keys, &preload)?;
-            // JSON rows go out as each pattern finishes: a long sweep cut short keeps them.
-            if args.json {
-                runner.print(&done);
-                printed += done.len();
-                verified &= done.iter().all(|r| r.verified);
-            } else {
-                rows.extend(done);
-            }
+            // JSON rows go out as each finishes: a long sweep cut short keeps them.
+            runner.insert_delete_rows(batch, pattern, &keys, &preload, &mut |row| {
+                if args.json {
+                    runner.print(std::slice::from_ref(&row));
+                    printed += 1;
+                    verified &= row.verified;
+                } else {
+                    rows.push(row);
+                }
+            })?;
         }
     }
     if rows.is_empty() && printed == 0 {
