@@ -107,6 +107,11 @@ struct Args {
     /// Skip the peers (std BinaryHeap and the sequential generalized heap, one core each).
     #[arg(long)]
     no_peers: bool,
+    /// Say on stderr when each step of a device row starts (making the heap, the warm-up,
+    /// the insert, the delete, the check), with the seconds since the start: where a long
+    /// run spends its time.
+    #[arg(long)]
+    trace: bool,
     /// Random seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -158,6 +163,16 @@ struct GpuRun {
     stats: serde_json::Value,
 }
 
+/// `--trace`: when the run started, if steps are to be reported.
+static TRACE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// Reports a step on stderr under `--trace`.
+fn trace(step: impl std::fmt::Display) {
+    if let Some(start) = TRACE.get() {
+        eprintln!("heap_bench {:9.3} s: {step}", start.elapsed().as_secs_f64());
+    }
+}
+
 /// A device heap of batches of `batch` keys, with room for `nodes` nodes from the start.
 fn device_heap<T: DeviceHeapKey>(
     rt: &Runtime,
@@ -191,6 +206,10 @@ fn gpu_row<T: BenchKey>(
     preload: &[u32],
 ) -> Result<GpuRun> {
     let nodes = (keys.len() + preload.len()) / batch + 2;
+    trace(format_args!(
+        "{}: making a heap of {nodes} nodes",
+        rt.profile().label()
+    ));
     let heap = device_heap::<T>(rt, batch, shape, nodes, direction, policy)?;
     let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
     let preload: Vec<T> = preload.iter().map(|&k| T::from_u32(k)).collect();
@@ -386,15 +405,19 @@ fn device_run<T: BenchKey>(
     preload: &[T],
     policy: BulkPolicy,
 ) -> Result<(f64, f64, bool)> {
+    trace("warm-up");
     warm_up(heap)?;
     heap.insert(preload)?;
     heap.set_bulk_policy(policy);
+    trace(format_args!("insert of {} keys", keys.len()));
     let t = Instant::now();
     heap.insert(keys)?;
     let insert_ms = t.elapsed().as_secs_f64() * 1e3;
+    trace("delete");
     let t = Instant::now();
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
+    trace("check");
     let mut want: Vec<T> = keys.iter().chain(preload).copied().collect();
     want.par_sort_unstable();
     heap.set_bulk_policy(BulkPolicy::Auto);
@@ -550,6 +573,7 @@ fn set_rows<T: BenchKey>(
         initial_nodes: keys.len() / batch + 2,
         ..DeviceHeapConfig::new(batch)
     };
+    trace("set: making the heap");
     let heap = SpreadHeap::<T>::new(set, &config)?;
     let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
     let mut want = keys.clone();
@@ -596,14 +620,17 @@ struct SetCycle {
 /// Two untimed insert-all + delete-all cycles on a spread heap (the first builds the
 /// programs and measures the members), then a timed one checked against `want`.
 fn set_cycle<T: BenchKey>(heap: &SpreadHeap<T>, keys: &[T], want: &[T]) -> Result<SetCycle> {
-    for _ in 0..2 {
+    for i in 0..2 {
+        trace(format_args!("set: untimed cycle {i}"));
         heap.insert(keys)?;
         heap.delete_min(keys.len())?;
     }
+    trace("set: insert");
     let t = Instant::now();
     heap.insert(keys)?;
     let insert_ms = t.elapsed().as_secs_f64() * 1e3;
     let inserted = heap.members();
+    trace("set: delete");
     let t = Instant::now();
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -1019,6 +1046,9 @@ fn coop_row(heap: &CooperativeHeap<u32>) -> String {
 }
 
 fn run(args: &Args) -> Result<bool> {
+    if args.trace {
+        TRACE.get_or_init(Instant::now);
+    }
     let plan = Plan::new(args)?;
     let pool = LatencyPool::with_threads(args.threads)?;
     let set = if plan.use_gpu || plan.use_coop {
@@ -1044,6 +1074,7 @@ fn run(args: &Args) -> Result<bool> {
         }
         let preload = keys_for("random", args.preload, args.seed ^ 0x9e37)?;
         for &pattern in &plan.patterns {
+            trace(format_args!("generating {} {pattern} keys", plan.n));
             let keys = keys_for(pattern, plan.n, args.seed)?;
             // JSON rows go out as each finishes: a long sweep cut short keeps them.
             runner.insert_delete_rows(batch, pattern, &keys, &preload, &mut |row| {
