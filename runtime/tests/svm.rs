@@ -348,3 +348,28 @@ fn kernels_follow_pointers_stored_in_svm() {
         );
     }
 }
+
+/// A new buffer larger than one device fill's piece (1 GiB) starts zeroed in every piece,
+/// also where the memory held other values before (a buffer of the same size, filled and
+/// dropped just before, which the allocator may hand back).
+#[test]
+fn new_buffers_over_a_gib_start_zeroed_in_every_piece() {
+    let n = (1usize << 30) / 4 + 8192;
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        {
+            let mut dirty = rt.alloc::<u32>(n).unwrap();
+            dirty.write(&vec![u32::MAX; n]).unwrap();
+        }
+        let mut buf = rt.alloc::<u32>(n).unwrap();
+        let edge = (1usize << 30) / 4;
+        for (at, len) in [(0, 4096), (edge - 2048, 4096), (n - 1000, 1000)] {
+            let got = buf.read_range(at, len).unwrap();
+            assert!(
+                got.iter().all(|&v| v == 0),
+                "transport {t}: elements {at}..{} not zeroed",
+                at + len
+            );
+        }
+    }
+}

@@ -27,12 +27,14 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ocl::core::{CommandQueue, Context, Event};
 use ocl::ffi;
 
 use super::stream::copy_bits_streaming_par;
-use crate::error::{Error, Result};
+use crate::backoff::{Backoff, Deadline};
+use crate::error::{Error, Result, Side};
 
 const MAPPED: usize = 1;
 const IN_FLIGHT_ONE: usize = 2;
@@ -144,6 +146,17 @@ static SVM_ALLOC_LOCK: Mutex<()> = Mutex::new(());
 /// int32 keys), so structures can lay out aligned blocks and keep hot words apart.
 pub(crate) const SVM_ALIGN: u32 = 128;
 
+/// The largest piece of a new buffer one device-side fill zeroes. A device heap of 2^30 keys
+/// (its first buffers over 4 GiB: 6 GiB each) made no visible progress for minutes on
+/// NVIDIA's OpenCL for the H100, while every buffer of up to 4 GiB worked there; which call
+/// stalled is not known yet. Pieces keep each fill within the sizes known to work, for one
+/// enqueue per GiB.
+const FILL_PIECE: usize = 1 << 30;
+
+/// How long zeroing a new buffer may take before the allocation reports a stall (far more
+/// than any device has needed): with it, a fill that never finishes is an error, not a hang.
+const FILL_BOUND: Duration = Duration::from_secs(120);
+
 impl SvmAlloc {
     fn new(context: &Context, queue: &CommandQueue, bytes: usize, kind: SvmKind) -> Result<Self> {
         let request = bytes.max(1).next_multiple_of(SVM_ALIGN as usize);
@@ -176,35 +189,70 @@ impl SvmAlloc {
         // Zero the memory so every element starts initialised, with a device-side fill (a
         // memset on the device for coarse SVM on a GPU, instead of a host loop over mapped
         // memory), waited for before anyone can touch the buffer.
-        let pattern = 0u32;
-        let mut raw_event: ffi::cl_event = std::ptr::null_mut();
-        // SAFETY: the pointer and size describe this allocation (the size is a multiple of
-        // SVM_ALIGN, hence of the 4-byte pattern); the pattern lives across the call (the
-        // runtime copies it); `raw_event` is a valid out-pointer.
-        let code = unsafe {
-            ffi::clEnqueueSVMMemFill(
-                queue.as_ptr(),
-                alloc.ptr.as_ptr() as *mut c_void,
-                &pattern as *const u32 as *const c_void,
-                std::mem::size_of::<u32>(),
-                alloc.bytes,
-                0,
-                std::ptr::null(),
-                &mut raw_event,
-            )
-        };
-        if code != 0 {
-            return Err(Error::status(
-                "clEnqueueSVMMemFill",
-                "zeroing a new SVM buffer",
-                code,
-            ));
+        if let Err(e) = alloc.zero() {
+            // A fill that did not finish may still write: the memory must outlive it.
+            std::mem::forget(alloc);
+            return Err(e);
         }
-        // SAFETY: a successful enqueue returned a new event with one reference, owned here.
-        let event = unsafe { Event::from_raw_create_ptr(raw_event) };
-        ocl::core::wait_for_event(&event)
-            .map_err(|e| Error::ocl("clWaitForEvents", "SVM fill", e))?;
         Ok(alloc)
+    }
+
+    /// Fills the allocation with zeros on the device, in pieces of at most [`FILL_PIECE`]
+    /// bytes, and waits at most [`FILL_BOUND`] for them.
+    fn zero(&self) -> Result<()> {
+        let pattern = 0u32;
+        let mut events = Vec::with_capacity(self.bytes.div_ceil(FILL_PIECE));
+        for at in (0..self.bytes).step_by(FILL_PIECE) {
+            let len = FILL_PIECE.min(self.bytes - at);
+            let mut raw_event: ffi::cl_event = std::ptr::null_mut();
+            // SAFETY: `at..at + len` lies inside this allocation and is a multiple of the
+            // 4-byte pattern (the allocation's size and FILL_PIECE are multiples of
+            // SVM_ALIGN); the pattern lives across the call (the runtime copies it);
+            // `raw_event` is a valid out-pointer.
+            let code = unsafe {
+                ffi::clEnqueueSVMMemFill(
+                    self.queue.as_ptr(),
+                    self.ptr.as_ptr().add(at) as *mut c_void,
+                    &pattern as *const u32 as *const c_void,
+                    std::mem::size_of::<u32>(),
+                    len,
+                    0,
+                    std::ptr::null(),
+                    &mut raw_event,
+                )
+            };
+            if code != 0 {
+                return Err(Error::status(
+                    "clEnqueueSVMMemFill",
+                    "zeroing a new SVM buffer",
+                    code,
+                ));
+            }
+            // SAFETY: a successful enqueue returned a new event with one reference, owned
+            // here.
+            events.push(unsafe { Event::from_raw_create_ptr(raw_event) });
+        }
+        let deadline = Deadline::after(FILL_BOUND);
+        let mut backoff = Backoff::new();
+        for event in &events {
+            loop {
+                let status = ocl::core::event_status(event)
+                    .map_err(|e| Error::ocl("clGetEventInfo", "SVM fill", e))?;
+                if status == ocl::core::CommandExecutionStatus::Complete {
+                    break;
+                }
+                if deadline.expired() {
+                    return Err(Error::Stalled {
+                        side: Side::Device,
+                        waiting_for: format!("zeroing a new SVM buffer of {} bytes", self.bytes),
+                        waited_ms: deadline.waited_ms(),
+                        detail: format!("{} fill pieces of {FILL_PIECE} bytes", events.len()),
+                    });
+                }
+                backoff.snooze_within(deadline.waited());
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn as_ptr(&self) -> *mut u8 {
