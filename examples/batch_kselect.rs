@@ -220,6 +220,8 @@ struct Bench<'a> {
     device_label: String,
     transport: String,
     progress: Progress,
+    /// The key type, for the JSON rows.
+    dtype: Dtype,
 }
 
 impl Bench<'_> {
@@ -238,6 +240,7 @@ impl Bench<'_> {
         runners: &[Runner],
     ) -> Result<(Vec<Row>, Option<Vec<K>>)> {
         let mut rows = Vec::new();
+        let mut printed = 0;
         let mut last = None;
         // Resident keys: uploaded once, before any clock (on a device set: to each member for
         // its row alone; the set's own upload follows each cut, below).
@@ -368,6 +371,11 @@ impl Bench<'_> {
                 if runner.strategy().is_some() {
                     last = Some(result);
                 }
+            }
+            // JSON rows go out as each length finishes: a long sweep cut short keeps them.
+            if self.args.json {
+                self.print(&rows[printed..], data.len(), self.dtype);
+                printed = rows.len();
             }
         }
         Ok((rows, last))
@@ -729,12 +737,15 @@ fn run(args: &Args) -> Result<bool> {
         device_label,
         transport,
         progress: Progress::new(steps, args.json),
+        dtype,
     };
     macro_rules! go {
         ($t:ty, $data:expr) => {{
             let (rows, last) = bench.run::<$t>($data, &lengths, &runners)?;
             bench.progress.bar.finish_and_clear();
-            bench.print(&rows, n, dtype);
+            if !args.json {
+                bench.print(&rows, n, dtype);
+            }
             if let (Some(path), Some(values)) = (&args.output, last) {
                 npy::write(path, &values)?;
             }
