@@ -5,7 +5,10 @@
 #   bash scripts/bench.sh --full          # full: the GPU machine's sizes (see scripts/gpu-bundle.sh)
 #   bash scripts/bench.sh --only kselect,heap --device nvidia --machine h200
 #
-# Workloads: kselect, heap, sssp, knapsack, list, arena, runtime (default: all). Each writes
+# Workloads: kselect, heap, sssp, knapsack, list, arena, runtime (default: all), and sets
+# (only when named: a device set, `--device` a list such as nvidia,nvidia; k-selection with
+# resident keys and the heap's bulk sort first, at 2^30 and 2^29 keys, then every strategy
+# from host memory at 2^28 and 2^30; about 12 minutes on two H100s). Each writes
 # docs/results/<workload>-<machine>-<date>.jsonl (arena: criterion's text, .txt): `# ` lines
 # say the machine, commit, date
 # and the command of the rows that follow; the rows are the examples' own `--json` output,
@@ -35,7 +38,7 @@ while (($#)); do
     --only) only=$2; shift ;;
     --plots-only) plots_only=1 ;;
     --bgpq) bgpq=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -44,7 +47,8 @@ workloads=(kselect heap sssp knapsack list arena runtime)
 if [[ -n $only ]]; then
   IFS=, read -r -a chosen <<<"$only"
   for w in "${chosen[@]}"; do
-    [[ " ${workloads[*]} " == *" $w "* ]] || { echo "bench.sh: --only $w: expected ${workloads[*]}" >&2; exit 2; }
+    [[ " ${workloads[*]} sets " == *" $w "* ]] || { echo "bench.sh: --only $w: expected ${workloads[*]} sets" >&2; exit 2; }
+    [[ $w != sets || $device == *,* || $device == all ]] || { echo "bench.sh: --only sets needs --device LIST (for example nvidia,nvidia)" >&2; exit 2; }
   done
   workloads=("${chosen[@]}")
 fi
@@ -160,6 +164,17 @@ for w in "${workloads[@]}"; do
           run "$file" heap_bench "${dev_args[@]}" --mode gpu --no-peers --pattern random --insert td --batch 256 --keys-log2 $l --preload 262144 --bulk never,auto
         done
       fi ;;
+    sets)
+      # One device alone beside the set in every run (rows gpu@i); the heap's steps on stderr.
+      for l in 30 28; do
+        run "$file" batch_kselect "${dev_args[@]}" "${thr_args[@]}" --total-log2 $l --mode gpu --strategy radix --resident --repeat 5 --no-peers
+      done
+      for l in 30 29; do
+        run "$file" heap_bench "${dev_args[@]}" --mode gpu --bulk auto --key i32 --keys-log2 $l --batch 1024 --pattern random --no-peers --trace 2>>"$out/$w-$machine-$date.trace"
+      done
+      for l in 28 30; do
+        run "$file" batch_kselect "${dev_args[@]}" "${thr_args[@]}" --total-log2 $l --mode cpu,gpu,coop --strategy all --resident --repeat 5 --no-peers
+      done ;;
     sssp)
       if full; then
         run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 22
