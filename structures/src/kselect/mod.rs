@@ -50,10 +50,20 @@ pub enum Sublists {
 impl Sublists {
     /// Checks the cut against `total` keys and `k`, returning the boundaries.
     pub fn boundaries(&self, total: usize, k: usize) -> Result<Vec<usize>> {
+        self.count(total, k)?;
+        Ok(match self {
+            Sublists::Equal(len) => (0..=total / len).map(|i| i * len).collect(),
+            Sublists::Offsets(o) => o.clone(),
+        })
+    }
+
+    /// Checks the cut against `total` keys and `k`, returning how many sub-lists it makes
+    /// (equal sub-lists in constant time, without building their boundaries).
+    pub fn count(&self, total: usize, k: usize) -> Result<usize> {
         if total == 0 {
             return Err(Error::InvalidArgument("the input is empty".into()));
         }
-        let offs = match self {
+        let (n, shortest) = match self {
             Sublists::Equal(0) => return Err(Error::InvalidArgument("sub-list length 0".into())),
             Sublists::Equal(len) => {
                 if total % len != 0 {
@@ -61,7 +71,7 @@ impl Sublists {
                         "{total} keys cannot be cut into sub-lists of {len} ({total} is not a multiple of {len})"
                     )));
                 }
-                (0..=total / len).map(|i| i * len).collect()
+                (total / len, *len)
             }
             Sublists::Offsets(o) => {
                 if o.len() < 2 || o[0] != 0 || *o.last().unwrap_or(&0) != total {
@@ -74,16 +84,16 @@ impl Sublists {
                         "sub-list {w} is empty or offsets decrease"
                     )));
                 }
-                o.clone()
+                let shortest = o.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0);
+                (o.len() - 1, shortest)
             }
         };
-        let shortest = offs.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0);
         if k == 0 || k > shortest {
             return Err(Error::InvalidArgument(format!(
                 "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
             )));
         }
-        Ok(offs)
+        Ok(n)
     }
 }
 

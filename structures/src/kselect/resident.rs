@@ -60,33 +60,7 @@ impl KSelector {
         sublists: &Sublists,
         k: usize,
     ) -> Result<(Vec<K>, SelectStats)> {
-        let mut cache = resident
-            .0
-            .lock()
-            .map_err(|_| Error::Lost("a resident selection panicked".into()))?;
-        // Equal sub-lists the cached buffers were made for need no offsets built and compared
-        // (2^30 keys in sub-lists of 2^11: half a million of each, about 1 ms a call).
-        let same_equal_cut = match (sublists, cache.as_ref()) {
-            (Sublists::Equal(len), Some(c)) => {
-                c.equal_len == Some(*len) && c.offs.last() == Some(&keys.len())
-            }
-            _ => false,
-        };
-        let offs = if same_equal_cut {
-            let len = cache.as_ref().map_or(0, |c| c.offs[1]);
-            if k == 0 || k > len {
-                return Err(Error::InvalidArgument(format!(
-                    "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {len}"
-                )));
-            }
-            None
-        } else {
-            Some(sublists.boundaries(keys.len(), k)?)
-        };
-        let n = offs
-            .as_ref()
-            .or(cache.as_ref().map(|c| &c.offs))
-            .map_or(0, |o| o.len() - 1);
+        let n = sublists.count(keys.len(), k)?;
         if keys.len() > u32::MAX as usize || k > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!(
                 "{} keys: resident selection takes fewer than 2^32",
@@ -96,26 +70,27 @@ impl KSelector {
         let wg = radix_work_group(rt, self.work_group)?;
         let made_for = (radix_options::<K>(wg), self.radix_tile);
         let started = Instant::now();
-        let mut setup = std::time::Duration::ZERO;
-        let stale = |c: &ResidentBuffers| match &offs {
-            Some(offs) => c.offs != *offs || c.made_for != made_for,
-            None => c.made_for != made_for,
+        let mut cache = resident
+            .0
+            .lock()
+            .map_err(|_| Error::Lost("a resident selection panicked".into()))?;
+        // Equal sub-lists are matched to the cached cut by their length: no boundaries built
+        // and compared on every call (half a million of each at 2^30 keys in sub-lists of 2^11).
+        let same_cut = |c: &ResidentBuffers| match sublists {
+            Sublists::Equal(len) => c.equal_len == Some(*len) && c.offs.last() == Some(&keys.len()),
+            Sublists::Offsets(o) => c.offs == *o,
         };
-        if cache.as_ref().is_none_or(stale) {
-            let offs = match offs {
-                Some(offs) => offs,
-                None => sublists.boundaries(keys.len(), k)?,
-            };
+        let mut setup = std::time::Duration::ZERO;
+        if cache
+            .as_ref()
+            .is_none_or(|c| !same_cut(c) || c.made_for != made_for)
+        {
             let t = Instant::now();
             // Free the old buffers before making new ones.
             *cache = None;
             let program = radix_program(rt, &made_for.0)?;
-            let mut made = buffers(rt, &program, wg, offs, made_for)?;
-            made.equal_len = match sublists {
-                Sublists::Equal(len) => Some(*len),
-                Sublists::Offsets(_) => None,
-            };
-            *cache = Some(made);
+            let offs = sublists.boundaries(keys.len(), k)?;
+            *cache = Some(buffers(rt, &program, wg, offs, sublists, made_for)?);
             setup = t.elapsed();
         }
         let bufs = cache.as_mut().expect("filled above");
@@ -151,6 +126,7 @@ fn buffers(
     program: &Program,
     wg: usize,
     offs: Vec<usize>,
+    cut: &Sublists,
     made_for: (String, usize),
 ) -> Result<ResidentBuffers> {
     let total = *offs.last().unwrap_or(&0);
@@ -161,7 +137,10 @@ fn buffers(
     let radix = DeviceRadix::new(rt, program, None, wg, made_for.1, total, offs.len() - 1)?;
     Ok(ResidentBuffers {
         offs,
-        equal_len: None,
+        equal_len: match cut {
+            Sublists::Equal(len) => Some(*len),
+            Sublists::Offsets(_) => None,
+        },
         made_for,
         radix,
         offsets,

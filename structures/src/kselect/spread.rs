@@ -745,25 +745,25 @@ impl KSelector {
             };
             self.resident_on(rt, cache, &part.keys, &part.cut, k)
         };
-        // The first part runs on this thread, the others on driver threads started before
-        // it: a call on two H100s takes about 2 ms at 2^30 keys, and with every part on a
-        // thread of its own the set's calls took about 0.2 ms beyond the slower member's.
-        let results: Vec<Result<(Vec<K>, SelectStats)>> = match keys.parts.split_first() {
-            None => Vec::new(),
-            Some((first, [])) => vec![select(first)],
-            Some((first, rest)) => std::thread::scope(|s| {
-                let handles: Vec<_> = rest
+        // One part (the others hold nothing): on this thread, no driver thread to start.
+        let results: Vec<Result<(Vec<K>, SelectStats)>> = if keys.parts.len() == 1 {
+            vec![select(&keys.parts[0])]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = keys
+                    .parts
                     .iter()
                     .map(|part| s.spawn(move || select(part)))
                     .collect();
-                let mut out = vec![select(first)];
-                out.extend(handles.into_iter().map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::Lost("a device driver thread panicked".into()))
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Error::Lost("a device driver thread panicked".into()))
+                        })
                     })
-                }));
-                out
-            }),
+                    .collect()
+            })
         };
         let mut answers = Vec::with_capacity(n);
         let mut stats = SelectStats {
