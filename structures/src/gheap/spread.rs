@@ -474,24 +474,15 @@ fn par_merge<T: DeviceHeapKey + Sync, K: Ord>(
     out.par_extend(rayon::iter::repeat_n(fill, total));
     out.par_chunks_mut(chunk).enumerate().for_each(|(c, dst)| {
         let (mut i, mut j) = cut(c * chunk);
-        let mut o = 0;
-        // While both runs have keys: no branch on the comparison (random keys mispredict
-        // half of such branches). Two runs of 2^25 random keys on the dev machine's two
-        // cores: 165 ms for the whole merge against 220 with a branch per key.
-        while o < dst.len() && i < a.len() && j < b.len() {
-            let (x, y) = (a[i], b[j]);
-            let take_b = key(&y) < key(&x);
-            dst[o] = if take_b { y } else { x };
-            i += usize::from(!take_b);
-            j += usize::from(take_b);
-            o += 1;
-        }
-        // One run is spent (or the chunk is full): the rest comes from the other.
-        let rest = dst.len() - o;
-        if i < a.len() {
-            dst[o..].copy_from_slice(&a[i..i + rest]);
-        } else {
-            dst[o..].copy_from_slice(&b[j..j + rest]);
+        for slot in dst.iter_mut() {
+            let take_b = j < b.len() && (i >= a.len() || key(&b[j]) < key(&a[i]));
+            if take_b {
+                *slot = b[j];
+                j += 1;
+            } else {
+                *slot = a[i];
+                i += 1;
+            }
         }
     });
     out
