@@ -349,11 +349,12 @@ fn kernels_follow_pointers_stored_in_svm() {
     }
 }
 
-/// A new buffer larger than one device fill's piece (1 GiB) starts zeroed in every piece,
-/// also where the memory held other values before (a buffer of the same size, filled and
-/// dropped just before, which the allocator may hand back).
+/// A new buffer larger than one device fill's or copy's piece (1 GiB) starts zeroed in every
+/// piece, also where the memory held other values before (a buffer of the same size, filled
+/// and dropped just before, which the allocator may hand back), and copies in and out of it
+/// move every piece, the one across the first GiB boundary included.
 #[test]
-fn new_buffers_over_a_gib_start_zeroed_in_every_piece() {
+fn buffers_over_a_gib_are_zeroed_and_copied_in_every_piece() {
     let n = (1usize << 30) / 4 + 8192;
     for t in common::transports() {
         let rt = common::runtime(t);
@@ -371,5 +372,12 @@ fn new_buffers_over_a_gib_start_zeroed_in_every_piece() {
                 at + len
             );
         }
+        let data: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        buf.copy_from_host(0, &data).unwrap();
+        let across = buf.read_range(edge - 3, 7).unwrap();
+        assert_eq!(across, data[edge - 3..edge + 4], "transport {t}");
+        assert!(buf.read().unwrap() == data, "transport {t}: whole buffer");
     }
 }

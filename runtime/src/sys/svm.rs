@@ -146,12 +146,12 @@ static SVM_ALLOC_LOCK: Mutex<()> = Mutex::new(());
 /// int32 keys), so structures can lay out aligned blocks and keep hot words apart.
 pub(crate) const SVM_ALIGN: u32 = 128;
 
-/// The largest piece of a new buffer one device-side fill zeroes. A device heap of 2^30 keys
-/// (its first buffers over 4 GiB: 6 GiB each) made no visible progress for minutes on
-/// NVIDIA's OpenCL for the H100, while every buffer of up to 4 GiB worked there; which call
-/// stalled is not known yet. Pieces keep each fill within the sizes known to work, for one
-/// enqueue per GiB.
-const FILL_PIECE: usize = 1 << 30;
+/// The largest piece one device-side fill or one blocking copy moves. A device heap of 2^30
+/// keys (its first buffers over 4 GiB: 6 GiB each) made no visible progress for minutes on
+/// NVIDIA's OpenCL for the H100, while every buffer of up to 4 GiB worked there, filled and
+/// copied whole; which call stalled is not known yet. Pieces keep each fill and copy within
+/// the sizes known to work, for one enqueue per GiB.
+const TRANSFER_PIECE: usize = 1 << 30;
 
 /// How long zeroing a new buffer may take before the allocation reports a stall (far more
 /// than any device has needed): with it, a fill that never finishes is an error, not a hang.
@@ -197,16 +197,16 @@ impl SvmAlloc {
         Ok(alloc)
     }
 
-    /// Fills the allocation with zeros on the device, in pieces of at most [`FILL_PIECE`]
+    /// Fills the allocation with zeros on the device, in pieces of at most [`TRANSFER_PIECE`]
     /// bytes, and waits at most [`FILL_BOUND`] for them.
     fn zero(&self) -> Result<()> {
         let pattern = 0u32;
-        let mut events = Vec::with_capacity(self.bytes.div_ceil(FILL_PIECE));
-        for at in (0..self.bytes).step_by(FILL_PIECE) {
-            let len = FILL_PIECE.min(self.bytes - at);
+        let mut events = Vec::with_capacity(self.bytes.div_ceil(TRANSFER_PIECE));
+        for at in (0..self.bytes).step_by(TRANSFER_PIECE) {
+            let len = TRANSFER_PIECE.min(self.bytes - at);
             let mut raw_event: ffi::cl_event = std::ptr::null_mut();
             // SAFETY: `at..at + len` lies inside this allocation and is a multiple of the
-            // 4-byte pattern (the allocation's size and FILL_PIECE are multiples of
+            // 4-byte pattern (the allocation's size and TRANSFER_PIECE are multiples of
             // SVM_ALIGN); the pattern lives across the call (the runtime copies it);
             // `raw_event` is a valid out-pointer.
             let code = unsafe {
@@ -246,7 +246,7 @@ impl SvmAlloc {
                         side: Side::Device,
                         waiting_for: format!("zeroing a new SVM buffer of {} bytes", self.bytes),
                         waited_ms: deadline.waited_ms(),
-                        detail: format!("{} fill pieces of {FILL_PIECE} bytes", events.len()),
+                        detail: format!("{} fill pieces of {TRANSFER_PIECE} bytes", events.len()),
                     });
                 }
                 backoff.snooze_within(deadline.waited());
@@ -386,8 +386,9 @@ impl SvmAlloc {
         }
     }
 
-    /// A blocking `clEnqueueSVMMemcpy` (the driver's DMA path; no host mapping) under the same
-    /// exclusive claim as a map; `what` names the copy in errors.
+    /// Blocking `clEnqueueSVMMemcpy`s (the driver's DMA path; no host mapping) of at most
+    /// [`TRANSFER_PIECE`] bytes each, under the same exclusive claim as a map; `what` names
+    /// the copy in errors.
     ///
     /// # Safety
     /// `src` must be readable and `dst` writable for `bytes` bytes for the duration of the
@@ -400,25 +401,29 @@ impl SvmAlloc {
         what: &str,
     ) -> Result<()> {
         let raw = self.map_claim()?;
-        // SAFETY: both ranges are valid for `bytes` (caller's contract) and the copy is
-        // blocking, so it has finished with both on return. The claim keeps launches and host
-        // maps away meanwhile.
-        let code = unsafe {
-            ffi::clEnqueueSVMMemcpy(
-                self.queue.as_ptr(),
-                ffi::CL_TRUE,
-                dst,
-                src,
-                bytes,
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        };
-        drop(raw);
-        if code != 0 {
-            return Err(Error::status("clEnqueueSVMMemcpy", what, code));
+        for at in (0..bytes).step_by(TRANSFER_PIECE) {
+            let len = TRANSFER_PIECE.min(bytes - at);
+            // SAFETY: `at + len <= bytes`, and both ranges are valid for `bytes` (caller's
+            // contract), so both pieces lie inside them; the copy is blocking, so it has
+            // finished with both on return. The claim keeps launches and host maps away
+            // meanwhile.
+            let code = unsafe {
+                ffi::clEnqueueSVMMemcpy(
+                    self.queue.as_ptr(),
+                    ffi::CL_TRUE,
+                    (dst as *mut u8).add(at) as *mut c_void,
+                    (src as *const u8).add(at) as *const c_void,
+                    len,
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            };
+            if code != 0 {
+                return Err(Error::status("clEnqueueSVMMemcpy", what, code));
+            }
         }
+        drop(raw);
         Ok(())
     }
 
