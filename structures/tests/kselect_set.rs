@@ -315,3 +315,27 @@ fn keys_resident_across_the_set_match_select_nth() {
     let got = sel.select_spread_svm(&spread, 5).unwrap();
     check(&got, &data, &Sublists::Equal(64), 5, "one device");
 }
+
+/// Keys spread over a set's members, handed to a selector of one device: a clear error (the
+/// parts live on devices that selector does not drive), not a wait on itself.
+#[test]
+fn resident_keys_of_another_selector_are_refused() {
+    let set = common::device_set(Transport::Coarse);
+    let sel = selector(&set, Strategy::Radix);
+    let data = keys(64 * 100, 3, 1000);
+    let spread = sel.upload_spread(&data, &Sublists::Equal(64), 5).unwrap();
+    assert_eq!(spread.shares().len(), set.len());
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(1),
+        ..Default::default()
+    })
+    .unwrap();
+    let lone = KSelector::new(Some(set.members()[0].clone()), pool, 4)
+        .unwrap()
+        .with_strategy(Strategy::Radix);
+    let r = lone.select_spread_svm(&spread, 5);
+    assert!(
+        matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("uploaded")),
+        "{r:?}"
+    );
+}

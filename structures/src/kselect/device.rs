@@ -12,7 +12,7 @@ use asym_runtime::{
 };
 
 use super::device_radix::{
-    radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers,
+    longest_sublist, radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers,
 };
 use super::{DeviceStaging, DeviceTimes, DeviceUpdate, Job, Key, Learned, Strategy};
 
@@ -646,7 +646,10 @@ impl DevicePlan {
                 kernel.arg_scalar(5, count as u32)?;
                 RadixOrHeap::Heap(kernel.launch_on(&stage.queue, count * self.wg, Some(self.wg))?)
             }
-            StageKernel::Radix(radix) => RadixOrHeap::Radix(radix.launch(&rel, job.k)?),
+            StageKernel::Radix(radix) => {
+                let longest = longest_sublist(&rel);
+                RadixOrHeap::Radix(radix.launch(&rel, longest, job.k)?)
+            }
         };
         stage.launch = Some((launch, range));
         Ok(())

@@ -182,11 +182,16 @@ impl DeviceRadix {
     }
 
     /// Enqueues the selection of the k-th of every sub-list at `offs` (relative to the keys
-    /// buffer bound; the same cut the bound offsets buffer holds).
-    pub(super) fn launch(&mut self, offs: &[usize], k: usize) -> Result<RadixLaunch> {
+    /// buffer bound; the same cut the bound offsets buffer holds), `longest` keys the
+    /// longest of them ([`longest_sublist`]: a caller that keeps its cut scans it once).
+    pub(super) fn launch(
+        &mut self,
+        offs: &[usize],
+        longest: usize,
+        k: usize,
+    ) -> Result<RadixLaunch> {
         let subs = self.check_subs(offs)?;
         let k = k_word(k)?;
-        let longest = offs.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
         let wg = self.wg;
         if self.tile == 0 || longest <= self.tile {
             self.whole.arg_scalar(2, k)?;
@@ -326,6 +331,11 @@ impl DeviceRadix {
     fn clear_wg(&self) -> usize {
         64.min(self.rt.profile().max_work_group_size.max(1))
     }
+}
+
+/// The length of the longest sub-list at `offs`.
+pub(super) fn longest_sublist(offs: &[usize]) -> usize {
+    offs.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
 }
 
 /// k as the kernels take it.

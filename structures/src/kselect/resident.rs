@@ -6,13 +6,14 @@
 //! keys for the candidates, the tile tables and the kernels (made on the first call with a
 //! cut, reused while the cut, the key type and the tile size stay the same).
 
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use asym_runtime::{Error, Program, Result, Runtime, SvmBuffer};
 
 use super::device_radix::{
-    radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers,
+    longest_sublist, radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers,
+    RadixLaunch,
 };
 use super::{KSelector, Key, SelectStats, Strategy, Sublists};
 
@@ -25,6 +26,8 @@ struct ResidentBuffers {
     offs: Vec<usize>,
     /// The sub-list length when the cut was [`Sublists::Equal`].
     equal_len: Option<usize>,
+    /// The longest sub-list of the cut (scanned once, not on every call).
+    longest: usize,
     /// The build options (key type, work-group size) and the tile size the kernels were made
     /// for.
     made_for: (String, usize),
@@ -48,18 +51,21 @@ impl KSelector {
         k: usize,
     ) -> Result<(Vec<K>, SelectStats)> {
         let rt = self.device_runtime()?;
-        self.resident_on(rt, &self.resident, keys, sublists, k)
+        self.launch_resident(rt, &self.resident, keys, sublists, k)?
+            .finish()
     }
 
-    /// [`KSelector::select_svm`] on `rt` (the buffer's device) with that device's cache.
-    pub(super) fn resident_on<K: Key>(
+    /// [`KSelector::select_svm`] on `rt` (the buffer's device) with that device's cache,
+    /// enqueued and not waited for: a device set launches every member before it waits on
+    /// any, from one thread.
+    pub(super) fn launch_resident<'c, K: Key>(
         &self,
         rt: &Runtime,
-        resident: &ResidentCache,
+        resident: &'c ResidentCache,
         keys: &SvmBuffer<K>,
         sublists: &Sublists,
         k: usize,
-    ) -> Result<(Vec<K>, SelectStats)> {
+    ) -> Result<ResidentRun<'c, K>> {
         let n = sublists.count(keys.len(), k)?;
         if keys.len() > u32::MAX as usize || k > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!(
@@ -100,15 +106,41 @@ impl KSelector {
             scratch: &bufs.scratch,
             answers: &bufs.answers,
         })?;
-        let launch = bufs.radix.launch(&bufs.offs, k);
+        let launch = bufs.radix.launch(&bufs.offs, bufs.longest, k);
         // The site is kept between calls: it must not hold the caller's buffer alive.
         bufs.radix.unbind_keys(&bufs.scratch)?;
-        let launch = launch?;
-        let launches = launch.len();
-        let kernel_time = launch.wait_timed()?;
-        let answers = bufs.answers.read()?;
+        Ok(ResidentRun {
+            launch: launch?,
+            cache,
+            sublists: n,
+            started,
+            setup,
+            key: std::marker::PhantomData,
+        })
+    }
+}
+
+/// A resident selection enqueued on one device ([`KSelector::launch_resident`]): its cache
+/// stays locked until [`ResidentRun::finish`] has read the answers.
+pub(super) struct ResidentRun<'c, K> {
+    cache: MutexGuard<'c, Option<ResidentBuffers>>,
+    launch: RadixLaunch,
+    sublists: usize,
+    started: Instant,
+    /// The one-time setup of a new cut's buffers and kernels, within the call.
+    setup: Duration,
+    key: std::marker::PhantomData<K>,
+}
+
+impl<K: Key> ResidentRun<'_, K> {
+    /// Waits for the launches and reads the answers back.
+    pub(super) fn finish(mut self) -> Result<(Vec<K>, SelectStats)> {
+        let launches = self.launch.len();
+        let kernel_time = self.launch.wait_timed()?;
+        let bufs = self.cache.as_mut().expect("filled at launch");
+        let answers = bufs.answers.read_range(0, self.sublists)?;
         let mut stats = SelectStats {
-            device_sublists: n,
+            device_sublists: self.sublists,
             launches,
             device_strategy: Some(Strategy::Radix),
             ..SelectStats::default()
@@ -116,7 +148,11 @@ impl KSelector {
         stats.device_times.kernel_s = kernel_time.map_or(0.0, |d| d.as_secs_f64());
         // The call's time less the one-time setup of a new cut's buffers and kernels (what
         // the next call with this cut takes; a device set splits by it).
-        stats.device_times.wait_s = started.elapsed().saturating_sub(setup).as_secs_f64();
+        stats.device_times.wait_s = self
+            .started
+            .elapsed()
+            .saturating_sub(self.setup)
+            .as_secs_f64();
         Ok((answers.into_iter().map(K::from_ordered).collect(), stats))
     }
 }
@@ -136,6 +172,7 @@ fn buffers(
     let scratch = rt.alloc::<u32>(total)?;
     let radix = DeviceRadix::new(rt, program, None, wg, made_for.1, total, offs.len() - 1)?;
     Ok(ResidentBuffers {
+        longest: longest_sublist(&offs),
         offs,
         equal_len: match cut {
             Sublists::Equal(len) => Some(*len),

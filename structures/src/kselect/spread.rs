@@ -738,33 +738,33 @@ impl KSelector {
                 "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
             )));
         }
-        let select = |part: &ResidentPart<K>| {
-            let (rt, cache) = match self.members.get(part.member) {
-                Some(m) => (&m.rt, &m.resident),
-                None => (self.device_runtime()?, &self.resident),
-            };
-            self.resident_on(rt, cache, &part.keys, &part.cut, k)
-        };
-        // One part (the others hold nothing): on this thread, no driver thread to start.
-        let results: Vec<Result<(Vec<K>, SelectStats)>> = if keys.parts.len() == 1 {
-            vec![select(&keys.parts[0])]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = keys
-                    .parts
-                    .iter()
-                    .map(|part| s.spawn(move || select(part)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(Error::Lost("a device driver thread panicked".into()))
-                        })
-                    })
-                    .collect()
+        // Every member's launches are enqueued (and flushed) before any is waited for, all
+        // from this thread: the devices run at once with no driver thread to start and join.
+        let runs: Vec<Result<_>> = keys
+            .parts
+            .iter()
+            .map(|part| {
+                let (rt, cache) = match self.members.get(part.member) {
+                    Some(m) => (&m.rt, &m.resident),
+                    None if self.members.is_empty() && keys.parts.len() == 1 => {
+                        (self.device_runtime()?, &self.resident)
+                    }
+                    None => {
+                        return Err(Error::InvalidArgument(format!(
+                            "keys uploaded to member {} of a device set; this selector has {} \
+                             members: select with the selector that uploaded them",
+                            part.member,
+                            self.members.len()
+                        )))
+                    }
+                };
+                self.launch_resident(rt, cache, &part.keys, &part.cut, k)
             })
-        };
+            .collect();
+        let results: Vec<Result<(Vec<K>, SelectStats)>> = runs
+            .into_iter()
+            .map(|run| run.and_then(|r| r.finish()))
+            .collect();
         let mut answers = Vec::with_capacity(n);
         let mut stats = SelectStats {
             device_strategy: Some(super::Strategy::Radix),
