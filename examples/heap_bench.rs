@@ -598,9 +598,10 @@ fn set_rows<T: BenchKey>(
                     "device": m.device, "keys": m.keys, "share": m.keys as f64 / want.len().max(1) as f64,
                     "insert_ms": m.busy_s * 1e3, "keys_per_s": m.keys_per_s,
                 })).collect::<Vec<_>>(),
-                // What each member's delete took; the rest of the row's delete is the host
-                // merge of their runs.
+                // What each member's delete took, and the host's routing of the insert (its
+                // pass over the keys) and of the delete (the copy joining the members' runs).
                 "delete_ms": cycle.deleted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
+                "routing_ms": [cycle.insert_routing_s * 1e3, cycle.delete_routing_s * 1e3],
             })),
         });
     }
@@ -612,6 +613,8 @@ fn set_rows<T: BenchKey>(
 struct SetCycle {
     insert_ms: f64,
     delete_ms: f64,
+    insert_routing_s: f64,
+    delete_routing_s: f64,
     inserted: Vec<MemberReport>,
     deleted: Vec<MemberReport>,
     verified: bool,
@@ -629,6 +632,7 @@ fn set_cycle<T: BenchKey>(heap: &SpreadHeap<T>, keys: &[T], want: &[T]) -> Resul
     let t = Instant::now();
     heap.insert(keys)?;
     let insert_ms = t.elapsed().as_secs_f64() * 1e3;
+    let insert_routing_s = heap.last_routing_s();
     let inserted = heap.members();
     trace("set: delete");
     let t = Instant::now();
@@ -637,6 +641,8 @@ fn set_cycle<T: BenchKey>(heap: &SpreadHeap<T>, keys: &[T], want: &[T]) -> Resul
     Ok(SetCycle {
         insert_ms,
         delete_ms,
+        insert_routing_s,
+        delete_routing_s: heap.last_routing_s(),
         inserted,
         deleted: heap.members(),
         verified: out == want && heap.is_empty(),

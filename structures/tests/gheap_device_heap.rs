@@ -485,7 +485,15 @@ fn bulk_calls_equal_std_sort_and_mix_with_operations() {
                 if rng.gen_bool(0.55) {
                     let n = rng.gen_range(0..6 * batch);
                     let keys: Vec<i32> = (0..n).map(|_| rng.gen_range(-90..90)).collect();
-                    heap.insert(&keys).unwrap();
+                    if step % 4 < 2 {
+                        heap.insert(&keys).unwrap();
+                    } else {
+                        // In uneven pieces (some empty), as a device set routes them: the
+                        // bulk call uploads each where it lies, INS takes them joined.
+                        let (a, rest) = keys.split_at(n / 3);
+                        let (b, c) = rest.split_at(rest.len() / 5);
+                        heap.insert_pieces(&[a, &[], b, c, &[]]).unwrap();
+                    }
                     reference.extend(keys.iter().map(|&k| Reverse(k)));
                 } else {
                     let n = rng.gen_range(0..4 * batch);

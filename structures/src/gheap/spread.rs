@@ -1,16 +1,24 @@
 //! The generalized heap over a device set ([`SpreadHeap`]): one device heap per member, each
-//! holding a share of the keys. An insert gives each member a share by the speeds measured
-//! on earlier calls (equal shares until then) and runs the members' inserts at once, each
-//! on its own driver thread (a large insert is a bulk call there: one device sort). A delete
-//! of the `n` smallest takes up to `n` from every member at once (each a sorted run), merges
-//! the runs on the host and puts back what it took beyond the `n` smallest into the members
-//! it came from. Deleting everything (the bulk sort: insert all, then delete all) puts back
-//! nothing, so it costs each member's sort of its share plus one merge.
+//! holding a range of the key values. Every key a member holds is at most every key the
+//! members after it hold, so a delete of the `n` smallest takes them from the members in
+//! order (the first member's keys, then the next's), every member's part at once, and the
+//! result is their runs one after the other: no merge, nothing put back. Deleting
+//! everything (the bulk sort: insert all, then delete all) costs each member's sort of its
+//! range and one parallel copy joining the runs.
+//!
+//! The ranges are cut when an insert meets an empty heap, from a sample of its keys, each
+//! member a range holding a share of the sample by its speed measured on earlier calls
+//! (equal shares until then, or the weights [`SpreadHeap::set_shares`] fixes); they stay
+//! until the heap is empty again. An insert routes each key to the member whose range holds
+//! it (keys equal to a cut value may go to either side: they are spread by position, so a
+//! heap of equal keys still splits); the routing is one parallel pass over the keys, and
+//! each member uploads its pieces where they lie. Keys that arrive later outside the first
+//! insert's spread go to the first or last member: balance follows the first insert.
 //!
 //! Which members take part follows what was measured: the members' speeds over their
-//! inserts and deletes, and the host merge's (see `split`): a member whose share would save
-//! less than the merge costs sits out, and a set whose fastest member alone is predicted
-//! faster keeps every key there.
+//! inserts and deletes, and the host's routing (see `split`): a member whose share would
+//! save less than the routing costs sits out, and a set whose fastest member alone is
+//! predicted faster keeps every key there (no routing at all).
 //!
 //! A member that fails (an OpenCL error, a lost device, a launch past the timeout) holds
 //! keys the others do not have: the call returns [`Error::Lost`] naming it, and the heap
@@ -62,10 +70,51 @@ struct State<T: DeviceHeapKey> {
     members: Vec<Member<T>>,
     /// The error of a member that failed: the heap is no longer whole.
     failed: Option<String>,
-    /// The host merge's measured speed, keys per second (0: not measured yet).
-    merge_keys_per_s: f64,
+    /// The ranges of key values the members hold (cut when an insert meets an empty heap).
+    ranges: Option<Ranges<T::Repr>>,
+    /// The host's routing (an insert's pass over its keys, a delete's copy joining the
+    /// runs) over every call that routed keys to several members: keys and seconds.
+    routed_keys: usize,
+    routed_s: f64,
+    /// Seconds the last call spent routing keys on the host.
+    last_routing_s: f64,
     /// Weights that fix each member's share of an insert instead of the measured split.
     fixed_shares: Option<Vec<f64>>,
+}
+
+/// The members taking keys, in order, and the values cutting their ranges: member
+/// `active[j]` holds keys `x` with `bounds[j - 1] <= x <= bounds[j]` (where those exist).
+/// Every key of an earlier member is at most every key of a later one.
+struct Ranges<R> {
+    active: Vec<usize>,
+    bounds: Vec<R>,
+    /// The active members' weights: how keys equal to a cut value are spread.
+    weights: Vec<f64>,
+}
+
+impl<R: Ord> Ranges<R> {
+    /// The index (into `active`) of the member taking key `x`, the `pos`-th key of its call.
+    fn route(&self, x: &R, pos: usize) -> usize {
+        let lo = self.bounds.partition_point(|b| b < x);
+        if self.bounds.get(lo) != Some(x) {
+            return lo;
+        }
+        // Equal to a cut value: any member from lo to the last whose cut equals x keeps the
+        // order; a position hash picks one by weight.
+        let hi = lo + self.bounds[lo..].partition_point(|b| b <= x);
+        let w = &self.weights[lo..=hi];
+        let u = ((pos as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64
+            / (1u64 << 53) as f64
+            * w.iter().sum::<f64>();
+        let mut acc = 0.0;
+        for (j, wj) in w.iter().enumerate() {
+            acc += wj;
+            if u < acc {
+                return lo + j;
+            }
+        }
+        hi
+    }
 }
 
 impl<T: DeviceHeapKey + Sync> std::fmt::Debug for SpreadHeap<T> {
@@ -99,7 +148,10 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             state: Mutex::new(State {
                 members,
                 failed: None,
-                merge_keys_per_s: 0.0,
+                ranges: None,
+                routed_keys: 0,
+                routed_s: 0.0,
+                last_routing_s: 0.0,
                 fixed_shares: None,
             }),
         })
@@ -127,9 +179,15 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             .collect()
     }
 
-    /// Fixes each member's share of later inserts to `weights` (one per member, in
-    /// proportion; a member weighted 0 takes none) instead of the split measured speeds
-    /// choose; `None` returns to measuring. For measuring a split the set would not choose
+    /// Seconds the last call spent routing keys on the host (an insert's pass over its keys,
+    /// a delete's copy joining the members' runs; 0 where one member took everything).
+    pub fn last_routing_s(&self) -> f64 {
+        self.lock().last_routing_s
+    }
+
+    /// Fixes each member's share of the ranges cut from now on (at the next insert into an
+    /// empty heap) to `weights` (one per member, in proportion; a member weighted 0 takes
+    /// none) instead of the split measured speeds choose; `None` returns to measuring. For measuring a split the set would not choose
     /// (the benchmark's even split over two GPUs) or keeping keys off a member.
     pub fn set_shares(&self, weights: Option<&[f64]>) -> Result<()> {
         let mut state = self.lock();
@@ -179,38 +237,56 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         }
     }
 
-    /// Inserts `keys`, each member taking a share by its measured speed.
+    /// Inserts `keys`, each into the member whose range holds it (the ranges cut from these
+    /// keys when the heap is empty).
     pub fn insert(&self, keys: &[T]) -> Result<()> {
         let mut state = self.usable()?;
         if keys.is_empty() {
             return Ok(());
         }
-        let shares = match &state.fixed_shares {
-            Some(weights) => split_by(keys.len(), weights),
-            None => {
-                let rates: Vec<f64> = state.members.iter().map(|m| m.report.keys_per_s).collect();
-                split(keys.len(), &rates, state.merge_keys_per_s)
-            }
+        let held: usize = state.members.iter().map(|m| m.heap.len()).sum();
+        if held == 0 || state.ranges.is_none() {
+            let weights = match &state.fixed_shares {
+                Some(w) => w.clone(),
+                None => {
+                    let rates: Vec<f64> =
+                        state.members.iter().map(|m| m.report.keys_per_s).collect();
+                    split(keys.len(), &rates, state.routing_keys_per_s())
+                }
+            };
+            state.ranges = Some(cut_ranges(keys, &weights));
+        }
+        let ranges = state.ranges.as_ref().expect("cut above");
+        let started = Instant::now();
+        // Per member: the pieces of its keys (one per chunk of the call, in order).
+        let routed = route(keys, ranges);
+        let routing_s = if ranges.active.len() > 1 {
+            started.elapsed().as_secs_f64()
+        } else {
+            0.0
         };
-        let mut parts = Vec::with_capacity(shares.len());
-        let mut at = 0;
-        for &s in &shares {
-            parts.push(&keys[at..at + s]);
-            at += s;
+        let mut pieces: Vec<Vec<&[T]>> = vec![Vec::new(); state.members.len()];
+        for (j, &m) in ranges.active.iter().enumerate() {
+            pieces[m] = match &routed {
+                Routed::One => vec![keys],
+                Routed::Chunks(chunks) => chunks.iter().map(|c| c[j].as_slice()).collect(),
+            };
         }
         begin_call(&mut state.members);
+        state.book_routing(keys.len(), routing_s);
         let results = run_members(&mut state.members, |m, i| {
-            let part = parts[i];
-            if part.is_empty() {
+            let part = &pieces[i];
+            let len: usize = part.iter().map(|p| p.len()).sum();
+            if len == 0 {
                 return Ok((0, ()));
             }
-            m.heap.insert(part).map(|_| (part.len(), ()))
+            m.heap.insert_pieces(part).map(|_| (len, ()))
         });
         state.settle(results).map(|_| ())
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds
-    /// fewer): up to `n` from every member at once, merged, the surplus put back.
+    /// fewer): the first member's keys, then the next's, every member's part at once.
     pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
         let mut state = self.usable()?;
         let held: usize = state.members.iter().map(|m| m.heap.len()).sum();
@@ -218,36 +294,66 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         if n == 0 {
             return Ok(Vec::new());
         }
+        // The members' ranges are in order: take from the first until n are taken.
+        let mut left = n;
+        let takes: Vec<usize> = state
+            .members
+            .iter()
+            .map(|m| {
+                let take = left.min(m.heap.len());
+                left -= take;
+                take
+            })
+            .collect();
         begin_call(&mut state.members);
-        let results = run_members(&mut state.members, |m, _| {
-            let take = n.min(m.heap.len());
-            if take == 0 {
+        let results = run_members(&mut state.members, |m, i| {
+            if takes[i] == 0 {
                 return Ok((0, Vec::new()));
             }
-            m.heap.delete_min(take).map(|run| (run.len(), run))
+            m.heap.delete_min(takes[i]).map(|run| (run.len(), run))
         });
         let runs = state.settle(results)?;
-        let merging = runs.iter().filter(|r| !r.is_empty()).count() > 1;
-        let merge_started = Instant::now();
-        let (out, surplus) = merge_runs(runs, n);
-        if merging {
-            state.merge_keys_per_s =
-                out.len() as f64 / merge_started.elapsed().as_secs_f64().max(1e-9);
+        let started = Instant::now();
+        let joining = runs.iter().filter(|r| !r.is_empty()).count() > 1;
+        let out = join_runs(runs);
+        if out.len() != n {
+            let e = Error::Lost(format!(
+                "the members returned {} keys for a delete of {n} they held",
+                out.len()
+            ));
+            state.failed = Some(e.to_string());
+            return Err(e);
         }
-        // Each member gets back its own largest keys: they were in no other member.
-        let back = run_members(&mut state.members, |m, i| {
-            let keys = &surplus[i];
-            if keys.is_empty() {
-                return Ok((0, ()));
-            }
-            m.heap.insert(keys).map(|_| (keys.len(), ()))
-        });
-        state.settle(back)?;
+        let routing_s = if joining {
+            started.elapsed().as_secs_f64()
+        } else {
+            0.0
+        };
+        state.book_routing(n, routing_s);
         Ok(out)
     }
 }
 
 impl<T: DeviceHeapKey> State<T> {
+    /// The host's measured routing speed, keys per second (0: not measured yet).
+    fn routing_keys_per_s(&self) -> f64 {
+        if self.routed_s > 0.0 {
+            self.routed_keys as f64 / self.routed_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Books the host's routing of `keys` keys in `s` seconds as the call's (0 s: nothing
+    /// was routed, one member took every key).
+    fn book_routing(&mut self, keys: usize, s: f64) {
+        self.last_routing_s = s;
+        if s > 0.0 {
+            self.routed_keys += keys;
+            self.routed_s += s;
+        }
+    }
+
     /// Books each member's outcome; a failure poisons the heap and is returned.
     fn settle<R>(&mut self, results: Vec<(Result<(usize, R)>, f64)>) -> Result<Vec<R>> {
         let mut out = Vec::with_capacity(results.len());
@@ -329,237 +435,239 @@ fn run_members<T: DeviceHeapKey + Sync, R: Send>(
     })
 }
 
-/// Shares of `total` keys for the members: equal while any member is unmeasured; then the
-/// group predicted fastest, each member of it a share by its speed. A group of several costs
-/// a host merge on the way out (`merge_keys_per_s`, measured; 0 while unknown), so a member
-/// joins only where its speed saves more than the merge costs: on the H200 machine PoCL's
-/// 3 % of 2^26 keys saved ~2 ms of NVIDIA's 73 and cost a 67M-key merge (~220 ms with copies).
+/// Weights of the members' shares of `total` keys: equal while any member is unmeasured;
+/// then the group predicted fastest, each member of it weighted by its speed. A group of
+/// several costs the host's routing (`routing_keys_per_s`, measured; 0 while unknown), so a
+/// member joins only where its speed saves more than the routing costs.
 /// A member's speed counts every key an insert or a delete moved, and each key inserted is
-/// deleted later: its life on a member costs two keys' time, and one key's merge.
-fn split(total: usize, rates: &[f64], merge_keys_per_s: f64) -> Vec<usize> {
-    let weights: Vec<f64> = if rates.iter().any(|&r| r <= 0.0) {
-        vec![1.0; rates.len()]
+/// deleted later: its life on a member costs two keys' time, and two keys' routing (the
+/// insert's pass, the delete's copy).
+fn split(total: usize, rates: &[f64], routing_keys_per_s: f64) -> Vec<f64> {
+    if rates.iter().any(|&r| r <= 0.0) {
+        return vec![1.0; rates.len()];
+    }
+    let all: f64 = rates.iter().sum();
+    let moved = 2.0 * total as f64;
+    let routing_s = if routing_keys_per_s > 0.0 {
+        moved / routing_keys_per_s
     } else {
-        let all: f64 = rates.iter().sum();
-        let merge_s = if merge_keys_per_s > 0.0 {
-            total as f64 / merge_keys_per_s
-        } else {
-            0.0
-        };
-        let moved = 2.0 * total as f64;
-        let together_s = moved / all + merge_s;
-        // The first of the fastest, on a tie.
-        let fastest = (0..rates.len())
-            .reduce(|a, b| if rates[b] > rates[a] { b } else { a })
-            .unwrap_or(0);
-        let alone_s = moved / rates[fastest];
-        if rates.len() > 1 && alone_s <= together_s {
-            (0..rates.len())
-                .map(|i| if i == fastest { 1.0 } else { 0.0 })
-                .collect()
-        } else {
-            rates.to_vec()
-        }
+        0.0
     };
-    split_by(total, &weights)
+    let together_s = moved / all + routing_s;
+    // The first of the fastest, on a tie.
+    let fastest = (0..rates.len())
+        .reduce(|a, b| if rates[b] > rates[a] { b } else { a })
+        .unwrap_or(0);
+    let alone_s = moved / rates[fastest];
+    if rates.len() > 1 && alone_s <= together_s {
+        (0..rates.len())
+            .map(|i| if i == fastest { 1.0 } else { 0.0 })
+            .collect()
+    } else {
+        rates.to_vec()
+    }
 }
 
-/// `total` keys cut in proportion to `weights` (not all 0): cumulative cuts, so the shares
-/// add up to `total` whatever the rounding.
-fn split_by(total: usize, weights: &[f64]) -> Vec<usize> {
-    let sum: f64 = weights.iter().sum();
-    let mut shares = Vec::with_capacity(weights.len());
-    let (mut acc, mut at) = (0.0, 0usize);
-    for (i, w) in weights.iter().enumerate() {
-        acc += w;
-        let end = if i + 1 == weights.len() {
-            total
-        } else {
-            ((total as f64 * acc / sum).round() as usize).clamp(at, total)
-        };
-        shares.push(end - at);
-        at = end;
-    }
-    shares
-}
+/// Keys sampled from an insert to cut the ranges, per member taking part.
+const SAMPLE_PER_MEMBER: usize = 4096;
 
-/// The `n` smallest keys of the sorted `runs`, sorted, and each run's keys beyond them.
-fn merge_runs<T: DeviceHeapKey + Sync>(mut runs: Vec<Vec<T>>, n: usize) -> (Vec<T>, Vec<Vec<T>>) {
-    let key = |x: &T| x.to_repr();
-    let mut cuts: Vec<usize> = runs.iter().map(|r| r.len()).collect();
-    if cuts.iter().sum::<usize>() > n {
-        cuts = kth_cut(&runs, n);
-    }
-    let surplus: Vec<Vec<T>> = runs
-        .iter_mut()
-        .zip(&cuts)
-        .map(|(r, &c)| r.split_off(c))
+/// The ranges for members weighted `weights` (not all 0; a member weighted 0 takes none),
+/// cut from a sample of `keys` (not empty) at the weights' cumulative shares.
+fn cut_ranges<T: DeviceHeapKey>(keys: &[T], weights: &[f64]) -> Ranges<T::Repr> {
+    let active: Vec<usize> = (0..weights.len()).filter(|&i| weights[i] > 0.0).collect();
+    let active_w: Vec<f64> = active.iter().map(|&i| weights[i]).collect();
+    let samples = (SAMPLE_PER_MEMBER * active.len()).min(keys.len());
+    let mut sample: Vec<T::Repr> = (0..samples)
+        .map(|i| keys[i * keys.len() / samples].to_repr())
         .collect();
-    runs.retain(|r| !r.is_empty());
-    // Pairwise, from the runs themselves (one pass for two members).
-    while runs.len() > 1 {
-        let b = runs.pop().unwrap_or_default();
-        let a = runs.pop().unwrap_or_default();
-        runs.push(par_merge(&a, &b, &key));
-    }
-    (runs.pop().unwrap_or_default(), surplus)
-}
-
-/// How many keys of each sorted run are among the `n` smallest of all (ties broken by run
-/// order, then position).
-fn kth_cut<T: DeviceHeapKey>(runs: &[Vec<T>], n: usize) -> Vec<usize> {
-    // v, the n-th smallest: the least key with at least n keys <= it. Keys <= x only grow
-    // with x, so in each run the first such key is found by binary search, and v is the
-    // least of those (no copy of the runs).
-    let count_le = |v: &T::Repr| -> usize {
-        runs.iter()
-            .map(|r| r.partition_point(|x| x.to_repr() <= *v))
-            .sum()
-    };
-    let Some(v) = runs
+    sample.sort_unstable();
+    let sum: f64 = active_w.iter().sum();
+    let mut acc = 0.0;
+    let bounds = active_w[..active_w.len().saturating_sub(1)]
         .iter()
-        .filter_map(|r| {
-            let p = r.partition_point(|x| count_le(&x.to_repr()) < n);
-            r.get(p).map(|x| x.to_repr())
+        .map(|w| {
+            acc += w;
+            let at = ((acc / sum) * samples as f64) as usize;
+            sample[at.min(samples - 1)]
         })
-        .min()
-    else {
-        // Fewer than n keys in all: every key goes.
-        return runs.iter().map(Vec::len).collect();
-    };
-    let v = &v;
-    // Keys < v all go; of the keys == v, as many as complete n, run by run.
-    let mut cuts: Vec<usize> = runs
-        .iter()
-        .map(|r| r.partition_point(|x| x.to_repr() < *v))
         .collect();
-    let mut left = n - cuts.iter().sum::<usize>();
-    for (r, c) in runs.iter().zip(cuts.iter_mut()) {
-        let equal = r.partition_point(|x| x.to_repr() <= *v) - *c;
-        let take = equal.min(left);
-        *c += take;
-        left -= take;
+    Ranges {
+        active,
+        bounds,
+        weights: active_w,
     }
-    cuts
 }
 
-/// The stable merge of sorted `a` and `b` (ties: `a` first), in parallel: the output is cut
-/// into equal chunks and each chunk's inputs found by merge path.
-fn par_merge<T: DeviceHeapKey + Sync, K: Ord>(
-    a: &[T],
-    b: &[T],
-    key: &(impl Fn(&T) -> K + Sync),
-) -> Vec<T> {
-    let total = a.len() + b.len();
-    let Some(&fill) = a.first().or(b.first()) else {
+/// Keys of an insert by the member taking them.
+enum Routed<T> {
+    /// One member takes them all, as they lie.
+    One,
+    /// Per chunk of the call, in order: each active member's keys of that chunk.
+    Chunks(Vec<Vec<Vec<T>>>),
+}
+
+/// Keys routed per chunk of this many: enough per chunk for the pass to run at memory
+/// speed, chunks enough to spread over the latency threads.
+const ROUTE_CHUNK: usize = 1 << 20;
+
+/// Routes `keys` to the active members of `ranges`: one parallel pass, each chunk of the
+/// call split into one vector per member.
+fn route<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -> Routed<T> {
+    let members = ranges.active.len();
+    if members == 1 {
+        return Routed::One;
+    }
+    let chunks = keys
+        .par_chunks(ROUTE_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| match ranges.bounds[..] {
+            [b] => route_two(chunk, c * ROUTE_CHUNK, b, ranges),
+            _ => {
+                // Room for the whole chunk in each: no vector grows (and copies) mid-pass;
+                // the pages a member's keys do not reach are never touched.
+                let mut parts: Vec<Vec<T>> = (0..members)
+                    .map(|_| Vec::with_capacity(chunk.len()))
+                    .collect();
+                for (i, &x) in chunk.iter().enumerate() {
+                    parts[ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i)].push(x);
+                }
+                parts
+            }
+        })
+        .collect();
+    Routed::Chunks(chunks)
+}
+
+/// [`route`] of one chunk (its first key the `first`-th of the call) between two members cut
+/// at `b`, with no branch on the key: every key is written to both members' next slot and
+/// only the one taking it moves on (random keys would mispredict a branch half the time).
+fn route_two<T: DeviceHeapKey>(
+    chunk: &[T],
+    first: usize,
+    b: T::Repr,
+    ranges: &Ranges<T::Repr>,
+) -> Vec<Vec<T>> {
+    let Some(&fill) = chunk.first() else {
+        return vec![Vec::new(), Vec::new()];
+    };
+    let (mut lo, mut hi) = (vec![fill; chunk.len()], vec![fill; chunk.len()]);
+    let (mut nl, mut nh) = (0, 0);
+    for (i, &x) in chunk.iter().enumerate() {
+        let r = x.to_repr();
+        let up = if r == b {
+            ranges.route(&r, first + i) == 1
+        } else {
+            r > b
+        };
+        lo[nl] = x;
+        hi[nh] = x;
+        nl += usize::from(!up);
+        nh += usize::from(up);
+    }
+    lo.truncate(nl);
+    hi.truncate(nh);
+    vec![lo, hi]
+}
+
+/// The members' runs one after the other (each sorted, each member's keys at most the
+/// next's): the first non-empty run, the others copied after it in parallel.
+fn join_runs<T: DeviceHeapKey + Sync>(runs: Vec<Vec<T>>) -> Vec<T> {
+    let mut runs = runs.into_iter().filter(|r| !r.is_empty());
+    let Some(mut out) = runs.next() else {
         return Vec::new();
     };
-    let chunk = total
-        .div_ceil(rayon::current_num_threads() * 4)
-        .max(1 << 16);
-    let cut = |d: usize| {
-        // The split (i, d - i) where a[..i] and b[..d - i] are the first d keys.
-        let (mut lo, mut hi) = (d.saturating_sub(b.len()), d.min(a.len()));
-        while lo < hi {
-            let i = (lo + hi) / 2;
-            if key(&a[i]) <= key(&b[d - i - 1]) {
-                lo = i + 1;
-            } else {
-                hi = i;
-            }
-        }
-        (lo, d - lo)
-    };
-    let mut out: Vec<T> = Vec::with_capacity(total);
-    out.par_extend(rayon::iter::repeat_n(fill, total));
-    out.par_chunks_mut(chunk).enumerate().for_each(|(c, dst)| {
-        let (mut i, mut j) = cut(c * chunk);
-        for slot in dst.iter_mut() {
-            let take_b = j < b.len() && (i >= a.len() || key(&b[j]) < key(&a[i]));
-            if take_b {
-                *slot = b[j];
-                j += 1;
-            } else {
-                *slot = a[i];
-                i += 1;
-            }
-        }
-    });
+    for run in runs {
+        out.par_extend(run.par_iter().copied());
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_runs, split, split_by};
+    use super::{cut_ranges, join_runs, route, split, Ranges, Routed};
 
     #[test]
-    fn a_member_joins_only_where_it_saves_more_than_the_merge_costs() {
+    fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
         assert_eq!(
             split(1000, &[0.0, 5.0], 0.0),
-            vec![500, 500],
+            vec![1.0, 1.0],
             "unmeasured: equal"
         );
-        // Two equal members and a fast merge: half each.
-        assert_eq!(split(1000, &[1e9, 1e9], 1e10), vec![500, 500]);
-        // A member at 1/40 of the other saves 2.4 % of the time; the merge costs more.
-        assert_eq!(split(1_000_000, &[1.7e9, 4.4e7], 3e8), vec![1_000_000, 0]);
-        // Merge speed unknown: everyone by speed (the merge gets measured).
-        let s = split(1000, &[3.0, 1.0], 0.0);
-        assert_eq!(s, vec![750, 250]);
-        assert_eq!(split(7, &[1.0], 1.0), vec![7]);
-        // Two equal members, a merge at 1.5x a member's speed: each key's life (insert and
-        // delete) on one member costs 2 / 1e9 s, on two 1 / 1e9 s plus 0.67 / 1e9 s merging.
-        assert_eq!(split(1000, &[1e9, 1e9], 1.5e9), vec![500, 500]);
-        // A merge slower than half a member's speed: the second member saves less than it costs.
-        assert_eq!(split(1000, &[1e9, 1e9], 0.9e9), vec![1000, 0]);
+        // Two equal members and fast routing: both, by speed.
+        assert_eq!(split(1000, &[1e9, 1e9], 1e10), vec![1e9, 1e9]);
+        // A member at 1/40 of the other saves 2.4 % of the time; the routing costs more.
+        assert_eq!(split(1_000_000, &[1.7e9, 4.4e7], 3e9), vec![1.0, 0.0]);
+        // Routing speed unknown: everyone by speed (the routing gets measured).
+        assert_eq!(split(1000, &[3.0, 1.0], 0.0), vec![3.0, 1.0]);
+        assert_eq!(split(7, &[1.0], 1.0), vec![1.0]);
+        // Two equal members, routing at 3x a member's speed: a key's life (insert and
+        // delete) on one member costs 2 / 1e9 s, on two 1 / 1e9 s plus 0.67 / 1e9 routing.
+        assert_eq!(split(1000, &[1e9, 1e9], 3e9), vec![1e9, 1e9]);
+        // Routing slower than twice a member's speed: the second member saves less than
+        // it costs; the first of equals keeps everything.
+        assert_eq!(split(1000, &[1e9, 1e9], 1.9e9), vec![1.0, 0.0]);
     }
 
-    #[test]
-    fn fixed_weights_cut_every_key_once() {
-        assert_eq!(split_by(10, &[1.0, 1.0]), vec![5, 5]);
-        assert_eq!(split_by(7, &[0.0, 1.0, 0.0]), vec![0, 7, 0]);
-        assert_eq!(split_by(1, &[1.0, 1.0]), vec![1, 0]);
-        for total in [0, 1, 2, 3, 999, 1 << 30] {
-            for w in [vec![1.0, 2.0, 3.0], vec![1e-300, 1.0], vec![0.1; 7]] {
-                let s = split_by(total, &w);
-                assert_eq!(s.iter().sum::<usize>(), total, "{total} {w:?}");
+    /// Every key goes to a member whose range holds it: each member's keys are at most the
+    /// next member's.
+    fn assert_ordered(keys: &[i32], ranges: &Ranges<i32>) -> Vec<Vec<i32>> {
+        let parts: Vec<Vec<i32>> = match route(keys, ranges) {
+            Routed::One => vec![keys.to_vec()],
+            Routed::Chunks(chunks) => (0..ranges.active.len())
+                .map(|j| chunks.iter().flat_map(|c| c[j].iter().copied()).collect())
+                .collect(),
+        };
+        assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), keys.len());
+        for w in parts.windows(2) {
+            if let (Some(a), Some(b)) = (w[0].iter().max(), w[1].iter().min()) {
+                assert!(a <= b, "a member holds {a} above the next member's {b}");
             }
         }
+        parts
     }
 
     #[test]
-    fn merging_runs_keeps_the_n_smallest_and_returns_the_rest_to_their_runs() {
-        let runs = vec![vec![1, 4, 4, 9], vec![2, 4, 5], vec![], vec![0, 10]];
-        let (out, surplus) = merge_runs::<i32>(runs.clone(), 5);
-        assert_eq!(out, vec![0, 1, 2, 4, 4]);
-        let mut rest: Vec<i32> = surplus.concat();
-        rest.sort_unstable();
-        assert_eq!(rest, vec![4, 5, 9, 10]);
-        assert_eq!(surplus[2], Vec::<i32>::new());
-        let (all, none) = merge_runs::<i32>(runs, 100);
-        assert_eq!(all, vec![0, 1, 2, 4, 4, 4, 5, 9, 10]);
-        assert!(none.iter().all(Vec::is_empty));
-        // Large enough for several parallel chunks.
-        let a: Vec<i32> = (0..300_000).map(|x| x * 2).collect();
-        let b: Vec<i32> = (0..200_000).map(|x| x * 3).collect();
-        let (out, _) = merge_runs(vec![a.clone(), b.clone()], usize::MAX);
-        let mut want = [a, b].concat();
-        want.sort_unstable();
-        assert_eq!(out, want);
-        // One run spent early in every chunk (disjoint ranges, either order), and runs of
-        // one key throughout (ties: the first run's keys first).
-        for (a, b) in [
-            (
-                (0..150_000).collect::<Vec<i32>>(),
-                (150_000..400_000).collect::<Vec<i32>>(),
-            ),
-            ((150_000..400_000).collect(), (0..150_000).collect()),
-            (vec![7; 200_000], vec![7; 170_001]),
-        ] {
-            let (out, _) = merge_runs(vec![a.clone(), b.clone()], usize::MAX);
-            let mut want = [a, b].concat();
-            want.sort_unstable();
-            assert_eq!(out, want);
+    fn ranges_keep_the_members_in_order_and_split_by_weight() {
+        // 3M keys: several routing chunks.
+        let keys: Vec<i32> = (0..3_000_000)
+            .map(|i: i32| i.wrapping_mul(-1_640_531_535))
+            .collect();
+        let r = cut_ranges(&keys, &[1.0, 3.0]);
+        assert_eq!(r.active, vec![0, 1]);
+        let parts = assert_ordered(&keys, &r);
+        let share = parts[0].len() as f64 / keys.len() as f64;
+        assert!((share - 0.25).abs() < 0.02, "share {share}");
+        // A member weighted 0 takes no range.
+        let r = cut_ranges(&keys, &[0.0, 1.0, 0.0, 1.0]);
+        assert_eq!(r.active, vec![1, 3]);
+        assert_eq!(r.bounds.len(), 1);
+        let r = cut_ranges(&keys, &[0.0, 2.0]);
+        assert!(matches!(route(&keys, &r), Routed::One));
+        // Equal keys spread over the members whose ranges meet at their value, by weight.
+        let equal = vec![7; 200_000];
+        let parts = assert_ordered(&equal, &cut_ranges(&equal, &[1.0, 1.0, 2.0]));
+        for (p, want) in parts.iter().zip([0.25, 0.25, 0.5]) {
+            let share = p.len() as f64 / equal.len() as f64;
+            assert!((share - want).abs() < 0.02, "equal keys: share {share}");
         }
+        // Few distinct values; a sample of one key; later keys outside the cut range.
+        let few: Vec<i32> = (0..100_000).map(|i| i % 3).collect();
+        let r = cut_ranges(&few, &[1.0, 1.0]);
+        assert_ordered(&few, &r);
+        assert_ordered(&[i32::MIN, i32::MAX, 1, 2, 1, 0], &r);
+        let r = cut_ranges(&[5], &[1.0, 1.0]);
+        assert_ordered(&[5, 5, 4, 6, i32::MIN], &r);
+    }
+
+    #[test]
+    fn runs_join_in_order() {
+        assert_eq!(join_runs::<i32>(vec![]), Vec::<i32>::new());
+        assert_eq!(
+            join_runs(vec![vec![], vec![1, 2], vec![], vec![2, 5]]),
+            vec![1, 2, 2, 5]
+        );
+        let a: Vec<i32> = (0..300_000).collect();
+        let b: Vec<i32> = (300_000..700_001).collect();
+        assert_eq!(join_runs(vec![a, b]), (0..700_001).collect::<Vec<i32>>());
     }
 }

@@ -158,13 +158,16 @@ impl<T: DeviceHeapKey> Inner<T> {
             .rebuilds(batches, k, self.count * k + self.plen, inserted, gpu)
     }
 
-    /// One bulk call: inserts `keys`, then removes the `n_out` smallest of everything and
-    /// returns them sorted (`n_out` at most the keys held plus `keys.len()`).
-    pub(super) fn bulk(&mut self, keys: &[T], n_out: usize) -> Result<Vec<T>> {
+    /// One bulk call: inserts the keys of every piece of `pieces` (each uploaded where it
+    /// lies, one after the other: no host copy joins them), then removes the `n_out`
+    /// smallest of everything and returns them sorted (`n_out` at most the keys held plus
+    /// the keys inserted).
+    pub(super) fn bulk(&mut self, pieces: &[&[T]], n_out: usize) -> Result<Vec<T>> {
         let t_start = std::time::Instant::now();
         let k = self.partial.len();
         let held = self.count * k + self.plen;
-        let total = held + keys.len();
+        let inserted: usize = pieces.iter().map(|p| p.len()).sum();
+        let total = held + inserted;
         if n_out > total {
             return Err(Error::InvalidArgument(format!(
                 "a bulk call removing {n_out} keys from {total}"
@@ -175,7 +178,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         // Runs of K keys: the nodes, the partial buffer (padded), the call's batches (the
         // last padded).
         let old_runs = self.count + usize::from(self.plen > 0);
-        let runs = old_runs + keys.len().div_ceil(k);
+        let runs = old_runs + inserted.div_ceil(k);
         let tiles = to_u32(runs, "batches in a bulk call")?;
         let padded = runs * k;
         let count_u32 = to_u32(count, "nodes")?;
@@ -198,8 +201,10 @@ impl<T: DeviceHeapKey> Inner<T> {
         staged(rt, &mut st.splits, runs)?;
         let alloc = t_alloc.elapsed();
         let t_copy = std::time::Instant::now();
-        if !keys.is_empty() {
-            io.write_range(old_runs * k, &T::upload(keys))?;
+        let mut at = old_runs * k;
+        for piece in pieces.iter().filter(|p| !p.is_empty()) {
+            io.write_range(at, &T::upload(piece))?;
+            at += piece.len();
         }
         let copy = t_copy.elapsed();
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
@@ -236,8 +241,8 @@ impl<T: DeviceHeapKey> Inner<T> {
                     .arg_scalar(4, heap_plen)?;
                 launches.push(kn.gather.launch(stride_items(old_runs * k, wg), Some(wg))?);
             }
-            if !keys.is_empty() {
-                launches.push(kn.sort_batches(io, old_runs * k, keys.len(), k, wg)?);
+            if inserted > 0 {
+                launches.push(kn.sort_batches(io, old_runs * k, inserted, k, wg)?);
             }
             let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
             let (mut src, mut dst) = (Buf::Io, partner);

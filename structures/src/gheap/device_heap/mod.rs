@@ -570,17 +570,29 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// launch's work-groups, or, when the call moves a large share of the heap (the
     /// configuration's [`BulkPolicy`]), by one rebuild: every key sorted on the device.
     pub fn insert(&self, keys: &[T]) -> Result<()> {
+        self.insert_pieces(&[keys])
+    }
+
+    /// Inserts the keys of every piece, as one call: a bulk call uploads each piece where it
+    /// lies (keys routed to this heap in pieces, as a device set's heap does, need no host
+    /// copy to join them); the seed's operations take them joined.
+    pub fn insert_pieces(&self, pieces: &[&[T]]) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
-        if keys.is_empty() {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len == 0 {
             return Ok(());
         }
-        let batches = keys.len().div_ceil(self.batch);
-        if g.prefers_bulk(batches, keys.len()) {
-            return g.bulk(keys, 0).map(|_| ());
+        let batches = len.div_ceil(self.batch);
+        if g.prefers_bulk(batches, len) {
+            return g.bulk(pieces, 0).map(|_| ());
         }
+        let joined: std::borrow::Cow<'_, [T]> = match pieces {
+            [one] => std::borrow::Cow::Borrowed(one),
+            _ => std::borrow::Cow::Owned(pieces.concat()),
+        };
         let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
-        g.run(keys, &ops, false).map(|_| ())
+        g.run(&joined, &ops, false).map(|_| ())
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds fewer).
