@@ -488,13 +488,25 @@ fn bulk_calls_equal_std_sort_and_mix_with_operations() {
                     if step % 4 < 2 {
                         heap.insert(&keys).unwrap();
                     } else {
-                        // In uneven pieces (some empty), as a device set routes them: the
-                        // bulk call uploads each where it lies, INS takes them joined.
-                        let (a, rest) = keys.split_at(n / 3);
-                        let (b, c) = rest.split_at(rest.len() / 5);
-                        heap.insert_pieces(&[a, &[], b, c, &[]]).unwrap();
+                        // Written by the caller where they travel from, as a device set
+                        // routes them (a bulk call's mapped staging, else a vector).
+                        heap.insert_with(n, &|dst: &mut [i32]| {
+                            dst.copy_from_slice(&keys);
+                            Ok(())
+                        })
+                        .unwrap();
                     }
                     reference.extend(keys.iter().map(|&k| Reverse(k)));
+                } else if step % 4 == 3 && !reference.is_empty() {
+                    // Into the caller's memory.
+                    let n = rng.gen_range(1..=reference.len().min(4 * batch));
+                    let mut got = vec![i32::MIN; n];
+                    heap.delete_min_into(&mut got).unwrap();
+                    let want: Vec<i32> = (0..n)
+                        .filter_map(|_| reference.pop())
+                        .map(|r| r.0)
+                        .collect();
+                    assert_eq!(got, want, "{t} K {batch} step {step} {policy:?} into");
                 } else {
                     let n = rng.gen_range(0..4 * batch);
                     let got = heap.delete_min(n).unwrap();
@@ -508,6 +520,26 @@ fn bulk_calls_equal_std_sort_and_mix_with_operations() {
                 assert_eq!(heap.peek().unwrap(), reference.peek().map(|r| r.0));
             }
             assert!(heap.stats().bulk_calls > 0 && heap.stats().launches > heap.stats().bulk_calls);
+            // More than it holds; a fill that fails: errors, and the heap is unchanged.
+            let held = heap.len();
+            let mut too_many = vec![0; held + 1];
+            assert!(matches!(
+                heap.delete_min_into(&mut too_many),
+                Err(Error::InvalidArgument(_))
+            ));
+            for policy in [BulkPolicy::Never, BulkPolicy::Always] {
+                heap.set_bulk_policy(policy);
+                let r = heap.insert_with(3 * batch, &|_: &mut [i32]| {
+                    Err(Error::InvalidArgument("no keys today".into()))
+                });
+                assert!(r.is_err(), "{policy:?}");
+                assert_eq!(heap.len(), held, "{t} K {batch} {policy:?}");
+            }
+            heap.set_bulk_policy(BulkPolicy::Auto);
+            let mut rest = vec![0; held];
+            heap.delete_min_into(&mut rest).unwrap();
+            let want: Vec<i32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+            assert_eq!(rest, want);
         }
     }
 }

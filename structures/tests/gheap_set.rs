@@ -189,3 +189,28 @@ fn fixed_shares_place_the_keys_and_bad_weights_are_refused() {
         assert_eq!(h.delete_min(keys.len()).unwrap(), want, "{transport}");
     }
 }
+
+/// Keys with a payload travel in the device form: routed into the members' staging and
+/// copied back into the answer through a conversion, in order.
+#[test]
+fn keys_with_payloads_route_and_come_back_in_order() {
+    let mut rng = rng();
+    for transport in common::set_transports() {
+        let set = common::device_set(transport);
+        let h: SpreadHeap<(f32, u32)> =
+            SpreadHeap::new(&set, &DeviceHeapConfig::new(64)).expect("heap");
+        let keys: Vec<(f32, u32)> = (0..60_001)
+            .map(|i| (rng.gen_range(-50.0f32..50.0), i))
+            .collect();
+        let mut want = keys.clone();
+        want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for round in 0..2 {
+            h.insert(&keys).unwrap();
+            assert_eq!(
+                h.delete_min(keys.len()).unwrap(),
+                want,
+                "{transport} {round}"
+            );
+        }
+    }
+}

@@ -674,7 +674,17 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// that range travels to the device at the unmap (a large upload into a longer staging
     /// buffer), and the guard shows those `len` elements.
     pub fn map_range_for_overwrite(&mut self, at: usize, len: usize) -> Result<SvmMap<'_, T>> {
-        self.check_copy::<T>(at, len, "mapping", "in")?;
+        self.map_range_for_overwrite_as::<T>(at, len)
+    }
+
+    /// [`SvmBuffer::map_range_for_overwrite`] as elements of another type of the same size
+    /// (keys written in the caller's form into a buffer typed by the device's).
+    pub fn map_range_for_overwrite_as<U: SvmElement>(
+        &mut self,
+        at: usize,
+        len: usize,
+    ) -> Result<SvmMap<'_, U>> {
+        self.check_copy::<U>(at, len, "mapping", "in")?;
         let size = size_of::<T>();
         // An empty range maps one byte at the start (a map needs a non-empty region).
         let (from, bytes) = if len == 0 {
@@ -770,6 +780,24 @@ impl<T: SvmElement> SvmBuffer<T> {
         // (SvmElement's contract).
         unsafe { out.set_len(len) };
         Ok(out)
+    }
+
+    /// Copies elements `at..at + out.len()` into `out` (as elements of U, of T's size) with
+    /// the driver's copy engine, like [`SvmBuffer::read_range_as`], into memory the caller
+    /// holds (several buffers can fill the parts of one vector).
+    pub fn read_range_into<U: SvmElement>(&mut self, at: usize, out: &mut [U]) -> Result<()> {
+        self.check_copy::<U>(at, out.len(), "reading", "from")?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let size = size_of::<T>();
+        // SAFETY: `out` is a live, exclusively borrowed slice of `out.len() * size` bytes (U
+        // has T's size, checked) held across the blocking copy; the range was checked above;
+        // any bits are a valid U (SvmElement's contract).
+        unsafe {
+            self.alloc
+                .copy_out(at * size, out.as_mut_ptr() as *mut u8, out.len() * size)
+        }
     }
 
     /// The checks of a copy of `len` elements of U at element `at`: U has T's size, and the

@@ -92,9 +92,17 @@ struct Ranges<R> {
     weights: Vec<f64>,
 }
 
-impl<R: Ord> Ranges<R> {
+impl<R: Ord + Copy> Ranges<R> {
     /// The index (into `active`) of the member taking key `x`, the `pos`-th key of its call.
+    #[inline]
     fn route(&self, x: &R, pos: usize) -> usize {
+        // Two members: a comparison, no branch on the key (random keys would mispredict
+        // one half the time) but for the rare key equal to the cut.
+        if let [b] = self.bounds[..] {
+            if *x != b {
+                return usize::from(*x > b);
+            }
+        }
         let lo = self.bounds.partition_point(|b| b < x);
         if self.bounds.get(lo) != Some(x) {
             return lo;
@@ -256,33 +264,43 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             };
             state.ranges = Some(cut_ranges(keys, &weights));
         }
+        let state = &mut *state;
         let ranges = state.ranges.as_ref().expect("cut above");
+        let members = state.members.len();
+        // Per member: how many keys it takes, and how to write them.
+        let mut lens = vec![0; members];
         let started = Instant::now();
-        // Per member: the pieces of its keys (one per chunk of the call, in order).
-        let routed = route(keys, ranges);
-        let routing_s = if ranges.active.len() > 1 {
-            started.elapsed().as_secs_f64()
+        let counts = if let [only] = ranges.active[..] {
+            lens[only] = keys.len();
+            None
         } else {
-            0.0
+            let counts = count_routes(keys, ranges);
+            for (j, &m) in ranges.active.iter().enumerate() {
+                lens[m] = counts.iter().map(|c| c[j]).sum();
+            }
+            Some(counts)
         };
-        let mut pieces: Vec<Vec<&[T]>> = vec![Vec::new(); state.members.len()];
-        for (j, &m) in ranges.active.iter().enumerate() {
-            pieces[m] = match &routed {
-                Routed::One => vec![keys],
-                Routed::Chunks(chunks) => chunks.iter().map(|c| c[j].as_slice()).collect(),
-            };
-        }
+        let routing_s = counts
+            .as_ref()
+            .map_or(0.0, |_| started.elapsed().as_secs_f64());
+        let counts = counts.as_deref();
         begin_call(&mut state.members);
-        state.book_routing(keys.len(), routing_s);
         let results = run_members(&mut state.members, |m, i| {
-            let part = &pieces[i];
-            let len: usize = part.iter().map(|p| p.len()).sum();
+            let len = lens[i];
             if len == 0 {
                 return Ok((0, ()));
             }
-            m.heap.insert_pieces(part).map(|_| (len, ()))
+            match (counts, ranges.active.iter().position(|&a| a == i)) {
+                (Some(counts), Some(j)) => m
+                    .heap
+                    .insert_with(len, &|dst| fill_routed(dst, keys, counts, j, ranges)),
+                _ => m.heap.insert(keys),
+            }
+            .map(|_| (len, ()))
         });
-        state.settle(results).map(|_| ())
+        let outcome = state.settle(results).map(|_| ());
+        state.book_routing(keys.len(), routing_s);
+        outcome
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds
@@ -306,29 +324,43 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             })
             .collect();
         begin_call(&mut state.members);
-        let results = run_members(&mut state.members, |m, i| {
-            if takes[i] == 0 {
-                return Ok((0, Vec::new()));
-            }
-            m.heap.delete_min(takes[i]).map(|run| (run.len(), run))
-        });
-        let runs = state.settle(results)?;
-        let started = Instant::now();
-        let joining = runs.iter().filter(|r| !r.is_empty()).count() > 1;
-        let out = join_runs(runs);
-        if out.len() != n {
-            let e = Error::Lost(format!(
-                "the members returned {} keys for a delete of {n} they held",
-                out.len()
-            ));
-            state.failed = Some(e.to_string());
-            return Err(e);
+        let parts = takes.iter().filter(|&&t| t > 0).count();
+        if parts == 1 {
+            // One member holds them all: its own vector is the answer.
+            let results = run_members(&mut state.members, |m, i| {
+                if takes[i] == 0 {
+                    return Ok((0, Vec::new()));
+                }
+                m.heap.delete_min(takes[i]).map(|run| (run.len(), run))
+            });
+            let runs = state.settle(results)?;
+            state.book_routing(n, 0.0);
+            return Ok(runs.into_iter().flatten().collect());
         }
-        let routing_s = if joining {
-            started.elapsed().as_secs_f64()
-        } else {
-            0.0
-        };
+        // Several: each member copies its run straight into its part of the answer.
+        let started = Instant::now();
+        let mut out: Vec<T> = Vec::with_capacity(n);
+        out.par_extend(rayon::iter::repeat_n(T::from_repr(Default::default()), n));
+        let routing_s = started.elapsed().as_secs_f64();
+        let mut slots: Vec<Mutex<Option<&mut [T]>>> = Vec::with_capacity(takes.len());
+        let mut rest = &mut out[..];
+        for &take in &takes {
+            let (part, tail) = rest.split_at_mut(take);
+            slots.push(Mutex::new(Some(part)));
+            rest = tail;
+        }
+        let results = run_members(&mut state.members, |m, i| {
+            let part = slots[i].lock().unwrap_or_else(|p| p.into_inner()).take();
+            match part {
+                Some(part) if !part.is_empty() => {
+                    m.heap.delete_min_into(part).map(|_| (part.len(), ()))
+                }
+                _ => Ok((0, ())),
+            }
+        });
+        let outcome = state.settle(results);
+        drop(slots);
+        outcome?;
         state.book_routing(n, routing_s);
         Ok(out)
     }
@@ -498,93 +530,81 @@ fn cut_ranges<T: DeviceHeapKey>(keys: &[T], weights: &[f64]) -> Ranges<T::Repr> 
     }
 }
 
-/// Keys of an insert by the member taking them.
-enum Routed<T> {
-    /// One member takes them all, as they lie.
-    One,
-    /// Per chunk of the call, in order: each active member's keys of that chunk.
-    Chunks(Vec<Vec<Vec<T>>>),
-}
-
-/// Keys routed per chunk of this many: enough per chunk for the pass to run at memory
-/// speed, chunks enough to spread over the latency threads.
+/// Keys routed per chunk of this many: enough per chunk for a pass to run at memory speed,
+/// chunks enough to spread over the latency threads.
 const ROUTE_CHUNK: usize = 1 << 20;
 
-/// Routes `keys` to the active members of `ranges`: one parallel pass, each chunk of the
-/// call split into one vector per member.
-fn route<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -> Routed<T> {
-    let members = ranges.active.len();
-    if members == 1 {
-        return Routed::One;
-    }
-    let chunks = keys
-        .par_chunks(ROUTE_CHUNK)
+/// Per chunk of `keys` ([`ROUTE_CHUNK`] keys), how many each active member of `ranges` takes:
+/// one parallel pass reading the keys.
+fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -> Vec<Vec<usize>> {
+    keys.par_chunks(ROUTE_CHUNK)
         .enumerate()
-        .map(|(c, chunk)| match ranges.bounds[..] {
-            [b] => route_two(chunk, c * ROUTE_CHUNK, b, ranges),
-            _ => {
-                // Room for the whole chunk in each: no vector grows (and copies) mid-pass;
-                // the pages a member's keys do not reach are never touched.
-                let mut parts: Vec<Vec<T>> = (0..members)
-                    .map(|_| Vec::with_capacity(chunk.len()))
-                    .collect();
+        .map(|(c, chunk)| {
+            let mut counts = vec![0; ranges.active.len()];
+            if let [lower, upper] = &mut counts[..] {
+                // Two members: the upper one's count, kept in a register.
+                let up: usize = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i))
+                    .sum();
+                (*lower, *upper) = (chunk.len() - up, up);
+            } else {
                 for (i, &x) in chunk.iter().enumerate() {
-                    parts[ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i)].push(x);
+                    counts[ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i)] += 1;
                 }
-                parts
             }
+            counts
         })
-        .collect();
-    Routed::Chunks(chunks)
+        .collect()
 }
 
-/// [`route`] of one chunk (its first key the `first`-th of the call) between two members cut
-/// at `b`, with no branch on the key: every key is written to both members' next slot and
-/// only the one taking it moves on (random keys would mispredict a branch half the time).
-fn route_two<T: DeviceHeapKey>(
-    chunk: &[T],
-    first: usize,
-    b: T::Repr,
+/// Writes the keys of `keys` that active member `j` of `ranges` takes into `dst`, in the
+/// upload form, in order: each chunk into its own part of `dst` (by `counts`, from
+/// [`count_routes`]), the chunks in parallel. No branch on the key: every key is written to
+/// the chunk's next slot and only a key the member takes moves the slot on (random keys
+/// would mispredict a branch half the time).
+fn fill_routed<T: DeviceHeapKey + Sync>(
+    dst: &mut [T::Upload],
+    keys: &[T],
+    counts: &[Vec<usize>],
+    j: usize,
     ranges: &Ranges<T::Repr>,
-) -> Vec<Vec<T>> {
-    let Some(&fill) = chunk.first() else {
-        return vec![Vec::new(), Vec::new()];
-    };
-    let (mut lo, mut hi) = (vec![fill; chunk.len()], vec![fill; chunk.len()]);
-    let (mut nl, mut nh) = (0, 0);
-    for (i, &x) in chunk.iter().enumerate() {
-        let r = x.to_repr();
-        let up = if r == b {
-            ranges.route(&r, first + i) == 1
-        } else {
-            r > b
-        };
-        lo[nl] = x;
-        hi[nh] = x;
-        nl += usize::from(!up);
-        nh += usize::from(up);
+) -> Result<()> {
+    let mut parts = Vec::with_capacity(counts.len());
+    let mut rest = dst;
+    for c in counts {
+        let (part, tail) = rest.split_at_mut(c[j]);
+        parts.push(part);
+        rest = tail;
     }
-    lo.truncate(nl);
-    hi.truncate(nh);
-    vec![lo, hi]
-}
-
-/// The members' runs one after the other (each sorted, each member's keys at most the
-/// next's): the first non-empty run, the others copied after it in parallel.
-fn join_runs<T: DeviceHeapKey + Sync>(runs: Vec<Vec<T>>) -> Vec<T> {
-    let mut runs = runs.into_iter().filter(|r| !r.is_empty());
-    let Some(mut out) = runs.next() else {
-        return Vec::new();
-    };
-    for run in runs {
-        out.par_extend(run.par_iter().copied());
+    let filled = parts
+        .into_par_iter()
+        .zip(keys.par_chunks(ROUTE_CHUNK))
+        .enumerate()
+        .all(|(c, (part, chunk))| {
+            let mut at = 0;
+            for (i, &x) in chunk.iter().enumerate() {
+                let take = ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i) == j;
+                if let Some(slot) = part.get_mut(at) {
+                    *slot = x.to_upload();
+                }
+                at += usize::from(take);
+            }
+            at == part.len()
+        });
+    if filled && rest.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(
+            "routing an insert: the keys changed between counting and copying".into(),
+        ))
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{cut_ranges, join_runs, route, split, Ranges, Routed};
+    use super::{count_routes, cut_ranges, fill_routed, split, Ranges};
 
     #[test]
     fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
@@ -611,13 +631,20 @@ mod tests {
     /// Every key goes to a member whose range holds it: each member's keys are at most the
     /// next member's.
     fn assert_ordered(keys: &[i32], ranges: &Ranges<i32>) -> Vec<Vec<i32>> {
-        let parts: Vec<Vec<i32>> = match route(keys, ranges) {
-            Routed::One => vec![keys.to_vec()],
-            Routed::Chunks(chunks) => (0..ranges.active.len())
-                .map(|j| chunks.iter().flat_map(|c| c[j].iter().copied()).collect())
-                .collect(),
-        };
+        let counts = count_routes(keys, ranges);
+        let parts: Vec<Vec<i32>> = (0..ranges.active.len())
+            .map(|j| {
+                let mut part = vec![0; counts.iter().map(|c| c[j]).sum()];
+                fill_routed(&mut part, keys, &counts, j, ranges).unwrap();
+                part
+            })
+            .collect();
         assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), keys.len());
+        let mut all = parts.concat();
+        all.sort_unstable();
+        let mut want = keys.to_vec();
+        want.sort_unstable();
+        assert!(all == want, "the members' parts are not the keys");
         for w in parts.windows(2) {
             if let (Some(a), Some(b)) = (w[0].iter().max(), w[1].iter().min()) {
                 assert!(a <= b, "a member holds {a} above the next member's {b}");
@@ -641,8 +668,19 @@ mod tests {
         let r = cut_ranges(&keys, &[0.0, 1.0, 0.0, 1.0]);
         assert_eq!(r.active, vec![1, 3]);
         assert_eq!(r.bounds.len(), 1);
+        assert_ordered(&keys, &r);
         let r = cut_ranges(&keys, &[0.0, 2.0]);
-        assert!(matches!(route(&keys, &r), Routed::One));
+        assert_eq!(r.active, vec![1]);
+        assert_eq!(
+            assert_ordered(&keys, &r)[0],
+            keys,
+            "one member: every key, in order"
+        );
+        // Counts that do not match the keys are an error, not a short or torn part.
+        let r = cut_ranges(&keys, &[1.0, 1.0]);
+        let counts = count_routes(&keys[1..], &r);
+        let mut part = vec![0; counts.iter().map(|c| c[0]).sum()];
+        assert!(fill_routed(&mut part, &keys[..keys.len() - 1], &counts, 0, &r).is_err());
         // Equal keys spread over the members whose ranges meet at their value, by weight.
         let equal = vec![7; 200_000];
         let parts = assert_ordered(&equal, &cut_ranges(&equal, &[1.0, 1.0, 2.0]));
@@ -657,17 +695,5 @@ mod tests {
         assert_ordered(&[i32::MIN, i32::MAX, 1, 2, 1, 0], &r);
         let r = cut_ranges(&[5], &[1.0, 1.0]);
         assert_ordered(&[5, 5, 4, 6, i32::MIN], &r);
-    }
-
-    #[test]
-    fn runs_join_in_order() {
-        assert_eq!(join_runs::<i32>(vec![]), Vec::<i32>::new());
-        assert_eq!(
-            join_runs(vec![vec![], vec![1, 2], vec![], vec![2, 5]]),
-            vec![1, 2, 2, 5]
-        );
-        let a: Vec<i32> = (0..300_000).collect();
-        let b: Vec<i32> = (300_000..700_001).collect();
-        assert_eq!(join_runs(vec![a, b]), (0..700_001).collect::<Vec<i32>>());
     }
 }

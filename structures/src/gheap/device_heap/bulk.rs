@@ -132,6 +132,23 @@ impl BulkKernels {
     }
 }
 
+/// The keys a bulk call inserts.
+pub(super) enum Source<'a, T: DeviceHeapKey> {
+    /// These keys.
+    Keys(&'a [T]),
+    /// This many keys, written by the function into the mapped staging range.
+    Fill(usize, &'a super::FillKeys<'a, T>),
+}
+
+impl<T: DeviceHeapKey> Source<'_, T> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Keys(keys) => keys.len(),
+            Source::Fill(len, _) => *len,
+        }
+    }
+}
+
 /// The buffers a bulk call's sort moves keys between.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Buf {
@@ -158,17 +175,21 @@ impl<T: DeviceHeapKey> Inner<T> {
             .rebuilds(batches, k, self.count * k + self.plen, inserted, gpu)
     }
 
-    /// One bulk call: inserts the keys of every piece of `pieces` (each uploaded where it
-    /// lies, one after the other: no host copy joins them), then removes the `n_out`
-    /// smallest of everything and returns them sorted (`n_out` at most the keys held plus
-    /// the keys inserted).
-    pub(super) fn bulk(&mut self, pieces: &[&[T]], n_out: usize) -> Result<Vec<T>> {
+    /// One bulk call: inserts the keys of `src`, then removes the `n_out` smallest of
+    /// everything and returns them sorted (`n_out` at most the keys held plus the keys
+    /// inserted), or writes them into `out` (of `n_out` keys) and returns nothing.
+    pub(super) fn bulk(
+        &mut self,
+        src: Source<'_, T>,
+        n_out: usize,
+        out: Option<&mut [T]>,
+    ) -> Result<Vec<T>> {
         let t_start = std::time::Instant::now();
         let k = self.partial.len();
         let held = self.count * k + self.plen;
-        let inserted: usize = pieces.iter().map(|p| p.len()).sum();
+        let inserted = src.len();
         let total = held + inserted;
-        if n_out > total {
+        if n_out > total || out.as_ref().is_some_and(|o| o.len() != n_out) {
             return Err(Error::InvalidArgument(format!(
                 "a bulk call removing {n_out} keys from {total}"
             )));
@@ -201,10 +222,15 @@ impl<T: DeviceHeapKey> Inner<T> {
         staged(rt, &mut st.splits, runs)?;
         let alloc = t_alloc.elapsed();
         let t_copy = std::time::Instant::now();
-        let mut at = old_runs * k;
-        for piece in pieces.iter().filter(|p| !p.is_empty()) {
-            io.write_range(at, &T::upload(piece))?;
-            at += piece.len();
+        match src {
+            Source::Keys([]) => {}
+            Source::Keys(keys) => io.write_range(old_runs * k, &T::upload(keys))?,
+            Source::Fill(len, fill) => {
+                let mut map = io.map_range_for_overwrite_as::<T::Upload>(old_runs * k, len)?;
+                let filled = fill(&mut map);
+                map.unmap()?;
+                filled?;
+            }
         }
         let copy = t_copy.elapsed();
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
@@ -306,11 +332,17 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.plen = plen;
         self.stats.launches += 1;
         self.stats.bulk_calls += 1;
-        let out = if n_out > 0 {
-            let io = self.staging.keys.as_mut().expect("staged above");
-            T::download(io.read_range_as::<T::Upload>(0, n_out)?)
-        } else {
-            Vec::new()
+        let io = self.staging.keys.as_mut().expect("staged above");
+        let out = match out {
+            _ if n_out == 0 => Vec::new(),
+            None => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
+            Some(dst) => {
+                match T::as_upload_mut(dst) {
+                    Some(stored) => io.read_range_into(0, stored)?,
+                    None => dst.copy_from_slice(&T::download(io.read_range_as(0, n_out)?)),
+                }
+                Vec::new()
+            }
         };
         if let Some(p) = &mut self.profile {
             p.host_alloc_us += alloc.as_secs_f64() * 1e6;

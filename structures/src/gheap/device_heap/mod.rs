@@ -44,8 +44,8 @@ use super::InsertDirection;
 use crate::key::Key;
 
 mod bulk;
-use bulk::BulkKernels;
 pub use bulk::BulkPolicy;
+use bulk::{BulkKernels, Source};
 
 // The largest batch is the batch kernels' [`MAX_DEVICE_BATCH`] (five batches of keys live in
 // local memory: K = 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in
@@ -113,11 +113,15 @@ pub(crate) fn gheap_cl_defines(k: usize, wg: usize) -> String {
     format!("-DK={k} -DWG={wg} {}", cl_defines(KERNEL_CONSTANTS))
 }
 
+/// Writes keys in their upload form into memory bound for the device
+/// ([`DeviceGeneralizedHeap::insert_with`]).
+pub type FillKeys<'a, T> = dyn Fn(&mut [<T as DeviceHeapKey>::Upload]) -> Result<()> + Sync + 'a;
+
 /// A key type the device heap stores: its device form is a signed integer whose order is the
 /// key's order.
 pub trait DeviceHeapKey: Copy + Send + 'static {
     /// The device form (`int` or `long`).
-    type Repr: SvmElement + Ord + std::fmt::Debug;
+    type Repr: SvmElement + Ord + Default + std::fmt::Debug;
     /// Build options naming the device form and its largest value.
     const CL_DEFINES: &'static str;
     /// Maps the key to its device form.
@@ -126,7 +130,7 @@ pub trait DeviceHeapKey: Copy + Send + 'static {
     fn from_repr(r: Self::Repr) -> Self;
     /// How inserted keys travel to the device: scalar keys as they are (the kernel maps them
     /// to the device form as it loads a batch: `KEY_MAP`), pairs in the device form.
-    type Upload: SvmElement;
+    type Upload: SvmElement + Default;
     /// The kernel's `-DKEY_MAP` for [`DeviceHeapKey::Upload`] (0: already the device form).
     const KEY_MAP: u32;
     /// The keys as uploaded: borrowed for scalar keys, so an insert converts nothing on the
@@ -136,6 +140,11 @@ pub trait DeviceHeapKey: Copy + Send + 'static {
     /// Keys a DEL returned, as the device stored them (scalar keys: already in the caller's
     /// form, the map being its own inverse), into keys.
     fn download(stored: Vec<Self::Upload>) -> Vec<Self>;
+    /// One key as uploaded.
+    fn to_upload(self) -> Self::Upload;
+    /// `keys` as the upload form where that is the keys' own form (scalar keys), so a
+    /// download can land in them directly.
+    fn as_upload_mut(keys: &mut [Self]) -> Option<&mut [Self::Upload]>;
 }
 
 macro_rules! scalar_key {
@@ -159,6 +168,13 @@ macro_rules! scalar_key {
             fn download(stored: Vec<$t>) -> Vec<$t> {
                 stored
             }
+            #[inline]
+            fn to_upload(self) -> $t {
+                self
+            }
+            fn as_upload_mut(keys: &mut [$t]) -> Option<&mut [$t]> {
+                Some(keys)
+            }
         }
         /// A key with a 32-bit payload (a vertex, an item index), ordered by key, then payload.
         impl DeviceHeapKey for ($t, u32) {
@@ -179,6 +195,13 @@ macro_rules! scalar_key {
             }
             fn download(stored: Vec<i64>) -> Vec<Self> {
                 stored.into_iter().map(Self::from_repr).collect()
+            }
+            #[inline]
+            fn to_upload(self) -> i64 {
+                self.to_repr()
+            }
+            fn as_upload_mut(_: &mut [Self]) -> Option<&mut [i64]> {
+                None
             }
         }
     )*};
@@ -570,29 +593,63 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// launch's work-groups, or, when the call moves a large share of the heap (the
     /// configuration's [`BulkPolicy`]), by one rebuild: every key sorted on the device.
     pub fn insert(&self, keys: &[T]) -> Result<()> {
-        self.insert_pieces(&[keys])
-    }
-
-    /// Inserts the keys of every piece, as one call: a bulk call uploads each piece where it
-    /// lies (keys routed to this heap in pieces, as a device set's heap does, need no host
-    /// copy to join them); the seed's operations take them joined.
-    pub fn insert_pieces(&self, pieces: &[&[T]]) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
-        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let batches = keys.len().div_ceil(self.batch);
+        if g.prefers_bulk(batches, keys.len()) {
+            return g.bulk(Source::Keys(keys), 0, None).map(|_| ());
+        }
+        let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
+        g.run(keys, &ops, false).map(|_| ())
+    }
+
+    /// Inserts `len` keys that `fill` writes, in their upload form
+    /// ([`DeviceHeapKey::to_upload`]), into the memory they travel to the device from: on a
+    /// bulk call a mapped range of the staging buffer, so a caller that makes or picks the
+    /// keys (a device set routing an insert among its members) writes each key once, with
+    /// no host vector between. `fill` must write every element; an error it returns ends the
+    /// call before anything is inserted.
+    pub fn insert_with(&self, len: usize, fill: &FillKeys<'_, T>) -> Result<()> {
+        let mut g = self.lock();
+        g.usable()?;
         if len == 0 {
             return Ok(());
         }
         let batches = len.div_ceil(self.batch);
         if g.prefers_bulk(batches, len) {
-            return g.bulk(pieces, 0).map(|_| ());
+            return g.bulk(Source::Fill(len, fill), 0, None).map(|_| ());
         }
-        let joined: std::borrow::Cow<'_, [T]> = match pieces {
-            [one] => std::borrow::Cow::Borrowed(one),
-            _ => std::borrow::Cow::Owned(pieces.concat()),
-        };
+        let mut stored = vec![T::Upload::default(); len];
+        fill(&mut stored)?;
+        let keys = T::download(stored);
         let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
-        g.run(&joined, &ops, false).map(|_| ())
+        g.run(&keys, &ops, false).map(|_| ())
+    }
+
+    /// Removes the `out.len()` smallest keys into `out`, sorted: a bulk call copies them from
+    /// the device straight into `out` (several heaps can fill the parts of one vector). An
+    /// error if the heap holds fewer keys.
+    pub fn delete_min_into(&self, out: &mut [T]) -> Result<()> {
+        let n = out.len();
+        let mut g = self.lock();
+        g.usable()?;
+        let held = g.count * self.batch + g.plen;
+        if n > held {
+            return Err(Error::InvalidArgument(format!(
+                "a delete of {n} keys into a buffer from a heap holding {held}"
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if g.prefers_bulk(n.div_ceil(self.batch), 0) {
+            return g.bulk(Source::Keys(&[]), n, Some(out)).map(|_| ());
+        }
+        out.copy_from_slice(&g.delete_by_operations(n)?);
+        Ok(())
     }
 
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds fewer).
@@ -606,22 +663,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let k = self.batch;
-        if g.prefers_bulk(n.div_ceil(k), 0) {
-            return g.bulk(&[], n);
+        if g.prefers_bulk(n.div_ceil(self.batch), 0) {
+            return g.bulk(Source::Keys(&[]), n, None);
         }
-        let ops: Vec<HeapOp> = (0..n.div_ceil(k))
-            .map(|i| HeapOp::Delete((n - i * k).min(k)))
-            .collect();
-        // The DELs' results in linearization order are the sorted sequence.
-        let out: Vec<T> = g.run(&[], &ops, false)?.deleted_in_order(k);
-        if out.len() != n {
-            return Err(Error::Lost(format!(
-                "the device heap returned {} keys for a delete of {n} with {n} or more held",
-                out.len()
-            )));
-        }
-        Ok(out)
+        g.delete_by_operations(n)
     }
 
     /// One launch running `ops` concurrently, its work-groups taking them in list order;
@@ -768,6 +813,23 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
 }
 
 impl<T: DeviceHeapKey> Inner<T> {
+    /// The `n` smallest keys (at most the keys held), sorted, by ⌈n/K⌉ DELs in one launch.
+    fn delete_by_operations(&mut self, n: usize) -> Result<Vec<T>> {
+        let k = self.partial.len();
+        let ops: Vec<HeapOp> = (0..n.div_ceil(k))
+            .map(|i| HeapOp::Delete((n - i * k).min(k)))
+            .collect();
+        // The DELs' results in linearization order are the sorted sequence.
+        let out: Vec<T> = self.run(&[], &ops, false)?.deleted_in_order(k);
+        if out.len() != n {
+            return Err(Error::Lost(format!(
+                "the device heap returned {} keys for a delete of {n} with {n} or more held",
+                out.len()
+            )));
+        }
+        Ok(out)
+    }
+
     fn usable(&self) -> Result<()> {
         match &self.poisoned {
             Some(why) => Err(Error::Lost(format!(
