@@ -28,7 +28,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use asym_runtime::{DeviceSet, Error, Result};
+use asym_runtime::{copy_bits_streaming, DeviceSet, Error, Result};
 use rayon::prelude::*;
 
 use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
@@ -559,11 +559,16 @@ fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -
         .collect()
 }
 
+/// Keys a routing pass collects in cached memory before it streams them to their member's
+/// staging: 64 KiB of int32 keys.
+const ROUTE_BLOCK: usize = 1 << 14;
+
 /// Writes the keys of `keys` that active member `j` of `ranges` takes into `dst`, in the
 /// upload form, in order: each chunk into its own part of `dst` (by `counts`, from
-/// [`count_routes`]), the chunks in parallel. No branch on the key: every key is written to
-/// the chunk's next slot and only a key the member takes moves the slot on (random keys
-/// would mispredict a branch half the time).
+/// [`count_routes`]), the chunks in parallel. A block of keys is routed into a cached buffer
+/// first, with no branch on the key (every key is written to the next slot and only a key
+/// the member takes moves it on: random keys would mispredict a branch half the time), then
+/// streamed to `dst` (mapped staging memory takes whole lines best).
 fn fill_routed<T: DeviceHeapKey + Sync>(
     dst: &mut [T::Upload],
     keys: &[T],
@@ -578,28 +583,38 @@ fn fill_routed<T: DeviceHeapKey + Sync>(
         parts.push(part);
         rest = tail;
     }
-    let filled = parts
+    let torn = || {
+        Error::InvalidArgument(
+            "routing an insert: the keys changed between counting and copying".into(),
+        )
+    };
+    if !rest.is_empty() {
+        return Err(torn());
+    }
+    parts
         .into_par_iter()
         .zip(keys.par_chunks(ROUTE_CHUNK))
         .enumerate()
-        .all(|(c, (part, chunk))| {
+        .try_for_each(|(c, (part, chunk))| {
+            let mut block = vec![T::Upload::default(); ROUTE_BLOCK + 1];
             let mut at = 0;
-            for (i, &x) in chunk.iter().enumerate() {
-                let take = ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i) == j;
-                if let Some(slot) = part.get_mut(at) {
-                    *slot = x.to_upload();
+            for (b, keys) in chunk.chunks(ROUTE_BLOCK).enumerate() {
+                let first = c * ROUTE_CHUNK + b * ROUTE_BLOCK;
+                let mut n = 0;
+                for (i, &x) in keys.iter().enumerate() {
+                    block[n] = x.to_upload();
+                    n += usize::from(ranges.route(&x.to_repr(), first + i) == j);
                 }
-                at += usize::from(take);
+                let to = part.get_mut(at..at + n).ok_or_else(torn)?;
+                copy_bits_streaming(to, &block[..n])?;
+                at += n;
             }
-            at == part.len()
-        });
-    if filled && rest.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument(
-            "routing an insert: the keys changed between counting and copying".into(),
-        ))
-    }
+            if at == part.len() {
+                Ok(())
+            } else {
+                Err(torn())
+            }
+        })
 }
 
 #[cfg(test)]
