@@ -596,7 +596,7 @@ fn fill_routed<T: DeviceHeapKey + Sync>(
         .zip(keys.par_chunks(ROUTE_CHUNK))
         .enumerate()
         .try_for_each(|(c, (part, chunk))| {
-            let mut block = vec![T::Upload::default(); ROUTE_BLOCK + 1];
+            let mut block = [T::Upload::default(); ROUTE_BLOCK];
             let mut at = 0;
             for (b, keys) in chunk.chunks(ROUTE_BLOCK).enumerate() {
                 let first = c * ROUTE_CHUNK + b * ROUTE_BLOCK;
