@@ -763,7 +763,8 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// that stored keys in the caller's form, in a buffer typed by the device's).
     pub fn read_range_as<U: SvmElement>(&mut self, at: usize, len: usize) -> Result<Vec<U>> {
         self.check_copy::<U>(at, len, "reading", "from")?;
-        let mut out: Vec<U> = Vec::with_capacity(len);
+        // Huge pages where the machine allows: the prefault below touches one page per 2 MiB.
+        let mut out: Vec<U> = crate::host_memory::huge_page_vec(len);
         if len == 0 {
             return Ok(out);
         }

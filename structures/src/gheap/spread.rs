@@ -28,6 +28,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use asym_runtime::host_memory::huge_page_vec;
 use asym_runtime::{copy_bits_streaming, DeviceSet, Error, Result};
 use rayon::prelude::*;
 
@@ -335,11 +336,13 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             });
             let runs = state.settle(results)?;
             state.book_routing(n, 0.0);
-            return Ok(runs.into_iter().flatten().collect());
+            return Ok(runs.into_iter().find(|r| !r.is_empty()).unwrap_or_default());
         }
         // Several: each member copies its run straight into its part of the answer.
         let started = Instant::now();
-        let mut out: Vec<T> = Vec::with_capacity(n);
+        // Huge pages: one fault per 2 MiB (on the two-H100 machine, first touching 2 GiB took
+        // 1.15 s in 4 KiB pages on one thread, 0.26 s in huge pages).
+        let mut out: Vec<T> = huge_page_vec(n);
         out.par_extend(rayon::iter::repeat_n(T::from_repr(Default::default()), n));
         let routing_s = started.elapsed().as_secs_f64();
         let mut slots: Vec<Mutex<Option<&mut [T]>>> = Vec::with_capacity(takes.len());
