@@ -17,9 +17,10 @@
 //!
 //! `--device all` (or a list such as `nvidia,portable`) adds, for insert-all/delete-all with
 //! bulk calls, each device alone (rows gpu@0:auto, gpu@1:auto, …) and the heap spread over
-//! them all (gpu-set:auto: each device sorts the share the set gives it from measured speeds,
-//! the host merges; gpu-set:even: an equal share each, what spreading costs where the set
-//! would not spread); the other gpu rows run on the first device.
+//! them all (gpu-set:auto: each device sorts the range of key values the set gives it from
+//! measured speeds, and the delete joins their runs in order; gpu-set:even: an equal share
+//! each, what spreading costs where the set would not spread); the other gpu rows run on the
+//! first device.
 //!
 //! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
 //! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
