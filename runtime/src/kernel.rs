@@ -129,7 +129,7 @@ impl Kernel {
     /// Launches `global` work-items in work-groups of `local` on the runtime's main queue.
     pub fn launch(&mut self, global: usize, local: Option<usize>) -> Result<Launch> {
         let queue = self.rt.queue().clone();
-        self.launch_on_queue(&queue, global, local)
+        self.launch_on_queue(&queue, global, local, true)
     }
 
     /// Launches on another queue (for example a persistent kernel beside the main queue).
@@ -139,7 +139,27 @@ impl Kernel {
         global: usize,
         local: Option<usize>,
     ) -> Result<Launch> {
-        self.launch_on_queue(&queue.queue, global, local)
+        self.launch_on_queue(&queue.queue, global, local, true)
+    }
+
+    /// [`Kernel::launch`] without submitting the queue to the device: for all but the last
+    /// of several launches enqueued back to back, which the last one's submission carries
+    /// (a flush costs each launch a driver call, and a device set enqueues on every member
+    /// before it waits on any). Waiting on (or dropping) the launch submits it first, so it
+    /// cannot be left waiting for a submission that never comes.
+    pub fn launch_unflushed(&mut self, global: usize, local: Option<usize>) -> Result<Launch> {
+        let queue = self.rt.queue().clone();
+        self.launch_on_queue(&queue, global, local, false)
+    }
+
+    /// [`Kernel::launch_unflushed`] on another queue.
+    pub fn launch_unflushed_on(
+        &mut self,
+        queue: &Queue,
+        global: usize,
+        local: Option<usize>,
+    ) -> Result<Launch> {
+        self.launch_on_queue(&queue.queue, global, local, false)
     }
 
     fn launch_on_queue(
@@ -147,6 +167,7 @@ impl Kernel {
         queue: &CommandQueue,
         global: usize,
         local: Option<usize>,
+        flush: bool,
     ) -> Result<Launch> {
         if global == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -178,13 +199,14 @@ impl Kernel {
             claimed.push(a);
         }
         let wait: Vec<Event> = claimed.iter().filter_map(|a| a.pending_unmap()).collect();
-        match sys::enqueue_kernel(queue, &self.kernel, global, local, &wait) {
+        match sys::enqueue_kernel(queue, &self.kernel, global, local, &wait, flush) {
             Ok(event) => Ok(Launch {
                 event,
                 uses: claimed,
                 name: self.name.clone(),
                 timeout: self.rt.timeout(),
                 done: false,
+                unflushed: (!flush).then(|| queue.clone()),
             }),
             Err(e) => {
                 claimed.iter().for_each(|c| c.end_use());
@@ -202,6 +224,8 @@ pub struct Launch {
     name: String,
     timeout: Duration,
     done: bool,
+    /// The queue of a launch enqueued without a flush, until a wait has flushed it.
+    unflushed: Option<CommandQueue>,
 }
 
 impl Launch {
@@ -210,6 +234,9 @@ impl Launch {
     pub fn is_complete(&mut self) -> Result<bool> {
         if self.done {
             return Ok(true);
+        }
+        if let Some(queue) = self.unflushed.take() {
+            sys::flush_queue(&queue)?;
         }
         let status = ocl::core::event_status(&self.event)
             .map_err(|e| Error::ocl("clGetEventInfo", format!("kernel {}", self.name), e))?;

@@ -323,6 +323,29 @@ fn bad_launch_sizes_are_errors() {
     k.launch(8, Some(8)).unwrap().wait().unwrap();
 }
 
+/// Launches enqueued without a submission run once a later launch submits the queue, or
+/// once a wait (or a drop) does: none is left waiting for a flush that never comes.
+#[test]
+fn unflushed_launches_run_when_waited_for_or_dropped() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut data = rt.alloc::<u32>(256).unwrap();
+        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+        k.arg_svm(0, &data).unwrap().arg_scalar(1, 256u32).unwrap();
+        // Two unflushed, then one submitting all three.
+        let a = k.launch_unflushed(256, None).unwrap();
+        let b = k.launch_unflushed(256, None).unwrap();
+        let c = k.launch(256, None).unwrap();
+        for l in [a, b, c] {
+            l.wait().unwrap();
+        }
+        // Alone, waited for; alone, dropped.
+        k.launch_unflushed(256, None).unwrap().wait().unwrap();
+        drop(k.launch_unflushed(256, None).unwrap());
+        assert_eq!(data.read().unwrap(), vec![5; 256], "transport {t}");
+    }
+}
+
 #[test]
 fn kernels_follow_pointers_stored_in_svm() {
     for t in common::transports() {

@@ -53,13 +53,14 @@ pub(crate) fn set_kernel_exec_info_svm_ptrs(kernel: &Kernel, allocs: &[&SvmAlloc
 }
 
 /// Enqueues a 1-D NDRange of `kernel` on `queue` after the events in `wait`, flushes the queue
-/// (NVIDIA may not start work without a flush) and returns the launch's event.
+/// when `flush` (NVIDIA may not start work without a flush) and returns the launch's event.
 pub(crate) fn enqueue_kernel(
     queue: &CommandQueue,
     kernel: &Kernel,
     global: usize,
     local: Option<usize>,
     wait: &[Event],
+    flush: bool,
 ) -> Result<Event> {
     let mut event = Event::null();
     // SAFETY: every argument of `kernel` was set by `Kernel` (scalars by value, SVM pointers to
@@ -78,8 +79,15 @@ pub(crate) fn enqueue_kernel(
         )
     }
     .map_err(|e| Error::ocl("clEnqueueNDRangeKernel", "kernel launch", e))?;
-    ocl::core::flush(queue).map_err(|e| Error::ocl("clFlush", "after kernel launch", e))?;
+    if flush {
+        flush_queue(queue)?;
+    }
     Ok(event)
+}
+
+/// Submits what was enqueued on `queue` to the device.
+pub(crate) fn flush_queue(queue: &CommandQueue) -> Result<()> {
+    ocl::core::flush(queue).map_err(|e| Error::ocl("clFlush", "after kernel launch", e))
 }
 
 /// How long a completed command ran on the device (profiling `END - START`), or `None` when the

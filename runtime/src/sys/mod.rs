@@ -13,7 +13,8 @@ mod stream;
 mod svm;
 
 pub(crate) use cl::{
-    enqueue_kernel, event_device_time, set_kernel_arg_svm, set_kernel_exec_info_svm_ptrs,
+    enqueue_kernel, event_device_time, flush_queue, set_kernel_arg_svm,
+    set_kernel_exec_info_svm_ptrs,
 };
 pub use os::exit_quietly_on_broken_pipe;
 pub(crate) use os::{advise_huge_pages, current_cpu};

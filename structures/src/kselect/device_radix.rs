@@ -196,19 +196,20 @@ impl DeviceRadix {
         if self.tile == 0 || longest <= self.tile {
             self.whole.arg_scalar(2, k)?;
             return Ok(RadixLaunch {
-                launches: vec![enqueue(&self.queue, &mut self.whole, subs, wg)?],
+                launches: vec![enqueue(&self.queue, &mut self.whole, subs, wg, true)?],
             });
         }
         self.keep.arg_scalar(2, k)?;
         self.finish.arg_scalar(3, k)?;
-        let mut tiled = self.launch_count(offs)?;
+        // Four launches back to back: only the last submits the queue (one flush, not four).
+        let mut tiled = self.count_launches(offs, false)?;
         let n_tiles = self.tiles_host.len() / 3;
         tiled
             .launches
-            .push(enqueue(&self.queue, &mut self.keep, n_tiles, wg)?);
+            .push(enqueue(&self.queue, &mut self.keep, n_tiles, wg, false)?);
         tiled
             .launches
-            .push(enqueue(&self.queue, &mut self.finish, subs, wg)?);
+            .push(enqueue(&self.queue, &mut self.finish, subs, wg, true)?);
         Ok(tiled)
     }
 }
@@ -249,6 +250,11 @@ impl DeviceRadix {
     /// Counts the top digit of every sub-list at `offs` into the global histograms (the
     /// tiled kernels at any length).
     pub(super) fn launch_count(&mut self, offs: &[usize]) -> Result<RadixLaunch> {
+        self.count_launches(offs, true)
+    }
+
+    /// [`DeviceRadix::launch_count`], the queue submitted after it only if `submit`.
+    fn count_launches(&mut self, offs: &[usize], submit: bool) -> Result<RadixLaunch> {
         let subs = self.check_subs(offs)?;
         let n_tiles = self.write_tables(offs)?;
         let words = HIST_WORDS * subs;
@@ -260,8 +266,9 @@ impl DeviceRadix {
                 &mut self.clear,
                 words.div_ceil(clear_wg),
                 clear_wg,
+                false,
             )?,
-            enqueue(&self.queue, &mut self.count, n_tiles, self.wg)?,
+            enqueue(&self.queue, &mut self.count, n_tiles, self.wg, submit)?,
         ];
         Ok(RadixLaunch { launches })
     }
@@ -294,7 +301,13 @@ impl DeviceRadix {
         map.unmap()?;
         self.keep.arg_scalar(2, k)?;
         let n_tiles = self.tiles_host.len() / 3;
-        let launches = vec![enqueue(&self.queue, &mut self.keep, n_tiles, self.wg)?];
+        let launches = vec![enqueue(
+            &self.queue,
+            &mut self.keep,
+            n_tiles,
+            self.wg,
+            true,
+        )?];
         Ok(RadixLaunch { launches })
     }
 
@@ -344,16 +357,21 @@ fn k_word(k: usize) -> Result<u32> {
 }
 
 /// Enqueues `kernel` as `groups` work-groups of `local` on `queue` (the runtime's main queue
-/// when `None`).
+/// when `None`), submitting the queue to the device if `submit` (else a later launch's
+/// submission, or the first wait, carries it).
 fn enqueue(
     queue: &Option<Queue>,
     kernel: &mut Kernel,
     groups: usize,
     local: usize,
+    submit: bool,
 ) -> Result<Launch> {
-    match queue {
-        Some(q) => kernel.launch_on(q, groups * local, Some(local)),
-        None => kernel.launch(groups * local, Some(local)),
+    let (global, local) = (groups * local, Some(local));
+    match (queue, submit) {
+        (Some(q), true) => kernel.launch_on(q, global, local),
+        (Some(q), false) => kernel.launch_unflushed_on(q, global, local),
+        (None, true) => kernel.launch(global, local),
+        (None, false) => kernel.launch_unflushed(global, local),
     }
 }
 
