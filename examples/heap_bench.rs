@@ -18,9 +18,9 @@
 //! `--device all` (or a list such as `nvidia,portable`) adds, for insert-all/delete-all with
 //! bulk calls, each device alone (rows gpu@0:auto, gpu@1:auto, …) and the heap spread over
 //! them all (gpu-set:auto: each device sorts the range of key values the set gives it from
-//! measured speeds, and the delete joins their runs in order; gpu-set:even: an equal share
-//! each, what spreading costs where the set would not spread); the other gpu rows run on the
-//! first device.
+//! measured speeds, and the delete puts their runs one after the other; gpu-set:even: an
+//! equal share each, what spreading costs where the set would not spread); the other gpu
+//! rows run on the first device.
 //!
 //! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
 //! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
@@ -600,7 +600,8 @@ fn set_rows<T: BenchKey>(
                     "insert_ms": m.busy_s * 1e3, "keys_per_s": m.keys_per_s,
                 })).collect::<Vec<_>>(),
                 // What each member's delete took, and the host's routing of the insert (its
-                // pass over the keys) and of the delete (the copy joining the members' runs).
+                // counting pass over the keys) and of the delete (its first touch of the
+                // answer, which the members then fill, each its own part).
                 "delete_ms": cycle.deleted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
                 "routing_ms": [cycle.insert_routing_s * 1e3, cycle.delete_routing_s * 1e3],
             })),

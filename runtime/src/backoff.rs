@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
+
 /// Escalating back-off: spin, then yield, then sleep.
 #[derive(Debug, Default)]
 pub struct Backoff {
@@ -94,5 +96,66 @@ impl Deadline {
     /// Time left, zero once expired.
     pub fn remaining(&self) -> Duration {
         self.limit.saturating_sub(self.start.elapsed())
+    }
+}
+
+/// Polls `attempt` with back-off ([`Backoff::snooze_within`]) until it yields a value or
+/// `limit` has passed; then the error `stalled` makes of the milliseconds waited. An error
+/// from `attempt` ends the wait at once. The one shape of the runtime's bounded waits on a
+/// device (a kernel's event, a buffer's fill, a service's reply).
+pub(crate) fn poll_within<T>(
+    limit: Duration,
+    mut attempt: impl FnMut() -> Result<Option<T>>,
+    stalled: impl FnOnce(u64) -> Error,
+) -> Result<T> {
+    let deadline = Deadline::after(limit);
+    let mut backoff = Backoff::new();
+    loop {
+        if let Some(v) = attempt()? {
+            return Ok(v);
+        }
+        if deadline.expired() {
+            return Err(stalled(deadline.waited_ms()));
+        }
+        backoff.snooze_within(deadline.waited());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::poll_within;
+    use crate::error::Error;
+    use std::time::Duration;
+
+    fn stalled(waited_ms: u64) -> Error {
+        Error::InvalidArgument(format!("stalled after {waited_ms} ms"))
+    }
+
+    #[test]
+    fn a_bounded_wait_returns_the_value_the_bound_or_the_error() {
+        let mut polls = 0;
+        let got = poll_within(
+            Duration::from_secs(5),
+            || {
+                polls += 1;
+                Ok((polls == 3).then_some(polls))
+            },
+            stalled,
+        );
+        assert_eq!(got.unwrap(), 3);
+        let never = poll_within(Duration::from_millis(20), || Ok(None::<()>), stalled);
+        match never {
+            Err(Error::InvalidArgument(m)) => {
+                let ms: u64 = m.split(' ').nth(2).unwrap().parse().unwrap();
+                assert!(ms >= 20, "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let failed = poll_within(
+            Duration::from_secs(5),
+            || Err::<Option<()>, _>(Error::Lost("gone".into())),
+            stalled,
+        );
+        assert!(matches!(failed, Err(Error::Lost(_))));
     }
 }

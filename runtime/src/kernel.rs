@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ocl::core::{CommandQueue, Event, Kernel as ClKernel, OclPrm};
 
-use crate::backoff::{Backoff, Deadline};
+use crate::backoff::poll_within;
 use crate::error::{Error, Result, Side};
 use crate::runtime::{Program, Runtime};
 use crate::sys::{self, SvmAlloc, SvmBuffer, SvmElement};
@@ -258,22 +258,17 @@ impl Launch {
 
     /// Waits at most `timeout` for the kernel to finish; [`Error::Stalled`] names the kernel.
     pub fn wait_for(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = Deadline::after(timeout);
-        let mut backoff = Backoff::new();
-        loop {
-            if self.is_complete()? {
-                return Ok(());
-            }
-            if deadline.expired() {
-                return Err(Error::Stalled {
-                    side: Side::Device,
-                    waiting_for: format!("finish kernel {}", self.name),
-                    waited_ms: deadline.waited_ms(),
-                    detail: String::new(),
-                });
-            }
-            backoff.snooze_within(deadline.waited());
-        }
+        let name = self.name.clone();
+        poll_within(
+            timeout,
+            || Ok(self.is_complete()?.then_some(())),
+            |waited_ms| Error::Stalled {
+                side: Side::Device,
+                waiting_for: format!("finish kernel {name}"),
+                waited_ms,
+                detail: String::new(),
+            },
+        )
     }
 
     /// Gives up on a kernel that did not finish: its buffers are leaked (never freed, never

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::backoff::{Backoff, Deadline};
+use crate::backoff::{poll_within, Backoff};
 use crate::error::{Error, Result, Side};
 use crate::kernel::{Kernel, Launch, Queue};
 use crate::runtime::Runtime;
@@ -239,27 +239,26 @@ impl DeviceService {
         waiting_for: &str,
         mut attempt: impl FnMut() -> Result<Option<T>>,
     ) -> Result<T> {
-        let deadline = Deadline::after(timeout);
-        let mut backoff = Backoff::new();
         let mut polls = 0u32;
-        loop {
-            if let Some(v) = attempt()? {
-                return Ok(v);
-            }
-            polls = polls.wrapping_add(1);
-            if polls % 64 == 0 {
-                self.check_alive()?;
-            }
-            if deadline.expired() {
-                return Err(Error::Stalled {
-                    side: Side::Device,
-                    waiting_for: format!("{waiting_for} of service {}", self.name),
-                    waited_ms: deadline.waited_ms(),
-                    detail: format!("device handled {} messages so far", self.progress()),
-                });
-            }
-            backoff.snooze();
-        }
+        poll_within(
+            timeout,
+            || {
+                if let Some(v) = attempt()? {
+                    return Ok(Some(v));
+                }
+                polls = polls.wrapping_add(1);
+                if polls % 64 == 0 {
+                    self.check_alive()?;
+                }
+                Ok(None)
+            },
+            |waited_ms| Error::Stalled {
+                side: Side::Device,
+                waiting_for: format!("{waiting_for} of service {}", self.name),
+                waited_ms,
+                detail: format!("device handled {} messages so far", self.progress()),
+            },
+        )
     }
 
     /// Liveness: an error if the service kernel exited or the pump failed (for callers that

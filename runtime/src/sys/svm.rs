@@ -33,7 +33,7 @@ use ocl::core::{CommandQueue, Context, Event};
 use ocl::ffi;
 
 use super::stream::copy_bits_streaming_par;
-use crate::backoff::{Backoff, Deadline};
+use crate::backoff::poll_within;
 use crate::error::{Error, Result, Side};
 
 const MAPPED: usize = 1;
@@ -232,27 +232,28 @@ impl SvmAlloc {
             // here.
             events.push(unsafe { Event::from_raw_create_ptr(raw_event) });
         }
-        let deadline = Deadline::after(FILL_BOUND);
-        let mut backoff = Backoff::new();
-        for event in &events {
-            loop {
-                let status = ocl::core::event_status(event)
-                    .map_err(|e| Error::ocl("clGetEventInfo", "SVM fill", e))?;
-                if status == ocl::core::CommandExecutionStatus::Complete {
-                    break;
+        // The pieces finish in order on the in-order queue: wait for each in turn.
+        let mut next = 0;
+        poll_within(
+            FILL_BOUND,
+            || {
+                while let Some(event) = events.get(next) {
+                    let status = ocl::core::event_status(event)
+                        .map_err(|e| Error::ocl("clGetEventInfo", "SVM fill", e))?;
+                    if status != ocl::core::CommandExecutionStatus::Complete {
+                        return Ok(None);
+                    }
+                    next += 1;
                 }
-                if deadline.expired() {
-                    return Err(Error::Stalled {
-                        side: Side::Device,
-                        waiting_for: format!("zeroing a new SVM buffer of {} bytes", self.bytes),
-                        waited_ms: deadline.waited_ms(),
-                        detail: format!("{} fill pieces of {TRANSFER_PIECE} bytes", events.len()),
-                    });
-                }
-                backoff.snooze_within(deadline.waited());
-            }
-        }
-        Ok(())
+                Ok(Some(()))
+            },
+            |waited_ms| Error::Stalled {
+                side: Side::Device,
+                waiting_for: format!("zeroing a new SVM buffer of {} bytes", self.bytes),
+                waited_ms,
+                detail: format!("{} fill pieces of {TRANSFER_PIECE} bytes", events.len()),
+            },
+        )
     }
 
     pub(crate) fn as_ptr(&self) -> *mut u8 {

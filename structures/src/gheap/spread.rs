@@ -2,17 +2,18 @@
 //! holding a range of the key values. Every key a member holds is at most every key the
 //! members after it hold, so a delete of the `n` smallest takes them from the members in
 //! order (the first member's keys, then the next's), every member's part at once, and the
-//! result is their runs one after the other: no merge, nothing put back. Deleting
-//! everything (the bulk sort: insert all, then delete all) costs each member's sort of its
-//! range and one parallel copy joining the runs.
+//! result is their runs one after the other, each member copying its run into its own part
+//! of the answer: no merge, nothing put back. Deleting everything (the bulk sort: insert
+//! all, then delete all) costs each member's sort of its range and the host's first touch
+//! of the answer's memory.
 //!
 //! The ranges are cut when an insert meets an empty heap, from a sample of its keys, each
 //! member a range holding a share of the sample by its speed measured on earlier calls
 //! (equal shares until then, or the weights [`SpreadHeap::set_shares`] fixes); they stay
 //! until the heap is empty again. An insert routes each key to the member whose range holds
 //! it (keys equal to a cut value may go to either side: they are spread by position, so a
-//! heap of equal keys still splits); the routing is one parallel pass over the keys, and
-//! each member uploads its pieces where they lie. Keys that arrive later outside the first
+//! heap of equal keys still splits): one parallel pass counts each member's keys per chunk
+//! of the call, then each member writes its own keys straight into its mapped staging. Keys that arrive later outside the first
 //! insert's spread go to the first or last member: balance follows the first insert.
 //!
 //! Which members take part follows what was measured: the members' speeds over their
@@ -73,8 +74,9 @@ struct State<T: DeviceHeapKey> {
     failed: Option<String>,
     /// The ranges of key values the members hold (cut when an insert meets an empty heap).
     ranges: Option<Ranges<T::Repr>>,
-    /// The host's routing (an insert's pass over its keys, a delete's copy joining the
-    /// runs) over every call that routed keys to several members: keys and seconds.
+    /// The host's routing (an insert's counting pass over its keys, a delete's first touch
+    /// of the answer) over every call that routed keys to several members: keys and
+    /// seconds.
     routed_keys: usize,
     routed_s: f64,
     /// Seconds the last call spent routing keys on the host.
@@ -188,16 +190,17 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             .collect()
     }
 
-    /// Seconds the last call spent routing keys on the host (an insert's pass over its keys,
-    /// a delete's copy joining the members' runs; 0 where one member took everything).
+    /// Seconds the last call spent routing keys on the host (an insert's counting pass over
+    /// its keys, a delete's first touch of the answer; 0 where one member took everything).
     pub fn last_routing_s(&self) -> f64 {
         self.lock().last_routing_s
     }
 
     /// Fixes each member's share of the ranges cut from now on (at the next insert into an
     /// empty heap) to `weights` (one per member, in proportion; a member weighted 0 takes
-    /// none) instead of the split measured speeds choose; `None` returns to measuring. For measuring a split the set would not choose
-    /// (the benchmark's even split over two GPUs) or keeping keys off a member.
+    /// none) instead of the split measured speeds choose; `None` returns to measuring. For
+    /// measuring a split the set would not choose (the benchmark's even split over two
+    /// GPUs) or keeping keys off a member.
     pub fn set_shares(&self, weights: Option<&[f64]>) -> Result<()> {
         let mut state = self.lock();
         if let Some(w) = weights {
@@ -476,7 +479,7 @@ fn run_members<T: DeviceHeapKey + Sync, R: Send>(
 /// member joins only where its speed saves more than the routing costs.
 /// A member's speed counts every key an insert or a delete moved, and each key inserted is
 /// deleted later: its life on a member costs two keys' time, and two keys' routing (the
-/// insert's pass, the delete's copy).
+/// insert's counting pass, the delete's first touch of the answer).
 fn split(total: usize, rates: &[f64], routing_keys_per_s: f64) -> Vec<f64> {
     if rates.iter().any(|&r| r <= 0.0) {
         return vec![1.0; rates.len()];
