@@ -636,3 +636,48 @@ fn bulk_calls_keep_key_types_and_the_capacity_limit() {
         );
     }
 }
+
+/// One fill writing several heaps' staging at once: each heap gets its slice's keys; bad
+/// arguments and a failing fill leave every heap as it was.
+#[test]
+fn one_fill_inserts_into_several_heaps() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let cfg = DeviceHeapConfig {
+            bulk: BulkPolicy::Auto,
+            ..config(32, 4)
+        };
+        let a = DeviceGeneralizedHeap::<i32>::new(&rt, &cfg).unwrap();
+        let b = DeviceGeneralizedHeap::<i32>::new(&rt, &cfg).unwrap();
+        a.insert(&[5, -7, 9]).unwrap();
+        let ka: Vec<i32> = (0..10_007).map(|_| rng.gen_range(-1000..1000)).collect();
+        let kb: Vec<i32> = (0..333).map(|_| rng.gen()).collect();
+        let each = DeviceGeneralizedHeap::insert_each_with(
+            &[&a, &b],
+            &[ka.len(), kb.len()],
+            &|dsts: &mut [&mut [i32]]| {
+                dsts[0].copy_from_slice(&ka);
+                dsts[1].copy_from_slice(&kb);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(each.iter().all(|(r, s)| r.is_ok() && *s >= 0.0), "{t}");
+        let mut want_a = ka.clone();
+        want_a.extend([5, -7, 9]);
+        want_a.sort_unstable();
+        let mut want_b = kb.clone();
+        want_b.sort_unstable();
+        // Refused before anything moves: lengths, the same heap twice, a failing fill.
+        assert!(DeviceGeneralizedHeap::insert_each_with(&[&a], &[1, 2], &|_| Ok(())).is_err());
+        assert!(DeviceGeneralizedHeap::insert_each_with(&[&a, &a], &[1, 1], &|_| Ok(())).is_err());
+        let failed = DeviceGeneralizedHeap::insert_each_with(&[&a, &b], &[10, 10], &|_| {
+            Err(Error::InvalidArgument("no keys".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(a.len(), want_a.len(), "{t}");
+        assert_eq!(a.delete_min(usize::MAX).unwrap(), want_a, "{t}");
+        assert_eq!(b.delete_min(usize::MAX).unwrap(), want_b, "{t}");
+    }
+}

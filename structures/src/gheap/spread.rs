@@ -13,7 +13,10 @@
 //! until the heap is empty again. An insert routes each key to the member whose range holds
 //! it (keys equal to a cut value may go to either side: they are spread by position, so a
 //! heap of equal keys still splits): one parallel pass counts each member's keys per chunk
-//! of the call, then each member writes its own keys straight into its mapped staging. Keys that arrive later outside the first
+//! of the call, then a second reads each key once more and writes it straight into its
+//! member's mapped staging, every member's at once
+//! ([`DeviceGeneralizedHeap::insert_each_with`]; an insert too small for the members' bulk
+//! calls has each member pick its own keys instead). Keys that arrive later outside the first
 //! insert's spread go to the first or last member: balance follows the first insert.
 //!
 //! Which members take part follows what was measured: the members' speeds over their
@@ -289,6 +292,41 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             .map_or(0.0, |_| started.elapsed().as_secs_f64());
         let counts = counts.as_deref();
         begin_call(&mut state.members);
+        // Every active member rebuilding (a large insert): one pass writes every member's
+        // staging at once, each key read once.
+        let fused = counts.is_some()
+            && ranges.active.iter().all(|&m| {
+                let member = &state.members[m];
+                !member.fail_next && member.heap.insert_rebuilds(lens[m])
+            });
+        if let (true, Some(counts)) = (fused, counts) {
+            let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
+                .active
+                .iter()
+                .map(|&m| &state.members[m].heap)
+                .collect();
+            let active_lens: Vec<usize> = ranges.active.iter().map(|&m| lens[m]).collect();
+            let outcome = DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &|dsts| {
+                fill_routed_each(dsts, keys, counts, ranges)
+            });
+            let mut results: Vec<(Result<(usize, ())>, f64)> =
+                (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
+            match outcome {
+                Ok(each) => {
+                    for (&m, (r, secs)) in ranges.active.iter().zip(each) {
+                        results[m] = (r.map(|_| (lens[m], ())), secs);
+                    }
+                }
+                Err(e) => {
+                    // Nothing was inserted; the call fails as a member's failure would.
+                    let m = ranges.active[0];
+                    results[m] = (Err(e), 0.0);
+                }
+            }
+            let outcome = state.settle(results).map(|_| ());
+            state.book_routing(keys.len(), routing_s);
+            return outcome;
+        }
         let results = run_members(&mut state.members, |m, i| {
             let len = lens[i];
             if len == 0 {
@@ -565,6 +603,72 @@ fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -
         .collect()
 }
 
+/// [`fill_routed`] for every active member of `ranges` at once (`dsts[j]` the slice of
+/// active member `j`): each chunk read once, its keys collected per member in cached blocks
+/// and streamed to that member's part.
+fn fill_routed_each<T: DeviceHeapKey + Sync>(
+    dsts: &mut [&mut [T::Upload]],
+    keys: &[T],
+    counts: &[Vec<usize>],
+    ranges: &Ranges<T::Repr>,
+) -> Result<()> {
+    let torn = || {
+        Error::InvalidArgument(
+            "routing an insert: the keys changed between counting and copying".into(),
+        )
+    };
+    let members = ranges.active.len();
+    if dsts.len() != members {
+        return Err(torn());
+    }
+    // Per chunk, each member's part of its slice.
+    let mut per_chunk: Vec<Vec<&mut [T::Upload]>> = (0..counts.len())
+        .map(|_| Vec::with_capacity(members))
+        .collect();
+    for (j, dst) in dsts.iter_mut().enumerate() {
+        let mut rest: &mut [T::Upload] = dst;
+        for (c, part) in per_chunk.iter_mut().enumerate() {
+            let (mine, tail) = rest.split_at_mut(counts[c][j]);
+            part.push(mine);
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            return Err(torn());
+        }
+    }
+    per_chunk
+        .into_par_iter()
+        .zip(keys.par_chunks(ROUTE_CHUNK))
+        .enumerate()
+        .try_for_each(|(c, (mut parts, chunk))| {
+            let mut blocks = vec![T::Upload::default(); members * ROUTE_BLOCK];
+            let mut filled = vec![0usize; members];
+            let mut at = vec![0usize; members];
+            for (i, &x) in chunk.iter().enumerate() {
+                let j = ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i);
+                blocks[j * ROUTE_BLOCK + filled[j]] = x.to_upload();
+                filled[j] += 1;
+                if filled[j] == ROUTE_BLOCK {
+                    let to = parts[j]
+                        .get_mut(at[j]..at[j] + ROUTE_BLOCK)
+                        .ok_or_else(torn)?;
+                    copy_bits_streaming(to, &blocks[j * ROUTE_BLOCK..(j + 1) * ROUTE_BLOCK])?;
+                    at[j] += ROUTE_BLOCK;
+                    filled[j] = 0;
+                }
+            }
+            for j in 0..members {
+                let n = filled[j];
+                let to = parts[j].get_mut(at[j]..at[j] + n).ok_or_else(torn)?;
+                copy_bits_streaming(to, &blocks[j * ROUTE_BLOCK..j * ROUTE_BLOCK + n])?;
+                if at[j] + n != parts[j].len() {
+                    return Err(torn());
+                }
+            }
+            Ok(())
+        })
+}
+
 /// Keys a routing pass collects in cached memory before it streams them to their member's
 /// staging: 64 KiB of int32 keys.
 const ROUTE_BLOCK: usize = 1 << 14;
@@ -625,7 +729,7 @@ fn fill_routed<T: DeviceHeapKey + Sync>(
 
 #[cfg(test)]
 mod tests {
-    use super::{count_routes, cut_ranges, fill_routed, split, Ranges};
+    use super::{count_routes, cut_ranges, fill_routed, fill_routed_each, split, Ranges};
 
     #[test]
     fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
@@ -660,6 +764,11 @@ mod tests {
                 part
             })
             .collect();
+        // Every member at once: the same parts.
+        let mut each: Vec<Vec<i32>> = parts.iter().map(|p| vec![-1; p.len()]).collect();
+        let mut slices: Vec<&mut [i32]> = each.iter_mut().map(|v| &mut v[..]).collect();
+        fill_routed_each(&mut slices, keys, &counts, ranges).unwrap();
+        assert!(each == parts, "routing every member at once differs");
         assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), keys.len());
         let mut all = parts.concat();
         all.sort_unstable();
@@ -702,6 +811,10 @@ mod tests {
         let counts = count_routes(&keys[1..], &r);
         let mut part = vec![0; counts.iter().map(|c| c[0]).sum()];
         assert!(fill_routed(&mut part, &keys[..keys.len() - 1], &counts, 0, &r).is_err());
+        let mut other = vec![0; counts.iter().map(|c| c[1]).sum()];
+        let mut slices: Vec<&mut [i32]> = vec![&mut part, &mut other];
+        assert!(fill_routed_each(&mut slices, &keys[..keys.len() - 1], &counts, &r).is_err());
+        assert!(fill_routed_each(&mut slices[..1], &keys[1..], &counts, &r).is_err());
         // Equal keys spread over the members whose ranges meet at their value, by weight.
         let equal = vec![7; 200_000];
         let parts = assert_ordered(&equal, &cut_ranges(&equal, &[1.0, 1.0, 2.0]));

@@ -15,7 +15,7 @@
 //! linearizes at its call like any other host call.
 
 use asym_runtime::{
-    DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement,
+    DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement, SvmMap,
 };
 
 use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
@@ -132,6 +132,20 @@ impl BulkKernels {
     }
 }
 
+/// A bulk call worked out by [`Inner::bulk_plan`], before its keys are uploaded.
+pub(super) struct BulkPlan {
+    t_start: std::time::Instant,
+    alloc: std::time::Duration,
+    inserted: usize,
+    n_out: usize,
+    /// Keys the heap keeps.
+    kept: usize,
+    /// Runs of K keys the heap holds before the call (nodes and the partial buffer).
+    old_runs: usize,
+    /// Runs with the call's keys.
+    runs: usize,
+}
+
 /// The keys a bulk call inserts.
 pub(super) enum Source<'a, T: DeviceHeapKey> {
     /// These keys.
@@ -184,27 +198,50 @@ impl<T: DeviceHeapKey> Inner<T> {
         n_out: usize,
         out: Option<&mut [T]>,
     ) -> Result<Vec<T>> {
+        let plan = self.bulk_plan(src.len(), n_out, out.as_ref().map(|o| o.len()))?;
+        let t_copy = std::time::Instant::now();
+        let k = self.partial.len();
+        let io = self.staging.keys.as_mut().expect("staged by the plan");
+        match src {
+            Source::Keys([]) => {}
+            Source::Keys(keys) => io.write_range(plan.old_runs * k, &T::upload(keys))?,
+            Source::Fill(len, fill) => {
+                let mut map = io.map_range_for_overwrite_as::<T::Upload>(plan.old_runs * k, len)?;
+                let filled = fill(&mut map);
+                map.unmap()?;
+                filled?;
+            }
+        }
+        let copy = t_copy.elapsed();
+        self.bulk_finish(plan, copy, out)
+    }
+
+    /// A bulk call inserting `inserted` keys and removing `n_out` (into a slice of `out_len`
+    /// where given), worked out: checked, the heap's arrays grown and the staging buffers
+    /// made for it. The inserted keys go to the staging buffer from key [`BulkPlan::at`] on.
+    pub(super) fn bulk_plan(
+        &mut self,
+        inserted: usize,
+        n_out: usize,
+        out_len: Option<usize>,
+    ) -> Result<BulkPlan> {
         let t_start = std::time::Instant::now();
         let k = self.partial.len();
         let held = self.count * k + self.plen;
-        let inserted = src.len();
         let total = held + inserted;
-        if n_out > total || out.as_ref().is_some_and(|o| o.len() != n_out) {
+        if n_out > total || out_len.is_some_and(|o| o != n_out) {
             return Err(Error::InvalidArgument(format!(
                 "a bulk call removing {n_out} keys from {total}"
             )));
         }
         let kept = total - n_out;
-        let (count, plen) = (kept / k, kept % k);
         // Runs of K keys: the nodes, the partial buffer (padded), the call's batches (the
         // last padded).
         let old_runs = self.count + usize::from(self.plen > 0);
         let runs = old_runs + inserted.div_ceil(k);
-        let tiles = to_u32(runs, "batches in a bulk call")?;
-        let padded = runs * k;
-        let count_u32 = to_u32(count, "nodes")?;
-        self.reserve(count)?;
-        let wg = self.wg;
+        to_u32(runs, "batches in a bulk call")?;
+        to_u32(kept / k, "nodes")?;
+        self.reserve(kept / k)?;
         let st = &mut self.staging;
         let rt = &self.rt;
         // The runs start in the staging buffer: the heap's nodes and partial buffer first,
@@ -214,25 +251,54 @@ impl<T: DeviceHeapKey> Inner<T> {
         // stands in), so a bulk call allocates no more than an operation call: SVM
         // allocation is slow on the H200 (`reserve_staging` says how slow).
         let t_alloc = std::time::Instant::now();
-        let io = staged(rt, &mut st.keys, padded)?;
-        let use_keys = self.slots >= runs;
-        if !use_keys {
-            staged(rt, &mut st.runs, padded)?;
+        staged(rt, &mut st.keys, runs * k)?;
+        if self.slots < runs {
+            staged(rt, &mut st.runs, runs * k)?;
         }
         staged(rt, &mut st.splits, runs)?;
-        let alloc = t_alloc.elapsed();
-        let t_copy = std::time::Instant::now();
-        match src {
-            Source::Keys([]) => {}
-            Source::Keys(keys) => io.write_range(old_runs * k, &T::upload(keys))?,
-            Source::Fill(len, fill) => {
-                let mut map = io.map_range_for_overwrite_as::<T::Upload>(old_runs * k, len)?;
-                let filled = fill(&mut map);
-                map.unmap()?;
-                filled?;
-            }
-        }
-        let copy = t_copy.elapsed();
+        Ok(BulkPlan {
+            t_start,
+            alloc: t_alloc.elapsed(),
+            inserted,
+            n_out,
+            kept,
+            old_runs,
+            runs,
+        })
+    }
+
+    /// The staging range a planned bulk call's inserted keys go to, mapped for writing.
+    pub(super) fn bulk_staging(&mut self, plan: &BulkPlan) -> Result<SvmMap<'_, T::Upload>> {
+        let k = self.partial.len();
+        let io = self.staging.keys.as_mut().expect("staged by the plan");
+        io.map_range_for_overwrite_as::<T::Upload>(plan.old_runs * k, plan.inserted)
+    }
+
+    /// The rest of a planned bulk call whose keys are in the staging buffer (`copy`: the
+    /// time uploading them took): the sort, the new layout, and the keys removed.
+    pub(super) fn bulk_finish(
+        &mut self,
+        plan: BulkPlan,
+        copy: std::time::Duration,
+        out: Option<&mut [T]>,
+    ) -> Result<Vec<T>> {
+        let BulkPlan {
+            t_start,
+            alloc,
+            inserted,
+            n_out,
+            kept,
+            old_runs,
+            runs,
+        } = plan;
+        let k = self.partial.len();
+        let (count, plen) = (kept / k, kept % k);
+        let tiles = to_u32(runs, "batches in a bulk call")?;
+        let padded = runs * k;
+        let count_u32 = to_u32(count, "nodes")?;
+        let use_keys = self.slots >= runs;
+        let wg = self.wg;
+        let st = &mut self.staging;
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
             unreachable!("staged() filled every buffer");
         };

@@ -117,6 +117,11 @@ pub(crate) fn gheap_cl_defines(k: usize, wg: usize) -> String {
 /// ([`DeviceGeneralizedHeap::insert_with`]).
 pub type FillKeys<'a, T> = dyn Fn(&mut [<T as DeviceHeapKey>::Upload]) -> Result<()> + Sync + 'a;
 
+/// Writes the keys of one insert into several heaps, each heap's part into its own slice
+/// ([`DeviceGeneralizedHeap::insert_each_with`]).
+pub type FillEach<'a, T> =
+    dyn Fn(&mut [&mut [<T as DeviceHeapKey>::Upload]]) -> Result<()> + Sync + 'a;
+
 /// A key type the device heap stores: its device form is a signed integer whose order is the
 /// key's order.
 pub trait DeviceHeapKey: Copy + Send + 'static {
@@ -627,6 +632,91 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let keys = T::download(stored);
         let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
         g.run(&keys, &ops, false).map(|_| ())
+    }
+
+    /// Whether an insert of `len` keys would be one bulk call (a rebuild by one device sort,
+    /// as [`BulkPolicy`] decides), the kind [`DeviceGeneralizedHeap::insert_each_with`] makes.
+    pub fn insert_rebuilds(&self, len: usize) -> bool {
+        let g = self.lock();
+        len > 0 && g.prefers_bulk(len.div_ceil(self.batch), len)
+    }
+
+    /// Inserts into each of `heaps` (distinct heaps, owned by one caller, which locks them
+    /// in the order given) `lens[i]` keys that one call of `fill` writes straight into every
+    /// heap's mapped staging at once, one slice per heap: a caller routing one set of keys
+    /// among the heaps (a device set) reads each key once. Then every heap sorts its keys on
+    /// its own device at once, a thread each, as a bulk call does. Returns each heap's
+    /// outcome and the seconds its part took (the shared upload included); an error before
+    /// the sorts (a heap unusable, a size refused, `fill` failing) leaves every heap as it
+    /// was and is returned as the whole result.
+    pub fn insert_each_with(
+        heaps: &[&Self],
+        lens: &[usize],
+        fill: &FillEach<'_, T>,
+    ) -> Result<Vec<(Result<()>, f64)>> {
+        if heaps.len() != lens.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} heaps and {} lengths",
+                heaps.len(),
+                lens.len()
+            )));
+        }
+        for (i, a) in heaps.iter().enumerate() {
+            if heaps[..i].iter().any(|b| std::ptr::eq(*a, *b)) {
+                return Err(Error::InvalidArgument(
+                    "a heap given twice to one insert".into(),
+                ));
+            }
+        }
+        let started = std::time::Instant::now();
+        let mut guards: Vec<MutexGuard<'_, Inner<T>>> = heaps.iter().map(|h| h.lock()).collect();
+        let mut plans = Vec::with_capacity(guards.len());
+        for (g, &len) in guards.iter_mut().zip(lens) {
+            g.usable()?;
+            plans.push(g.bulk_plan(len, 0, None)?);
+        }
+        let t_copy = std::time::Instant::now();
+        {
+            let mut maps = Vec::with_capacity(guards.len());
+            for (g, plan) in guards.iter_mut().zip(&plans) {
+                maps.push(g.bulk_staging(plan)?);
+            }
+            let filled = {
+                let mut slices: Vec<&mut [T::Upload]> = maps.iter_mut().map(|m| &mut **m).collect();
+                fill(&mut slices)
+            };
+            for map in maps {
+                map.unmap()?;
+            }
+            filled?;
+        }
+        let copy = t_copy.elapsed();
+        let shared_s = started.elapsed().as_secs_f64();
+        let inners: Vec<&mut Inner<T>> = guards.iter_mut().map(|g| &mut **g).collect();
+        Ok(std::thread::scope(|s| {
+            let handles: Vec<_> = inners
+                .into_iter()
+                .zip(plans)
+                .map(|(inner, plan)| {
+                    s.spawn(move || {
+                        let t = std::time::Instant::now();
+                        let r = inner.bulk_finish(plan, copy, None).map(|_| ());
+                        (r, shared_s + t.elapsed().as_secs_f64())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Err(Error::Lost("a heap's sorting thread panicked".into())),
+                            0.0,
+                        )
+                    })
+                })
+                .collect()
+        }))
     }
 
     /// Removes the `out.len()` smallest keys into `out`, sorted: a bulk call copies them from
