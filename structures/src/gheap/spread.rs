@@ -641,6 +641,9 @@ fn fill_routed_each<T: DeviceHeapKey + Sync>(
         .zip(keys.par_chunks(ROUTE_CHUNK))
         .enumerate()
         .try_for_each(|(c, (mut parts, chunk))| {
+            if let [lower, upper] = &mut parts[..] {
+                return fill_two(lower, upper, chunk, c * ROUTE_CHUNK, ranges).ok_or_else(torn);
+            }
             let mut blocks = vec![T::Upload::default(); members * ROUTE_BLOCK];
             let mut filled = vec![0usize; members];
             let mut at = vec![0usize; members];
@@ -667,6 +670,38 @@ fn fill_routed_each<T: DeviceHeapKey + Sync>(
             }
             Ok(())
         })
+}
+
+/// [`fill_routed_each`]'s chunk (its first key the `first`-th of the call) for two members,
+/// counters in registers: every key is written to both members' next block slot, and only
+/// the slot of the member taking it moves on. `None` if the parts do not match the keys.
+fn fill_two<T: DeviceHeapKey>(
+    lower: &mut [T::Upload],
+    upper: &mut [T::Upload],
+    chunk: &[T],
+    first: usize,
+    ranges: &Ranges<T::Repr>,
+) -> Option<()> {
+    let mut lo = [T::Upload::default(); ROUTE_BLOCK];
+    let mut hi = [T::Upload::default(); ROUTE_BLOCK];
+    let (mut nl, mut nh, mut at_l, mut at_h) = (0, 0, 0, 0);
+    for (b, keys) in chunk.chunks(ROUTE_BLOCK).enumerate() {
+        for (i, &x) in keys.iter().enumerate() {
+            let up = ranges.route(&x.to_repr(), first + b * ROUTE_BLOCK + i) == 1;
+            let u = x.to_upload();
+            lo[nl] = u;
+            hi[nh] = u;
+            nl += usize::from(!up);
+            nh += usize::from(up);
+        }
+        // A block of keys fills at most one block per member: stream out whatever is there.
+        copy_bits_streaming(lower.get_mut(at_l..at_l + nl)?, &lo[..nl]).ok()?;
+        copy_bits_streaming(upper.get_mut(at_h..at_h + nh)?, &hi[..nh]).ok()?;
+        at_l += nl;
+        at_h += nh;
+        (nl, nh) = (0, 0);
+    }
+    (at_l == lower.len() && at_h == upper.len()).then_some(())
 }
 
 /// Keys a routing pass collects in cached memory before it streams them to their member's
