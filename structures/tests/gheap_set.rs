@@ -146,6 +146,16 @@ fn a_member_failing_loses_its_keys_and_the_heap_says_so() {
     assert!(matches!(h.insert(&[1, 2, 3]), Err(Error::Lost(_))));
     assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
     assert!(h.inject_member_failure(7).is_err(), "no member 7");
+    // A failure in a large insert (every member rebuilding, one routing pass for all).
+    let h = heap(Transport::Coarse, 32);
+    h.insert(&(0..50_000).collect::<Vec<i32>>()).unwrap();
+    h.delete_min(50_000).unwrap();
+    h.inject_member_failure(0).unwrap();
+    match h.insert(&(0..50_000).rev().collect::<Vec<i32>>()) {
+        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
+        other => panic!("expected a lost member, got {other:?}"),
+    }
+    assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
 }
 
 #[test]

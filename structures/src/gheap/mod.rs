@@ -82,6 +82,38 @@ impl HeapPlacement {
     }
 }
 
+/// Runs `f` on every item at once, one scoped thread each: what each returned and the
+/// seconds it took, in the items' order. A thread that panics is reported as
+/// [`asym_runtime::Error::Lost`] naming `what`.
+pub(crate) fn on_threads<I: Send, R: Send>(
+    items: impl IntoIterator<Item = I>,
+    what: &str,
+    f: impl Fn(I) -> Result<R> + Sync,
+) -> Vec<(Result<R>, f64)> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|item| {
+                s.spawn(move || {
+                    let t = std::time::Instant::now();
+                    let r = f(item);
+                    (r, t.elapsed().as_secs_f64())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    let e = asym_runtime::Error::Lost(format!("{what} panicked"));
+                    (Err(e), 0.0)
+                })
+            })
+            .collect()
+    })
+}
+
 /// A heap of `(key, payload)` pairs that an application (SSSP's frontier, knapsack's nodes)
 /// fills and drains in batches.
 pub(crate) trait PairHeap {

@@ -292,54 +292,76 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             .map_or(0.0, |_| started.elapsed().as_secs_f64());
         let counts = counts.as_deref();
         begin_call(&mut state.members);
-        // Every active member rebuilding (a large insert): one pass writes every member's
-        // staging at once, each key read once.
-        let fused = counts.is_some()
-            && ranges.active.iter().all(|&m| {
-                let member = &state.members[m];
-                !member.fail_next && member.heap.insert_rebuilds(lens[m])
+        let Some(counts) = counts else {
+            // One member takes every key, as it lies.
+            let results = run_members(&mut state.members, |m, i| {
+                if lens[i] == 0 {
+                    return Ok((0, ()));
+                }
+                m.heap.insert(keys).map(|_| (keys.len(), ()))
             });
-        if let (true, Some(counts)) = (fused, counts) {
-            let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
-                .active
-                .iter()
-                .map(|&m| &state.members[m].heap)
-                .collect();
-            let active_lens: Vec<usize> = ranges.active.iter().map(|&m| lens[m]).collect();
-            let outcome = DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &|dsts| {
-                fill_routed_each(dsts, keys, counts, ranges)
-            });
+            let outcome = state.settle(results).map(|_| ());
+            state.book_routing(keys.len(), 0.0);
+            return outcome;
+        };
+        let fill = |dsts: &mut [&mut [T::Upload]]| fill_routed(dsts, keys, counts, ranges);
+        let rebuild = ranges
+            .active
+            .iter()
+            .all(|&m| state.members[m].heap.insert_rebuilds(lens[m]));
+        let results = if rebuild {
+            // Every active member rebuilds (a large insert): one pass writes every member's
+            // staging at once, each key read once.
+            let fail = take_injected(&mut state.members);
             let mut results: Vec<(Result<(usize, ())>, f64)> =
                 (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
-            match outcome {
-                Ok(each) => {
-                    for (&m, (r, secs)) in ranges.active.iter().zip(each) {
-                        results[m] = (r.map(|_| (lens[m], ())), secs);
+            if let Some(m) = fail.iter().position(|&f| f) {
+                results[m].0 = Err(Error::Lost("a failure injected into this member".into()));
+            } else {
+                let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
+                    .active
+                    .iter()
+                    .map(|&m| &state.members[m].heap)
+                    .collect();
+                let active_lens: Vec<usize> = ranges.active.iter().map(|&m| lens[m]).collect();
+                match DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &fill) {
+                    Ok(each) => {
+                        for (&m, (r, secs)) in ranges.active.iter().zip(each) {
+                            results[m] = (r.map(|_| (lens[m], ())), secs);
+                        }
                     }
-                }
-                Err(e) => {
                     // Nothing was inserted; the call fails as a member's failure would.
-                    let m = ranges.active[0];
-                    results[m] = (Err(e), 0.0);
+                    Err(e) => results[ranges.active[0]].0 = Err(e),
                 }
             }
-            let outcome = state.settle(results).map(|_| ());
-            state.book_routing(keys.len(), routing_s);
-            return outcome;
-        }
-        let results = run_members(&mut state.members, |m, i| {
-            let len = lens[i];
-            if len == 0 {
-                return Ok((0, ()));
+            results
+        } else {
+            // Small enough for the members' own operations: routed once into host vectors,
+            // each member inserting its own.
+            let mut routed: Vec<Vec<T::Upload>> = ranges
+                .active
+                .iter()
+                .map(|&m| vec![T::Upload::default(); lens[m]])
+                .collect();
+            {
+                let mut dsts: Vec<&mut [T::Upload]> =
+                    routed.iter_mut().map(|v| &mut v[..]).collect();
+                // An error here inserted nothing: the keys themselves were at fault.
+                fill(&mut dsts)?;
             }
-            match (counts, ranges.active.iter().position(|&a| a == i)) {
-                (Some(counts), Some(j)) => m
-                    .heap
-                    .insert_with(len, &|dst| fill_routed(dst, keys, counts, j, ranges)),
-                _ => m.heap.insert(keys),
-            }
-            .map(|_| (len, ()))
-        });
+            run_members(&mut state.members, |m, i| {
+                let Some(j) = ranges.active.iter().position(|&a| a == i) else {
+                    return Ok((0, ()));
+                };
+                let part = &routed[j];
+                m.heap
+                    .insert_with(part.len(), &|dst| {
+                        dst.copy_from_slice(part);
+                        Ok(())
+                    })
+                    .map(|_| (part.len(), ()))
+            })
+        };
         let outcome = state.settle(results).map(|_| ());
         state.book_routing(keys.len(), routing_s);
         outcome
@@ -474,41 +496,26 @@ fn run_members<T: DeviceHeapKey + Sync, R: Send>(
     members: &mut [Member<T>],
     f: impl Fn(&Member<T>, usize) -> Result<(usize, R)> + Sync,
 ) -> Vec<(Result<(usize, R)>, f64)> {
-    let fail: Vec<bool> = members
+    let fail = take_injected(members);
+    super::on_threads(
+        members.iter().enumerate(),
+        "a member's driver thread",
+        |(i, m)| {
+            if fail[i] {
+                Err(Error::Lost("a failure injected into this member".into()))
+            } else {
+                f(m, i)
+            }
+        },
+    )
+}
+
+/// Which members have a failure injected for this call (taken: it fires once).
+fn take_injected<T: DeviceHeapKey>(members: &mut [Member<T>]) -> Vec<bool> {
+    members
         .iter_mut()
         .map(|m| std::mem::take(&mut m.fail_next))
-        .collect();
-    let members = &*members;
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let fail = fail[i];
-                s.spawn(move || {
-                    let t = Instant::now();
-                    let r = if fail {
-                        Err(Error::Lost("a failure injected into this member".into()))
-                    } else {
-                        f(m, i)
-                    };
-                    (r, t.elapsed().as_secs_f64())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    (
-                        Err(Error::Lost("a member's driver thread panicked".into())),
-                        0.0,
-                    )
-                })
-            })
-            .collect()
-    })
+        .collect()
 }
 
 /// Weights of the members' shares of `total` keys: equal while any member is unmeasured;
@@ -603,10 +610,12 @@ fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -
         .collect()
 }
 
-/// [`fill_routed`] for every active member of `ranges` at once (`dsts[j]` the slice of
-/// active member `j`): each chunk read once, its keys collected per member in cached blocks
-/// and streamed to that member's part.
-fn fill_routed_each<T: DeviceHeapKey + Sync>(
+/// Writes the keys of `keys` into the active members of `ranges` (`dsts[j]` the slice of
+/// active member `j`, as long as [`count_routes`] counted), in the upload form and in order:
+/// each chunk of the call into its own part of every slice, the chunks in parallel, each
+/// key read once. Keys are collected per member in cached blocks first, then streamed to
+/// the slices (mapped staging memory takes whole lines best).
+fn fill_routed<T: DeviceHeapKey + Sync>(
     dsts: &mut [&mut [T::Upload]],
     keys: &[T],
     counts: &[Vec<usize>],
@@ -672,7 +681,7 @@ fn fill_routed_each<T: DeviceHeapKey + Sync>(
         })
 }
 
-/// [`fill_routed_each`]'s chunk (its first key the `first`-th of the call) for two members,
+/// [`fill_routed`]'s chunk (its first key the `first`-th of the call) for two members,
 /// counters in registers: every key is written to both members' next block slot, and only
 /// the slot of the member taking it moves on. `None` if the parts do not match the keys.
 fn fill_two<T: DeviceHeapKey>(
@@ -708,63 +717,9 @@ fn fill_two<T: DeviceHeapKey>(
 /// staging: 64 KiB of int32 keys.
 const ROUTE_BLOCK: usize = 1 << 14;
 
-/// Writes the keys of `keys` that active member `j` of `ranges` takes into `dst`, in the
-/// upload form, in order: each chunk into its own part of `dst` (by `counts`, from
-/// [`count_routes`]), the chunks in parallel. A block of keys is routed into a cached buffer
-/// first, with no branch on the key (every key is written to the next slot and only a key
-/// the member takes moves it on: random keys would mispredict a branch half the time), then
-/// streamed to `dst` (mapped staging memory takes whole lines best).
-fn fill_routed<T: DeviceHeapKey + Sync>(
-    dst: &mut [T::Upload],
-    keys: &[T],
-    counts: &[Vec<usize>],
-    j: usize,
-    ranges: &Ranges<T::Repr>,
-) -> Result<()> {
-    let mut parts = Vec::with_capacity(counts.len());
-    let mut rest = dst;
-    for c in counts {
-        let (part, tail) = rest.split_at_mut(c[j]);
-        parts.push(part);
-        rest = tail;
-    }
-    let torn = || {
-        Error::InvalidArgument(
-            "routing an insert: the keys changed between counting and copying".into(),
-        )
-    };
-    if !rest.is_empty() {
-        return Err(torn());
-    }
-    parts
-        .into_par_iter()
-        .zip(keys.par_chunks(ROUTE_CHUNK))
-        .enumerate()
-        .try_for_each(|(c, (part, chunk))| {
-            let mut block = [T::Upload::default(); ROUTE_BLOCK];
-            let mut at = 0;
-            for (b, keys) in chunk.chunks(ROUTE_BLOCK).enumerate() {
-                let first = c * ROUTE_CHUNK + b * ROUTE_BLOCK;
-                let mut n = 0;
-                for (i, &x) in keys.iter().enumerate() {
-                    block[n] = x.to_upload();
-                    n += usize::from(ranges.route(&x.to_repr(), first + i) == j);
-                }
-                let to = part.get_mut(at..at + n).ok_or_else(torn)?;
-                copy_bits_streaming(to, &block[..n])?;
-                at += n;
-            }
-            if at == part.len() {
-                Ok(())
-            } else {
-                Err(torn())
-            }
-        })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{count_routes, cut_ranges, fill_routed, fill_routed_each, split, Ranges};
+    use super::{count_routes, cut_ranges, fill_routed, split, Ranges};
 
     #[test]
     fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
@@ -792,17 +747,28 @@ mod tests {
     /// next member's.
     fn assert_ordered(keys: &[i32], ranges: &Ranges<i32>) -> Vec<Vec<i32>> {
         let counts = count_routes(keys, ranges);
+        // The plain reference: each member's keys picked one by one, in order.
         let parts: Vec<Vec<i32>> = (0..ranges.active.len())
             .map(|j| {
-                let mut part = vec![0; counts.iter().map(|c| c[j]).sum()];
-                fill_routed(&mut part, keys, &counts, j, ranges).unwrap();
-                part
+                let mine = |(i, x): &(usize, &i32)| ranges.route(x, *i) == j;
+                keys.iter()
+                    .enumerate()
+                    .filter(mine)
+                    .map(|(_, &x)| x)
+                    .collect()
             })
             .collect();
+        for (j, p) in parts.iter().enumerate() {
+            assert_eq!(
+                p.len(),
+                counts.iter().map(|c| c[j]).sum::<usize>(),
+                "counts of {j}"
+            );
+        }
         // Every member at once: the same parts.
         let mut each: Vec<Vec<i32>> = parts.iter().map(|p| vec![-1; p.len()]).collect();
         let mut slices: Vec<&mut [i32]> = each.iter_mut().map(|v| &mut v[..]).collect();
-        fill_routed_each(&mut slices, keys, &counts, ranges).unwrap();
+        fill_routed(&mut slices, keys, &counts, ranges).unwrap();
         assert!(each == parts, "routing every member at once differs");
         assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), keys.len());
         let mut all = parts.concat();
@@ -845,11 +811,10 @@ mod tests {
         let r = cut_ranges(&keys, &[1.0, 1.0]);
         let counts = count_routes(&keys[1..], &r);
         let mut part = vec![0; counts.iter().map(|c| c[0]).sum()];
-        assert!(fill_routed(&mut part, &keys[..keys.len() - 1], &counts, 0, &r).is_err());
         let mut other = vec![0; counts.iter().map(|c| c[1]).sum()];
         let mut slices: Vec<&mut [i32]> = vec![&mut part, &mut other];
-        assert!(fill_routed_each(&mut slices, &keys[..keys.len() - 1], &counts, &r).is_err());
-        assert!(fill_routed_each(&mut slices[..1], &keys[1..], &counts, &r).is_err());
+        assert!(fill_routed(&mut slices, &keys[..keys.len() - 1], &counts, &r).is_err());
+        assert!(fill_routed(&mut slices[..1], &keys[1..], &counts, &r).is_err());
         // Equal keys spread over the members whose ranges meet at their value, by weight.
         let equal = vec![7; 200_000];
         let parts = assert_ordered(&equal, &cut_ranges(&equal, &[1.0, 1.0, 2.0]));

@@ -200,13 +200,15 @@ impl<T: DeviceHeapKey> Inner<T> {
     ) -> Result<Vec<T>> {
         let plan = self.bulk_plan(src.len(), n_out, out.as_ref().map(|o| o.len()))?;
         let t_copy = std::time::Instant::now();
-        let k = self.partial.len();
-        let io = self.staging.keys.as_mut().expect("staged by the plan");
         match src {
             Source::Keys([]) => {}
-            Source::Keys(keys) => io.write_range(plan.old_runs * k, &T::upload(keys))?,
-            Source::Fill(len, fill) => {
-                let mut map = io.map_range_for_overwrite_as::<T::Upload>(plan.old_runs * k, len)?;
+            Source::Keys(keys) => {
+                let at = plan.old_runs * self.partial.len();
+                let io = self.staging.keys.as_mut().expect("staged by the plan");
+                io.write_range(at, &T::upload(keys))?
+            }
+            Source::Fill(_, fill) => {
+                let mut map = self.bulk_staging(&plan)?;
                 let filled = fill(&mut map);
                 map.unmap()?;
                 filled?;
@@ -218,7 +220,7 @@ impl<T: DeviceHeapKey> Inner<T> {
 
     /// A bulk call inserting `inserted` keys and removing `n_out` (into a slice of `out_len`
     /// where given), worked out: checked, the heap's arrays grown and the staging buffers
-    /// made for it. The inserted keys go to the staging buffer from key [`BulkPlan::at`] on.
+    /// made for it. The inserted keys go to the staging range [`Inner::bulk_staging`] maps.
     pub(super) fn bulk_plan(
         &mut self,
         inserted: usize,

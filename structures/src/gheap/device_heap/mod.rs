@@ -692,31 +692,14 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         }
         let copy = t_copy.elapsed();
         let shared_s = started.elapsed().as_secs_f64();
-        let inners: Vec<&mut Inner<T>> = guards.iter_mut().map(|g| &mut **g).collect();
-        Ok(std::thread::scope(|s| {
-            let handles: Vec<_> = inners
-                .into_iter()
-                .zip(plans)
-                .map(|(inner, plan)| {
-                    s.spawn(move || {
-                        let t = std::time::Instant::now();
-                        let r = inner.bulk_finish(plan, copy, None).map(|_| ());
-                        (r, shared_s + t.elapsed().as_secs_f64())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        (
-                            Err(Error::Lost("a heap's sorting thread panicked".into())),
-                            0.0,
-                        )
-                    })
-                })
-                .collect()
-        }))
+        let inners = guards.iter_mut().map(|g| &mut **g).zip(plans);
+        let sorted = super::on_threads(inners, "a heap's sorting thread", |(inner, plan)| {
+            inner.bulk_finish(plan, copy, None).map(|_| ())
+        });
+        Ok(sorted
+            .into_iter()
+            .map(|(r, secs)| (r, shared_s + secs))
+            .collect())
     }
 
     /// Removes the `out.len()` smallest keys into `out`, sorted: a bulk call copies them from
