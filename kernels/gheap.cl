@@ -1581,7 +1581,10 @@ kernel void gheap_bulk_place(__global KEY_T *sorted, __global KEY_T *keys,
 #endif /* K <= GH_MAX_K */
 
 
-/* Copies n keys (growing the heap's arrays between launches, reading the root for peek). */
-kernel void gheap_copy_keys(__global const KEY_T *src, __global KEY_T *dst, ulong n) {
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) dst[i] = src[i];
+/* Copies src[src_at .. src_at + n) to dst[dst_at ..) (growing the heap's arrays between
+ * launches, reading the root for peek, a call's keys to or from a caller's device buffer).
+ * The ranges must not overlap: work-items copy in no particular order. */
+kernel void gheap_copy_keys(__global const KEY_T *src, ulong src_at, __global KEY_T *dst,
+                            ulong dst_at, ulong n) {
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) dst[dst_at + i] = src[src_at + i];
 }

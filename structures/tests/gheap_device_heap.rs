@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 
 use asym_runtime::Error;
 use asym_structures::{
-    BulkPolicy, DeviceGeneralizedHeap, DeviceHeapConfig, HeapOp, InsertDirection,
+    BulkPolicy, DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, HeapOp, InsertDirection,
 };
 use common::{op, Op};
 use proptest::prelude::*;
@@ -679,5 +679,77 @@ fn one_fill_inserts_into_several_heaps() {
         assert_eq!(a.len(), want_a.len(), "{t}");
         assert_eq!(a.delete_min(usize::MAX).unwrap(), want_a, "{t}");
         assert_eq!(b.delete_min(usize::MAX).unwrap(), want_b, "{t}");
+    }
+}
+
+/// Keys handed over on the device (`insert_from_device`, `delete_min_to_device`) behave as
+/// the host calls do, under every bulk policy, for pair keys and deletes that are not
+/// multiples of K (a short DEL among full ones); bad sizes are errors that leave the heap
+/// as it was.
+#[test]
+fn keys_handed_over_on_the_device_match_a_binary_heap() {
+    type Pair = (u32, u32);
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for policy in [BulkPolicy::Never, BulkPolicy::Always, BulkPolicy::Auto] {
+            let batch = 16;
+            let heap = DeviceGeneralizedHeap::<Pair>::new(
+                &rt,
+                &DeviceHeapConfig {
+                    bulk: policy,
+                    ..config(batch, 4)
+                },
+            )
+            .unwrap();
+            let mut src = rt.alloc::<i64>(64 * batch).unwrap();
+            let mut dst = rt.alloc::<i64>(64 * batch).unwrap();
+            let mut reference = BinaryHeap::new();
+            for step in 0..24 {
+                if step % 3 != 2 {
+                    let n = rng.gen_range(0..=src.len());
+                    // Few distinct keys: equal keys order by payload.
+                    let keys: Vec<Pair> = (0..n)
+                        .map(|_| (rng.gen_range(0..50) * 1000, rng.gen()))
+                        .collect();
+                    let upload: Vec<i64> = keys.iter().map(|k| k.to_upload()).collect();
+                    src.write_range(0, &upload).unwrap();
+                    heap.insert_from_device(&src, n).unwrap();
+                    reference.extend(keys.into_iter().map(Reverse));
+                } else {
+                    let n = rng.gen_range(0..=reference.len().min(dst.len()));
+                    heap.delete_min_to_device(n, &dst).unwrap();
+                    let got: Vec<Pair> = dst
+                        .read_range(0, n)
+                        .unwrap()
+                        .into_iter()
+                        .map(Pair::from_repr)
+                        .collect();
+                    let want: Vec<Pair> =
+                        (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
+                    assert_eq!(got, want, "{t} {policy:?} step {step}");
+                }
+                assert_eq!(heap.len(), reference.len(), "{t} {policy:?} step {step}");
+                heap.check_invariants()
+                    .unwrap_or_else(|e| panic!("{t} {policy:?} step {step}: {e}"));
+            }
+            let held = heap.len();
+            let short = rt.alloc::<i64>(3).unwrap();
+            for r in [
+                heap.insert_from_device(&short, 4),
+                heap.delete_min_to_device(held + 1, &dst),
+                heap.delete_min_to_device(4, &short),
+            ] {
+                assert!(
+                    matches!(r, Err(Error::InvalidArgument(_))),
+                    "{t} {policy:?}: {r:?}"
+                );
+            }
+            assert_eq!(heap.len(), held, "{t} {policy:?}");
+            let mut rest = vec![(0, 0); held];
+            heap.delete_min_into(&mut rest).unwrap();
+            let want: Vec<Pair> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+            assert_eq!(rest, want, "{t} {policy:?}");
+        }
     }
 }

@@ -18,7 +18,7 @@ use asym_runtime::{
     DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement, SvmMap,
 };
 
-use super::{staged, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
+use super::{copy_keys, staged, stride_items, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
 
 /// When a host call rebuilds the device heap (one sort of every key) instead of running the
 /// seed's INS and DEL operations, one per batch.
@@ -152,13 +152,25 @@ pub(super) enum Source<'a, T: DeviceHeapKey> {
     Keys(&'a [T]),
     /// This many keys, written by the function into the mapped staging range.
     Fill(usize, &'a super::FillKeys<'a, T>),
+    /// The first this many keys of a device buffer, in the upload form.
+    Device(&'a SvmBuffer<T::Upload>, usize),
+}
+
+/// Where a bulk call's removed keys go.
+pub(super) enum Out<'a, T: DeviceHeapKey> {
+    /// Returned by the call.
+    Return,
+    /// Into this slice, exactly as long as the keys removed.
+    Into(&'a mut [T]),
+    /// To the front of a device buffer, in the upload form, copied on the device.
+    Device(&'a SvmBuffer<T::Upload>),
 }
 
 impl<T: DeviceHeapKey> Source<'_, T> {
     fn len(&self) -> usize {
         match self {
             Source::Keys(keys) => keys.len(),
-            Source::Fill(len, _) => *len,
+            Source::Fill(len, _) | Source::Device(_, len) => *len,
         }
     }
 }
@@ -174,11 +186,6 @@ enum Buf {
     Scratch,
 }
 
-/// Work-items for a grid-stride loop over `n` elements, in groups of `wg`.
-fn stride_items(n: usize, wg: usize) -> usize {
-    n.div_ceil(wg).clamp(1, 65_536) * wg
-}
-
 impl<T: DeviceHeapKey> Inner<T> {
     /// Whether a call moving `batches` batches goes the bulk way (`inserted`: keys the call
     /// adds).
@@ -191,14 +198,19 @@ impl<T: DeviceHeapKey> Inner<T> {
 
     /// One bulk call: inserts the keys of `src`, then removes the `n_out` smallest of
     /// everything and returns them sorted (`n_out` at most the keys held plus the keys
-    /// inserted), or writes them into `out` (of `n_out` keys) and returns nothing.
+    /// inserted), or writes them where `out` says and returns nothing.
     pub(super) fn bulk(
         &mut self,
         src: Source<'_, T>,
         n_out: usize,
-        out: Option<&mut [T]>,
+        out: Out<'_, T>,
     ) -> Result<Vec<T>> {
-        let plan = self.bulk_plan(src.len(), n_out, out.as_ref().map(|o| o.len()))?;
+        let out_len = match &out {
+            Out::Into(o) => Some(o.len()),
+            Out::Device(d) if d.len() < n_out => Some(d.len()),
+            _ => None,
+        };
+        let plan = self.bulk_plan(src.len(), n_out, out_len)?;
         let t_copy = std::time::Instant::now();
         match src {
             Source::Keys([]) => {}
@@ -212,6 +224,11 @@ impl<T: DeviceHeapKey> Inner<T> {
                 let filled = fill(&mut map);
                 map.unmap()?;
                 filled?;
+            }
+            Source::Device(src, len) => {
+                let at = plan.old_runs * self.partial.len();
+                let io = self.staging.keys.as_ref().expect("staged by the plan");
+                copy_keys(&mut self.copy, src, 0, io, at, len)?.wait()?;
             }
         }
         let copy = t_copy.elapsed();
@@ -282,7 +299,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         &mut self,
         plan: BulkPlan,
         copy: std::time::Duration,
-        out: Option<&mut [T]>,
+        out: Out<'_, T>,
     ) -> Result<Vec<T>> {
         let BulkPlan {
             t_start,
@@ -361,11 +378,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             }
             if src == Buf::Keys {
                 // The placement writes the key array: the sorted keys move out of it first.
-                copy_kernel
-                    .arg_svm(0, heap_keys)?
-                    .arg_svm(1, io)?
-                    .arg_scalar(2, padded as u64)?;
-                launches.push(copy_kernel.launch(stride_items(padded, 256), Some(256))?);
+                launches.push(copy_keys(copy_kernel, heap_keys, 0, io, 0, padded)?);
                 src = Buf::Io;
             }
             set(&mut kn.place, 0, src)?;
@@ -403,8 +416,12 @@ impl<T: DeviceHeapKey> Inner<T> {
         let io = self.staging.keys.as_mut().expect("staged above");
         let out = match out {
             _ if n_out == 0 => Vec::new(),
-            None => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
-            Some(dst) => {
+            Out::Return => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
+            Out::Device(dst) => {
+                copy_keys(&mut self.copy, io, 0, dst, 0, n_out)?.wait()?;
+                Vec::new()
+            }
+            Out::Into(dst) => {
                 match T::as_upload_mut(dst) {
                     Some(stored) => io.read_range_into(0, stored)?,
                     None => dst.copy_from_slice(&T::download(io.read_range_as(0, n_out)?)),

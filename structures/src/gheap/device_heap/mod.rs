@@ -34,7 +34,7 @@ use std::borrow::Cow;
 use std::sync::{Mutex, MutexGuard};
 
 use asym_kernels::{cl_defines, ClConst};
-use asym_runtime::{Error, Kernel, Result, Runtime, Side, SvmBuffer, SvmElement};
+use asym_runtime::{Error, Kernel, Launch, Result, Runtime, Side, SvmBuffer, SvmElement};
 
 use super::batch::{position, tree_slots};
 use super::device_batch_ops::{
@@ -45,7 +45,7 @@ use crate::key::Key;
 
 mod bulk;
 pub use bulk::BulkPolicy;
-use bulk::{BulkKernels, Source};
+use bulk::{BulkKernels, Out, Source};
 
 // The largest batch is the batch kernels' [`MAX_DEVICE_BATCH`] (five batches of keys live in
 // local memory: K = 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in
@@ -369,6 +369,24 @@ struct Inner<T: DeviceHeapKey> {
     staging: Staging<T::Repr>,
 }
 
+/// Where a call's inserted keys come from.
+#[derive(Clone, Copy)]
+enum Keys<'a, T: DeviceHeapKey> {
+    /// These keys, uploaded by the call.
+    Host(&'a [T]),
+    /// The first `len` keys of a device buffer, in the upload form, copied on the device.
+    Device(&'a SvmBuffer<T::Upload>, usize),
+}
+
+impl<T: DeviceHeapKey> Keys<'_, T> {
+    fn len(&self) -> usize {
+        match self {
+            Keys::Host(keys) => keys.len(),
+            Keys::Device(_, len) => *len,
+        }
+    }
+}
+
 /// What one launch returned: the operations' linearization order (when asked for), and each
 /// DEL's keys (`lens[seq]` keys at `out[seq·K..]`, `seq` the DEL's place among the DELs in
 /// linearization order).
@@ -605,10 +623,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         }
         let batches = keys.len().div_ceil(self.batch);
         if g.prefers_bulk(batches, keys.len()) {
-            return g.bulk(Source::Keys(keys), 0, None).map(|_| ());
+            return g.bulk(Source::Keys(keys), 0, Out::Return).map(|_| ());
         }
         let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
-        g.run(keys, &ops, false).map(|_| ())
+        g.run(Keys::Host(keys), &ops, false, false).map(|_| ())
     }
 
     /// Inserts `len` keys that `fill` writes, in their upload form
@@ -625,13 +643,13 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         }
         let batches = len.div_ceil(self.batch);
         if g.prefers_bulk(batches, len) {
-            return g.bulk(Source::Fill(len, fill), 0, None).map(|_| ());
+            return g.bulk(Source::Fill(len, fill), 0, Out::Return).map(|_| ());
         }
         let mut stored = vec![T::Upload::default(); len];
         fill(&mut stored)?;
         let keys = T::download(stored);
         let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
-        g.run(&keys, &ops, false).map(|_| ())
+        g.run(Keys::Host(&keys), &ops, false, false).map(|_| ())
     }
 
     /// Whether an insert of `len` keys would be one bulk call (a rebuild by one device sort,
@@ -694,7 +712,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let shared_s = started.elapsed().as_secs_f64();
         let inners = guards.iter_mut().map(|g| &mut **g).zip(plans);
         let sorted = super::on_threads(inners, "a heap's sorting thread", |(inner, plan)| {
-            inner.bulk_finish(plan, copy, None).map(|_| ())
+            inner.bulk_finish(plan, copy, Out::Return).map(|_| ())
         });
         Ok(sorted
             .into_iter()
@@ -719,7 +737,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             return Ok(());
         }
         if g.prefers_bulk(n.div_ceil(self.batch), 0) {
-            return g.bulk(Source::Keys(&[]), n, Some(out)).map(|_| ());
+            return g.bulk(Source::Keys(&[]), n, Out::Into(out)).map(|_| ());
         }
         out.copy_from_slice(&g.delete_by_operations(n)?);
         Ok(())
@@ -737,9 +755,59 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             return Ok(Vec::new());
         }
         if g.prefers_bulk(n.div_ceil(self.batch), 0) {
-            return g.bulk(Source::Keys(&[]), n, None);
+            return g.bulk(Source::Keys(&[]), n, Out::Return);
         }
         g.delete_by_operations(n)
+    }
+
+    /// Inserts the first `len` keys of `src`, a buffer on this heap's device holding keys in
+    /// their upload form ([`DeviceHeapKey::to_upload`]), without them crossing to the host:
+    /// a kernel that makes keys (a search expanding nodes on the device) hands them over
+    /// where it wrote them. The keys are copied on the device, then inserted as
+    /// [`DeviceGeneralizedHeap::insert`] would (operations, or a rebuild by the
+    /// [`BulkPolicy`]). An error if `src` is shorter than `len`.
+    pub fn insert_from_device(&self, src: &SvmBuffer<T::Upload>, len: usize) -> Result<()> {
+        let mut g = self.lock();
+        g.usable()?;
+        if len > src.len() {
+            return Err(Error::InvalidArgument(format!(
+                "an insert of {len} keys from a device buffer of {}",
+                src.len()
+            )));
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let batches = len.div_ceil(self.batch);
+        if g.prefers_bulk(batches, len) {
+            return g.bulk(Source::Device(src, len), 0, Out::Return).map(|_| ());
+        }
+        let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
+        g.run(Keys::Device(src, len), &ops, false, false)
+            .map(|_| ())
+    }
+
+    /// Removes the `n` smallest keys into `dst[..n]`, a buffer on this heap's device, sorted
+    /// and in their upload form, without them crossing to the host (the other half of
+    /// [`DeviceGeneralizedHeap::insert_from_device`]). An error if the heap holds fewer
+    /// than `n` keys or `dst` is shorter.
+    pub fn delete_min_to_device(&self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
+        let mut g = self.lock();
+        g.usable()?;
+        let held = g.count * self.batch + g.plen;
+        if n > held || n > dst.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a delete of {n} keys from a heap holding {held} into a device buffer of {}",
+                dst.len()
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if g.prefers_bulk(n.div_ceil(self.batch), 0) {
+            return g.bulk(Source::Keys(&[]), n, Out::Device(dst)).map(|_| ());
+        }
+        g.delete_to_device(n, dst)
     }
 
     /// One launch running `ops` concurrently, its work-groups taking them in list order;
@@ -767,7 +835,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 _ => {}
             }
         }
-        let raw = g.run(keys, ops, true)?;
+        let raw = g.run(Keys::Host(keys), ops, true, true)?;
         let order: Vec<usize> = raw.order.iter().map(|&t| t as usize).collect();
         let k = self.batch;
         let mut deleted = vec![Vec::new(); ops.len()];
@@ -893,7 +961,9 @@ impl<T: DeviceHeapKey> Inner<T> {
             .map(|i| HeapOp::Delete((n - i * k).min(k)))
             .collect();
         // The DELs' results in linearization order are the sorted sequence.
-        let out: Vec<T> = self.run(&[], &ops, false)?.deleted_in_order(k);
+        let out: Vec<T> = self
+            .run(Keys::Host(&[]), &ops, false, true)?
+            .deleted_in_order(k);
         if out.len() != n {
             return Err(Error::Lost(format!(
                 "the device heap returned {} keys for a delete of {n} with {n} or more held",
@@ -901,6 +971,42 @@ impl<T: DeviceHeapKey> Inner<T> {
             )));
         }
         Ok(out)
+    }
+
+    /// [`Inner::delete_by_operations`] with the keys left on the device: each DEL's keys
+    /// are copied from the staging buffer to their place in `dst` (runs of DELs that
+    /// returned K keys each in one copy; only the DEL of fewer than K, at most one, breaks a
+    /// run).
+    fn delete_to_device(&mut self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
+        let k = self.partial.len();
+        let ops: Vec<HeapOp> = (0..n.div_ceil(k))
+            .map(|i| HeapOp::Delete((n - i * k).min(k)))
+            .collect();
+        let raw = self.run(Keys::Host(&[]), &ops, false, false)?;
+        // (source offset, length) of each run of DEL results that lie back to back.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (seq, &len) in raw.lens.iter().enumerate() {
+            let len = (len as usize).min(k);
+            match runs.last_mut() {
+                Some((at, run)) if *at + *run == seq * k => *run += len,
+                _ => runs.push((seq * k, len)),
+            }
+        }
+        let total: usize = runs.iter().map(|r| r.1).sum();
+        if total != n {
+            return Err(Error::Lost(format!(
+                "the device heap returned {total} keys for a delete of {n} with {n} or more held"
+            )));
+        }
+        let io = self.staging.keys.as_ref().expect("staged by the run");
+        let mut to = 0;
+        let mut last = None;
+        for (at, len) in runs.into_iter().filter(|r| r.1 > 0) {
+            // In-order queue: the copies run one after another; the last is waited for.
+            last = Some(copy_keys(&mut self.copy, io, at, dst, to, len)?);
+            to += len;
+        }
+        last.map_or(Ok(()), Launch::wait)
     }
 
     fn usable(&self) -> Result<()> {
@@ -933,12 +1039,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let keys = alloc_zeroed::<T::Repr>(&self.rt, slots * k)?;
         let used = (self.slots * k) as u64;
         if used > 0 {
-            self.copy
-                .arg_svm(0, &self.keys)?
-                .arg_svm(1, &keys)?
-                .arg_scalar(2, used)?;
-            let global = (used as usize).div_ceil(256).min(65_536) * 256;
-            self.copy.launch(global, Some(256))?.wait()?;
+            copy_keys(&mut self.copy, &self.keys, 0, &keys, 0, used as usize)?.wait()?;
         }
         let mut words = vec![0u32; slots];
         words[..self.slots].copy_from_slice(&self.words.read()?);
@@ -962,19 +1063,27 @@ impl<T: DeviceHeapKey> Inner<T> {
     }
 
     /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
-    /// linearization order only when `want_order`.
-    fn run(&mut self, keys: &[T], ops: &[HeapOp], want_order: bool) -> Result<RawLaunch<T>> {
+    /// linearization order only when `want_order`, and the DELs' keys only when `download`
+    /// (else they stay in the staging buffer, `lens[seq]` keys at `seq·K`).
+    fn run(
+        &mut self,
+        keys: Keys<'_, T>,
+        ops: &[HeapOp],
+        want_order: bool,
+        download: bool,
+    ) -> Result<RawLaunch<T>> {
         let t_start = std::time::Instant::now();
         let k = self.partial.len();
+        let n_keys = keys.len();
         let n_ops = to_u32(ops.len(), "operations in one call")?;
-        let in_len = to_u32(keys.len(), "keys in one call")?;
+        let in_len = to_u32(n_keys, "keys in one call")?;
         let mut words = Vec::with_capacity(2 * ops.len());
         let mut inserted = 0;
         let mut dels = 0;
         for op in ops {
             match *op {
                 HeapOp::Insert(b) => {
-                    inserted += (keys.len() - b * k).min(k);
+                    inserted += (n_keys - b * k).min(k);
                     words.extend([OP_INSERT, b as u32]);
                 }
                 HeapOp::Delete(n) => {
@@ -989,19 +1098,25 @@ impl<T: DeviceHeapKey> Inner<T> {
         let st = &mut self.staging;
         // The DELs' keys go after the inserted ones in the one staging buffer (whose last
         // batch is padded to K when it is sorted).
-        let out_base = keys.len().next_multiple_of(k);
+        let out_base = n_keys.next_multiple_of(k);
         let t_alloc = std::time::Instant::now();
         let io = staged(rt, &mut st.keys, out_base + dels * k)?;
         let mut alloc = t_alloc.elapsed();
         let t_copy = std::time::Instant::now();
-        if !keys.is_empty() {
-            io.write_range(0, &T::upload(keys))?;
-        }
+        // Keys on the device are copied there; the sort after sees them (in-order queue).
+        let uploaded = match keys {
+            Keys::Host([]) | Keys::Device(_, 0) => None,
+            Keys::Host(keys) => {
+                io.write_range(0, &T::upload(keys))?;
+                None
+            }
+            Keys::Device(src, len) => Some(copy_keys(&mut self.copy, src, 0, io, 0, len)?),
+        };
         let copy = t_copy.elapsed();
-        let sorted = if keys.is_empty() {
+        let sorted = if n_keys == 0 {
             None
         } else {
-            Some(self.bulk.sort_batches(io, 0, keys.len(), k, self.wg)?)
+            Some(self.bulk.sort_batches(io, 0, n_keys, k, self.wg)?)
         };
         let op_buf = staged(rt, &mut st.ops, words.len())?;
         op_buf.copy_from_host(0, &words)?;
@@ -1045,8 +1160,8 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.stats.launches += 1;
         let t_kernel_start = std::time::Instant::now();
         self.run.launch(groups * self.wg, Some(self.wg))?.wait()?;
-        if let Some(sorted) = sorted {
-            sorted.wait()?; // done before the run: this lets its buffers go
+        for before in [uploaded, sorted].into_iter().flatten() {
+            before.wait()?; // done before the run: this lets its buffers go
         }
         let t_kernel = t_kernel_start.elapsed();
         let h = self.hdr.read()?;
@@ -1102,13 +1217,13 @@ impl<T: DeviceHeapKey> Inner<T> {
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
-        let (lens, out) = if dels > 0 {
-            (
+        let (lens, out) = match dels {
+            0 => (Vec::new(), Vec::new()),
+            _ if !download => (out_len.read_range(0, dels)?, Vec::new()),
+            _ => (
                 out_len.read_range(0, dels)?,
                 T::download(io.read_range_as::<T::Upload>(out_base, dels * k)?),
-            )
-        } else {
-            (Vec::new(), Vec::new())
+            ),
         };
         let order = if want_order {
             order.read_range(0, ops.len())?
@@ -1135,13 +1250,42 @@ impl<T: DeviceHeapKey> Inner<T> {
         // Copy the root's first batch to a small buffer on the device: a map of the whole
         // key array would move the heap to the host on the coarse transport.
         let mut small = alloc_zeroed::<T::Repr>(&self.rt, k)?;
-        self.copy
-            .arg_svm(0, &self.keys)?
-            .arg_svm(1, &small)?
-            .arg_scalar(2, k as u64)?;
-        self.copy.launch(256, Some(256))?.wait()?;
+        copy_keys(&mut self.copy, &self.keys, 0, &small, 0, k)?.wait()?;
         Ok(small.read()?[0])
     }
+}
+
+/// Work-items for a grid-stride loop over `n` elements, in groups of `wg`.
+fn stride_items(n: usize, wg: usize) -> usize {
+    n.div_ceil(wg).clamp(1, 65_536) * wg
+}
+
+/// Enqueues `gheap_copy_keys`: `src[src_at..][..n]` to `dst[dst_at..][..n]`, elements of the
+/// device form's size (the key array, the staging buffer, a caller's buffer of upload-form
+/// keys). Both ranges are checked: the kernel writes where it is told.
+fn copy_keys<A: SvmElement, B: SvmElement>(
+    kernel: &mut Kernel,
+    src: &SvmBuffer<A>,
+    src_at: usize,
+    dst: &SvmBuffer<B>,
+    dst_at: usize,
+    n: usize,
+) -> Result<Launch> {
+    debug_assert_eq!(std::mem::size_of::<A>(), std::mem::size_of::<B>());
+    if src_at.saturating_add(n) > src.len() || dst_at.saturating_add(n) > dst.len() {
+        return Err(Error::InvalidArgument(format!(
+            "a copy of {n} keys from {src_at} of {} to {dst_at} of {}",
+            src.len(),
+            dst.len()
+        )));
+    }
+    kernel
+        .arg_svm(0, src)?
+        .arg_scalar(1, src_at as u64)?
+        .arg_svm(2, dst)?
+        .arg_scalar(3, dst_at as u64)?
+        .arg_scalar(4, n as u64)?;
+    kernel.launch(stride_items(n, 256), Some(256))
 }
 
 /// A buffer of `len` elements (at least one); the runtime zeroes new SVM.
