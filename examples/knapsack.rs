@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
-use asym::structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
+use asym::structures::apps::knapsack::device::{solve_offloaded, Expansion, OffloadConfig};
 use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
 use asym::structures::apps::knapsack::{
     node_limit_for_memory, solve_concurrent, solve_sequential_within, BnbStats, Class, Instance,
@@ -91,6 +91,10 @@ struct Args {
     /// holds more than this many search nodes (0: never).
     #[arg(long, default_value_t = 1 << 20)]
     gc: usize,
+    /// gpu: who expands a round's nodes: threads (the latency threads, nodes in host memory)
+    /// or device (a kernel; the nodes and their children stay on the device).
+    #[arg(long, default_value = "threads")]
+    expand: Expansion,
     /// coop: keys one refill brings from the device to the host top.
     #[arg(long, default_value_t = 4096)]
     refill: usize,
@@ -274,6 +278,11 @@ fn run(args: &Args) -> Result<bool> {
         gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
         time_limit,
         dive: !args.no_dive,
+        // The cooperative heap's top lives on the host: its rounds expand there.
+        expansion: match placement {
+            HeapPlacement::Device(_) => args.expand,
+            HeapPlacement::Cooperative(_) => Expansion::Threads,
+        },
     };
     if let (Some(pool), Some(rt)) = (&pool, &rt) {
         // Build the device programs before the clock starts (one tiny search per placement).

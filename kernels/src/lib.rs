@@ -77,6 +77,11 @@ pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../g
 /// deduplicated next frontier) and its helpers.
 pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"));
 
+/// 0/1 knapsack branch-and-bound nodes expanded on the device, children handed to the
+/// device heap where they were written; built with `-DWG=`, `-DKN_MAX_KIDS=`,
+/// `-DKN_MAX_STEPS=` and `-DASYM_INT64_ATOMICS=1`.
+pub const KNAPSACK: KernelSource = KernelSource::new("knapsack.cl", include_str!("../knapsack.cl"));
+
 /// The SVM allocator: `asym_malloc`/`asym_free` for work-items over the host's `SvmArena`
 /// (tagged Treiber free lists per size class); built with `ArenaLayout::cl_defines`.
 pub const ALLOC: KernelSource = KernelSource::new("alloc.cl", include_str!("../alloc.cl"));

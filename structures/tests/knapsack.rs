@@ -280,11 +280,12 @@ fn edge_cases_and_file_errors() {
     assert_eq!(big.dp_optimum(1 << 30), None);
 }
 
-/// The heap on the device (GpuOnly) and split host/device (Cooperative), both transports:
-/// the same optimum as dynamic programming on every class, and edge cases.
+/// The heap on the device (GpuOnly, nodes expanded by the latency threads or by the
+/// device) and split host/device (Cooperative), both transports: the same optimum as dynamic
+/// programming on every class, and edge cases.
 #[test]
 fn device_and_cooperative_heaps_match_dynamic_programming() {
-    use asym_structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
+    use asym_structures::apps::knapsack::device::{solve_offloaded, Expansion, OffloadConfig};
     use asym_structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(3),
@@ -296,22 +297,32 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
         ..DeviceHeapConfig::new(16)
     };
     let placements = [
-        HeapPlacement::Device(device.clone()),
-        HeapPlacement::Cooperative(CooperativeConfig {
-            device,
-            refill: 64,
-            flush: 48,
-            top_capacity: 256,
-        }),
+        (HeapPlacement::Device(device.clone()), Expansion::Threads),
+        (HeapPlacement::Device(device.clone()), Expansion::Device),
+        (
+            HeapPlacement::Cooperative(CooperativeConfig {
+                device,
+                refill: 64,
+                flush: 48,
+                top_capacity: 256,
+            }),
+            Expansion::Threads,
+        ),
     ];
     for t in common::transports() {
         let rt = common::runtime(t);
         for class in Class::ALL {
             let seed: u64 = rand::random();
-            for (n, range, pop) in [(14, 100, 4), (30, 1000, 128)] {
+            // 200 items: walks longer than the device's step limit, which stop with their
+            // continuation as one more child (almost strongly correlated instances that
+            // long are searches of minutes).
+            for (n, range, pop) in [(14, 100, 4), (30, 1000, 128), (200, 1000, 256)] {
+                if n == 200 && class == Class::AlmostStronglyCorrelated {
+                    continue;
+                }
                 let inst = Instance::generate(class, n, range, seed).unwrap();
                 let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
-                for p in &placements {
+                for (p, expansion) in &placements {
                     for (gc_threshold, dive) in [(usize::MAX, false), (64, false), (64, true)] {
                         let config = OffloadConfig {
                             placement: p.clone(),
@@ -321,12 +332,14 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
                             gc_threshold,
                             time_limit: None,
                             dive,
+                            expansion: *expansion,
                         };
                         let s = solve_offloaded(&inst, &pool, &rt, &config).unwrap();
                         assert_eq!(
                             s.optimum,
                             want,
-                            "{t} {} n {n} seed {seed} pop {pop} gc {gc_threshold} dive {dive} {p:?}",
+                            "{t} {} n {n} seed {seed} pop {pop} gc {gc_threshold} dive {dive} \
+                             {p:?} {expansion:?}",
                             class.name()
                         );
                     }
@@ -338,38 +351,78 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
             capacity: 5,
         };
         let config = |p: usize, pop: usize, max_live: usize| OffloadConfig {
-            placement: placements[p].clone(),
+            placement: placements[p].0.clone(),
             batch: 16,
             pop,
             max_live,
             gc_threshold: usize::MAX,
             time_limit: None,
             dive: false,
+            expansion: placements[p].1,
         };
-        let s = solve_offloaded(&empty, &pool, &rt, &config(0, 8, 10)).unwrap();
-        assert_eq!(s.optimum, 0);
+        for p in 0..placements.len() {
+            let s = solve_offloaded(&empty, &pool, &rt, &config(p, 8, 10)).unwrap();
+            assert_eq!(s.optimum, 0, "{p}");
+        }
         // 82 K nodes expanded sequentially (the cardinality bound settles strongly correlated
         // instances at once, not these).
         let hard = Instance::generate(Class::AlmostStronglyCorrelated, 60, 10_000, 1).unwrap();
-        let e = solve_offloaded(&hard, &pool, &rt, &config(1, 8, 50)).unwrap_err();
-        assert!(matches!(e, Error::CapacityExceeded { .. }), "{e}");
+        for p in [1, 2] {
+            let e = solve_offloaded(&hard, &pool, &rt, &config(p, 8, 50)).unwrap_err();
+            assert!(matches!(e, Error::CapacityExceeded { .. }), "{p}: {e}");
+        }
         assert!(solve_offloaded(&hard, &pool, &rt, &config(0, 0, 50)).is_err());
+        // The device expands only for the device heap, and only bounds within 64 bits.
+        let coop_on_device = OffloadConfig {
+            expansion: Expansion::Device,
+            ..config(2, 8, 1 << 20)
+        };
+        let e = solve_offloaded(&hard, &pool, &rt, &coop_on_device).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        // An instance scaled by 2^33: the same search, products near 2^86.
+        let base = Instance::generate(Class::AlmostStronglyCorrelated, 20, 1000, 5).unwrap();
+        let huge = Instance {
+            items: base
+                .items
+                .iter()
+                .map(|i| Item {
+                    profit: i.profit << 33,
+                    weight: i.weight << 33,
+                })
+                .collect(),
+            capacity: base.capacity << 33,
+        };
+        let e = solve_offloaded(&huge, &pool, &rt, &config(1, 8, 1 << 20)).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        let s = solve_offloaded(&huge, &pool, &rt, &config(0, 8, 1 << 20)).unwrap();
+        let want = base.dp_optimum(1 << 26).unwrap() << 33;
+        assert_eq!(s.optimum, want, "the threads' expansion takes it");
         // Garbage collection keeps the optimum, and removes nodes on instances where the
         // incumbent improves while the heap is large (not every instance has one).
-        let gc = OffloadConfig {
-            gc_threshold: 64,
-            ..config(1, 256, 1 << 20)
-        };
-        let mut collected = 0;
-        // Seeds whose sequential search expands 1.5-50 K nodes.
-        for seed in [1, 2, 3, 4, 6, 7] {
-            let inst = Instance::generate(Class::AlmostStronglyCorrelated, 40, 1000, seed).unwrap();
-            let s = solve_offloaded(&inst, &pool, &rt, &gc).unwrap();
-            assert_eq!(s.optimum, inst.dp_optimum(1 << 26).unwrap(), "seed {seed}");
-            assert!(s.collections > 0, "seed {seed}: {s:?}");
-            collected += s.collected;
+        for p in [1, 2] {
+            let gc = OffloadConfig {
+                gc_threshold: 64,
+                ..config(p, 256, 1 << 20)
+            };
+            let mut collected = 0;
+            // Seeds whose sequential search expands 1.5-50 K nodes.
+            for seed in [1, 2, 3, 4, 6, 7] {
+                let inst =
+                    Instance::generate(Class::AlmostStronglyCorrelated, 40, 1000, seed).unwrap();
+                let s = solve_offloaded(&inst, &pool, &rt, &gc).unwrap();
+                assert_eq!(
+                    s.optimum,
+                    inst.dp_optimum(1 << 26).unwrap(),
+                    "{p} seed {seed}"
+                );
+                assert!(s.collections > 0, "{p} seed {seed}: {s:?}");
+                collected += s.collected;
+            }
+            assert!(
+                collected > 0,
+                "{p}: no collection removed a node on 6 instances"
+            );
         }
-        assert!(collected > 0, "no collection removed a node on 6 instances");
     }
 }
 
@@ -395,6 +448,7 @@ fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
         gc_threshold: 1 << 22,
         time_limit: Some(Duration::from_secs(120)),
         dive: true,
+        expansion: Default::default(),
     };
     for (class, seed) in [(Class::SubsetSum, 42), (Class::StronglyCorrelated, 2)] {
         let inst = Instance::generate(class, 10_000, 10_000_000, seed).unwrap();

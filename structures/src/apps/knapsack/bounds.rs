@@ -255,6 +255,20 @@ impl Problem {
         b.min(u64::MAX as u128) as u64
     }
 
+    /// What an expansion elsewhere (the device's, `kernels/knapsack.cl`) needs to compute
+    /// the same bounds.
+    pub(crate) fn tables(&self) -> Tables<'_> {
+        Tables {
+            items: &self.items,
+            weights: &self.weights,
+            profits: &self.profits,
+            capacity: self.capacity,
+            cap: self.cap,
+            lambda: self.lambda,
+            lightest: &self.lightest,
+        }
+    }
+
     /// Items left to the search (the levels of its tree).
     pub(crate) fn items(&self) -> usize {
         self.items.len()
@@ -361,6 +375,20 @@ impl Problem {
         }
         best
     }
+}
+
+/// A [`Problem`]'s bounds as data: the free items in ratio order, their prefix sums
+/// (`weights[i]`, `profits[i]`: of `items[..i]`), the capacity left to them, the cardinality
+/// bound capping every bound, the surrogate multiplier (0: none) and, with one, the smallest
+/// weight of `items[i..]`.
+pub(crate) struct Tables<'a> {
+    pub items: &'a [Item],
+    pub weights: &'a [u64],
+    pub profits: &'a [u64],
+    pub capacity: u64,
+    pub cap: u64,
+    pub lambda: u64,
+    pub lightest: &'a [u64],
 }
 
 /// The largest `t` in `lo..=hi` with `fits(t)`, for `fits` true at `lo` and monotone.

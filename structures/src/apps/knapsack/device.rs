@@ -43,6 +43,7 @@ use asym_runtime::backoff::Deadline;
 use asym_runtime::{Error, LatencyPool, Result, Runtime};
 
 use super::bounds::Problem;
+use super::device_expand::{self, KeyShape, Rounds};
 use super::{best_first, BnbStats, Instance, NodeKey};
 use crate::gheap::HeapPlacement;
 
@@ -68,6 +69,43 @@ pub struct OffloadConfig {
     pub time_limit: Option<Duration>,
     /// Run the sequential search beside the rounds, sharing the incumbent (module docs).
     pub dive: bool,
+    /// Who expands a round's nodes.
+    pub expansion: Expansion,
+}
+
+/// Who expands the nodes of an offloaded search's rounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Expansion {
+    /// The latency threads, the nodes in a host arena (either heap placement).
+    #[default]
+    Threads,
+    /// The device (`kernels/knapsack.cl`), the nodes in a device arena, the children handed
+    /// to the device heap where the kernel wrote them: GpuOnly only, on devices with 64-bit
+    /// atomics, for instances whose bounds' products fit 64 bits (`device_expand`).
+    Device,
+}
+
+impl Expansion {
+    /// The name `FromStr` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Expansion::Threads => "threads",
+            Expansion::Device => "device",
+        }
+    }
+}
+
+impl std::str::FromStr for Expansion {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "threads" => Ok(Expansion::Threads),
+            "device" => Ok(Expansion::Device),
+            other => Err(Error::InvalidArgument(format!(
+                "expansion {other:?}: expected threads or device"
+            ))),
+        }
+    }
 }
 
 /// Branch-and-bound with the heap placed by `config.placement`.
@@ -85,6 +123,7 @@ pub fn solve_offloaded(
         gc_threshold,
         time_limit,
         dive,
+        expansion,
     } = *config;
     let stop = time_limit.map(Deadline::after);
     if pop == 0 || max_live == 0 {
@@ -105,19 +144,22 @@ pub fn solve_offloaded(
         )));
     }
     let gap = root_bound.saturating_sub(problem.incumbent());
-    let shift = (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits);
-    let key = |n: &NodeKey| {
-        let below = (root_bound.saturating_sub(u64::MAX - n.0) >> shift).min(u32::MAX as u64);
-        let left = levels - super::level_of(n) as u64;
-        ((below << depth_bits) | left).min(u32::MAX as u64) as u32
+    let shape = KeyShape {
+        root_bound,
+        shift: (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits),
+        depth_bits,
+        levels: levels as u32,
     };
-    let mut heap = placement.build(rt, batch)?;
-    let mut arena = NodeArena::new(max_live.min(u32::MAX as usize));
-    let mut claimed = Vec::new();
-    let root_slot = arena.alloc_from(&mut claimed).ok_or_else(|| arena.full())?;
-    arena.set(root_slot, root);
-    arena.settle(claimed);
-    heap.insert(&[(key(&root), root_slot)])?;
+    let key = |n: &NodeKey| shape.key(u64::MAX - n.0, super::level_of(n));
+    let on_device = match (expansion, placement) {
+        (Expansion::Threads, _) => None,
+        (Expansion::Device, HeapPlacement::Device(c)) => Some(c),
+        (Expansion::Device, _) => {
+            return Err(Error::InvalidArgument(
+                "expanding on the device needs the heap on the device (GpuOnly)".into(),
+            ))
+        }
+    };
     let best = AtomicU64::new(problem.incumbent());
     let mut stats = BnbStats {
         fixed: problem.fixed() as u64,
@@ -127,10 +169,31 @@ pub fn solve_offloaded(
     let quit = AtomicBool::new(false);
     let dive_done = AtomicBool::new(false);
     let dive_alive = AtomicBool::new(dive);
-    // Children not yet in the heap (the last round's), and the nodes of the round to expand.
-    let mut pending: Vec<(u32, u32)> = Vec::new();
-    let mut popped = heap.pop(pop)?;
     let mut rounds = || -> Result<()> {
+        if let Some(heap_config) = on_device {
+            let config = Rounds {
+                heap: heap_config,
+                batch,
+                pop,
+                max_live,
+                gc_threshold,
+                stop: stop.as_ref(),
+            };
+            return device_expand::run_rounds(
+                &problem, rt, &config, shape, &best, &dive_done, &mut stats,
+            );
+        }
+        let mut heap = placement.build(rt, batch)?;
+        let mut arena = NodeArena::new(max_live.min(u32::MAX as usize));
+        let mut claimed = Vec::new();
+        let root_slot = arena.alloc_from(&mut claimed).ok_or_else(|| arena.full())?;
+        arena.set(root_slot, root);
+        arena.settle(claimed);
+        heap.insert(&[(key(&root), root_slot)])?;
+        // Children not yet in the heap (the last round's), and the nodes of the round to
+        // expand.
+        let mut pending: Vec<(u32, u32)> = Vec::new();
+        let mut popped = heap.pop(pop)?;
         loop {
             if stop.as_ref().is_some_and(Deadline::expired) {
                 return Ok(());

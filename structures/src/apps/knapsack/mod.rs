@@ -17,6 +17,7 @@
 
 mod bounds;
 pub mod device;
+mod device_expand;
 pub mod dp;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -1,0 +1,364 @@
+//! Branch-and-bound rounds whose nodes never leave the device: the device heap hands a
+//! round's best nodes to `knapsack_expand` (`kernels/knapsack.cl`) in a device buffer, the
+//! kernel expands them and writes the children's nodes into a device arena and their heap
+//! keys into another buffer, and the heap takes them from there. The host sees a few counters
+//! per round (children made, nodes expanded and dropped, the incumbent), not the nodes.
+//!
+//! Against the latency threads expanding (`super::device`), this removes what the host did
+//! per node: reading the popped pairs back, filing each child (arena slot, key pair) and
+//! uploading the children's keys; on BGPQ's files those took about as long as the heap's own
+//! work (docs/BENCHMARKS.md, knapsack). What stays serial is the heap's operations.
+//!
+//! Slots: the arena is a device array of nodes (bound, profit, weight, level), grown between
+//! rounds by a device copy. Its free slots form a stack the host keeps the length of; a
+//! round's children take slots from its top, then past the arena's end, and the popped
+//! nodes' slots join it after the round (`knapsack_release`), never during the launch that
+//! reads them.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use asym_runtime::backoff::Deadline;
+use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
+
+use super::bounds::Problem;
+use super::BnbStats;
+use crate::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig};
+
+/// Work-items per group of the expansion.
+const WG: usize = 64;
+/// Skip children one walk makes before it stops with its continuation.
+pub(crate) const MAX_KIDS: usize = 8;
+/// Levels one walk goes down before it stops with its continuation.
+pub(crate) const MAX_STEPS: usize = 64;
+/// Nodes the arena starts with room for (it grows as the search needs).
+const FIRST_SLOTS: usize = 1 << 16;
+
+// Control words, as `KC_*` in kernels/knapsack.cl.
+const BEST: usize = 0;
+const KIDS: usize = 1;
+const EXPANDED: usize = 2;
+const PRUNED: usize = 3;
+const FULL: usize = 4;
+const KEPT: usize = 5;
+const FREED: usize = 6;
+const CTL_WORDS: usize = 8;
+
+/// How a node's heap key is made from its bound and level (the same in both searches):
+/// how far the bound lies below the root's, shifted right `shift` bits, above the levels
+/// left, `depth_bits` bits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyShape {
+    pub root_bound: u64,
+    pub shift: u32,
+    pub depth_bits: u32,
+    pub levels: u32,
+}
+
+impl KeyShape {
+    /// The key of a node with bound `bound` at `level`.
+    pub(crate) fn key(&self, bound: u64, level: usize) -> u32 {
+        let below = (self.root_bound.saturating_sub(bound) >> self.shift).min(u32::MAX as u64);
+        let left = u64::from(self.levels) - level as u64;
+        ((below << self.depth_bits) | left).min(u32::MAX as u64) as u32
+    }
+}
+
+/// How the rounds run.
+pub(crate) struct Rounds<'a> {
+    pub heap: &'a DeviceHeapConfig,
+    pub batch: usize,
+    pub pop: usize,
+    pub max_live: usize,
+    pub gc_threshold: usize,
+    pub stop: Option<&'a Deadline>,
+}
+
+/// Whether the device can expand `problem`'s nodes: its bounds' products must fit 64 bits
+/// (the host computes them in 128), as the kernel's header says.
+pub(crate) fn fits_64_bits(problem: &Problem) -> bool {
+    let t = problem.tables();
+    let max_w = t.items.iter().map(|i| i.weight).max().unwrap_or(0);
+    let max_p = t.items.iter().map(|i| i.profit).max().unwrap_or(0);
+    let n = t.items.len() as u128;
+    let lambda = u128::from(t.lambda);
+    (u128::from(max_w) + lambda) * u128::from(max_p) < u128::from(u64::MAX)
+        && u128::from(t.capacity) + lambda * n + u128::from(*t.weights.last().unwrap_or(&0))
+            < u128::from(u64::MAX)
+}
+
+/// The device's part: rounds until the heap is empty (proved), the dive proves the optimum
+/// (`dive_done`), or `stop` passes. The incumbent is shared with the dive through `best`.
+pub(crate) fn run_rounds(
+    problem: &Problem,
+    rt: &Runtime,
+    config: &Rounds<'_>,
+    shape: KeyShape,
+    best: &AtomicU64,
+    dive_done: &AtomicBool,
+    stats: &mut BnbStats,
+) -> Result<()> {
+    let profile = rt.profile();
+    if !profile.int64_atomics {
+        return Err(Error::Unsupported {
+            device: profile.label(),
+            what: "expand knapsack nodes on the device".into(),
+            lacks: "64-bit atomics (cl_khr_int64_base_atomics)".into(),
+        });
+    }
+    if !fits_64_bits(problem) {
+        return Err(Error::InvalidArgument(
+            "expanding on the device needs the bounds' products within 64 bits (weights and \
+             profits this large need the latency threads' expansion)"
+                .into(),
+        ));
+    }
+    let pop = config.pop;
+    let max_live = config.max_live.min(u32::MAX as usize);
+    let program = rt.program_with(
+        &asym_kernels::KNAPSACK,
+        &format!(
+            "-DWG={WG} -DKN_MAX_KIDS={MAX_KIDS}u -DKN_MAX_STEPS={MAX_STEPS}u \
+             -DASYM_INT64_ATOMICS=1"
+        ),
+    )?;
+    let kernel = |name: &str| Kernel::from_program(rt, &program, name);
+    let (mut expand, mut release, mut collect, mut copy) = (
+        kernel("knapsack_expand")?,
+        kernel("knapsack_release")?,
+        kernel("knapsack_collect")?,
+        kernel("knapsack_copy")?,
+    );
+    let t = problem.tables();
+    let upload = |words: &[u64]| -> Result<SvmBuffer<u64>> {
+        let mut b = rt.alloc::<u64>(words.len().max(1))?;
+        if !words.is_empty() {
+            b.write_range(0, words)?;
+        }
+        Ok(b)
+    };
+    let prof = upload(&t.items.iter().map(|i| i.profit).collect::<Vec<_>>())?;
+    let wt = upload(&t.items.iter().map(|i| i.weight).collect::<Vec<_>>())?;
+    let (ps, ws, lightest) = (upload(t.profits)?, upload(t.weights)?, upload(t.lightest)?);
+    let n = u32::try_from(t.items.len())
+        .map_err(|_| Error::InvalidArgument("more than 2^32 items".into()))?;
+
+    let heap = DeviceGeneralizedHeap::<(u32, u32)>::new(
+        rt,
+        &DeviceHeapConfig {
+            batch: config.batch,
+            ..config.heap.clone()
+        },
+    )?;
+    let mut arena = Arena::new(rt, FIRST_SLOTS.min(max_live).max(1))?;
+    let root = problem.root();
+    let root_bound = u64::MAX - root.0;
+    arena.nodes.write_range(0, &[root_bound, 0, 0, 0])?;
+    arena.len = 1;
+    heap.insert(&[(shape.key(root_bound, 0), 0)])?;
+    let popped = rt.alloc::<i64>(pop.max(1))?;
+    let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
+    let mut ctl = rt.alloc::<u64>(CTL_WORDS)?;
+    let mut words = [0u64; CTL_WORDS];
+    words[BEST] = best.load(Ordering::Acquire);
+    ctl.write(&words)?;
+    let mut gc_at = config.gc_threshold;
+
+    let mut n_popped = pop.min(heap.len());
+    heap.delete_min_to_device(n_popped, &popped)?;
+    loop {
+        if config.stop.is_some_and(Deadline::expired) {
+            break;
+        }
+        if dive_done.load(Ordering::Acquire) {
+            stats.proved = true;
+            stats.proved_by_dive = true;
+            break;
+        }
+        if n_popped == 0 {
+            stats.proved = true;
+            break;
+        }
+        let most = (arena.len + n_popped * (MAX_KIDS + 1)).saturating_sub(arena.n_free);
+        arena.grow_to(rt, &mut copy, most.min(max_live))?;
+        expand
+            .arg_svm(0, &popped)?
+            .arg_scalar(1, n_popped as u32)?
+            .arg_svm(2, &arena.nodes)?
+            .arg_svm(3, &arena.free)?
+            .arg_scalar(4, arena.n_free as u64)?
+            .arg_scalar(5, arena.len as u64)?
+            .arg_scalar(6, arena.slots().min(max_live) as u64)?
+            .arg_svm(7, &kids_out)?
+            .arg_svm(8, &ctl)?
+            .arg_scalar(9, words[KIDS])?
+            .arg_scalar(10, best.load(Ordering::Acquire))?
+            .arg_svm(11, &prof)?
+            .arg_svm(12, &wt)?
+            .arg_svm(13, &ps)?
+            .arg_svm(14, &ws)?
+            .arg_svm(15, &lightest)?
+            .arg_scalar(16, n)?
+            .arg_scalar(17, t.capacity)?
+            .arg_scalar(18, t.cap)?
+            .arg_scalar(19, t.lambda)?
+            .arg_scalar(20, shape.root_bound)?
+            .arg_scalar(21, shape.shift)?
+            .arg_scalar(22, shape.depth_bits)?;
+        expand
+            .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
+            .wait()?;
+        let seen = read_words(&mut ctl)?;
+        if seen[FULL] != 0 {
+            return Err(Error::CapacityExceeded {
+                what: "branch-and-bound search nodes".into(),
+                capacity: max_live,
+            });
+        }
+        let kids = (seen[KIDS] - words[KIDS]) as usize;
+        words = seen;
+        best.fetch_max(seen[BEST], Ordering::AcqRel);
+        let reused = kids.min(arena.n_free);
+        arena.len += kids - reused;
+        arena.n_free -= reused;
+        release
+            .arg_svm(0, &popped)?
+            .arg_scalar(1, n_popped as u32)?
+            .arg_svm(2, &arena.free)?
+            .arg_scalar(3, arena.n_free as u64)?;
+        release
+            .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
+            .wait()?;
+        arena.n_free += n_popped;
+        heap.insert_from_device(&kids_out, kids)?;
+        if heap.len() > gc_at {
+            let kept = collect_garbage(
+                rt,
+                &heap,
+                &mut collect,
+                &mut arena,
+                &mut ctl,
+                &mut words,
+                best.load(Ordering::Acquire),
+            )?;
+            stats.collections += 1;
+            // When most nodes survive, wait until the heap doubles before the next pass.
+            gc_at = config.gc_threshold.max(kept.saturating_mul(2));
+        }
+        n_popped = pop.min(heap.len());
+        heap.delete_min_to_device(n_popped, &popped)?;
+    }
+    let seen = read_words(&mut ctl)?;
+    best.fetch_max(seen[BEST], Ordering::AcqRel);
+    stats.expanded += seen[EXPANDED];
+    stats.pruned += seen[PRUNED];
+    stats.collected += seen[FREED];
+    Ok(())
+}
+
+fn read_words(ctl: &mut SvmBuffer<u64>) -> Result<[u64; CTL_WORDS]> {
+    let v = ctl.read()?;
+    let mut w = [0u64; CTL_WORDS];
+    w.copy_from_slice(&v[..CTL_WORDS]);
+    Ok(w)
+}
+
+/// Takes every node out of the heap, frees the slots of those whose bound cannot beat `best`
+/// and puts the rest back; returns how many were kept.
+fn collect_garbage(
+    rt: &Runtime,
+    heap: &DeviceGeneralizedHeap<(u32, u32)>,
+    collect: &mut Kernel,
+    arena: &mut Arena,
+    ctl: &mut SvmBuffer<u64>,
+    words: &mut [u64; CTL_WORDS],
+    best: u64,
+) -> Result<usize> {
+    let n = heap.len();
+    let all = rt.alloc::<i64>(n.max(1))?;
+    let kept = rt.alloc::<i64>(n.max(1))?;
+    heap.delete_min_to_device(n, &all)?;
+    collect
+        .arg_svm(0, &all)?
+        .arg_scalar(1, n as u32)?
+        .arg_svm(2, &arena.nodes)?
+        .arg_scalar(3, best)?
+        .arg_svm(4, &kept)?
+        .arg_svm(5, &arena.free)?
+        .arg_scalar(6, arena.n_free as u64)?
+        .arg_svm(7, ctl)?
+        .arg_scalar(8, words[KEPT])?
+        .arg_scalar(9, words[FREED])?;
+    collect
+        .launch(n.max(1).div_ceil(WG) * WG, Some(WG))?
+        .wait()?;
+    let seen = read_words(ctl)?;
+    let (n_kept, n_freed) = (
+        (seen[KEPT] - words[KEPT]) as usize,
+        (seen[FREED] - words[FREED]) as usize,
+    );
+    *words = seen;
+    if n_kept + n_freed != n {
+        return Err(Error::Lost(format!(
+            "a garbage collection of {n} search nodes kept {n_kept} and freed {n_freed}"
+        )));
+    }
+    arena.n_free += n_freed;
+    heap.insert_from_device(&kept, n_kept)?;
+    Ok(n_kept)
+}
+
+/// The device's search nodes: four words each (bound, profit, weight, level), `len` slots
+/// handed out so far, and the stack of free slots (`n_free` of them), as long as the arena.
+struct Arena {
+    nodes: SvmBuffer<u64>,
+    free: SvmBuffer<u32>,
+    len: usize,
+    n_free: usize,
+}
+
+impl Arena {
+    fn new(rt: &Runtime, slots: usize) -> Result<Self> {
+        Ok(Arena {
+            nodes: rt.alloc::<u64>(4 * slots)?,
+            free: rt.alloc::<u32>(slots)?,
+            len: 0,
+            n_free: 0,
+        })
+    }
+
+    fn slots(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Room for at least `slots` nodes (doubling), the used part copied on the device.
+    fn grow_to(&mut self, rt: &Runtime, copy: &mut Kernel, slots: usize) -> Result<()> {
+        if slots <= self.slots() {
+            return Ok(());
+        }
+        let grown = slots.max(2 * self.slots());
+        let nodes = rt.alloc::<u64>(4 * grown)?;
+        let free = rt.alloc::<u32>(grown)?;
+        // Both as 32-bit words: the arena's used nodes, the free stack's entries.
+        copy_words(copy, &self.nodes, &nodes, 8 * self.len)?;
+        copy_words(copy, &self.free, &free, self.n_free)?;
+        self.nodes = nodes;
+        self.free = free;
+        Ok(())
+    }
+}
+
+fn copy_words<A: asym_runtime::SvmElement>(
+    copy: &mut Kernel,
+    src: &SvmBuffer<A>,
+    dst: &SvmBuffer<A>,
+    words: usize,
+) -> Result<()> {
+    if words == 0 {
+        return Ok(());
+    }
+    copy.arg_svm(0, src)?
+        .arg_svm(1, dst)?
+        .arg_scalar(2, words as u64)?;
+    copy.launch(words.div_ceil(256).min(4096) * 256, Some(256))?
+        .wait()
+}
