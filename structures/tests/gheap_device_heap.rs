@@ -682,8 +682,8 @@ fn one_fill_inserts_into_several_heaps() {
     }
 }
 
-/// Keys handed over on the device (`insert_from_device`, `delete_min_to_device`) behave as
-/// the host calls do, under every bulk policy, for pair keys and deletes that are not
+/// Keys handed over on the device (`insert_from_device`, `delete_min_to_device`, both at once)
+/// behave as the host calls do, under every bulk policy, for pair keys and deletes that are not
 /// multiples of K (a short DEL among full ones); bad sizes are errors that leave the heap
 /// as it was.
 #[test]
@@ -705,8 +705,29 @@ fn keys_handed_over_on_the_device_match_a_binary_heap() {
             let mut src = rt.alloc::<i64>(64 * batch).unwrap();
             let mut dst = rt.alloc::<i64>(64 * batch).unwrap();
             let mut reference = BinaryHeap::new();
-            for step in 0..24 {
-                if step % 3 != 2 {
+            for step in 0..32 {
+                if step % 4 == 3 {
+                    // Both at once: the keys in, then the smallest of everything out.
+                    let len = rng.gen_range(0..=src.len());
+                    let keys: Vec<Pair> = (0..len)
+                        .map(|_| (rng.gen_range(0..50) * 1000, rng.gen()))
+                        .collect();
+                    let upload: Vec<i64> = keys.iter().map(|k| k.to_upload()).collect();
+                    src.write_range(0, &upload).unwrap();
+                    reference.extend(keys.into_iter().map(Reverse));
+                    let n = rng.gen_range(0..=reference.len().min(dst.len()));
+                    heap.insert_then_delete_on_device(&src, len, n, &dst)
+                        .unwrap();
+                    let got: Vec<Pair> = dst
+                        .read_range(0, n)
+                        .unwrap()
+                        .into_iter()
+                        .map(Pair::from_repr)
+                        .collect();
+                    let want: Vec<Pair> =
+                        (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
+                    assert_eq!(got, want, "{t} {policy:?} step {step} both");
+                } else if step % 4 != 2 {
                     let n = rng.gen_range(0..=src.len());
                     // Few distinct keys: equal keys order by payload.
                     let keys: Vec<Pair> = (0..n)
@@ -739,6 +760,9 @@ fn keys_handed_over_on_the_device_match_a_binary_heap() {
                 heap.insert_from_device(&short, 4),
                 heap.delete_min_to_device(held + 1, &dst),
                 heap.delete_min_to_device(4, &short),
+                heap.insert_then_delete_on_device(&short, 4, 0, &dst),
+                heap.insert_then_delete_on_device(&src, 0, held + 1, &dst),
+                heap.insert_then_delete_on_device(&src, 0, 4, &short),
             ] {
                 assert!(
                     matches!(r, Err(Error::InvalidArgument(_))),

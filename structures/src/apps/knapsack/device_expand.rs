@@ -229,21 +229,26 @@ pub(crate) fn run_rounds(
             .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
             .wait()?;
         arena.n_free += n_popped;
-        heap.insert_from_device(&kids_out, kids)?;
-        if heap.len() > gc_at {
-            let kept = collect_garbage(
-                rt,
-                &heap,
-                &mut collect,
-                &mut arena,
-                &mut ctl,
-                &mut words,
-                best.load(Ordering::Acquire),
-            )?;
-            stats.collections += 1;
-            // When most nodes survive, wait until the heap doubles before the next pass.
-            gc_at = config.gc_threshold.max(kept.saturating_mul(2));
+        if heap.len() + kids <= gc_at {
+            // The children in and the next round out, one sort where the heap rebuilds.
+            n_popped = pop.min(heap.len() + kids);
+            heap.insert_then_delete_on_device(&kids_out, kids, n_popped, &popped)?;
+            continue;
         }
+        // The heap outgrows the threshold: the children in, then a garbage collection.
+        heap.insert_from_device(&kids_out, kids)?;
+        let kept = collect_garbage(
+            rt,
+            &heap,
+            &mut collect,
+            &mut arena,
+            &mut ctl,
+            &mut words,
+            best.load(Ordering::Acquire),
+        )?;
+        stats.collections += 1;
+        // When most nodes survive, wait until the heap doubles before the next pass.
+        gc_at = config.gc_threshold.max(kept.saturating_mul(2));
         n_popped = pop.min(heap.len());
         heap.delete_min_to_device(n_popped, &popped)?;
     }

@@ -810,6 +810,47 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         g.delete_to_device(n, dst)
     }
 
+    /// [`DeviceGeneralizedHeap::insert_from_device`] of `src[..len]`, then
+    /// [`DeviceGeneralizedHeap::delete_min_to_device`] of `n_out` keys into `dst`, as one
+    /// call: where the [`BulkPolicy`] rebuilds, one sort of everything serves both (a
+    /// branch-and-bound round handing its children in and taking the next round's nodes out
+    /// sorts once, not twice); otherwise the INS operations, then the DELs. An error if
+    /// `n_out` exceeds the keys held plus `len`, or a buffer is too short; the heap is then
+    /// unchanged.
+    pub fn insert_then_delete_on_device(
+        &self,
+        src: &SvmBuffer<T::Upload>,
+        len: usize,
+        n_out: usize,
+        dst: &SvmBuffer<T::Upload>,
+    ) -> Result<()> {
+        let mut g = self.lock();
+        g.usable()?;
+        let held = g.count * self.batch + g.plen;
+        if len > src.len() || n_out > held + len || n_out > dst.len() {
+            return Err(Error::InvalidArgument(format!(
+                "an insert of {len} keys from a device buffer of {} and a delete of {n_out} \
+                 into one of {}, on a heap holding {held}",
+                src.len(),
+                dst.len()
+            )));
+        }
+        let batches = len.div_ceil(self.batch) + n_out.div_ceil(self.batch);
+        if g.prefers_bulk(batches, len) {
+            return g
+                .bulk(Source::Device(src, len), n_out, Out::Device(dst))
+                .map(|_| ());
+        }
+        if len > 0 {
+            let ops: Vec<HeapOp> = (0..len.div_ceil(self.batch)).map(HeapOp::Insert).collect();
+            g.run(Keys::Device(src, len), &ops, false, false)?;
+        }
+        if n_out > 0 {
+            g.delete_to_device(n_out, dst)?;
+        }
+        Ok(())
+    }
+
     /// One launch running `ops` concurrently, its work-groups taking them in list order;
     /// INS operations take their batches from `keys`. Returns the order in which they took
     /// effect and what each DEL returned: replaying that order on a sequential priority queue
