@@ -91,9 +91,11 @@ struct Args {
     /// holds more than this many search nodes (0: never).
     #[arg(long, default_value_t = 1 << 20)]
     gc: usize,
-    /// gpu: who expands a round's nodes: threads (the latency threads, nodes in host memory)
-    /// or device (a kernel; the nodes and their children stay on the device).
-    #[arg(long, default_value = "threads")]
+    /// gpu: who expands a round's nodes: threads (the latency threads, nodes in host
+    /// memory), device (a kernel; the nodes and their children stay on the device), or auto
+    /// (device on a GPU, where the instance's numbers fit its 64-bit bounds; the mode column
+    /// says which ran).
+    #[arg(long, default_value = "auto")]
     expand: Expansion,
     /// coop: keys one refill brings from the device to the host top.
     #[arg(long, default_value_t = 4096)]
@@ -364,8 +366,13 @@ fn run(args: &Args) -> Result<bool> {
             for (name, placement) in &placements {
                 let t = Instant::now();
                 let s = solve_offloaded(inst, pool, rt, &offload(placement)).map_err(more_nodes)?;
+                let by = if s.device_expansion {
+                    "device"
+                } else {
+                    "threads"
+                };
                 push(
-                    format!("{name}:p{}", args.pop),
+                    format!("{name}:p{}:{by}", args.pop),
                     s,
                     t.elapsed().as_secs_f64() * 1e3,
                 );
@@ -401,7 +408,11 @@ fn run(args: &Args) -> Result<bool> {
                     "batch": args.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
                     "pruned": r.stats.pruned, "fixed": r.stats.fixed, "proved": r.stats.proved, "collected": r.stats.collected,
                     "collections": r.stats.collections, "dive_expanded": r.stats.dive_expanded,
-                    "proved_by_dive": r.stats.proved_by_dive, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
+                    "proved_by_dive": r.stats.proved_by_dive,
+                    "device_expansion": r.stats.device_expansion,
+                    "device_setup_ms": r.stats.device_times_us[0] as f64 / 1e3,
+                    "device_expand_ms": r.stats.device_times_us[1] as f64 / 1e3,
+                    "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
                     "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
                 })
             );

@@ -215,11 +215,15 @@ kernel void knapsack_expand(__global const long *popped, uint n_popped,
     if (best > start) kn_fetch_max64(&ctl[KC_BEST], best);
 }
 
-/* After knapsack_expand: the popped nodes' slots onto the free stack at free[at ..]. */
+/* After knapsack_expand (the next launch of the queue, so its counter is final here): the
+ * popped nodes' slots onto the free stack, above the entries the children left. */
 kernel void knapsack_release(__global const long *popped, uint n_popped, __global uint *free,
-                             ulong at) {
+                             ulong n_free, __global const ulong *ctl, ulong kids_base) {
     const uint j = get_global_id(0);
-    if (j < n_popped) free[at + j] = (uint)(as_ulong(popped[j]) & 0xffffffffu);
+    if (j >= n_popped) return;
+    const ulong kids = ctl[KC_KIDS] - kids_base;
+    const ulong at = n_free - min(kids, n_free);
+    free[at + j] = (uint)(as_ulong(popped[j]) & 0xffffffffu);
 }
 
 /* Garbage collection of the heap's nodes: pairs[0..n) (the whole heap, taken out) are kept

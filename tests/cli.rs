@@ -601,6 +601,43 @@ fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
             && r["verified"] == true),
         "{plain:?}"
     );
+    // Expansion: auto keeps the threads on a CPU device; device runs the kernel (the mode
+    // says which); a name it does not know is an error.
+    assert!(
+        plain.iter().all(|r| r["device_expansion"] == false
+            && r["mode"].as_str().is_some_and(|m| m.ends_with(":threads"))),
+        "{plain:?}"
+    );
+    let (ok, on_device, err) = run(&[
+        "--method",
+        "bnb",
+        "--n",
+        "30",
+        "--range",
+        "500",
+        "--threads",
+        "2",
+        "--mode",
+        "gpu",
+        "--no-dive",
+        "--expand",
+        "device",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let on_device = json_rows(&on_device);
+    assert!(
+        on_device.len() == 6
+            && on_device.iter().all(|r| r["device_expansion"] == true
+                && r["verified"] == true
+                && r["mode"].as_str().is_some_and(|m| m.ends_with(":device"))),
+        "{on_device:?}"
+    );
+    let (ok, _, err) = run(&["--method", "bnb", "--mode", "gpu", "--expand", "kernel"]);
+    assert!(
+        !ok && err.contains("expected auto, threads or device"),
+        "{err}"
+    );
     let bnb: Vec<(String, serde_json::Value)> = rows
         .iter()
         .filter(|r| r["mode"] == "seq")

@@ -76,8 +76,13 @@ pub struct OffloadConfig {
 /// Who expands the nodes of an offloaded search's rounds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Expansion {
-    /// The latency threads, the nodes in a host arena (either heap placement).
+    /// The device where it can ([`Expansion::Device`]'s conditions) and is a GPU, else the
+    /// latency threads: on a CPU device (PoCL) the kernel runs on the threads' own cores,
+    /// and a search of BGPQ's 600.data took 2.7 s there against 2.5 s with the threads
+    /// (docs/BENCHMARKS.md).
     #[default]
+    Auto,
+    /// The latency threads, the nodes in a host arena (either heap placement).
     Threads,
     /// The device (`kernels/knapsack.cl`), the nodes in a device arena, the children handed
     /// to the device heap where the kernel wrote them: GpuOnly only, on devices with 64-bit
@@ -89,6 +94,7 @@ impl Expansion {
     /// The name `FromStr` accepts.
     pub fn name(self) -> &'static str {
         match self {
+            Expansion::Auto => "auto",
             Expansion::Threads => "threads",
             Expansion::Device => "device",
         }
@@ -99,10 +105,11 @@ impl std::str::FromStr for Expansion {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         match s.trim() {
+            "auto" => Ok(Expansion::Auto),
             "threads" => Ok(Expansion::Threads),
             "device" => Ok(Expansion::Device),
             other => Err(Error::InvalidArgument(format!(
-                "expansion {other:?}: expected threads or device"
+                "expansion {other:?}: expected auto, threads or device"
             ))),
         }
     }
@@ -153,6 +160,12 @@ pub fn solve_offloaded(
     let key = |n: &NodeKey| shape.key(u64::MAX - n.0, super::level_of(n));
     let on_device = match (expansion, placement) {
         (Expansion::Threads, _) => None,
+        (Expansion::Auto, HeapPlacement::Device(c)) => {
+            let p = rt.profile();
+            let gpu = p.kind == asym_runtime::DeviceKind::Gpu;
+            (gpu && p.int64_atomics && device_expand::fits_64_bits(&problem)).then_some(c)
+        }
+        (Expansion::Auto, _) => None,
         (Expansion::Device, HeapPlacement::Device(c)) => Some(c),
         (Expansion::Device, _) => {
             return Err(Error::InvalidArgument(
@@ -169,6 +182,7 @@ pub fn solve_offloaded(
     let quit = AtomicBool::new(false);
     let dive_done = AtomicBool::new(false);
     let dive_alive = AtomicBool::new(dive);
+    stats.device_expansion = on_device.is_some();
     let mut rounds = || -> Result<()> {
         if let Some(heap_config) = on_device {
             let config = Rounds {

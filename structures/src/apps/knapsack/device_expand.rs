@@ -12,10 +12,11 @@
 //! Slots: the arena is a device array of nodes (bound, profit, weight, level), grown between
 //! rounds by a device copy. Its free slots form a stack the host keeps the length of; a
 //! round's children take slots from its top, then past the arena's end, and the popped
-//! nodes' slots join it after the round (`knapsack_release`), never during the launch that
-//! reads them.
+//! nodes' slots join it after the round (`knapsack_release`, the next launch, which reads
+//! the children's count on the device), never during the launch that reads them.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use asym_runtime::backoff::Deadline;
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
@@ -97,6 +98,7 @@ pub(crate) fn run_rounds(
     dive_done: &AtomicBool,
     stats: &mut BnbStats,
 ) -> Result<()> {
+    let started = Instant::now();
     let profile = rt.profile();
     if !profile.int64_atomics {
         return Err(Error::Unsupported {
@@ -165,7 +167,10 @@ pub(crate) fn run_rounds(
 
     let mut n_popped = pop.min(heap.len());
     heap.delete_min_to_device(n_popped, &popped)?;
+    let [setup, expanding, heaping] = &mut stats.device_times_us;
+    *setup += micros(started);
     loop {
+        let t_expand = Instant::now();
         if config.stop.is_some_and(Deadline::expired) {
             break;
         }
@@ -204,9 +209,19 @@ pub(crate) fn run_rounds(
             .arg_scalar(20, shape.root_bound)?
             .arg_scalar(21, shape.shift)?
             .arg_scalar(22, shape.depth_bits)?;
-        expand
+        release
+            .arg_svm(0, &popped)?
+            .arg_scalar(1, n_popped as u32)?
+            .arg_svm(2, &arena.free)?
+            .arg_scalar(3, arena.n_free as u64)?
+            .arg_svm(4, &ctl)?
+            .arg_scalar(5, words[KIDS])?;
+        // In-order queue: the release runs after the expansion, then the host reads.
+        let expanded = expand.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+        release
             .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
             .wait()?;
+        expanded.wait()?;
         let seen = read_words(&mut ctl)?;
         if seen[FULL] != 0 {
             return Err(Error::CapacityExceeded {
@@ -220,19 +235,14 @@ pub(crate) fn run_rounds(
         let reused = kids.min(arena.n_free);
         arena.len += kids - reused;
         arena.n_free -= reused;
-        release
-            .arg_svm(0, &popped)?
-            .arg_scalar(1, n_popped as u32)?
-            .arg_svm(2, &arena.free)?
-            .arg_scalar(3, arena.n_free as u64)?;
-        release
-            .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
-            .wait()?;
         arena.n_free += n_popped;
+        *expanding += micros(t_expand);
+        let t_heap = Instant::now();
         if heap.len() + kids <= gc_at {
             // The children in and the next round out, one sort where the heap rebuilds.
             n_popped = pop.min(heap.len() + kids);
             heap.insert_then_delete_on_device(&kids_out, kids, n_popped, &popped)?;
+            *heaping += micros(t_heap);
             continue;
         }
         // The heap outgrows the threshold: the children in, then a garbage collection.
@@ -251,6 +261,7 @@ pub(crate) fn run_rounds(
         gc_at = config.gc_threshold.max(kept.saturating_mul(2));
         n_popped = pop.min(heap.len());
         heap.delete_min_to_device(n_popped, &popped)?;
+        *heaping += micros(t_heap);
     }
     let seen = read_words(&mut ctl)?;
     best.fetch_max(seen[BEST], Ordering::AcqRel);
@@ -258,6 +269,10 @@ pub(crate) fn run_rounds(
     stats.pruned += seen[PRUNED];
     stats.collected += seen[FREED];
     Ok(())
+}
+
+fn micros(since: Instant) -> u64 {
+    since.elapsed().as_micros() as u64
 }
 
 fn read_words(ctl: &mut SvmBuffer<u64>) -> Result<[u64; CTL_WORDS]> {

@@ -236,6 +236,13 @@ pub struct BnbStats {
     pub dive_expanded: u64,
     /// Offloaded searches: whether the dive finished first (it then proved the optimum).
     pub proved_by_dive: bool,
+    /// Offloaded searches: whether the device expanded the rounds' nodes
+    /// ([`device::Expansion`]).
+    pub device_expansion: bool,
+    /// Searches expanding on the device: where the time went, µs: the setup (buffers, the
+    /// heap, the root), the rounds' expansion (the kernels and reading their counters) and
+    /// their heap calls (the children in, the next round out).
+    pub device_times_us: [u64; 3],
 }
 
 /// Best-first branch-and-bound on one thread with the sequential generalized heap of at most

@@ -144,6 +144,8 @@ pub(super) struct BulkPlan {
     old_runs: usize,
     /// Runs with the call's keys.
     runs: usize,
+    /// A launch the sort must follow (the call's keys copied into the staging buffer).
+    before: Option<Launch>,
 }
 
 /// The keys a bulk call inserts.
@@ -210,7 +212,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             Out::Device(d) if d.len() < n_out => Some(d.len()),
             _ => None,
         };
-        let plan = self.bulk_plan(src.len(), n_out, out_len)?;
+        let mut plan = self.bulk_plan(src.len(), n_out, out_len)?;
         let t_copy = std::time::Instant::now();
         match src {
             Source::Keys([]) => {}
@@ -228,7 +230,8 @@ impl<T: DeviceHeapKey> Inner<T> {
             Source::Device(src, len) => {
                 let at = plan.old_runs * self.partial.len();
                 let io = self.staging.keys.as_ref().expect("staged by the plan");
-                copy_keys(&mut self.copy, src, 0, io, at, len)?.wait()?;
+                // In-order queue: the sort sees the copy; bulk_finish waits for it.
+                plan.before = Some(copy_keys(&mut self.copy, src, 0, io, at, len)?);
             }
         }
         let copy = t_copy.elapsed();
@@ -283,6 +286,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             kept,
             old_runs,
             runs,
+            before: None,
         })
     }
 
@@ -309,6 +313,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             kept,
             old_runs,
             runs,
+            before,
         } = plan;
         let k = self.partial.len();
         let (count, plen) = (kept / k, kept % k);
@@ -342,7 +347,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let sorted = (|| -> Result<()> {
             // In-order queue: each launch sees what the ones before it wrote; the last is
             // waited for, and dropping the rest then finds them complete.
-            let mut launches: Vec<Launch> = Vec::new();
+            let mut launches: Vec<Launch> = before.into_iter().collect();
             if old_runs > 0 {
                 kn.gather
                     .arg_svm(0, heap_keys)?
@@ -400,11 +405,11 @@ impl<T: DeviceHeapKey> Inner<T> {
             return Err(e);
         }
         let t_kernel_end = std::time::Instant::now();
-        let header = self.hdr.read().and_then(|mut h| {
-            h[HDR_COUNT] = count as u32;
-            h[HDR_PLEN] = plen as u32;
-            self.hdr.write(&h)
-        });
+        // The two words the rebuild changed, written without reading the header first.
+        const _: () = assert!(HDR_PLEN == HDR_COUNT + 1);
+        let header = self
+            .hdr
+            .copy_from_host(HDR_COUNT, &[count as u32, plen as u32]);
         if let Err(e) = header {
             self.poisoned = Some(e.to_string());
             return Err(e);
