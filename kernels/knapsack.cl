@@ -46,6 +46,9 @@
 #define KC_KEPT 5
 #define KC_FREED 6
 
+#ifndef KN_CTL_WORDS
+#error "build knapsack.cl with -DKN_CTL_WORDS=<control words before the tables>"
+#endif
 #ifndef KN_MAX_KIDS
 #error "build knapsack.cl with -DKN_MAX_KIDS=<skip children per walk>"
 #endif
@@ -158,18 +161,27 @@ inline void kn_emit(ulong c, ulong b, uint level, ulong profit, ulong weight,
     out[c] = as_long(((ulong)(key ^ 0x80000000u) << 32) | (ulong)(uint)slot);
 }
 
+/* The tables follow the control words in one buffer: prof[n], wt[n], ps[n + 1], ws[n + 1],
+ * lightest[max(n, 1)]. */
+inline kn_problem kn_tables(__global const ulong *ctl, uint n, ulong capacity, ulong cap,
+                            ulong lambda) {
+    __global const ulong *prof = ctl + KN_CTL_WORDS;
+    const kn_problem pb = {prof,  prof + n, prof + 2 * n, prof + 3 * n + 1, prof + 4 * n + 2,
+                           n,     capacity, cap,          lambda};
+    return pb;
+}
+
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void knapsack_expand(__global const long *popped, uint n_popped,
                             __global ulong *arena, __global const uint *free, ulong n_free,
                             ulong arena_len, ulong limit, __global long *out,
-                            __global ulong *ctl, ulong kids_base, ulong host_best,
-                            __global const ulong *prof, __global const ulong *wt,
-                            __global const ulong *ps, __global const ulong *ws,
-                            __global const ulong *lightest, uint n, ulong capacity, ulong cap,
-                            ulong lambda, ulong root_bound, uint shift, uint depth_bits) {
+                            __global ulong *ctl, ulong kids_base, ulong host_best, uint n,
+                            ulong capacity, ulong cap, ulong lambda, ulong root_bound,
+                            uint shift, uint depth_bits) {
     const uint j = get_global_id(0);
     if (j >= n_popped) return;
-    const kn_problem pb = {prof, wt, ps, ws, lightest, n, capacity, cap, lambda};
+    const kn_problem pb = kn_tables(ctl, n, capacity, cap, lambda);
+    __global const ulong *prof = pb.prof, *wt = pb.wt;
     const ulong slot = (ulong)(uint)(as_ulong(popped[j]) & 0xffffffffu);
     __global const ulong *node = arena + 4 * slot;
     const ulong nb = node[0];
@@ -220,7 +232,8 @@ kernel void knapsack_expand(__global const long *popped, uint n_popped,
 kernel void knapsack_release(__global const long *popped, uint n_popped, __global uint *free,
                              ulong n_free, __global const ulong *ctl, ulong kids_base) {
     const uint j = get_global_id(0);
-    if (j >= n_popped) return;
+    /* A round that ran out of slots runs again: the stack stays as it was. */
+    if (j >= n_popped || ctl[KC_FULL] != 0) return;
     const ulong kids = ctl[KC_KIDS] - kids_base;
     const ulong at = n_free - min(kids, n_free);
     free[at + j] = (uint)(as_ulong(popped[j]) & 0xffffffffu);

@@ -192,10 +192,13 @@ pub fn solve_offloaded(
                 max_live,
                 gc_threshold,
                 stop: stop.as_ref(),
+                slack: device_expand::SLACK,
+                first_slots: device_expand::FIRST_SLOTS,
             };
             return device_expand::run_rounds(
                 &problem, rt, &config, shape, &best, &dive_done, &mut stats,
-            );
+            )
+            .map(|_| ());
         }
         let mut heap = placement.build(rt, batch)?;
         let mut arena = NodeArena::new(max_live.min(u32::MAX as usize));

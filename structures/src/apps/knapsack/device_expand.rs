@@ -32,7 +32,7 @@ pub(crate) const MAX_KIDS: usize = 8;
 /// Levels one walk goes down before it stops with its continuation.
 pub(crate) const MAX_STEPS: usize = 64;
 /// Nodes the arena starts with room for (it grows as the search needs).
-const FIRST_SLOTS: usize = 1 << 16;
+pub(crate) const FIRST_SLOTS: usize = 1 << 16;
 
 // Control words, as `KC_*` in kernels/knapsack.cl.
 const BEST: usize = 0;
@@ -72,7 +72,15 @@ pub(crate) struct Rounds<'a> {
     pub max_live: usize,
     pub gc_threshold: usize,
     pub stop: Option<&'a Deadline>,
+    /// Arena slots a round gets beyond what the rounds before suggest, and the arena's
+    /// first size ([`SLACK`], [`FIRST_SLOTS`]; the tests give little of both, so that rounds
+    /// run out and run again).
+    pub slack: usize,
+    pub first_slots: usize,
 }
+
+/// [`Rounds::slack`] of a search.
+pub(crate) const SLACK: usize = 1024;
 
 /// Whether the device can expand `problem`'s nodes: its bounds' products must fit 64 bits
 /// (the host computes them in 128), as the kernel's header says.
@@ -89,6 +97,7 @@ pub(crate) fn fits_64_bits(problem: &Problem) -> bool {
 
 /// The device's part: rounds until the heap is empty (proved), the dive proves the optimum
 /// (`dive_done`), or `stop` passes. The incumbent is shared with the dive through `best`.
+/// Returns how many rounds ran out of arena slots and ran again.
 pub(crate) fn run_rounds(
     problem: &Problem,
     rt: &Runtime,
@@ -97,7 +106,7 @@ pub(crate) fn run_rounds(
     best: &AtomicU64,
     dive_done: &AtomicBool,
     stats: &mut BnbStats,
-) -> Result<()> {
+) -> Result<usize> {
     let started = Instant::now();
     let profile = rt.profile();
     if !profile.int64_atomics {
@@ -120,7 +129,7 @@ pub(crate) fn run_rounds(
         &asym_kernels::KNAPSACK,
         &format!(
             "-DWG={WG} -DKN_MAX_KIDS={MAX_KIDS}u -DKN_MAX_STEPS={MAX_STEPS}u \
-             -DASYM_INT64_ATOMICS=1"
+             -DKN_CTL_WORDS={CTL_WORDS} -DASYM_INT64_ATOMICS=1"
         ),
     )?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
@@ -131,18 +140,25 @@ pub(crate) fn run_rounds(
         kernel("knapsack_copy")?,
     );
     let t = problem.tables();
-    let upload = |words: &[u64]| -> Result<SvmBuffer<u64>> {
-        let mut b = rt.alloc::<u64>(words.len().max(1))?;
-        if !words.is_empty() {
-            b.write_range(0, words)?;
-        }
-        Ok(b)
-    };
-    let prof = upload(&t.items.iter().map(|i| i.profit).collect::<Vec<_>>())?;
-    let wt = upload(&t.items.iter().map(|i| i.weight).collect::<Vec<_>>())?;
-    let (ps, ws, lightest) = (upload(t.profits)?, upload(t.weights)?, upload(t.lightest)?);
     let n = u32::try_from(t.items.len())
         .map_err(|_| Error::InvalidArgument("more than 2^32 items".into()))?;
+    // One buffer (each SVM allocation costs the H200 close to a millisecond): the control
+    // words, then the tables in the order kernels/knapsack.cl's `kn_tables` expects.
+    let mut data: Vec<u64> = vec![0; CTL_WORDS];
+    data[BEST] = best.load(Ordering::Acquire);
+    data.extend(t.items.iter().map(|i| i.profit));
+    data.extend(t.items.iter().map(|i| i.weight));
+    data.extend_from_slice(t.profits);
+    data.extend_from_slice(t.weights);
+    data.extend_from_slice(if t.lightest.is_empty() {
+        &[1]
+    } else {
+        t.lightest
+    });
+    let mut ctl = rt.alloc::<u64>(data.len())?;
+    ctl.write_range(0, &data)?;
+    let mut words = [0u64; CTL_WORDS];
+    words.copy_from_slice(&data[..CTL_WORDS]);
 
     let heap = DeviceGeneralizedHeap::<(u32, u32)>::new(
         rt,
@@ -151,7 +167,7 @@ pub(crate) fn run_rounds(
             ..config.heap.clone()
         },
     )?;
-    let mut arena = Arena::new(rt, FIRST_SLOTS.min(max_live).max(1))?;
+    let mut arena = Arena::new(rt, config.first_slots.min(max_live).max(1))?;
     let root = problem.root();
     let root_bound = u64::MAX - root.0;
     arena.nodes.write_range(0, &[root_bound, 0, 0, 0])?;
@@ -159,11 +175,10 @@ pub(crate) fn run_rounds(
     heap.insert(&[(shape.key(root_bound, 0), 0)])?;
     let popped = rt.alloc::<i64>(pop.max(1))?;
     let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
-    let mut ctl = rt.alloc::<u64>(CTL_WORDS)?;
-    let mut words = [0u64; CTL_WORDS];
-    words[BEST] = best.load(Ordering::Acquire);
-    ctl.write(&words)?;
     let mut gc_at = config.gc_threshold;
+    // The most children a popped node made in a round so far.
+    let mut kids_per_node = 1.0f64;
+    let mut retries = 0;
 
     let mut n_popped = pop.min(heap.len());
     heap.delete_min_to_device(n_popped, &popped)?;
@@ -183,55 +198,72 @@ pub(crate) fn run_rounds(
             stats.proved = true;
             break;
         }
-        let most = (arena.len + n_popped * (MAX_KIDS + 1)).saturating_sub(arena.n_free);
-        arena.grow_to(rt, &mut copy, most.min(max_live))?;
-        expand
-            .arg_svm(0, &popped)?
-            .arg_scalar(1, n_popped as u32)?
-            .arg_svm(2, &arena.nodes)?
-            .arg_svm(3, &arena.free)?
-            .arg_scalar(4, arena.n_free as u64)?
-            .arg_scalar(5, arena.len as u64)?
-            .arg_scalar(6, arena.slots().min(max_live) as u64)?
-            .arg_svm(7, &kids_out)?
-            .arg_svm(8, &ctl)?
-            .arg_scalar(9, words[KIDS])?
-            .arg_scalar(10, best.load(Ordering::Acquire))?
-            .arg_svm(11, &prof)?
-            .arg_svm(12, &wt)?
-            .arg_svm(13, &ps)?
-            .arg_svm(14, &ws)?
-            .arg_svm(15, &lightest)?
-            .arg_scalar(16, n)?
-            .arg_scalar(17, t.capacity)?
-            .arg_scalar(18, t.cap)?
-            .arg_scalar(19, t.lambda)?
-            .arg_scalar(20, shape.root_bound)?
-            .arg_scalar(21, shape.shift)?
-            .arg_scalar(22, shape.depth_bits)?;
-        release
-            .arg_svm(0, &popped)?
-            .arg_scalar(1, n_popped as u32)?
-            .arg_svm(2, &arena.free)?
-            .arg_scalar(3, arena.n_free as u64)?
-            .arg_svm(4, &ctl)?
-            .arg_scalar(5, words[KIDS])?;
-        // In-order queue: the release runs after the expansion, then the host reads.
-        let expanded = expand.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
-        release
-            .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
-            .wait()?;
-        expanded.wait()?;
-        let seen = read_words(&mut ctl)?;
-        if seen[FULL] != 0 {
-            return Err(Error::CapacityExceeded {
-                what: "branch-and-bound search nodes".into(),
-                capacity: max_live,
-            });
-        }
-        let kids = (seen[KIDS] - words[KIDS]) as usize;
-        words = seen;
-        best.fetch_max(seen[BEST], Ordering::AcqRel);
+        // Room for the children the rounds so far suggest; a round that makes more stops
+        // (KC_FULL), changes nothing that matters (module docs) and runs again with room for
+        // the most it can make.
+        let worst = n_popped * (MAX_KIDS + 1);
+        let likely = (n_popped as f64 * kids_per_node * 1.5) as usize + config.slack;
+        let mut room = likely.min(worst);
+        let kids = loop {
+            let slots = (arena.len + room)
+                .saturating_sub(arena.n_free)
+                .min(max_live);
+            arena.grow_to(rt, &mut copy, slots)?;
+            expand
+                .arg_svm(0, &popped)?
+                .arg_scalar(1, n_popped as u32)?
+                .arg_svm(2, &arena.nodes)?
+                .arg_svm(3, &arena.free)?
+                .arg_scalar(4, arena.n_free as u64)?
+                .arg_scalar(5, arena.len as u64)?
+                .arg_scalar(6, arena.slots().min(max_live) as u64)?
+                .arg_svm(7, &kids_out)?
+                .arg_svm(8, &ctl)?
+                .arg_scalar(9, words[KIDS])?
+                .arg_scalar(10, best.load(Ordering::Acquire))?
+                .arg_scalar(11, n)?
+                .arg_scalar(12, t.capacity)?
+                .arg_scalar(13, t.cap)?
+                .arg_scalar(14, t.lambda)?
+                .arg_scalar(15, shape.root_bound)?
+                .arg_scalar(16, shape.shift)?
+                .arg_scalar(17, shape.depth_bits)?;
+            release
+                .arg_svm(0, &popped)?
+                .arg_scalar(1, n_popped as u32)?
+                .arg_svm(2, &arena.free)?
+                .arg_scalar(3, arena.n_free as u64)?
+                .arg_svm(4, &ctl)?
+                .arg_scalar(5, words[KIDS])?;
+            // In-order queue: the release runs after the expansion, then the host reads.
+            let expanded = expand.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+            release
+                .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
+                .wait()?;
+            expanded.wait()?;
+            let seen = read_words(&mut ctl)?;
+            best.fetch_max(seen[BEST], Ordering::AcqRel);
+            let kids = (seen[KIDS] - words[KIDS]) as usize;
+            if seen[FULL] == 0 {
+                stats.expanded += seen[EXPANDED] - words[EXPANDED];
+                stats.pruned += seen[PRUNED] - words[PRUNED];
+                words = seen;
+                break kids;
+            }
+            if arena.slots() >= max_live || room == worst {
+                return Err(Error::CapacityExceeded {
+                    what: "branch-and-bound search nodes".into(),
+                    capacity: max_live,
+                });
+            }
+            // The attempt's counts do not count; its children's keys are written over.
+            words = seen;
+            words[FULL] = 0;
+            ctl.copy_from_host(FULL, &[0u64])?;
+            room = worst;
+            retries += 1;
+        };
+        kids_per_node = kids_per_node.max(kids as f64 / n_popped as f64);
         let reused = kids.min(arena.n_free);
         arena.len += kids - reused;
         arena.n_free -= reused;
@@ -263,12 +295,8 @@ pub(crate) fn run_rounds(
         heap.delete_min_to_device(n_popped, &popped)?;
         *heaping += micros(t_heap);
     }
-    let seen = read_words(&mut ctl)?;
-    best.fetch_max(seen[BEST], Ordering::AcqRel);
-    stats.expanded += seen[EXPANDED];
-    stats.pruned += seen[PRUNED];
-    stats.collected += seen[FREED];
-    Ok(())
+    stats.collected += words[FREED];
+    Ok(retries)
 }
 
 fn micros(since: Instant) -> u64 {
@@ -381,4 +409,68 @@ fn copy_words<A: asym_runtime::SvmElement>(
         .arg_scalar(2, words as u64)?;
     copy.launch(words.div_ceil(256).min(4096) * 256, Some(256))?
         .wait()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps::knapsack::{Class, Instance};
+    use asym_runtime::{select_device, Transport};
+
+    /// Rounds given no slack run out of arena slots and run again; the answers stay those of
+    /// dynamic programming, on both transports.
+    #[test]
+    fn rounds_that_run_out_of_slots_run_again() {
+        let device = select_device(None).expect("an OpenCL device");
+        let mut retries = 0;
+        for t in Transport::candidates(&device).unwrap() {
+            let rt = Runtime::open(device.clone(), Some(t), None).unwrap();
+            for class in Class::ALL {
+                for seed in 0..3 {
+                    let inst = Instance::generate(class, 40, 1000, seed).unwrap();
+                    let problem = Problem::new(&inst).unwrap();
+                    let root_bound = u64::MAX - problem.root().0;
+                    let levels = problem.items() as u64;
+                    let depth_bits = 64 - levels.leading_zeros();
+                    let gap = root_bound.saturating_sub(problem.incumbent());
+                    let shape = KeyShape {
+                        root_bound,
+                        shift: (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits),
+                        depth_bits,
+                        levels: levels as u32,
+                    };
+                    let config = Rounds {
+                        heap: &DeviceHeapConfig::new(16),
+                        batch: 16,
+                        pop: 64,
+                        max_live: 1 << 20,
+                        gc_threshold: usize::MAX,
+                        stop: None,
+                        slack: 0,
+                        first_slots: 1,
+                    };
+                    let best = AtomicU64::new(problem.incumbent());
+                    let mut stats = BnbStats::default();
+                    retries += run_rounds(
+                        &problem,
+                        &rt,
+                        &config,
+                        shape,
+                        &best,
+                        &AtomicBool::new(false),
+                        &mut stats,
+                    )
+                    .unwrap();
+                    assert!(stats.proved);
+                    assert_eq!(
+                        problem.optimum(best.load(Ordering::Acquire)),
+                        inst.dp_optimum(1 << 26).unwrap(),
+                        "{t} {} seed {seed}",
+                        class.name()
+                    );
+                }
+            }
+        }
+        assert!(retries > 0, "no round ran out of slots");
+    }
 }
