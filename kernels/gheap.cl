@@ -1464,6 +1464,11 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
  * into local memory and merges them there. Padding sorts last, and the sort keeps exactly
  * the real keys in front (a real key equal to KEY_MAX is the same value as a pad).
  *
+ * A rebuilt heap gathers as one sorted run (its nodes in the order added hold consecutive
+ * keys, the partial buffer the largest), until an INS or DEL changes it. The host keeps
+ * track, and a bulk call on such a heap sorts only its own keys (passes over their region,
+ * `at`), then merges the two runs in one pass (`first`); a delete alone sorts nothing.
+ *
  * Memory ordering: no atomics; each kernel reads what earlier kernels of the in-order queue
  * wrote (the kernel boundary orders them) and every element is written by one work-item.
  * ====================================================================================== */
@@ -1481,23 +1486,28 @@ kernel void gheap_bulk_gather(__global const KEY_T *keys, __global const KEY_T *
 }
 
 /* The pair of runs of length `run` that output index o of a merge pass falls in: its start,
- * and the lengths of its two runs (the last pair may be short, or have no second run). */
-inline void gheap_bulk_pair(ulong o, ulong total, ulong run, ulong *base, ulong *la, ulong *lb) {
-    *base = o / (2 * run) * (2 * run);
-    *la = min(run, total - *base);
-    *lb = min(run, total - *base - *la);
+ * and the lengths of its two runs (the last pair may be short, or have no second run). With
+ * `first` > 0 the pass merges just two runs, the first `first` keys and the rest (a heap
+ * whose layout is one sorted run, and a call's keys sorted into another). */
+inline void gheap_bulk_pair(ulong o, ulong total, ulong run, ulong first, ulong *base,
+                            ulong *la, ulong *lb) {
+    *base = first > 0 ? 0 : o / (2 * run) * (2 * run);
+    *la = min(first > 0 ? first : run, total - *base);
+    *lb = first > 0 ? total - *la : min(run, total - *base - *la);
 }
 
-/* For each output tile t of K keys of a merge pass over src (runs of `run` keys, `total`
- * keys): how many of the tile's predecessors within its pair come from the pair's first run
- * (ties: the first run first, so the merge is stable). One work-item per tile. */
+/* For each output tile t of K keys of a merge pass over src[at ..] (runs of `run` keys,
+ * `total` keys; `first`: gheap_bulk_pair): how many of the tile's predecessors within its
+ * pair come from the pair's first run (ties: the first run first, so the merge is stable).
+ * One work-item per tile. */
 kernel void gheap_bulk_split(__global const KEY_T *src, __global uint *splits, ulong total,
-                             ulong run, uint tiles) {
+                             ulong run, uint tiles, ulong at, ulong first) {
     const uint t = get_global_id(0);
     if (t >= tiles) return;
+    src += at;
     ulong base, la, lb;
     const ulong o = (ulong)t * K;
-    gheap_bulk_pair(o, total, run, &base, &la, &lb);
+    gheap_bulk_pair(o, total, run, first, &base, &la, &lb);
     __global const KEY_T *a = src + base;
     __global const KEY_T *b = a + la;
     const ulong d = o - base;
@@ -1510,19 +1520,23 @@ kernel void gheap_bulk_split(__global const KEY_T *src, __global uint *splits, u
     splits[t] = (uint)l;
 }
 
-/* One merge pass: tile t (one work-group) writes dst[t·K .. t·K + K), the merge of
+/* One merge pass (src and dst from `at` on): tile t (one work-group) writes
+ * dst[t·K .. t·K + K), the merge of
  * a[x0 .. x1) and b[y0 .. y1) of its pair (x0 from its split, x1 from the next tile's, or
  * the whole first run at the pair's end), merged in local memory by merge path: each
  * work-item finds its K/WG outputs' start on its diagonal and merges them alone. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
-                             __global const uint *splits, ulong total, ulong run) {
+                             __global const uint *splits, ulong total, ulong run, ulong at,
+                             ulong first) {
     __local KEY_T s[K];
     __local KEY_T out[K];
     const uint t = get_group_id(0), lid = get_local_id(0);
+    src += at;
+    dst += at;
     ulong base, la, lb;
     const ulong o = (ulong)t * K;
-    gheap_bulk_pair(o, total, run, &base, &la, &lb);
+    gheap_bulk_pair(o, total, run, first, &base, &la, &lb);
     const ulong d0 = o - base, d1 = d0 + K;
     const ulong x0 = splits[t];
     const ulong x1 = d1 == la + lb ? la : splits[t + 1];

@@ -777,3 +777,57 @@ fn keys_handed_over_on_the_device_match_a_binary_heap() {
         }
     }
 }
+
+/// A rebuilt heap is one sorted run, and the next rebuild sorts only the call's keys and
+/// merges once: keys smaller, larger and among the heap's, equal keys, sizes that are not
+/// multiples of K, deletes alone (nothing sorted) and after INS/DEL operations (the layout
+/// is a heap's again, every run sorted), all against `BinaryHeap`.
+#[test]
+fn rebuilds_of_a_sorted_heap_match_a_binary_heap() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for batch in [16, 64] {
+            let always = DeviceGeneralizedHeap::<i32>::new(
+                &rt,
+                &DeviceHeapConfig {
+                    bulk: BulkPolicy::Always,
+                    ..config(batch, 4)
+                },
+            )
+            .unwrap();
+            let mut reference = BinaryHeap::new();
+            for step in 0..40 {
+                let n = rng.gen_range(0..9 * batch);
+                let keys: Vec<i32> = match step % 5 {
+                    0 => (0..n).map(|_| rng.gen_range(-1000..1000)).collect(),
+                    1 => (0..n as i32).map(|i| -5000 - i).collect(),
+                    2 => (0..n as i32).map(|i| 5000 + i).collect(),
+                    3 => vec![7; n],
+                    _ => (0..n).map(|_| rng.gen()).collect(),
+                };
+                if step % 7 == 6 {
+                    // Operations in between: the next rebuild sorts everything again.
+                    always.set_bulk_policy(BulkPolicy::Never);
+                }
+                always.insert(&keys).unwrap();
+                reference.extend(keys.iter().map(|&k| Reverse(k)));
+                let out = rng.gen_range(0..=reference.len().min(5 * batch));
+                let got = always.delete_min(out).unwrap();
+                always.set_bulk_policy(BulkPolicy::Always);
+                let want: Vec<i32> = (0..out)
+                    .map_while(|_| reference.pop())
+                    .map(|r| r.0)
+                    .collect();
+                assert_eq!(got, want, "{t} K {batch} step {step}");
+                always
+                    .check_invariants()
+                    .unwrap_or_else(|e| panic!("{t} K {batch} step {step}: {e}"));
+                assert_eq!(always.len(), reference.len(), "{t} K {batch} step {step}");
+            }
+            let rest = always.delete_min(always.len()).unwrap();
+            let want: Vec<i32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+            assert_eq!(rest, want, "{t} K {batch}");
+        }
+    }
+}

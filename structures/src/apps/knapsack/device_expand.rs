@@ -176,7 +176,9 @@ pub(crate) fn run_rounds(
     let popped = rt.alloc::<i64>(pop.max(1))?;
     let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
     let mut gc_at = config.gc_threshold;
-    // The most children a popped node made in a round so far.
+    // Children per popped node in the last round: the next round gets room for half as
+    // many again (early rounds of a few nodes, where the ratio swings, get their worst case
+    // within the slack).
     let mut kids_per_node = 1.0f64;
     let mut retries = 0;
 
@@ -263,7 +265,7 @@ pub(crate) fn run_rounds(
             room = worst;
             retries += 1;
         };
-        kids_per_node = kids_per_node.max(kids as f64 / n_popped as f64);
+        kids_per_node = kids as f64 / n_popped as f64;
         let reused = kids.min(arena.n_free);
         arena.len += kids - reused;
         arena.n_free -= reused;

@@ -317,10 +317,11 @@ impl<T: DeviceHeapKey> Inner<T> {
         } = plan;
         let k = self.partial.len();
         let (count, plen) = (kept / k, kept % k);
-        let tiles = to_u32(runs, "batches in a bulk call")?;
         let padded = runs * k;
         let count_u32 = to_u32(count, "nodes")?;
         let use_keys = self.slots >= runs;
+        // A heap that is one sorted run gathers as one (module docs of kernels/gheap.cl).
+        let one_run = self.sorted_layout && old_runs > 0;
         let wg = self.wg;
         let st = &mut self.staging;
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
@@ -361,25 +362,73 @@ impl<T: DeviceHeapKey> Inner<T> {
                 launches.push(kn.sort_batches(io, old_runs * k, inserted, k, wg)?);
             }
             let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
-            let (mut src, mut dst) = (Buf::Io, partner);
-            let mut run = k;
-            while run < padded {
+            // One merge pass from src to dst over `total` keys from `at` (runs of `run`, or
+            // two runs, the first `first` keys long).
+            let mut pass = |launches: &mut Vec<Launch>,
+                            src: Buf,
+                            dst: Buf,
+                            total: usize,
+                            run: usize,
+                            at: usize,
+                            first: usize| {
+                let tiles = total / k;
                 set(&mut kn.split, 0, src)?;
                 kn.split
                     .arg_svm(1, splits)?
-                    .arg_scalar(2, padded as u64)?
+                    .arg_scalar(2, total as u64)?
                     .arg_scalar(3, run as u64)?
-                    .arg_scalar(4, tiles)?;
-                launches.push(kn.split.launch(runs.div_ceil(wg) * wg, Some(wg))?);
+                    .arg_scalar(4, to_u32(tiles, "batches in a bulk call")?)?
+                    .arg_scalar(5, at as u64)?
+                    .arg_scalar(6, first as u64)?;
+                launches.push(kn.split.launch(tiles.div_ceil(wg) * wg, Some(wg))?);
                 set(&mut kn.merge, 0, src)?;
                 set(&mut kn.merge, 1, dst)?;
                 kn.merge
                     .arg_svm(2, splits)?
-                    .arg_scalar(3, padded as u64)?
-                    .arg_scalar(4, run as u64)?;
-                launches.push(kn.merge.launch(runs * wg, Some(wg))?);
-                std::mem::swap(&mut src, &mut dst);
-                run *= 2;
+                    .arg_scalar(3, total as u64)?
+                    .arg_scalar(4, run as u64)?
+                    .arg_scalar(5, at as u64)?
+                    .arg_scalar(6, first as u64)?;
+                launches.push(kn.merge.launch(tiles * wg, Some(wg))?);
+                Ok::<(), Error>(())
+            };
+            let mut src = Buf::Io;
+            let old_len = old_runs * k;
+            if !one_run {
+                // Every run paired, pass after pass, until one is left.
+                let (mut from, mut to) = (Buf::Io, partner);
+                let mut run = k;
+                while run < padded {
+                    pass(&mut launches, from, to, padded, run, 0, 0)?;
+                    std::mem::swap(&mut from, &mut to);
+                    run *= 2;
+                }
+                src = from;
+            } else if padded > old_len {
+                // The heap is one sorted run already: the call's keys alone are sorted (in
+                // their region), then the two runs merged in one pass.
+                let new_len = padded - old_len;
+                let (mut from, mut to) = (Buf::Io, partner);
+                let mut run = k;
+                while run < new_len {
+                    pass(&mut launches, from, to, new_len, run, old_len, 0)?;
+                    std::mem::swap(&mut from, &mut to);
+                    run *= 2;
+                }
+                if from != Buf::Io {
+                    let moved = match from {
+                        Buf::Keys => {
+                            copy_keys(copy_kernel, heap_keys, old_len, io, old_len, new_len)
+                        }
+                        _ => {
+                            let s = scratch.expect("staged when the key array is short");
+                            copy_keys(copy_kernel, s, old_len, io, old_len, new_len)
+                        }
+                    };
+                    launches.push(moved?);
+                }
+                pass(&mut launches, Buf::Io, partner, padded, 0, 0, old_len)?;
+                src = partner;
             }
             if src == Buf::Keys {
                 // The placement writes the key array: the sorted keys move out of it first.
@@ -416,6 +465,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         }
         self.count = count;
         self.plen = plen;
+        self.sorted_layout = true;
         self.stats.launches += 1;
         self.stats.bulk_calls += 1;
         let io = self.staging.keys.as_mut().expect("staged above");

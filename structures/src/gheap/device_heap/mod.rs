@@ -359,6 +359,10 @@ struct Inner<T: DeviceHeapKey> {
     /// The header as the last launch left it.
     count: usize,
     plen: usize,
+    /// Whether the nodes in the order added and then the partial buffer hold the keys in
+    /// sorted order, as a bulk call leaves them (until an INS or DEL launch): a bulk call
+    /// then sorts only its own keys.
+    sorted_layout: bool,
     poisoned: Option<String>,
     stats: DeviceHeapStats,
     /// `Some` in a profiling build (`ASYM_GHEAP_PROFILE`).
@@ -553,6 +557,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             bottom_up: u32::from(config.direction == InsertDirection::BottomUp),
             count: 0,
             plen: 0,
+            sorted_layout: true,
             poisoned: None,
             stats: DeviceHeapStats::default(),
             profile: profiled.then(DeviceHeapProfile::default),
@@ -979,6 +984,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         g.hdr.write(&h)?;
         g.count = 0;
         g.plen = 0;
+        g.sorted_layout = true;
         g.poisoned = None;
         g.stats = DeviceHeapStats::default();
         if g.profile.is_some() {
@@ -1135,6 +1141,8 @@ impl<T: DeviceHeapKey> Inner<T> {
         }
         // The most nodes this launch can reach: every insert lands before any delete.
         self.reserve((self.count * k + self.plen + inserted) / k)?;
+        // Operations move keys between nodes: the layout is a heap's, no longer sorted.
+        self.sorted_layout = false;
         let rt = &self.rt;
         let st = &mut self.staging;
         // The DELs' keys go after the inserted ones in the one staging buffer (whose last
