@@ -238,7 +238,7 @@ pub(crate) fn run_rounds(
                 .arg_svm(4, &ctl)?
                 .arg_scalar(5, words[KIDS])?;
             // In-order queue: the release runs after the expansion, then the host reads.
-            let expanded = expand.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+            let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
             release
                 .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
                 .wait()?;

@@ -128,7 +128,9 @@ impl BulkKernels {
             .arg_svm(0, io)?
             .arg_scalar(1, at as u64)?
             .arg_scalar(2, len as u64)?;
-        self.sort_in.launch(len.div_ceil(k) * wg, Some(wg))
+        // A later launch's submission (or a wait) carries this one to the device.
+        self.sort_in
+            .launch_unflushed(len.div_ceil(k) * wg, Some(wg))
     }
 }
 
@@ -347,7 +349,8 @@ impl<T: DeviceHeapKey> Inner<T> {
         // the key array before the placement does.
         let sorted = (|| -> Result<()> {
             // In-order queue: each launch sees what the ones before it wrote; the last is
-            // waited for, and dropping the rest then finds them complete.
+            // submitted (carrying the others: a flush per launch costs a driver call each)
+            // and waited for, and dropping the rest then finds them complete.
             let mut launches: Vec<Launch> = before.into_iter().collect();
             if old_runs > 0 {
                 kn.gather
@@ -356,7 +359,10 @@ impl<T: DeviceHeapKey> Inner<T> {
                     .arg_svm(2, io)?
                     .arg_scalar(3, heap_count)?
                     .arg_scalar(4, heap_plen)?;
-                launches.push(kn.gather.launch(stride_items(old_runs * k, wg), Some(wg))?);
+                launches.push(
+                    kn.gather
+                        .launch_unflushed(stride_items(old_runs * k, wg), Some(wg))?,
+                );
             }
             if inserted > 0 {
                 launches.push(kn.sort_batches(io, old_runs * k, inserted, k, wg)?);
@@ -380,7 +386,10 @@ impl<T: DeviceHeapKey> Inner<T> {
                     .arg_scalar(4, to_u32(tiles, "batches in a bulk call")?)?
                     .arg_scalar(5, at as u64)?
                     .arg_scalar(6, first as u64)?;
-                launches.push(kn.split.launch(tiles.div_ceil(wg) * wg, Some(wg))?);
+                launches.push(
+                    kn.split
+                        .launch_unflushed(tiles.div_ceil(wg) * wg, Some(wg))?,
+                );
                 set(&mut kn.merge, 0, src)?;
                 set(&mut kn.merge, 1, dst)?;
                 kn.merge
@@ -389,7 +398,7 @@ impl<T: DeviceHeapKey> Inner<T> {
                     .arg_scalar(4, run as u64)?
                     .arg_scalar(5, at as u64)?
                     .arg_scalar(6, first as u64)?;
-                launches.push(kn.merge.launch(tiles * wg, Some(wg))?);
+                launches.push(kn.merge.launch_unflushed(tiles * wg, Some(wg))?);
                 Ok::<(), Error>(())
             };
             let mut src = Buf::Io;

@@ -1334,7 +1334,8 @@ fn copy_keys<A: SvmElement, B: SvmElement>(
         .arg_svm(2, dst)?
         .arg_scalar(3, dst_at as u64)?
         .arg_scalar(4, n as u64)?;
-    kernel.launch(stride_items(n, 256), Some(256))
+    // Submitted by the caller's next submitting launch or by waiting on (dropping) it.
+    kernel.launch_unflushed(stride_items(n, 256), Some(256))
 }
 
 /// A buffer of `len` elements (at least one); the runtime zeroes new SVM.
