@@ -20,7 +20,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
-use asym::structures::apps::knapsack::device::{solve_offloaded, Expansion, OffloadConfig};
+use asym::structures::apps::knapsack::device::{
+    prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
+};
 use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
 use asym::structures::apps::knapsack::{
     node_limit_for_memory, solve_concurrent, solve_sequential_within, BnbStats, Class, Instance,
@@ -297,11 +299,10 @@ fn run(args: &Args) -> Result<bool> {
             HeapPlacement::Cooperative(_) => Expansion::Threads,
         },
     };
-    if let (Some(pool), Some(rt)) = (&pool, &rt) {
-        // Build the device programs before the clock starts (one tiny search per placement).
-        let tiny = Instance::generate(Class::Uncorrelated, 4, 10, 0)?;
+    if let Some(rt) = &rt {
+        // Build the device programs before the clock starts.
         for (name, placement) in &placements {
-            solve_offloaded(&tiny, pool, rt, &offload(name, placement))?;
+            prepare_offloaded(rt, &offload(name, placement))?;
         }
     }
     let mut rows = Vec::new();

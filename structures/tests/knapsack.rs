@@ -285,7 +285,9 @@ fn edge_cases_and_file_errors() {
 /// programming on every class, and edge cases.
 #[test]
 fn device_and_cooperative_heaps_match_dynamic_programming() {
-    use asym_structures::apps::knapsack::device::{solve_offloaded, Expansion, OffloadConfig};
+    use asym_structures::apps::knapsack::device::{
+        prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
+    };
     use asym_structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(3),
@@ -361,6 +363,7 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
             expansion: placements[p].1,
         };
         for p in 0..placements.len() {
+            prepare_offloaded(&rt, &config(p, 8, 10)).unwrap();
             let s = solve_offloaded(&empty, &pool, &rt, &config(p, 8, 10)).unwrap();
             assert_eq!(s.optimum, 0, "{p}");
         }

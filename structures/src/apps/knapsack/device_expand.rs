@@ -95,6 +95,17 @@ pub(crate) fn fits_64_bits(problem: &Problem) -> bool {
             < u128::from(u64::MAX)
 }
 
+/// The expansion's kernels, built once per runtime.
+pub(crate) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
+    rt.program_with(
+        &asym_kernels::KNAPSACK,
+        &format!(
+            "-DWG={WG} -DKN_MAX_KIDS={MAX_KIDS}u -DKN_MAX_STEPS={MAX_STEPS}u \
+             -DKN_CTL_WORDS={CTL_WORDS} -DASYM_INT64_ATOMICS=1"
+        ),
+    )
+}
+
 /// The device's part: rounds until the heap is empty (proved), the dive proves the optimum
 /// (`dive_done`), or `stop` passes. The incumbent is shared with the dive through `best`.
 /// Returns how many rounds ran out of arena slots and ran again.
@@ -125,13 +136,7 @@ pub(crate) fn run_rounds(
     }
     let pop = config.pop;
     let max_live = config.max_live.min(u32::MAX as usize);
-    let program = rt.program_with(
-        &asym_kernels::KNAPSACK,
-        &format!(
-            "-DWG={WG} -DKN_MAX_KIDS={MAX_KIDS}u -DKN_MAX_STEPS={MAX_STEPS}u \
-             -DKN_CTL_WORDS={CTL_WORDS} -DASYM_INT64_ATOMICS=1"
-        ),
-    )?;
+    let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
     let (mut expand, mut release, mut collect, mut copy) = (
         kernel("knapsack_expand")?,
