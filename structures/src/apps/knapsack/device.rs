@@ -1,6 +1,8 @@
 //! Best-first branch-and-bound with the heap on the device (GpuOnly) or split between host and
 //! device (Cooperative): the latency threads expand the nodes, which live in a host arena; the
-//! heap orders `(bound key, arena index)` pairs.
+//! heap orders `(bound key, arena index)` pairs. With the heap on a GPU the device expands the
+//! nodes too by default ([`Expansion`]; `super::device_expand` has those rounds, whose nodes
+//! never leave the device); what follows is the latency threads' rounds.
 //!
 //! Each round takes the `pop` best nodes from the heap, drops those whose bound cannot beat
 //! the incumbent (the seed's garbage collection), expands the rest on the latency threads
