@@ -23,7 +23,10 @@
  * Children: child number `c` of the launch (a 64-bit fetch-add on a running counter; the host
  * passes the counter's value at the launch, `kids_base`) takes slot `free[n_free - 1 - c]`
  * of the free stack while there are some, else `arena_len + c - n_free`; past `limit` the
- * launch records KC_FULL and writes nothing there. Its node goes to the arena (4 words:
+ * launch records KC_FULL and writes nothing there, and the host runs the round again with a
+ * larger arena: nothing the failed launch wrote matters (the children it placed sit in slots
+ * that were free, the popped nodes and their slots are untouched: knapsack_release does
+ * nothing after a full launch, and only a raised incumbent, a valid one, stays). Its node goes to the arena (4 words:
  * bound, profit, weight, level), its heap key to `out[c]`: the pair (key, slot) in the device
  * heap's form for (u32, u32) pairs, the key ordering by bound (best first) and then by depth
  * (the deepest first), as the host search's `key` does. The popped nodes' own slots are not
