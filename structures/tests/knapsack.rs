@@ -382,6 +382,12 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
         };
         let e = solve_offloaded(&hard, &pool, &rt, &coop_on_device).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        let huge_rounds = OffloadConfig {
+            pop: 1 << 30,
+            ..config(1, 8, 1 << 20)
+        };
+        let e = solve_offloaded(&hard, &pool, &rt, &huge_rounds).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         // An instance scaled by 2^33: the same search, products near 2^86.
         let base = Instance::generate(Class::AlmostStronglyCorrelated, 20, 1000, 5).unwrap();
         let huge = Instance {

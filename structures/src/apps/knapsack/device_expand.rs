@@ -135,6 +135,13 @@ pub(crate) fn run_rounds(
         ));
     }
     let pop = config.pop;
+    // A round's children are counted and indexed in 32 bits on the device.
+    let most_pop = u32::MAX as usize / (MAX_KIDS + 1);
+    if pop > most_pop {
+        return Err(Error::InvalidArgument(format!(
+            "{pop} nodes per round: expanding on the device takes at most {most_pop}"
+        )));
+    }
     let max_live = config.max_live.min(u32::MAX as usize);
     let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
