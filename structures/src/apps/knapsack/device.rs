@@ -85,8 +85,8 @@ pub struct OffloadConfig {
 pub enum Expansion {
     /// The device where it can ([`Expansion::Device`]'s conditions) and is a GPU, else the
     /// latency threads: on a CPU device (PoCL) the kernel runs on the threads' own cores,
-    /// and a search of BGPQ's 600.data took 2.7 s there against 2.5 s with the threads
-    /// (docs/BENCHMARKS.md).
+    /// and the long searches gain nothing (BGPQ's 600.data on the dev machine: 1.75-1.90 s
+    /// against 1.54-1.73 s with the threads; docs/BENCHMARKS.md).
     #[default]
     Auto,
     /// The latency threads, the nodes in a host arena (either heap placement).
