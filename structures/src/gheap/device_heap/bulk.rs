@@ -18,7 +18,7 @@ use asym_runtime::{
     DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement, SvmMap,
 };
 
-use super::{copy_keys, staged, stride_items, to_u32, DeviceHeapKey, Inner, HDR_COUNT, HDR_PLEN};
+use super::{copy_keys, staged, stride_items, to_u32, DeviceHeapKey, Inner};
 
 /// When a host call rebuilds the device heap (one sort of every key) instead of running the
 /// seed's INS and DEL operations, one per batch.
@@ -343,7 +343,11 @@ impl<T: DeviceHeapKey> Inner<T> {
         };
         let t_kernel = std::time::Instant::now();
         let (kn, copy_kernel) = (&mut self.bulk, &mut self.copy);
-        let (partial, words, slots) = (&self.partial, &self.words, self.slots);
+        let (partial, words, slots, hdr) = (&self.partial, &self.words, self.slots, &self.hdr);
+        let out_device = match &out {
+            Out::Device(dst) => Some(*dst),
+            _ => None,
+        };
         let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
         // The launches, waited for. A failure anywhere poisons the heap: merge passes write
         // the key array before the placement does.
@@ -445,15 +449,21 @@ impl<T: DeviceHeapKey> Inner<T> {
                 src = Buf::Io;
             }
             set(&mut kn.place, 0, src)?;
+            // The keys removed go where the caller takes them from on the device, or to the
+            // staging buffer to be read back.
+            match out_device {
+                Some(dst) => kn.place.arg_svm(3, dst)?,
+                None => kn.place.arg_svm(3, io)?,
+            };
             kn.place
                 .arg_svm(1, heap_keys)?
                 .arg_svm(2, partial)?
-                .arg_svm(3, io)?
                 .arg_svm(4, words)?
                 .arg_scalar(5, n_out as u64)?
                 .arg_scalar(6, count_u32)?
                 .arg_scalar(7, plen as u32)?
-                .arg_scalar(8, to_u32(slots, "node slots")?)?;
+                .arg_scalar(8, to_u32(slots, "node slots")?)?
+                .arg_svm(9, hdr)?;
             kn.place
                 .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?
                 .wait()
@@ -463,15 +473,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             return Err(e);
         }
         let t_kernel_end = std::time::Instant::now();
-        // The two words the rebuild changed, written without reading the header first.
-        const _: () = assert!(HDR_PLEN == HDR_COUNT + 1);
-        let header = self
-            .hdr
-            .copy_from_host(HDR_COUNT, &[count as u32, plen as u32]);
-        if let Err(e) = header {
-            self.poisoned = Some(e.to_string());
-            return Err(e);
-        }
+        // The placement wrote the header's count and partial length.
         self.count = count;
         self.plen = plen;
         self.sorted_layout = true;
@@ -481,10 +483,8 @@ impl<T: DeviceHeapKey> Inner<T> {
         let out = match out {
             _ if n_out == 0 => Vec::new(),
             Out::Return => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
-            Out::Device(dst) => {
-                copy_keys(&mut self.copy, io, 0, dst, 0, n_out)?.wait()?;
-                Vec::new()
-            }
+            // The placement wrote them there.
+            Out::Device(_) => Vec::new(),
             Out::Into(dst) => {
                 match T::as_upload_mut(dst) {
                     Some(stored) => io.read_range_into(0, stored)?,
