@@ -69,7 +69,7 @@ struct Args {
     #[arg(long)]
     mode: Option<String>,
     /// Nodes per heap batch (K): a power of two (default: 1024 for gpu, whose device heap
-    /// rebuilds fastest with large nodes: 1.1-1.4x over 16 on BGPQ's 600.data on the H200;
+    /// rebuilds fastest with large nodes: 1.2-1.4x over 16 on BGPQ's files on the H200;
     /// 16 for the other modes).
     #[arg(long)]
     batch: Option<usize>,

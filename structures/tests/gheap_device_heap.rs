@@ -706,40 +706,36 @@ fn keys_handed_over_on_the_device_match_a_binary_heap() {
             let mut dst = rt.alloc::<i64>(64 * batch).unwrap();
             let mut reference = BinaryHeap::new();
             for step in 0..32 {
-                if step % 4 == 3 {
-                    // Both at once: the keys in, then the smallest of everything out.
-                    let len = rng.gen_range(0..=src.len());
+                // Inserts, deletes, and both at once (the keys in, then the smallest of
+                // everything out).
+                let (insert, delete) = match step % 4 {
+                    3 => (true, true),
+                    2 => (false, true),
+                    _ => (true, false),
+                };
+                let mut len = 0;
+                if insert {
+                    len = rng.gen_range(0..=src.len());
+                    // Few distinct keys: equal keys order by payload.
                     let keys: Vec<Pair> = (0..len)
                         .map(|_| (rng.gen_range(0..50) * 1000, rng.gen()))
                         .collect();
                     let upload: Vec<i64> = keys.iter().map(|k| k.to_upload()).collect();
                     src.write_range(0, &upload).unwrap();
                     reference.extend(keys.into_iter().map(Reverse));
-                    let n = rng.gen_range(0..=reference.len().min(dst.len()));
-                    heap.insert_then_delete_on_device(&src, len, n, &dst)
-                        .unwrap();
-                    let got: Vec<Pair> = dst
-                        .read_range(0, n)
-                        .unwrap()
-                        .into_iter()
-                        .map(Pair::from_repr)
-                        .collect();
-                    let want: Vec<Pair> =
-                        (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
-                    assert_eq!(got, want, "{t} {policy:?} step {step} both");
-                } else if step % 4 != 2 {
-                    let n = rng.gen_range(0..=src.len());
-                    // Few distinct keys: equal keys order by payload.
-                    let keys: Vec<Pair> = (0..n)
-                        .map(|_| (rng.gen_range(0..50) * 1000, rng.gen()))
-                        .collect();
-                    let upload: Vec<i64> = keys.iter().map(|k| k.to_upload()).collect();
-                    src.write_range(0, &upload).unwrap();
-                    heap.insert_from_device(&src, n).unwrap();
-                    reference.extend(keys.into_iter().map(Reverse));
+                }
+                let n = if delete {
+                    rng.gen_range(0..=reference.len().min(dst.len()))
                 } else {
-                    let n = rng.gen_range(0..=reference.len().min(dst.len()));
-                    heap.delete_min_to_device(n, &dst).unwrap();
+                    0
+                };
+                match (insert, delete) {
+                    (true, true) => heap.insert_then_delete_on_device(&src, len, n, &dst),
+                    (true, false) => heap.insert_from_device(&src, len),
+                    _ => heap.delete_min_to_device(n, &dst),
+                }
+                .unwrap();
+                if delete {
                     let got: Vec<Pair> = dst
                         .read_range(0, n)
                         .unwrap()
@@ -748,7 +744,7 @@ fn keys_handed_over_on_the_device_match_a_binary_heap() {
                         .collect();
                     let want: Vec<Pair> =
                         (0..n).map_while(|_| reference.pop()).map(|r| r.0).collect();
-                    assert_eq!(got, want, "{t} {policy:?} step {step}");
+                    assert_eq!(got, want, "{t} {policy:?} step {step} insert {insert}");
                 }
                 assert_eq!(heap.len(), reference.len(), "{t} {policy:?} step {step}");
                 heap.check_invariants()

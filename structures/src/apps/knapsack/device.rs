@@ -161,23 +161,8 @@ pub fn solve_offloaded(
     }
     let problem = Problem::new(inst)?;
     let root = problem.root();
-    // The root's bound is the largest of any node.
-    let root_bound = u64::MAX - root.0;
-    let levels = problem.items() as u64;
-    let depth_bits = 64 - levels.leading_zeros();
-    if depth_bits > 24 {
-        return Err(Error::InvalidArgument(format!(
-            "{levels} items left after the reduction: the device heap's 32-bit keys hold at \
-             most 2^24 levels"
-        )));
-    }
-    let gap = root_bound.saturating_sub(problem.incumbent());
-    let shape = KeyShape {
-        root_bound,
-        shift: (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits),
-        depth_bits,
-        levels: levels as u32,
-    };
+    let shape = KeyShape::of(&problem)?;
+    let root_bound = shape.root_bound;
     let key = |n: &NodeKey| shape.key(u64::MAX - n.0, super::level_of(n));
     let on_device = match (expansion, placement) {
         (Expansion::Threads, _) => None,

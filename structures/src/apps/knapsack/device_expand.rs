@@ -56,6 +56,28 @@ pub(crate) struct KeyShape {
 }
 
 impl KeyShape {
+    /// The shape for `problem`: the gap between the root's bound and the first incumbent
+    /// shifted into the bits the levels leave. An error past 2^24 levels.
+    pub(crate) fn of(problem: &Problem) -> Result<Self> {
+        // The root's bound is the largest of any node.
+        let root_bound = u64::MAX - problem.root().0;
+        let levels = problem.items() as u64;
+        let depth_bits = 64 - levels.leading_zeros();
+        if depth_bits > 24 {
+            return Err(Error::InvalidArgument(format!(
+                "{levels} items left after the reduction: the device heap's 32-bit keys hold \
+                 at most 2^24 levels"
+            )));
+        }
+        let gap = root_bound.saturating_sub(problem.incumbent());
+        Ok(KeyShape {
+            root_bound,
+            shift: (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits),
+            depth_bits,
+            levels: levels as u32,
+        })
+    }
+
     /// The key of a node with bound `bound` at `level`.
     pub(crate) fn key(&self, bound: u64, level: usize) -> u32 {
         let below = (self.root_bound.saturating_sub(bound) >> self.shift).min(u32::MAX as u64);
@@ -443,16 +465,7 @@ mod tests {
                 for seed in 0..3 {
                     let inst = Instance::generate(class, 40, 1000, seed).unwrap();
                     let problem = Problem::new(&inst).unwrap();
-                    let root_bound = u64::MAX - problem.root().0;
-                    let levels = problem.items() as u64;
-                    let depth_bits = 64 - levels.leading_zeros();
-                    let gap = root_bound.saturating_sub(problem.incumbent());
-                    let shape = KeyShape {
-                        root_bound,
-                        shift: (64 - gap.leading_zeros()).saturating_sub(32 - depth_bits),
-                        depth_bits,
-                        levels: levels as u32,
-                    };
+                    let shape = KeyShape::of(&problem).unwrap();
                     let config = Rounds {
                         heap: &DeviceHeapConfig::new(16),
                         batch: 16,
