@@ -332,14 +332,14 @@ impl<T: DeviceHeapKey> Inner<T> {
         let scratch = st.runs.as_ref();
         let heap_keys = &self.keys;
         // A kernel argument naming one of the three buffers (of two element types).
+        let buffer = |buf: Buf| match (buf, scratch) {
+            (Buf::Io, _) => io,
+            (Buf::Keys, _) => heap_keys,
+            (Buf::Scratch, Some(s)) => s,
+            (Buf::Scratch, None) => unreachable!("staged when the key array is short"),
+        };
         let set = |kernel: &mut Kernel, index: u32, buf: Buf| -> Result<()> {
-            match (buf, scratch) {
-                (Buf::Io, _) => kernel.arg_svm(index, io),
-                (Buf::Keys, _) => kernel.arg_svm(index, heap_keys),
-                (Buf::Scratch, Some(s)) => kernel.arg_svm(index, s),
-                (Buf::Scratch, None) => unreachable!("staged when the key array is short"),
-            }
-            .map(|_| ())
+            kernel.arg_svm(index, buffer(buf)).map(|_| ())
         };
         let t_kernel = std::time::Instant::now();
         let (kn, copy_kernel) = (&mut self.bulk, &mut self.copy);
@@ -429,16 +429,8 @@ impl<T: DeviceHeapKey> Inner<T> {
                     run *= 2;
                 }
                 if from != Buf::Io {
-                    let moved = match from {
-                        Buf::Keys => {
-                            copy_keys(copy_kernel, heap_keys, old_len, io, old_len, new_len)
-                        }
-                        _ => {
-                            let s = scratch.expect("staged when the key array is short");
-                            copy_keys(copy_kernel, s, old_len, io, old_len, new_len)
-                        }
-                    };
-                    launches.push(moved?);
+                    let from = buffer(from);
+                    launches.push(copy_keys(copy_kernel, from, old_len, io, old_len, new_len)?);
                 }
                 pass(&mut launches, Buf::Io, partner, padded, 0, 0, old_len)?;
                 src = partner;
