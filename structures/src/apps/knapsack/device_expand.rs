@@ -339,10 +339,10 @@ fn micros(since: Instant) -> u64 {
     since.elapsed().as_micros() as u64
 }
 
+/// The control words alone (the tables behind them in the same buffer stay on the device).
 fn read_words(ctl: &mut SvmBuffer<u64>) -> Result<[u64; CTL_WORDS]> {
-    let v = ctl.read()?;
     let mut w = [0u64; CTL_WORDS];
-    w.copy_from_slice(&v[..CTL_WORDS]);
+    ctl.read_range_into(0, &mut w)?;
     Ok(w)
 }
 
