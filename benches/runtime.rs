@@ -1,4 +1,5 @@
-//! Runtime benchmarks: launch + finish latency, map + unmap cost, round-trip latency per
+//! Runtime benchmarks: launch + finish latency, map + unmap cost, SVM allocation (a zeroed
+//! buffer of 4 KiB, 1 MiB and 16 MiB, allocated and freed), round-trip latency per
 //! transport (ring echo service; raw ping-pong on the fine transport) and ring throughput, on
 //! the default device (`ASYM_DEVICE`), each transport it supports side by side, with the peer
 //! a user would otherwise pick for host-to-worker signalling: a crossbeam channel pair to a
@@ -37,6 +38,23 @@ fn launch_and_map(c: &mut Criterion) {
         g.bench_function(BenchmarkId::from_parameter(rt.transport()), |b| {
             b.iter(|| probe.map_unmap().unwrap())
         });
+    }
+    g.finish();
+}
+
+fn svm_alloc(c: &mut Criterion) {
+    let rts = runtimes();
+    let mut g = c.benchmark_group("svm_alloc_zeroed_and_free");
+    for rt in &rts {
+        for (label, words) in [
+            ("4KiB", 1usize << 10),
+            ("1MiB", 1 << 18),
+            ("16MiB", 1 << 22),
+        ] {
+            g.bench_function(BenchmarkId::new(label, rt.transport()), |b| {
+                b.iter(|| rt.alloc::<u32>(words).unwrap())
+            });
+        }
     }
     g.finish();
 }
@@ -128,6 +146,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = launch_and_map, round_trip, ring_throughput
+    targets = launch_and_map, svm_alloc, round_trip, ring_throughput
 }
 criterion_main!(benches);
