@@ -57,6 +57,28 @@ fn svm_alloc(c: &mut Criterion) {
         }
     }
     g.finish();
+    // The same allocations in parts: the driver's allocation, the device fill that zeroes
+    // it, and the free.
+    let mut g = c.benchmark_group("svm_alloc_parts");
+    for rt in &rts {
+        for (label, bytes) in [
+            ("4KiB", 4usize << 10),
+            ("1MiB", 1 << 20),
+            ("16MiB", 16 << 20),
+        ] {
+            for (i, part) in ["alloc", "zero", "free"].into_iter().enumerate() {
+                let id = BenchmarkId::new(format!("{label}/{part}"), rt.transport());
+                g.bench_function(id, |b| {
+                    b.iter_custom(|iters| {
+                        (0..iters)
+                            .map(|_| rt.time_svm_allocation(bytes).unwrap()[i])
+                            .sum()
+                    })
+                });
+            }
+        }
+    }
+    g.finish();
 }
 
 fn round_trip(c: &mut Criterion) {

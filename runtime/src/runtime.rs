@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,6 +47,9 @@ struct Inner {
     queue: CommandQueue,
     timeout: Duration,
     programs: Mutex<HashMap<(&'static str, String), Program>>,
+    /// SVM allocations made through this runtime, and their bytes (`Runtime::svm_allocations`).
+    allocations: AtomicU64,
+    allocated_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -123,6 +127,8 @@ impl Runtime {
                 queue,
                 timeout,
                 programs: Mutex::new(HashMap::new()),
+                allocations: AtomicU64::new(0),
+                allocated_bytes: AtomicU64::new(0),
             }),
         })
     }
@@ -172,13 +178,41 @@ impl Runtime {
     pub fn alloc_on<T: SvmElement>(&self, len: usize, queue: &Queue) -> Result<SvmBuffer<T>> {
         let kind = self.inner.transport.svm_kind();
         self.check_svm_kind(kind)?;
+        self.count_allocation::<T>(len);
         SvmBuffer::allocate(&self.inner.context, &queue.queue, len, kind)
     }
 
     /// Allocates `len` zeroed elements of SVM of `kind`, if the device supports it.
     pub fn alloc_kind<T: SvmElement>(&self, len: usize, kind: SvmKind) -> Result<SvmBuffer<T>> {
         self.check_svm_kind(kind)?;
+        self.count_allocation::<T>(len);
         SvmBuffer::allocate(&self.inner.context, &self.inner.queue, len, kind)
+    }
+
+    /// SVM allocations made through this runtime so far, and their bytes together. Each is
+    /// a driver call and a device fill (about a millisecond on an H200, more for large
+    /// ones: `cargo bench --bench runtime`), so a structure's setup cost is mostly its count.
+    pub fn svm_allocations(&self) -> (u64, u64) {
+        (
+            self.inner.allocations.load(Ordering::Relaxed),
+            self.inner.allocated_bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Allocates, zeroes and frees `bytes` of the transport's SVM kind, timing the three parts
+    /// (`cargo bench --bench runtime`: which part of an allocation costs).
+    pub fn time_svm_allocation(&self, bytes: usize) -> Result<[Duration; 3]> {
+        let kind = self.inner.transport.svm_kind();
+        self.check_svm_kind(kind)?;
+        crate::sys::SvmAlloc::time_phases(&self.inner.context, &self.inner.queue, bytes, kind)
+    }
+
+    fn count_allocation<T: SvmElement>(&self, len: usize) {
+        self.inner.allocations.fetch_add(1, Ordering::Relaxed);
+        let bytes = len.saturating_mul(std::mem::size_of::<T>()) as u64;
+        self.inner
+            .allocated_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
     }
 
     fn check_svm_kind(&self, kind: SvmKind) -> Result<()> {

@@ -197,6 +197,47 @@ impl SvmAlloc {
         Ok(alloc)
     }
 
+    /// Allocates, zeroes and frees `bytes` of `kind` SVM, timing each part: what
+    /// `SvmBuffer::allocate` and the buffer's drop cost, split (runtime benchmarks).
+    pub(crate) fn time_phases(
+        context: &Context,
+        queue: &CommandQueue,
+        bytes: usize,
+        kind: SvmKind,
+    ) -> Result<[std::time::Duration; 3]> {
+        use std::time::Instant;
+        let t = Instant::now();
+        let request = bytes.max(1).next_multiple_of(SVM_ALIGN as usize);
+        let raw = {
+            let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: as in `SvmAlloc::new`: a live context, valid flags and alignment; null
+            // is checked below.
+            unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) }
+        };
+        let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
+            Error::OutOfMemory(format!("clSVMAlloc returned null for {request} bytes"))
+        })?;
+        let alloc = SvmAlloc {
+            ptr,
+            bytes: request,
+            kind,
+            context: context.clone(),
+            queue: queue.clone(),
+            state: AtomicUsize::new(0),
+            pending_unmap: Mutex::new(None),
+        };
+        let allocated = t.elapsed();
+        let t = Instant::now();
+        if let Err(e) = alloc.zero() {
+            std::mem::forget(alloc);
+            return Err(e);
+        }
+        let zeroed = t.elapsed();
+        let t = Instant::now();
+        drop(alloc);
+        Ok([allocated, zeroed, t.elapsed()])
+    }
+
     /// Fills the allocation with zeros on the device, in pieces of at most [`TRANSFER_PIECE`]
     /// bytes, and waits at most [`FILL_BOUND`] for them.
     fn zero(&self) -> Result<()> {

@@ -141,6 +141,8 @@ pub(crate) fn run_rounds(
     stats: &mut BnbStats,
 ) -> Result<usize> {
     let started = Instant::now();
+    let allocations = || rt.svm_allocations().0;
+    let allocs_at_start = allocations();
     let profile = rt.profile();
     if !profile.int64_atomics {
         return Err(Error::Unsupported {
@@ -220,8 +222,11 @@ pub(crate) fn run_rounds(
     heap.delete_min_to_device(n_popped, &popped)?;
     let [setup, expanding, heaping] = &mut stats.device_times_us;
     *setup += micros(started);
+    let [setup_allocs, expand_allocs, heap_allocs] = &mut stats.device_allocations;
+    *setup_allocs += allocations() - allocs_at_start;
     loop {
         let t_expand = Instant::now();
+        let allocs_at_expand = allocations();
         if config.stop.is_some_and(Deadline::expired) {
             break;
         }
@@ -305,12 +310,15 @@ pub(crate) fn run_rounds(
         arena.n_free -= reused;
         arena.n_free += n_popped;
         *expanding += micros(t_expand);
+        *expand_allocs += allocations() - allocs_at_expand;
         let t_heap = Instant::now();
+        let allocs_at_heap = allocations();
         if heap.len() + kids <= gc_at {
             // The children in and the next round out, one sort where the heap rebuilds.
             n_popped = pop.min(heap.len() + kids);
             heap.insert_then_delete_on_device(&kids_out, kids, n_popped, &popped)?;
             *heaping += micros(t_heap);
+            *heap_allocs += allocations() - allocs_at_heap;
             continue;
         }
         // The heap outgrows the threshold: the children in, then a garbage collection.
@@ -330,6 +338,7 @@ pub(crate) fn run_rounds(
         n_popped = pop.min(heap.len());
         heap.delete_min_to_device(n_popped, &popped)?;
         *heaping += micros(t_heap);
+        *heap_allocs += allocations() - allocs_at_heap;
     }
     stats.collected += words[FREED];
     Ok(retries)

@@ -244,6 +244,9 @@ pub struct BnbStats {
     /// heap, the root), the rounds' expansion (the kernels and reading their counters) and
     /// their heap calls (the children in, the next round out).
     pub device_times_us: [u64; 3],
+    /// Searches expanding on the device: the SVM allocations made in the same three parts
+    /// (buffers and each growth of them: about a millisecond each on an H200).
+    pub device_allocations: [u64; 3],
 }
 
 /// Best-first branch-and-bound on one thread with the sequential generalized heap of at most
