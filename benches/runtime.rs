@@ -1,5 +1,7 @@
 //! Runtime benchmarks: launch + finish latency, map + unmap cost, SVM allocation (a zeroed
-//! buffer of 4 KiB, 1 MiB and 16 MiB, allocated and freed), round-trip latency per
+//! buffer of 4 KiB, 1 MiB and 16 MiB allocated and dropped through the runtime, whose cache
+//! hands the dropped buffer to the next allocation; and the driver's parts: allocation,
+//! device zero-fill, free), round-trip latency per
 //! transport (ring echo service; raw ping-pong on the fine transport) and ring throughput, on
 //! the default device (`ASYM_DEVICE`), each transport it supports side by side, with the peer
 //! a user would otherwise pick for host-to-worker signalling: a crossbeam channel pair to a
@@ -44,7 +46,7 @@ fn launch_and_map(c: &mut Criterion) {
 
 fn svm_alloc(c: &mut Criterion) {
     let rts = runtimes();
-    let mut g = c.benchmark_group("svm_alloc_zeroed_and_free");
+    let mut g = c.benchmark_group("svm_alloc_and_drop");
     for rt in &rts {
         for (label, words) in [
             ("4KiB", 1usize << 10),

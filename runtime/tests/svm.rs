@@ -404,3 +404,54 @@ fn buffers_over_a_gib_are_zeroed_and_copied_in_every_piece() {
         assert!(buf.read().unwrap() == data, "transport {t}: whole buffer");
     }
 }
+
+#[test]
+fn freed_buffers_are_reused_zeroed_and_only_where_they_fit() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let n = 10_000;
+        let stats = |rt: &Runtime| rt.svm_stats();
+        let before = stats(&rt);
+        {
+            let mut buf = rt.alloc::<u32>(n).unwrap();
+            buf.write(&vec![0xdead_beef; n]).unwrap();
+            add_one_on_device(&rt, &buf);
+        }
+        // The same size again: the freed buffer, zeroed (nothing of its last contents).
+        let mut again = rt.alloc::<u32>(n).unwrap();
+        let after = stats(&rt);
+        assert_eq!(after.allocations - before.allocations, 2, "transport {t}");
+        assert_eq!(after.reused - before.reused, 1, "transport {t}");
+        assert!(
+            again.read().unwrap().iter().all(|&v| v == 0),
+            "transport {t}"
+        );
+        // Kernels and host see it as any fresh buffer.
+        add_one_on_device(&rt, &again);
+        assert!(
+            again.read().unwrap().iter().all(|&v| v == 1),
+            "transport {t}"
+        );
+        drop(again);
+        // Larger than the free block, or under half of it: the driver's.
+        let s = stats(&rt);
+        let larger = rt.alloc::<u32>(2 * n).unwrap();
+        let small = rt.alloc::<u32>(n / 4).unwrap();
+        assert_eq!(stats(&rt).reused, s.reused, "transport {t}");
+        // Half of it (and more than half of the block): reused, and of the requested length.
+        let mut half = rt.alloc::<u32>(n / 2 + 100).unwrap();
+        assert_eq!(stats(&rt).reused, s.reused + 1, "transport {t}");
+        assert_eq!(half.len(), n / 2 + 100);
+        assert!(
+            half.read().unwrap().iter().all(|&v| v == 0),
+            "transport {t}"
+        );
+        drop((larger, small, half));
+        // A buffer larger than the cache's limit goes back to the driver.
+        let limit = rt.svm_cache_limit();
+        let s = stats(&rt);
+        drop(rt.alloc::<u8>(limit + 1).unwrap());
+        drop(rt.alloc::<u8>(limit + 1).unwrap());
+        assert_eq!(stats(&rt).reused, s.reused, "transport {t}");
+    }
+}

@@ -11,6 +11,7 @@ mod os;
 mod scope;
 mod stream;
 mod svm;
+mod svm_cache;
 
 pub(crate) use cl::{
     enqueue_kernel, event_device_time, flush_queue, set_kernel_arg_svm,
@@ -22,3 +23,4 @@ pub(crate) use scope::{run_scoped, Job};
 pub use stream::{copy_bits_streaming, copy_bits_streaming_par};
 pub(crate) use svm::SvmAlloc;
 pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap};
+pub(crate) use svm_cache::SvmCache;

@@ -33,6 +33,7 @@ use ocl::core::{CommandQueue, Context, Event};
 use ocl::ffi;
 
 use super::stream::copy_bits_streaming_par;
+use super::svm_cache::SvmCache;
 use crate::backoff::poll_within;
 use crate::error::{Error, Result, Side};
 
@@ -128,6 +129,8 @@ pub(crate) struct SvmAlloc {
     queue: CommandQueue,
     state: AtomicUsize,
     pending_unmap: Mutex<Option<Event>>,
+    /// Where the allocation goes when its last owner drops (else back to the driver).
+    cache: Option<Arc<SvmCache>>,
 }
 
 // SAFETY: the allocation is plain memory owned by this object; every host access goes through
@@ -140,7 +143,7 @@ unsafe impl Sync for SvmAlloc {}
 /// Serialises `clSVMAlloc`/`clSVMFree` across the process: NVIDIA's driver (580.x, H200)
 /// returned null for 128-byte coarse allocations when several threads allocated at once (seen
 /// in parallel tests); allocations are rare, so a lock costs nothing that matters.
-static SVM_ALLOC_LOCK: Mutex<()> = Mutex::new(());
+pub(crate) static SVM_ALLOC_LOCK: Mutex<()> = Mutex::new(());
 
 /// Alignment of every SVM allocation: a cache line on both sides (and a d-heap block of 16
 /// int32 keys), so structures can lay out aligned blocks and keep hot words apart.
@@ -158,33 +161,46 @@ const TRANSFER_PIECE: usize = 1 << 30;
 const FILL_BOUND: Duration = Duration::from_secs(120);
 
 impl SvmAlloc {
-    fn new(context: &Context, queue: &CommandQueue, bytes: usize, kind: SvmKind) -> Result<Self> {
+    fn new(
+        context: &Context,
+        queue: &CommandQueue,
+        bytes: usize,
+        kind: SvmKind,
+        cache: Option<&Arc<SvmCache>>,
+    ) -> Result<Self> {
         let request = bytes.max(1).next_multiple_of(SVM_ALIGN as usize);
         if request > u32::MAX as usize * 16 || Layout::from_size_align(request, 1).is_err() {
             return Err(Error::OutOfMemory(format!(
                 "SVM allocation of {bytes} bytes is too large"
             )));
         }
-        let raw = {
-            let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-            // SAFETY: `context` is a live context; flags and alignment are valid values. A null
-            // return means failure and is checked below.
-            unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) }
+        let (ptr, bytes) = match cache.and_then(|c| c.take(request, kind)) {
+            Some(block) => block,
+            None => {
+                let raw = {
+                    let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                    // SAFETY: `context` is a live context; flags and alignment are valid
+                    // values. A null return means failure and is checked below.
+                    unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) }
+                };
+                let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
+                    Error::OutOfMemory(format!(
+                        "clSVMAlloc returned null for {request} bytes of {kind:?} SVM \
+                         (device memory exhausted, or the device does not support {kind:?} SVM)"
+                    ))
+                })?;
+                (ptr, request)
+            }
         };
-        let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
-            Error::OutOfMemory(format!(
-                "clSVMAlloc returned null for {request} bytes of {kind:?} SVM \
-                 (device memory exhausted, or the device does not support {kind:?} SVM)"
-            ))
-        })?;
         let alloc = SvmAlloc {
             ptr,
-            bytes: request,
+            bytes,
             kind,
             context: context.clone(),
             queue: queue.clone(),
             state: AtomicUsize::new(0),
             pending_unmap: Mutex::new(None),
+            cache: cache.cloned(),
         };
         // Zero the memory so every element starts initialised, with a device-side fill (a
         // memset on the device for coarse SVM on a GPU, instead of a host loop over mapped
@@ -225,6 +241,7 @@ impl SvmAlloc {
             queue: queue.clone(),
             state: AtomicUsize::new(0),
             pending_unmap: Mutex::new(None),
+            cache: None,
         };
         let allocated = t.elapsed();
         let t = Instant::now();
@@ -511,6 +528,14 @@ impl Drop for SvmAlloc {
                 return;
             }
         }
+        if let Some(cache) = &self.cache {
+            // SAFETY: as for the free below: the last `Arc` is gone, so nothing uses the
+            // memory; it is an allocation of the cache's context (the runtime hands its cache
+            // only to allocations in its context), and `self` will not free it once kept.
+            if unsafe { cache.put(self.ptr, self.bytes, self.kind) } {
+                return;
+            }
+        }
         let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the last `Arc` is gone, so no launch can use the memory any more (launches
         // hold an `Arc` until their event completes) and no host reference exists. On the
@@ -620,11 +645,14 @@ impl<T: SvmElement> std::fmt::Debug for SvmBuffer<T> {
 
 impl<T: SvmElement> SvmBuffer<T> {
     /// Allocates `len` zeroed elements of `kind` SVM in `context`; `queue` serves maps.
+    /// With a `cache` (of `context`), a freed block of it is reused when one fits, and this
+    /// allocation goes back to it when its last owner drops.
     pub(crate) fn allocate(
         context: &Context,
         queue: &CommandQueue,
         len: usize,
         kind: SvmKind,
+        cache: Option<&Arc<SvmCache>>,
     ) -> Result<Self> {
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::OutOfMemory(format!(
@@ -632,7 +660,7 @@ impl<T: SvmElement> SvmBuffer<T> {
                 size_of::<T>()
             ))
         })?;
-        let alloc = SvmAlloc::new(context, queue, bytes, kind)?;
+        let alloc = SvmAlloc::new(context, queue, bytes, kind, cache)?;
         Ok(SvmBuffer {
             alloc: Arc::new(alloc),
             len,

@@ -141,7 +141,7 @@ pub(crate) fn run_rounds(
     stats: &mut BnbStats,
 ) -> Result<usize> {
     let started = Instant::now();
-    let allocations = || rt.svm_allocations().0;
+    let allocations = || rt.svm_stats().driver_allocations();
     let allocs_at_start = allocations();
     let profile = rt.profile();
     if !profile.int64_atomics {
