@@ -45,7 +45,9 @@ pub use latency::{
     THREADS_ENV,
 };
 pub use mode::{parse_modes, Mode};
-pub use runtime::{Program, Runtime, RuntimeOptions, SvmStats, SVM_CACHE_MOST, TIMEOUT_ENV};
+pub use runtime::{
+    Program, Runtime, RuntimeOptions, SvmStats, SVM_CACHE_ENV, SVM_CACHE_MOST, TIMEOUT_ENV,
+};
 pub use sys::{
     copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, SvmAtomicElement,
     SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,

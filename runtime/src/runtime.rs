@@ -19,6 +19,10 @@ use crate::transport::Transport;
 
 /// The environment variable that sets the default bound of every wait, in milliseconds.
 pub const TIMEOUT_ENV: &str = "ASYM_TIMEOUT_MS";
+
+/// The environment variable that sets how many MiB of freed SVM a runtime keeps for reuse
+/// (default: [`SVM_CACHE_MOST`], at most a sixteenth of device memory; `0` turns reuse off).
+pub const SVM_CACHE_ENV: &str = "ASYM_SVM_CACHE_MB";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 const PROFILING: ocl::core::CommandQueueProperties =
     ocl::core::CommandQueueProperties::PROFILING_ENABLE;
@@ -115,7 +119,11 @@ impl Runtime {
             }
         }
         let label = profile.label();
-        let cache_limit = (SVM_CACHE_MOST as u64).min(profile.global_mem_bytes / 16) as usize;
+        let cache_limit = match crate::env::parsed::<u64>(SVM_CACHE_ENV, "MiB (a whole number)")? {
+            Some(mib) => mib.saturating_mul(1 << 20),
+            None => (SVM_CACHE_MOST as u64).min(profile.global_mem_bytes / 16),
+        }
+        .min(usize::MAX as u64) as usize;
         let context = ocl::core::create_context(None, &[profile.device_id], None, None)
             .map_err(|e| Error::ocl("clCreateContext", label.clone(), e))?;
         // Profiling is on for every queue: launch and transfer times feed the stage timers

@@ -67,6 +67,18 @@ fn environment_selects_and_rejects() {
     assert_eq!(Runtime::new().unwrap().timeout().as_millis(), 1234);
     std::env::remove_var("ASYM_TIMEOUT_MS");
 
+    std::env::set_var("ASYM_SVM_CACHE_MB", "lots");
+    assert!(matches!(Runtime::new(), Err(Error::Flag { name, .. }) if name == "ASYM_SVM_CACHE_MB"));
+    std::env::set_var("ASYM_SVM_CACHE_MB", "0");
+    let rt = Runtime::new().unwrap();
+    assert_eq!(rt.svm_cache_limit(), 0);
+    drop(rt.alloc::<u32>(100).unwrap());
+    drop(rt.alloc::<u32>(100).unwrap());
+    assert_eq!(rt.svm_stats().reused, 0, "a cache of 0 MiB keeps nothing");
+    std::env::set_var("ASYM_SVM_CACHE_MB", "3");
+    assert_eq!(Runtime::new().unwrap().svm_cache_limit(), 3 << 20);
+    std::env::remove_var("ASYM_SVM_CACHE_MB");
+
     std::env::set_var("ASYM_LATENCY_THREADS", "3");
     assert_eq!(
         asym_runtime::LatencyPool::new(Default::default())
