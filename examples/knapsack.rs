@@ -430,7 +430,8 @@ fn run(args: &Args) -> Result<bool> {
                     "device_setup_ms": r.stats.device_times_us[0] as f64 / 1e3,
                     "device_expand_ms": r.stats.device_times_us[1] as f64 / 1e3,
                     "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3,
-                    "device_allocations": r.stats.device_allocations, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
+                    "device_allocations": r.stats.device_allocations,
+                    "device_heap_kernels": r.stats.device_heap_kernels, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
                     "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
                 })
             );

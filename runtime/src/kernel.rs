@@ -291,6 +291,18 @@ impl Launch {
         self.wait_for(self.timeout)?;
         Ok(sys::event_device_time(&self.event))
     }
+
+    /// Waits with the runtime's default bound, keeping the launch (for
+    /// [`Launch::device_interval`] afterwards).
+    pub fn wait_in_place(&mut self) -> Result<()> {
+        self.wait_for(self.timeout)
+    }
+
+    /// When the launch started and ended on the device (profiling times, ns of the device's
+    /// clock), once it has completed; `None` before, or where the driver gives no times.
+    pub fn device_interval(&self) -> Option<(u64, u64)> {
+        sys::event_device_interval(&self.event)
+    }
 }
 
 impl Drop for Launch {

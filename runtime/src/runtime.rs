@@ -359,8 +359,9 @@ impl Runtime {
 }
 
 /// The most freed SVM a runtime keeps for reuse (and at most a sixteenth of the device's
-/// global memory): enough for a search's or a structure's working buffers; larger buffers
-/// are rare and their own transfers outweigh the driver's allocation.
+/// global memory), in buffers of at most an eighth of it: enough for a search's or a
+/// structure's working buffers; larger buffers are rare and their own transfers outweigh the
+/// driver's allocation.
 pub const SVM_CACHE_MOST: usize = 256 << 20;
 
 /// SVM allocations asked of a runtime ([`Runtime::svm_stats`]).

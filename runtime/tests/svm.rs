@@ -447,11 +447,15 @@ fn freed_buffers_are_reused_zeroed_and_only_where_they_fit() {
             "transport {t}"
         );
         drop((larger, small, half));
-        // A buffer larger than the cache's limit goes back to the driver.
-        let limit = rt.svm_cache_limit();
+        // A buffer larger than an eighth of the cache's limit goes back to the driver (and
+        // pushes no small one out); one just within it is kept.
+        let most = rt.svm_cache_limit() / 8;
         let s = stats(&rt);
-        drop(rt.alloc::<u8>(limit + 1).unwrap());
-        drop(rt.alloc::<u8>(limit + 1).unwrap());
+        drop(rt.alloc::<u8>(most + 4096).unwrap());
+        drop(rt.alloc::<u8>(most + 4096).unwrap());
         assert_eq!(stats(&rt).reused, s.reused, "transport {t}");
+        drop(rt.alloc::<u8>(most).unwrap());
+        drop(rt.alloc::<u8>(most).unwrap());
+        assert_eq!(stats(&rt).reused, s.reused + 1, "transport {t}");
     }
 }

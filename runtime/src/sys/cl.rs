@@ -93,6 +93,13 @@ pub(crate) fn flush_queue(queue: &CommandQueue) -> Result<()> {
 /// How long a completed command ran on the device (profiling `END - START`), or `None` when the
 /// queue does not profile, the command has not completed, or the driver gives no times.
 pub(crate) fn event_device_time(event: &Event) -> Option<std::time::Duration> {
+    let (start, end) = event_device_interval(event)?;
+    Some(std::time::Duration::from_nanos(end.saturating_sub(start)))
+}
+
+/// When a completed command started and ended on the device (profiling `START`, `END`, ns of
+/// the device's clock), or `None` as for [`event_device_time`].
+pub(crate) fn event_device_interval(event: &Event) -> Option<(u64, u64)> {
     use ocl::core::{ProfilingInfo, ProfilingInfoResult};
     let status = ocl::core::event_status(event).ok()?;
     if status != ocl::core::CommandExecutionStatus::Complete {
@@ -106,5 +113,5 @@ pub(crate) fn event_device_time(event: &Event) -> Option<std::time::Duration> {
         ProfilingInfoResult::End(t) => t,
         _ => return None,
     };
-    Some(std::time::Duration::from_nanos(end.saturating_sub(start)))
+    Some((start, end))
 }

@@ -14,7 +14,7 @@ mod svm;
 mod svm_cache;
 
 pub(crate) use cl::{
-    enqueue_kernel, event_device_time, flush_queue, set_kernel_arg_svm,
+    enqueue_kernel, event_device_interval, event_device_time, flush_queue, set_kernel_arg_svm,
     set_kernel_exec_info_svm_ptrs,
 };
 pub use os::exit_quietly_on_broken_pipe;

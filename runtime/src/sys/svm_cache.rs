@@ -8,9 +8,12 @@
 //! comes here instead of going back to the driver, and the next allocation of the same kind
 //! and a size it covers (at most twice as large) takes it, zeroed again on the device.
 //!
-//! The cache is bounded ([`SvmCache::limit`]): a block that does not fit is freed, and older
-//! blocks are freed first to make room. What it holds goes back to the driver when the
-//! runtime and every buffer allocated through it are gone.
+//! The cache is bounded ([`SvmCache::limit`]): a block larger than an eighth of the limit is
+//! freed at once (a few large buffers would otherwise push out the many small ones a search
+//! sets up, whose driver calls are most of what the cache saves; a large buffer's own
+//! transfers outweigh its allocation), and older blocks are freed first to make room. What it
+//! holds goes back to the driver when the runtime and every buffer allocated through it are
+//! gone.
 //!
 //! Soundness: a block enters the cache only from `SvmAlloc`'s drop, that is after the last
 //! launch that used it completed and no host map exists (the ownership protocol of
@@ -109,13 +112,13 @@ impl SvmCache {
     }
 
     /// Keeps a freed allocation of this cache's context for reuse; false when it is larger
-    /// than the limit (the caller frees it). Older blocks are freed to make room.
+    /// than an eighth of the limit (the caller frees it). Older blocks are freed to make room.
     ///
     /// # Safety
     /// `ptr` must be an allocation of `bytes` bytes of `kind` made by `clSVMAlloc` in this
     /// cache's context, which nothing uses any more and nothing else will free.
     pub(crate) unsafe fn put(&self, ptr: NonNull<u8>, bytes: usize, kind: SvmKind) -> bool {
-        if bytes > self.limit {
+        if bytes > self.limit / 8 {
             return false;
         }
         let evicted = {

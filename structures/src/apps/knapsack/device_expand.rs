@@ -341,6 +341,13 @@ pub(crate) fn run_rounds(
         *heap_allocs += allocations() - allocs_at_heap;
     }
     stats.collected += words[FREED];
+    if let Some(p) = heap.profile() {
+        stats.device_heap_kernels = [
+            p.bulk_launches,
+            p.bulk_device_busy_us as u64,
+            p.bulk_device_span_us as u64,
+        ];
+    }
     Ok(retries)
 }
 

@@ -248,6 +248,10 @@ pub struct BnbStats {
     /// same three parts (buffers and each growth of them, about 0.6 ms each on an H200; a
     /// buffer the runtime had freed is reused without one).
     pub device_allocations: [u64; 3],
+    /// Searches expanding on the device, with `ASYM_GHEAP_PROFILE=1`: the heap calls'
+    /// kernel launches, the time those kernels ran on the device (µs, added up) and the span
+    /// from each call's first kernel start to its last kernel end (µs, added up over calls).
+    pub device_heap_kernels: [u64; 3],
 }
 
 /// Best-first branch-and-bound on one thread with the sequential generalized heap of at most

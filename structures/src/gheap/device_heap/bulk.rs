@@ -351,7 +351,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
         // The launches, waited for. A failure anywhere poisons the heap: merge passes write
         // the key array before the placement does.
-        let sorted = (|| -> Result<()> {
+        let sorted = (|| -> Result<Vec<Launch>> {
             // In-order queue: each launch sees what the ones before it wrote; the last is
             // submitted (carrying the others: a flush per launch costs a driver call each)
             // and waited for, and dropping the rest then finds them complete.
@@ -456,14 +456,37 @@ impl<T: DeviceHeapKey> Inner<T> {
                 .arg_scalar(7, plen as u32)?
                 .arg_scalar(8, to_u32(slots, "node slots")?)?
                 .arg_svm(9, hdr)?;
-            kn.place
-                .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?
-                .wait()
+            let mut place = kn
+                .place
+                .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?;
+            place.wait_in_place()?;
+            launches.push(place);
+            Ok(launches)
         })();
-        if let Err(e) = sorted {
-            self.poisoned = Some(e.to_string());
-            return Err(e);
+        let launches = match sorted {
+            Ok(launches) => launches,
+            Err(e) => {
+                self.poisoned = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        if let Some(p) = &mut self.profile {
+            // Every launch has completed (the last one was waited for, on an in-order queue).
+            let times: Vec<(u64, u64)> = launches
+                .iter()
+                .filter_map(Launch::device_interval)
+                .collect();
+            p.bulk_launches += launches.len() as u64;
+            let busy: u64 = times.iter().map(|(s, e)| e.saturating_sub(*s)).sum();
+            p.bulk_device_busy_us += busy as f64 / 1e3;
+            let first = times.iter().map(|t| t.0).min();
+            let last = times.iter().map(|t| t.1).max();
+            if let (Some(first), Some(last)) = (first, last) {
+                p.bulk_device_span_us += last.saturating_sub(first) as f64 / 1e3;
+            }
         }
+        // The buffers are the host's again once the launches are gone.
+        drop(launches);
         let t_kernel_end = std::time::Instant::now();
         // The placement wrote the header's count and partial length.
         self.count = count;

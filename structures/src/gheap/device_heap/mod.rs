@@ -313,6 +313,13 @@ pub struct DeviceHeapProfile {
     pub kernel_us: f64,
     /// Host time after the launch (reading the header, the results, converting them), µs.
     pub host_read_us: f64,
+    /// Bulk calls: their launches (a merge pass is two: the splits, the merge).
+    pub bulk_launches: u64,
+    /// Bulk calls: the time their kernels ran on the device, added up, µs.
+    pub bulk_device_busy_us: f64,
+    /// Bulk calls: from their first kernel's start to their last one's end on the device,
+    /// µs (the rest of it is the device waiting for the next launch).
+    pub bulk_device_span_us: f64,
     /// Waiting for the root lock, µs.
     pub root_wait_us: f64,
     /// Holding the root lock (the DEL's root critical section), µs.
