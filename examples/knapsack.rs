@@ -431,7 +431,7 @@ fn run(args: &Args) -> Result<bool> {
                     "device_expand_ms": r.stats.device_times_us[1] as f64 / 1e3,
                     "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3,
                     "device_allocations": r.stats.device_allocations,
-                    "device_heap_kernels": r.stats.device_heap_kernels, "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
+                    "device_profile_us": device_profile_json(&r.stats.device_profile), "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
                     "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
                 })
             );
@@ -490,4 +490,17 @@ fn main() -> ExitCode {
         "an optimum differs from dynamic programming",
         run(&args),
     )
+}
+
+/// A device search's round profile as JSON (µs; `heap_launches` a count).
+fn device_profile_json(
+    p: &asym::structures::apps::knapsack::DeviceRoundProfile,
+) -> serde_json::Value {
+    json!({
+        "expand_launch": p.expand_launch_us, "expand_wait": p.expand_wait_us,
+        "expand_read": p.expand_read_us, "heap_launches": p.heap_launches,
+        "heap_busy": p.heap_busy_us, "heap_span": p.heap_span_us,
+        "heap_prepare": p.heap_prepare_us, "heap_kernel": p.heap_kernel_us,
+        "heap_read": p.heap_read_us,
+    })
 }

@@ -250,6 +250,7 @@ pub(crate) fn run_rounds(
                 .saturating_sub(arena.n_free)
                 .min(max_live);
             arena.grow_to(rt, &mut copy, slots)?;
+            let t_expand_round = Instant::now();
             expand
                 .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
@@ -278,11 +279,16 @@ pub(crate) fn run_rounds(
                 .arg_scalar(5, words[KIDS])?;
             // In-order queue: the release runs after the expansion, then the host reads.
             let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
-            release
-                .launch(n_popped.div_ceil(WG) * WG, Some(WG))?
-                .wait()?;
+            let released = release.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+            let t_wait = Instant::now();
+            released.wait()?;
             expanded.wait()?;
+            let t_read = Instant::now();
             let seen = read_words(&mut ctl)?;
+            let d = &mut stats.device_profile;
+            d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
+            d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
+            d.expand_read_us += micros(t_read);
             best.fetch_max(seen[BEST], Ordering::AcqRel);
             let kids = (seen[KIDS] - words[KIDS]) as usize;
             if seen[FULL] == 0 {
@@ -342,11 +348,13 @@ pub(crate) fn run_rounds(
     }
     stats.collected += words[FREED];
     if let Some(p) = heap.profile() {
-        stats.device_heap_kernels = [
-            p.bulk_launches,
-            p.bulk_device_busy_us as u64,
-            p.bulk_device_span_us as u64,
-        ];
+        let d = &mut stats.device_profile;
+        d.heap_launches = p.bulk_launches;
+        d.heap_busy_us = p.bulk_device_busy_us as u64;
+        d.heap_span_us = p.bulk_device_span_us as u64;
+        d.heap_prepare_us = p.host_prepare_us as u64;
+        d.heap_kernel_us = p.kernel_us as u64;
+        d.heap_read_us = p.host_read_us as u64;
     }
     Ok(retries)
 }

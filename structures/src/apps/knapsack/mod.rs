@@ -248,10 +248,32 @@ pub struct BnbStats {
     /// same three parts (buffers and each growth of them, about 0.6 ms each on an H200; a
     /// buffer the runtime had freed is reused without one).
     pub device_allocations: [u64; 3],
-    /// Searches expanding on the device, with `ASYM_GHEAP_PROFILE=1`: the heap calls'
-    /// kernel launches, the time those kernels ran on the device (µs, added up) and the span
-    /// from each call's first kernel start to its last kernel end (µs, added up over calls).
-    pub device_heap_kernels: [u64; 3],
+    /// Searches expanding on the device: where the rounds' time goes.
+    pub device_profile: DeviceRoundProfile,
+}
+
+/// Where a device-expanding search's rounds spend their time, µs added up over the rounds.
+/// The expansion's parts are always measured; the heap's, with `ASYM_GHEAP_PROFILE=1`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceRoundProfile {
+    /// Setting the expansion's arguments and enqueueing its two launches.
+    pub expand_launch_us: u64,
+    /// Waiting for them.
+    pub expand_wait_us: u64,
+    /// Reading the round's control words back.
+    pub expand_read_us: u64,
+    /// The heap calls' kernel launches.
+    pub heap_launches: u64,
+    /// The time those kernels ran on the device, added up.
+    pub heap_busy_us: u64,
+    /// From each call's first kernel start to its last kernel end on the device.
+    pub heap_span_us: u64,
+    /// The calls' host work before their launches (staging, arguments).
+    pub heap_prepare_us: u64,
+    /// From their first launch to the completion of their last.
+    pub heap_kernel_us: u64,
+    /// Their host work after it.
+    pub heap_read_us: u64,
 }
 
 /// Best-first branch-and-bound on one thread with the sequential generalized heap of at most
