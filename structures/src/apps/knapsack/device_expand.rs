@@ -353,6 +353,8 @@ pub(crate) fn run_rounds(
         d.heap_busy_us = p.bulk_device_busy_us as u64;
         d.heap_span_us = p.bulk_device_span_us as u64;
         d.heap_prepare_us = p.host_prepare_us as u64;
+        d.heap_alloc_us = p.host_alloc_us as u64;
+        d.heap_copy_us = p.host_copy_us as u64;
         d.heap_kernel_us = p.kernel_us as u64;
         d.heap_read_us = p.host_read_us as u64;
     }

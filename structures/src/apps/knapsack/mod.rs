@@ -270,6 +270,10 @@ pub struct DeviceRoundProfile {
     pub heap_span_us: u64,
     /// The calls' host work before their launches (staging, arguments).
     pub heap_prepare_us: u64,
+    /// Of which: growing the heap's arrays and staging buffers.
+    pub heap_alloc_us: u64,
+    /// Of which: enqueueing the copy of the children's keys.
+    pub heap_copy_us: u64,
     /// From their first launch to the completion of their last.
     pub heap_kernel_us: u64,
     /// Their host work after it.

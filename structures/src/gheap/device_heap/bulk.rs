@@ -265,6 +265,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let runs = old_runs + inserted.div_ceil(k);
         to_u32(runs, "batches in a bulk call")?;
         to_u32(kept / k, "nodes")?;
+        let t_alloc = std::time::Instant::now();
         self.reserve(kept / k)?;
         let st = &mut self.staging;
         let rt = &self.rt;
@@ -274,7 +275,6 @@ impl<T: DeviceHeapKey> Inner<T> {
         // enough: it can fall short by two nodes near its capacity, then a scratch buffer
         // stands in), so a bulk call allocates no more than an operation call: SVM
         // allocation is slow on the H200 (`reserve_staging` says how slow).
-        let t_alloc = std::time::Instant::now();
         staged(rt, &mut st.keys, runs * k)?;
         if self.slots < runs {
             staged(rt, &mut st.runs, runs * k)?;
