@@ -1461,7 +1461,8 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
  * then passes of merge path over global memory, each merging pairs of runs into runs twice as
  * long: gheap_bulk_split finds where each output tile of K keys starts in its pair's two
  * runs (a binary search on the tile's diagonal), gheap_bulk_merge loads the tile's inputs
- * into local memory and merges them there. Padding sorts last, and the sort keeps exactly
+ * into local memory and merges them there; on GPUs gheap_bulk_merge_pass does both in one
+ * launch, each group searching its own tile's bounds. Padding sorts last, and the sort keeps exactly
  * the real keys in front (a real key equal to KEY_MAX is the same value as a pad).
  *
  * A rebuilt heap gathers as one sorted run (its nodes in the order added hold consecutive
@@ -1557,6 +1558,106 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
         else h = mid;
     }
     uint i = l, j = d - l;
+    for (uint q = 0; q < per; ++q) {
+        const KEY_T av = s[min(i, K - 1u)];
+        const KEY_T bv = s[min(na + j, K - 1u)];
+        const bool take_a = j >= nb || (i < na && av <= bv);
+        out[d + q] = take_a ? av : bv;
+        i += take_a ? 1u : 0u;
+        j += take_a ? 0u : 1u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global KEY_T *to = dst + o;
+    for (uint q = lid; q < K; q += WG) to[q] = out[q];
+}
+
+/* The number of probes each of a merge pass's two tile-bound searches makes per round, and
+ * the flags they leave (at least one per work-item, so every work-item stores one). */
+#define GH_PROBES (WG >= 64 ? 32 : (WG / 2 > 0 ? WG / 2 : 1))
+#define GH_FLAGS (WG > 2 * GH_PROBES ? WG : 2 * GH_PROBES)
+
+/* gheap_bulk_split and gheap_bulk_merge in one launch, for GPUs: tile t (one work-group)
+ * writes dst[t·K .. t·K + K), the merge of a[x0 .. x1) and b[d0 - x0 .. d1 - x1) of its pair (runs
+ * of `run` keys, or two runs, the first `first` keys long: gheap_bulk_pair), where d0 and
+ * d1 = d0 + K are the tile's diagonals in its pair and x0, x1 how many of the outputs before
+ * them come from the pair's first run (ties: the first run first, so the merge is stable).
+ *
+ * The group finds x0 and x1 itself, both at once: each round GH_PROBES work-items test
+ * points spread over what is left of each search's range (merge path's predicate
+ * a[m] <= b[d - m - 1], true below the answer, false from it on), and the first point that
+ * tests false bounds the range: about log(run) / log(GH_PROBES + 1) rounds of one global load
+ * each, where gheap_bulk_split's one work-item per tile makes log2(run) dependent loads in
+ * a launch of its own. (On a CPU device the group's search costs more than that launch:
+ * every work-item runs each round, PoCL looping over them at each barrier.) Every
+ * work-item computes the same bounds from the probes' flags, so the loop is uniform; every
+ * work-item writes its flag (the unused ones write false), so no local store is
+ * conditional. Then the tile's inputs come into local memory and are merged there. */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void gheap_bulk_merge_pass(__global const KEY_T *src, __global KEY_T *dst, ulong total,
+                             ulong run, ulong at, ulong first) {
+    __local KEY_T s[K];
+    __local KEY_T out[K];
+    __local uchar flag[GH_FLAGS];
+    const uint t = get_group_id(0), lid = get_local_id(0);
+    src += at;
+    dst += at;
+    ulong base, la, lb;
+    const ulong o = (ulong)t * K;
+    gheap_bulk_pair(o, total, run, first, &base, &la, &lb);
+    __global const KEY_T *pa = src + base;
+    __global const KEY_T *pb = pa + la;
+    /* Search 0 for diagonal d0, search 1 for d1: ranges [l, h) narrowing to the answer. */
+    const ulong dg[2] = {o - base, o - base + K};
+    ulong l[2], h[2];
+    for (uint q = 0; q < 2; ++q) {
+        l[q] = dg[q] > lb ? dg[q] - lb : 0;
+        h[q] = min(dg[q], la);
+    }
+    while (l[0] < h[0] || l[1] < h[1]) {
+        for (uint p = lid; p < GH_FLAGS; p += WG) {
+            const uint search = min(p / GH_PROBES, 1u), probe = p % GH_PROBES;
+            const ulong lo = l[search], span = h[search] - lo;
+            const ulong m = lo + ((ulong)(probe + 1) * span) / (GH_PROBES + 1);
+            /* An empty range tests nothing (its bounds stay); flags past the probes' are
+             * written false and never read. */
+            const bool f = p < 2 * GH_PROBES && span > 0 && pa[m] <= pb[dg[search] - m - 1];
+            flag[p] = f ? 1 : 0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint q = 0; q < 2; ++q) {
+            if (l[q] >= h[q]) continue;
+            const ulong lo = l[q], span = h[q] - lo;
+            /* The first probe that tested false bounds the answer from above, the one
+             * before it (true) from below. */
+            uint fst = GH_PROBES;
+            for (uint i = GH_PROBES; i > 0; --i) {
+                if (flag[q * GH_PROBES + i - 1] == 0) fst = i - 1;
+            }
+            const ulong m_hi = lo + ((ulong)(fst + 1) * span) / (GH_PROBES + 1);
+            const ulong m_lo = lo + ((ulong)fst * span) / (GH_PROBES + 1);
+            if (fst < GH_PROBES) h[q] = m_hi;
+            if (fst > 0) l[q] = m_lo + 1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const ulong x0 = l[0], x1 = l[1];
+    const ulong y0 = dg[0] - x0;
+    const uint na = (uint)(x1 - x0);
+    __global const KEY_T *a = pa + x0;
+    __global const KEY_T *b = pb + y0;
+    for (uint i = lid; i < K; i += WG) s[i] = i < na ? a[i] : b[i - na];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* s[0 .. na) and s[na .. K) are sorted: merge them into out. */
+    const uint nb = K - na;
+    const uint per = K / WG;
+    const uint d = lid * per;
+    uint lo = d > nb ? d - nb : 0, hi = min(d, na);
+    while (lo < hi) {
+        const uint mid = (lo + hi) / 2;
+        if (s[mid] <= s[na + d - mid - 1]) lo = mid + 1;
+        else hi = mid;
+    }
+    uint i = lo, j = d - lo;
     for (uint q = 0; q < per; ++q) {
         const KEY_T av = s[min(i, K - 1u)];
         const KEY_T bv = s[min(na + j, K - 1u)];

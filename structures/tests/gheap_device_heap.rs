@@ -447,14 +447,20 @@ fn bulk_calls_equal_std_sort_and_mix_with_operations() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for batch in [2usize, 32, 256, 1024] {
+        // Merge passes as one launch each (each group searching its tile's bounds: GPUs'
+        // default) and as two (a launch finding every tile's first): both on every device.
+        for (batch, one_launch) in [2usize, 32, 256, 1024]
+            .into_iter()
+            .flat_map(|b| [(b, false), (b, true)])
+        {
             let bulk = DeviceHeapConfig {
                 bulk: BulkPolicy::Always,
+                one_launch_merges: Some(one_launch),
                 ..config(batch, 4)
             };
             for n in [1, batch - 1, 5 * batch + 3, 33 * batch + batch / 2 + 1] {
                 for (name, keys) in common::key_patterns(n, &mut rng) {
-                    let what = format!("{t} K {batch} n {n} {name}");
+                    let what = format!("{t} K {batch} one-launch merges {one_launch} n {n} {name}");
                     let heap = DeviceGeneralizedHeap::<i32>::new(&rt, &bulk).unwrap();
                     heap.insert(&keys).unwrap();
                     assert_eq!(heap.len(), n, "{what}");
@@ -783,11 +789,12 @@ fn rebuilds_of_a_sorted_heap_match_a_binary_heap() {
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for batch in [16, 64] {
+        for (batch, one_launch) in [(16, false), (64, false), (16, true), (64, true)] {
             let always = DeviceGeneralizedHeap::<i32>::new(
                 &rt,
                 &DeviceHeapConfig {
                     bulk: BulkPolicy::Always,
+                    one_launch_merges: Some(one_launch),
                     ..config(batch, 4)
                 },
             )

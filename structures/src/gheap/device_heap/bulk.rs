@@ -97,16 +97,23 @@ pub(super) struct BulkKernels {
     sort_in: Kernel,
     split: Kernel,
     merge: Kernel,
+    /// Split and merge in one launch (gheap_bulk_merge_pass), where the heap's configuration
+    /// says so.
+    merge_pass: Option<Kernel>,
     place: Kernel,
 }
 
 impl BulkKernels {
-    pub(super) fn new(rt: &Runtime, program: &Program) -> Result<Self> {
+    pub(super) fn new(rt: &Runtime, program: &Program, one_launch_merges: bool) -> Result<Self> {
         Ok(BulkKernels {
             gather: Kernel::from_program(rt, program, "gheap_bulk_gather")?,
             sort_in: Kernel::from_program(rt, program, "gheap_sort_batches")?,
             split: Kernel::from_program(rt, program, "gheap_bulk_split")?,
             merge: Kernel::from_program(rt, program, "gheap_bulk_merge")?,
+            merge_pass: match one_launch_merges {
+                true => Some(Kernel::from_program(rt, program, "gheap_bulk_merge_pass")?),
+                false => None,
+            },
             place: Kernel::from_program(rt, program, "gheap_bulk_place")?,
         })
     }
@@ -279,7 +286,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         if self.slots < runs {
             staged(rt, &mut st.runs, runs * k)?;
         }
-        staged(rt, &mut st.splits, runs)?;
+        if self.bulk.merge_pass.is_none() {
+            staged(rt, &mut st.splits, runs)?;
+        }
         Ok(BulkPlan {
             t_start,
             alloc: t_alloc.elapsed(),
@@ -326,9 +335,10 @@ impl<T: DeviceHeapKey> Inner<T> {
         let one_run = self.sorted_layout && old_runs > 0;
         let wg = self.wg;
         let st = &mut self.staging;
-        let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
+        let Some(io) = &st.keys else {
             unreachable!("staged() filled every buffer");
         };
+        let splits = st.splits.as_ref();
         let scratch = st.runs.as_ref();
         let heap_keys = &self.keys;
         // A kernel argument naming one of the three buffers (of two element types).
@@ -388,6 +398,21 @@ impl<T: DeviceHeapKey> Inner<T> {
                             at: usize,
                             first: usize| {
                 let tiles = total / k;
+                if let Some(merge_pass) = &mut kn.merge_pass {
+                    // One launch: each group finds its tile's bounds itself.
+                    to_u32(tiles, "batches in a bulk call")?;
+                    set(merge_pass, 0, src)?;
+                    set(merge_pass, 1, dst)?;
+                    merge_pass
+                        .arg_scalar(2, total as u64)?
+                        .arg_scalar(3, run as u64)?
+                        .arg_scalar(4, at as u64)?
+                        .arg_scalar(5, first as u64)?;
+                    launches.push(merge_pass.launch_unflushed(tiles * wg, Some(wg))?);
+                    rt.flush()?;
+                    return Ok(());
+                }
+                let splits = splits.expect("staged without a one-launch pass");
                 set(&mut kn.split, 0, src)?;
                 kn.split
                     .arg_svm(1, splits)?

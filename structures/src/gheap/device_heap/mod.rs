@@ -232,6 +232,11 @@ pub struct DeviceHeapConfig {
     /// When an insert or delete of many batches rebuilds the heap by one device sort instead
     /// of running one INS or DEL per batch ([`BulkPolicy`]).
     pub bulk: BulkPolicy,
+    /// Whether a rebuild's merge passes find their tiles' bounds in the merging launch (one
+    /// launch a pass, each work-group searching its own tile's) or in a launch of their own
+    /// before it (`None`: one launch on GPUs, two on CPU devices, where a group's search
+    /// costs more than the launch it saves).
+    pub one_launch_merges: Option<bool>,
 }
 
 impl DeviceHeapConfig {
@@ -245,6 +250,7 @@ impl DeviceHeapConfig {
             max_nodes: None,
             direction: InsertDirection::TopDown,
             bulk: BulkPolicy::Auto,
+            one_launch_merges: None,
         }
     }
 
@@ -313,7 +319,8 @@ pub struct DeviceHeapProfile {
     pub kernel_us: f64,
     /// Host time after the launch (reading the header, the results, converting them), µs.
     pub host_read_us: f64,
-    /// Bulk calls: their launches (a merge pass is two: the splits, the merge).
+    /// Bulk calls: their launches (the sorts, the merge passes: one each on a GPU, two on a
+    /// CPU device; copies and the placement).
     pub bulk_launches: u64,
     /// Bulk calls: the time their kernels ran on the device, added up, µs.
     pub bulk_device_busy_us: f64,
@@ -439,7 +446,7 @@ struct Staging<R: SvmElement> {
     out_len: Option<SvmBuffer<u32>>,
     order: Option<SvmBuffer<u32>>,
     /// A bulk call's sort: the merge passes' second buffer when the key array is too short,
-    /// and each merge tile's split.
+    /// and each merge tile's split (where the passes do not find their own).
     runs: Option<SvmBuffer<R>>,
     splits: Option<SvmBuffer<u32>>,
 }
@@ -549,7 +556,13 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let mut inner = Inner {
             run: Kernel::from_program(rt, &program, "gheap_run")?,
             copy: Kernel::from_program(rt, &program, "gheap_copy_keys")?,
-            bulk: BulkKernels::new(rt, &program)?,
+            bulk: BulkKernels::new(
+                rt,
+                &program,
+                config
+                    .one_launch_merges
+                    .unwrap_or(rt.profile().kind == asym_runtime::DeviceKind::Gpu),
+            )?,
             bulk_policy: config.bulk,
             keys: alloc_zeroed::<T::Repr>(rt, slots * k)?,
             words: alloc_zeroed::<u32>(rt, slots)?,
@@ -1086,8 +1099,12 @@ impl<T: DeviceHeapKey> Inner<T> {
                 });
             }
         }
+        // Four times while the heap holds under 2^24 keys, then twice: each growth is three
+        // driver allocations (keys, lock words, staging), 1-4 ms on the H200, and a search
+        // that grows its heap from a few nodes paid them a dozen times.
+        let factor = if self.max_nodes * k < (1 << 24) { 4 } else { 2 };
         let grown = nodes
-            .max(self.max_nodes.saturating_mul(2))
+            .max(self.max_nodes.saturating_mul(factor))
             .min(self.limit.unwrap_or(usize::MAX));
         let slots = tree_slots(grown);
         let keys = alloc_zeroed::<T::Repr>(&self.rt, slots * k)?;
