@@ -1462,7 +1462,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
  * long: gheap_bulk_split finds where each output tile of K keys starts in its pair's two
  * runs (a binary search on the tile's diagonal), gheap_bulk_merge loads the tile's inputs
  * into local memory and merges them there; on GPUs gheap_bulk_merge_pass does both in one
- * launch, each group searching its own tile's bounds. Padding sorts last, and the sort keeps exactly
+ * launch for short passes, each group searching its own tile's bounds. Padding sorts last, and the sort keeps exactly
  * the real keys in front (a real key equal to KEY_MAX is the same value as a pad).
  *
  * A rebuilt heap gathers as one sorted run (its nodes in the order added hold consecutive
@@ -1576,7 +1576,8 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
 #define GH_PROBES (WG >= 64 ? 32 : (WG / 2 > 0 ? WG / 2 : 1))
 #define GH_FLAGS (WG > 2 * GH_PROBES ? WG : 2 * GH_PROBES)
 
-/* gheap_bulk_split and gheap_bulk_merge in one launch, for GPUs: tile t (one work-group)
+/* gheap_bulk_split and gheap_bulk_merge in one launch, for GPUs' short passes (a few waves
+ * of groups: in a long one the searches' rounds cost more than the launch): tile t (one work-group)
  * writes dst[t·K .. t·K + K), the merge of a[x0 .. x1) and b[d0 - x0 .. d1 - x1) of its pair (runs
  * of `run` keys, or two runs, the first `first` keys long: gheap_bulk_pair), where d0 and
  * d1 = d0 + K are the tile's diagonals in its pair and x0, x1 how many of the outputs before

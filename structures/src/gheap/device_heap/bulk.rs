@@ -92,14 +92,19 @@ impl std::str::FromStr for BulkPolicy {
 }
 
 /// The bulk call's kernels (built from the heap's program).
+/// Merge passes of at most this many tiles per compute unit run as one launch (where the
+/// heap does so at all: `DeviceHeapConfig::one_launch_merges`).
+const ONE_LAUNCH_WAVES: usize = 4;
+
 pub(super) struct BulkKernels {
     gather: Kernel,
     sort_in: Kernel,
     split: Kernel,
     merge: Kernel,
     /// Split and merge in one launch (gheap_bulk_merge_pass), where the heap's configuration
-    /// says so.
+    /// says so, for passes of at most `one_launch_tiles` tiles.
     merge_pass: Option<Kernel>,
+    one_launch_tiles: usize,
     place: Kernel,
 }
 
@@ -114,6 +119,10 @@ impl BulkKernels {
                 true => Some(Kernel::from_program(rt, program, "gheap_bulk_merge_pass")?),
                 false => None,
             },
+            // A pass's groups search their bounds in rounds of global loads: worth a launch
+            // while the pass is a few waves of groups (on the H200 a 64M-key sort, 65,536
+            // tiles a pass, took 88 ms to insert with every pass in one launch against 29).
+            one_launch_tiles: ONE_LAUNCH_WAVES * (rt.profile().compute_units.max(1) as usize),
             place: Kernel::from_program(rt, program, "gheap_bulk_place")?,
         })
     }
@@ -286,9 +295,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         if self.slots < runs {
             staged(rt, &mut st.runs, runs * k)?;
         }
-        if self.bulk.merge_pass.is_none() {
-            staged(rt, &mut st.splits, runs)?;
-        }
+        staged(rt, &mut st.splits, runs)?;
         Ok(BulkPlan {
             t_start,
             alloc: t_alloc.elapsed(),
@@ -398,7 +405,8 @@ impl<T: DeviceHeapKey> Inner<T> {
                             at: usize,
                             first: usize| {
                 let tiles = total / k;
-                if let Some(merge_pass) = &mut kn.merge_pass {
+                let small = tiles <= kn.one_launch_tiles;
+                if let (Some(merge_pass), true) = (&mut kn.merge_pass, small) {
                     // One launch: each group finds its tile's bounds itself.
                     to_u32(tiles, "batches in a bulk call")?;
                     set(merge_pass, 0, src)?;
@@ -412,7 +420,7 @@ impl<T: DeviceHeapKey> Inner<T> {
                     rt.flush()?;
                     return Ok(());
                 }
-                let splits = splits.expect("staged without a one-launch pass");
+                let splits = splits.expect("staged by the plan");
                 set(&mut kn.split, 0, src)?;
                 kn.split
                     .arg_svm(1, splits)?

@@ -232,10 +232,11 @@ pub struct DeviceHeapConfig {
     /// When an insert or delete of many batches rebuilds the heap by one device sort instead
     /// of running one INS or DEL per batch ([`BulkPolicy`]).
     pub bulk: BulkPolicy,
-    /// Whether a rebuild's merge passes find their tiles' bounds in the merging launch (one
-    /// launch a pass, each work-group searching its own tile's) or in a launch of their own
-    /// before it (`None`: one launch on GPUs, two on CPU devices, where a group's search
-    /// costs more than the launch it saves).
+    /// Whether a rebuild's short merge passes (a few tiles per compute unit) find their
+    /// tiles' bounds in the merging launch (one launch a pass, each work-group searching its
+    /// own tile's) or in a launch of their own before it, as longer passes always do
+    /// (`None`: one launch on GPUs, two on CPU devices, where a group's search costs more
+    /// than the launch it saves).
     pub one_launch_merges: Option<bool>,
 }
 
