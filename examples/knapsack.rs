@@ -497,7 +497,7 @@ fn device_profile_json(
     p: &asym::structures::apps::knapsack::DeviceRoundProfile,
 ) -> serde_json::Value {
     json!({
-        "expand_launch": p.expand_launch_us, "expand_wait": p.expand_wait_us,
+        "expand_grow": p.expand_grow_us, "expand_launch": p.expand_launch_us, "expand_wait": p.expand_wait_us,
         "expand_read": p.expand_read_us, "heap_launches": p.heap_launches,
         "heap_busy": p.heap_busy_us, "heap_span": p.heap_span_us,
         "heap_prepare": p.heap_prepare_us, "heap_alloc": p.heap_alloc_us, "heap_copy": p.heap_copy_us, "heap_kernel": p.heap_kernel_us,

@@ -249,8 +249,10 @@ pub(crate) fn run_rounds(
             let slots = (arena.len + room)
                 .saturating_sub(arena.n_free)
                 .min(max_live);
+            let t_grow = Instant::now();
             arena.grow_to(rt, &mut copy, slots)?;
             let t_expand_round = Instant::now();
+            stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
             expand
                 .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?

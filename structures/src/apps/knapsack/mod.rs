@@ -256,6 +256,8 @@ pub struct BnbStats {
 /// The expansion's parts are always measured; the heap's, with `ASYM_GHEAP_PROFILE=1`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceRoundProfile {
+    /// Growing the arena of search nodes (driver allocations and a copy on the device).
+    pub expand_grow_us: u64,
     /// Setting the expansion's arguments and enqueueing its two launches.
     pub expand_launch_us: u64,
     /// Waiting for them.
