@@ -1462,8 +1462,9 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
  * long: gheap_bulk_split finds where each output tile of K keys starts in its pair's two
  * runs (a binary search on the tile's diagonal), gheap_bulk_merge loads the tile's inputs
  * into local memory and merges them there; on GPUs gheap_bulk_merge_pass does both in one
- * launch for short passes, each group searching its own tile's bounds. Padding sorts last, and the sort keeps exactly
- * the real keys in front (a real key equal to KEY_MAX is the same value as a pad).
+ * launch for short passes, each group searching its own tile's bounds. Padding sorts last,
+ * and the sort keeps exactly the real keys in front (a real key equal to KEY_MAX is the
+ * same value as a pad).
  *
  * A rebuilt heap gathers as one sorted run (its nodes in the order added hold consecutive
  * keys, the partial buffer the largest), until an INS or DEL changes it. The host keeps
@@ -1521,6 +1522,37 @@ kernel void gheap_bulk_split(__global const KEY_T *src, __global uint *splits, u
     splits[t] = (uint)l;
 }
 
+/* One output tile of a merge pass: a[0 .. na) and b[0 .. K - na), each sorted, loaded into
+ * s and merged by merge path into out (each work-item finds its K/WG outputs' start on its
+ * diagonal and merges them alone), then stored to `to`. All WG work-items must call it
+ * (barriers inside); every local slot is written by one unconditional store. */
+inline void gheap_merge_tile(__global const KEY_T *a, __global const KEY_T *b, uint na,
+                             __global KEY_T *to, __local KEY_T *s, __local KEY_T *out,
+                             uint lid) {
+    for (uint i = lid; i < K; i += WG) s[i] = i < na ? a[i] : b[i - na];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint nb = K - na;
+    const uint per = K / WG;
+    const uint d = lid * per;
+    uint l = d > nb ? d - nb : 0, h = min(d, na);
+    while (l < h) {
+        const uint mid = (l + h) / 2;
+        if (s[mid] <= s[na + d - mid - 1]) l = mid + 1;
+        else h = mid;
+    }
+    uint i = l, j = d - l;
+    for (uint q = 0; q < per; ++q) {
+        const KEY_T av = s[min(i, K - 1u)];
+        const KEY_T bv = s[min(na + j, K - 1u)];
+        const bool take_a = j >= nb || (i < na && av <= bv);
+        out[d + q] = take_a ? av : bv;
+        i += take_a ? 1u : 0u;
+        j += take_a ? 0u : 1u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint q = lid; q < K; q += WG) to[q] = out[q];
+}
+
 /* One merge pass (src and dst from `at` on): tile t (one work-group) writes
  * dst[t·K .. t·K + K), the merge of
  * a[x0 .. x1) and b[y0 .. y1) of its pair (x0 from its split, x1 from the next tile's, or
@@ -1542,33 +1574,8 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
     const ulong x0 = splits[t];
     const ulong x1 = d1 == la + lb ? la : splits[t + 1];
     const ulong y0 = d0 - x0;
-    const uint na = (uint)(x1 - x0);
-    __global const KEY_T *a = src + base + x0;
-    __global const KEY_T *b = src + base + la + y0;
-    for (uint i = lid; i < K; i += WG) s[i] = i < na ? a[i] : b[i - na];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* s[0 .. na) and s[na .. K) are sorted: merge them into out. */
-    const uint nb = K - na;
-    const uint per = K / WG;
-    const uint d = lid * per;
-    uint l = d > nb ? d - nb : 0, h = min(d, na);
-    while (l < h) {
-        const uint mid = (l + h) / 2;
-        if (s[mid] <= s[na + d - mid - 1]) l = mid + 1;
-        else h = mid;
-    }
-    uint i = l, j = d - l;
-    for (uint q = 0; q < per; ++q) {
-        const KEY_T av = s[min(i, K - 1u)];
-        const KEY_T bv = s[min(na + j, K - 1u)];
-        const bool take_a = j >= nb || (i < na && av <= bv);
-        out[d + q] = take_a ? av : bv;
-        i += take_a ? 1u : 0u;
-        j += take_a ? 0u : 1u;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    __global KEY_T *to = dst + o;
-    for (uint q = lid; q < K; q += WG) to[q] = out[q];
+    gheap_merge_tile(src + base + x0, src + base + la + y0, (uint)(x1 - x0), dst + o, s, out,
+                     lid);
 }
 
 /* The number of probes each of a merge pass's two tile-bound searches makes per round, and
@@ -1577,9 +1584,10 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
 #define GH_FLAGS (WG > 2 * GH_PROBES ? WG : 2 * GH_PROBES)
 
 /* gheap_bulk_split and gheap_bulk_merge in one launch, for GPUs' short passes (a few waves
- * of groups: in a long one the searches' rounds cost more than the launch): tile t (one work-group)
- * writes dst[t·K .. t·K + K), the merge of a[x0 .. x1) and b[d0 - x0 .. d1 - x1) of its pair (runs
- * of `run` keys, or two runs, the first `first` keys long: gheap_bulk_pair), where d0 and
+ * of groups: in a long one the searches' rounds cost more than the launch): tile t (one
+ * work-group) writes dst[t·K .. t·K + K), the merge of a[x0 .. x1) and b[d0 - x0 .. d1 - x1)
+ * of its pair (runs of `run` keys, or two runs, the first `first` keys long:
+ * gheap_bulk_pair), where d0 and
  * d1 = d0 + K are the tile's diagonals in its pair and x0, x1 how many of the outputs before
  * them come from the pair's first run (ties: the first run first, so the merge is stable).
  *
@@ -1594,8 +1602,8 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
  * work-item writes its flag (the unused ones write false), so no local store is
  * conditional. Then the tile's inputs come into local memory and are merged there. */
 __attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void gheap_bulk_merge_pass(__global const KEY_T *src, __global KEY_T *dst, ulong total,
-                             ulong run, ulong at, ulong first) {
+kernel void gheap_bulk_merge_pass(__global const KEY_T *src, __global KEY_T *dst,
+                                  ulong total, ulong run, ulong at, ulong first) {
     __local KEY_T s[K];
     __local KEY_T out[K];
     __local uchar flag[GH_FLAGS];
@@ -1643,33 +1651,7 @@ kernel void gheap_bulk_merge_pass(__global const KEY_T *src, __global KEY_T *dst
     }
     const ulong x0 = l[0], x1 = l[1];
     const ulong y0 = dg[0] - x0;
-    const uint na = (uint)(x1 - x0);
-    __global const KEY_T *a = pa + x0;
-    __global const KEY_T *b = pb + y0;
-    for (uint i = lid; i < K; i += WG) s[i] = i < na ? a[i] : b[i - na];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* s[0 .. na) and s[na .. K) are sorted: merge them into out. */
-    const uint nb = K - na;
-    const uint per = K / WG;
-    const uint d = lid * per;
-    uint lo = d > nb ? d - nb : 0, hi = min(d, na);
-    while (lo < hi) {
-        const uint mid = (lo + hi) / 2;
-        if (s[mid] <= s[na + d - mid - 1]) lo = mid + 1;
-        else hi = mid;
-    }
-    uint i = lo, j = d - lo;
-    for (uint q = 0; q < per; ++q) {
-        const KEY_T av = s[min(i, K - 1u)];
-        const KEY_T bv = s[min(na + j, K - 1u)];
-        const bool take_a = j >= nb || (i < na && av <= bv);
-        out[d + q] = take_a ? av : bv;
-        i += take_a ? 1u : 0u;
-        j += take_a ? 0u : 1u;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    __global KEY_T *to = dst + o;
-    for (uint q = lid; q < K; q += WG) to[q] = out[q];
+    gheap_merge_tile(pa + x0, pb + y0, (uint)(x1 - x0), dst + o, s, out, lid);
 }
 
 /* Lays the sorted keys out: sorted[0 .. n_out) leave in the caller's form at out (which may

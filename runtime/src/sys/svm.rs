@@ -160,6 +160,22 @@ const TRANSFER_PIECE: usize = 1 << 30;
 /// than any device has needed): with it, a fill that never finishes is an error, not a hang.
 const FILL_BOUND: Duration = Duration::from_secs(120);
 
+/// `bytes` (a multiple of [`SVM_ALIGN`]) of `kind` SVM from the driver.
+fn driver_alloc(context: &Context, bytes: usize, kind: SvmKind) -> Result<NonNull<u8>> {
+    let raw = {
+        let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: `context` is a live context; flags and alignment are valid values. A null
+        // return means failure and is checked below.
+        unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), bytes, SVM_ALIGN) }
+    };
+    NonNull::new(raw as *mut u8).ok_or_else(|| {
+        Error::OutOfMemory(format!(
+            "clSVMAlloc returned null for {bytes} bytes of {kind:?} SVM \
+             (device memory exhausted, or the device does not support {kind:?} SVM)"
+        ))
+    })
+}
+
 impl SvmAlloc {
     fn new(
         context: &Context,
@@ -176,21 +192,7 @@ impl SvmAlloc {
         }
         let (ptr, bytes) = match cache.and_then(|c| c.take(request, kind)) {
             Some(block) => block,
-            None => {
-                let raw = {
-                    let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-                    // SAFETY: `context` is a live context; flags and alignment are valid
-                    // values. A null return means failure and is checked below.
-                    unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) }
-                };
-                let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
-                    Error::OutOfMemory(format!(
-                        "clSVMAlloc returned null for {request} bytes of {kind:?} SVM \
-                         (device memory exhausted, or the device does not support {kind:?} SVM)"
-                    ))
-                })?;
-                (ptr, request)
-            }
+            None => (driver_alloc(context, request, kind)?, request),
         };
         let alloc = SvmAlloc {
             ptr,
@@ -224,15 +226,7 @@ impl SvmAlloc {
         use std::time::Instant;
         let t = Instant::now();
         let request = bytes.max(1).next_multiple_of(SVM_ALIGN as usize);
-        let raw = {
-            let _serial = SVM_ALLOC_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-            // SAFETY: as in `SvmAlloc::new`: a live context, valid flags and alignment; null
-            // is checked below.
-            unsafe { ffi::clSVMAlloc(context.as_ptr(), kind.flags(), request, SVM_ALIGN) }
-        };
-        let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| {
-            Error::OutOfMemory(format!("clSVMAlloc returned null for {request} bytes"))
-        })?;
+        let ptr = driver_alloc(context, request, kind)?;
         let alloc = SvmAlloc {
             ptr,
             bytes: request,

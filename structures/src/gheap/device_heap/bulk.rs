@@ -91,11 +91,11 @@ impl std::str::FromStr for BulkPolicy {
     }
 }
 
-/// The bulk call's kernels (built from the heap's program).
 /// Merge passes of at most this many tiles per compute unit run as one launch (where the
 /// heap does so at all: `DeviceHeapConfig::one_launch_merges`).
 const ONE_LAUNCH_WAVES: usize = 4;
 
+/// The bulk call's kernels (built from the heap's program).
 pub(super) struct BulkKernels {
     gather: Kernel,
     sort_in: Kernel,
@@ -342,10 +342,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         let one_run = self.sorted_layout && old_runs > 0;
         let wg = self.wg;
         let st = &mut self.staging;
-        let Some(io) = &st.keys else {
+        let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
             unreachable!("staged() filled every buffer");
         };
-        let splits = st.splits.as_ref();
         let scratch = st.runs.as_ref();
         let heap_keys = &self.keys;
         // A kernel argument naming one of the three buffers (of two element types).
@@ -370,9 +369,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         // The launches, waited for. A failure anywhere poisons the heap: merge passes write
         // the key array before the placement does.
         let sorted = (|| -> Result<Vec<Launch>> {
-            // In-order queue: each launch sees what the ones before it wrote; the last is
-            // submitted (carrying the others: a flush per launch costs a driver call each)
-            // and waited for, and dropping the rest then finds them complete.
+            // In-order queue: each launch sees what the ones before it wrote; they are
+            // submitted a few at a time (below), the last is waited for, and dropping the
+            // rest then finds them complete.
             let mut launches: Vec<Launch> = before.into_iter().collect();
             if old_runs > 0 {
                 kn.gather
@@ -420,7 +419,6 @@ impl<T: DeviceHeapKey> Inner<T> {
                     rt.flush()?;
                     return Ok(());
                 }
-                let splits = splits.expect("staged by the plan");
                 set(&mut kn.split, 0, src)?;
                 kn.split
                     .arg_svm(1, splits)?
