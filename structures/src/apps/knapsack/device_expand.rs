@@ -167,6 +167,7 @@ pub(crate) fn run_rounds(
         )));
     }
     let max_live = config.max_live.min(u32::MAX as usize);
+    let t_kernels = Instant::now();
     let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
     let (mut expand, mut release, mut collect, mut copy) = (
@@ -175,6 +176,7 @@ pub(crate) fn run_rounds(
         kernel("knapsack_collect")?,
         kernel("knapsack_copy")?,
     );
+    let t_tables = Instant::now();
     let t = problem.tables();
     let n = u32::try_from(t.items.len())
         .map_err(|_| Error::InvalidArgument("more than 2^32 items".into()))?;
@@ -196,6 +198,7 @@ pub(crate) fn run_rounds(
     let mut words = [0u64; CTL_WORDS];
     words.copy_from_slice(&data[..CTL_WORDS]);
 
+    let t_heap_new = Instant::now();
     let heap = DeviceGeneralizedHeap::<(u32, u32)>::new(
         rt,
         &DeviceHeapConfig {
@@ -203,6 +206,7 @@ pub(crate) fn run_rounds(
             ..config.heap.clone()
         },
     )?;
+    let t_buffers = Instant::now();
     let mut arena = Arena::new(rt, config.first_slots.min(max_live).max(1))?;
     let root = problem.root();
     let root_bound = u64::MAX - root.0;
@@ -220,6 +224,11 @@ pub(crate) fn run_rounds(
 
     let mut n_popped = pop.min(heap.len());
     heap.delete_min_to_device(n_popped, &popped)?;
+    let d = &mut stats.device_profile;
+    d.setup_kernels_us += (t_tables - t_kernels).as_micros() as u64;
+    d.setup_tables_us += (t_heap_new - t_tables).as_micros() as u64;
+    d.setup_heap_us += (t_buffers - t_heap_new).as_micros() as u64;
+    d.setup_rest_us += micros(t_buffers);
     let [setup, expanding, heaping] = &mut stats.device_times_us;
     *setup += micros(started);
     let [setup_allocs, expand_allocs, heap_allocs] = &mut stats.device_allocations;

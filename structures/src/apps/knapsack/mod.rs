@@ -256,6 +256,14 @@ pub struct BnbStats {
 /// The expansion's parts are always measured; the heap's, with `ASYM_GHEAP_PROFILE=1`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceRoundProfile {
+    /// Setup: the expansion's program (built before the search) and its four kernels.
+    pub setup_kernels_us: u64,
+    /// Setup: the item tables and control words, allocated and copied to the device.
+    pub setup_tables_us: u64,
+    /// Setup: the device heap (its kernels and five buffers).
+    pub setup_heap_us: u64,
+    /// Setup: the arena and the round buffers, the root in, the first round out.
+    pub setup_rest_us: u64,
     /// Growing the arena of search nodes (driver allocations and a copy on the device).
     pub expand_grow_us: u64,
     /// Setting the expansion's arguments and enqueueing its two launches.
