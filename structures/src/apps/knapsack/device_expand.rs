@@ -212,7 +212,9 @@ pub(crate) fn run_rounds(
     let root_bound = u64::MAX - root.0;
     arena.nodes.write_range(0, &[root_bound, 0, 0, 0])?;
     arena.len = 1;
+    let t_root = Instant::now();
     heap.insert(&[(shape.key(root_bound, 0), 0)])?;
+    let t_round_buffers = Instant::now();
     let popped = rt.alloc::<i64>(pop.max(1))?;
     let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
     let mut gc_at = config.gc_threshold;
@@ -223,12 +225,15 @@ pub(crate) fn run_rounds(
     let mut retries = 0;
 
     let mut n_popped = pop.min(heap.len());
+    let t_first = Instant::now();
     heap.delete_min_to_device(n_popped, &popped)?;
     let d = &mut stats.device_profile;
     d.setup_kernels_us += (t_tables - t_kernels).as_micros() as u64;
     d.setup_tables_us += (t_heap_new - t_tables).as_micros() as u64;
     d.setup_heap_us += (t_buffers - t_heap_new).as_micros() as u64;
-    d.setup_rest_us += micros(t_buffers);
+    d.setup_buffers_us += (t_root - t_buffers + (t_first - t_round_buffers)).as_micros() as u64;
+    d.setup_root_us += (t_round_buffers - t_root).as_micros() as u64;
+    d.setup_first_pop_us += micros(t_first);
     let [setup, expanding, heaping] = &mut stats.device_times_us;
     *setup += micros(started);
     let [setup_allocs, expand_allocs, heap_allocs] = &mut stats.device_allocations;

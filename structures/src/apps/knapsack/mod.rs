@@ -262,8 +262,12 @@ pub struct DeviceRoundProfile {
     pub setup_tables_us: u64,
     /// Setup: the device heap (its kernels and five buffers).
     pub setup_heap_us: u64,
-    /// Setup: the arena and the round buffers, the root in, the first round out.
-    pub setup_rest_us: u64,
+    /// Setup: the arena and the round buffers.
+    pub setup_buffers_us: u64,
+    /// Setup: the root into the heap (an INS launch).
+    pub setup_root_us: u64,
+    /// Setup: the first round out of the heap onto the device.
+    pub setup_first_pop_us: u64,
     /// Growing the arena of search nodes (driver allocations and a copy on the device).
     pub expand_grow_us: u64,
     /// Setting the expansion's arguments and enqueueing its two launches.
