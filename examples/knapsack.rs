@@ -499,7 +499,7 @@ fn device_profile_json(
     json!({
         "setup_kernels": p.setup_kernels_us, "setup_tables": p.setup_tables_us,
         "setup_heap": p.setup_heap_us, "setup_buffers": p.setup_buffers_us,
-        "setup_root": p.setup_root_us, "setup_first_pop": p.setup_first_pop_us,
+        "setup_root": p.setup_root_us,
         "expand_grow": p.expand_grow_us, "expand_launch": p.expand_launch_us, "expand_wait": p.expand_wait_us,
         "expand_read": p.expand_read_us, "heap_launches": p.heap_launches,
         "heap_busy": p.heap_busy_us, "heap_span": p.heap_span_us,

@@ -264,10 +264,8 @@ pub struct DeviceRoundProfile {
     pub setup_heap_us: u64,
     /// Setup: the arena and the round buffers.
     pub setup_buffers_us: u64,
-    /// Setup: the root into the heap (an INS launch).
+    /// Setup: the root written as the first round's one node.
     pub setup_root_us: u64,
-    /// Setup: the first round out of the heap onto the device.
-    pub setup_first_pop_us: u64,
     /// Growing the arena of search nodes (driver allocations and a copy on the device).
     pub expand_grow_us: u64,
     /// Setting the expansion's arguments and enqueueing its two launches.
