@@ -44,17 +44,16 @@ fn launch_and_map(c: &mut Criterion) {
     g.finish();
 }
 
+/// The buffer sizes of the allocation benchmarks, bytes.
+const ALLOC_SIZES: [(&str, usize); 3] = [("4KiB", 4 << 10), ("1MiB", 1 << 20), ("16MiB", 16 << 20)];
+
 fn svm_alloc(c: &mut Criterion) {
     let rts = runtimes();
     let mut g = c.benchmark_group("svm_alloc_and_drop");
     for rt in &rts {
-        for (label, words) in [
-            ("4KiB", 1usize << 10),
-            ("1MiB", 1 << 18),
-            ("16MiB", 1 << 22),
-        ] {
+        for (label, bytes) in ALLOC_SIZES {
             g.bench_function(BenchmarkId::new(label, rt.transport()), |b| {
-                b.iter(|| rt.alloc::<u32>(words).unwrap())
+                b.iter(|| rt.alloc::<u8>(bytes).unwrap())
             });
         }
     }
@@ -63,11 +62,7 @@ fn svm_alloc(c: &mut Criterion) {
     // it, and the free.
     let mut g = c.benchmark_group("svm_alloc_parts");
     for rt in &rts {
-        for (label, bytes) in [
-            ("4KiB", 4usize << 10),
-            ("1MiB", 1 << 20),
-            ("16MiB", 16 << 20),
-        ] {
+        for (label, bytes) in ALLOC_SIZES {
             for (i, part) in ["alloc", "zero", "free"].into_iter().enumerate() {
                 let id = BenchmarkId::new(format!("{label}/{part}"), rt.transport());
                 g.bench_function(id, |b| {

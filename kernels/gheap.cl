@@ -1587,9 +1587,9 @@ kernel void gheap_bulk_merge(__global const KEY_T *src, __global KEY_T *dst,
  * of groups: in a long one the searches' rounds cost more than the launch): tile t (one
  * work-group) writes dst[t·K .. t·K + K), the merge of a[x0 .. x1) and b[d0 - x0 .. d1 - x1)
  * of its pair (runs of `run` keys, or two runs, the first `first` keys long:
- * gheap_bulk_pair), where d0 and
- * d1 = d0 + K are the tile's diagonals in its pair and x0, x1 how many of the outputs before
- * them come from the pair's first run (ties: the first run first, so the merge is stable).
+ * gheap_bulk_pair), where d0 and d1 = d0 + K are the tile's diagonals in its pair and x0, x1
+ * how many of the outputs before them come from the pair's first run (ties: the first run
+ * first, so the merge is stable).
  *
  * The group finds x0 and x1 itself, both at once: each round GH_PROBES work-items test
  * points spread over what is left of each search's range (merge path's predicate

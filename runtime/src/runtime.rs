@@ -352,14 +352,6 @@ impl Runtime {
         Ok(Queue { queue: q })
     }
 
-    /// Submits every command enqueued on the main queue to the device without waiting (what
-    /// [`Kernel::launch_unflushed`] left for a later launch or wait to carry): a long series
-    /// of launches flushed once in a while keeps the device busy while the host enqueues the
-    /// rest.
-    pub fn flush(&self) -> Result<()> {
-        crate::sys::flush_queue(&self.inner.queue)
-    }
-
     /// Waits for every command on the main queue.
     pub fn finish(&self) -> Result<()> {
         ocl::core::finish(&self.inner.queue).map_err(|e| Error::ocl("clFinish", "main queue", e))

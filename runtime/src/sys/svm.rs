@@ -194,7 +194,20 @@ impl SvmAlloc {
             Some(block) => block,
             None => (driver_alloc(context, request, kind)?, request),
         };
-        let alloc = SvmAlloc {
+        SvmAlloc::holding(ptr, bytes, kind, context, queue, cache.cloned()).zeroed()
+    }
+
+    /// The owner of `bytes` of `kind` SVM at `ptr` (from the driver or the cache), not yet
+    /// zeroed.
+    fn holding(
+        ptr: NonNull<u8>,
+        bytes: usize,
+        kind: SvmKind,
+        context: &Context,
+        queue: &CommandQueue,
+        cache: Option<Arc<SvmCache>>,
+    ) -> Self {
+        SvmAlloc {
             ptr,
             bytes,
             kind,
@@ -202,17 +215,20 @@ impl SvmAlloc {
             queue: queue.clone(),
             state: AtomicUsize::new(0),
             pending_unmap: Mutex::new(None),
-            cache: cache.cloned(),
-        };
-        // Zero the memory so every element starts initialised, with a device-side fill (a
-        // memset on the device for coarse SVM on a GPU, instead of a host loop over mapped
-        // memory), waited for before anyone can touch the buffer.
-        if let Err(e) = alloc.zero() {
+            cache,
+        }
+    }
+
+    /// The allocation zeroed, so every element starts initialised: a device-side fill (a
+    /// memset on the device for coarse SVM on a GPU, instead of a host loop over mapped
+    /// memory), waited for before anyone can touch the buffer.
+    fn zeroed(self) -> Result<Self> {
+        if let Err(e) = self.zero() {
             // A fill that did not finish may still write: the memory must outlive it.
-            std::mem::forget(alloc);
+            std::mem::forget(self);
             return Err(e);
         }
-        Ok(alloc)
+        Ok(self)
     }
 
     /// Allocates, zeroes and frees `bytes` of `kind` SVM, timing each part: what
@@ -227,22 +243,10 @@ impl SvmAlloc {
         let t = Instant::now();
         let request = bytes.max(1).next_multiple_of(SVM_ALIGN as usize);
         let ptr = driver_alloc(context, request, kind)?;
-        let alloc = SvmAlloc {
-            ptr,
-            bytes: request,
-            kind,
-            context: context.clone(),
-            queue: queue.clone(),
-            state: AtomicUsize::new(0),
-            pending_unmap: Mutex::new(None),
-            cache: None,
-        };
+        let alloc = SvmAlloc::holding(ptr, request, kind, context, queue, None);
         let allocated = t.elapsed();
         let t = Instant::now();
-        if let Err(e) = alloc.zero() {
-            std::mem::forget(alloc);
-            return Err(e);
-        }
+        let alloc = alloc.zeroed()?;
         let zeroed = t.elapsed();
         let t = Instant::now();
         drop(alloc);

@@ -1,6 +1,6 @@
 //! Freed SVM allocations kept for reuse (a caching allocator, as CUDA frameworks keep one).
 //!
-//! On NVIDIA's OpenCL (H200, coarse SVM) `clSVMAlloc` costs 0.55-0.7 ms for a small buffer
+//! On NVIDIA's OpenCL (H200, coarse SVM) `clSVMAlloc` costs 0.49-0.69 ms for a small buffer
 //! and about 4 ms for 16 MiB, `clSVMFree` 0.3-2 ms, while the device fill that zeroes a
 //! buffer costs 30-45 µs (`cargo bench --bench runtime`, group `svm_alloc_parts`). Structures
 //! that grow (a heap's node storage, staging buffers sized by the call) and searches that set

@@ -215,8 +215,9 @@ pub(crate) fn run_rounds(
     let mut popped = rt.alloc::<i64>(pop.max(1))?;
     let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
     // The first round is the root alone: written where a round's nodes go, without a trip
-    // through the heap (an INS launch and its staging buffers took 2.7-4.1 ms of a search's
-    // setup on the H200; the heap starts empty and takes the root's children).
+    // through the heap (an INS launch and a pop: two heap calls fewer; on the H200 the setup
+    // shrank by their 2.7-4.1 ms, the whole search moved within its spread). The heap starts
+    // empty and takes the root's children.
     let t_root = Instant::now();
     popped.copy_from_host(0, &[(shape.key(root_bound, 0), 0u32).to_upload()])?;
     let mut gc_at = config.gc_threshold;
@@ -457,8 +458,8 @@ impl Arena {
 
     /// Room for at least `slots` nodes (doubling: the arena's buffers are large from the
     /// start, and a driver allocation costs by its size there, about 0.25 ms per MiB on the
-    /// H200, so growing fourfold cost the 600 file 23-33 ms against about 16), the used part
-    /// copied on the device.
+    /// H200; grown fourfold, the 600 file's arena growth took 17.6-20.9 ms against 9.9-10.5,
+    /// docs/BENCHMARKS.md), the used part copied on the device.
     fn grow_to(&mut self, rt: &Runtime, copy: &mut Kernel, slots: usize) -> Result<()> {
         if slots <= self.slots() {
             return Ok(());

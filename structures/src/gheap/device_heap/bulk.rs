@@ -365,13 +365,14 @@ impl<T: DeviceHeapKey> Inner<T> {
             _ => None,
         };
         let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
-        let rt = &self.rt;
         // The launches, waited for. A failure anywhere poisons the heap: merge passes write
         // the key array before the placement does.
         let sorted = (|| -> Result<Vec<Launch>> {
-            // In-order queue: each launch sees what the ones before it wrote; they are
-            // submitted a few at a time (below), the last is waited for, and dropping the
-            // rest then finds them complete.
+            // In-order queue: each launch sees what the ones before it wrote; the last is
+            // submitted (carrying the others: a flush per launch costs a driver call each;
+            // flushing after the first launch and each pass gained nothing on the H200,
+            // docs/BENCHMARKS.md) and waited for, and dropping the rest then finds them
+            // complete.
             let mut launches: Vec<Launch> = before.into_iter().collect();
             if old_runs > 0 {
                 kn.gather
@@ -388,11 +389,6 @@ impl<T: DeviceHeapKey> Inner<T> {
             if inserted > 0 {
                 launches.push(kn.sort_batches(io, old_runs * k, inserted, k, wg)?);
             }
-            // The device starts on the first launches while the host enqueues the rest, and
-            // each merge pass is submitted as it is enqueued (a submission per launch would
-            // cost a driver call each; a single one at the end left the device idle through
-            // the whole enqueueing, most of a small call's time).
-            rt.flush()?;
             let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
             // One merge pass from src to dst over `total` keys from `at` (runs of `run`, or
             // two runs, the first `first` keys long).
@@ -416,7 +412,6 @@ impl<T: DeviceHeapKey> Inner<T> {
                         .arg_scalar(4, at as u64)?
                         .arg_scalar(5, first as u64)?;
                     launches.push(merge_pass.launch_unflushed(tiles * wg, Some(wg))?);
-                    rt.flush()?;
                     return Ok(());
                 }
                 set(&mut kn.split, 0, src)?;
@@ -440,7 +435,6 @@ impl<T: DeviceHeapKey> Inner<T> {
                     .arg_scalar(5, at as u64)?
                     .arg_scalar(6, first as u64)?;
                 launches.push(kn.merge.launch_unflushed(tiles * wg, Some(wg))?);
-                rt.flush()?;
                 Ok::<(), Error>(())
             };
             let mut src = Buf::Io;

@@ -312,7 +312,7 @@ pub struct DeviceHeapProfile {
     pub del_us: f64,
     /// Host time before the launches (staging buffers, copying keys in, the header), µs.
     pub host_prepare_us: f64,
-    /// Of which: allocating the call's staging buffers (when they must grow), µs.
+    /// Of which: growing the heap's arrays and the call's staging buffers, µs.
     pub host_alloc_us: f64,
     /// Of which: copying the inserted keys to the device, µs.
     pub host_copy_us: f64,
@@ -320,8 +320,8 @@ pub struct DeviceHeapProfile {
     pub kernel_us: f64,
     /// Host time after the launch (reading the header, the results, converting them), µs.
     pub host_read_us: f64,
-    /// Bulk calls: their launches (the sorts, the merge passes: one each on a GPU, two on a
-    /// CPU device; copies and the placement).
+    /// Bulk calls: their launches (the sorts, the merge passes: one each where
+    /// [`DeviceHeapConfig::one_launch_merges`] applies, else two; copies and the placement).
     pub bulk_launches: u64,
     /// Bulk calls: the time their kernels ran on the device, added up, µs.
     pub bulk_device_busy_us: f64,
@@ -447,7 +447,7 @@ struct Staging<R: SvmElement> {
     out_len: Option<SvmBuffer<u32>>,
     order: Option<SvmBuffer<u32>>,
     /// A bulk call's sort: the merge passes' second buffer when the key array is too short,
-    /// and each merge tile's split (where the passes do not find their own).
+    /// and each merge tile's split (for passes that do not find their own).
     runs: Option<SvmBuffer<R>>,
     splits: Option<SvmBuffer<u32>>,
 }
