@@ -89,6 +89,10 @@ pub fn huge_page_vec<T>(len: usize) -> Vec<T> {
     v
 }
 
+/// Another view of a search's answer: 32-bit atomic words in pairs, each pair one `u64` (see
+/// the function's own docs in `sys`).
+pub use crate::sys::u64s_as_atomic_u32_pairs;
+
 /// Bytes in a human unit (`1.5 GiB`), for messages.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -117,6 +121,25 @@ mod tests {
         assert!(e.to_string().contains("a test buffer"), "{e}");
         let e = try_filled(usize::MAX, 0u32, "an overflowing buffer").unwrap_err();
         assert!(matches!(e, Error::HostOutOfMemory { .. }), "{e}");
+    }
+
+    #[test]
+    fn atomic_pairs_are_the_words_halves() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut words = vec![u64::MAX; 3];
+        let pairs = u64s_as_atomic_u32_pairs(&mut words);
+        assert_eq!(pairs.len(), 6);
+        pairs[2].store(7, Relaxed);
+        pairs[3].store(9, Relaxed);
+        pairs[4].fetch_min(5, Relaxed);
+        let (a, b) = (7u32.to_ne_bytes(), 9u32.to_ne_bytes());
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&a);
+        bytes[4..].copy_from_slice(&b);
+        assert_eq!(words[0], u64::MAX);
+        assert_eq!(words[1], u64::from_ne_bytes(bytes));
+        assert_eq!(words[2].to_ne_bytes()[..4], 5u32.to_ne_bytes());
+        assert_eq!(words[2].to_ne_bytes()[4..], u32::MAX.to_ne_bytes());
     }
 
     #[test]

@@ -17,8 +17,8 @@ pub(crate) use cl::{
     enqueue_kernel, event_device_interval, event_device_time, flush_queue, set_kernel_arg_svm,
     set_kernel_exec_info_svm_ptrs,
 };
-pub use os::exit_quietly_on_broken_pipe;
 pub(crate) use os::{advise_huge_pages, current_cpu};
+pub use os::{exit_quietly_on_broken_pipe, u64s_as_atomic_u32_pairs};
 pub(crate) use scope::{run_scoped, Job};
 pub use stream::{copy_bits_streaming, copy_bits_streaming_par};
 pub(crate) use svm::SvmAlloc;

@@ -42,3 +42,22 @@ pub(crate) fn advise_huge_pages(addr: usize, bytes: usize) {
         }
     }
 }
+
+/// `words` seen as twice as many 32-bit atomic words: element `2i` and `2i + 1` are the two
+/// halves of `words[i]` in memory order (on a little-endian machine `2i` is the low half).
+/// While the view lives `words` is borrowed exclusively, so nothing reads it as `u64`
+/// meanwhile; afterwards each `u64` holds the bytes its halves were last given.
+pub fn u64s_as_atomic_u32_pairs(words: &mut [u64]) -> &[std::sync::atomic::AtomicU32] {
+    use std::sync::atomic::AtomicU32;
+    const _: () = assert!(std::mem::size_of::<AtomicU32>() * 2 == std::mem::size_of::<u64>());
+    const _: () = assert!(std::mem::align_of::<u64>() >= std::mem::align_of::<AtomicU32>());
+    let len = words.len() * 2;
+    let ptr = words.as_mut_ptr().cast::<AtomicU32>();
+    // SAFETY: `ptr` points to `len * 4` bytes of initialized memory (the `u64`s), aligned for
+    // `AtomicU32` (a `u64`'s alignment is at least 4, asserted above) and with the size of
+    // `len` `AtomicU32`s, which have the layout of `u32` and accept any bit pattern. The
+    // exclusive borrow of `words` lasts as long as the returned shared slice, so every access
+    // meanwhile goes through the atomics; interior mutability through a shared reference is
+    // what `AtomicU32` allows.
+    unsafe { std::slice::from_raw_parts(ptr, len) }
+}

@@ -284,6 +284,47 @@ pub(crate) fn distances_into(
     Ok(())
 }
 
+/// [`distances_par`] in place: `words`' memory holds the `words.len()` 32-bit distance words
+/// of a search in its first half (the view [`host_memory::u64s_as_atomic_u32_pairs`] gives,
+/// `delta::shortest_paths`) and receives the answer, so the answer needs no memory of its own
+/// (fresh memory costs its page faults, above). Distance `v` lies in word `v / 2`: answers
+/// `⌈e/2⌉..e` are written first (for `e` from the end down), while what they read lies below.
+pub(crate) fn distances_in_place(graph: &Graph, words: &mut [u64]) -> Result<()> {
+    use rayon::prelude::*;
+    fn distance_word(words: &[u64], v: usize) -> u32 {
+        let b = words[v / 2].to_ne_bytes();
+        let h = 4 * (v % 2);
+        u32::from_ne_bytes([b[h], b[h + 1], b[h + 2], b[h + 3]])
+    }
+    let overflow = AtomicBool::new(false);
+    let mut end = words.len();
+    while end > 1 {
+        let start = end.div_ceil(2);
+        let (below, part) = words[..end].split_at_mut(start);
+        let below = &*below;
+        let convert = |(i, w): (usize, &mut u64)| {
+            *w = answer_distance(distance_word(below, start + i), &overflow);
+        };
+        if part.len() >= 1 << 16 {
+            part.par_iter_mut()
+                .enumerate()
+                .with_min_len(1 << 14)
+                .for_each(convert);
+        } else {
+            part.iter_mut().enumerate().for_each(convert);
+        }
+        end = start;
+    }
+    if let Some(first) = words.first_mut() {
+        let d = distance_word(std::slice::from_ref(first), 0);
+        *first = answer_distance(d, &overflow);
+    }
+    if overflow.into_inner() {
+        return Err(overflow_error(graph));
+    }
+    Ok(())
+}
+
 /// One word of the answer (see [`distances_par`]); sets `overflow` for a word at the limit.
 fn answer_distance(d: u32, overflow: &AtomicBool) -> u64 {
     match d {
@@ -366,4 +407,41 @@ pub(crate) fn overflow_error(graph: &Graph) -> Error {
          distances (the largest weight here is {}; scale the weights down)",
         graph.max_weight()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::seeded;
+    use rand::Rng;
+
+    /// The in-place conversion gives what the conversion into fresh memory gives, at sizes
+    /// whose halving steps are odd, even, sequential and parallel.
+    #[test]
+    fn answers_converted_in_place_match_those_converted_apart() {
+        let graph = Graph::from_edges(1, &[], false).unwrap();
+        let mut rng = seeded(7);
+        for n in [0usize, 1, 2, 3, 5, 8, 1000, (1 << 17) + 3] {
+            let dist: Vec<u32> = (0..n)
+                .map(|_| match rng.gen_range(0..4) {
+                    0 => u32::MAX,
+                    _ => rng.gen_range(0..DISTANCE_LIMIT) as u32,
+                })
+                .collect();
+            let expected = distances_par(&graph, n, |v| dist[v]).unwrap();
+            let mut words = vec![u64::MAX; n];
+            let view = host_memory::u64s_as_atomic_u32_pairs(&mut words);
+            for (w, &d) in view.iter().zip(&dist) {
+                w.store(d, Relaxed);
+            }
+            distances_in_place(&graph, &mut words).unwrap();
+            assert_eq!(words, expected, "{n} vertices");
+        }
+        let mut words = vec![u64::MAX; 3];
+        host_memory::u64s_as_atomic_u32_pairs(&mut words)[1].store(DISTANCE_LIMIT as u32, Relaxed);
+        assert!(
+            distances_in_place(&graph, &mut words).is_err(),
+            "an overflow"
+        );
+    }
 }
