@@ -459,3 +459,50 @@ fn freed_buffers_are_reused_zeroed_and_only_where_they_fit() {
         assert_eq!(stats(&rt).reused, s.reused + 1, "transport {t}");
     }
 }
+
+/// Copies up to 64 KiB go through a map of their range, larger ones through the driver's copy:
+/// both, and each after the other and after a kernel, land and read back the same.
+#[test]
+fn copies_either_side_of_the_mapped_limit_agree() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let n = 50_000usize;
+        let limit = (64 << 10) / 4;
+        let mut buf = rt.alloc::<u32>(n).unwrap();
+        let mut want: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
+        // Large (driver's copy), then small ranges over it (maps).
+        buf.copy_from_host(0, &want).unwrap();
+        for (at, len) in [(5, limit), (limit + 9, limit + 1), (n - 3, 3), (1, 1)] {
+            let part: Vec<u32> = (0..len).map(|_| rand::thread_rng().gen()).collect();
+            buf.copy_from_host(at, &part).unwrap();
+            want[at..at + len].copy_from_slice(&part);
+        }
+        for (at, len) in [
+            (0, n),
+            (3, limit),
+            (7, limit + 1),
+            (n - 1, 1),
+            (limit, 2 * limit),
+        ] {
+            let mut out = vec![0u32; len];
+            buf.read_range_into(at, &mut out).unwrap();
+            assert_eq!(out, &want[at..at + len], "{t} {at}+{len}");
+        }
+        add_one_on_device(&rt, &buf);
+        for v in &mut want {
+            *v = v.wrapping_add(1);
+        }
+        for (at, len) in [(11, 8), (2, limit + 1), (0, n)] {
+            assert_eq!(
+                buf.read_range(at, len).unwrap(),
+                &want[at..at + len],
+                "{t} {at}+{len}"
+            );
+        }
+        // A small write after the kernel, read back both ways.
+        buf.copy_from_host(100, &[7u32, 8, 9]).unwrap();
+        want[100..103].copy_from_slice(&[7, 8, 9]);
+        assert_eq!(buf.read_range(99, 5).unwrap(), &want[99..104], "{t}");
+        assert_eq!(buf.read().unwrap(), want, "{t}");
+    }
+}

@@ -155,6 +155,14 @@ pub(crate) const SVM_ALIGN: u32 = 128;
 /// copied whole; which call stalled is not known yet. Pieces keep each fill and copy within
 /// the sizes known to work, for one enqueue per GiB.
 const TRANSFER_PIECE: usize = 1 << 30;
+/// Copies of at most this many bytes between host memory and SVM go through a map of the
+/// range (on fine SVM, where a map enqueues nothing, a plain copy) instead of the driver's
+/// blocking `clEnqueueSVMMemcpy`. The copies that pay per call are small ones (a round's
+/// counters, a control word): on the H200 reading 8 words took 16.3 µs mapped against 24.5
+/// copied and writing one 12.9 against 14.3 (medians of 1,000), and PoCL's memcpy costs tens
+/// of microseconds where a host copy of fine SVM costs nanoseconds. Larger transfers keep
+/// the driver's copy engine (docs/BENCHMARKS.md, runtime mechanisms).
+const MAPPED_COPY_LIMIT: usize = 64 << 10;
 
 /// How long zeroing a new buffer may take before the allocation reports a stall (far more
 /// than any device has needed): with it, a fill that never finishes is an error, not a hang.
@@ -411,6 +419,15 @@ impl SvmAlloc {
     /// `src` must be valid for reads of `bytes` bytes for the duration of the call, and
     /// `at + bytes` must not exceed the allocation.
     unsafe fn copy_in(&self, at: usize, src: *const u8, bytes: usize) -> Result<()> {
+        if bytes <= MAPPED_COPY_LIMIT {
+            let mut map = self.map_raw_range(MapAccess::Overwrite, at, bytes)?;
+            // SAFETY: the map covers `bytes` bytes from `map.ptr()` (the range lies inside the
+            // allocation: caller's contract), host-writable until the unmap; `src` is readable
+            // for `bytes` (caller's contract) and cannot lie in this allocation, whose host
+            // access goes through the claim this map holds: the ranges do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src, map.ptr(), bytes) };
+            return map.unmap();
+        }
         // SAFETY: `at + bytes` lies inside the allocation and `src` is readable for `bytes`
         // (caller's contract).
         let dst = unsafe { self.ptr.as_ptr().add(at) };
@@ -430,6 +447,14 @@ impl SvmAlloc {
     /// # Safety
     /// `at + bytes` must lie inside the allocation and `dst` must be writable for `bytes`.
     unsafe fn copy_out(&self, at: usize, dst: *mut u8, bytes: usize) -> Result<()> {
+        if bytes <= MAPPED_COPY_LIMIT {
+            let mut map = self.map_raw_range(MapAccess::Read, at, bytes)?;
+            // SAFETY: the map covers `bytes` bytes from `map.ptr()`, host-readable until the
+            // unmap; `dst` is writable for `bytes` (caller's contract) and cannot lie in this
+            // allocation, whose host access goes through the claim this map holds.
+            unsafe { std::ptr::copy_nonoverlapping(map.ptr(), dst, bytes) };
+            return map.unmap();
+        }
         // SAFETY: `at + bytes` lies inside the allocation (caller's contract).
         let src = unsafe { self.ptr.as_ptr().add(at) };
         // SAFETY: as above; `dst` is writable for `bytes` (caller's contract).
@@ -785,7 +810,8 @@ impl<T: SvmElement> SvmBuffer<T> {
     }
 
     /// Copies `src` into elements `at..at + src.len()` with the driver's copy engine
-    /// (`clEnqueueSVMMemcpy`, blocking) instead of a host mapping: no host-side staging pass.
+    /// (`clEnqueueSVMMemcpy`, blocking) instead of a host mapping of the buffer: no host-side
+    /// staging pass; up to 64 KiB through a map of that range alone, which costs less per call.
     /// `U` must have `T`'s size; its bits are copied as they are (a `&[f32]` into an `i32`
     /// buffer gives the floats' bit patterns, valid since every bit pattern of an
     /// [`SvmElement`] is).
@@ -821,7 +847,8 @@ impl<T: SvmElement> SvmBuffer<T> {
     }
 
     /// Copies elements `at..at + len` out with the driver's copy engine
-    /// (`clEnqueueSVMMemcpy`, blocking): on the coarse transport only that range moves, where
+    /// (`clEnqueueSVMMemcpy`, blocking; up to 64 KiB through a map of that range, which costs
+    /// less per call): on the coarse transport only that range moves, where
     /// [`SvmBuffer::read`] maps the whole buffer.
     pub fn read_range(&mut self, at: usize, len: usize) -> Result<Vec<T>> {
         self.read_range_as::<T>(at, len)
@@ -851,8 +878,8 @@ impl<T: SvmElement> SvmBuffer<T> {
         Ok(out)
     }
 
-    /// Copies elements `at..at + out.len()` into `out` (as elements of U, of T's size) with
-    /// the driver's copy engine, like [`SvmBuffer::read_range_as`], into memory the caller
+    /// Copies elements `at..at + out.len()` into `out` (as elements of U, of T's size) as
+    /// [`SvmBuffer::read_range_as`] does, into memory the caller
     /// holds (several buffers can fill the parts of one vector).
     pub fn read_range_into<U: SvmElement>(&mut self, at: usize, out: &mut [U]) -> Result<()> {
         self.check_copy::<U>(at, out.len(), "reading", "from")?;
