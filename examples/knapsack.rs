@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime, RuntimeOptions};
 use asym::structures::apps::knapsack::device::{
     prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
 };
@@ -252,7 +252,14 @@ fn run(args: &Args) -> Result<bool> {
     let [seq, cpu, gpu, coop] =
         ["seq", "cpu", "gpu", "coop"].map(|m| bnb_needed && modes.contains(&m));
     let rt = if gpu || coop {
-        Some(Runtime::on_device(args.device.as_deref())?)
+        // Device times (each launch's start and end, which cost every launch host time on
+        // NVIDIA) only for the heap's profiling build, whose rows report them.
+        let profiled = asym::runtime::env::switch("ASYM_GHEAP_PROFILE")?;
+        Some(Runtime::with_options(RuntimeOptions {
+            device: args.device.clone(),
+            device_times: profiled.then_some(true),
+            ..Default::default()
+        })?)
     } else {
         None
     };

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::device::{list_devices, select_device, DeviceProfile, DEVICE_ENV};
 use crate::error::{Error, Result};
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeOptions};
 use crate::transport::Transport;
 
 /// The devices of a set, each opened as its own [`Runtime`].
@@ -38,7 +38,17 @@ impl DeviceSet {
         let profiles = Self::choose(spec)?;
         let members = profiles
             .into_iter()
-            .map(|p| Runtime::open(p, transport, timeout))
+            .map(|p| {
+                // Device times on: the set splits work by each member's measured rate, and
+                // members running at once stretch one another's wall times.
+                let options = RuntimeOptions {
+                    transport,
+                    timeout,
+                    device_times: Some(true),
+                    ..Default::default()
+                };
+                Runtime::open_with(p, &options)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(DeviceSet { members })
     }

@@ -79,6 +79,14 @@ fn environment_selects_and_rejects() {
     assert_eq!(Runtime::new().unwrap().svm_cache_limit(), 3 << 20);
     std::env::remove_var("ASYM_SVM_CACHE_MB");
 
+    // Device times: off unless asked, `1` turns them on, anything else is refused.
+    assert!(!Runtime::new().unwrap().device_times());
+    std::env::set_var("ASYM_DEVICE_TIMES", "1");
+    assert!(Runtime::new().unwrap().device_times());
+    std::env::set_var("ASYM_DEVICE_TIMES", "yes");
+    assert!(matches!(Runtime::new(), Err(Error::Flag { name, .. }) if name == "ASYM_DEVICE_TIMES"));
+    std::env::remove_var("ASYM_DEVICE_TIMES");
+
     std::env::set_var("ASYM_LATENCY_THREADS", "3");
     assert_eq!(
         asym_runtime::LatencyPool::new(Default::default())

@@ -3,7 +3,9 @@
 
 mod common;
 
-use asym_runtime::{Error, KernelSource, Runtime, SvmBuffer, SvmKind, Transport};
+use asym_runtime::{
+    select_device, Error, KernelSource, Runtime, RuntimeOptions, SvmBuffer, SvmKind, Transport,
+};
 use rand::Rng;
 
 /// Adds one to every element of `buf` with the runtime's test kernel, and waits.
@@ -505,4 +507,28 @@ fn copies_either_side_of_the_mapped_limit_agree() {
         assert_eq!(buf.read_range(99, 5).unwrap(), &want[99..104], "{t}");
         assert_eq!(buf.read().unwrap(), want, "{t}");
     }
+}
+
+/// Device times only where asked: a runtime opened with them times its launches on the
+/// device, one opened without does not (and still runs them); a device set keeps them.
+#[test]
+fn device_times_are_kept_where_asked() {
+    let device = select_device(None).expect("an OpenCL device");
+    for asked in [true, false] {
+        let options = RuntimeOptions {
+            device_times: Some(asked),
+            ..Default::default()
+        };
+        let rt = Runtime::open_with(device.clone(), &options).unwrap();
+        assert_eq!(rt.device_times(), asked);
+        let buf = rt.alloc::<u32>(256).unwrap();
+        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+        k.arg_svm(0, &buf).unwrap().arg_scalar(1, 256u32).unwrap();
+        let timed = k.launch(256, Some(64)).unwrap().wait_timed().unwrap();
+        assert_eq!(timed.is_some(), asked, "device times asked: {asked}");
+        let mut buf = buf;
+        assert_eq!(buf.read().unwrap(), vec![1; 256]);
+    }
+    let set = asym_runtime::DeviceSet::open(None).unwrap();
+    assert!(set.members().iter().all(Runtime::device_times));
 }

@@ -338,7 +338,9 @@ pub(crate) fn run_rounds(
         if heap.len() + kids <= gc_at {
             // The children in and the next round out, one sort where the heap rebuilds.
             n_popped = pop.min(heap.len() + kids);
-            heap.insert_then_delete_on_device(&kids_out, kids, n_popped, &popped)?;
+            // Returns once the launches are enqueued: the next round's expansion follows them
+            // on the in-order queue, and its wait covers theirs.
+            heap.enqueue_insert_then_delete_on_device(&kids_out, kids, n_popped, &popped)?;
             *heaping += micros(t_heap);
             *heap_allocs += allocations() - allocs_at_heap;
             continue;
@@ -358,7 +360,7 @@ pub(crate) fn run_rounds(
         // When most nodes survive, wait until the heap doubles before the next pass.
         gc_at = config.gc_threshold.max(kept.saturating_mul(2));
         n_popped = pop.min(heap.len());
-        heap.delete_min_to_device(n_popped, &popped)?;
+        heap.enqueue_delete_min_to_device(n_popped, &popped)?;
         *heaping += micros(t_heap);
         *heap_allocs += allocations() - allocs_at_heap;
     }

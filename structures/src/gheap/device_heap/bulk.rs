@@ -182,8 +182,9 @@ pub(super) enum Out<'a, T: DeviceHeapKey> {
     Return,
     /// Into this slice, exactly as long as the keys removed.
     Into(&'a mut [T]),
-    /// To the front of a device buffer, in the upload form, copied on the device.
-    Device(&'a SvmBuffer<T::Upload>),
+    /// To the front of a device buffer, in the upload form, copied on the device; `true`:
+    /// the call returns before its launches complete (`Inner::pending`).
+    Device(&'a SvmBuffer<T::Upload>, bool),
 }
 
 impl<T: DeviceHeapKey> Source<'_, T> {
@@ -227,7 +228,7 @@ impl<T: DeviceHeapKey> Inner<T> {
     ) -> Result<Vec<T>> {
         let out_len = match &out {
             Out::Into(o) => Some(o.len()),
-            Out::Device(d) if d.len() < n_out => Some(d.len()),
+            Out::Device(d, _) if d.len() < n_out => Some(d.len()),
             _ => None,
         };
         let mut plan = self.bulk_plan(src.len(), n_out, out_len)?;
@@ -254,6 +255,25 @@ impl<T: DeviceHeapKey> Inner<T> {
         }
         let copy = t_copy.elapsed();
         self.bulk_finish(plan, copy, out)
+    }
+
+    /// Adds completed launches of a bulk call to the profile, where there is one.
+    pub(super) fn record_bulk_launches(&mut self, launches: &[Launch]) {
+        let Some(p) = &mut self.profile else {
+            return;
+        };
+        let times: Vec<(u64, u64)> = launches
+            .iter()
+            .filter_map(Launch::device_interval)
+            .collect();
+        p.bulk_launches += launches.len() as u64;
+        let busy: u64 = times.iter().map(|(s, e)| e.saturating_sub(*s)).sum();
+        p.bulk_device_busy_us += busy as f64 / 1e3;
+        let first = times.iter().map(|t| t.0).min();
+        let last = times.iter().map(|t| t.1).max();
+        if let (Some(first), Some(last)) = (first, last) {
+            p.bulk_device_span_us += last.saturating_sub(first) as f64 / 1e3;
+        }
     }
 
     /// A bulk call inserting `inserted` keys and removing `n_out` (into a slice of `out_len`
@@ -360,9 +380,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         let t_kernel = std::time::Instant::now();
         let (kn, copy_kernel) = (&mut self.bulk, &mut self.copy);
         let (partial, words, slots, hdr) = (&self.partial, &self.words, self.slots, &self.hdr);
-        let out_device = match &out {
-            Out::Device(dst) => Some(*dst),
-            _ => None,
+        let (out_device, queued) = match &out {
+            Out::Device(dst, queued) => (Some(*dst), *queued),
+            _ => (None, false),
         };
         let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
         // The launches, waited for. A failure anywhere poisons the heap: merge passes write
@@ -491,7 +511,9 @@ impl<T: DeviceHeapKey> Inner<T> {
             let mut place = kn
                 .place
                 .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?;
-            place.wait_in_place()?;
+            if !queued {
+                place.wait_in_place()?;
+            }
             launches.push(place);
             Ok(launches)
         })();
@@ -502,23 +524,18 @@ impl<T: DeviceHeapKey> Inner<T> {
                 return Err(e);
             }
         };
-        if let Some(p) = &mut self.profile {
-            // Every launch has completed (the last one was waited for, on an in-order queue).
-            let times: Vec<(u64, u64)> = launches
-                .iter()
-                .filter_map(Launch::device_interval)
-                .collect();
-            p.bulk_launches += launches.len() as u64;
-            let busy: u64 = times.iter().map(|(s, e)| e.saturating_sub(*s)).sum();
-            p.bulk_device_busy_us += busy as f64 / 1e3;
-            let first = times.iter().map(|t| t.0).min();
-            let last = times.iter().map(|t| t.1).max();
-            if let (Some(first), Some(last)) = (first, last) {
-                p.bulk_device_span_us += last.saturating_sub(first) as f64 / 1e3;
-            }
+        if queued {
+            // The keys removed stay on the device: the caller's next launch follows these on
+            // the in-order queue, and the next call on the heap waits for them (`settle`).
+            // A round of the knapsack's device search then expands its nodes without the
+            // host waiting between the heap's launches and its own.
+            self.pending = launches;
+        } else {
+            // Every launch has completed (the last one was waited for, on an in-order queue);
+            // the buffers are the host's again once the launches are gone.
+            self.record_bulk_launches(&launches);
+            drop(launches);
         }
-        // The buffers are the host's again once the launches are gone.
-        drop(launches);
         let t_kernel_end = std::time::Instant::now();
         // The placement wrote the header's count and partial length.
         self.count = count;
@@ -531,7 +548,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             _ if n_out == 0 => Vec::new(),
             Out::Return => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
             // The placement wrote them there.
-            Out::Device(_) => Vec::new(),
+            Out::Device(..) => Vec::new(),
             Out::Into(dst) => {
                 match T::as_upload_mut(dst) {
                     Some(stored) => io.read_range_into(0, stored)?,

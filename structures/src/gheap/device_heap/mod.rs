@@ -323,10 +323,11 @@ pub struct DeviceHeapProfile {
     /// Bulk calls: their launches (the sorts, the merge passes: one each where
     /// [`DeviceHeapConfig::one_launch_merges`] applies, else two; copies and the placement).
     pub bulk_launches: u64,
-    /// Bulk calls: the time their kernels ran on the device, added up, µs.
+    /// Bulk calls: the time their kernels ran on the device, added up, µs (0 unless the
+    /// runtime keeps device times, `RuntimeOptions::device_times`).
     pub bulk_device_busy_us: f64,
     /// Bulk calls: from their first kernel's start to their last one's end on the device,
-    /// µs (the rest of it is the device waiting for the next launch).
+    /// µs (the rest of it is the device waiting for the next launch; 0 as above).
     pub bulk_device_span_us: f64,
     /// Waiting for the root lock, µs.
     pub root_wait_us: f64,
@@ -386,6 +387,10 @@ struct Inner<T: DeviceHeapKey> {
     /// buffers allocated per call, SSSP's device-heap calls on the H200 took 9.7 ms each,
     /// with these 0.94 ms (docs/BENCHMARKS.md, SSSP section).
     staging: Staging<T::Repr>,
+    /// The launches of the last call that returned before they completed (a bulk call whose
+    /// keys stay on the device: the caller's next launch follows them on the in-order queue
+    /// and its wait covers theirs), waited for when the heap is next locked.
+    pending: Vec<Launch>,
 }
 
 /// Where a call's inserted keys come from.
@@ -583,6 +588,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             stats: DeviceHeapStats::default(),
             profile: profiled.then(DeviceHeapProfile::default),
             staging: Staging::new(),
+            pending: Vec::new(),
         };
         inner.reserve_staging()?;
         Ok(DeviceGeneralizedHeap {
@@ -818,6 +824,21 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// [`DeviceGeneralizedHeap::insert_from_device`]). An error if the heap holds fewer
     /// than `n` keys or `dst` is shorter.
     pub fn delete_min_to_device(&self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
+        self.delete_to(n, dst, false)
+    }
+
+    /// [`DeviceGeneralizedHeap::delete_min_to_device`] that may return before its launches
+    /// complete (where the heap rebuilds): `dst` holds the keys once a later launch on the
+    /// runtime's main queue has been waited for (the queue runs in order), or once the
+    /// heap's next call returns (it waits first). Host access to `dst` or the heap's
+    /// buffers before that is refused with [`Error::Busy`]. A caller that launches its own
+    /// kernel on `dst` next (a branch-and-bound round expanding the nodes taken out) spares
+    /// a wait for the host between the two.
+    pub fn enqueue_delete_min_to_device(&self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
+        self.delete_to(n, dst, true)
+    }
+
+    fn delete_to(&self, n: usize, dst: &SvmBuffer<T::Upload>, queued: bool) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
         let held = g.count * self.batch + g.plen;
@@ -831,7 +852,9 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
             return Ok(());
         }
         if g.prefers_bulk(n.div_ceil(self.batch), 0) {
-            return g.bulk(Source::Keys(&[]), n, Out::Device(dst)).map(|_| ());
+            return g
+                .bulk(Source::Keys(&[]), n, Out::Device(dst, queued))
+                .map(|_| ());
         }
         g.delete_to_device(n, dst)
     }
@@ -850,6 +873,30 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         n_out: usize,
         dst: &SvmBuffer<T::Upload>,
     ) -> Result<()> {
+        self.insert_then_delete(src, len, n_out, dst, false)
+    }
+
+    /// [`DeviceGeneralizedHeap::insert_then_delete_on_device`] that may return before its
+    /// launches complete, as [`DeviceGeneralizedHeap::enqueue_delete_min_to_device`] does
+    /// (`src` too is the device's until then).
+    pub fn enqueue_insert_then_delete_on_device(
+        &self,
+        src: &SvmBuffer<T::Upload>,
+        len: usize,
+        n_out: usize,
+        dst: &SvmBuffer<T::Upload>,
+    ) -> Result<()> {
+        self.insert_then_delete(src, len, n_out, dst, true)
+    }
+
+    fn insert_then_delete(
+        &self,
+        src: &SvmBuffer<T::Upload>,
+        len: usize,
+        n_out: usize,
+        dst: &SvmBuffer<T::Upload>,
+        queued: bool,
+    ) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
         let held = g.count * self.batch + g.plen;
@@ -864,7 +911,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let batches = len.div_ceil(self.batch) + n_out.div_ceil(self.batch);
         if g.prefers_bulk(batches, len) {
             return g
-                .bulk(Source::Device(src, len), n_out, Out::Device(dst))
+                .bulk(Source::Device(src, len), n_out, Out::Device(dst, queued))
                 .map(|_| ());
         }
         if len > 0 {
@@ -1017,7 +1064,9 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     fn lock(&self) -> MutexGuard<'_, Inner<T>> {
         // A panic in a call leaves the host mirror possibly stale; the next launch re-reads
         // the header, so carrying on is sound.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.settle();
+        g
     }
 }
 
@@ -1075,6 +1124,24 @@ impl<T: DeviceHeapKey> Inner<T> {
             to += len;
         }
         last.map_or(Ok(()), Launch::wait)
+    }
+
+    /// Waits for the launches a call left in flight ([`Inner::pending`]), bounded as every
+    /// wait is; a failure poisons the heap (the error reaches the caller through
+    /// [`Inner::usable`]).
+    fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut launches = std::mem::take(&mut self.pending);
+        for launch in &mut launches {
+            if let Err(e) = launch.wait_in_place() {
+                self.poisoned.get_or_insert_with(|| e.to_string());
+                // Dropping the rest waits for them (bounded) or leaks their buffers.
+                return;
+            }
+        }
+        self.record_bulk_launches(&launches);
     }
 
     fn usable(&self) -> Result<()> {
