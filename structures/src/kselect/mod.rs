@@ -365,8 +365,8 @@ impl std::str::FromStr for DeviceStaging {
 
 /// Where the device's time went in GpuOnly and the device half of Cooperative by amount,
 /// seconds summed over launches. Host-side stages are wall time on the driving thread;
-/// `transfer_s` and `kernel_s` come from the queue's profiling (0 where the driver gives no
-/// times). With double buffering, staging one chunk overlaps the kernel of the other, so the
+/// `transfer_s` and `kernel_s` come from the queue's profiling (0 where the runtime keeps no
+/// device times, `RuntimeOptions::device_times`, or the driver gives none). With double buffering, staging one chunk overlaps the kernel of the other, so the
 /// parts can add up to more than the selection took.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DeviceTimes {
