@@ -26,6 +26,8 @@ pub struct Kernel {
     name: String,
     svm_args: Vec<Option<Arc<SvmAlloc>>>,
     indirect: Vec<Arc<SvmAlloc>>,
+    /// References to the device buffers set as arguments (each kept until replaced).
+    buffer_args: Vec<Option<ocl::core::Mem>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -49,6 +51,7 @@ impl Kernel {
             name: name.to_string(),
             svm_args: Vec::new(),
             indirect: Vec::new(),
+            buffer_args: Vec::new(),
         })
     }
 
@@ -69,6 +72,27 @@ impl Kernel {
             self.svm_args.resize(i + 1, None);
         }
         self.svm_args[i] = alloc;
+        if let Some(slot) = self.buffer_args.get_mut(i) {
+            *slot = None;
+        }
+    }
+
+    /// Sets argument `index` to a device buffer ([`Runtime::device_buffer`]).
+    ///
+    /// [`Runtime::device_buffer`]: crate::Runtime::device_buffer
+    pub fn arg_buffer<T: SvmElement>(
+        &mut self,
+        index: u32,
+        buffer: &crate::DeviceBuffer<T>,
+    ) -> Result<&mut Self> {
+        let mem = sys::set_kernel_arg_buffer(&self.kernel, index, buffer)?;
+        self.remember_svm(index, None);
+        let i = index as usize;
+        if self.buffer_args.len() <= i {
+            self.buffer_args.resize(i + 1, None);
+        }
+        self.buffer_args[i] = Some(mem);
+        Ok(self)
     }
 
     /// Sets argument `index` to an SVM buffer (a `__global T*` in the kernel).

@@ -49,7 +49,7 @@ pub use runtime::{
     Program, Runtime, RuntimeOptions, SvmStats, SVM_CACHE_ENV, SVM_CACHE_MOST, TIMEOUT_ENV,
 };
 pub use sys::{
-    copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, SvmAtomicElement,
-    SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
+    copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, DeviceBuffer,
+    SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
 };
 pub use transport::{Transport, SVM_ENV};

@@ -221,6 +221,16 @@ impl Runtime {
         Ok(())
     }
 
+    /// `len` zeroed elements in device memory, outside SVM ([`DeviceBuffer`]): for scratch
+    /// that only kernels and a few blocking copies touch, where an SVM allocation would cost
+    /// by its size (the runtime section of docs/BENCHMARKS.md has both). Kernels take it with
+    /// [`Kernel::arg_buffer`](crate::Kernel::arg_buffer).
+    ///
+    /// [`DeviceBuffer`]: crate::DeviceBuffer
+    pub fn device_buffer<T: SvmElement>(&self, len: usize) -> Result<crate::DeviceBuffer<T>> {
+        crate::DeviceBuffer::new(&self.inner.context, &self.inner.queue, len)
+    }
+
     /// Allocates `len` zeroed elements of SVM of the kind the transport uses.
     pub fn alloc<T: SvmElement>(&self, len: usize) -> Result<SvmBuffer<T>> {
         self.alloc_kind(len, self.inner.transport.svm_kind())

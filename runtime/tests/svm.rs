@@ -532,3 +532,62 @@ fn device_times_are_kept_where_asked() {
     let set = asym_runtime::DeviceSet::open(None).unwrap();
     assert!(set.members().iter().all(Runtime::device_times));
 }
+
+/// Device buffers (outside SVM) start zeroed, take and give back what the host copies, feed
+/// kernels (whose argument keeps a buffer dropped by the host alive), and refuse ranges past
+/// their end.
+#[test]
+fn device_buffers_round_trip_and_feed_kernels() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let n = 3000usize;
+        let mut buf = rt.device_buffer::<u32>(n).unwrap();
+        assert_eq!(buf.len(), n);
+        let mut out = vec![7u32; n];
+        buf.read_range_into(0, &mut out).unwrap();
+        assert!(out.iter().all(|&v| v == 0), "{t}: not zeroed");
+        let data: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
+        buf.write_range(0, &data).unwrap();
+        let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+        k.arg_buffer(0, &buf)
+            .unwrap()
+            .arg_scalar(1, n as u32)
+            .unwrap();
+        k.launch(n.next_multiple_of(64), Some(64))
+            .unwrap()
+            .wait()
+            .unwrap();
+        let mut got = vec![0u32; 100];
+        buf.read_range_into(n - 100, &mut got).unwrap();
+        let want: Vec<u32> = data[n - 100..].iter().map(|v| v.wrapping_add(1)).collect();
+        assert_eq!(got, want, "{t}");
+        for (at, len) in [(n - 1, 2), (n + 1, 0), (usize::MAX, 1)] {
+            assert!(
+                matches!(
+                    buf.read_range_into(at, &mut vec![0u32; len]),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{t} at {at} len {len}"
+            );
+            assert!(
+                matches!(
+                    buf.write_range(at, &vec![0u32; len]),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{t} at {at} len {len}"
+            );
+        }
+        // The kernel's argument holds the buffer: dropped by the host, it is still there.
+        let small = rt.device_buffer::<u32>(64).unwrap();
+        k.arg_buffer(0, &small)
+            .unwrap()
+            .arg_scalar(1, 64u32)
+            .unwrap();
+        drop(small);
+        k.launch(64, Some(64)).unwrap().wait().unwrap();
+        // An empty buffer is one element inside, none outside.
+        let empty = rt.device_buffer::<u64>(0).unwrap();
+        assert!(empty.is_empty());
+        empty.read_range_into(0, &mut []).unwrap();
+    }
+}

@@ -7,6 +7,7 @@
 //! [`SvmMap`] and the crate-private launch helpers.
 
 mod cl;
+mod device_buffer;
 mod os;
 mod scope;
 mod stream;
@@ -17,6 +18,8 @@ pub(crate) use cl::{
     enqueue_kernel, event_device_interval, event_device_time, flush_queue, set_kernel_arg_svm,
     set_kernel_exec_info_svm_ptrs,
 };
+pub(crate) use device_buffer::set_kernel_arg_buffer;
+pub use device_buffer::DeviceBuffer;
 pub(crate) use os::{advise_huge_pages, current_cpu};
 pub use os::{exit_quietly_on_broken_pipe, u64s_as_atomic_u32_pairs};
 pub(crate) use scope::{run_scoped, Job};

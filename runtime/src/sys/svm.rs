@@ -77,7 +77,7 @@ impl SvmKind {
 /// Implementors must be `Copy`, have no padding and no invalid bit patterns (all-zero bytes
 /// and any bytes a kernel writes are valid values), and have the same layout as the matching
 /// OpenCL C type.
-pub unsafe trait SvmElement: Copy + Send + Sync + 'static {}
+pub unsafe trait SvmElement: Copy + Send + Sync + 'static + ocl::core::OclPrm {}
 
 // SAFETY: primitive integers and floats: no padding, every bit pattern valid, same layout as
 // OpenCL C's char/uchar/int/uint/long/ulong/float/double.

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use asym_runtime::backoff::Deadline;
-use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
+use asym_runtime::{DeviceBuffer, Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::bounds::Problem;
 use super::BnbStats;
@@ -270,8 +270,8 @@ pub(crate) fn run_rounds(
             expand
                 .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
-                .arg_svm(2, &arena.nodes)?
-                .arg_svm(3, &arena.free)?
+                .arg_buffer(2, &arena.nodes)?
+                .arg_buffer(3, &arena.free)?
                 .arg_scalar(4, arena.n_free as u64)?
                 .arg_scalar(5, arena.len as u64)?
                 .arg_scalar(6, arena.slots().min(max_live) as u64)?
@@ -289,7 +289,7 @@ pub(crate) fn run_rounds(
             release
                 .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
-                .arg_svm(2, &arena.free)?
+                .arg_buffer(2, &arena.free)?
                 .arg_scalar(3, arena.n_free as u64)?
                 .arg_svm(4, &ctl)?
                 .arg_scalar(5, words[KIDS])?;
@@ -408,10 +408,10 @@ fn collect_garbage(
     collect
         .arg_svm(0, &all)?
         .arg_scalar(1, n as u32)?
-        .arg_svm(2, &arena.nodes)?
+        .arg_buffer(2, &arena.nodes)?
         .arg_scalar(3, best)?
         .arg_svm(4, &kept)?
-        .arg_svm(5, &arena.free)?
+        .arg_buffer(5, &arena.free)?
         .arg_scalar(6, arena.n_free as u64)?
         .arg_svm(7, ctl)?
         .arg_scalar(8, words[KEPT])?
@@ -437,9 +437,12 @@ fn collect_garbage(
 
 /// The device's search nodes: four words each (bound, profit, weight, level), `len` slots
 /// handed out so far, and the stack of free slots (`n_free` of them), as long as the arena.
+/// Device buffers, not SVM: only the kernels touch them (and the root's one write), and on
+/// NVIDIA an SVM allocation costs by its size where a buffer object does not (growing the
+/// arena took a sixth of the 600 file's search in SVM, docs/BENCHMARKS.md).
 struct Arena {
-    nodes: SvmBuffer<u64>,
-    free: SvmBuffer<u32>,
+    nodes: DeviceBuffer<u64>,
+    free: DeviceBuffer<u32>,
     len: usize,
     n_free: usize,
 }
@@ -447,8 +450,8 @@ struct Arena {
 impl Arena {
     fn new(rt: &Runtime, slots: usize) -> Result<Self> {
         Ok(Arena {
-            nodes: rt.alloc::<u64>(4 * slots)?,
-            free: rt.alloc::<u32>(slots)?,
+            nodes: rt.device_buffer::<u64>(4 * slots)?,
+            free: rt.device_buffer::<u32>(slots)?,
             len: 0,
             n_free: 0,
         })
@@ -467,8 +470,8 @@ impl Arena {
             return Ok(());
         }
         let grown = slots.max(2 * self.slots());
-        let nodes = rt.alloc::<u64>(4 * grown)?;
-        let free = rt.alloc::<u32>(grown)?;
+        let nodes = rt.device_buffer::<u64>(4 * grown)?;
+        let free = rt.device_buffer::<u32>(grown)?;
         // Both as 32-bit words: the arena's used nodes, the free stack's entries.
         copy_words(copy, &self.nodes, &nodes, 8 * self.len)?;
         copy_words(copy, &self.free, &free, self.n_free)?;
@@ -480,15 +483,15 @@ impl Arena {
 
 fn copy_words<A: asym_runtime::SvmElement>(
     copy: &mut Kernel,
-    src: &SvmBuffer<A>,
-    dst: &SvmBuffer<A>,
+    src: &DeviceBuffer<A>,
+    dst: &DeviceBuffer<A>,
     words: usize,
 ) -> Result<()> {
     if words == 0 {
         return Ok(());
     }
-    copy.arg_svm(0, src)?
-        .arg_svm(1, dst)?
+    copy.arg_buffer(0, src)?
+        .arg_buffer(1, dst)?
         .arg_scalar(2, words as u64)?;
     copy.launch(words.div_ceil(256).min(4096) * 256, Some(256))?
         .wait()
