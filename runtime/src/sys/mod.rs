@@ -1,10 +1,10 @@
 //! The one home of FFI and raw pointers in asym.
 //!
 //! Everything that calls OpenCL's C API directly (SVM allocation, mapping, SVM kernel
-//! arguments, kernel enqueue) or the C library (`sched_getcpu`) lives under this module, with a
+//! arguments, device buffers' copies, kernel enqueue) or the C library (`sched_getcpu`) lives under this module, with a
 //! `// SAFETY:` comment on every `unsafe` block. The rest of the crate is
 //! `#![deny(unsafe_code)]` and builds on the safe types exported here: [`SvmBuffer`],
-//! [`SvmMap`] and the crate-private launch helpers.
+//! [`SvmMap`], [`DeviceBuffer`] and the crate-private launch helpers.
 
 mod cl;
 mod device_buffer;
