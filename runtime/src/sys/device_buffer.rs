@@ -157,34 +157,3 @@ pub(crate) fn set_kernel_arg_buffer<T: SvmElement>(
         .map_err(|e| Error::ocl("clSetKernelArg", format!("argument {index}"), e))?;
     Ok(buffer.mem.clone())
 }
-
-/// A buffer kernels take as a `__global T*` argument, in SVM or not: what an API that only
-/// hands a buffer to its kernels accepts, so that callers keep device-only data out of SVM.
-pub trait KernelBuffer<T: SvmElement> {
-    /// Elements held.
-    fn len(&self) -> usize;
-    /// Whether it holds no element.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Sets argument `index` of `kernel` to this buffer.
-    fn set_arg(&self, kernel: &mut crate::Kernel, index: u32) -> Result<()>;
-}
-
-impl<T: SvmElement> KernelBuffer<T> for DeviceBuffer<T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn set_arg(&self, kernel: &mut crate::Kernel, index: u32) -> Result<()> {
-        kernel.arg_buffer(index, self).map(|_| ())
-    }
-}
-
-impl<T: SvmElement> KernelBuffer<T> for super::svm::SvmBuffer<T> {
-    fn len(&self) -> usize {
-        super::svm::SvmBuffer::len(self)
-    }
-    fn set_arg(&self, kernel: &mut crate::Kernel, index: u32) -> Result<()> {
-        kernel.arg_svm(index, self).map(|_| ())
-    }
-}

@@ -212,15 +212,14 @@ pub(crate) fn run_rounds(
     let root_bound = u64::MAX - root.0;
     arena.nodes.write_range(0, &[root_bound, 0, 0, 0])?;
     arena.len = 1;
-    // Device buffers: only kernels (the expansion's and the heap's) touch them.
-    let mut popped = rt.device_buffer::<i64>(pop.max(1))?;
-    let kids_out = rt.device_buffer::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
+    let mut popped = rt.alloc::<i64>(pop.max(1))?;
+    let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
     // The first round is the root alone: written where a round's nodes go, without a trip
     // through the heap (an INS launch and a pop: two heap calls fewer; on the H200 the setup
     // shrank by their 2.7-4.1 ms, the whole search moved within its spread). The heap starts
     // empty and takes the root's children.
     let t_root = Instant::now();
-    popped.write_range(0, &[(shape.key(root_bound, 0), 0u32).to_upload()])?;
+    popped.copy_from_host(0, &[(shape.key(root_bound, 0), 0u32).to_upload()])?;
     let mut gc_at = config.gc_threshold;
     // Children per popped node in the last round: the next round gets room for half as
     // many again (early rounds of a few nodes, where the ratio swings, get their worst case
@@ -269,14 +268,14 @@ pub(crate) fn run_rounds(
             let t_expand_round = Instant::now();
             stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
             expand
-                .arg_buffer(0, &popped)?
+                .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
                 .arg_buffer(2, &arena.nodes)?
                 .arg_buffer(3, &arena.free)?
                 .arg_scalar(4, arena.n_free as u64)?
                 .arg_scalar(5, arena.len as u64)?
                 .arg_scalar(6, arena.slots().min(max_live) as u64)?
-                .arg_buffer(7, &kids_out)?
+                .arg_svm(7, &kids_out)?
                 .arg_svm(8, &ctl)?
                 .arg_scalar(9, words[KIDS])?
                 .arg_scalar(10, best.load(Ordering::Acquire))?
@@ -288,7 +287,7 @@ pub(crate) fn run_rounds(
                 .arg_scalar(16, shape.shift)?
                 .arg_scalar(17, shape.depth_bits)?;
             release
-                .arg_buffer(0, &popped)?
+                .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
                 .arg_buffer(2, &arena.free)?
                 .arg_scalar(3, arena.n_free as u64)?

@@ -15,8 +15,7 @@
 //! linearizes at its call like any other host call.
 
 use asym_runtime::{
-    DeviceKind, Error, Kernel, KernelBuffer, Launch, Program, Result, Runtime, SvmBuffer,
-    SvmElement, SvmMap,
+    DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement, SvmMap,
 };
 
 use super::{copy_keys, staged, stride_items, to_u32, DeviceHeapKey, Inner};
@@ -174,7 +173,7 @@ pub(super) enum Source<'a, T: DeviceHeapKey> {
     /// This many keys, written by the function into the mapped staging range.
     Fill(usize, &'a super::FillKeys<'a, T>),
     /// The first this many keys of a device buffer, in the upload form.
-    Device(&'a dyn KernelBuffer<T::Upload>, usize),
+    Device(&'a SvmBuffer<T::Upload>, usize),
 }
 
 /// Where a bulk call's removed keys go.
@@ -185,7 +184,7 @@ pub(super) enum Out<'a, T: DeviceHeapKey> {
     Into(&'a mut [T]),
     /// To the front of a device buffer, in the upload form, copied on the device; `true`:
     /// the call returns before its launches complete (`Inner::pending`).
-    Device(&'a dyn KernelBuffer<T::Upload>, bool),
+    Device(&'a SvmBuffer<T::Upload>, bool),
 }
 
 impl<T: DeviceHeapKey> Source<'_, T> {
@@ -497,10 +496,8 @@ impl<T: DeviceHeapKey> Inner<T> {
             // The keys removed go where the caller takes them from on the device, or to the
             // staging buffer to be read back.
             match out_device {
-                Some(dst) => dst.set_arg(&mut kn.place, 3)?,
-                None => {
-                    kn.place.arg_svm(3, io)?;
-                }
+                Some(dst) => kn.place.arg_svm(3, dst)?,
+                None => kn.place.arg_svm(3, io)?,
             };
             kn.place
                 .arg_svm(1, heap_keys)?

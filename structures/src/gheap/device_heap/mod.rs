@@ -34,9 +34,7 @@ use std::borrow::Cow;
 use std::sync::{Mutex, MutexGuard};
 
 use asym_kernels::{cl_defines, ClConst};
-use asym_runtime::{
-    Error, Kernel, KernelBuffer, Launch, Result, Runtime, Side, SvmBuffer, SvmElement,
-};
+use asym_runtime::{Error, Kernel, Launch, Result, Runtime, Side, SvmBuffer, SvmElement};
 
 use super::batch::{position, tree_slots};
 use super::device_batch_ops::{
@@ -401,7 +399,7 @@ enum Keys<'a, T: DeviceHeapKey> {
     /// These keys, uploaded by the call.
     Host(&'a [T]),
     /// The first `len` keys of a device buffer, in the upload form, copied on the device.
-    Device(&'a dyn KernelBuffer<T::Upload>, usize),
+    Device(&'a SvmBuffer<T::Upload>, usize),
 }
 
 impl<T: DeviceHeapKey> Keys<'_, T> {
@@ -799,9 +797,8 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// a kernel that makes keys (a search expanding nodes on the device) hands them over
     /// where it wrote them. The keys are copied on the device, then inserted as
     /// [`DeviceGeneralizedHeap::insert`] would (operations, or a rebuild by the
-    /// [`BulkPolicy`]). `src` is an SVM buffer or a device buffer
-    /// ([`KernelBuffer`]). An error if `src` is shorter than `len`.
-    pub fn insert_from_device(&self, src: &dyn KernelBuffer<T::Upload>, len: usize) -> Result<()> {
+    /// [`BulkPolicy`]). An error if `src` is shorter than `len`.
+    pub fn insert_from_device(&self, src: &SvmBuffer<T::Upload>, len: usize) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
         if len > src.len() {
@@ -826,27 +823,22 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// and in their upload form, without them crossing to the host (the other half of
     /// [`DeviceGeneralizedHeap::insert_from_device`]). An error if the heap holds fewer
     /// than `n` keys or `dst` is shorter.
-    pub fn delete_min_to_device(&self, n: usize, dst: &dyn KernelBuffer<T::Upload>) -> Result<()> {
+    pub fn delete_min_to_device(&self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
         self.delete_to(n, dst, false)
     }
 
     /// [`DeviceGeneralizedHeap::delete_min_to_device`] that may return before its launches
     /// complete (where the heap rebuilds): `dst` holds the keys once a later launch on the
     /// runtime's main queue has been waited for (the queue runs in order), or once the
-    /// heap's next call returns (it waits first). Host access to an SVM `dst` before that
-    /// is refused with [`Error::Busy`]; a [`DeviceBuffer`](asym_runtime::DeviceBuffer)'s
-    /// copies are queued after the launches anyway. A caller that launches its own
+    /// heap's next call returns (it waits first). Host access to `dst` or the heap's
+    /// buffers before that is refused with [`Error::Busy`]. A caller that launches its own
     /// kernel on `dst` next (a branch-and-bound round expanding the nodes taken out) spares
     /// a wait for the host between the two.
-    pub fn enqueue_delete_min_to_device(
-        &self,
-        n: usize,
-        dst: &dyn KernelBuffer<T::Upload>,
-    ) -> Result<()> {
+    pub fn enqueue_delete_min_to_device(&self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
         self.delete_to(n, dst, true)
     }
 
-    fn delete_to(&self, n: usize, dst: &dyn KernelBuffer<T::Upload>, queued: bool) -> Result<()> {
+    fn delete_to(&self, n: usize, dst: &SvmBuffer<T::Upload>, queued: bool) -> Result<()> {
         let mut g = self.lock();
         g.usable()?;
         let held = g.count * self.batch + g.plen;
@@ -876,10 +868,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// unchanged.
     pub fn insert_then_delete_on_device(
         &self,
-        src: &dyn KernelBuffer<T::Upload>,
+        src: &SvmBuffer<T::Upload>,
         len: usize,
         n_out: usize,
-        dst: &dyn KernelBuffer<T::Upload>,
+        dst: &SvmBuffer<T::Upload>,
     ) -> Result<()> {
         self.insert_then_delete(src, len, n_out, dst, false)
     }
@@ -889,20 +881,20 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// (`src` too is the device's until then).
     pub fn enqueue_insert_then_delete_on_device(
         &self,
-        src: &dyn KernelBuffer<T::Upload>,
+        src: &SvmBuffer<T::Upload>,
         len: usize,
         n_out: usize,
-        dst: &dyn KernelBuffer<T::Upload>,
+        dst: &SvmBuffer<T::Upload>,
     ) -> Result<()> {
         self.insert_then_delete(src, len, n_out, dst, true)
     }
 
     fn insert_then_delete(
         &self,
-        src: &dyn KernelBuffer<T::Upload>,
+        src: &SvmBuffer<T::Upload>,
         len: usize,
         n_out: usize,
-        dst: &dyn KernelBuffer<T::Upload>,
+        dst: &SvmBuffer<T::Upload>,
         queued: bool,
     ) -> Result<()> {
         let mut g = self.lock();
@@ -1102,7 +1094,7 @@ impl<T: DeviceHeapKey> Inner<T> {
     /// are copied from the staging buffer to their place in `dst` (runs of DELs that
     /// returned K keys each in one copy; only the DEL of fewer than K, at most one, breaks a
     /// run).
-    fn delete_to_device(&mut self, n: usize, dst: &dyn KernelBuffer<T::Upload>) -> Result<()> {
+    fn delete_to_device(&mut self, n: usize, dst: &SvmBuffer<T::Upload>) -> Result<()> {
         let k = self.partial.len();
         let ops: Vec<HeapOp> = (0..n.div_ceil(k))
             .map(|i| HeapOp::Delete((n - i * k).min(k)))
@@ -1414,9 +1406,9 @@ fn stride_items(n: usize, wg: usize) -> usize {
 /// keys). Both ranges are checked: the kernel writes where it is told.
 fn copy_keys<A: SvmElement, B: SvmElement>(
     kernel: &mut Kernel,
-    src: &dyn KernelBuffer<A>,
+    src: &SvmBuffer<A>,
     src_at: usize,
-    dst: &dyn KernelBuffer<B>,
+    dst: &SvmBuffer<B>,
     dst_at: usize,
     n: usize,
 ) -> Result<Launch> {
@@ -1428,10 +1420,10 @@ fn copy_keys<A: SvmElement, B: SvmElement>(
             dst.len()
         )));
     }
-    src.set_arg(kernel, 0)?;
-    dst.set_arg(kernel, 2)?;
     kernel
+        .arg_svm(0, src)?
         .arg_scalar(1, src_at as u64)?
+        .arg_svm(2, dst)?
         .arg_scalar(3, dst_at as u64)?
         .arg_scalar(4, n as u64)?;
     // Submitted by the caller's next submitting launch or by waiting on (dropping) it.
