@@ -30,6 +30,7 @@ use asym::structures::apps::knapsack::{
 };
 use asym::structures::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
+    GHEAP_PROFILE_ENV,
 };
 use clap::Parser;
 use serde_json::json;
@@ -254,7 +255,7 @@ fn run(args: &Args) -> Result<bool> {
     let rt = if gpu || coop {
         // Device times (each launch's start and end, which cost every launch host time on
         // NVIDIA) only for the heap's profiling build, whose rows report them.
-        let profiled = asym::runtime::env::switch("ASYM_GHEAP_PROFILE")?;
+        let profiled = asym::runtime::env::switch(GHEAP_PROFILE_ENV)?;
         Some(Runtime::with_options(RuntimeOptions {
             device: args.device.clone(),
             device_times: profiled.then_some(true),

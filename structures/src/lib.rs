@@ -45,7 +45,8 @@ pub use gheap::{
     merge_and_sort, BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     CooperativeStats, DeviceBatchOps, DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey,
     DeviceHeapProfile, DeviceHeapStats, GeneralizedHeap, HeapOp, HeapPlacement, HeapStats,
-    InsertDirection, LaunchTrace, MemberReport, MergeKind, SpreadHeap, MAX_BATCH, MAX_DEVICE_BATCH,
+    InsertDirection, LaunchTrace, MemberReport, MergeKind, SpreadHeap, GHEAP_PROFILE_ENV,
+    MAX_BATCH, MAX_DEVICE_BATCH,
 };
 pub use key::Key;
 pub use kselect::{

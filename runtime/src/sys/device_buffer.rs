@@ -44,19 +44,14 @@ fn out_of_memory(what: String, e: ocl::OclCoreError) -> Error {
 impl<T: SvmElement> DeviceBuffer<T> {
     /// `len` zeroed elements (at least one is allocated) in `context`, copied through `queue`.
     pub(crate) fn new(context: &Context, queue: &CommandQueue, len: usize) -> Result<Self> {
-        let bytes = len
-            .max(1)
+        let elements = len.max(1);
+        let bytes = elements
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::OutOfMemory(format!("a device buffer of {len} elements")))?;
         // SAFETY: no host pointer is given (`None`), so the driver reads no host memory; the
-        // flags ask for a plain read-write buffer of `bytes / size_of::<T>()` elements.
+        // flags ask for a plain read-write buffer of `elements` elements.
         let mem = unsafe {
-            ocl::core::create_buffer::<_, T>(
-                context,
-                ocl::core::MEM_READ_WRITE,
-                bytes / std::mem::size_of::<T>(),
-                None,
-            )
+            ocl::core::create_buffer::<_, T>(context, ocl::core::MEM_READ_WRITE, elements, None)
         }
         .map_err(|e| out_of_memory(format!("clCreateBuffer of {bytes} bytes"), e))?;
         // Zeroed on the device, in order before anything enqueued after it (a driver may
@@ -66,7 +61,7 @@ impl<T: SvmElement> DeviceBuffer<T> {
             &mem,
             T::default(),
             0,
-            len.max(1),
+            elements,
             None::<Event>,
             None::<&mut Event>,
             None,

@@ -47,7 +47,7 @@ pub use cooperative::{CooperativeConfig, CooperativeHeap, CooperativeStats};
 pub use device_batch_ops::{DeviceBatchOps, MAX_DEVICE_BATCH};
 pub use device_heap::{
     BulkPolicy, DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, DeviceHeapProfile,
-    DeviceHeapStats, HeapOp, LaunchTrace,
+    DeviceHeapStats, HeapOp, LaunchTrace, GHEAP_PROFILE_ENV,
 };
 pub use sequential::{GeneralizedHeap, MAX_BATCH};
 pub use spread::{MemberReport, SpreadHeap};

@@ -52,7 +52,7 @@ use crossbeam::utils::CachePadded;
 
 use asym_runtime::{host_memory, Error, LatencyPool, Result, SpinBarrier};
 
-use super::{distances_in_place, lowered, relaxed_distance, SsspRun, SsspStats};
+use super::{distances_in_place, filled_huge, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
 /// Frontier entries a thread claims at a time (divides [`SEGMENT`]: a chunk never straddles
@@ -104,7 +104,6 @@ pub fn shortest_paths(
     pool: &LatencyPool,
     delta: u32,
 ) -> Result<SsspRun> {
-    use rayon::prelude::*;
     graph.check_source(source)?;
     check_delta(delta)?;
     let started = std::time::Instant::now();
@@ -115,12 +114,7 @@ pub fn shortest_paths(
     // The two words of a vertex side by side instead took a Kronecker search from 111 to
     // 120 ms on 16 threads (medians of five, one run): a cache line then covers half as
     // many neighbours' distances.
-    let mut distances: Vec<u64> = host_memory::huge_page_vec(n);
-    (0..n)
-        .into_par_iter()
-        .with_min_len(1 << 14)
-        .map(|_| u64::MAX)
-        .collect_into_vec(&mut distances);
+    let mut distances = filled_huge(n, || u64::MAX);
     let searching = std::time::Instant::now();
     let mut stats = {
         let words = host_memory::u64s_as_atomic_u32_pairs(&mut distances);

@@ -390,12 +390,18 @@ impl AnswerMemory {
 /// `n` atomic words, each `value`, written on rayon's threads into huge pages where the
 /// machine has them (see [`host_memory::huge_page_vec`]).
 pub(crate) fn atomic_words(n: usize, value: u32) -> Vec<AtomicU32> {
+    filled_huge(n, || AtomicU32::new(value))
+}
+
+/// `n` values made by `make`, written on rayon's threads into huge pages where the machine
+/// has them (each thread faults its own part in).
+pub(crate) fn filled_huge<T: Send>(n: usize, make: impl Fn() -> T + Sync + Send) -> Vec<T> {
     use rayon::prelude::*;
     let mut out = host_memory::huge_page_vec(n);
     (0..n)
         .into_par_iter()
         .with_min_len(1 << 14)
-        .map(|_| AtomicU32::new(value))
+        .map(|_| make())
         .collect_into_vec(&mut out);
     out
 }

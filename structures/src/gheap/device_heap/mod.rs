@@ -51,6 +51,9 @@ use bulk::{BulkKernels, Out, Source};
 // local memory: K = 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in
 // 48 KiB, which `check_local_memory` enforces per device).
 
+/// The environment variable (`1`) that builds a profiling device heap ([`DeviceHeapProfile`]).
+pub const GHEAP_PROFILE_ENV: &str = "ASYM_GHEAP_PROFILE";
+
 const HDR_COUNT: usize = 0;
 const HDR_PLEN: usize = 1;
 const HDR_SEQ: usize = 2;
@@ -538,7 +541,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 ));
             }
         }
-        let profiled = asym_runtime::env::switch("ASYM_GHEAP_PROFILE")?;
+        let profiled = asym_runtime::env::switch(GHEAP_PROFILE_ENV)?;
         let program = rt.program_with(
             &asym_kernels::GHEAP,
             &format!(
