@@ -408,10 +408,12 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
         assert_eq!(s.optimum, want, "the threads' expansion takes it");
         // Garbage collection keeps the optimum, and removes nodes on instances where the
         // incumbent improves while the heap is large (not every instance has one).
-        for p in [1, 2] {
+        // The device's rounds are 32 nodes: rounds that fit one go past the heap (and so
+        // past its collections) while the heap is empty.
+        for (p, pop) in [(1, 32), (2, 256)] {
             let gc = OffloadConfig {
                 gc_threshold: 64,
-                ..config(p, 256, 1 << 20)
+                ..config(p, pop, 1 << 20)
             };
             let mut collected = 0;
             // Seeds whose sequential search expands 1.5-50 K nodes.

@@ -4,6 +4,12 @@
 //! keys into another buffer, and the heap takes them from there. The host sees a few counters
 //! per round (children made, nodes expanded and dropped, the incumbent), not the nodes.
 //!
+//! A round whose children fit the next round while the heap is empty skips the heap: the
+//! heap would hand every one of them out, so they become the next round's nodes by one copy
+//! on the device. Searches of BGPQ's smaller files never hold more than a round of nodes and
+//! never make a heap (it is made, and the rounds' buffers move from device buffers to the SVM
+//! its calls take, when the children first outnumber a round).
+//!
 //! Against the latency threads expanding (`super::device`), this removes what the host did
 //! per node: reading the popped pairs back, filing each child (arena slot, key pair) and
 //! uploading the children's keys; on BGPQ's files those took about as long as the heap's own
@@ -19,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use asym_runtime::backoff::Deadline;
-use asym_runtime::{DeviceBuffer, Error, Kernel, Result, Runtime, SvmBuffer};
+use asym_runtime::{DeviceBuffer, Error, Kernel, Launch, Result, Runtime, SvmBuffer};
 
 use super::bounds::Problem;
 use super::BnbStats;
@@ -170,18 +176,22 @@ pub(crate) fn run_rounds(
     let t_kernels = Instant::now();
     let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
-    let (mut expand, mut release, mut collect, mut copy) = (
-        kernel("knapsack_expand")?,
-        kernel("knapsack_release")?,
+    // Kernel objects per kind of memory their arguments get (an argument keeps to one kind,
+    // `Kernel::arg_buffer`): the rounds' pairs in device buffers, then in SVM (`RoundPairs`).
+    let (mut collect, mut copy, mut to_svm) = (
         kernel("knapsack_collect")?,
         kernel("knapsack_copy")?,
+        kernel("knapsack_copy")?,
     );
+    let mut on_device = RoundKernels::new(&kernel)?;
+    let mut on_svm = RoundKernels::new(&kernel)?;
     let t_tables = Instant::now();
     let t = problem.tables();
     let n = u32::try_from(t.items.len())
         .map_err(|_| Error::InvalidArgument("more than 2^32 items".into()))?;
-    // One buffer (each SVM allocation costs the H200 close to a millisecond): the control
-    // words, then the tables in the order kernels/knapsack.cl's `kn_tables` expects.
+    // One buffer, outside SVM (the host reads the control words once a round, through a
+    // blocking copy): the control words, then the tables in the order kernels/knapsack.cl's
+    // `kn_tables` expects.
     let mut data: Vec<u64> = vec![0; CTL_WORDS];
     data[BEST] = best.load(Ordering::Acquire);
     data.extend(t.items.iter().map(|i| i.profit));
@@ -193,33 +203,38 @@ pub(crate) fn run_rounds(
     } else {
         t.lightest
     });
-    let mut ctl = rt.alloc::<u64>(data.len())?;
+    let mut ctl = rt.device_buffer::<u64>(data.len())?;
     ctl.write_range(0, &data)?;
     let mut words = [0u64; CTL_WORDS];
     words.copy_from_slice(&data[..CTL_WORDS]);
 
+    // The heap is made when a round's children first outnumber a round (or reach the
+    // garbage collector's threshold): until then every node goes straight to the next round,
+    // and on BGPQ's smaller files that is the whole search.
     let t_heap_new = Instant::now();
-    let heap = DeviceGeneralizedHeap::<(u32, u32)>::new(
-        rt,
-        &DeviceHeapConfig {
-            batch: config.batch,
-            ..config.heap.clone()
-        },
-    )?;
+    let heap_config = DeviceHeapConfig {
+        batch: config.batch,
+        ..config.heap.clone()
+    };
+    let mut heap: Option<DeviceGeneralizedHeap<(u32, u32)>> = None;
     let t_buffers = Instant::now();
     let mut arena = Arena::new(rt, config.first_slots.min(max_live).max(1))?;
     let root = problem.root();
     let root_bound = u64::MAX - root.0;
     arena.nodes.write_range(0, &[root_bound, 0, 0, 0])?;
     arena.len = 1;
-    let mut popped = rt.alloc::<i64>(pop.max(1))?;
-    let kids_out = rt.alloc::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
+    let mut popped = rt.device_buffer::<i64>(pop.max(1))?;
+    let kids_out = rt.device_buffer::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
     // The first round is the root alone: written where a round's nodes go, without a trip
     // through the heap (an INS launch and a pop: two heap calls fewer; on the H200 the setup
     // shrank by their 2.7-4.1 ms, the whole search moved within its spread). The heap starts
     // empty and takes the root's children.
     let t_root = Instant::now();
-    popped.copy_from_host(0, &[(shape.key(root_bound, 0), 0u32).to_upload()])?;
+    popped.write_range(0, &[(shape.key(root_bound, 0), 0u32).to_upload()])?;
+    let mut pairs = RoundPairs::Device {
+        popped,
+        kids: kids_out,
+    };
     let mut gc_at = config.gc_threshold;
     // Children per popped node in the last round: the next round gets room for half as
     // many again (early rounds of a few nodes, where the ratio swings, get their worst case
@@ -228,6 +243,8 @@ pub(crate) fn run_rounds(
     let mut retries = 0;
 
     let mut n_popped = 1;
+    // The copy that made this round's pairs, while it may not have run.
+    let mut carried: Option<Launch> = None;
     let d = &mut stats.device_profile;
     d.setup_kernels_us += (t_tables - t_kernels).as_micros() as u64;
     d.setup_tables_us += (t_heap_new - t_tables).as_micros() as u64;
@@ -267,16 +284,31 @@ pub(crate) fn run_rounds(
             arena.grow_to(rt, &mut copy, slots)?;
             let t_expand_round = Instant::now();
             stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
+            let RoundKernels {
+                expand, release, ..
+            } = match &pairs {
+                RoundPairs::Device { popped, kids } => {
+                    on_device
+                        .expand
+                        .arg_buffer(0, popped)?
+                        .arg_buffer(7, kids)?;
+                    on_device.release.arg_buffer(0, popped)?;
+                    &mut on_device
+                }
+                RoundPairs::Svm { popped, kids } => {
+                    on_svm.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
+                    on_svm.release.arg_svm(0, popped)?;
+                    &mut on_svm
+                }
+            };
             expand
-                .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
                 .arg_buffer(2, &arena.nodes)?
                 .arg_buffer(3, &arena.free)?
                 .arg_scalar(4, arena.n_free as u64)?
                 .arg_scalar(5, arena.len as u64)?
                 .arg_scalar(6, arena.slots().min(max_live) as u64)?
-                .arg_svm(7, &kids_out)?
-                .arg_svm(8, &ctl)?
+                .arg_buffer(8, &ctl)?
                 .arg_scalar(9, words[KIDS])?
                 .arg_scalar(10, best.load(Ordering::Acquire))?
                 .arg_scalar(11, n)?
@@ -287,11 +319,10 @@ pub(crate) fn run_rounds(
                 .arg_scalar(16, shape.shift)?
                 .arg_scalar(17, shape.depth_bits)?;
             release
-                .arg_svm(0, &popped)?
                 .arg_scalar(1, n_popped as u32)?
                 .arg_buffer(2, &arena.free)?
                 .arg_scalar(3, arena.n_free as u64)?
-                .arg_svm(4, &ctl)?
+                .arg_buffer(4, &ctl)?
                 .arg_scalar(5, words[KIDS])?;
             // In-order queue: the release runs after the expansion, then the host reads.
             let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
@@ -299,8 +330,12 @@ pub(crate) fn run_rounds(
             let t_wait = Instant::now();
             released.wait()?;
             expanded.wait()?;
+            // Ran before them (in-order queue): no wait left.
+            if let Some(c) = carried.take() {
+                c.wait()?;
+            }
             let t_read = Instant::now();
-            let seen = read_words(&mut ctl)?;
+            let seen = read_words(&ctl)?;
             let d = &mut stats.device_profile;
             d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
             d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
@@ -322,7 +357,7 @@ pub(crate) fn run_rounds(
             // The attempt's counts do not count; its children's keys are written over.
             words = seen;
             words[FULL] = 0;
-            ctl.copy_from_host(FULL, &[0u64])?;
+            ctl.write_range(FULL, &[0u64])?;
             room = worst;
             retries += 1;
         };
@@ -333,26 +368,74 @@ pub(crate) fn run_rounds(
         arena.n_free += n_popped;
         *expanding += micros(t_expand);
         *expand_allocs += allocations() - allocs_at_expand;
+        stats.rounds += 1;
         let t_heap = Instant::now();
         let allocs_at_heap = allocations();
+        let in_heap = heap.as_ref().map_or(0, |h| h.len());
+        if in_heap == 0 && kids <= pop {
+            // The whole frontier is the next round, as the heap would hand it out (every node
+            // it holds): the children's pairs become the round's nodes by a copy on the
+            // device, which the next expansion follows on the in-order queue.
+            match &pairs {
+                RoundPairs::Device { popped, kids: out } => {
+                    on_device.carry.arg_buffer(0, out)?.arg_buffer(1, popped)?;
+                    carried = enqueue_copy(&mut on_device.carry, 2 * kids)?;
+                }
+                RoundPairs::Svm { popped, kids: out } => {
+                    on_svm.carry.arg_svm(0, out)?.arg_svm(1, popped)?;
+                    carried = enqueue_copy(&mut on_svm.carry, 2 * kids)?;
+                }
+            }
+            stats.direct_rounds += 1;
+            n_popped = kids;
+            *heaping += micros(t_heap);
+            continue;
+        }
+        let heap = match &heap {
+            Some(h) => h,
+            None => {
+                let t_new = Instant::now();
+                let made = heap.insert(DeviceGeneralizedHeap::new(rt, &heap_config)?);
+                if let RoundPairs::Device { kids: out, .. } = &pairs {
+                    // The heap's calls on the device take SVM: the pairs move there.
+                    let svm_kids = rt.alloc::<i64>(out.len())?;
+                    to_svm.arg_buffer(0, out)?.arg_svm(1, &svm_kids)?;
+                    // Waited for by the heap's first call (in-order queue).
+                    carried = enqueue_copy(&mut to_svm, 2 * kids)?;
+                    pairs = RoundPairs::Svm {
+                        popped: rt.alloc::<i64>(pop.max(1))?,
+                        kids: svm_kids,
+                    };
+                }
+                stats.device_profile.setup_heap_us += micros(t_new);
+                made
+            }
+        };
+        let RoundPairs::Svm {
+            popped,
+            kids: kids_out,
+        } = &pairs
+        else {
+            unreachable!("the pairs are in SVM once the heap exists")
+        };
         if heap.len() + kids <= gc_at {
             // The children in and the next round out, one sort where the heap rebuilds.
             n_popped = pop.min(heap.len() + kids);
             // Returns once the launches are enqueued: the next round's expansion follows them
             // on the in-order queue, and its wait covers theirs.
-            heap.enqueue_insert_then_delete_on_device(&kids_out, kids, n_popped, &popped)?;
+            heap.enqueue_insert_then_delete_on_device(kids_out, kids, n_popped, popped)?;
             *heaping += micros(t_heap);
             *heap_allocs += allocations() - allocs_at_heap;
             continue;
         }
         // The heap outgrows the threshold: the children in, then a garbage collection.
-        heap.insert_from_device(&kids_out, kids)?;
+        heap.insert_from_device(kids_out, kids)?;
         let kept = collect_garbage(
             rt,
-            &heap,
+            heap,
             &mut collect,
             &mut arena,
-            &mut ctl,
+            &ctl,
             &mut words,
             best.load(Ordering::Acquire),
         )?;
@@ -360,12 +443,12 @@ pub(crate) fn run_rounds(
         // When most nodes survive, wait until the heap doubles before the next pass.
         gc_at = config.gc_threshold.max(kept.saturating_mul(2));
         n_popped = pop.min(heap.len());
-        heap.enqueue_delete_min_to_device(n_popped, &popped)?;
+        heap.enqueue_delete_min_to_device(n_popped, popped)?;
         *heaping += micros(t_heap);
         *heap_allocs += allocations() - allocs_at_heap;
     }
     stats.collected += words[FREED];
-    if let Some(p) = heap.profile() {
+    if let Some(p) = heap.as_ref().and_then(DeviceGeneralizedHeap::profile) {
         let d = &mut stats.device_profile;
         d.heap_launches = p.bulk_launches;
         d.heap_busy_us = p.bulk_device_busy_us as u64;
@@ -384,7 +467,7 @@ fn micros(since: Instant) -> u64 {
 }
 
 /// The control words alone (the tables behind them in the same buffer stay on the device).
-fn read_words(ctl: &mut SvmBuffer<u64>) -> Result<[u64; CTL_WORDS]> {
+fn read_words(ctl: &DeviceBuffer<u64>) -> Result<[u64; CTL_WORDS]> {
     let mut w = [0u64; CTL_WORDS];
     ctl.read_range_into(0, &mut w)?;
     Ok(w)
@@ -397,7 +480,7 @@ fn collect_garbage(
     heap: &DeviceGeneralizedHeap<(u32, u32)>,
     collect: &mut Kernel,
     arena: &mut Arena,
-    ctl: &mut SvmBuffer<u64>,
+    ctl: &DeviceBuffer<u64>,
     words: &mut [u64; CTL_WORDS],
     best: u64,
 ) -> Result<usize> {
@@ -413,7 +496,7 @@ fn collect_garbage(
         .arg_svm(4, &kept)?
         .arg_buffer(5, &arena.free)?
         .arg_scalar(6, arena.n_free as u64)?
-        .arg_svm(7, ctl)?
+        .arg_buffer(7, ctl)?
         .arg_scalar(8, words[KEPT])?
         .arg_scalar(9, words[FREED])?;
     collect
@@ -481,6 +564,51 @@ impl Arena {
     }
 }
 
+/// Enqueues `copy` (a `knapsack_copy` whose buffers are set) over `words` 32-bit words and
+/// returns its launch before it runs (dropping the launch waits for it); what is enqueued
+/// after it follows it.
+fn enqueue_copy(copy: &mut Kernel, words: usize) -> Result<Option<Launch>> {
+    if words == 0 {
+        return Ok(None);
+    }
+    copy.arg_scalar(2, words as u64)?
+        .launch_unflushed(words.div_ceil(256).min(4096) * 256, Some(256))
+        .map(Some)
+}
+
+/// A round's nodes (pairs as the heap hands them out) and its children's pairs: in device
+/// buffers while the rounds go past the heap (a driver allocation of SVM costs the H200
+/// about 0.6 ms and 0.25 ms per MiB, a buffer object a fraction of it), in SVM from the round
+/// the heap first takes children (its calls on the device take SVM).
+enum RoundPairs {
+    Device {
+        popped: DeviceBuffer<i64>,
+        kids: DeviceBuffer<i64>,
+    },
+    Svm {
+        popped: SvmBuffer<i64>,
+        kids: SvmBuffer<i64>,
+    },
+}
+
+/// The kernels whose arguments are a round's pairs, one set per kind of [`RoundPairs`].
+struct RoundKernels {
+    expand: Kernel,
+    release: Kernel,
+    /// Copies the children's pairs to the round's (a round straight to the next).
+    carry: Kernel,
+}
+
+impl RoundKernels {
+    fn new(kernel: &dyn Fn(&str) -> Result<Kernel>) -> Result<Self> {
+        Ok(RoundKernels {
+            expand: kernel("knapsack_expand")?,
+            release: kernel("knapsack_release")?,
+            carry: kernel("knapsack_copy")?,
+        })
+    }
+}
+
 fn copy_words<A: asym_runtime::SvmElement>(
     copy: &mut Kernel,
     src: &DeviceBuffer<A>,
@@ -503,12 +631,14 @@ mod tests {
     use crate::apps::knapsack::{Class, Instance};
     use asym_runtime::{select_device, Transport};
 
-    /// Rounds given no slack run out of arena slots and run again; the answers stay those of
-    /// dynamic programming, on both transports.
+    /// Rounds given no slack run out of arena slots and run again; rounds of at most 64 nodes
+    /// go straight to the next round while the heap is empty and through the heap after;
+    /// the answers stay those of dynamic programming, on both transports.
     #[test]
     fn rounds_that_run_out_of_slots_run_again() {
         let device = select_device(None).expect("an OpenCL device");
         let mut retries = 0;
+        let (mut direct, mut through_heap) = (0, 0);
         for t in Transport::candidates(&device).unwrap() {
             let rt = Runtime::open(device.clone(), Some(t), None).unwrap();
             for class in Class::ALL {
@@ -539,6 +669,8 @@ mod tests {
                     )
                     .unwrap();
                     assert!(stats.proved);
+                    direct += stats.direct_rounds;
+                    through_heap += stats.rounds - stats.direct_rounds;
                     assert_eq!(
                         problem.optimum(best.load(Ordering::Acquire)),
                         inst.dp_optimum(1 << 26).unwrap(),
@@ -549,5 +681,9 @@ mod tests {
             }
         }
         assert!(retries > 0, "no round ran out of slots");
+        assert!(
+            direct > 0 && through_heap > 0,
+            "{direct} rounds straight to the next, {through_heap} through the heap"
+        );
     }
 }

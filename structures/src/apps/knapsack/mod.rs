@@ -240,6 +240,11 @@ pub struct BnbStats {
     /// Offloaded searches: whether the device expanded the rounds' nodes
     /// ([`device::Expansion`]).
     pub device_expansion: bool,
+    /// Searches expanding on the device: the rounds run.
+    pub rounds: u64,
+    /// Of those, rounds whose children all went straight to the next round: the heap was
+    /// empty and they fit one round, so the heap would have handed every one of them out.
+    pub direct_rounds: u64,
     /// Searches expanding on the device: where the time went, µs: the setup (buffers, the
     /// heap, the root), the rounds' expansion (the kernels and reading their counters) and
     /// their heap calls (the children in, the next round out).
@@ -260,7 +265,8 @@ pub struct DeviceRoundProfile {
     pub setup_kernels_us: u64,
     /// Setup: the item tables and control words, allocated and copied to the device.
     pub setup_tables_us: u64,
-    /// Setup: the device heap (its kernels and five buffers).
+    /// The device heap (its kernels and five buffers), made when the first round's children
+    /// do not fit the next round.
     pub setup_heap_us: u64,
     /// Setup: the arena and the round buffers.
     pub setup_buffers_us: u64,
