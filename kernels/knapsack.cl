@@ -231,15 +231,26 @@ kernel void knapsack_expand(__global const long *popped, uint n_popped,
 }
 
 /* After knapsack_expand (the next launch of the queue, so its counter is final here): the
- * popped nodes' slots onto the free stack, above the entries the children left. */
-kernel void knapsack_release(__global const long *popped, uint n_popped, __global uint *free,
-                             ulong n_free, __global const ulong *ctl, ulong kids_base) {
+ * popped nodes' slots onto the free stack, above the entries the children left. With `carry`
+ * (the host's heap is empty) and at most `carry_max` children, the children's pairs become
+ * the next round's nodes, `popped[i] = out[i]`: work-item j copies i = j, j + G, j + 2G, ...
+ * (G the launch's size, at least n_popped), so the one index whose slot it pushes, j, is
+ * written only after by itself and no pair is overwritten before its slot is read. The host
+ * reads the same counter and knows the round went straight on. */
+kernel void knapsack_release(__global long *popped, uint n_popped, __global uint *free,
+                             ulong n_free, __global const ulong *ctl, ulong kids_base,
+                             __global const long *out, uint carry, uint carry_max) {
     const uint j = get_global_id(0);
-    /* A round that ran out of slots runs again: the stack stays as it was. */
-    if (j >= n_popped || ctl[KC_FULL] != 0) return;
+    /* A round that ran out of slots runs again: the stack and the round stay as they were. */
+    if (ctl[KC_FULL] != 0) return;
     const ulong kids = ctl[KC_KIDS] - kids_base;
-    const ulong at = n_free - min(kids, n_free);
-    free[at + j] = (uint)(as_ulong(popped[j]) & 0xffffffffu);
+    if (j < n_popped) {
+        const ulong at = n_free - min(kids, n_free);
+        free[at + j] = (uint)(as_ulong(popped[j]) & 0xffffffffu);
+    }
+    if (carry != 0 && kids <= carry_max) {
+        for (ulong i = j; i < kids; i += get_global_size(0)) popped[i] = out[i];
+    }
 }
 
 /* Garbage collection of the heap's nodes: pairs[0..n) (the whole heap, taken out) are kept

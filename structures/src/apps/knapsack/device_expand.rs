@@ -5,10 +5,12 @@
 //! per round (children made, nodes expanded and dropped, the incumbent), not the nodes.
 //!
 //! A round whose children fit the next round while the heap is empty skips the heap: the
-//! heap would hand every one of them out, so they become the next round's nodes by one copy
-//! on the device. Searches of BGPQ's smaller files never hold more than a round of nodes and
-//! never make a heap (it is made, and the rounds' buffers move from device buffers to the SVM
-//! its calls take, when the children first outnumber a round).
+//! heap would hand every one of them out, so `knapsack_release` (the launch after the
+//! expansion) copies them over the round's nodes. Searches of BGPQ's smaller files never
+//! hold more than a round of nodes and never make a heap (it is made, and the rounds'
+//! buffers move from device buffers to the SVM its calls take, when the children first
+//! outnumber a round). A round is then two launches and one host wait: the copy of the
+//! control words queued behind them covers both.
 //!
 //! Against the latency threads expanding (`super::device`), this removes what the host did
 //! per node: reading the popped pairs back, filing each child (arena slot, key pair) and
@@ -243,8 +245,6 @@ pub(crate) fn run_rounds(
     let mut retries = 0;
 
     let mut n_popped = 1;
-    // The copy that made this round's pairs, while it may not have run.
-    let mut carried: Option<Launch> = None;
     let d = &mut stats.device_profile;
     d.setup_kernels_us += (t_tables - t_kernels).as_micros() as u64;
     d.setup_tables_us += (t_heap_new - t_tables).as_micros() as u64;
@@ -284,23 +284,23 @@ pub(crate) fn run_rounds(
             arena.grow_to(rt, &mut copy, slots)?;
             let t_expand_round = Instant::now();
             stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
-            let RoundKernels {
-                expand, release, ..
-            } = match &pairs {
+            let RoundKernels { expand, release } = match &pairs {
                 RoundPairs::Device { popped, kids } => {
-                    on_device
-                        .expand
-                        .arg_buffer(0, popped)?
-                        .arg_buffer(7, kids)?;
-                    on_device.release.arg_buffer(0, popped)?;
-                    &mut on_device
+                    let k = &mut on_device;
+                    k.expand.arg_buffer(0, popped)?.arg_buffer(7, kids)?;
+                    k.release.arg_buffer(0, popped)?.arg_buffer(6, kids)?;
+                    k
                 }
                 RoundPairs::Svm { popped, kids } => {
-                    on_svm.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
-                    on_svm.release.arg_svm(0, popped)?;
-                    &mut on_svm
+                    let k = &mut on_svm;
+                    k.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
+                    k.release.arg_svm(0, popped)?.arg_svm(6, kids)?;
+                    k
                 }
             };
+            // While the heap is empty, a round whose children fit one goes straight on: the
+            // release copies the children's pairs over the round's (module docs).
+            let carry = heap.as_ref().is_none_or(|h| h.is_empty());
             expand
                 .arg_scalar(1, n_popped as u32)?
                 .arg_buffer(2, &arena.nodes)?
@@ -323,19 +323,19 @@ pub(crate) fn run_rounds(
                 .arg_buffer(2, &arena.free)?
                 .arg_scalar(3, arena.n_free as u64)?
                 .arg_buffer(4, &ctl)?
-                .arg_scalar(5, words[KIDS])?;
-            // In-order queue: the release runs after the expansion, then the host reads.
+                .arg_scalar(5, words[KIDS])?
+                .arg_scalar(7, u32::from(carry))?
+                .arg_scalar(8, pop as u32)?;
+            // In-order queue: the release runs after the expansion, then the copy of the
+            // control words, whose one wait covers all three.
             let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
-            let released = release.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+            let released = release.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
+            let read = ctl.read_range_queued(0, CTL_WORDS)?;
             let t_wait = Instant::now();
+            let seen = words_of(read.wait()?);
+            let t_read = Instant::now();
             released.wait()?;
             expanded.wait()?;
-            // Ran before them (in-order queue): no wait left.
-            if let Some(c) = carried.take() {
-                c.wait()?;
-            }
-            let t_read = Instant::now();
-            let seen = read_words(&ctl)?;
             let d = &mut stats.device_profile;
             d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
             d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
@@ -374,18 +374,7 @@ pub(crate) fn run_rounds(
         let in_heap = heap.as_ref().map_or(0, |h| h.len());
         if in_heap == 0 && kids <= pop {
             // The whole frontier is the next round, as the heap would hand it out (every node
-            // it holds): the children's pairs become the round's nodes by a copy on the
-            // device, which the next expansion follows on the in-order queue.
-            match &pairs {
-                RoundPairs::Device { popped, kids: out } => {
-                    on_device.carry.arg_buffer(0, out)?.arg_buffer(1, popped)?;
-                    carried = enqueue_copy(&mut on_device.carry, 2 * kids)?;
-                }
-                RoundPairs::Svm { popped, kids: out } => {
-                    on_svm.carry.arg_svm(0, out)?.arg_svm(1, popped)?;
-                    carried = enqueue_copy(&mut on_svm.carry, 2 * kids)?;
-                }
-            }
+            // it holds): the release has copied the children's pairs over the round's.
             stats.direct_rounds += 1;
             n_popped = kids;
             *heaping += micros(t_heap);
@@ -400,8 +389,9 @@ pub(crate) fn run_rounds(
                     // The heap's calls on the device take SVM: the pairs move there.
                     let svm_kids = rt.alloc::<i64>(out.len())?;
                     to_svm.arg_buffer(0, out)?.arg_svm(1, &svm_kids)?;
-                    // Waited for by the heap's first call (in-order queue).
-                    carried = enqueue_copy(&mut to_svm, 2 * kids)?;
+                    if let Some(moved) = enqueue_copy(&mut to_svm, 2 * kids)? {
+                        moved.wait()?;
+                    }
                     pairs = RoundPairs::Svm {
                         popped: rt.alloc::<i64>(pop.max(1))?,
                         kids: svm_kids,
@@ -471,6 +461,12 @@ fn read_words(ctl: &DeviceBuffer<u64>) -> Result<[u64; CTL_WORDS]> {
     let mut w = [0u64; CTL_WORDS];
     ctl.read_range_into(0, &mut w)?;
     Ok(w)
+}
+
+fn words_of(read: Vec<u64>) -> [u64; CTL_WORDS] {
+    let mut w = [0u64; CTL_WORDS];
+    w.copy_from_slice(&read);
+    w
 }
 
 /// Takes every node out of the heap, frees the slots of those whose bound cannot beat `best`
@@ -595,8 +591,6 @@ enum RoundPairs {
 struct RoundKernels {
     expand: Kernel,
     release: Kernel,
-    /// Copies the children's pairs to the round's (a round straight to the next).
-    carry: Kernel,
 }
 
 impl RoundKernels {
@@ -604,7 +598,6 @@ impl RoundKernels {
         Ok(RoundKernels {
             expand: kernel("knapsack_expand")?,
             release: kernel("knapsack_release")?,
-            carry: kernel("knapsack_copy")?,
         })
     }
 }

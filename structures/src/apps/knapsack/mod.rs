@@ -276,9 +276,9 @@ pub struct DeviceRoundProfile {
     pub expand_grow_us: u64,
     /// Setting the expansion's arguments and enqueueing its two launches.
     pub expand_launch_us: u64,
-    /// Waiting for them.
+    /// Waiting for them and the copy of the round's control words behind them (one wait).
     pub expand_wait_us: u64,
-    /// Reading the round's control words back.
+    /// Settling the two launches after it (complete by then).
     pub expand_read_us: u64,
     /// The heap calls' kernel launches.
     pub heap_launches: u64,
