@@ -50,6 +50,6 @@ pub use runtime::{
 };
 pub use sys::{
     copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, DeviceBuffer,
-    QueuedRead, SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
+    SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
 };
 pub use transport::{Transport, SVM_ENV};

@@ -228,12 +228,7 @@ impl Runtime {
     ///
     /// [`DeviceBuffer`]: crate::DeviceBuffer
     pub fn device_buffer<T: SvmElement>(&self, len: usize) -> Result<crate::DeviceBuffer<T>> {
-        crate::DeviceBuffer::new(
-            &self.inner.context,
-            &self.inner.queue,
-            self.inner.timeout,
-            len,
-        )
+        crate::DeviceBuffer::new(&self.inner.context, &self.inner.queue, len)
     }
 
     /// Allocates `len` zeroed elements of SVM of the kind the transport uses.

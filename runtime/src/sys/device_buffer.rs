@@ -15,20 +15,16 @@
 //! [`Kernel`]: crate::Kernel
 
 use std::marker::PhantomData;
-use std::time::Duration;
 
 use ocl::core::{ArgVal, CommandQueue, Context, Event, Kernel as ClKernel, Mem};
 
 use super::svm::SvmElement;
-use crate::backoff::poll_within;
-use crate::error::{Error, Result, Side};
+use crate::error::{Error, Result};
 
 /// `len` elements of T in device memory, zeroed when made.
 pub struct DeviceBuffer<T: SvmElement> {
     mem: Mem,
     queue: CommandQueue,
-    /// The bound of a queued read's wait (the runtime's).
-    timeout: Duration,
     len: usize,
     _element: PhantomData<T>,
 }
@@ -46,14 +42,8 @@ fn out_of_memory(what: String, e: ocl::OclCoreError) -> Error {
 }
 
 impl<T: SvmElement> DeviceBuffer<T> {
-    /// `len` zeroed elements (at least one is allocated) in `context`, copied through `queue`;
-    /// a queued read waits at most `timeout`.
-    pub(crate) fn new(
-        context: &Context,
-        queue: &CommandQueue,
-        timeout: Duration,
-        len: usize,
-    ) -> Result<Self> {
+    /// `len` zeroed elements (at least one is allocated) in `context`, copied through `queue`.
+    pub(crate) fn new(context: &Context, queue: &CommandQueue, len: usize) -> Result<Self> {
         let elements = len.max(1);
         let bytes = elements
             .checked_mul(std::mem::size_of::<T>())
@@ -80,7 +70,6 @@ impl<T: SvmElement> DeviceBuffer<T> {
         Ok(DeviceBuffer {
             mem,
             queue: queue.clone(),
-            timeout,
             len,
             _element: PhantomData,
         })
@@ -129,47 +118,6 @@ impl<T: SvmElement> DeviceBuffer<T> {
         .map_err(|e| Error::ocl("clEnqueueReadBuffer", "reading a device buffer", e))
     }
 
-    /// Enqueues the copy of elements `at..at + len` to host memory (after every launch
-    /// enqueued before) and submits it without waiting: one bounded wait,
-    /// [`QueuedRead::wait`], then covers the launches before it and the copy (a blocking read
-    /// after waiting for those launches is a second round trip to the device).
-    pub fn read_range_queued(&self, at: usize, len: usize) -> Result<QueuedRead<T>> {
-        self.check(at, len, "reading")?;
-        let mut data = vec![T::default(); len];
-        if len == 0 {
-            return Ok(QueuedRead {
-                event: None,
-                data,
-                timeout: self.timeout,
-            });
-        }
-        let mut event = Event::null();
-        // SAFETY: a non-blocking read: the driver writes `data`'s heap allocation until
-        // `event` completes. The allocation is owned by the returned `QueuedRead`, which
-        // never reads or frees it before the event has completed (`wait` and its drop wait
-        // first; a wait that fails leaks it), and moving a Vec does not move its allocation.
-        // The range lies inside the buffer (checked above), and T has OpenCL's layout.
-        unsafe {
-            ocl::core::enqueue_read_buffer(
-                &self.queue,
-                &self.mem,
-                false,
-                at,
-                &mut data,
-                None::<Event>,
-                Some(&mut event),
-            )
-        }
-        .map_err(|e| Error::ocl("clEnqueueReadBuffer", "reading a device buffer", e))?;
-        let read = QueuedRead {
-            event: Some(event),
-            data,
-            timeout: self.timeout,
-        };
-        super::flush_queue(&self.queue)?;
-        Ok(read)
-    }
-
     /// Copies `data` into elements `at..at + data.len()` (after every launch enqueued before,
     /// before every one enqueued after).
     pub fn write_range(&mut self, at: usize, data: &[T]) -> Result<()> {
@@ -191,69 +139,6 @@ impl<T: SvmElement> DeviceBuffer<T> {
             )
         }
         .map_err(|e| Error::ocl("clEnqueueWriteBuffer", "writing a device buffer", e))
-    }
-}
-
-/// A read of a device buffer in flight ([`DeviceBuffer::read_range_queued`]). Dropping it
-/// waits (bounded) for the copy; one that does not finish leaks its host memory, which the
-/// driver may still write.
-pub struct QueuedRead<T: SvmElement> {
-    /// `None` once the copy has completed (or for an empty read).
-    event: Option<Event>,
-    data: Vec<T>,
-    timeout: Duration,
-}
-
-impl<T: SvmElement> std::fmt::Debug for QueuedRead<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueuedRead")
-            .field("len", &self.data.len())
-            .field("done", &self.event.is_none())
-            .finish()
-    }
-}
-
-impl<T: SvmElement> QueuedRead<T> {
-    /// Waits at most the runtime's timeout for the copy and returns the elements;
-    /// [`Error::Stalled`] past it, [`Error::Lost`] if the copy (or a launch before it)
-    /// failed.
-    pub fn wait(mut self) -> Result<Vec<T>> {
-        self.settle()?;
-        Ok(std::mem::take(&mut self.data))
-    }
-
-    fn settle(&mut self) -> Result<()> {
-        let Some(event) = &self.event else {
-            return Ok(());
-        };
-        poll_within(
-            self.timeout,
-            || {
-                let status = ocl::core::event_status(event).map_err(|e| {
-                    Error::Lost(format!(
-                        "a read of a device buffer (or a launch before it): {e}"
-                    ))
-                })?;
-                Ok((status == ocl::core::CommandExecutionStatus::Complete).then_some(()))
-            },
-            |waited_ms| Error::Stalled {
-                side: Side::Device,
-                waiting_for: "a read of a device buffer".into(),
-                waited_ms,
-                detail: String::new(),
-            },
-        )?;
-        self.event = None;
-        Ok(())
-    }
-}
-
-impl<T: SvmElement> Drop for QueuedRead<T> {
-    fn drop(&mut self) {
-        if self.settle().is_err() {
-            // The driver may still write the memory: never free it.
-            std::mem::forget(std::mem::take(&mut self.data));
-        }
     }
 }
 

@@ -19,7 +19,7 @@ pub(crate) use cl::{
     set_kernel_exec_info_svm_ptrs,
 };
 pub(crate) use device_buffer::set_kernel_arg_buffer;
-pub use device_buffer::{DeviceBuffer, QueuedRead};
+pub use device_buffer::DeviceBuffer;
 pub(crate) use os::{advise_huge_pages, current_cpu};
 pub use os::{exit_quietly_on_broken_pipe, u64s_as_atomic_u32_pairs};
 pub(crate) use scope::{run_scoped, Job};

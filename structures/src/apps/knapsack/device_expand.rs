@@ -9,8 +9,7 @@
 //! expansion) copies them over the round's nodes. Searches of BGPQ's smaller files never
 //! hold more than a round of nodes and never make a heap (it is made, and the rounds'
 //! buffers move from device buffers to the SVM its calls take, when the children first
-//! outnumber a round). A round is then two launches and one host wait: the copy of the
-//! control words queued behind them covers both.
+//! outnumber a round). A round is then two launches, a wait and a read of the control words.
 //!
 //! Against the latency threads expanding (`super::device`), this removes what the host did
 //! per node: reading the popped pairs back, filing each child (arena slot, key pair) and
@@ -326,16 +325,16 @@ pub(crate) fn run_rounds(
                 .arg_scalar(5, words[KIDS])?
                 .arg_scalar(7, u32::from(carry))?
                 .arg_scalar(8, pop as u32)?;
-            // In-order queue: the release runs after the expansion, then the copy of the
-            // control words, whose one wait covers all three.
+            // In-order queue: the release runs after the expansion, then the host reads. (A
+            // read queued behind them, one wait for all three, made NVIDIA's rounds slower:
+            // its copy into pageable memory cost more than the waits it saved.)
             let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
-            let released = release.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
-            let read = ctl.read_range_queued(0, CTL_WORDS)?;
+            let released = release.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
             let t_wait = Instant::now();
-            let seen = words_of(read.wait()?);
-            let t_read = Instant::now();
             released.wait()?;
             expanded.wait()?;
+            let t_read = Instant::now();
+            let seen = read_words(&ctl)?;
             let d = &mut stats.device_profile;
             d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
             d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
@@ -461,12 +460,6 @@ fn read_words(ctl: &DeviceBuffer<u64>) -> Result<[u64; CTL_WORDS]> {
     let mut w = [0u64; CTL_WORDS];
     ctl.read_range_into(0, &mut w)?;
     Ok(w)
-}
-
-fn words_of(read: Vec<u64>) -> [u64; CTL_WORDS] {
-    let mut w = [0u64; CTL_WORDS];
-    w.copy_from_slice(&read);
-    w
 }
 
 /// Takes every node out of the heap, frees the slots of those whose bound cannot beat `best`

@@ -276,9 +276,9 @@ pub struct DeviceRoundProfile {
     pub expand_grow_us: u64,
     /// Setting the expansion's arguments and enqueueing its two launches.
     pub expand_launch_us: u64,
-    /// Waiting for them and the copy of the round's control words behind them (one wait).
+    /// Waiting for them.
     pub expand_wait_us: u64,
-    /// Settling the two launches after it (complete by then).
+    /// Reading the round's control words back.
     pub expand_read_us: u64,
     /// The heap calls' kernel launches.
     pub heap_launches: u64,
