@@ -436,6 +436,8 @@ fn run(args: &Args) -> Result<bool> {
                     "proved_by_dive": r.stats.proved_by_dive,
                     "device_expansion": r.stats.device_expansion,
                     "rounds": r.stats.rounds, "direct_rounds": r.stats.direct_rounds,
+                    "resident_launches": r.stats.resident_launches,
+                    "resident_fallbacks": r.stats.resident_fallbacks,
                     "device_setup_ms": r.stats.device_times_us[0] as f64 / 1e3,
                     "device_expand_ms": r.stats.device_times_us[1] as f64 / 1e3,
                     "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3,

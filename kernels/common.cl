@@ -192,6 +192,51 @@ inline void asym_backoff(uint *step, __global uint *watch) {
     }
 }
 
+/* A barrier over every work-group of a launch, for kernels that run many steps in one launch
+ * (the launch boundary a step would otherwise need costs tens of microseconds on a GPU). It
+ * needs every group resident at once, which OpenCL does not promise: one group per compute
+ * unit is resident on every GPU we know, and where it is not, a waiting group gives up after
+ * ASYM_GRID_SPIN_LIMIT polls and sets `*abort`; every group then leaves at its next barrier
+ * (false) and the host runs the work another way.
+ *
+ * `*count` is never reset within a launch: each group's first work-item makes the group's
+ * writes visible device-wide (asym_fence: a device-scope fence on NVIDIA), arrives with an
+ * atomic increment and polls (acquire) until the counter reaches `target`, then fences again
+ * before the group goes on. A group arrives at barrier b + 1 only after the counter reached
+ * b's target, so barrier b's arrivals are exactly the G increments after it: with the
+ * counter's value at the launch's start `base`, barrier k's target is base + (k + 1) * G
+ * (mod 2^32: the counter is compared by signed difference, so it wraps harmlessly). Words
+ * that other groups wrote before a barrier are read after it with volatile loads
+ * (asym_load_relaxed, asym_load64_relaxed): a plain load could hit a stale line of this
+ * compute unit's non-coherent cache. */
+#define ASYM_GRID_SPIN_LIMIT (1u << 22)
+
+inline bool asym_grid_barrier(__global uint *count, __global uint *abort, uint target,
+                              __local uint *lflag) {
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        uint ok = 1u;
+        asym_fence();
+        asym_fetch_add(count, 1u);
+        uint polls = 0u;
+        while ((int)(asym_load_acquire(count) - target) < 0) {
+            if (asym_load_relaxed(abort) != 0u) {
+                ok = 0u;
+                break;
+            }
+            if (++polls == ASYM_GRID_SPIN_LIMIT) {
+                asym_store_relaxed(abort, 1u);
+                ok = 0u;
+                break;
+            }
+        }
+        asym_fence();
+        *lflag = ok;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    return *lflag != 0u;
+}
+
 /* Service control block (see runtime/src/signal/service.rs). */
 #define ASYM_CTL_STOP 0        /* host sets 1: persistent kernels return */
 #define ASYM_CTL_PERSISTENT 1  /* 1: loop until stopped (fine); 0: one pass per launch (coarse) */

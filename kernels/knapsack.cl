@@ -48,6 +48,22 @@
 #define KC_FULL 4
 #define KC_KEPT 5
 #define KC_FREED 6
+/* knapsack_rounds' state at its end (the host's copy of the search's round state). */
+#define KC_ST_POPPED 8   /* nodes of the next round (or, after KN_EXIT_HEAP, children in out) */
+#define KC_ST_FREE 9     /* free stack length */
+#define KC_ST_LEN 10     /* arena slots handed out */
+#define KC_ST_BASE 11    /* KC_KIDS at the next round's start */
+#define KC_ST_RAN 12     /* rounds completed (released) */
+#define KC_ST_EXIT 13    /* why it stopped: KN_EXIT_* */
+#define KC_ST_BARS 14    /* grid barriers passed */
+#define KC_ST_EXPANDED 15 /* KC_EXPANDED and KC_PRUNED after the last round completed */
+#define KC_ST_PRUNED 16
+
+#define KN_EXIT_MORE 0  /* max_rounds ran; the state is the next round's */
+#define KN_EXIT_DONE 1  /* a round made no children: the search is over */
+#define KN_EXIT_HEAP 2  /* a round's children outnumber a round: released, left in out */
+#define KN_EXIT_FULL 3  /* the round at the state ran out of arena slots: not released */
+#define KN_EXIT_ABORT 4 /* the groups were not all resident: the search runs again */
 
 #ifndef KN_CTL_WORDS
 #error "build knapsack.cl with -DKN_CTL_WORDS=<control words before the tables>"
@@ -148,7 +164,9 @@ inline void kn_emit(ulong c, ulong b, uint level, ulong profit, ulong weight,
                     __global const uint *free, ulong n_free, ulong arena_len, ulong limit,
                     __global ulong *arena, __global long *out, __global ulong *ctl,
                     ulong root_bound, uint shift, uint depth_bits, uint levels) {
-    const ulong slot = c < n_free ? (ulong)free[n_free - 1 - c] : arena_len + (c - n_free);
+    /* Volatile: in knapsack_rounds another group pushed it during this launch. */
+    const ulong slot = c < n_free ? (ulong)asym_load_relaxed((__global uint *)&free[n_free - 1 - c])
+                                  : arena_len + (c - n_free);
     if (slot >= limit) {
         ctl[KC_FULL] = 1;
         return;
@@ -174,22 +192,23 @@ inline kn_problem kn_tables(__global const ulong *ctl, uint n, ulong capacity, u
     return pb;
 }
 
-__attribute__((reqd_work_group_size(WG, 1, 1)))
-kernel void knapsack_expand(__global const long *popped, uint n_popped,
-                            __global ulong *arena, __global const uint *free, ulong n_free,
-                            ulong arena_len, ulong limit, __global long *out,
-                            __global ulong *ctl, ulong kids_base, ulong host_best, uint n,
-                            ulong capacity, ulong cap, ulong lambda, ulong root_bound,
-                            uint shift, uint depth_bits) {
-    const uint j = get_global_id(0);
-    if (j >= n_popped) return;
-    const kn_problem pb = kn_tables(ctl, n, capacity, cap, lambda);
-    __global const ulong *prof = pb.prof, *wt = pb.wt;
-    const ulong slot = (ulong)(uint)(as_ulong(popped[j]) & 0xffffffffu);
-    __global const ulong *node = arena + 4 * slot;
-    const ulong nb = node[0];
-    ulong profit = node[1], weight = node[2];
-    uint level = (uint)node[3];
+/* Expands popped node `j` (module header). Every word another work-group may have written
+ * in the same launch (knapsack_rounds: the node's pair, its arena words, the free stack) is
+ * read with a volatile load. */
+inline void kn_expand_node(uint j, __global const long *popped, __global ulong *arena,
+                           __global const uint *free, ulong n_free, ulong arena_len, ulong limit,
+                           __global long *out, __global ulong *ctl, ulong kids_base,
+                           ulong host_best, const kn_problem *pb, ulong root_bound, uint shift,
+                           uint depth_bits) {
+    const uint n = pb->n;
+    const ulong capacity = pb->capacity;
+    __global const ulong *prof = pb->prof, *wt = pb->wt;
+    const ulong pair = asym_load64_relaxed((__global ulong *)&popped[j]);
+    const ulong slot = (ulong)(uint)(pair & 0xffffffffu);
+    __global ulong *node = arena + 4 * slot;
+    const ulong nb = asym_load64_relaxed(&node[0]);
+    ulong profit = asym_load64_relaxed(&node[1]), weight = asym_load64_relaxed(&node[2]);
+    uint level = (uint)asym_load64_relaxed(&node[3]);
     const ulong start = max(host_best, asym_load64_relaxed(&ctl[KC_BEST]));
     if (nb <= start) {
         (void)asym_fetch_add64(&ctl[KC_PRUNED], 1);
@@ -201,7 +220,7 @@ kernel void knapsack_expand(__global const long *popped, uint n_popped,
     while (level < n) {
         /* Skip item `level`. */
         ulong feasible;
-        ulong b = kn_bound(&pb, level + 1, profit, weight, &feasible);
+        ulong b = kn_bound(pb, level + 1, profit, weight, &feasible);
         best = max(best, feasible);
         if (b > best) {
             const ulong c = asym_fetch_add64(&ctl[KC_KIDS], 1) - kids_base;
@@ -215,7 +234,7 @@ kernel void knapsack_expand(__global const long *popped, uint n_popped,
         profit += prof[level];
         weight += w;
         level += 1;
-        b = kn_bound(&pb, level, profit, weight, &feasible);
+        b = kn_bound(pb, level, profit, weight, &feasible);
         best = max(best, feasible);
         if (b <= best) break;
         steps += 1;
@@ -230,26 +249,135 @@ kernel void knapsack_expand(__global const long *popped, uint n_popped,
     if (best > start) kn_fetch_max64(&ctl[KC_BEST], best);
 }
 
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void knapsack_expand(__global const long *popped, uint n_popped,
+                            __global ulong *arena, __global const uint *free, ulong n_free,
+                            ulong arena_len, ulong limit, __global long *out,
+                            __global ulong *ctl, ulong kids_base, ulong host_best, uint n,
+                            ulong capacity, ulong cap, ulong lambda, ulong root_bound,
+                            uint shift, uint depth_bits) {
+    const uint j = get_global_id(0);
+    if (j >= n_popped) return;
+    const kn_problem pb = kn_tables(ctl, n, capacity, cap, lambda);
+    kn_expand_node(j, popped, arena, free, n_free, arena_len, limit, out, ctl, kids_base,
+                   host_best, &pb, root_bound, shift, depth_bits);
+}
+
+/* knapsack_release's work for work-item `j` of `g`: indices j, j + g, j + 2g, ... of the
+ * popped nodes (their slots onto the stack) and, with `carry`, of the children (their pairs
+ * over the round's). Each index has one work-item, which reads a pair's slot before it writes
+ * the pair over it, so no pair is overwritten before its slot is pushed. */
+inline void kn_release(ulong j, ulong g, __global long *popped, uint n_popped,
+                       __global uint *free, ulong n_free, ulong kids, __global const long *out,
+                       bool carry) {
+    const ulong at = n_free - min(kids, n_free);
+    const ulong end = carry ? max((ulong)n_popped, kids) : (ulong)n_popped;
+    for (ulong i = j; i < end; i += g) {
+        if (i < n_popped) {
+            const ulong pair = asym_load64_relaxed((__global ulong *)&popped[i]);
+            free[at + i] = (uint)(pair & 0xffffffffu);
+        }
+        if (carry && i < kids) {
+            popped[i] = as_long(asym_load64_relaxed((__global ulong *)&out[i]));
+        }
+    }
+}
+
 /* After knapsack_expand (the next launch of the queue, so its counter is final here): the
  * popped nodes' slots onto the free stack, above the entries the children left. With `carry`
  * (the host's heap is empty) and at most `carry_max` children, the children's pairs become
- * the next round's nodes, `popped[i] = out[i]`: work-item j copies i = j, j + G, j + 2G, ...
- * (G the launch's size, at least n_popped), so the one index whose slot it pushes, j, is
- * written only after by itself and no pair is overwritten before its slot is read. The host
- * reads the same counter and knows the round went straight on. */
+ * the next round's nodes, `popped[i] = out[i]` (kn_release). The host reads the same counter
+ * and knows the round went straight on. */
 kernel void knapsack_release(__global long *popped, uint n_popped, __global uint *free,
                              ulong n_free, __global const ulong *ctl, ulong kids_base,
                              __global const long *out, uint carry, uint carry_max) {
-    const uint j = get_global_id(0);
     /* A round that ran out of slots runs again: the stack and the round stay as they were. */
     if (ctl[KC_FULL] != 0) return;
     const ulong kids = ctl[KC_KIDS] - kids_base;
-    if (j < n_popped) {
-        const ulong at = n_free - min(kids, n_free);
-        free[at + j] = (uint)(as_ulong(popped[j]) & 0xffffffffu);
+    kn_release(get_global_id(0), get_global_size(0), popped, n_popped, free, n_free, kids, out,
+               carry != 0 && kids <= carry_max);
+}
+
+/* Rounds in one launch while the host's heap is empty (GPUs; device_expand.rs's resident
+ * rounds): each round is knapsack_expand's work spread over the launch's work-items, a grid
+ * barrier (asym_grid_barrier, common.cl; `bar[0]` its counter from `bar_base`, `bar[1]` the
+ * abort word), knapsack_release's work with the carry, and a second grid barrier, after
+ * which the next round's nodes (carried over `popped`), the free stack and the arena's nodes
+ * are all written. The round state (nodes, free stack length, arena length, KC_KIDS at the
+ * round's start) is in private variables, the same in every work-item: each computes it
+ * from the words it read after the barrier (KC_FULL, KC_KIDS), which no work-item writes
+ * between that barrier and the next round's expansion. The launch ends at the first round
+ * that fills the arena (not released: the host runs it again, as after a full
+ * knapsack_expand), makes no children, or makes more than `carry_max` (released, the
+ * children left in `out` for the heap), or after `max_rounds`; work-item 0 then writes the
+ * state for the host (KC_ST_*). The incumbent is KC_BEST, read at each node's start. */
+__attribute__((reqd_work_group_size(WG, 1, 1)))
+kernel void knapsack_rounds(__global long *popped, __global ulong *arena, __global uint *free,
+                            __global long *out, __global ulong *ctl, __global uint *bar,
+                            ulong n_popped, ulong n_free, ulong arena_len, ulong kids_base,
+                            ulong limit, ulong carry_max, uint max_rounds, uint bar_base,
+                            ulong host_best, uint n, ulong capacity, ulong cap, ulong lambda,
+                            ulong root_bound, uint shift, uint depth_bits) {
+    __local uint lflag;
+    const kn_problem pb = kn_tables(ctl, n, capacity, cap, lambda);
+    const ulong gid = get_global_id(0), g = get_global_size(0);
+    const uint groups = (uint)get_num_groups(0);
+    uint target = bar_base, bars = 0, ran = 0, exit_code = KN_EXIT_MORE;
+    ulong expanded_at = 0, pruned_at = 0;
+    while (ran < max_rounds) {
+        for (ulong j = gid; j < n_popped; j += g) {
+            kn_expand_node((uint)j, popped, arena, free, n_free, arena_len, limit, out, ctl,
+                           kids_base, host_best, &pb, root_bound, shift, depth_bits);
+        }
+        target += groups;
+        bars += 1;
+        if (!asym_grid_barrier(&bar[0], &bar[1], target, &lflag)) {
+            exit_code = KN_EXIT_ABORT;
+            break;
+        }
+        if (asym_load64_relaxed(&ctl[KC_FULL]) != 0) {
+            exit_code = KN_EXIT_FULL;
+            break;
+        }
+        if (gid == 0) {
+            /* The next round's start: stable between the barriers. */
+            expanded_at = asym_load64_relaxed(&ctl[KC_EXPANDED]);
+            pruned_at = asym_load64_relaxed(&ctl[KC_PRUNED]);
+        }
+        const ulong kids = asym_load64_relaxed(&ctl[KC_KIDS]) - kids_base;
+        const bool carry = kids <= carry_max;
+        kn_release(gid, g, popped, (uint)n_popped, free, n_free, kids, out, carry);
+        const ulong reused = min(kids, n_free);
+        n_free = n_free - reused + n_popped;
+        arena_len += kids - reused;
+        kids_base += kids;
+        n_popped = kids;
+        ran += 1;
+        if (!carry) {
+            exit_code = KN_EXIT_HEAP;
+            break;
+        }
+        if (kids == 0) {
+            exit_code = KN_EXIT_DONE;
+            break;
+        }
+        target += groups;
+        bars += 1;
+        if (!asym_grid_barrier(&bar[0], &bar[1], target, &lflag)) {
+            exit_code = KN_EXIT_ABORT;
+            break;
+        }
     }
-    if (carry != 0 && kids <= carry_max) {
-        for (ulong i = j; i < kids; i += get_global_size(0)) popped[i] = out[i];
+    if (gid == 0) {
+        ctl[KC_ST_POPPED] = n_popped;
+        ctl[KC_ST_FREE] = n_free;
+        ctl[KC_ST_LEN] = arena_len;
+        ctl[KC_ST_BASE] = kids_base;
+        ctl[KC_ST_RAN] = ran;
+        ctl[KC_ST_EXIT] = exit_code;
+        ctl[KC_ST_BARS] = bars;
+        ctl[KC_ST_EXPANDED] = expanded_at;
+        ctl[KC_ST_PRUNED] = pruned_at;
     }
 }
 

@@ -619,53 +619,23 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
  *
  * A launch boundary per iteration costs tens of microseconds on a GPU, more than a road-like
  * graph's iteration, and such a graph needs thousands. nf_run runs `count` iterations in one
- * launch of one work-group per compute unit and puts a grid barrier where the launch
- * boundary was. The barrier needs every group resident at once, which OpenCL does not
- * promise: one group per compute unit is resident on every GPU we know, and where it is not,
- * a waiting group gives up after NF_SPIN_LIMIT polls, sets NF_ABORT, and every group leaves
- * at its next barrier; the host then runs the search again one launch per iteration.
- *
- * Grid barrier: one counter, never reset within a stint. Each group's first work-item makes
- * the group's writes visible device-wide (asym_fence: a device-scope fence on NVIDIA),
- * arrives with an atomic increment and polls (acquire) until the counter reaches the
- * barrier's target, then fences again before the group goes on. A group arrives at barrier
- * b + 1 only after the counter reached b's target, so barrier b's arrivals are exactly the
- * G increments after it: barrier k of a launch is passed once the counter reaches
- * bar_base + (k + 1) * G, where bar_base (an argument) is the counter's value when the launch
- * starts, which the host knows (G times the barriers passed before, mod 2^32) and which
- * wraps harmlessly: the counter is compared by signed difference. Against a counter reset by
- * the last to arrive, this saves that group's reset and its release of a second word, two
- * round trips on every iteration's critical path. */
+ * launch of one work-group per compute unit and puts a grid barrier (asym_grid_barrier,
+ * common.cl, where its argument is written down) where the launch boundary was. Where the
+ * groups are not all resident a waiting group gives up, sets NF_ABORT, and every group leaves
+ * at its next barrier; the host then runs the search again one launch per iteration. The
+ * barrier's counter is never reset within a stint: barrier k of a launch is passed once it
+ * reaches bar_base + (k + 1) * G, bar_base (an argument) being its value when the launch
+ * starts, which the host knows (G times the barriers passed before, mod 2^32). Against a
+ * counter reset by the last to arrive, this saves that group's reset and its release of a
+ * second word, two round trips on every iteration's critical path. */
 
 #define NF_BAR_COUNT 36
 #define NF_ABORT 38
 #define NF_RAN 39      /* iterations the last nf_run completed */
-#define NF_SPIN_LIMIT (1u << 22)
 
 /* Whether every group arrived (false: a group gave up waiting; leave). */
 inline bool nf_grid_barrier(__global uint *ctl, uint target, __local uint *lflag) {
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (get_local_id(0) == 0) {
-        uint ok = 1u;
-        asym_fence();
-        asym_fetch_add(&ctl[NF_BAR_COUNT], 1u);
-        uint polls = 0u;
-        while ((int)(asym_load_acquire(&ctl[NF_BAR_COUNT]) - target) < 0) {
-            if (asym_load_relaxed(&ctl[NF_ABORT]) != 0u) {
-                ok = 0u;
-                break;
-            }
-            if (++polls == NF_SPIN_LIMIT) {
-                asym_store_relaxed(&ctl[NF_ABORT], 1u);
-                ok = 0u;
-                break;
-            }
-        }
-        asym_fence();
-        *lflag = ok;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    return *lflag != 0u;
+    return asym_grid_barrier(&ctl[NF_BAR_COUNT], &ctl[NF_ABORT], target, lflag);
 }
 
 __kernel void nf_run(__global const uint *offsets, __global const uint *targets,

@@ -213,6 +213,8 @@ pub fn solve_offloaded(
                 stop: stop.as_ref(),
                 slack: device_expand::SLACK,
                 first_slots: device_expand::FIRST_SLOTS,
+                resident_groups: device_expand::resident_groups(rt),
+                resident_rounds: device_expand::RESIDENT_ROUNDS,
             };
             return device_expand::run_rounds(
                 &problem, rt, &config, shape, &best, &dive_done, &mut stats,

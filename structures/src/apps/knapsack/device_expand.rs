@@ -9,7 +9,11 @@
 //! expansion) copies them over the round's nodes. Searches of BGPQ's smaller files never
 //! hold more than a round of nodes and never make a heap (it is made, and the rounds'
 //! buffers move from device buffers to the SVM its calls take, when the children first
-//! outnumber a round). A round is then two launches, a wait and a read of the control words.
+//! outnumber a round). A round is then two launches, a wait and a read of the control words;
+//! on a GPU, rounds without a heap run many to a launch instead (`knapsack_rounds`: one
+//! work-group per compute unit, a grid barrier where each launch boundary was; the launch
+//! stops where the host is needed: a full arena, children for the heap, or after
+//! [`RESIDENT_ROUNDS`]), so BGPQ's smaller files are searched in a launch or two.
 //!
 //! Against the latency threads expanding (`super::device`), this removes what the host did
 //! per node: reading the popped pairs back, filing each child (arena slot, key pair) and
@@ -49,7 +53,23 @@ const PRUNED: usize = 3;
 const FULL: usize = 4;
 const KEPT: usize = 5;
 const FREED: usize = 6;
-const CTL_WORDS: usize = 8;
+// knapsack_rounds' state at its end (`KC_ST_*`).
+const ST_POPPED: usize = 8;
+const ST_FREE: usize = 9;
+const ST_LEN: usize = 10;
+const ST_RAN: usize = 12;
+const ST_EXIT: usize = 13;
+const ST_BARS: usize = 14;
+const ST_EXPANDED: usize = 15;
+const ST_PRUNED: usize = 16;
+const CTL_WORDS: usize = 24;
+// Why knapsack_rounds stopped (`KN_EXIT_*`).
+const EXIT_HEAP: u64 = 2;
+const EXIT_FULL: u64 = 3;
+const EXIT_ABORT: u64 = 4;
+/// Rounds one launch of `knapsack_rounds` runs at most (the host checks the time limit and
+/// the dive between launches).
+pub(crate) const RESIDENT_ROUNDS: u32 = 64;
 
 /// How a node's heap key is made from its bound and level (the same in both searches):
 /// how far the bound lies below the root's, shifted right `shift` bits, above the levels
@@ -106,6 +126,21 @@ pub(crate) struct Rounds<'a> {
     /// run out and run again).
     pub slack: usize,
     pub first_slots: usize,
+    /// Work-groups of `knapsack_rounds`, the rounds run on the device alone while the heap is
+    /// empty (one per compute unit on GPUs: [`resident_groups`]); `None`: a launch per round.
+    pub resident_groups: Option<usize>,
+    /// Rounds per `knapsack_rounds` launch ([`RESIDENT_ROUNDS`]; the tests give few, so that
+    /// searches span launches).
+    pub resident_rounds: u32,
+}
+
+/// [`Rounds::resident_groups`] on `rt`'s device: one work-group per compute unit on a GPU
+/// (all resident at once on every GPU we know; where they are not, the search runs again a
+/// launch per round), none elsewhere (a CPU device runs a launch's groups as its threads
+/// come free).
+pub(crate) fn resident_groups(rt: &Runtime) -> Option<usize> {
+    let p = rt.profile();
+    (p.kind == asym_runtime::DeviceKind::Gpu).then_some(p.compute_units.max(1) as usize)
 }
 
 /// [`Rounds::slack`] of a search.
@@ -137,7 +172,9 @@ pub(crate) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
 
 /// The device's part: rounds until the heap is empty (proved), the dive proves the optimum
 /// (`dive_done`), or `stop` passes. The incumbent is shared with the dive through `best`.
-/// Returns how many rounds ran out of arena slots and ran again.
+/// Returns how many rounds ran out of arena slots and ran again. A search whose resident
+/// rounds find their groups not all resident runs again a launch per round (the incumbent it
+/// raised stays: it is a solution's value).
 pub(crate) fn run_rounds(
     problem: &Problem,
     rt: &Runtime,
@@ -147,6 +184,33 @@ pub(crate) fn run_rounds(
     dive_done: &AtomicBool,
     stats: &mut BnbStats,
 ) -> Result<usize> {
+    let entry = *stats;
+    let mut resident = config.resident_groups;
+    loop {
+        match search(problem, rt, config, resident, shape, best, dive_done, stats)? {
+            Some(retries) => return Ok(retries),
+            None => {
+                *stats = entry;
+                stats.resident_fallbacks += 1;
+                resident = None;
+            }
+        }
+    }
+}
+
+/// [`run_rounds`] with `resident` groups for the rounds on the device alone (or none);
+/// `None` when those groups were not all resident.
+#[allow(clippy::too_many_arguments)]
+fn search(
+    problem: &Problem,
+    rt: &Runtime,
+    config: &Rounds<'_>,
+    resident: Option<usize>,
+    shape: KeyShape,
+    best: &AtomicU64,
+    dive_done: &AtomicBool,
+    stats: &mut BnbStats,
+) -> Result<Option<usize>> {
     let started = Instant::now();
     let allocations = || rt.svm_stats().driver_allocations();
     let allocs_at_start = allocations();
@@ -186,6 +250,14 @@ pub(crate) fn run_rounds(
     );
     let mut on_device = RoundKernels::new(&kernel)?;
     let mut on_svm = RoundKernels::new(&kernel)?;
+    let mut rounds = kernel("knapsack_rounds")?;
+    // The resident rounds' grid barrier: its counter and abort word, and the counter's value
+    // at the next launch (common.cl's asym_grid_barrier).
+    let bar = rt.device_buffer::<u32>(2)?;
+    let mut bar_base = 0u32;
+    // After a resident launch stopped at a round that filled the arena, that round runs
+    // alone (a launch per round grows the arena as it needs).
+    let mut round_alone = false;
     let t_tables = Instant::now();
     let t = problem.tables();
     let n = u32::try_from(t.items.len())
@@ -275,110 +347,197 @@ pub(crate) fn run_rounds(
         let worst = n_popped * (MAX_KIDS + 1);
         let likely = (n_popped as f64 * kids_per_node * 1.5) as usize + config.slack;
         let mut room = likely.min(worst);
-        let kids = loop {
-            let slots = (arena.len + room)
+        let resident_pairs = match (&pairs, resident, round_alone) {
+            (RoundPairs::Device { popped, kids }, Some(groups), false) => {
+                Some((popped, kids, groups))
+            }
+            _ => None,
+        };
+        round_alone = false;
+        let kids = if let Some((popped, out, groups)) = resident_pairs {
+            // Rounds on the device alone while the heap has not been made: room for the
+            // first round's worst case (a round that fills the arena stops the launch).
+            let slots = (arena.len + worst)
                 .saturating_sub(arena.n_free)
                 .min(max_live);
             let t_grow = Instant::now();
             arena.grow_to(rt, &mut copy, slots)?;
-            let t_expand_round = Instant::now();
-            stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
-            let RoundKernels { expand, release } = match &pairs {
-                RoundPairs::Device { popped, kids } => {
-                    let k = &mut on_device;
-                    k.expand.arg_buffer(0, popped)?.arg_buffer(7, kids)?;
-                    k.release.arg_buffer(0, popped)?.arg_buffer(6, kids)?;
-                    k
-                }
-                RoundPairs::Svm { popped, kids } => {
-                    let k = &mut on_svm;
-                    k.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
-                    k.release.arg_svm(0, popped)?.arg_svm(6, kids)?;
-                    k
-                }
-            };
-            // While the heap is empty, a round whose children fit one goes straight on: the
-            // release copies the children's pairs over the round's (module docs).
-            let carry = heap.as_ref().is_none_or(|h| h.is_empty());
-            expand
-                .arg_scalar(1, n_popped as u32)?
-                .arg_buffer(2, &arena.nodes)?
-                .arg_buffer(3, &arena.free)?
-                .arg_scalar(4, arena.n_free as u64)?
-                .arg_scalar(5, arena.len as u64)?
-                .arg_scalar(6, arena.slots().min(max_live) as u64)?
-                .arg_buffer(8, &ctl)?
-                .arg_scalar(9, words[KIDS])?
-                .arg_scalar(10, best.load(Ordering::Acquire))?
-                .arg_scalar(11, n)?
-                .arg_scalar(12, t.capacity)?
-                .arg_scalar(13, t.cap)?
-                .arg_scalar(14, t.lambda)?
-                .arg_scalar(15, shape.root_bound)?
-                .arg_scalar(16, shape.shift)?
-                .arg_scalar(17, shape.depth_bits)?;
-            release
-                .arg_scalar(1, n_popped as u32)?
+            let t_launch = Instant::now();
+            stats.device_profile.expand_grow_us += (t_launch - t_grow).as_micros() as u64;
+            rounds
+                .arg_buffer(0, popped)?
+                .arg_buffer(1, &arena.nodes)?
                 .arg_buffer(2, &arena.free)?
-                .arg_scalar(3, arena.n_free as u64)?
+                .arg_buffer(3, out)?
                 .arg_buffer(4, &ctl)?
-                .arg_scalar(5, words[KIDS])?
-                .arg_scalar(7, u32::from(carry))?
-                .arg_scalar(8, pop as u32)?;
-            // In-order queue: the release runs after the expansion, then the host reads. (A
-            // read queued behind them, one wait for all three, made NVIDIA's rounds slower:
-            // its copy into pageable memory cost more than the waits it saved.)
-            let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
-            let released = release.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+                .arg_buffer(5, &bar)?
+                .arg_scalar(6, n_popped as u64)?
+                .arg_scalar(7, arena.n_free as u64)?
+                .arg_scalar(8, arena.len as u64)?
+                .arg_scalar(9, words[KIDS])?
+                .arg_scalar(10, arena.slots().min(max_live) as u64)?
+                .arg_scalar(11, pop as u64)?
+                .arg_scalar(12, config.resident_rounds.max(1))?
+                .arg_scalar(13, bar_base)?
+                .arg_scalar(14, best.load(Ordering::Acquire))?
+                .arg_scalar(15, n)?
+                .arg_scalar(16, t.capacity)?
+                .arg_scalar(17, t.cap)?
+                .arg_scalar(18, t.lambda)?
+                .arg_scalar(19, shape.root_bound)?
+                .arg_scalar(20, shape.shift)?
+                .arg_scalar(21, shape.depth_bits)?;
+            let launched = rounds.launch(groups * WG, Some(WG))?;
             let t_wait = Instant::now();
-            released.wait()?;
-            expanded.wait()?;
+            launched.wait()?;
             let t_read = Instant::now();
             let seen = read_words(&ctl)?;
             let d = &mut stats.device_profile;
-            d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
+            d.expand_launch_us += (t_wait - t_launch).as_micros() as u64;
             d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
             d.expand_read_us += micros(t_read);
+            stats.resident_launches += 1;
+            if seen[ST_EXIT] == EXIT_ABORT {
+                return Ok(None);
+            }
+            bar_base = bar_base.wrapping_add((seen[ST_BARS] as u32).wrapping_mul(groups as u32));
             best.fetch_max(seen[BEST], Ordering::AcqRel);
-            let kids = (seen[KIDS] - words[KIDS]) as usize;
-            if seen[FULL] == 0 {
-                stats.expanded += seen[EXPANDED] - words[EXPANDED];
-                stats.pruned += seen[PRUNED] - words[PRUNED];
-                words = seen;
-                break kids;
-            }
-            if arena.slots() >= max_live || room == worst {
-                return Err(Error::CapacityExceeded {
-                    what: "branch-and-bound search nodes".into(),
-                    capacity: max_live,
-                });
-            }
-            // The attempt's counts do not count; its children's keys are written over.
+            let ran = seen[ST_RAN];
+            // A round that filled the arena does not count (as a launch per round's).
+            let (expanded, pruned) = match (seen[ST_EXIT], ran) {
+                (EXIT_FULL, 0) => (words[EXPANDED], words[PRUNED]),
+                (EXIT_FULL, _) => (seen[ST_EXPANDED], seen[ST_PRUNED]),
+                _ => (seen[EXPANDED], seen[PRUNED]),
+            };
+            stats.expanded += expanded - words[EXPANDED];
+            stats.pruned += pruned - words[PRUNED];
+            stats.rounds += ran;
+            stats.direct_rounds += ran - u64::from(seen[ST_EXIT] == EXIT_HEAP);
             words = seen;
-            words[FULL] = 0;
-            ctl.write_range(FULL, &[0u64])?;
-            room = worst;
-            retries += 1;
+            words[EXPANDED] = expanded;
+            words[PRUNED] = pruned;
+            arena.len = seen[ST_LEN] as usize;
+            arena.n_free = seen[ST_FREE] as usize;
+            n_popped = seen[ST_POPPED] as usize;
+            *expanding += micros(t_expand);
+            *expand_allocs += allocations() - allocs_at_expand;
+            match seen[ST_EXIT] {
+                EXIT_HEAP => n_popped,
+                EXIT_FULL => {
+                    words[FULL] = 0;
+                    ctl.write_range(FULL, &[0u64])?;
+                    round_alone = true;
+                    retries += 1;
+                    continue;
+                }
+                // Done (no children: the next pass proves it) or more rounds to launch.
+                _ => continue,
+            }
+        } else {
+            let kids = loop {
+                let slots = (arena.len + room)
+                    .saturating_sub(arena.n_free)
+                    .min(max_live);
+                let t_grow = Instant::now();
+                arena.grow_to(rt, &mut copy, slots)?;
+                let t_expand_round = Instant::now();
+                stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
+                let RoundKernels { expand, release } = match &pairs {
+                    RoundPairs::Device { popped, kids } => {
+                        let k = &mut on_device;
+                        k.expand.arg_buffer(0, popped)?.arg_buffer(7, kids)?;
+                        k.release.arg_buffer(0, popped)?.arg_buffer(6, kids)?;
+                        k
+                    }
+                    RoundPairs::Svm { popped, kids } => {
+                        let k = &mut on_svm;
+                        k.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
+                        k.release.arg_svm(0, popped)?.arg_svm(6, kids)?;
+                        k
+                    }
+                };
+                // While the heap is empty, a round whose children fit one goes straight on: the
+                // release copies the children's pairs over the round's (module docs).
+                let carry = heap.as_ref().is_none_or(|h| h.is_empty());
+                expand
+                    .arg_scalar(1, n_popped as u32)?
+                    .arg_buffer(2, &arena.nodes)?
+                    .arg_buffer(3, &arena.free)?
+                    .arg_scalar(4, arena.n_free as u64)?
+                    .arg_scalar(5, arena.len as u64)?
+                    .arg_scalar(6, arena.slots().min(max_live) as u64)?
+                    .arg_buffer(8, &ctl)?
+                    .arg_scalar(9, words[KIDS])?
+                    .arg_scalar(10, best.load(Ordering::Acquire))?
+                    .arg_scalar(11, n)?
+                    .arg_scalar(12, t.capacity)?
+                    .arg_scalar(13, t.cap)?
+                    .arg_scalar(14, t.lambda)?
+                    .arg_scalar(15, shape.root_bound)?
+                    .arg_scalar(16, shape.shift)?
+                    .arg_scalar(17, shape.depth_bits)?;
+                release
+                    .arg_scalar(1, n_popped as u32)?
+                    .arg_buffer(2, &arena.free)?
+                    .arg_scalar(3, arena.n_free as u64)?
+                    .arg_buffer(4, &ctl)?
+                    .arg_scalar(5, words[KIDS])?
+                    .arg_scalar(7, u32::from(carry))?
+                    .arg_scalar(8, pop as u32)?;
+                // In-order queue: the release runs after the expansion, then the host reads. (A
+                // read queued behind them, one wait for all three, made NVIDIA's rounds slower:
+                // its copy into pageable memory cost more than the waits it saved.)
+                let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
+                let released = release.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
+                let t_wait = Instant::now();
+                released.wait()?;
+                expanded.wait()?;
+                let t_read = Instant::now();
+                let seen = read_words(&ctl)?;
+                let d = &mut stats.device_profile;
+                d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
+                d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
+                d.expand_read_us += micros(t_read);
+                best.fetch_max(seen[BEST], Ordering::AcqRel);
+                let kids = (seen[KIDS] - words[KIDS]) as usize;
+                if seen[FULL] == 0 {
+                    stats.expanded += seen[EXPANDED] - words[EXPANDED];
+                    stats.pruned += seen[PRUNED] - words[PRUNED];
+                    words = seen;
+                    break kids;
+                }
+                if arena.slots() >= max_live || room == worst {
+                    return Err(Error::CapacityExceeded {
+                        what: "branch-and-bound search nodes".into(),
+                        capacity: max_live,
+                    });
+                }
+                // The attempt's counts do not count; its children's keys are written over.
+                words = seen;
+                words[FULL] = 0;
+                ctl.write_range(FULL, &[0u64])?;
+                room = worst;
+                retries += 1;
+            };
+            kids_per_node = kids as f64 / n_popped as f64;
+            let reused = kids.min(arena.n_free);
+            arena.len += kids - reused;
+            arena.n_free -= reused;
+            arena.n_free += n_popped;
+            *expanding += micros(t_expand);
+            *expand_allocs += allocations() - allocs_at_expand;
+            stats.rounds += 1;
+            if heap.as_ref().is_none_or(|h| h.is_empty()) && kids <= pop {
+                // The whole frontier is the next round, as the heap would hand it out (every node
+                // it holds): the release has copied the children's pairs over the round's.
+                stats.direct_rounds += 1;
+                n_popped = kids;
+                continue;
+            }
+            kids
         };
-        kids_per_node = kids as f64 / n_popped as f64;
-        let reused = kids.min(arena.n_free);
-        arena.len += kids - reused;
-        arena.n_free -= reused;
-        arena.n_free += n_popped;
-        *expanding += micros(t_expand);
-        *expand_allocs += allocations() - allocs_at_expand;
-        stats.rounds += 1;
         let t_heap = Instant::now();
         let allocs_at_heap = allocations();
-        let in_heap = heap.as_ref().map_or(0, |h| h.len());
-        if in_heap == 0 && kids <= pop {
-            // The whole frontier is the next round, as the heap would hand it out (every node
-            // it holds): the release has copied the children's pairs over the round's.
-            stats.direct_rounds += 1;
-            n_popped = kids;
-            *heaping += micros(t_heap);
-            continue;
-        }
         let heap = match &heap {
             Some(h) => h,
             None => {
@@ -448,7 +607,7 @@ pub(crate) fn run_rounds(
         d.heap_kernel_us = p.kernel_us as u64;
         d.heap_read_us = p.host_read_us as u64;
     }
-    Ok(retries)
+    Ok(Some(retries))
 }
 
 fn micros(since: Instant) -> u64 {
@@ -641,6 +800,8 @@ mod tests {
                         stop: None,
                         slack: 0,
                         first_slots: 1,
+                        resident_groups: None,
+                        resident_rounds: RESIDENT_ROUNDS,
                     };
                     let best = AtomicU64::new(problem.incumbent());
                     let mut stats = BnbStats::default();
@@ -671,5 +832,79 @@ mod tests {
             direct > 0 && through_heap > 0,
             "{direct} rounds straight to the next, {through_heap} through the heap"
         );
+    }
+
+    /// Rounds on the device alone (one launch of `knapsack_rounds` for up to 3 rounds, with
+    /// one group and with two): the answers of dynamic programming, launches that stop at a
+    /// full arena (the round then runs alone and the launches go on), at children too many
+    /// for a round (the heap takes them) and after their 3 rounds, on both transports. One
+    /// group is always resident; two may not be on a CPU device, and such a search runs
+    /// again a launch per round.
+    #[test]
+    fn resident_rounds_match_dynamic_programming() {
+        let device = select_device(None).expect("an OpenCL device");
+        for t in Transport::candidates(&device).unwrap() {
+            let rt = Runtime::open(device.clone(), Some(t), None).unwrap();
+            for groups in [1, 2] {
+                let (mut retries, mut launches, mut direct, mut through_heap) = (0, 0, 0, 0);
+                let mut fallbacks = 0;
+                for class in Class::ALL {
+                    for (seed, pop) in [(0, 64), (1, 64), (2, 4096), (3, 4096)] {
+                        let inst = Instance::generate(class, 40, 1000, seed).unwrap();
+                        let problem = Problem::new(&inst).unwrap();
+                        let shape = KeyShape::of(&problem).unwrap();
+                        let config = Rounds {
+                            heap: &DeviceHeapConfig::new(16),
+                            batch: 16,
+                            pop,
+                            max_live: 1 << 20,
+                            gc_threshold: usize::MAX,
+                            stop: None,
+                            slack: 0,
+                            first_slots: 1,
+                            resident_groups: Some(groups),
+                            resident_rounds: 3,
+                        };
+                        let best = AtomicU64::new(problem.incumbent());
+                        let mut stats = BnbStats::default();
+                        retries += run_rounds(
+                            &problem,
+                            &rt,
+                            &config,
+                            shape,
+                            &best,
+                            &AtomicBool::new(false),
+                            &mut stats,
+                        )
+                        .unwrap();
+                        assert!(stats.proved);
+                        assert_eq!(
+                            problem.optimum(best.load(Ordering::Acquire)),
+                            inst.dp_optimum(1 << 26).unwrap(),
+                            "{t} {groups} groups {} seed {seed}",
+                            class.name()
+                        );
+                        launches += stats.resident_launches;
+                        fallbacks += stats.resident_fallbacks;
+                        direct += stats.direct_rounds;
+                        through_heap += stats.rounds - stats.direct_rounds;
+                    }
+                }
+                if groups == 1 {
+                    assert_eq!(fallbacks, 0, "{t}: one group is always resident");
+                }
+                if fallbacks == 0 {
+                    assert!(
+                        retries > 0,
+                        "{t} {groups}: no launch stopped at a full arena"
+                    );
+                    assert!(
+                        launches > direct / 3 && through_heap > 0,
+                        "{t} {groups}: {launches} launches, {direct} rounds straight on, \
+                         {through_heap} through the heap"
+                    );
+                }
+            }
+        }
     }
 }

@@ -245,6 +245,12 @@ pub struct BnbStats {
     /// Of those, rounds whose children all went straight to the next round: the heap was
     /// empty and they fit one round, so the heap would have handed every one of them out.
     pub direct_rounds: u64,
+    /// Searches expanding on the device: launches of the resident rounds (many rounds in one
+    /// launch while the heap is empty, on GPUs).
+    pub resident_launches: u64,
+    /// Searches expanding on the device: times the resident rounds found their work-groups
+    /// not all resident and the search ran again a launch per round.
+    pub resident_fallbacks: u64,
     /// Searches expanding on the device: where the time went, µs: the setup (buffers, the
     /// heap, the root), the rounds' expansion (the kernels and reading their counters) and
     /// their heap calls (the children in, the next round out).
