@@ -33,6 +33,11 @@
  * reused in the launch that reads them: knapsack_release pushes them on the free stack
  * afterwards.
  *
+ * knapsack_release, the launch after, puts the popped nodes' slots back on the free stack and,
+ * while the host's heap is empty, carries a round's children over its nodes when they fit
+ * one; knapsack_rounds (GPUs) runs such rounds many to a launch, with grid barriers between
+ * the two steps (its comment below has the argument).
+ *
  * Memory ordering: the arena slots a launch writes are distinct (the counter hands each child
  * its own) and none is read in the same launch (the popped nodes' slots are not handed out);
  * the next launches read them after the kernel boundary. The incumbent is a 64-bit word

@@ -14,7 +14,8 @@
 //! [`device`] runs the same search with the heap on the throughput device (GpuOnly) or split
 //! between host and device (Cooperative): the latency threads expand nodes kept in a host
 //! arena, the heap orders `(bound key, arena index)` pairs; on a GPU, by default, the device
-//! expands them as well (`device_expand`, `kernels/knapsack.cl`).
+//! expands them as well (`device_expand`, `kernels/knapsack.cl`), with rounds that go
+//! straight on, many to a launch, while the frontier fits one round and the heap is empty.
 
 mod bounds;
 pub mod device;
