@@ -122,6 +122,11 @@ struct Args {
     /// shares their incumbent (the dive: it finds the exact fills large rounds miss).
     #[arg(long)]
     no_dive: bool,
+    /// gpu, nodes expanded on the device: work-groups of the rounds run many to a launch
+    /// while the heap is empty (for measurements; default one per compute unit on GPUs, 0 =
+    /// a launch per round, the default elsewhere).
+    #[arg(long, hide = true)]
+    resident_groups: Option<usize>,
     /// Write each instance in the seed's format into this directory (generated ones as
     /// `CLASS-nN-rR-sSEED.data`), for other solvers.
     #[arg(long)]
@@ -301,6 +306,7 @@ fn run(args: &Args) -> Result<bool> {
         gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
         time_limit,
         dive: !args.no_dive,
+        resident_groups: args.resident_groups,
         // The cooperative heap's top lives on the host: its rounds expand there.
         expansion: match placement {
             HeapPlacement::Device(_) => args.expand,

@@ -335,6 +335,9 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
                             time_limit: None,
                             dive,
                             expansion: *expansion,
+                            // The device's rounds many to a launch (one group, always
+                            // resident) in every third search, a launch per round else.
+                            resident_groups: Some(usize::from(gc_threshold == 64 && !dive)),
                         };
                         let s = solve_offloaded(&inst, &pool, &rt, &config).unwrap();
                         assert_eq!(
@@ -361,6 +364,7 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
             time_limit: None,
             dive: false,
             expansion: placements[p].1,
+            resident_groups: None,
         };
         for p in 0..placements.len() {
             prepare_offloaded(&rt, &config(p, 8, 10)).unwrap();
@@ -460,6 +464,7 @@ fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
         time_limit: Some(Duration::from_secs(120)),
         dive: true,
         expansion: Default::default(),
+        resident_groups: None,
     };
     for (class, seed) in [(Class::SubsetSum, 42), (Class::StronglyCorrelated, 2)] {
         let inst = Instance::generate(class, 10_000, 10_000_000, seed).unwrap();

@@ -78,6 +78,10 @@ pub struct OffloadConfig {
     pub dive: bool,
     /// Who expands a round's nodes.
     pub expansion: Expansion,
+    /// Nodes expanded on the device: work-groups of the rounds that run many to a launch
+    /// while the heap is empty (`Some(0)`: a launch per round); `None`: one per compute unit
+    /// on a GPU, a launch per round elsewhere.
+    pub resident_groups: Option<usize>,
 }
 
 /// Who expands the nodes of an offloaded search's rounds.
@@ -152,6 +156,7 @@ pub fn solve_offloaded(
         time_limit,
         dive,
         expansion,
+        resident_groups,
     } = *config;
     let stop = time_limit.map(Deadline::after);
     if pop == 0 || max_live == 0 {
@@ -213,7 +218,11 @@ pub fn solve_offloaded(
                 stop: stop.as_ref(),
                 slack: device_expand::SLACK,
                 first_slots: device_expand::FIRST_SLOTS,
-                resident_groups: device_expand::resident_groups(rt),
+                resident_groups: match resident_groups {
+                    Some(0) => None,
+                    Some(groups) => Some(groups),
+                    None => device_expand::resident_groups(rt),
+                },
                 resident_rounds: device_expand::RESIDENT_ROUNDS,
             };
             return device_expand::run_rounds(
