@@ -241,16 +241,11 @@ fn search(
     let t_kernels = Instant::now();
     let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
-    // Kernel objects per kind of memory their arguments get (an argument keeps to one kind,
-    // `Kernel::arg_buffer`): the rounds' pairs in device buffers, then in SVM (`RoundPairs`).
-    let (mut collect, mut copy, mut to_svm) = (
-        kernel("knapsack_collect")?,
-        kernel("knapsack_copy")?,
-        kernel("knapsack_copy")?,
-    );
-    let mut on_device = RoundKernels::new(&kernel)?;
-    let mut on_svm = RoundKernels::new(&kernel)?;
-    let mut rounds = kernel("knapsack_rounds")?;
+    // Kernel objects, each made when first needed (about 30 µs each on the H200, a fifth of
+    // a small file's setup when all eight were made up front): the rounds' own with their
+    // pairs (`RoundPairs`), the arena's copy with its first growth.
+    let mut copy: Option<Kernel> = None;
+    let mut rounds = resident.map(|_| kernel("knapsack_rounds")).transpose()?;
     // The resident rounds' grid barrier: its counter and abort word, and the counter's value
     // at the next launch (common.cl's asym_grid_barrier).
     let bar = rt.device_buffer::<u32>(2)?;
@@ -312,6 +307,7 @@ fn search(
     let mut pairs = RoundPairs::Device {
         popped,
         kids: kids_out,
+        kernels: RoundKernels::new(&kernel)?,
     };
     let mut gc_at = config.gc_threshold;
     // Children per popped node in the last round: the next round gets room for half as
@@ -352,21 +348,21 @@ fn search(
         let worst = n_popped * (MAX_KIDS + 1);
         let likely = (n_popped as f64 * kids_per_node * 1.5) as usize + config.slack;
         let mut room = likely.min(worst);
-        let resident_pairs = match (&pairs, resident, round_alone) {
-            (RoundPairs::Device { popped, kids }, Some(groups), false) => {
-                Some((popped, kids, groups))
+        let resident_pairs = match (&pairs, resident, round_alone, rounds.as_mut()) {
+            (RoundPairs::Device { popped, kids, .. }, Some(groups), false, Some(rounds)) => {
+                Some((popped, kids, groups, rounds))
             }
             _ => None,
         };
         round_alone = false;
-        let kids = if let Some((popped, out, groups)) = resident_pairs {
+        let kids = if let Some((popped, out, groups, rounds)) = resident_pairs {
             // Rounds on the device alone while the heap has not been made: room for the
             // first round's worst case (a round that fills the arena stops the launch).
             let slots = (arena.len + worst)
                 .saturating_sub(arena.n_free)
                 .min(max_live);
             let t_grow = Instant::now();
-            arena.grow_to(rt, &mut copy, slots)?;
+            arena.grow_to(rt, &mut copy, &kernel, slots)?;
             let t_launch = Instant::now();
             stats.device_profile.expand_grow_us += (t_launch - t_grow).as_micros() as u64;
             rounds
@@ -444,21 +440,28 @@ fn search(
                     .saturating_sub(arena.n_free)
                     .min(max_live);
                 let t_grow = Instant::now();
-                arena.grow_to(rt, &mut copy, slots)?;
+                arena.grow_to(rt, &mut copy, &kernel, slots)?;
                 let t_expand_round = Instant::now();
                 stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
                 // While the heap is empty, a round whose children fit one goes straight on: the
                 // release copies the children's pairs over the round's (module docs).
                 let carry = in_heap == 0;
-                let RoundKernels { expand, release } = match &pairs {
-                    RoundPairs::Device { popped, kids } => {
-                        let k = &mut on_device;
+                let RoundKernels { expand, release } = match &mut pairs {
+                    RoundPairs::Device {
+                        popped,
+                        kids,
+                        kernels: k,
+                    } => {
                         k.expand.arg_buffer(0, popped)?.arg_buffer(7, kids)?;
                         k.release.arg_buffer(0, popped)?.arg_buffer(6, kids)?;
                         k
                     }
-                    RoundPairs::Svm { popped, kids } => {
-                        let k = &mut on_svm;
+                    RoundPairs::Svm {
+                        popped,
+                        kids,
+                        kernels: k,
+                        ..
+                    } => {
                         k.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
                         k.release.arg_svm(0, popped)?.arg_svm(6, kids)?;
                         k
@@ -551,6 +554,7 @@ fn search(
                 if let RoundPairs::Device { kids: out, .. } = &pairs {
                     // The heap's calls on the device take SVM: the pairs move there.
                     let svm_kids = rt.alloc::<i64>(out.len())?;
+                    let mut to_svm = kernel("knapsack_copy")?;
                     to_svm.arg_buffer(0, out)?.arg_svm(1, &svm_kids)?;
                     if let Some(moved) = enqueue_copy(&mut to_svm, 2 * kids)? {
                         moved.wait()?;
@@ -558,6 +562,8 @@ fn search(
                     pairs = RoundPairs::Svm {
                         popped: rt.alloc::<i64>(pop.max(1))?,
                         kids: svm_kids,
+                        kernels: RoundKernels::new(&kernel)?,
+                        collect: kernel("knapsack_collect")?,
                     };
                 }
                 stats.device_profile.setup_heap_us += micros(t_new);
@@ -567,7 +573,9 @@ fn search(
         let RoundPairs::Svm {
             popped,
             kids: kids_out,
-        } = &pairs
+            collect,
+            ..
+        } = &mut pairs
         else {
             unreachable!("the pairs are in SVM once the heap exists")
         };
@@ -588,7 +596,7 @@ fn search(
         let kept = collect_garbage(
             rt,
             heap,
-            &mut collect,
+            collect,
             &mut arena,
             &ctl,
             &mut words,
@@ -704,10 +712,22 @@ impl Arena {
     /// start, and a driver allocation costs by its size there, about 0.25 ms per MiB on the
     /// H200; grown fourfold, the 600 file's arena growth took 17.6-20.9 ms against 9.9-10.5,
     /// docs/BENCHMARKS.md), the used part copied on the device.
-    fn grow_to(&mut self, rt: &Runtime, copy: &mut Kernel, slots: usize) -> Result<()> {
+    fn grow_to(
+        &mut self,
+        rt: &Runtime,
+        copy: &mut Option<Kernel>,
+        kernel: &dyn Fn(&str) -> Result<Kernel>,
+        slots: usize,
+    ) -> Result<()> {
         if slots <= self.slots() {
             return Ok(());
         }
+        if copy.is_none() {
+            *copy = Some(kernel("knapsack_copy")?);
+        }
+        let Some(copy) = copy.as_mut() else {
+            unreachable!("made above")
+        };
         let grown = slots.max(2 * self.slots());
         let nodes = rt.device_buffer::<u64>(4 * grown)?;
         let free = rt.device_buffer::<u32>(grown)?;
@@ -736,14 +756,20 @@ fn enqueue_copy(copy: &mut Kernel, words: usize) -> Result<Option<Launch>> {
 /// buffers while the rounds go past the heap (a driver allocation of SVM costs the H200
 /// about 0.6 ms and 0.25 ms per MiB, a buffer object a fraction of it), in SVM from the round
 /// the heap first takes children (its calls on the device take SVM).
+/// Each kind carries the kernel objects its buffers are arguments of (an argument keeps to
+/// one kind of memory, `Kernel::arg_buffer`).
 enum RoundPairs {
     Device {
         popped: DeviceBuffer<i64>,
         kids: DeviceBuffer<i64>,
+        kernels: RoundKernels,
     },
     Svm {
         popped: SvmBuffer<i64>,
         kids: SvmBuffer<i64>,
+        kernels: RoundKernels,
+        /// The garbage collection's kernel (the heap's nodes go through SVM pairs).
+        collect: Kernel,
     },
 }
 
