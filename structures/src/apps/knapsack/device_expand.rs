@@ -241,9 +241,10 @@ fn search(
     let t_kernels = Instant::now();
     let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
-    // Kernel objects, each made when first needed (about 30 µs each on the H200, a fifth of
-    // a small file's setup when all eight were made up front): the rounds' own with their
-    // pairs (`RoundPairs`), the arena's copy with its first growth.
+    // Kernel objects, each made when first needed: the rounds' own with their pairs
+    // (`RoundPairs`), the arena's copy with its first growth. (Made up front, all eight took
+    // 0.20-0.35 ms of a small file's 1.2-1.9 ms on the H100 machine; the three such a search
+    // needs, 0.15-0.31 ms: docs/BENCHMARKS.md.)
     let mut copy: Option<Kernel> = None;
     let mut rounds = resident.map(|_| kernel("knapsack_rounds")).transpose()?;
     // The resident rounds' grid barrier: its counter and abort word, and the counter's value
