@@ -405,7 +405,9 @@ fn search(
             bar_base = bar_base.wrapping_add((seen[ST_BARS] as u32).wrapping_mul(groups as u32));
             best.fetch_max(seen[BEST], Ordering::AcqRel);
             let ran = seen[ST_RAN];
-            // A round that filled the arena does not count (as a launch per round's).
+            // A round that filled the arena does not count (as a launch per round's): the
+            // counts up to the rounds completed, then the counters' values as the next
+            // baseline, past the failed round's part.
             let (expanded, pruned) = match (seen[ST_EXIT], ran) {
                 (EXIT_FULL, 0) => (words[EXPANDED], words[PRUNED]),
                 (EXIT_FULL, _) => (seen[ST_EXPANDED], seen[ST_PRUNED]),
@@ -416,8 +418,6 @@ fn search(
             stats.rounds += ran;
             stats.direct_rounds += ran - u64::from(seen[ST_EXIT] == EXIT_HEAP);
             words = seen;
-            words[EXPANDED] = expanded;
-            words[PRUNED] = pruned;
             arena.len = seen[ST_LEN] as usize;
             arena.n_free = seen[ST_FREE] as usize;
             n_popped = seen[ST_POPPED] as usize;
