@@ -592,7 +592,11 @@ fn search(
             *heap_allocs += allocations() - allocs_at_heap;
             continue;
         }
-        // The heap outgrows the threshold: the children in, then a garbage collection.
+        // The heap outgrows the threshold: the children in, then a garbage collection (past
+        // the time limit, neither: the search ends here, as at the next round's start).
+        if config.stop.is_some_and(Deadline::expired) {
+            break;
+        }
         heap.insert_from_device(kids_out, kids)?;
         let kept = collect_garbage(
             rt,
