@@ -486,7 +486,9 @@ fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
 /// solution) soon after it passes, whoever expands the rounds. (No round's expansion, heap
 /// call or garbage collection starts past it: with 2 s on the dev machine the threads'
 /// search stopped 0.36-0.46 s late, against 1.2-1.6 s when only the rounds' starts were
-/// checked; the bound here leaves room for a loaded machine.)
+/// checked. The bound here is loose: it leaves room for the other tests sharing the
+/// device, and shows the limit is kept at all, where the search alone would run for
+/// minutes.)
 #[test]
 fn a_time_limit_stops_offloaded_searches_soon_after() {
     use asym_structures::apps::knapsack::device::{solve_offloaded, Expansion, OffloadConfig};
@@ -515,10 +517,9 @@ fn a_time_limit_stops_offloaded_searches_soon_after() {
         let s = solve_offloaded(&hard, &pool, &rt, &config).unwrap();
         let took = t.elapsed();
         assert!(!s.proved && s.optimum > 0, "{expansion:?}: {s:?}");
-        // At most one heap call in flight past the limit (about a second on PoCL for
-        // millions of keys), with room for a loaded machine.
+        // Room for a loaded machine: the other tests of this binary share the device.
         assert!(
-            took < limit * 8,
+            took < limit + Duration::from_secs(10),
             "{expansion:?}: {took:?} for a limit of {limit:?}"
         );
     }
