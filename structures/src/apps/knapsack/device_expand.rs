@@ -424,6 +424,7 @@ fn search(
             *expanding += micros(t_expand);
             *expand_allocs += allocations() - allocs_at_expand;
             match seen[ST_EXIT] {
+                // The last round's children, more than a round: the heap takes them.
                 EXIT_HEAP => n_popped,
                 EXIT_FULL => {
                     words[FULL] = 0;
