@@ -46,39 +46,9 @@
  * (cl_khr_int64_base_atomics, -DASYM_INT64_ATOMICS=1).
  */
 
-#define KC_BEST 0
-#define KC_KIDS 1
-#define KC_EXPANDED 2
-#define KC_PRUNED 3
-#define KC_FULL 4
-#define KC_KEPT 5
-#define KC_FREED 6
-/* knapsack_rounds' state at its end (the host's copy of the search's round state). */
-#define KC_ST_POPPED 8   /* nodes of the next round (or, after KN_EXIT_HEAP, children in out) */
-#define KC_ST_FREE 9     /* free stack length */
-#define KC_ST_LEN 10     /* arena slots handed out */
-#define KC_ST_BASE 11    /* KC_KIDS at the next round's start */
-#define KC_ST_RAN 12     /* rounds completed (released) */
-#define KC_ST_EXIT 13    /* why it stopped: KN_EXIT_* */
-#define KC_ST_BARS 14    /* grid barriers passed */
-#define KC_ST_EXPANDED 15 /* KC_EXPANDED and KC_PRUNED after the last round completed */
-#define KC_ST_PRUNED 16
-
-#define KN_EXIT_MORE 0  /* max_rounds ran; the state is the next round's */
-#define KN_EXIT_DONE 1  /* a round made no children: the search is over */
-#define KN_EXIT_HEAP 2  /* a round's children outnumber a round: released, left in out */
-#define KN_EXIT_FULL 3  /* the round at the state ran out of arena slots: not released */
-#define KN_EXIT_ABORT 4 /* the groups were not all resident: the search runs again */
-
-#ifndef KN_CTL_WORDS
-#error "build knapsack.cl with -DKN_CTL_WORDS=<control words before the tables>"
-#endif
-#ifndef KN_MAX_KIDS
-#error "build knapsack.cl with -DKN_MAX_KIDS=<skip children per walk>"
-#endif
-#ifndef KN_MAX_STEPS
-#error "build knapsack.cl with -DKN_MAX_STEPS=<levels per walk>"
-#endif
+/* The control words (KC_*: the incumbent, the running counters, and knapsack_rounds' state at
+ * its end, KC_ST_*), knapsack_rounds' exit codes (KN_EXIT_*), KN_CTL_WORDS, KN_MAX_KIDS and
+ * KN_MAX_STEPS come from the host (device_expand.rs, KERNEL_CONSTANTS). */
 
 /* The problem's arrays and scalars, passed along the helpers. */
 typedef struct {
@@ -377,7 +347,6 @@ kernel void knapsack_rounds(__global long *popped, __global ulong *arena, __glob
         ctl[KC_ST_POPPED] = n_popped;
         ctl[KC_ST_FREE] = n_free;
         ctl[KC_ST_LEN] = arena_len;
-        ctl[KC_ST_BASE] = kids_base;
         ctl[KC_ST_RAN] = ran;
         ctl[KC_ST_EXIT] = exit_code;
         ctl[KC_ST_BARS] = bars;

@@ -441,31 +441,46 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
     }
 }
 
-/// Rounds of 65,536 nodes do not dive to the exact fill of a large subset-sum instance; the
-/// sequential search beside them does, and the two together prove what the sequential search
-/// alone proves. A strongly correlated instance whose sequential search is long is settled
-/// by the incumbent the rounds find, shared with the dive.
-#[test]
-fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
-    use asym_structures::apps::knapsack::device::{solve_offloaded, OffloadConfig};
+/// The latency threads and the device's runtime of the offloaded searches of large
+/// instances, and their configuration: the device heap (K = 256), rounds of 65,536 nodes,
+/// the dive beside them, `expansion`, and `time_limit`.
+fn large_rounds(
+    time_limit: Duration,
+    expansion: asym_structures::apps::knapsack::device::Expansion,
+) -> (
+    LatencyPool,
+    asym_runtime::Runtime,
+    asym_structures::apps::knapsack::device::OffloadConfig,
+) {
+    use asym_structures::apps::knapsack::device::OffloadConfig;
     use asym_structures::{DeviceHeapConfig, HeapPlacement};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(2),
         ..Default::default()
     })
     .unwrap();
-    let rt = common::runtime(common::transports()[0]);
     let config = OffloadConfig {
         placement: HeapPlacement::Device(DeviceHeapConfig::new(256)),
         batch: 256,
         pop: 65_536,
         max_live: 1 << 26,
         gc_threshold: 1 << 22,
-        time_limit: Some(Duration::from_secs(120)),
+        time_limit: Some(time_limit),
         dive: true,
-        expansion: Default::default(),
+        expansion,
         resident_groups: None,
     };
+    (pool, common::runtime(common::transports()[0]), config)
+}
+
+/// Rounds of 65,536 nodes do not dive to the exact fill of a large subset-sum instance; the
+/// sequential search beside them does, and the two together prove what the sequential search
+/// alone proves. A strongly correlated instance whose sequential search is long is settled
+/// by the incumbent the rounds find, shared with the dive.
+#[test]
+fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
+    use asym_structures::apps::knapsack::device::solve_offloaded;
+    let (pool, rt, config) = large_rounds(Duration::from_secs(120), Default::default());
     for (class, seed) in [(Class::SubsetSum, 42), (Class::StronglyCorrelated, 2)] {
         let inst = Instance::generate(class, 10_000, 10_000_000, seed).unwrap();
         let seq =
@@ -491,28 +506,11 @@ fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
 /// minutes.)
 #[test]
 fn a_time_limit_stops_offloaded_searches_soon_after() {
-    use asym_structures::apps::knapsack::device::{solve_offloaded, Expansion, OffloadConfig};
-    use asym_structures::{DeviceHeapConfig, HeapPlacement};
-    let pool = LatencyPool::new(PoolOptions {
-        threads: Some(2),
-        ..Default::default()
-    })
-    .unwrap();
-    let rt = common::runtime(common::transports()[0]);
+    use asym_structures::apps::knapsack::device::{solve_offloaded, Expansion};
     let hard = Instance::generate(Class::AlmostStronglyCorrelated, 10_000, 10_000_000, 42).unwrap();
     let limit = Duration::from_millis(500);
     for expansion in [Expansion::Threads, Expansion::Device] {
-        let config = OffloadConfig {
-            placement: HeapPlacement::Device(DeviceHeapConfig::new(256)),
-            batch: 256,
-            pop: 65_536,
-            max_live: 1 << 26,
-            gc_threshold: 1 << 20,
-            time_limit: Some(limit),
-            dive: true,
-            expansion,
-            resident_groups: None,
-        };
+        let (pool, rt, config) = large_rounds(limit, expansion);
         let t = std::time::Instant::now();
         let s = solve_offloaded(&hard, &pool, &rt, &config).unwrap();
         let took = t.elapsed();

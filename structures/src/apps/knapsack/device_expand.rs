@@ -29,6 +29,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
+use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::backoff::Deadline;
 use asym_runtime::{DeviceBuffer, Error, Kernel, Launch, Result, Runtime, SvmBuffer};
 
@@ -45,7 +46,8 @@ pub(crate) const MAX_STEPS: usize = 64;
 /// Nodes the arena starts with room for (it grows as the search needs).
 pub(crate) const FIRST_SLOTS: usize = 1 << 16;
 
-// Control words, as `KC_*` in kernels/knapsack.cl.
+// Control words (`KC_*` in kernels/knapsack.cl): the incumbent and the running counters,
+// then knapsack_rounds' state at its end (`KC_ST_*`).
 const BEST: usize = 0;
 const KIDS: usize = 1;
 const EXPANDED: usize = 2;
@@ -53,20 +55,52 @@ const PRUNED: usize = 3;
 const FULL: usize = 4;
 const KEPT: usize = 5;
 const FREED: usize = 6;
-// knapsack_rounds' state at its end (`KC_ST_*`).
-const ST_POPPED: usize = 8;
-const ST_FREE: usize = 9;
-const ST_LEN: usize = 10;
-const ST_RAN: usize = 12;
-const ST_EXIT: usize = 13;
-const ST_BARS: usize = 14;
-const ST_EXPANDED: usize = 15;
-const ST_PRUNED: usize = 16;
-const CTL_WORDS: usize = 24;
-// Why knapsack_rounds stopped (`KN_EXIT_*`).
+const ST_POPPED: usize = 7;
+const ST_FREE: usize = 8;
+const ST_LEN: usize = 9;
+const ST_RAN: usize = 10;
+const ST_EXIT: usize = 11;
+const ST_BARS: usize = 12;
+const ST_EXPANDED: usize = 13;
+const ST_PRUNED: usize = 14;
+const CTL_WORDS: usize = 16;
+// Why knapsack_rounds stopped (`KN_EXIT_*`): its rounds ran out (the state is the next
+// round's), a round made no children, a round's children outnumber a round (released, left
+// for the heap), the round at the state filled the arena (not released), or the groups were
+// not all resident (the search runs again).
+const EXIT_MORE: u64 = 0;
+const EXIT_DONE: u64 = 1;
 const EXIT_HEAP: u64 = 2;
 const EXIT_FULL: u64 = 3;
 const EXIT_ABORT: u64 = 4;
+
+/// The constants kernels/knapsack.cl takes from the host (one source for both sides).
+const KERNEL_CONSTANTS: &[ClConst] = &[
+    ClConst::int("KC_BEST", BEST as u64),
+    ClConst::int("KC_KIDS", KIDS as u64),
+    ClConst::int("KC_EXPANDED", EXPANDED as u64),
+    ClConst::int("KC_PRUNED", PRUNED as u64),
+    ClConst::int("KC_FULL", FULL as u64),
+    ClConst::int("KC_KEPT", KEPT as u64),
+    ClConst::int("KC_FREED", FREED as u64),
+    ClConst::int("KC_ST_POPPED", ST_POPPED as u64),
+    ClConst::int("KC_ST_FREE", ST_FREE as u64),
+    ClConst::int("KC_ST_LEN", ST_LEN as u64),
+    ClConst::int("KC_ST_RAN", ST_RAN as u64),
+    ClConst::int("KC_ST_EXIT", ST_EXIT as u64),
+    ClConst::int("KC_ST_BARS", ST_BARS as u64),
+    ClConst::int("KC_ST_EXPANDED", ST_EXPANDED as u64),
+    ClConst::int("KC_ST_PRUNED", ST_PRUNED as u64),
+    ClConst::int("KN_CTL_WORDS", CTL_WORDS as u64),
+    ClConst::uint("KN_MAX_KIDS", MAX_KIDS as u64),
+    ClConst::uint("KN_MAX_STEPS", MAX_STEPS as u64),
+    ClConst::uint("KN_EXIT_MORE", EXIT_MORE),
+    ClConst::uint("KN_EXIT_DONE", EXIT_DONE),
+    ClConst::uint("KN_EXIT_HEAP", EXIT_HEAP),
+    ClConst::uint("KN_EXIT_FULL", EXIT_FULL),
+    ClConst::uint("KN_EXIT_ABORT", EXIT_ABORT),
+];
+
 /// Rounds one launch of `knapsack_rounds` runs at most (the host checks the time limit and
 /// the dive between launches).
 pub(crate) const RESIDENT_ROUNDS: u32 = 64;
@@ -164,8 +198,8 @@ pub(crate) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
     rt.program_with(
         &asym_kernels::KNAPSACK,
         &format!(
-            "-DWG={WG} -DKN_MAX_KIDS={MAX_KIDS}u -DKN_MAX_STEPS={MAX_STEPS}u \
-             -DKN_CTL_WORDS={CTL_WORDS} -DASYM_INT64_ATOMICS=1"
+            "-DWG={WG} -DASYM_INT64_ATOMICS=1 {}",
+            cl_defines(KERNEL_CONSTANTS)
         ),
     )
 }
@@ -254,11 +288,6 @@ fn search(
     // After a resident launch stopped at a round that filled the arena, that round runs
     // alone (a launch per round grows the arena as it needs).
     let mut round_alone = false;
-    // Keys in the heap once its last call completes: the host's count, so that a round's
-    // start does not wait for that call (`DeviceGeneralizedHeap::len` settles the launches an
-    // enqueued call left, a host wait that had made the 600 file's rounds twice as slow to
-    // launch on the H200).
-    let mut in_heap = 0usize;
     let t_tables = Instant::now();
     let t = problem.tables();
     let n = u32::try_from(t.items.len())
@@ -447,7 +476,7 @@ fn search(
                 stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
                 // While the heap is empty, a round whose children fit one goes straight on: the
                 // release copies the children's pairs over the round's (module docs).
-                let carry = in_heap == 0;
+                let carry = heap.as_ref().is_none_or(DeviceGeneralizedHeap::is_empty);
                 let RoundKernels { expand, release } = match &mut pairs {
                     RoundPairs::Device {
                         popped,
@@ -537,7 +566,7 @@ fn search(
             *expanding += micros(t_expand);
             *expand_allocs += allocations() - allocs_at_expand;
             stats.rounds += 1;
-            if in_heap == 0 && kids <= pop {
+            if heap.as_ref().is_none_or(DeviceGeneralizedHeap::is_empty) && kids <= pop {
                 // The whole frontier is the next round, as the heap would hand it out (every node
                 // it holds): the release has copied the children's pairs over the round's.
                 stats.direct_rounds += 1;
@@ -581,11 +610,9 @@ fn search(
         else {
             unreachable!("the pairs are in SVM once the heap exists")
         };
-        let held = heap.len();
-        if held + kids <= gc_at {
+        if heap.len() + kids <= gc_at {
             // The children in and the next round out, one sort where the heap rebuilds.
-            n_popped = pop.min(held + kids);
-            in_heap = held + kids - n_popped;
+            n_popped = pop.min(heap.len() + kids);
             // Returns once the launches are enqueued: the next round's expansion follows them
             // on the in-order queue, and its wait covers theirs.
             heap.enqueue_insert_then_delete_on_device(kids_out, kids, n_popped, popped)?;
@@ -612,7 +639,6 @@ fn search(
         // When most nodes survive, wait until the heap doubles before the next pass.
         gc_at = config.gc_threshold.max(kept.saturating_mul(2));
         n_popped = pop.min(heap.len());
-        in_heap = heap.len() - n_popped;
         heap.enqueue_delete_min_to_device(n_popped, popped)?;
         *heaping += micros(t_heap);
         *heap_allocs += allocations() - allocs_at_heap;
@@ -812,9 +838,67 @@ fn copy_words<A: asym_runtime::SvmElement>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn knapsack_cl_uses_only_what_the_host_gives() {
+        let problems = asym_kernels::undeclared(
+            asym_kernels::KNAPSACK.text,
+            &["KC_", "KN_"],
+            &[super::KERNEL_CONSTANTS],
+        );
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
     use super::*;
     use crate::apps::knapsack::{Class, Instance};
     use asym_runtime::{select_device, Transport};
+
+    /// One search of a generated instance of `class` (40 items) by [`run_rounds`], `pop`
+    /// nodes a round, no slack and an arena of one slot to start (so rounds run out of
+    /// slots), its answer checked against dynamic programming: the rounds that ran again,
+    /// and the search's counts.
+    fn search_checked(
+        rt: &Runtime,
+        class: Class,
+        seed: u64,
+        pop: usize,
+        resident_groups: Option<usize>,
+        resident_rounds: u32,
+        what: &str,
+    ) -> (usize, BnbStats) {
+        let inst = Instance::generate(class, 40, 1000, seed).unwrap();
+        let problem = Problem::new(&inst).unwrap();
+        let config = Rounds {
+            heap: &DeviceHeapConfig::new(16),
+            batch: 16,
+            pop,
+            max_live: 1 << 20,
+            gc_threshold: usize::MAX,
+            stop: None,
+            slack: 0,
+            first_slots: 1,
+            resident_groups,
+            resident_rounds,
+        };
+        let best = AtomicU64::new(problem.incumbent());
+        let mut stats = BnbStats::default();
+        let retries = run_rounds(
+            &problem,
+            rt,
+            &config,
+            KeyShape::of(&problem).unwrap(),
+            &best,
+            &AtomicBool::new(false),
+            &mut stats,
+        )
+        .unwrap();
+        assert!(stats.proved, "{what}");
+        assert_eq!(
+            problem.optimum(best.load(Ordering::Acquire)),
+            inst.dp_optimum(1 << 26).unwrap(),
+            "{what}"
+        );
+        (retries, stats)
+    }
 
     /// Rounds given no slack run out of arena slots and run again; rounds of at most 64 nodes
     /// go straight to the next round while the heap is empty and through the heap after;
@@ -828,42 +912,12 @@ mod tests {
             let rt = Runtime::open(device.clone(), Some(t), None).unwrap();
             for class in Class::ALL {
                 for seed in 0..3 {
-                    let inst = Instance::generate(class, 40, 1000, seed).unwrap();
-                    let problem = Problem::new(&inst).unwrap();
-                    let shape = KeyShape::of(&problem).unwrap();
-                    let config = Rounds {
-                        heap: &DeviceHeapConfig::new(16),
-                        batch: 16,
-                        pop: 64,
-                        max_live: 1 << 20,
-                        gc_threshold: usize::MAX,
-                        stop: None,
-                        slack: 0,
-                        first_slots: 1,
-                        resident_groups: None,
-                        resident_rounds: RESIDENT_ROUNDS,
-                    };
-                    let best = AtomicU64::new(problem.incumbent());
-                    let mut stats = BnbStats::default();
-                    retries += run_rounds(
-                        &problem,
-                        &rt,
-                        &config,
-                        shape,
-                        &best,
-                        &AtomicBool::new(false),
-                        &mut stats,
-                    )
-                    .unwrap();
-                    assert!(stats.proved);
+                    let what = format!("{t} {} seed {seed}", class.name());
+                    let (tried, stats) =
+                        search_checked(&rt, class, seed, 64, None, RESIDENT_ROUNDS, &what);
+                    retries += tried;
                     direct += stats.direct_rounds;
                     through_heap += stats.rounds - stats.direct_rounds;
-                    assert_eq!(
-                        problem.optimum(best.load(Ordering::Acquire)),
-                        inst.dp_optimum(1 << 26).unwrap(),
-                        "{t} {} seed {seed}",
-                        class.name()
-                    );
                 }
             }
         }
@@ -890,40 +944,10 @@ mod tests {
                 let mut fallbacks = 0;
                 for class in Class::ALL {
                     for (seed, pop) in [(0, 64), (1, 64), (2, 4096), (3, 4096)] {
-                        let inst = Instance::generate(class, 40, 1000, seed).unwrap();
-                        let problem = Problem::new(&inst).unwrap();
-                        let shape = KeyShape::of(&problem).unwrap();
-                        let config = Rounds {
-                            heap: &DeviceHeapConfig::new(16),
-                            batch: 16,
-                            pop,
-                            max_live: 1 << 20,
-                            gc_threshold: usize::MAX,
-                            stop: None,
-                            slack: 0,
-                            first_slots: 1,
-                            resident_groups: Some(groups),
-                            resident_rounds: 3,
-                        };
-                        let best = AtomicU64::new(problem.incumbent());
-                        let mut stats = BnbStats::default();
-                        retries += run_rounds(
-                            &problem,
-                            &rt,
-                            &config,
-                            shape,
-                            &best,
-                            &AtomicBool::new(false),
-                            &mut stats,
-                        )
-                        .unwrap();
-                        assert!(stats.proved);
-                        assert_eq!(
-                            problem.optimum(best.load(Ordering::Acquire)),
-                            inst.dp_optimum(1 << 26).unwrap(),
-                            "{t} {groups} groups {} seed {seed}",
-                            class.name()
-                        );
+                        let what = format!("{t} {groups} groups {} seed {seed}", class.name());
+                        let (tried, stats) =
+                            search_checked(&rt, class, seed, pop, Some(groups), 3, &what);
+                        retries += tried;
                         launches += stats.resident_launches;
                         fallbacks += stats.resident_fallbacks;
                         direct += stats.direct_rounds;

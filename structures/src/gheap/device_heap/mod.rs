@@ -611,15 +611,24 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         (g.groups, g.wg)
     }
 
-    /// Keys in the heap.
+    /// Keys in the heap once its calls' launches complete. It does not wait for them: a call
+    /// sets the host's count when it enqueues its launches (a round of the knapsack's device
+    /// search asks before each launch, and waiting there had made the 600 file's rounds
+    /// twice as slow to launch on the H200, docs/BENCHMARKS.md).
     pub fn len(&self) -> usize {
-        let g = self.lock();
+        let g = self.mirror();
         g.count * self.batch + g.plen
     }
 
     /// Whether the heap holds no key.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Waits (bounded) for the launches an enqueued call left; their failure, if any, is
+    /// returned here (and by every later call).
+    pub fn finish(&self) -> Result<()> {
+        self.lock().usable()
     }
 
     /// Full nodes the heap has room for now (it grows on demand up to its limit).
@@ -832,8 +841,9 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
 
     /// [`DeviceGeneralizedHeap::delete_min_to_device`] that may return before its launches
     /// complete (where the heap rebuilds): `dst` holds the keys once a later launch on the
-    /// runtime's main queue has been waited for (the queue runs in order), or once the
-    /// heap's next call returns (it waits first). Host access to `dst` or the heap's
+    /// runtime's main queue has been waited for (the queue runs in order), once the heap's
+    /// next call returns (it waits first), or after [`DeviceGeneralizedHeap::finish`]
+    /// ([`DeviceGeneralizedHeap::len`] does not wait). Host access to `dst` or the heap's
     /// buffers before that is refused with [`Error::Busy`]. A caller that launches its own
     /// kernel on `dst` next (a branch-and-bound round expanding the nodes taken out) spares
     /// a wait for the host between the two.
@@ -1064,10 +1074,16 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         Ok(())
     }
 
+    /// The heap's state without waiting for launches a call left: for what the host
+    /// mirrors (sizes), which calls set when they enqueue.
+    fn mirror(&self) -> MutexGuard<'_, Inner<T>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner<T>> {
         // A panic in a call leaves the host mirror possibly stale; the next launch re-reads
         // the header, so carrying on is sound.
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.mirror();
         g.settle();
         g
     }
