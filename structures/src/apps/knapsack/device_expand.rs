@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::backoff::Deadline;
-use asym_runtime::{DeviceBuffer, Error, Kernel, Launch, Result, Runtime, SvmBuffer};
+use asym_runtime::{DeviceBuffer, Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::bounds::Problem;
 use super::BnbStats;
@@ -587,9 +587,7 @@ fn search(
                     let svm_kids = rt.alloc::<i64>(out.len())?;
                     let mut to_svm = kernel("knapsack_copy")?;
                     to_svm.arg_buffer(0, out)?.arg_svm(1, &svm_kids)?;
-                    if let Some(moved) = enqueue_copy(&mut to_svm, 2 * kids)? {
-                        moved.wait()?;
-                    }
+                    run_copy(&mut to_svm, 2 * kids)?;
                     pairs = RoundPairs::Svm {
                         popped: rt.alloc::<i64>(pop.max(1))?,
                         kids: svm_kids,
@@ -772,18 +770,6 @@ impl Arena {
     }
 }
 
-/// Enqueues `copy` (a `knapsack_copy` whose buffers are set) over `words` 32-bit words and
-/// returns its launch before it runs (dropping the launch waits for it); what is enqueued
-/// after it follows it.
-fn enqueue_copy(copy: &mut Kernel, words: usize) -> Result<Option<Launch>> {
-    if words == 0 {
-        return Ok(None);
-    }
-    copy.arg_scalar(2, words as u64)?
-        .launch_unflushed(words.div_ceil(256).min(4096) * 256, Some(256))
-        .map(Some)
-}
-
 /// A round's nodes (pairs as the heap hands them out) and its children's pairs: in device
 /// buffers while the rounds go past the heap (a driver allocation of SVM costs the H200
 /// about 0.6 ms and 0.25 ms per MiB, a buffer object a fraction of it), in SVM from the round
@@ -826,13 +812,17 @@ fn copy_words<A: asym_runtime::SvmElement>(
     dst: &DeviceBuffer<A>,
     words: usize,
 ) -> Result<()> {
+    copy.arg_buffer(0, src)?.arg_buffer(1, dst)?;
+    run_copy(copy, words)
+}
+
+/// Runs `copy` (a `knapsack_copy` whose buffers are set) over `words` 32-bit words and waits.
+fn run_copy(copy: &mut Kernel, words: usize) -> Result<()> {
     if words == 0 {
         return Ok(());
     }
-    copy.arg_buffer(0, src)?
-        .arg_buffer(1, dst)?
-        .arg_scalar(2, words as u64)?;
-    copy.launch(words.div_ceil(256).min(4096) * 256, Some(256))?
+    copy.arg_scalar(2, words as u64)?
+        .launch(words.div_ceil(256).min(4096) * 256, Some(256))?
         .wait()
 }
 
