@@ -11,7 +11,10 @@
 //! whole search and meet at a [`SpinBarrier`] twice per round, each thread keeps its own
 //! buckets (no shared queue to contend on), and a round's frontier is what each thread had in
 //! the bucket being opened, copied into one shared frontier at an offset a shared counter
-//! hands out, then claimed in chunks by every thread. Every vertex whose distance a thread
+//! hands out, then claimed in chunks. Unlike GAP, a thread claims its own part first and
+//! only then helps with the others' (see [`Parts`]): it goes on with the vertices it lowered
+//! itself, whose neighbourhoods its cache holds, and so each thread keeps to a region of the
+//! graph from round to round. Every vertex whose distance a thread
 //! lowered goes into that thread's bucket for the new distance, duplicates and all: an entry
 //! is stale (skipped) when its vertex's distance dropped below the open bucket since, or when
 //! the vertex was already expanded with its current distance.
@@ -55,8 +58,8 @@ use asym_runtime::{host_memory, Error, LatencyPool, Result, SpinBarrier};
 use super::{distances_in_place, filled_huge, lowered, relaxed_distance, SsspRun, SsspStats};
 use crate::apps::graph::Graph;
 
-/// Frontier entries a thread claims at a time (divides [`SEGMENT`]: a chunk never straddles
-/// two segments).
+/// Frontier entries a thread claims at a time (divides [`SEGMENT`]: a chunk of the heavy
+/// vertices' pieces never straddles two segments).
 const CHUNK: usize = 64;
 /// Entries per frontier segment.
 const SEGMENT: usize = 1 << 16;
@@ -212,7 +215,7 @@ impl Stint<'_> {
             piece_claims: CachePadded::new(AtomicUsize::new(0)),
             split_heavy: pool.len() > 1,
             round_edges: CachePadded::new(AtomicUsize::new(0)),
-            claims: CachePadded::new(AtomicUsize::new(0)),
+            parts: Parts::new(pool.len()),
             next_bucket: CachePadded::new(AtomicU32::new(u32::MAX)),
             barrier: SpinBarrier::new(pool.len(), pool.timeout()),
             waiting,
@@ -250,9 +253,11 @@ impl Stint<'_> {
         }
         // The heavy round's frontier, published but not expanded.
         let total = shared.frontier.len.load(Relaxed);
-        for start in (0..total).step_by(CHUNK) {
-            let chunk = shared.frontier.chunk(start, (start + CHUNK).min(total))?;
-            left.extend(chunk.iter().map(|v| v.load(Relaxed)));
+        let mut at = 0;
+        while at < total {
+            let run = shared.frontier.run(at, total)?;
+            left.extend(run.iter().map(|v| v.load(Relaxed)));
+            at += run.len();
         }
         // Its heavy vertices, marked expanded when their pieces were published: unmarked,
         // they wait with the rest.
@@ -310,8 +315,8 @@ struct Shared<'a> {
     /// Edges leaving the round's frontier entries, summed as they are published (reset
     /// with the frontier's length); only counted when the stint can stop.
     round_edges: CachePadded<AtomicUsize>,
-    /// Frontier entries claimed so far this round (reset by the first meeting's leader).
-    claims: CachePadded<AtomicUsize>,
+    /// Where each thread's entries lie in `frontier`, and how far they are claimed.
+    parts: Parts,
     /// The lowest non-empty bucket of any thread, a minimum over threads (filled before the
     /// first meeting, read after it, reset by the second meeting's leader).
     next_bucket: CachePadded<AtomicU32>,
@@ -355,12 +360,13 @@ impl Frontier {
         Ok(slot.get_or_init(|| (0..SEGMENT).map(|_| AtomicU32::new(0)).collect()))
     }
 
-    /// Appends `entries` (between a round's two meetings).
-    fn publish(&self, entries: &[u32]) -> Result<()> {
+    /// Appends `entries` (between a round's two meetings); where they start.
+    fn publish(&self, entries: &[u32]) -> Result<usize> {
         if entries.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let mut at = self.len.fetch_add(entries.len(), Relaxed);
+        let start = at;
         let mut rest = entries;
         while !rest.is_empty() {
             let seg = self.segment(at / SEGMENT)?;
@@ -372,7 +378,7 @@ impl Frontier {
             rest = &rest[n..];
             at += n;
         }
-        Ok(())
+        Ok(start)
     }
 
     /// Entries `from..to` (after the second meeting); `from` a multiple of [`CHUNK`] and
@@ -381,6 +387,72 @@ impl Frontier {
         let seg = self.segment(from / SEGMENT)?;
         let at = from % SEGMENT;
         Ok(&seg[at..at + (to - from)])
+    }
+
+    /// The entries from `from` on, up to `to` or the end of `from`'s segment, whichever
+    /// comes first (after the second meeting).
+    fn run(&self, from: usize, to: usize) -> Result<&[AtomicU32]> {
+        let seg = self.segment(from / SEGMENT)?;
+        let at = from % SEGMENT;
+        Ok(&seg[at..at + (to - from).min(SEGMENT - at)])
+    }
+}
+
+/// Each thread's part of a round's frontier: where its entries start, how many there are,
+/// and how many have been claimed. A thread expands its own part first, then claims chunks of
+/// the others' in turn from its neighbour on. Claiming one shared frontier in order instead
+/// (GAP's way) hands each thread chunks of every other thread's region, and on a road-like
+/// graph, where most of a search is the threads expanding what they lowered themselves (bin
+/// fusion), a thread then works all over the graph, its distance words' cache lines moving
+/// between cores: on 16 cores an edge cost about twice what it costs one thread alone. With
+/// parts, the 4 M-vertex road-like search in breadth-first order took 42-43 ms against 51
+/// (16 threads) and 68-69 against 79 (8 threads); Kronecker and a random numbering, where
+/// neighbours lie anywhere, moved within their spread (docs/BENCHMARKS.md).
+///
+/// Memory ordering: a part's words are written by its owner between a round's two meetings
+/// (nobody else reads them then), and read and claimed by every thread after the second
+/// meeting; the barrier orders the two.
+struct Parts {
+    parts: Vec<CachePadded<Part>>,
+}
+
+#[derive(Default)]
+struct Part {
+    start: AtomicUsize,
+    len: AtomicUsize,
+    claimed: AtomicUsize,
+}
+
+impl Parts {
+    fn new(threads: usize) -> Self {
+        Parts {
+            parts: (0..threads.max(1))
+                .map(|_| CachePadded::default())
+                .collect(),
+        }
+    }
+
+    /// Thread `owner` published `len` entries at `start` (between the meetings).
+    fn set(&self, owner: usize, start: usize, len: usize) {
+        let part = &self.parts[owner];
+        part.start.store(start, Relaxed);
+        part.len.store(len, Relaxed);
+        part.claimed.store(0, Relaxed);
+    }
+
+    /// The next chunk of part `owner` (up to [`CHUNK`] entries: `start..end`), if any.
+    fn claim(&self, owner: usize) -> Option<(usize, usize)> {
+        let part = &self.parts[owner];
+        let len = part.len.load(Relaxed);
+        // A load first: a finished part costs its thieves no read-modify-write.
+        if part.claimed.load(Relaxed) >= len {
+            return None;
+        }
+        let at = part.claimed.fetch_add(CHUNK, Relaxed);
+        (at < len).then(|| {
+            let start = part.start.load(Relaxed);
+            (start + at, start + (at + CHUNK).min(len))
+        })
     }
 }
 
@@ -428,7 +500,7 @@ impl Shared<'_> {
                 break;
             }
             self.expand_pieces(&mut buckets, &mut counts)?;
-            self.expand(open, &mut buckets, &mut counts)?;
+            self.expand(index, open, &mut buckets, &mut counts)?;
             let mut heavy = Vec::new();
             while let Some(local) = buckets.take_small(open, LOCAL_LIMIT) {
                 for &u in &local {
@@ -451,7 +523,6 @@ impl Shared<'_> {
             // Every thread has read this round's length and claimed its last chunk.
             let t = std::time::Instant::now();
             self.barrier.wait_with(|| {
-                self.claims.store(0, Relaxed);
                 self.frontier.len.store(0, Relaxed);
                 self.piece_claims.store(0, Relaxed);
                 self.pieces.len.store(0, Relaxed);
@@ -463,7 +534,7 @@ impl Shared<'_> {
                 break;
             }
             let part = buckets.take(next);
-            self.publish(&part, next, &mut counts)?;
+            self.publish(index, &part, next, &mut counts)?;
             if self.measure_rounds && !part.is_empty() {
                 let edges = part.iter().map(|&v| self.graph.out_degree(v)).sum();
                 self.round_edges.fetch_add(edges, Relaxed);
@@ -490,9 +561,11 @@ impl Shared<'_> {
     /// Publishes this thread's entries of bucket `next`, the round's frontier: heavy vertices
     /// as pieces of their edges, marked expanded here (their pieces skip the marks; a stale
     /// one is counted and left out).
-    fn publish(&self, part: &[u32], next: u32, counts: &mut Counts) -> Result<()> {
+    fn publish(&self, index: usize, part: &[u32], next: u32, counts: &mut Counts) -> Result<()> {
         if !part.iter().any(|&u| self.is_heavy(u)) {
-            return self.frontier.publish(part);
+            let start = self.frontier.publish(part)?;
+            self.parts.set(index, start, part.len());
+            return Ok(());
         }
         let mut light = Vec::with_capacity(part.len());
         let mut pieces = Vec::new();
@@ -513,8 +586,9 @@ impl Shared<'_> {
                 pieces.extend([u, k as u32]);
             }
         }
-        self.frontier.publish(&light)?;
-        self.pieces.publish(&pieces)
+        let start = self.frontier.publish(&light)?;
+        self.parts.set(index, start, light.len());
+        self.pieces.publish(&pieces).map(drop)
     }
 
     /// Relaxes the edges of this round's heavy vertices, claimed a piece at a time. A
@@ -547,21 +621,31 @@ impl Shared<'_> {
         }
     }
 
-    /// Expands this round's frontier, claimed in chunks, filing each vertex whose distance
-    /// it lowered into `buckets`. The claim counter is what the threads contend on (on the
-    /// 16-core machine chunks of 4, 16 and 64 entries took a road-like search 724, 459 and
-    /// 418 ms with an earlier round structure).
-    fn expand(&self, open: u32, buckets: &mut Buckets, counts: &mut Counts) -> Result<()> {
-        let total = self.frontier.len.load(Relaxed);
-        loop {
-            let start = self.claims.fetch_add(CHUNK, Relaxed);
-            if start >= total {
-                return Ok(());
-            }
-            for u in self.frontier.chunk(start, (start + CHUNK).min(total))? {
-                self.expand_vertex(u.load(Relaxed), open, buckets, counts);
+    /// Expands this round's frontier, claimed in chunks (this thread's own part first, see
+    /// [`Parts`]), filing each vertex whose distance it lowered into `buckets`. The claim
+    /// counters are what the threads contend on (on the 16-core machine chunks of 4, 16 and
+    /// 64 entries took a road-like search 724, 459 and 418 ms with an earlier round
+    /// structure).
+    fn expand(
+        &self,
+        index: usize,
+        open: u32,
+        buckets: &mut Buckets,
+        counts: &mut Counts,
+    ) -> Result<()> {
+        let threads = self.parts.parts.len();
+        for owner in (0..threads).map(|k| (index + k) % threads) {
+            while let Some((mut from, to)) = self.parts.claim(owner) {
+                while from < to {
+                    let run = self.frontier.run(from, to)?;
+                    for u in run {
+                        self.expand_vertex(u.load(Relaxed), open, buckets, counts);
+                    }
+                    from += run.len();
+                }
             }
         }
+        Ok(())
     }
 
     fn expand_vertex(&self, u: u32, open: u32, buckets: &mut Buckets, counts: &mut Counts) {
