@@ -147,7 +147,7 @@ impl Graph {
                 "{total} directed edges: graphs take fewer than 2^32 - 1"
             )));
         }
-        let mut offsets = host_memory::try_with_capacity(vertices + 1, &what)?;
+        let mut offsets = host_memory::try_with_capacity_huge(vertices + 1, &what)?;
         let mut at = 0u32;
         for d in &degree[..vertices] {
             offsets.push(at);
@@ -155,8 +155,8 @@ impl Graph {
         }
         offsets.push(at);
         let mut fill: Vec<u32> = offsets[..vertices].to_vec();
-        let mut targets = host_memory::try_filled(at as usize, 0u32, &what)?;
-        let mut weights = host_memory::try_filled(at as usize, 0u32, &what)?;
+        let mut targets = host_memory::try_filled_huge(at as usize, 0u32, &what)?;
+        let mut weights = host_memory::try_filled_huge(at as usize, 0u32, &what)?;
         let mut put = |from: u32, to: u32, w: u32| {
             let slot = &mut fill[from as usize];
             targets[*slot as usize] = to;

@@ -171,15 +171,15 @@ impl Relabeling {
         let (offsets, targets, weights) = graph.csr();
         let what = format!("a renumbered graph of {n} vertices");
         host_memory::ensure_available((n as u64 + 1) * 4 + targets.len() as u64 * 8, &what)?;
-        let mut new_offsets: Vec<u32> = host_memory::try_with_capacity(n + 1, &what)?;
+        let mut new_offsets: Vec<u32> = host_memory::try_with_capacity_huge(n + 1, &what)?;
         let mut at = 0u32;
         for &old in &self.old_of_new {
             new_offsets.push(at);
             at += offsets[old as usize + 1] - offsets[old as usize];
         }
         new_offsets.push(at);
-        let mut new_targets = host_memory::try_filled(targets.len(), 0u32, &what)?;
-        let mut new_weights = host_memory::try_filled(weights.len(), 0u32, &what)?;
+        let mut new_targets = host_memory::try_filled_huge(targets.len(), 0u32, &what)?;
+        let mut new_weights = host_memory::try_filled_huge(weights.len(), 0u32, &what)?;
         // Each new vertex fills its own slice of both arrays (on rayon's threads), then sorts
         // it: the new numbers change the targets' order.
         super::par_each_vertex(
