@@ -630,6 +630,41 @@ fn delta_stepping_with_more_threads_than_cores() {
 }
 
 #[test]
+fn delta_stepping_shares_one_threads_part_of_a_round() {
+    // A hub with fewer edges than a heavy vertex (whose edges every thread would share) is
+    // expanded by one thread, which lowers every leaf: the next round's frontier is that
+    // thread's part alone, and the others claim chunks of it after their own (empty) parts.
+    // Each leaf heads a chain, so the rounds after it start from parts of every size.
+    let pool = pool(6);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    let (leaves, chain) = (3_000u32, 3u32);
+    let n = 2 + leaves * (1 + chain);
+    let mut edges: Vec<Edge> = vec![(0, 1, rng.gen_range(0..5))];
+    for leaf in 0..leaves {
+        let first = 2 + leaf * (1 + chain);
+        edges.push((1, first, rng.gen_range(1..100)));
+        for k in 0..chain {
+            edges.push((first + k, first + k + 1, rng.gen_range(0..100)));
+        }
+        // A shortcut between neighbouring chains: some vertices are lowered twice.
+        if leaf > 0 {
+            edges.push((first, first - 1, rng.gen_range(1..300)));
+        }
+    }
+    let g = Graph::from_edges(n as usize, &edges, true).unwrap();
+    let want = g.dijkstra(0).unwrap();
+    for delta in [1, 64, delta::auto_delta(&g), u32::MAX] {
+        let run = delta::shortest_paths(&g, 0, &pool, delta).unwrap();
+        check_distances(&run.distances, &want).unwrap_or_else(|e| panic!("delta {delta}: {e}"));
+        assert!(
+            run.stats.visited as usize >= g.vertices(),
+            "delta {delta}: {} expanded",
+            run.stats.visited
+        );
+    }
+}
+
+#[test]
 fn delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     // Where the frontier search re-expands vertices as their labels improve, delta-stepping
     // with the automatic width expands each reached vertex close to once.
