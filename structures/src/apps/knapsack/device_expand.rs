@@ -292,6 +292,16 @@ fn search(
     let t = problem.tables();
     let n = u32::try_from(t.items.len())
         .map_err(|_| Error::InvalidArgument("more than 2^32 items".into()))?;
+    let search = SearchArgs {
+        n,
+        capacity: t.capacity,
+        cap: t.cap,
+        lambda: t.lambda,
+        shape,
+    };
+    if let Some(rounds) = rounds.as_mut() {
+        search.set(rounds, ROUNDS_SEARCH_ARGS)?;
+    }
     // One buffer, outside SVM (the host reads the control words once a round, through a
     // blocking copy): the control words, then the tables in the order kernels/knapsack.cl's
     // `kn_tables` expects.
@@ -337,7 +347,7 @@ fn search(
     let mut pairs = RoundPairs::Device {
         popped,
         kids: kids_out,
-        kernels: RoundKernels::new(&kernel)?,
+        kernels: RoundKernels::new(&kernel, &search)?,
     };
     let mut gc_at = config.gc_threshold;
     // Children per popped node in the last round: the next round gets room for half as
@@ -410,14 +420,7 @@ fn search(
                 .arg_scalar(11, pop as u64)?
                 .arg_scalar(12, config.resident_rounds.max(1))?
                 .arg_scalar(13, bar_base)?
-                .arg_scalar(14, best.load(Ordering::Acquire))?
-                .arg_scalar(15, n)?
-                .arg_scalar(16, t.capacity)?
-                .arg_scalar(17, t.cap)?
-                .arg_scalar(18, t.lambda)?
-                .arg_scalar(19, shape.root_bound)?
-                .arg_scalar(20, shape.shift)?
-                .arg_scalar(21, shape.depth_bits)?;
+                .arg_scalar(14, best.load(Ordering::Acquire))?;
             let launched = rounds.launch(groups * WG, Some(WG))?;
             let t_wait = Instant::now();
             launched.wait()?;
@@ -507,14 +510,7 @@ fn search(
                     .arg_scalar(6, arena.slots().min(max_live) as u64)?
                     .arg_buffer(8, &ctl)?
                     .arg_scalar(9, words[KIDS])?
-                    .arg_scalar(10, best.load(Ordering::Acquire))?
-                    .arg_scalar(11, n)?
-                    .arg_scalar(12, t.capacity)?
-                    .arg_scalar(13, t.cap)?
-                    .arg_scalar(14, t.lambda)?
-                    .arg_scalar(15, shape.root_bound)?
-                    .arg_scalar(16, shape.shift)?
-                    .arg_scalar(17, shape.depth_bits)?;
+                    .arg_scalar(10, best.load(Ordering::Acquire))?;
                 release
                     .arg_scalar(1, n_popped as u32)?
                     .arg_buffer(2, &arena.free)?
@@ -591,7 +587,7 @@ fn search(
                     pairs = RoundPairs::Svm {
                         popped: rt.alloc::<i64>(pop.max(1))?,
                         kids: svm_kids,
-                        kernels: RoundKernels::new(&kernel)?,
+                        kernels: RoundKernels::new(&kernel, &search)?,
                         collect: kernel("knapsack_collect")?,
                     };
                 }
@@ -798,11 +794,41 @@ struct RoundKernels {
 }
 
 impl RoundKernels {
-    fn new(kernel: &dyn Fn(&str) -> Result<Kernel>) -> Result<Self> {
+    fn new(kernel: &dyn Fn(&str) -> Result<Kernel>, search: &SearchArgs) -> Result<Self> {
+        let mut expand = kernel("knapsack_expand")?;
+        search.set(&mut expand, EXPAND_SEARCH_ARGS)?;
         Ok(RoundKernels {
-            expand: kernel("knapsack_expand")?,
+            expand,
             release: kernel("knapsack_release")?,
         })
+    }
+}
+
+/// Where the search's constants start in knapsack_expand's and knapsack_rounds' arguments.
+const EXPAND_SEARCH_ARGS: u32 = 11;
+const ROUNDS_SEARCH_ARGS: u32 = 15;
+
+/// A search's constants, the last arguments of knapsack_expand and knapsack_rounds (the
+/// item count, the tables' capacity, cardinality cap and multiplier, the key's shape): set
+/// once, when the kernel object is made, instead of before every launch.
+struct SearchArgs {
+    n: u32,
+    capacity: u64,
+    cap: u64,
+    lambda: u64,
+    shape: KeyShape,
+}
+
+impl SearchArgs {
+    fn set(&self, k: &mut Kernel, first: u32) -> Result<()> {
+        k.arg_scalar(first, self.n)?
+            .arg_scalar(first + 1, self.capacity)?
+            .arg_scalar(first + 2, self.cap)?
+            .arg_scalar(first + 3, self.lambda)?
+            .arg_scalar(first + 4, self.shape.root_bound)?
+            .arg_scalar(first + 5, self.shape.shift)?
+            .arg_scalar(first + 6, self.shape.depth_bits)?;
+        Ok(())
     }
 }
 
