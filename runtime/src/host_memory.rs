@@ -78,10 +78,7 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> 
 /// within their spread.
 pub fn try_with_capacity_huge<T>(len: usize, what: &str) -> Result<Vec<T>> {
     let v = try_with_capacity(len, what)?;
-    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
-    if bytes >= HUGE_PAGE_WORTHWHILE {
-        crate::sys::advise_huge_pages(v.as_ptr() as usize, bytes);
-    }
+    advise_huge(&v);
     Ok(v)
 }
 
@@ -105,11 +102,16 @@ const HUGE_PAGE_WORTHWHILE: usize = 4 << 20;
 /// fault per 2 MiB instead of per 4 KiB. Small vectors are left alone.
 pub fn huge_page_vec<T>(len: usize) -> Vec<T> {
     let v: Vec<T> = Vec::with_capacity(len);
+    advise_huge(&v);
+    v
+}
+
+/// Asks for huge pages under `v`'s whole capacity where it is worth it (nothing written yet).
+fn advise_huge<T>(v: &Vec<T>) {
     let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     if bytes >= HUGE_PAGE_WORTHWHILE {
         crate::sys::advise_huge_pages(v.as_ptr() as usize, bytes);
     }
-    v
 }
 
 /// Another view of a search's answer: 32-bit atomic words in pairs, each pair one `u64` (see

@@ -263,7 +263,7 @@ impl Stint<'_> {
         // they wait with the rest.
         let total = shared.pieces.len.load(Relaxed);
         for start in (0..total).step_by(CHUNK) {
-            let chunk = shared.pieces.chunk(start, (start + CHUNK).min(total))?;
+            let chunk = shared.pieces.run(start, (start + CHUNK).min(total))?;
             for pair in chunk.chunks(2) {
                 if pair[1].load(Relaxed) == 0 {
                     let u = pair[0].load(Relaxed);
@@ -381,16 +381,9 @@ impl Frontier {
         Ok(start)
     }
 
-    /// Entries `from..to` (after the second meeting); `from` a multiple of [`CHUNK`] and
-    /// `to - from` at most [`CHUNK`], so they lie in one segment.
-    fn chunk(&self, from: usize, to: usize) -> Result<&[AtomicU32]> {
-        let seg = self.segment(from / SEGMENT)?;
-        let at = from % SEGMENT;
-        Ok(&seg[at..at + (to - from)])
-    }
-
     /// The entries from `from` on, up to `to` or the end of `from`'s segment, whichever
-    /// comes first (after the second meeting).
+    /// comes first (after the second meeting). A chunk of pieces (`from` a multiple of
+    /// [`CHUNK`], at most [`CHUNK`] long) lies in one segment and comes whole.
     fn run(&self, from: usize, to: usize) -> Result<&[AtomicU32]> {
         let seg = self.segment(from / SEGMENT)?;
         let at = from % SEGMENT;
@@ -604,7 +597,7 @@ impl Shared<'_> {
             }
             // Pairs start at even offsets and CHUNK is even: a pair lies in one chunk.
             let from = at / CHUNK * CHUNK;
-            let chunk = self.pieces.chunk(from, (from + CHUNK).min(total))?;
+            let chunk = self.pieces.run(from, (from + CHUNK).min(total))?;
             let u = chunk[at - from].load(Relaxed);
             let k = chunk[at - from + 1].load(Relaxed) as usize;
             let du = self.dist[u as usize].load(Relaxed);
