@@ -11,9 +11,12 @@
 //! written down) whose work-groups take the call's INS and DEL operations by ticket, run them
 //! concurrently, and leave. The call's inserted batches are sorted before it by one
 //! `gheap_sort_batches` launch (a work-group per batch, all at once), so an INS only merges;
-//! a TD-INS loads a node only when the node's largest key says the batch changes it. Between
-//! launches the host only reads the small header, so the coarse transport (NVIDIA) and the
-//! fine one (PoCL) behave the same.
+//! a TD-INS loads a node only when the node's largest key says the batch changes it. A call
+//! of DELs alone (a delete) runs on `gheap_delete` instead, the same TD-DEL with the control
+//! computed by every work-item rather than built by one for the group to interpret: 64M
+//! random keys' deletes took 782 ms against 1,038 on the H200 at K = 1024 (docs/BENCHMARKS.md).
+//! Between launches the host only reads the small header, so the coarse transport (NVIDIA)
+//! and the fine one (PoCL) behave the same.
 //!
 //! A call that moves a large share of the heap (an insert of many batches, a delete of many
 //! keys) can instead rebuild it: one device sort of every key, the result laid out again as
@@ -53,6 +56,12 @@ use bulk::{BulkKernels, Out, Source};
 
 /// The environment variable (`1`) that builds a profiling device heap ([`DeviceHeapProfile`]).
 pub const GHEAP_PROFILE_ENV: &str = "ASYM_GHEAP_PROFILE";
+
+/// The environment variable (`1`) that runs delete calls' DELs on the general kernel
+/// (`gheap_run`, which also runs INS) instead of `gheap_delete`, its straight-line TD-DEL
+/// for launches of DELs alone: for comparing the two. A profiling heap always uses the
+/// general one (the profile's counters are its).
+pub const GHEAP_GENERAL_DELETE_ENV: &str = "ASYM_GHEAP_GENERAL_DELETE";
 
 const HDR_COUNT: usize = 0;
 const HDR_PLEN: usize = 1;
@@ -360,6 +369,8 @@ pub struct DeviceGeneralizedHeap<T: DeviceHeapKey> {
 struct Inner<T: DeviceHeapKey> {
     rt: Runtime,
     run: Kernel,
+    /// `gheap_delete`, for launches of DELs alone (`None`: `run` takes those too).
+    delete: Option<Kernel>,
     copy: Kernel,
     bulk: BulkKernels,
     bulk_policy: BulkPolicy,
@@ -564,6 +575,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let partial = rt.alloc::<T::Repr>(k)?;
         let mut inner = Inner {
             run: Kernel::from_program(rt, &program, "gheap_run")?,
+            delete: if profiled || asym_runtime::env::switch(GHEAP_GENERAL_DELETE_ENV)? {
+                None
+            } else {
+                Some(Kernel::from_program(rt, &program, "gheap_delete")?)
+            },
             copy: Kernel::from_program(rt, &program, "gheap_copy_keys")?,
             bulk: BulkKernels::new(
                 rt,
@@ -1302,7 +1318,11 @@ impl<T: DeviceHeapKey> Inner<T> {
         h[HDR_MAX_NODES] = to_u32(self.max_nodes, "nodes")?;
         self.hdr.write(&h)?;
         let groups = self.groups.min(ops.len()).max(1);
-        self.run
+        let kernel = match &mut self.delete {
+            Some(delete) if dels == ops.len() => delete,
+            _ => &mut self.run,
+        };
+        kernel
             .arg_svm(0, &self.keys)?
             .arg_svm(1, &self.words)?
             .arg_svm(2, &self.hdr)?
@@ -1319,7 +1339,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             .arg_scalar(13, out_base as u64)?;
         self.stats.launches += 1;
         let t_kernel_start = std::time::Instant::now();
-        self.run.launch(groups * self.wg, Some(self.wg))?.wait()?;
+        kernel.launch(groups * self.wg, Some(self.wg))?.wait()?;
         for before in [uploaded, sorted].into_iter().flatten() {
             before.wait()?; // done before the run: this lets its buffers go
         }
