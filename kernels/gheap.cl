@@ -1527,8 +1527,20 @@ typedef struct {
     uint n, at[3], to[3];
 } gd_releases;
 
+/* Work-item 0 lets the locks in `r` go (the step that finished with them had its stores
+ * fenced by every work-item and met at the barrier), and empties it. */
+inline void gd_release(__global uint *word, gd_releases *r) {
+    if (r->n > 0u) {
+        gh_fence(); /* work-item 0's own header writes, before the words publishing them */
+        for (uint i = 0; i < r->n; ++i) asym_store_relaxed(&word[r->at[i]], r->to[i]);
+    }
+    r->n = 0;
+}
+
 inline void gd_after(gd_releases *r, uint at, uint to) {
-    if (at != GH_NONE) {
+    /* Three at most (a path that needs more is a bug: the lock stays held, and the waits
+     * for it end in GH_ERR_STALL). */
+    if (at != GH_NONE && r->n < 3u) {
         r->at[r->n] = at;
         r->to[r->n] = to;
         r->n += 1u;
@@ -1575,10 +1587,7 @@ kernel void gheap_delete(__global KEY_T *keys, __global uint *word, __global uin
                 (void)asym_cas(&hdr[GH_ERROR], 0u, GH_ERR_STATE);
                 rel.n = 0;
             }
-            if (rel.n > 0u) {
-                gh_fence(); /* work-item 0's own header writes, before the words publishing them */
-                for (uint i = 0; i < rel.n; ++i) asym_store_relaxed(&word[rel.at[i]], rel.to[i]);
-            }
+            gd_release(word, &rel);
             uint go = broken ? 0u : 1u;
             if (go == 0u) {
                 /* leave */

@@ -150,7 +150,8 @@ fn concurrent_insert_delete_pairs_lose_and_invent_nothing() {
 
 /// Many small concurrent launches of random INS and DEL: the order the device reports is a
 /// linearization (replaying it on `BinaryHeap` gives every DEL's result), and the heap holds
-/// what the replay holds. Every third launch is DELs alone, which run on `gheap_delete`.
+/// what the replay holds. Every third launch is DELs alone, which run on `gheap_delete`, and
+/// every third INS alone.
 #[test]
 fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
     let mut rng = rand::rngs::StdRng::from_entropy();
@@ -172,7 +173,13 @@ fn concurrent_launches_replay_on_a_binary_heap_in_their_linearization_order() {
                 let keys: Vec<i32> = (0..n_keys).map(|_| rng.gen_range(-40..40)).collect();
                 let batches = n_keys.div_ceil(batch);
                 let mut ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
-                for _ in 0..rng.gen_range(usize::from(deletes_only)..8) {
+                let inserts_only = launch % 3 == 1;
+                let deletes = if inserts_only {
+                    0
+                } else {
+                    rng.gen_range(usize::from(deletes_only)..8)
+                };
+                for _ in 0..deletes {
                     ops.push(HeapOp::Delete(rng.gen_range(1..=batch)));
                 }
                 // Shuffle so INS and DEL of one launch overlap in every way.
