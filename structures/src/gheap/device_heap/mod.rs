@@ -14,7 +14,8 @@
 //! a TD-INS loads a node only when the node's largest key says the batch changes it. A call
 //! of DELs alone (a delete) runs on `gheap_delete` instead, the same TD-DEL with the control
 //! computed by every work-item rather than built by one for the group to interpret: 64M
-//! random keys' deletes took 782 ms against 1,038 on the H200 at K = 1024 (docs/BENCHMARKS.md).
+//! random keys' deletes took 804 ms against 1,049-1,051 on the H200 at K = 1024
+//! (docs/BENCHMARKS.md).
 //! Between launches the host only reads the small header, so the coarse transport (NVIDIA)
 //! and the fine one (PoCL) behave the same.
 //!
