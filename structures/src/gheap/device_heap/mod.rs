@@ -59,9 +59,9 @@ use bulk::{BulkKernels, Out, Source};
 pub const GHEAP_PROFILE_ENV: &str = "ASYM_GHEAP_PROFILE";
 
 /// The environment variable (`1`) that runs delete calls' DELs on the general kernel
-/// (`gheap_run`, which also runs INS) instead of `gheap_delete`, its straight-line TD-DEL
-/// for launches of DELs alone: for comparing the two. A profiling heap always uses the
-/// general one (the profile's counters are its).
+/// (`gheap_run`, which also runs INS) instead of `gheap_delete`, the TD-DEL for launches of
+/// DELs alone whose control every work-item computes: for comparing the two. A profiling
+/// heap always uses the general one (the profile's counters are its).
 pub const GHEAP_GENERAL_DELETE_ENV: &str = "ASYM_GHEAP_GENERAL_DELETE";
 
 const HDR_COUNT: usize = 0;
