@@ -438,6 +438,13 @@ typedef struct {
  * maps are their own inverses), the heap's own arrays keep the ordered form. */
 inline KEY_T gh_stored(KEY_T v, uint g) { return g == G_OUT ? ASYM_ORDERED(v) : v; }
 
+/* Loads node keys src[from .. n) into dst[0 ..), KEY_MAX past n (volatile: past the
+ * multiprocessor's non-coherent L1, see gheap_run's memory ordering). */
+inline void gh_load_keys(__local KEY_T *dst, volatile __global const KEY_T *src, uint from,
+                         uint n, uint lid) {
+    for (uint i = lid; i < K; i += WG) dst[i] = i + from < n ? src[i + from] : KEY_MAX;
+}
+
 inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *keys,
                        __global KEY_T *partial, __global const KEY_T *in, __global KEY_T *out,
                        uint lid) {
@@ -451,10 +458,7 @@ inline void gh_run_act(gh_act m, __local KEY_T *loc[GH_ARRAYS], __global KEY_T *
                 dst[i] = i + m.from < m.n ? in[m.off + i + m.from] : KEY_MAX;
             }
         } else {
-            volatile __global const KEY_T *src = (volatile __global const KEY_T *)(glob + m.off);
-            for (uint i = lid; i < K; i += WG) {
-                dst[i] = i + m.from < m.n ? src[i + m.from] : KEY_MAX;
-            }
+            gh_load_keys(dst, (volatile __global const KEY_T *)(glob + m.off), m.from, m.n, lid);
         }
         break;
     }
@@ -1493,7 +1497,7 @@ kernel void gheap_run(__global KEY_T *keys, __global uint *word, __global uint *
 
 enum {
     D_NEXT, D_BUFFER_OUT, D_SPARE, D_REFILL, D_LAST, D_LAST_MERGE, D_SIFT_LOCK,
-    D_SIFT_CHILDREN, D_SIFT_NODE, D_EXIT
+    D_SIFT_CHILDREN, D_SIFT_NODE
 };
 
 /* The local array lowest in `free` (a bit per array), taken from it. Every work-item computes
@@ -1509,13 +1513,6 @@ inline uint gd_take(uint *free, bool *broken) {
     const uint i = 31u - clz(*free & (0u - *free));
     *free &= ~(1u << i);
     return i;
-}
-
-/* Loads node keys src[from .. n) into dst[0 ..), KEY_MAX past n (volatile: past a non-coherent
- * L1, see gheap_run). */
-inline void gd_load(__local KEY_T *dst, volatile __global const KEY_T *src, uint from, uint n,
-                    uint lid) {
-    for (uint i = lid; i < K; i += WG) dst[i] = i + from < n ? src[i + from] : KEY_MAX;
 }
 
 inline void gd_store(volatile __global KEY_T *dst, __local const KEY_T *src, uint n, uint lid) {
@@ -1650,15 +1647,15 @@ kernel void gheap_delete(__global KEY_T *keys, __global uint *word, __global uin
                 free = ((1u << GH_ARRAYS) - 1u) & ~3u; /* l0, l1 loaded here */
                 if (count == 0u) {
                     /* Only the buffer holds keys. */
-                    gd_load(l0, vpart, 0u, plen, lid);
+                    gh_load_keys(l0, vpart, 0u, plen, lid);
                     phase = D_BUFFER_OUT;
                     break;
                 }
                 /* The root's first keys go out; the rest (l0) and the buffer (l1) are the
                  * spare keys, smaller than everything below. */
                 for (uint i = lid; i < want; i += WG) dst[i] = ASYM_ORDERED(vkeys[i]);
-                gd_load(l0, vkeys, want, K, lid);
-                gd_load(l1, vpart, 0u, plen, lid);
+                gh_load_keys(l0, vkeys, want, K, lid);
+                gh_load_keys(l1, vpart, 0u, plen, lid);
                 if (lid == 0u) out_len[seq] = want;
                 spare = K - want + plen;
                 has_d = want < K && plen > 0u;
@@ -1726,7 +1723,7 @@ kernel void gheap_delete(__global KEY_T *keys, __global uint *word, __global uin
                 break;
             case D_LAST:
                 c = gd_take(&free, &broken);
-                gd_load(loc[c], vkeys + (ulong)last * K, 0u, K, lid);
+                gh_load_keys(loc[c], vkeys + (ulong)last * K, 0u, K, lid);
                 /* Nothing writes the node before an INS targets it again, which needs the
                  * root: it goes as soon as its keys are read. */
                 gd_after(&rel, last, GH_EMPTY);
@@ -1778,8 +1775,8 @@ kernel void gheap_delete(__global KEY_T *keys, __global uint *word, __global uin
                 has_r = sh[2] != 0u;
                 a = has_l ? gd_take(&free, &broken) : c;
                 b = has_r ? gd_take(&free, &broken) : c;
-                if (has_l) gd_load(loc[a], vkeys + (ulong)l * K, 0u, K, lid);
-                if (has_r) gd_load(loc[b], vkeys + (ulong)(l + 1u) * K, 0u, K, lid);
+                if (has_l) gh_load_keys(loc[a], vkeys + (ulong)l * K, 0u, K, lid);
+                if (has_r) gh_load_keys(loc[b], vkeys + (ulong)(l + 1u) * K, 0u, K, lid);
                 phase = D_SIFT_CHILDREN;
                 break;
             }
