@@ -38,7 +38,7 @@ use asym::structures::apps::graph::{Graph, MtxOptions, Relabeling, UNREACHABLE};
 use asym::structures::apps::sssp::coop_delta::{CoopSplit, CoopStats};
 use asym::structures::apps::sssp::device::DeviceSssp;
 use asym::structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
-use asym::structures::apps::sssp::{check_distances, cpu, delta, Order, SsspStats};
+use asym::structures::apps::sssp::{check_distances, cpu, delta, Order, SsspRun, SsspStats};
 use asym::structures::io::output;
 use asym::structures::HeapPlacement;
 use asym::structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
@@ -102,9 +102,14 @@ struct Args {
     /// Vertices taken from the heap per iteration (default: the threshold).
     #[arg(long)]
     pop: Option<usize>,
-    /// Delta-stepping's bucket width (default: 32 times the mean edge weight).
-    #[arg(long)]
-    delta: Option<u32>,
+    /// Delta-stepping's bucket width: auto (from the graph: `delta::auto_delta`), a width,
+    /// or a comma-separated list of widths and `auto` (a row per width and mode).
+    #[arg(long, default_value = "auto")]
+    delta: String,
+    /// Delta-stepping rows: searches per row, all checked; a row shows the median time
+    /// (--json also the fastest and the slowest).
+    #[arg(long, default_value_t = 1, value_parser = cli::count(1, 1000))]
+    repeat: usize,
     /// Coop delta-stepping: rounds with this many edges or more to scan go to the device,
     /// buckets opening with a quarter of that go back to the latency threads; auto learns it
     /// from the searches' measured times (untimed searches first, until it settles: at most 10).
@@ -172,8 +177,92 @@ struct Row {
     set: Option<serde_json::Value>,
     /// Delta-stepping's bucket width.
     delta: Option<u32>,
+    /// Searches timed for the row ([`Row::ms`] is their median), the fastest and the slowest.
+    runs: usize,
+    ms_min: f64,
+    ms_max: f64,
     /// Cooperative delta-stepping: the split and each side's share.
     coop: Option<CoopStats>,
+}
+
+/// A row's searches: the stats of the search whose time was the median, the median, fastest
+/// and slowest times (ms), and the first difference from Dijkstra's distances found.
+struct Timed {
+    run: SsspRun,
+    coop: Option<CoopStats>,
+    ms: f64,
+    min: f64,
+    max: f64,
+    runs: usize,
+    check: std::result::Result<(), String>,
+}
+
+impl Timed {
+    /// One search that took `ms`.
+    fn once(run: SsspRun, ms: f64, reference: &[u64]) -> Self {
+        Timed {
+            check: check_distances(&run.distances, reference),
+            run,
+            coop: None,
+            ms,
+            min: ms,
+            max: ms,
+            runs: 1,
+        }
+    }
+
+    /// `repeat` searches by `search`, each timed and checked against `reference`.
+    fn repeat(
+        repeat: usize,
+        reference: &[u64],
+        mut search: impl FnMut() -> Result<(SsspRun, Option<CoopStats>)>,
+    ) -> Result<Self> {
+        let mut done: Vec<(f64, SsspRun, Option<CoopStats>)> = Vec::new();
+        let mut check = Ok(());
+        for _ in 0..repeat.max(1) {
+            let t = Instant::now();
+            let (mut run, coop) = search()?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if check.is_ok() {
+                check = check_distances(&run.distances, reference);
+            }
+            // Checked: the row keeps the stats, not an answer's memory per search.
+            run.distances = Vec::new();
+            done.push((ms, run, coop));
+        }
+        done.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (min, max) = (done[0].0, done[done.len() - 1].0);
+        let runs = done.len();
+        let (ms, run, coop) = done.swap_remove(runs / 2);
+        Ok(Timed {
+            run,
+            coop,
+            ms,
+            min,
+            max,
+            runs,
+            check,
+        })
+    }
+}
+
+/// `--delta`'s widths: `None` for auto (the graph decides), in the order given.
+fn parse_widths(value: &str) -> Result<Vec<Option<u32>>> {
+    value
+        .split(',')
+        .map(|v| match v.trim() {
+            "auto" => Ok(None),
+            t => match t.parse::<u32>() {
+                Ok(0) => Err(Error::flag("--delta", t, "a bucket width is at least 1")),
+                Ok(w) => Ok(Some(w)),
+                Err(_) => Err(Error::flag(
+                    "--delta",
+                    t,
+                    "expected auto, a width or a comma-separated list of them",
+                )),
+            },
+        })
+        .collect()
 }
 
 /// An order as the rows name it.
@@ -323,9 +412,18 @@ fn run(args: &Args) -> Result<bool> {
     // Over a set, gpu mode runs each member alone, the set as chosen and the set together.
     let gpu_engines = if members > 1 { members as u64 + 2 } else { 1 };
     let gpu_rows = if members > 1 { 2 * gpu_engines } else { 3 };
-    let steps =
-        2 + 3 * u64::from(use_cpu) + gpu_rows * u64::from(use_gpu) + 2 * u64::from(use_coop);
-    let mut coop_split =
+    let delta_widths = parse_widths(&args.delta)?;
+    let w = delta_widths.len() as u64;
+    let gpu_rows = if members > 1 {
+        gpu_rows
+    } else {
+        gpu_rows - 1 + w
+    };
+    let steps = 2
+        + (2 + w) * u64::from(use_cpu)
+        + gpu_rows * u64::from(use_gpu)
+        + (1 + w) * u64::from(use_coop);
+    let coop_split =
         match args.coop_split.trim() {
             "auto" => CoopSplit::adaptive(),
             n => CoopSplit::fixed(n.parse().map_err(|_| {
@@ -401,24 +499,40 @@ fn run(args: &Args) -> Result<bool> {
         check: Ok(()),
         set: None,
         delta: None,
+        runs: 1,
+        ms_min: dijkstra_ms,
+        ms_max: dijkstra_ms,
         coop: None,
     }];
-    let delta_width = args.delta.unwrap_or_else(|| delta::auto_delta(&graph));
+    let widths: Vec<u32> = {
+        let mut w = Vec::new();
+        for width in delta_widths
+            .iter()
+            .map(|w| w.unwrap_or_else(|| delta::auto_delta(&graph)))
+        {
+            if !w.contains(&width) {
+                w.push(width);
+            }
+        }
+        w
+    };
     let mut push = |mode: &str,
                     order: &'static str,
-                    run: asym::structures::apps::sssp::SsspRun,
-                    ms,
+                    timed: Timed,
                     set: Option<serde_json::Value>,
-                    coop: Option<CoopStats>| {
+                    delta: Option<u32>| {
         rows.push(Row {
             mode: mode.into(),
             order,
-            ms,
-            check: check_distances(&run.distances, &reference),
-            stats: run.stats,
-            delta: (order == "delta").then_some(delta_width),
+            ms: timed.ms,
+            check: timed.check,
+            stats: timed.run.stats,
+            delta,
+            runs: timed.runs,
+            ms_min: timed.min,
+            ms_max: timed.max,
             set,
-            coop,
+            coop: timed.coop,
         })
     };
     let mut device_label = None;
@@ -434,21 +548,23 @@ fn run(args: &Args) -> Result<bool> {
         for o in [Order::Frontier, order] {
             let t = Instant::now();
             let run = cpu::shortest_paths(&graph, source, pool, o)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
             push(
                 "cpu",
                 order_name(o),
-                run,
-                t.elapsed().as_secs_f64() * 1e3,
+                Timed::once(run, ms, &reference),
                 None,
                 None,
             );
             progress.step("cpu search".into());
         }
-        let t = Instant::now();
-        let run = delta::shortest_paths(&graph, source, pool, delta_width)?;
-        let ms = t.elapsed().as_secs_f64() * 1e3;
-        push("cpu", "delta", run, ms, None, None);
-        progress.step("cpu delta-stepping".into());
+        for &width in &widths {
+            let timed = Timed::repeat(args.repeat, &reference, || {
+                Ok((delta::shortest_paths(&graph, source, pool, width)?, None))
+            })?;
+            push("cpu", "delta", timed, None, Some(width));
+            progress.step("cpu delta-stepping".into());
+        }
     }
     if let Some(set) = &set {
         let rt = set.members()[0].clone();
@@ -495,42 +611,49 @@ fn run(args: &Args) -> Result<bool> {
         for (mode, o, heap) in runs {
             let t = Instant::now();
             let run = dev.shortest_paths(source, o, heap)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
             push(
                 mode,
                 order_name(o),
-                run,
-                t.elapsed().as_secs_f64() * 1e3,
+                Timed::once(run, ms, &reference),
                 None,
                 None,
             );
             progress.step(format!("{mode} search"));
         }
         if use_gpu && members <= 1 {
-            // Untimed first: it allocates the near-far lists.
-            dev.delta_stepping(source, delta_width)?;
-            let t = Instant::now();
-            let run = dev.delta_stepping(source, delta_width)?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            push("gpu", "delta", run, ms, None, None);
-            progress.step("gpu delta-stepping".into());
+            for &width in &widths {
+                // Untimed first: it allocates the near-far lists.
+                dev.delta_stepping(source, width)?;
+                let timed = Timed::repeat(args.repeat, &reference, || {
+                    Ok((dev.delta_stepping(source, width)?, None))
+                })?;
+                push("gpu", "delta", timed, None, Some(width));
+                progress.step("gpu delta-stepping".into());
+            }
         }
         if let (true, Some(pool)) = (use_coop, &pool) {
-            // Untimed first: the near-far lists, and an adaptive split's measurements.
-            progress
-                .bar
-                .set_message("coop delta-stepping: learning the split");
-            dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
-            for _ in 1..10 {
-                if !coop_split.is_learning() {
-                    break;
+            for &width in &widths {
+                // Untimed first: the near-far lists, and an adaptive split's measurements
+                // (learnt again for each width).
+                progress
+                    .bar
+                    .set_message("coop delta-stepping: learning the split");
+                let mut split = coop_split;
+                dev.cooperative_delta_stepping(pool, source, width, &mut split)?;
+                for _ in 1..10 {
+                    if !split.is_learning() {
+                        break;
+                    }
+                    dev.cooperative_delta_stepping(pool, source, width, &mut split)?;
                 }
-                dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
+                let timed = Timed::repeat(args.repeat, &reference, || {
+                    let run = dev.cooperative_delta_stepping(pool, source, width, &mut split)?;
+                    Ok((run.run, Some(run.coop)))
+                })?;
+                push("coop", "delta", timed, None, Some(width));
+                progress.step("coop delta-stepping".into());
             }
-            let t = Instant::now();
-            let run = dev.cooperative_delta_stepping(pool, source, delta_width, &mut coop_split)?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            push("coop", "delta", run.run, ms, None, Some(run.coop));
-            progress.step("coop delta-stepping".into());
         }
         drop(dev);
         if use_gpu && members > 1 {
@@ -578,7 +701,8 @@ fn run(args: &Args) -> Result<bool> {
                             "error": m.error,
                         })).collect::<Vec<_>>(),
                     });
-                    push(&mode, order_name(o), run.run, ms, Some(set_info), None);
+                    let timed = Timed::once(run.run, ms, &reference);
+                    push(&mode, order_name(o), timed, Some(set_info), None);
                     progress.step(format!("{mode} search"));
                 }
             }
@@ -624,7 +748,8 @@ fn run(args: &Args) -> Result<bool> {
                     "vertex_order": args.vertex_order.trim(), "order_ms": order_ms,
                     "reached": reached, "mode": r.mode, "order": r.order,
                     "threshold": args.threshold, "pop": args.pop.unwrap_or(args.threshold),
-                    "batch": args.batch, "ms": r.ms,
+                    "batch": args.batch, "ms": r.ms, "runs": r.runs,
+                    "ms_min": r.ms_min, "ms_max": r.ms_max,
                     "heap_ms": r.stats.heap_time.as_secs_f64() * 1e3,
                     "compute_ms": r.stats.compute_time.as_secs_f64() * 1e3,
                     "wait_ms": r.stats.wait_time.as_secs_f64() * 1e3,
@@ -676,11 +801,19 @@ fn run(args: &Args) -> Result<bool> {
         if on_coop {
             columns.push("coop: vertices expanded, stints, split");
         }
+        let repeated = rows.iter().any(|r| r.runs > 1);
+        if repeated {
+            // Right after the time: the fastest and slowest of the row's searches.
+            columns.insert(3, ">of runs, min-max");
+        }
         let mut table = cli::Table::new(&columns);
         for r in &rows {
             let mut cells = vec![
                 r.mode.to_string(),
-                r.order.to_string(),
+                match r.delta {
+                    Some(width) => format!("{} {width}", r.order),
+                    None => r.order.to_string(),
+                },
                 format!("{:.2}", r.ms),
                 format!("{:.2}", r.stats.heap_time.as_secs_f64() * 1e3),
                 format!("{:.2}", r.stats.compute_time.as_secs_f64() * 1e3),
@@ -693,6 +826,16 @@ fn run(args: &Args) -> Result<bool> {
                     Err(e) => format!("DIFFERENT: {e}"),
                 },
             ];
+            if repeated {
+                cells.insert(
+                    3,
+                    if r.runs > 1 {
+                        format!("{} runs, {:.2}-{:.2}", r.runs, r.ms_min, r.ms_max)
+                    } else {
+                        "-".into()
+                    },
+                );
+            }
             if on_coop {
                 cells.push(r.coop.as_ref().map_or(String::new(), coop_text));
             }
