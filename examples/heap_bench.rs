@@ -66,11 +66,14 @@ struct Args {
     /// several (rows gpu@i:auto and gpu-set:auto).
     #[arg(long)]
     device: Option<String>,
-    /// Work-groups per launch in gpu mode, comma-separated for a sweep (default: twice the
-    /// compute units).
+    /// Work-groups per launch in gpu mode, comma-separated for a sweep (default:
+    /// DeviceHeapConfig::default_shape: on a GPU twice the compute units, at most 64; on a
+    /// CPU device twice the compute units).
     #[arg(long)]
     work_groups: Option<String>,
-    /// Work-items per group in gpu mode, comma-separated for a sweep (default: min(K, 256)).
+    /// Work-items per group in gpu mode, comma-separated for a sweep (default:
+    /// DeviceHeapConfig::default_shape: on a GPU 256, 512 for K = 2048; on a CPU device
+    /// min(K, 256)).
     #[arg(long)]
     work_group: Option<String>,
     /// Latency threads (default: every CPU).

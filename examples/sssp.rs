@@ -134,7 +134,7 @@ struct Args {
     /// Coop mode: keys one refill brings from the device heap to the host top.
     #[arg(long, default_value_t = 65_536)]
     refill: usize,
-    /// Work-groups of each device heap launch (default: twice the compute units).
+    /// Work-groups of each device heap launch (default: DeviceHeapConfig::default_shape).
     #[arg(long)]
     work_groups: Option<usize>,
     /// Write the distances here: one line `vertex distance` per vertex (`inf` if unreachable).

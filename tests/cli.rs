@@ -845,6 +845,44 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
             .any(|r| r["order"] == "heap" && r["heap_inserted"].as_u64() > Some(0)),
         "the heap takes part with a threshold of 100: {stdout}"
     );
+    // A width sweep with repeats: a delta row per width and mode, each the median of its
+    // checked searches.
+    let (ok, swept, err) = run(&[
+        "--scale",
+        "10",
+        "--threads",
+        "2",
+        "--mode",
+        "cpu,gpu",
+        "--delta",
+        "auto,16,300",
+        "--repeat",
+        "3",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let swept = json_rows(&swept);
+    let auto = rows.iter().find(|r| r["order"] == "delta").unwrap()["delta"].clone();
+    for mode in ["cpu", "gpu"] {
+        let widths: Vec<_> = swept
+            .iter()
+            .filter(|r| r["order"] == "delta" && r["mode"] == mode)
+            .map(|r| {
+                assert_eq!(r["verified"], true, "{r}");
+                assert_eq!(r["runs"], 3, "{r}");
+                let (min, ms, max) = (r["ms_min"].as_f64(), r["ms"].as_f64(), r["ms_max"].as_f64());
+                assert!(min <= ms && ms <= max, "{r}");
+                r["delta"].clone()
+            })
+            .collect();
+        assert_eq!(widths, [auto.clone(), 16.into(), 300.into()], "{mode}");
+    }
+    for bad in ["0", "wide", "16,"] {
+        let (ok, _, err) = run(&["--scale", "6", "--mode", "cpu", "--delta", bad]);
+        assert!(!ok && err.contains("--delta"), "--delta {bad}: {err}");
+    }
+    let (ok, _, err) = run(&["--scale", "6", "--mode", "cpu", "--repeat", "0"]);
+    assert!(!ok && err.contains("--repeat"), "--repeat 0: {err}");
     let dir = std::env::temp_dir().join(format!("asym-sssp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Vertex 4 is unreachable; the self-loop is dropped; the shorter duplicate wins.

@@ -231,9 +231,9 @@ scalar_key!(i32, u32, f32);
 pub struct DeviceHeapConfig {
     /// Keys per node: a power of two, 2 to [`MAX_DEVICE_BATCH`].
     pub batch: usize,
-    /// Work-groups per launch (`None`: twice the compute units).
+    /// Work-groups per launch (`None`: [`DeviceHeapConfig::default_shape`]).
     pub work_groups: Option<usize>,
-    /// Work-items per group (`None`: min(K, 256, the device's limit)).
+    /// Work-items per group (`None`: [`DeviceHeapConfig::default_shape`]).
     pub work_group_size: Option<usize>,
     /// Full nodes to make room for at the start.
     pub initial_nodes: usize,
@@ -254,6 +254,31 @@ pub struct DeviceHeapConfig {
 }
 
 impl DeviceHeapConfig {
+    /// The launch shape used where the configuration names none: `(work-groups,
+    /// work-items per group)` for batches of `batch` keys on `rt`'s device.
+    ///
+    /// On a GPU, at most 64 groups (twice the compute units on smaller ones) of 256
+    /// work-items, 512 for K = 2048: the seed's operations pass the root lock from group to
+    /// group, so groups beyond those that keep that pipeline full only wait, and their lock
+    /// polls slow the holder. On the H100 machine (132 compute units), 64M keys inserted and
+    /// deleted: 264 groups of 256 (twice the compute units) took 1,467 ms at K = 1024 and
+    /// 966 at K = 2048, 66 groups 1,110 (of 256) and 687 (of 512), 33 groups alike
+    /// (docs/BENCHMARKS.md). On a CPU device, twice the compute units of min(K, 256).
+    pub fn default_shape(rt: &Runtime, batch: usize) -> (usize, usize) {
+        let cus = rt.profile().compute_units.max(1) as usize;
+        let wg = default_work_group(rt, batch);
+        if rt.profile().kind == asym_runtime::DeviceKind::Gpu {
+            let wg = if batch >= 2048 {
+                512.min(max_work_group(rt)).max(wg)
+            } else {
+                wg
+            };
+            ((2 * cus).min(64), wg)
+        } else {
+            (2 * cus, wg)
+        }
+    }
+
     /// Defaults for batches of `batch` keys.
     pub fn new(batch: usize) -> Self {
         DeviceHeapConfig {
@@ -534,7 +559,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 }
                 w
             }
-            None => default_work_group(rt, k),
+            None => DeviceHeapConfig::default_shape(rt, k).1,
         };
         rt.check_work_group(wg, "run the device generalized heap")?;
         let groups = match config.work_groups {
@@ -544,7 +569,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                 ))
             }
             Some(g) => g,
-            None => 2 * (rt.profile().compute_units.max(1) as usize),
+            None => DeviceHeapConfig::default_shape(rt, k).0,
         };
         if let Some(limit) = config.max_nodes {
             if limit == 0 {
