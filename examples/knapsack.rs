@@ -1,7 +1,10 @@
 //! 0/1 knapsack, answered by the fastest exact method that fits: dynamic programming over
 //! capacities where its table fits the memory budget (`--dp-memory`), else best-first
 //! branch-and-bound on the generalized heap (the concurrent-heap seed's second application).
-//! Each row says which method answered.
+//! Where the program would take long (50 ms or more by its cells), the sequential
+//! branch-and-bound tries first with an eighth of that time: easy instances with large
+//! capacities are proved in microseconds, and their items found by a depth-first search for
+//! the proved optimum. Each row says which method answered.
 //!
 //! ```text
 //! cargo run --release --bin knapsack                          # every Pisinger class, n = 40
@@ -24,6 +27,7 @@ use asym::structures::apps::knapsack::device::{
     prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
 };
 use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
+use asym::structures::apps::knapsack::solution::items_worth;
 use asym::structures::apps::knapsack::{
     node_limit_for_memory, solve_concurrent, solve_sequential_within, BnbStats, Class, Instance,
     NodeBudget,
@@ -58,7 +62,9 @@ struct Args {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// How to answer: auto (dynamic programming where its table fits --dp-memory, else
-    /// branch-and-bound), dp, or bnb (default: auto, or bnb when --mode is given).
+    /// branch-and-bound; where the program would take 50 ms or more, the sequential
+    /// branch-and-bound first, given an eighth of that time, its optimum's items found by a
+    /// depth-first search), dp, or bnb (default: auto, or bnb when --mode is given).
     #[arg(long)]
     method: Option<String>,
     /// Host memory the dynamic program may use, MiB (default: a quarter of what is available).
@@ -149,8 +155,82 @@ struct Row {
     ms: f64,
     dp: Option<(u64, f64)>,
     /// bnb: the optimum equals the one-row dynamic program's (None: too large for it); dp:
-    /// also the items read back fit and add up to the optimum.
+    /// also the items read back fit and add up to the optimum; a search with its items
+    /// (`search_first`): they fit and add up, and the optimum equals the program's where it
+    /// ran (None: it was too large).
     check: Option<bool>,
+    /// Items of the answer, where the row found them (dp, and the default's search first).
+    items: Option<usize>,
+}
+
+/// Nanoseconds a cell of the dynamic program takes, about (dev: 0.47 on BGPQ's `1000.data`,
+/// the H100 machine's host 0.40; rows of 2^16 capacities or more go over rayon's threads).
+const DP_NS_PER_CELL: f64 = 0.5;
+
+/// Dynamic programs expected to take less than this (ms) run without a search first.
+const SEARCH_FIRST_FROM_MS: f64 = 50.0;
+
+/// Depth-first nodes the search for a proved optimum's items may take.
+const ITEM_SEARCH_NODES: u64 = 1 << 22;
+
+/// The default method's first try where the dynamic program would take long: the sequential
+/// branch-and-bound, given an eighth of the program's expected time, then its optimum's items
+/// by a depth-first search (`solution::items_worth`). `Err` with the milliseconds spent (the
+/// dynamic program answers, its row counting them) when the search does not prove the
+/// optimum in time or its items take too many nodes: the try costs at most about an eighth
+/// more.
+fn search_first(
+    name: &str,
+    inst: &Instance,
+    max_nodes: usize,
+    dp_max_cells: u64,
+) -> Result<std::result::Result<Row, f64>> {
+    let cells = inst.items.len() as f64 * (inst.capacity as f64 + 1.0);
+    let threads = if inst.capacity >= 1 << 16 {
+        rayon::current_num_threads().max(1) as f64
+    } else {
+        1.0
+    };
+    let dp_ms = cells * DP_NS_PER_CELL / 1e6 / threads;
+    if dp_ms < SEARCH_FIRST_FROM_MS {
+        return Ok(Err(0.0));
+    }
+    let t = Instant::now();
+    let spent = || Ok(Err(t.elapsed().as_secs_f64() * 1e3));
+    let budget = Duration::from_secs_f64(dp_ms / 8.0 / 1e3);
+    let stats = match solve_sequential_within(inst, 16, max_nodes, Some(budget)) {
+        Ok(s) if s.proved => s,
+        Ok(_) | Err(Error::CapacityExceeded { .. }) => return spent(),
+        Err(e) => return Err(e),
+    };
+    let Some(taken) = items_worth(inst, stats.optimum, ITEM_SEARCH_NODES) else {
+        return spent();
+    };
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let weight: u64 = taken.iter().map(|&i| inst.items[i].weight).sum();
+    let profit: u64 = taken.iter().map(|&i| inst.items[i].profit).sum();
+    let consistent = weight <= inst.capacity && profit == stats.optimum;
+    let t = Instant::now();
+    let reference = inst
+        .dp_optimum(dp_max_cells)
+        .map(|v| (v, t.elapsed().as_secs_f64() * 1e3));
+    Ok(Ok(Row {
+        method: "bnb",
+        instance: name.to_string(),
+        n: inst.items.len(),
+        capacity: inst.capacity,
+        mode: format!("seq, then items ({} items)", taken.len()),
+        batch: Some(16),
+        stats,
+        ms,
+        dp: reference,
+        check: match reference {
+            _ if !consistent => Some(false),
+            Some((v, _)) => Some(v == stats.optimum),
+            None => None,
+        },
+        items: Some(taken.len()),
+    }))
 }
 
 /// A full heap says which flag raises its bound.
@@ -321,6 +401,17 @@ fn run(args: &Args) -> Result<bool> {
     }
     let mut rows = Vec::new();
     for ((name, inst), &dp_answers) in instances.iter().zip(&by_dp) {
+        // Time the default's search first took before the program answered.
+        let mut tried_ms = 0.0;
+        if dp_answers && method == "auto" {
+            match search_first(name, inst, max_nodes("seq"), args.dp_max_cells)? {
+                Ok(row) => {
+                    rows.push(row);
+                    continue;
+                }
+                Err(ms) => tried_ms = ms,
+            }
+        }
         if dp_answers {
             let t = Instant::now();
             let s = solve_dp(inst, dp_budget).map_err(|e| match e {
@@ -330,7 +421,7 @@ fn run(args: &Args) -> Result<bool> {
                 },
                 e => e,
             })?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let ms = tried_ms + t.elapsed().as_secs_f64() * 1e3;
             // The items read back from the table must fit and add up to the optimum.
             let weight: u64 = s.taken.iter().map(|&i| inst.items[i].weight).sum();
             let profit: u64 = s.taken.iter().map(|&i| inst.items[i].profit).sum();
@@ -346,7 +437,11 @@ fn run(args: &Args) -> Result<bool> {
                 instance: name.clone(),
                 n: inst.items.len(),
                 capacity: inst.capacity,
-                mode: format!("dp ({} items)", s.taken.len()),
+                mode: if tried_ms > 0.0 {
+                    format!("search {tried_ms:.1} ms, then dp ({} items)", s.taken.len())
+                } else {
+                    format!("dp ({} items)", s.taken.len())
+                },
                 batch: None,
                 stats: BnbStats {
                     optimum: s.optimum,
@@ -356,6 +451,7 @@ fn run(args: &Args) -> Result<bool> {
                 ms,
                 dp: reference,
                 check: Some(consistent && reference.is_none_or(|(v, _)| v == s.optimum)),
+                items: Some(s.taken.len()),
             });
             continue;
         }
@@ -383,6 +479,7 @@ fn run(args: &Args) -> Result<bool> {
                 stats,
                 ms,
                 dp,
+                items: None,
             })
         };
         if seq {
@@ -449,7 +546,7 @@ fn run(args: &Args) -> Result<bool> {
                     "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3,
                     "device_allocations": r.stats.device_allocations,
                     "device_profile_us": device_profile_json(&r.stats.device_profile), "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
-                    "dp_ms": r.dp.map(|d| d.1), "verified": r.check,
+                    "dp_ms": r.dp.map(|d| d.1), "verified": r.check, "items": r.items,
                 })
             );
         }
@@ -484,6 +581,8 @@ fn run(args: &Args) -> Result<bool> {
                 match (r.method, r.check) {
                     ("dp", Some(true)) => "items add up, equal",
                     ("dp", _) => "DIFFERENT",
+                    (_, Some(true)) if r.items.is_some() => "items add up, equal",
+                    (_, None) if r.items.is_some() => "items add up, too large for DP",
                     (_, Some(false)) => "DIFFERENT",
                     _ if !r.stats.proved => "best found, not proved (--time-limit)",
                     (_, Some(true)) if r.stats.proved_by_dive => "equal (the dive proved it)",

@@ -533,6 +533,38 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
 #[test]
 fn knapsack_matches_dynamic_programming_and_names_bad_lines() {
     let run = |args: &[&str]| run_example("knapsack", args);
+    // The default: a large capacity makes the dynamic program long, so the search goes
+    // first and answers with its items; a small one leaves it to the program.
+    let (ok, stdout, err) = run(&[
+        "--gen",
+        "uncorrelated,weakly",
+        "--n",
+        "60",
+        "--range",
+        "1000000",
+        "--dp-max-cells",
+        "4000000000",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    for r in json_rows(&stdout) {
+        assert_eq!(r["method"], "bnb", "{r}");
+        assert!(
+            r["mode"].as_str().unwrap().starts_with("seq, then items"),
+            "{r}"
+        );
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["optimum"], r["dp_optimum"], "{r}");
+        assert!(r["items"].as_u64() > Some(0), "{r}");
+    }
+    let (ok, stdout, err) = run(&["--gen", "uncorrelated", "--n", "30", "--json"]);
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    assert!(
+        rows.iter()
+            .all(|r| r["method"] == "dp" && r["verified"] == true),
+        "{stdout}"
+    );
     let (ok, stdout, err) = run(&[
         "--method",
         "bnb",

@@ -21,6 +21,7 @@ mod bounds;
 pub mod device;
 mod device_expand;
 pub mod dp;
+pub mod solution;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
