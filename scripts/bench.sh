@@ -177,11 +177,11 @@ for w in "${workloads[@]}"; do
       done ;;
     sssp)
       if full; then
-        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 22
-        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 4194304
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 22 --repeat 5
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 4194304 --repeat 5
       else
-        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 16
-        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 65536
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --scale 16 --repeat 5
+        run "$file" sssp "${dev_args[@]}" "${thr_args[@]}" --mode all --gen geo --n 65536 --repeat 5
       fi ;;
     knapsack)
       # Pisinger's classes too large for dynamic programming (n = 10^4, R = 10^7), three
