@@ -12,7 +12,7 @@
 //! buckets (no shared queue to contend on), and a round's frontier is what each thread had in
 //! the bucket being opened, copied into one shared frontier at an offset a shared counter
 //! hands out, then claimed in chunks. Unlike GAP, a thread claims its own part first and
-//! only then helps with the others' (see [`Parts`]): it goes on with the vertices it lowered
+//! only then helps with the others' (see `Parts`): it goes on with the vertices it lowered
 //! itself, whose neighbourhoods its cache holds, and so each thread keeps to a region of the
 //! graph from round to round. Every vertex whose distance a thread
 //! lowered goes into that thread's bucket for the new distance, duplicates and all: an entry

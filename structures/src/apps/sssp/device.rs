@@ -1,7 +1,7 @@
 //! SSSP on the throughput device (GpuOnly): the graph, distances and frontier stay in SVM;
 //! each iteration is one launch of `sssp_expand` (and, on a graph with vertices of more than
 //! CHUNK edges, one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over
-//! every group: see [`CHUNK`]) and one of `sssp_pairs`
+//! every group: see `CHUNK`) and one of `sssp_pairs`
 //! (`kernels/sssp.cl`), the host reading only a few counters between them. With the heap
 //! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) of
 //! `(distance, vertex)` pairs and the nearest vertices come back as the next frontier; with
