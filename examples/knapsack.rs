@@ -27,10 +27,9 @@ use asym::structures::apps::knapsack::device::{
     prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
 };
 use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
-use asym::structures::apps::knapsack::solution::items_worth;
 use asym::structures::apps::knapsack::{
-    node_limit_for_memory, solve_concurrent, solve_sequential_within, BnbStats, Class, Instance,
-    NodeBudget,
+    node_limit_for_memory, search_first, solve_concurrent, solve_sequential_within, BnbStats,
+    Class, Instance, NodeBudget, SearchFirst,
 };
 use asym::structures::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
@@ -163,48 +162,19 @@ struct Row {
     items: Option<usize>,
 }
 
-/// Nanoseconds a cell of the dynamic program takes, about (dev: 0.47 on BGPQ's `1000.data`,
-/// the H100 machine's host 0.40; rows of 2^16 capacities or more go over rayon's threads).
-const DP_NS_PER_CELL: f64 = 0.5;
-
-/// Dynamic programs expected to take less than this (ms) run without a search first.
-const SEARCH_FIRST_FROM_MS: f64 = 50.0;
-
-/// Depth-first nodes the search for a proved optimum's items may take.
-const ITEM_SEARCH_NODES: u64 = 1 << 22;
-
-/// The default method's first try where the dynamic program would take long: the sequential
-/// branch-and-bound, given an eighth of the program's expected time, then its optimum's items
-/// by a depth-first search (`solution::items_worth`). `Err` with the milliseconds spent (the
-/// dynamic program answers, its row counting them) when the search does not prove the
-/// optimum in time or its items take too many nodes: the try costs at most about an eighth
-/// more.
-fn search_first(
+/// The default method's first try where the dynamic program would take long
+/// (`knapsack::search_first`): the row of its answer, or `Err` with the milliseconds it
+/// spent (the dynamic program answers, its row counting them).
+fn search_first_row(
     name: &str,
     inst: &Instance,
     max_nodes: usize,
     dp_max_cells: u64,
 ) -> Result<std::result::Result<Row, f64>> {
-    let cells = inst.items.len() as f64 * (inst.capacity as f64 + 1.0);
-    let threads = if inst.capacity >= 1 << 16 {
-        rayon::current_num_threads().max(1) as f64
-    } else {
-        1.0
-    };
-    let dp_ms = cells * DP_NS_PER_CELL / 1e6 / threads;
-    if dp_ms < SEARCH_FIRST_FROM_MS {
-        return Ok(Err(0.0));
-    }
     let t = Instant::now();
-    let spent = || Ok(Err(t.elapsed().as_secs_f64() * 1e3));
-    let budget = Duration::from_secs_f64(dp_ms / 8.0 / 1e3);
-    let stats = match solve_sequential_within(inst, 16, max_nodes, Some(budget)) {
-        Ok(s) if s.proved => s,
-        Ok(_) | Err(Error::CapacityExceeded { .. }) => return spent(),
-        Err(e) => return Err(e),
-    };
-    let Some(taken) = items_worth(inst, stats.optimum, ITEM_SEARCH_NODES) else {
-        return spent();
+    let (stats, taken) = match search_first(inst, max_nodes)? {
+        SearchFirst::Answered { stats, taken } => (*stats, taken),
+        SearchFirst::Declined(spent) => return Ok(Err(spent.as_secs_f64() * 1e3)),
     };
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let weight: u64 = taken.iter().map(|&i| inst.items[i].weight).sum();
@@ -404,7 +374,7 @@ fn run(args: &Args) -> Result<bool> {
         // Time the default's search first took before the program answered.
         let mut tried_ms = 0.0;
         if dp_answers && method == "auto" {
-            match search_first(name, inst, max_nodes("seq"), args.dp_max_cells)? {
+            match search_first_row(name, inst, max_nodes("seq"), args.dp_max_cells)? {
                 Ok(row) => {
                     rows.push(row);
                     continue;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::apps::knapsack::{
-    solve_concurrent, solve_sequential, solve_sequential_within, Class, Instance, Item, NodeBudget,
+    search_first, solve_concurrent, solve_sequential, solve_sequential_within, Class, Instance,
+    Item, NodeBudget, SearchFirst,
 };
 use asym_structures::InsertDirection;
 use rand::Rng;
@@ -52,6 +53,41 @@ fn branch_and_bound_matches_dynamic_programming_on_every_class() {
             }
         }
     }
+}
+
+#[test]
+fn the_search_first_answers_large_capacities_with_items_and_leaves_small_tables_alone() {
+    // n · capacity ≈ 4·10^10 cells: long for the dynamic program on any thread count, easy
+    // for branch-and-bound on these classes (uncorrelated on a fresh seed; weakly correlated
+    // on seeds checked to be easy: some are not, and then the reference search itself runs
+    // for minutes).
+    let seed: u64 = rand::random();
+    let cases = [
+        (Class::Uncorrelated, seed),
+        (Class::WeaklyCorrelated, 1),
+        (Class::WeaklyCorrelated, 2),
+    ];
+    for (class, seed) in cases {
+        let inst = Instance::generate(class, 400, 1_000_000, seed).unwrap();
+        let want = solve_sequential(&inst, 16, 1 << 20).unwrap();
+        assert!(want.proved);
+        match search_first(&inst, 1 << 20).unwrap() {
+            SearchFirst::Answered { stats, taken } => {
+                assert_eq!(stats.optimum, want.optimum, "{class:?} seed {seed}");
+                let p: u64 = taken.iter().map(|&i| inst.items[i].profit).sum();
+                let w: u64 = taken.iter().map(|&i| inst.items[i].weight).sum();
+                assert_eq!(p, want.optimum, "{class:?} seed {seed}");
+                assert!(w <= inst.capacity, "{class:?} seed {seed}");
+            }
+            SearchFirst::Declined(t) => panic!("{class:?} seed {seed}: declined after {t:?}"),
+        }
+    }
+    // A table the program fills in well under 50 ms: nothing is tried.
+    let small = Instance::generate(Class::StronglyCorrelated, 40, 1000, seed).unwrap();
+    assert_eq!(
+        search_first(&small, 1 << 20).unwrap(),
+        SearchFirst::Declined(Duration::ZERO)
+    );
 }
 
 #[test]

@@ -343,6 +343,71 @@ pub fn solve_sequential_within(
     Ok(stats)
 }
 
+/// Nanoseconds a cell of the dynamic program takes, about (dev: 0.47 on BGPQ's `1000.data`,
+/// the H100 machine's host 0.40); rows of 2^16 capacities or more go over rayon's threads.
+const DP_NS_PER_CELL: f64 = 0.5;
+
+/// Dynamic programs expected to take less than this (ms) run without a search first.
+const SEARCH_FIRST_FROM_MS: f64 = 50.0;
+
+/// Depth-first nodes the search for a proved optimum's items may take.
+const ITEM_SEARCH_NODES: u64 = 1 << 22;
+
+/// What [`search_first`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchFirst {
+    /// The search proved the optimum and found its items (indices into the instance's
+    /// items, ascending).
+    Answered {
+        /// The search (boxed: its counters are large beside the other variant).
+        stats: Box<BnbStats>,
+        /// The items of a solution worth the optimum.
+        taken: Vec<usize>,
+    },
+    /// The dynamic program is short enough to run at once (nothing tried), or the search
+    /// did not prove the optimum in its time, or its items took too many nodes: the time it
+    /// took.
+    Declined(Duration),
+}
+
+/// The fastest exact answer's first try, for an instance the dynamic program would answer:
+/// where the program would take 50 ms or more (its cells at about 0.5 ns, long rows over
+/// rayon's threads), the sequential best-first search with an eighth of that time and at
+/// most `max_nodes` heap nodes, then its optimum's items by a depth-first search
+/// ([`solution::items_worth`]). Branch-and-bound proves easy instances with large capacities
+/// in microseconds, where the program's time grows with `n · capacity` whatever the
+/// instance; where the search declines, the program answers an eighth later at most.
+pub fn search_first(inst: &Instance, max_nodes: usize) -> Result<SearchFirst> {
+    let cells = inst.items.len() as f64 * (inst.capacity as f64 + 1.0);
+    let threads = if inst.capacity >= 1 << 16 {
+        rayon::current_num_threads().max(1) as f64
+    } else {
+        1.0
+    };
+    let dp_ms = cells * DP_NS_PER_CELL / 1e6 / threads;
+    if dp_ms < SEARCH_FIRST_FROM_MS {
+        return Ok(SearchFirst::Declined(Duration::ZERO));
+    }
+    let t = std::time::Instant::now();
+    let budget = Duration::from_secs_f64(dp_ms / 8.0 / 1e3);
+    let stats = match solve_sequential_within(inst, 16, max_nodes, Some(budget)) {
+        Ok(s) if s.proved => s,
+        Ok(_) | Err(Error::CapacityExceeded { .. }) => {
+            return Ok(SearchFirst::Declined(t.elapsed()))
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(
+        match solution::items_worth(inst, stats.optimum, ITEM_SEARCH_NODES) {
+            Some(taken) => SearchFirst::Answered {
+                stats: Box::new(stats),
+                taken,
+            },
+            None => SearchFirst::Declined(t.elapsed()),
+        },
+    )
+}
+
 /// The sequential best-first search of `problem` with a generalized heap of at most
 /// `max_nodes` nodes, sharing its incumbent through `best` with any other search of the same
 /// tree (read before each batch, raised with `fetch_max` when it finds better), counting in
