@@ -343,9 +343,14 @@ pub fn solve_sequential_within(
     Ok(stats)
 }
 
-/// Nanoseconds a cell of the dynamic program takes, about (dev: 0.47 on BGPQ's `1000.data`,
-/// the H100 machine's host 0.40); rows of 2^16 capacities or more go over rayon's threads.
+/// Nanoseconds a cell of the dynamic program takes, about, in rows that stay in cache (dev:
+/// 0.47 on BGPQ's `1000.data`, the H100 machine's host 0.40) ...
 const DP_NS_PER_CELL: f64 = 0.5;
+
+/// ... and in rows of 2^16 capacities or more, which stream through memory on rayon's
+/// threads: bound by memory bandwidth more than by the threads (dev's 2 cores 0.34, the H100
+/// machine's 16 cores 0.24 on Pisinger classes with 2.4·10^6 and 5·10^7 capacities).
+const DP_NS_PER_CELL_LONG: f64 = 0.25;
 
 /// Dynamic programs expected to take less than this (ms) run without a search first.
 const SEARCH_FIRST_FROM_MS: f64 = 50.0;
@@ -371,20 +376,20 @@ pub enum SearchFirst {
 }
 
 /// The fastest exact answer's first try, for an instance the dynamic program would answer:
-/// where the program would take 50 ms or more (its cells at about 0.5 ns, long rows over
-/// rayon's threads), the sequential best-first search with an eighth of that time and at
+/// where the program would take 50 ms or more (its cells at about 0.5 ns, 0.25 in long rows),
+/// the sequential best-first search with an eighth of that time and at
 /// most `max_nodes` heap nodes, then its optimum's items by a depth-first search
 /// ([`solution::items_worth`]). Branch-and-bound proves easy instances with large capacities
 /// in microseconds, where the program's time grows with `n · capacity` whatever the
 /// instance; where the search declines, the program answers an eighth later at most.
 pub fn search_first(inst: &Instance, max_nodes: usize) -> Result<SearchFirst> {
     let cells = inst.items.len() as f64 * (inst.capacity as f64 + 1.0);
-    let threads = if inst.capacity >= 1 << 16 {
-        rayon::current_num_threads().max(1) as f64
+    let ns = if inst.capacity >= 1 << 16 {
+        DP_NS_PER_CELL_LONG
     } else {
-        1.0
+        DP_NS_PER_CELL
     };
-    let dp_ms = cells * DP_NS_PER_CELL / 1e6 / threads;
+    let dp_ms = cells * ns / 1e6;
     if dp_ms < SEARCH_FIRST_FROM_MS {
         return Ok(SearchFirst::Declined(Duration::ZERO));
     }
