@@ -29,7 +29,7 @@ use asym::structures::apps::knapsack::device::{
 use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
 use asym::structures::apps::knapsack::{
     node_limit_for_memory, search_first, solve_concurrent, solve_sequential_within, BnbStats,
-    Class, Instance, NodeBudget, SearchFirst,
+    Class, Instance, NodeBudget, SearchFirst, SEARCH_FIRST_BATCH,
 };
 use asym::structures::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
@@ -162,6 +162,22 @@ struct Row {
     items: Option<usize>,
 }
 
+/// Whether `taken` (indices into the items) fits the capacity and adds up to `optimum`.
+fn items_add_up(inst: &Instance, taken: &[usize], optimum: u64) -> bool {
+    let weight: u64 = taken.iter().map(|&i| inst.items[i].weight).sum();
+    let profit: u64 = taken.iter().map(|&i| inst.items[i].profit).sum();
+    weight <= inst.capacity && profit == optimum
+}
+
+/// The one-row program's optimum (no items) and its time in ms, where `n · (capacity + 1)`
+/// is at most `max_cells`: an independent check of every answer and the peer's time in the
+/// same run.
+fn one_row_program(inst: &Instance, max_cells: u64) -> Option<(u64, f64)> {
+    let t = Instant::now();
+    inst.dp_optimum(max_cells)
+        .map(|v| (v, t.elapsed().as_secs_f64() * 1e3))
+}
+
 /// The default method's first try where the dynamic program would take long
 /// (`knapsack::search_first`): the row of its answer, or `Err` with the milliseconds it
 /// spent (the dynamic program answers, its row counting them).
@@ -177,20 +193,15 @@ fn search_first_row(
         SearchFirst::Declined(spent) => return Ok(Err(spent.as_secs_f64() * 1e3)),
     };
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    let weight: u64 = taken.iter().map(|&i| inst.items[i].weight).sum();
-    let profit: u64 = taken.iter().map(|&i| inst.items[i].profit).sum();
-    let consistent = weight <= inst.capacity && profit == stats.optimum;
-    let t = Instant::now();
-    let reference = inst
-        .dp_optimum(dp_max_cells)
-        .map(|v| (v, t.elapsed().as_secs_f64() * 1e3));
+    let consistent = items_add_up(inst, &taken, stats.optimum);
+    let reference = one_row_program(inst, dp_max_cells);
     Ok(Ok(Row {
         method: "bnb",
         instance: name.to_string(),
         n: inst.items.len(),
         capacity: inst.capacity,
         mode: format!("seq, then items ({} items)", taken.len()),
-        batch: Some(16),
+        batch: Some(SEARCH_FIRST_BATCH),
         stats,
         ms,
         dp: reference,
@@ -393,15 +404,8 @@ fn run(args: &Args) -> Result<bool> {
             })?;
             let ms = tried_ms + t.elapsed().as_secs_f64() * 1e3;
             // The items read back from the table must fit and add up to the optimum.
-            let weight: u64 = s.taken.iter().map(|&i| inst.items[i].weight).sum();
-            let profit: u64 = s.taken.iter().map(|&i| inst.items[i].profit).sum();
-            let consistent = weight <= inst.capacity && profit == s.optimum;
-            // The one-row program (the optimum alone, no items): an independent check and
-            // the peer's time in the same run.
-            let t = Instant::now();
-            let reference = inst
-                .dp_optimum(args.dp_max_cells)
-                .map(|v| (v, t.elapsed().as_secs_f64() * 1e3));
+            let consistent = items_add_up(inst, &s.taken, s.optimum);
+            let reference = one_row_program(inst, args.dp_max_cells);
             rows.push(Row {
                 method: "dp",
                 instance: name.clone(),
@@ -425,10 +429,7 @@ fn run(args: &Args) -> Result<bool> {
             });
             continue;
         }
-        let t = Instant::now();
-        let dp = inst
-            .dp_optimum(args.dp_max_cells)
-            .map(|v| (v, t.elapsed().as_secs_f64() * 1e3));
+        let dp = one_row_program(inst, args.dp_max_cells);
         let mut push = |mode: String, stats: BnbStats, ms: f64| {
             let batch = Some(batch_of(args, mode.split(':').next().unwrap_or("")));
             rows.push(Row {

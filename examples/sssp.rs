@@ -409,15 +409,15 @@ fn run(args: &Args) -> Result<bool> {
         None
     };
     let members = set.as_ref().map_or(0, DeviceSet::len);
-    // Over a set, gpu mode runs each member alone, the set as chosen and the set together.
-    let gpu_engines = if members > 1 { members as u64 + 2 } else { 1 };
-    let gpu_rows = if members > 1 { 2 * gpu_engines } else { 3 };
+    // Progress steps: over a set, gpu mode runs each member alone, the set as chosen and the
+    // set together, in both orders; a single device the frontier and heap orders and a delta
+    // row per width.
     let delta_widths = parse_widths(&args.delta)?;
     let w = delta_widths.len() as u64;
     let gpu_rows = if members > 1 {
-        gpu_rows
+        2 * (members as u64 + 2)
     } else {
-        gpu_rows - 1 + w
+        2 + w
     };
     let steps = 2
         + (2 + w) * u64::from(use_cpu)

@@ -355,6 +355,10 @@ const DP_NS_PER_CELL_LONG: f64 = 0.25;
 /// Dynamic programs expected to take less than this (ms) run without a search first.
 const SEARCH_FIRST_FROM_MS: f64 = 50.0;
 
+/// Search nodes per heap batch of [`search_first`]'s sequential search (as the knapsack
+/// example's seq mode).
+pub const SEARCH_FIRST_BATCH: usize = 16;
+
 /// Depth-first nodes the search for a proved optimum's items may take.
 const ITEM_SEARCH_NODES: u64 = 1 << 22;
 
@@ -395,7 +399,7 @@ pub fn search_first(inst: &Instance, max_nodes: usize) -> Result<SearchFirst> {
     }
     let t = std::time::Instant::now();
     let budget = Duration::from_secs_f64(dp_ms / 8.0 / 1e3);
-    let stats = match solve_sequential_within(inst, 16, max_nodes, Some(budget)) {
+    let stats = match solve_sequential_within(inst, SEARCH_FIRST_BATCH, max_nodes, Some(budget)) {
         Ok(s) if s.proved => s,
         Ok(_) | Err(Error::CapacityExceeded { .. }) => {
             return Ok(SearchFirst::Declined(t.elapsed()))
