@@ -35,7 +35,7 @@ use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result, Runtime}
 use asym::structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
-    MemberReport, SpreadHeap,
+    MemberReport, SpreadHeap, MAX_LANES,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -93,6 +93,13 @@ struct Args {
     /// rebuilds: row gpu:bulk); both = never,auto. The mixed pairs always run as operations.
     #[arg(long, default_value = "both")]
     bulk: String,
+    /// Lanes of the seed's operations on one device, comma-separated: each count above 1 adds
+    /// rows gpu-lanesL:td (bu) to --bulk never's, the heap split into L heaps by ranges of
+    /// key values, each on its own queue, so a call's parts run their INS/DEL pipelines at
+    /// once (SpreadHeap::lanes; equal shares, cut from the insert's keys). Insert-all +
+    /// delete-all only.
+    #[arg(long)]
+    lanes: Option<String>,
     /// Run the seed's mixed workload instead: each thread inserts K keys then deletes K keys,
     /// 2^keys-log2 / K pairs in all, on a heap preloaded with --preload keys.
     #[arg(long)]
@@ -613,6 +620,52 @@ fn set_rows<T: BenchKey>(
     Ok(())
 }
 
+/// Insert all, then delete all, with the seed's operations on a heap of `lanes` range lanes
+/// of `rt`'s device (row gpu-lanesL:td or :bu), each lane's launch `shape` where given.
+fn lanes_row<T: BenchKey>(
+    rt: &Runtime,
+    lanes: usize,
+    batch: usize,
+    shape: (Option<usize>, Option<usize>),
+    direction: InsertDirection,
+    pattern: &'static str,
+    keys: &[u32],
+) -> Result<Row> {
+    let config = DeviceHeapConfig {
+        initial_nodes: keys.len() / batch / lanes + 2,
+        work_groups: shape.0,
+        work_group_size: shape.1,
+        bulk: BulkPolicy::Never,
+        ..DeviceHeapConfig::new(batch).with_direction(direction)
+    };
+    trace(format_args!("lanes {lanes}: making the heap"));
+    let heap = SpreadHeap::<T>::lanes(rt, lanes, &config)?;
+    heap.set_shares(Some(&vec![1.0; lanes]))?;
+    let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
+    let mut want = keys.clone();
+    want.par_sort_unstable();
+    let cycle = set_cycle(&heap, &keys, &want)?;
+    let shapes = heap.launch_shapes();
+    Ok(Row {
+        mode: named(&format!("gpu-lanes{lanes}"), direction),
+        pattern,
+        batch,
+        threads: shapes.iter().map(|s| s.0).sum(),
+        work_group: Some(shapes[0].1),
+        insert_ms: cycle.insert_ms,
+        delete_ms: cycle.delete_ms,
+        verified: cycle.verified,
+        device_stats: Some(json!({
+            "lanes": lanes,
+            "groups_per_lane": shapes[0].0,
+            "insert_ms": cycle.inserted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
+            "keys": cycle.inserted.iter().map(|m| m.keys).collect::<Vec<_>>(),
+            "delete_ms": cycle.deleted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
+            "routing_ms": [cycle.insert_routing_s * 1e3, cycle.delete_routing_s * 1e3],
+        })),
+    })
+}
+
 /// A timed insert-all + delete-all on a spread heap: times, each member's report after the
 /// insert and after the delete, and whether the delete returned every key in order.
 struct SetCycle {
@@ -665,6 +718,8 @@ struct Plan {
     patterns: Vec<&'static str>,
     directions: Vec<InsertDirection>,
     bulk_policies: Vec<BulkPolicy>,
+    /// Lane counts above 1 (--lanes).
+    lanes: Vec<usize>,
     /// Keys inserted per run (2^keys-log2).
     n: usize,
 }
@@ -713,6 +768,27 @@ impl Plan {
                 other => bulk_policies.push(other.parse::<BulkPolicy>()?),
             }
         }
+        let lanes = match &args.lanes {
+            Some(l) => cli::numbers("--lanes", l)?,
+            None => Vec::new(),
+        };
+        if let Some(&l) = lanes.iter().find(|&&l| l == 0 || l > MAX_LANES) {
+            return Err(Error::flag(
+                "--lanes",
+                l,
+                format!("a heap on one device takes 1 to {MAX_LANES} lanes"),
+            ));
+        }
+        if !lanes.is_empty()
+            && (!use_gpu || !bulk_policies.contains(&BulkPolicy::Never) || args.mixed)
+        {
+            return Err(Error::InvalidArgument(
+                "--lanes adds rows to the seed's operations on the device: it needs --mode gpu \
+                 with --bulk never (or both), without --mixed"
+                    .into(),
+            ));
+        }
+        let lanes = lanes.into_iter().filter(|&l| l > 1).collect();
         if args.preload > 0 && !args.mixed && (use_cpu || use_coop) {
             return Err(Error::InvalidArgument(
                 "--preload without --mixed applies to the gpu rows only: add --mode gpu".into(),
@@ -758,6 +834,7 @@ impl Plan {
             patterns,
             directions,
             bulk_policies,
+            lanes,
             n,
         })
     }
@@ -951,6 +1028,23 @@ impl Runner<'_> {
                     verified: run.verified,
                     device_stats: Some(run.stats),
                 });
+            }
+        }
+        if plan.use_gpu && preload.is_empty() {
+            for (&lanes, (shape, direction)) in plan
+                .lanes
+                .iter()
+                .flat_map(|l| plan.device_shapes(batch).map(move |s| (l, s)))
+            {
+                let rt = self.rt();
+                let lanes_row = if self.args.key == "i32" {
+                    lanes_row::<i32>
+                } else {
+                    lanes_row::<u32>
+                };
+                emit(lanes_row(
+                    rt, lanes, batch, shape, direction, pattern, keys,
+                )?);
             }
         }
         if let Some(set) = self.set.as_ref().filter(|_| {

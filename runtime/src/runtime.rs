@@ -53,13 +53,15 @@ pub struct RuntimeOptions {
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
+    /// Where this handle's launches, SVM maps and [`Runtime::finish`] go: the queue the
+    /// device was opened with, or one of [`Runtime::with_new_queue`].
+    queue: CommandQueue,
 }
 
 struct Inner {
     profile: DeviceProfile,
     transport: Transport,
     context: Context,
-    queue: CommandQueue,
     timeout: Duration,
     /// Whether the queues profile their commands ([`RuntimeOptions::device_times`]).
     device_times: bool,
@@ -171,7 +173,6 @@ impl Runtime {
                 profile,
                 transport,
                 context,
-                queue,
                 timeout,
                 device_times,
                 programs: Mutex::new(HashMap::new()),
@@ -179,6 +180,7 @@ impl Runtime {
                 allocated_bytes: AtomicU64::new(0),
                 svm_cache,
             }),
+            queue,
         })
     }
 
@@ -204,7 +206,7 @@ impl Runtime {
     }
 
     pub(crate) fn queue(&self) -> &CommandQueue {
-        &self.inner.queue
+        &self.queue
     }
 
     /// `Error::Unsupported` unless the device runs work-groups of `size` (`what`: the job, for
@@ -228,7 +230,7 @@ impl Runtime {
     ///
     /// [`DeviceBuffer`]: crate::DeviceBuffer
     pub fn device_buffer<T: SvmElement>(&self, len: usize) -> Result<crate::DeviceBuffer<T>> {
-        crate::DeviceBuffer::new(&self.inner.context, &self.inner.queue, len)
+        crate::DeviceBuffer::new(&self.inner.context, &self.queue, len)
     }
 
     /// Allocates `len` zeroed elements of SVM of the kind the transport uses.
@@ -253,7 +255,7 @@ impl Runtime {
         self.check_svm_kind(kind)?;
         self.count_allocation::<T>(len);
         let cache = Some(&self.inner.svm_cache);
-        SvmBuffer::allocate(&self.inner.context, &self.inner.queue, len, kind, cache)
+        SvmBuffer::allocate(&self.inner.context, &self.queue, len, kind, cache)
     }
 
     /// SVM allocations asked of this runtime so far: how many, how many reused a freed
@@ -276,7 +278,7 @@ impl Runtime {
     pub fn time_svm_allocation(&self, bytes: usize) -> Result<[Duration; 3]> {
         let kind = self.inner.transport.svm_kind();
         self.check_svm_kind(kind)?;
-        crate::sys::SvmAlloc::time_phases(&self.inner.context, &self.inner.queue, bytes, kind)
+        crate::sys::SvmAlloc::time_phases(&self.inner.context, &self.queue, bytes, kind)
     }
 
     fn count_allocation<T: SvmElement>(&self, len: usize) {
@@ -404,9 +406,22 @@ impl Runtime {
         Ok(Queue { queue: q })
     }
 
-    /// Waits for every command on the main queue.
+    /// The same device, context, built programs and SVM cache, with launches, SVM maps and
+    /// [`Runtime::finish`] going to a new in-order queue: work enqueued through two such
+    /// handles can run on the device at once (kernels of one queue run one after another),
+    /// where a second [`Runtime`] opened on the device would be a second context, whose
+    /// kernels the driver time-slices against the first's. Buffers allocated through a
+    /// handle map on its queue.
+    pub fn with_new_queue(&self) -> Result<Runtime> {
+        Ok(Runtime {
+            inner: self.inner.clone(),
+            queue: self.new_queue()?.queue,
+        })
+    }
+
+    /// Waits for every command on this handle's queue.
     pub fn finish(&self) -> Result<()> {
-        ocl::core::finish(&self.inner.queue).map_err(|e| Error::ocl("clFinish", "main queue", e))
+        ocl::core::finish(&self.queue).map_err(|e| Error::ocl("clFinish", "main queue", e))
     }
 }
 

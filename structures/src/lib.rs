@@ -46,7 +46,7 @@ pub use gheap::{
     CooperativeStats, DeviceBatchOps, DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey,
     DeviceHeapProfile, DeviceHeapStats, GeneralizedHeap, HeapOp, HeapPlacement, HeapStats,
     InsertDirection, LaunchTrace, MemberReport, MergeKind, SpreadHeap, GHEAP_PROFILE_ENV,
-    MAX_BATCH, MAX_DEVICE_BATCH,
+    LANE_MIN_GROUPS, MAX_BATCH, MAX_DEVICE_BATCH, MAX_LANES,
 };
 pub use key::Key;
 pub use kselect::{

@@ -50,7 +50,7 @@ pub use device_heap::{
     DeviceHeapStats, HeapOp, LaunchTrace, GHEAP_PROFILE_ENV,
 };
 pub use sequential::{GeneralizedHeap, MAX_BATCH};
-pub use spread::{MemberReport, SpreadHeap};
+pub use spread::{MemberReport, SpreadHeap, LANE_MIN_GROUPS, MAX_LANES};
 
 /// Where an application's heap of `(key, payload)` pairs lives when the device takes part.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -33,10 +33,18 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use asym_runtime::host_memory::huge_page_vec;
-use asym_runtime::{copy_bits_streaming, DeviceSet, Error, Result};
+use asym_runtime::{copy_bits_streaming, DeviceSet, Error, Result, Runtime};
 use rayon::prelude::*;
 
 use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
+
+/// Most lanes [`SpreadHeap::lanes`] puts on one device.
+pub const MAX_LANES: usize = 64;
+
+/// Fewest work-groups a lane of [`SpreadHeap::lanes`] gets by default: an INS pipeline needs
+/// about 16 to stay full (H200, 64M keys at K = 1024: inserts took 523 ms with 8 groups,
+/// 293-307 with 16 to 66; docs/BENCHMARKS.md).
+pub const LANE_MIN_GROUPS: usize = 16;
 
 /// What one member of a [`SpreadHeap`] holds and did on the last call.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -145,11 +153,49 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         let members = set
             .members()
             .iter()
-            .map(|rt| {
+            .map(|rt| (rt.clone(), rt.profile().label()))
+            .collect();
+        Self::with_members(members, config)
+    }
+
+    /// An empty heap of `lanes` device heaps of `config` on `rt`'s one device, each holding a
+    /// range of the key values and running on its own queue ([`Runtime::with_new_queue`]):
+    /// a call whose keys span several ranges runs every lane's part on the device at once.
+    /// The seed's operations pass a heap's root lock from work-group to work-group, one INS
+    /// or DEL after another, so one heap's pipeline leaves most of a large GPU idle; `lanes`
+    /// heaps are `lanes` pipelines, each shallower. A call whose keys all fall in one range
+    /// (a delete of the few smallest) runs one lane alone, as one heap would.
+    ///
+    /// Where `config` names no work-group count, each lane takes the device's default
+    /// count divided among the lanes, at least [`LANE_MIN_GROUPS`] (the groups that keep an
+    /// INS pipeline full).
+    pub fn lanes(rt: &Runtime, lanes: usize, config: &DeviceHeapConfig) -> Result<Self> {
+        if !(1..=MAX_LANES).contains(&lanes) {
+            return Err(Error::InvalidArgument(format!(
+                "{lanes} lanes: a heap on one device takes 1 to {MAX_LANES}"
+            )));
+        }
+        let mut config = config.clone();
+        if config.work_groups.is_none() {
+            let (groups, _) = DeviceHeapConfig::default_shape(rt, config.batch);
+            config.work_groups = Some((groups / lanes).max(LANE_MIN_GROUPS).min(groups));
+        }
+        let label = rt.profile().label();
+        let members = (0..lanes)
+            .map(|i| Ok((rt.with_new_queue()?, format!("{label} lane {i}"))))
+            .collect::<Result<Vec<_>>>()?;
+        Self::with_members(members, &config)
+    }
+
+    /// An empty heap with one device heap of `config` on each runtime, labelled as given.
+    fn with_members(members: Vec<(Runtime, String)>, config: &DeviceHeapConfig) -> Result<Self> {
+        let members = members
+            .into_iter()
+            .map(|(rt, device)| {
                 Ok(Member {
-                    heap: DeviceGeneralizedHeap::new(rt, config)?,
+                    heap: DeviceGeneralizedHeap::new(&rt, config)?,
                     report: MemberReport {
-                        device: rt.profile().label(),
+                        device,
                         ..Default::default()
                     },
                     total_s: 0.0,
@@ -169,6 +215,15 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 fixed_shares: None,
             }),
         })
+    }
+
+    /// Each member's launch shape: `(work-groups, work-items per group)`.
+    pub fn launch_shapes(&self) -> Vec<(usize, usize)> {
+        self.lock()
+            .members
+            .iter()
+            .map(|m| m.heap.launch_shape())
+            .collect()
     }
 
     /// Keys held, over every member.
