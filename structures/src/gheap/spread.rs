@@ -360,63 +360,30 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             return outcome;
         };
         let fill = |dsts: &mut [&mut [T::Upload]]| fill_routed(dsts, keys, counts, ranges);
-        let rebuild = ranges
-            .active
-            .iter()
-            .all(|&m| state.members[m].heap.insert_rebuilds(lens[m]));
-        let results = if rebuild {
-            // Every active member rebuilds (a large insert): one pass writes every member's
-            // staging at once, each key read once.
-            let fail = take_injected(&mut state.members);
-            let mut results: Vec<(Result<(usize, ())>, f64)> =
-                (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
-            if let Some(m) = fail.iter().position(|&f| f) {
-                results[m].0 = Err(Error::Lost("a failure injected into this member".into()));
-            } else {
-                let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
-                    .active
-                    .iter()
-                    .map(|&m| &state.members[m].heap)
-                    .collect();
-                let active_lens: Vec<usize> = ranges.active.iter().map(|&m| lens[m]).collect();
-                match DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &fill) {
-                    Ok(each) => {
-                        for (&m, (r, secs)) in ranges.active.iter().zip(each) {
-                            results[m] = (r.map(|_| (lens[m], ())), secs);
-                        }
-                    }
-                    // Nothing was inserted; the call fails as a member's failure would.
-                    Err(e) => results[ranges.active[0]].0 = Err(e),
-                }
-            }
-            results
+        // One pass writes every active member's staging at once, each key read once; then
+        // each member sorts (a large insert) or runs its INS operations, all at once.
+        let fail = take_injected(&mut state.members);
+        let mut results: Vec<(Result<(usize, ())>, f64)> =
+            (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
+        if let Some(m) = fail.iter().position(|&f| f) {
+            results[m].0 = Err(Error::Lost("a failure injected into this member".into()));
         } else {
-            // Small enough for the members' own operations: routed once into host vectors,
-            // each member inserting its own.
-            let mut routed: Vec<Vec<T::Upload>> = ranges
+            let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
                 .active
                 .iter()
-                .map(|&m| vec![T::Upload::default(); lens[m]])
+                .map(|&m| &state.members[m].heap)
                 .collect();
-            {
-                let mut dsts: Vec<&mut [T::Upload]> =
-                    routed.iter_mut().map(|v| &mut v[..]).collect();
-                // An error here inserted nothing: the keys themselves were at fault.
-                fill(&mut dsts)?;
+            let active_lens: Vec<usize> = ranges.active.iter().map(|&m| lens[m]).collect();
+            match DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &fill) {
+                Ok(each) => {
+                    for (&m, (r, secs)) in ranges.active.iter().zip(each) {
+                        results[m] = (r.map(|_| (lens[m], ())), secs);
+                    }
+                }
+                // Nothing was inserted; the call fails as a member's failure would.
+                Err(e) => results[ranges.active[0]].0 = Err(e),
             }
-            run_members(&mut state.members, |m, i| {
-                let Some(j) = ranges.active.iter().position(|&a| a == i) else {
-                    return Ok((0, ()));
-                };
-                let part = &routed[j];
-                m.heap
-                    .insert_with(part.len(), &|dst| {
-                        dst.copy_from_slice(part);
-                        Ok(())
-                    })
-                    .map(|_| (part.len(), ()))
-            })
-        };
+        }
         let outcome = state.settle(results).map(|_| ());
         state.book_routing(keys.len(), routing_s);
         outcome

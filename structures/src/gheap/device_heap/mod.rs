@@ -49,7 +49,7 @@ use crate::key::Key;
 
 mod bulk;
 pub use bulk::BulkPolicy;
-use bulk::{BulkKernels, Out, Source};
+use bulk::{BulkKernels, BulkPlan, Out, Source};
 
 // The largest batch is the batch kernels' [`MAX_DEVICE_BATCH`] (five batches of keys live in
 // local memory: K = 2048 needs 40 KiB of int keys; pairs of 8 bytes fit up to K = 1024 in
@@ -433,6 +433,14 @@ struct Inner<T: DeviceHeapKey> {
     pending: Vec<Launch>,
 }
 
+/// One heap's part of [`DeviceGeneralizedHeap::insert_each_with`].
+enum EachPart {
+    /// A bulk call, planned.
+    Bulk(BulkPlan),
+    /// INS operations of this many keys, staged at the start of the staging buffer.
+    Ops(usize),
+}
+
 /// Where a call's inserted keys come from.
 #[derive(Clone, Copy)]
 enum Keys<'a, T: DeviceHeapKey> {
@@ -440,13 +448,16 @@ enum Keys<'a, T: DeviceHeapKey> {
     Host(&'a [T]),
     /// The first `len` keys of a device buffer, in the upload form, copied on the device.
     Device(&'a SvmBuffer<T::Upload>, usize),
+    /// `len` keys already written to the start of the staging buffer
+    /// ([`Inner::ops_staging`]).
+    Staged(usize),
 }
 
 impl<T: DeviceHeapKey> Keys<'_, T> {
     fn len(&self) -> usize {
         match self {
             Keys::Host(keys) => keys.len(),
-            Keys::Device(_, len) => *len,
+            Keys::Device(_, len) | Keys::Staged(len) => *len,
         }
     }
 }
@@ -748,11 +759,12 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     /// Inserts into each of `heaps` (distinct heaps, owned by one caller, which locks them
     /// in the order given) `lens[i]` keys that one call of `fill` writes straight into every
     /// heap's mapped staging at once, one slice per heap: a caller routing one set of keys
-    /// among the heaps (a device set) reads each key once. Then every heap sorts its keys on
-    /// its own device at once, a thread each, as a bulk call does. Returns each heap's
+    /// among the heaps (a device set, the lanes of one device) reads each key once. Then
+    /// every heap runs its part at once, a thread each: a bulk call's sort where the heap's
+    /// [`BulkPolicy`] takes the insert as one, else its INS operations. Returns each heap's
     /// outcome and the seconds its part took (the shared upload included); an error before
-    /// the sorts (a heap unusable, a size refused, `fill` failing) leaves every heap as it
-    /// was and is returned as the whole result.
+    /// the parts run (a heap unusable, a size refused, `fill` failing) leaves every heap as
+    /// it was and is returned as the whole result.
     pub fn insert_each_with(
         heaps: &[&Self],
         lens: &[usize],
@@ -777,13 +789,21 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let mut plans = Vec::with_capacity(guards.len());
         for (g, &len) in guards.iter_mut().zip(lens) {
             g.usable()?;
-            plans.push(g.bulk_plan(len, 0, None)?);
+            let k = g.partial.len();
+            plans.push(if len > 0 && g.prefers_bulk(len.div_ceil(k), len) {
+                EachPart::Bulk(g.bulk_plan(len, 0, None)?)
+            } else {
+                EachPart::Ops(len)
+            });
         }
         let t_copy = std::time::Instant::now();
         {
             let mut maps = Vec::with_capacity(guards.len());
             for (g, plan) in guards.iter_mut().zip(&plans) {
-                maps.push(g.bulk_staging(plan)?);
+                maps.push(match plan {
+                    EachPart::Bulk(plan) => g.bulk_staging(plan)?,
+                    EachPart::Ops(len) => g.ops_staging(*len)?,
+                });
             }
             let filled = {
                 let mut slices: Vec<&mut [T::Upload]> = maps.iter_mut().map(|m| &mut **m).collect();
@@ -797,10 +817,20 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let copy = t_copy.elapsed();
         let shared_s = started.elapsed().as_secs_f64();
         let inners = guards.iter_mut().map(|g| &mut **g).zip(plans);
-        let sorted = super::on_threads(inners, "a heap's sorting thread", |(inner, plan)| {
-            inner.bulk_finish(plan, copy, Out::Return).map(|_| ())
-        });
-        Ok(sorted
+        let done = super::on_threads(
+            inners,
+            "a heap's inserting thread",
+            |(inner, plan)| match plan {
+                EachPart::Bulk(plan) => inner.bulk_finish(plan, copy, Out::Return).map(|_| ()),
+                EachPart::Ops(0) => Ok(()),
+                EachPart::Ops(len) => {
+                    let batches = len.div_ceil(inner.partial.len());
+                    let ops: Vec<HeapOp> = (0..batches).map(HeapOp::Insert).collect();
+                    inner.run(Keys::Staged(len), &ops, false, false).map(|_| ())
+                }
+            },
+        );
+        Ok(done
             .into_iter()
             .map(|(r, secs)| (r, shared_s + secs))
             .collect())
@@ -1265,6 +1295,15 @@ impl<T: DeviceHeapKey> Inner<T> {
     /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
     /// linearization order only when `want_order`, and the DELs' keys only when `download`
     /// (else they stay in the staging buffer, `lens[seq]` keys at `seq·K`).
+    /// The start of the staging buffer, mapped for writing the `len` keys an operation call
+    /// ([`Keys::Staged`]) then inserts: the buffer is made as long as that call's `run`
+    /// asks, so it finds the keys where they were written.
+    fn ops_staging(&mut self, len: usize) -> Result<asym_runtime::SvmMap<'_, T::Upload>> {
+        let k = self.partial.len();
+        let io = staged(&self.rt, &mut self.staging.keys, len.next_multiple_of(k))?;
+        io.map_range_for_overwrite_as::<T::Upload>(0, len)
+    }
+
     fn run(
         &mut self,
         keys: Keys<'_, T>,
@@ -1307,7 +1346,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let t_copy = std::time::Instant::now();
         // Keys on the device are copied there; the sort after sees them (in-order queue).
         let uploaded = match keys {
-            Keys::Host([]) | Keys::Device(_, 0) => None,
+            Keys::Host([]) | Keys::Device(_, 0) | Keys::Staged(_) => None,
             Keys::Host(keys) => {
                 io.write_range(0, &T::upload(keys))?;
                 None
