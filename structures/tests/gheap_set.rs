@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use asym_runtime::{Error, Transport};
-use asym_structures::{DeviceHeapConfig, SpreadHeap};
+use asym_structures::{BulkPolicy, DeviceHeapConfig, InsertDirection, SpreadHeap, MAX_LANES};
 use rand::{Rng, SeedableRng};
 
 mod common;
@@ -223,4 +223,118 @@ fn keys_with_payloads_route_and_come_back_in_order() {
             );
         }
     }
+}
+
+/// A heap of `lanes` range lanes of the default device with `transport`, running the seed's
+/// INS/DEL operations on every call (no rebuilds).
+fn lanes(
+    transport: Transport,
+    lanes: usize,
+    batch: usize,
+    direction: InsertDirection,
+) -> SpreadHeap<i32> {
+    let rt = common::shared_runtimes()
+        .iter()
+        .find(|rt| rt.transport() == transport)
+        .expect("a runtime per transport");
+    let config = DeviceHeapConfig {
+        bulk: BulkPolicy::Never,
+        ..DeviceHeapConfig::new(batch).with_direction(direction)
+    };
+    SpreadHeap::lanes(rt, lanes, &config).expect("lanes")
+}
+
+/// Lanes of one device, each its own queue and heap: insert-all + delete-all through the
+/// seed's operations on every edge-case pattern, both insert directions, each transport.
+#[test]
+fn lanes_of_one_device_run_the_seed_operations_and_sort() {
+    let mut rng = rng();
+    for transport in common::transports() {
+        for (count, direction) in [
+            (3, InsertDirection::TopDown),
+            (4, InsertDirection::BottomUp),
+        ] {
+            let h = lanes(transport, count, 32, direction);
+            assert_eq!(h.members().len(), count);
+            h.set_shares(Some(&vec![1.0; count])).unwrap();
+            let mut patterns = common::key_patterns(6_007, &mut rng);
+            patterns.push(("one", vec![-4]));
+            for (what, keys) in patterns {
+                h.insert(&keys).unwrap();
+                assert_eq!(h.len(), keys.len(), "{transport} {what}");
+                if what == "random" {
+                    let lens: Vec<usize> = h.members().iter().map(|m| m.len).collect();
+                    assert!(
+                        lens.iter().all(|&l| l > keys.len() / count / 2),
+                        "{transport}: random keys spread over the lanes: {lens:?}"
+                    );
+                }
+                let mut want = keys.clone();
+                want.sort_unstable();
+                assert_eq!(
+                    h.delete_min(keys.len() + 3).unwrap(),
+                    want,
+                    "{transport} {count} lanes {direction:?} {what}"
+                );
+                assert!(h.is_empty());
+            }
+            let stats = h.member_stats();
+            assert!(
+                stats.iter().all(|s| s.bulk_calls == 0 && s.launches > 0),
+                "{transport}: every lane ran operations, none rebuilt: {stats:?}"
+            );
+        }
+    }
+}
+
+/// Interleaved inserts and deletes of every size on lanes whose ranges the first insert cut,
+/// later keys below, above and inside them, against `BinaryHeap`.
+#[test]
+fn lanes_match_binary_heap_through_interleaved_calls() {
+    let mut rng = rng();
+    for transport in common::transports() {
+        let h = lanes(transport, 4, 16, InsertDirection::TopDown);
+        let mut reference = BinaryHeap::new();
+        for step in 0..36 {
+            let range = match step % 3 {
+                0 => -10_000..0,
+                1 => 0..100,
+                _ => 100..10_000,
+            };
+            let keys: Vec<i32> = (0..rng.gen_range(0..1500))
+                .map(|_| rng.gen_range(range.clone()))
+                .collect();
+            h.insert(&keys).unwrap();
+            reference.extend(keys.into_iter().map(Reverse));
+            let n = rng.gen_range(0..1200);
+            let want: Vec<i32> = (0..n).map_while(|_| reference.pop().map(|r| r.0)).collect();
+            assert_eq!(h.delete_min(n).unwrap(), want, "{transport} step {step}");
+            assert_eq!(h.len(), reference.len(), "{transport} step {step}");
+        }
+        let want: Vec<i32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+        assert_eq!(h.delete_min(usize::MAX).unwrap(), want, "{transport}");
+        // A lane failing in an insert's operations: the heap says its keys are lost.
+        h.insert(&(0..3000).collect::<Vec<i32>>()).unwrap();
+        h.inject_member_failure(2).unwrap();
+        match h.insert(&(0..3000).rev().collect::<Vec<i32>>()) {
+            Err(Error::Lost(msg)) => assert!(msg.contains("lane 2"), "{msg}"),
+            other => panic!("{transport}: expected a lost lane, got {other:?}"),
+        }
+        assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
+    }
+}
+
+#[test]
+fn lane_counts_out_of_range_are_refused() {
+    let rt = &common::shared_runtimes()[0];
+    for bad in [0, MAX_LANES + 1] {
+        match SpreadHeap::<i32>::lanes(rt, bad, &DeviceHeapConfig::new(32)) {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("lanes"), "{msg}"),
+            other => panic!("{bad} lanes: {other:?}"),
+        }
+    }
+    // One lane is one heap on its own queue.
+    let h = SpreadHeap::<i32>::lanes(rt, 1, &DeviceHeapConfig::new(32)).unwrap();
+    h.insert(&[3, 1, 2]).unwrap();
+    assert_eq!(h.delete_min(5).unwrap(), vec![1, 2, 3]);
 }

@@ -36,7 +36,7 @@ use asym_runtime::host_memory::huge_page_vec;
 use asym_runtime::{copy_bits_streaming, DeviceSet, Error, Result, Runtime};
 use rayon::prelude::*;
 
-use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
+use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, DeviceHeapStats};
 
 /// Most lanes [`SpreadHeap::lanes`] puts on one device.
 pub const MAX_LANES: usize = 64;
@@ -106,7 +106,50 @@ struct Ranges<R> {
     weights: Vec<f64>,
 }
 
+/// How many of `sorted`'s values are below `x`: a binary search whose steps select instead
+/// of branching (random keys would mispredict half the branches of a plain one).
+#[inline]
+fn lower_bound<R: Ord>(sorted: &[R], x: &R) -> usize {
+    let mut base = 0;
+    let mut n = sorted.len();
+    if n == 0 {
+        return 0;
+    }
+    while n > 1 {
+        let half = n / 2;
+        base = if sorted[base + half - 1] < *x {
+            base + half
+        } else {
+            base
+        };
+        n -= half;
+    }
+    base + usize::from(sorted[base] < *x)
+}
+
 impl<R: Ord + Copy> Ranges<R> {
+    /// Writes into `lanes[i]` the index (into `active`) of the member taking `xs[i]`, one
+    /// comparison per cut and key with no branch on the keys (the loop over a block runs
+    /// in vector registers); `false` if a key equals a cut value, whose member then depends
+    /// on its position ([`Ranges::route`] places that block's keys instead), or if there
+    /// are too many cuts for a byte.
+    #[inline]
+    fn route_block(&self, xs: &[R], lanes: &mut [u8]) -> bool {
+        if self.bounds.len() > usize::from(u8::MAX) {
+            return false;
+        }
+        let lanes = &mut lanes[..xs.len()];
+        lanes.fill(0);
+        let mut equal = false;
+        for b in &self.bounds {
+            for (l, x) in lanes.iter_mut().zip(xs) {
+                *l += u8::from(*b < *x);
+                equal |= *b == *x;
+            }
+        }
+        !equal
+    }
+
     /// The index (into `active`) of the member taking key `x`, the `pos`-th key of its call.
     #[inline]
     fn route(&self, x: &R, pos: usize) -> usize {
@@ -117,7 +160,9 @@ impl<R: Ord + Copy> Ranges<R> {
                 return usize::from(*x > b);
             }
         }
-        let lo = self.bounds.partition_point(|b| b < x);
+        // Few cuts (the lanes of one device, the members of a set): counted without a
+        // branch, where a binary search's branches on random keys mispredict.
+        let lo = lower_bound(&self.bounds, x);
         if self.bounds.get(lo) != Some(x) {
             return lo;
         }
@@ -189,6 +234,13 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
 
     /// An empty heap with one device heap of `config` on each runtime, labelled as given.
     fn with_members(members: Vec<(Runtime, String)>, config: &DeviceHeapConfig) -> Result<Self> {
+        // The routing passes name a member in a byte.
+        if members.len() > MAX_LANES {
+            return Err(Error::InvalidArgument(format!(
+                "a heap over {} devices or lanes: at most {MAX_LANES}",
+                members.len()
+            )));
+        }
         let members = members
             .into_iter()
             .map(|(rt, device)| {
@@ -215,6 +267,11 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 fixed_shares: None,
             }),
         })
+    }
+
+    /// Each member's heap counters (launches, merges, bulk calls) so far.
+    pub fn member_stats(&self) -> Vec<DeviceHeapStats> {
+        self.lock().members.iter().map(|m| m.heap.stats()).collect()
     }
 
     /// Each member's launch shape: `(work-groups, work-items per group)`.
@@ -614,23 +671,32 @@ fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -
         .enumerate()
         .map(|(c, chunk)| {
             let mut counts = vec![0; ranges.active.len()];
-            if let [lower, upper] = &mut counts[..] {
-                // Two members: the upper one's count, kept in a register.
-                let up: usize = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &x)| ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i))
-                    .sum();
-                (*lower, *upper) = (chunk.len() - up, up);
-            } else {
-                for (i, &x) in chunk.iter().enumerate() {
-                    counts[ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i)] += 1;
+            let mut xs = [T::Repr::default(); LANE_BLOCK];
+            let mut lanes = [0u8; LANE_BLOCK];
+            for (b, block) in chunk.chunks(LANE_BLOCK).enumerate() {
+                let xs = &mut xs[..block.len()];
+                for (x, k) in xs.iter_mut().zip(block) {
+                    *x = k.to_repr();
+                }
+                if ranges.route_block(xs, &mut lanes) {
+                    for &l in &lanes[..block.len()] {
+                        counts[usize::from(l)] += 1;
+                    }
+                } else {
+                    let first = c * ROUTE_CHUNK + b * LANE_BLOCK;
+                    for (i, x) in xs.iter().enumerate() {
+                        counts[ranges.route(x, first + i)] += 1;
+                    }
                 }
             }
             counts
         })
         .collect()
 }
+
+/// Keys whose members [`Ranges::route_block`] finds at once: a few KiB of keys and bytes,
+/// in L1.
+const LANE_BLOCK: usize = 512;
 
 /// Writes the keys of `keys` into the active members of `ranges` (`dsts[j]` the slice of
 /// active member `j`, as long as [`count_routes`] counted), in the upload form and in order:
@@ -678,17 +744,31 @@ fn fill_routed<T: DeviceHeapKey + Sync>(
             let mut blocks = vec![T::Upload::default(); members * ROUTE_BLOCK];
             let mut filled = vec![0usize; members];
             let mut at = vec![0usize; members];
-            for (i, &x) in chunk.iter().enumerate() {
-                let j = ranges.route(&x.to_repr(), c * ROUTE_CHUNK + i);
-                blocks[j * ROUTE_BLOCK + filled[j]] = x.to_upload();
-                filled[j] += 1;
-                if filled[j] == ROUTE_BLOCK {
-                    let to = parts[j]
-                        .get_mut(at[j]..at[j] + ROUTE_BLOCK)
-                        .ok_or_else(torn)?;
-                    copy_bits_streaming(to, &blocks[j * ROUTE_BLOCK..(j + 1) * ROUTE_BLOCK])?;
-                    at[j] += ROUTE_BLOCK;
-                    filled[j] = 0;
+            let mut xs = [T::Repr::default(); LANE_BLOCK];
+            let mut lanes = [0u8; LANE_BLOCK];
+            for (b, block) in chunk.chunks(LANE_BLOCK).enumerate() {
+                let xs = &mut xs[..block.len()];
+                for (x, k) in xs.iter_mut().zip(block) {
+                    *x = k.to_repr();
+                }
+                if !ranges.route_block(xs, &mut lanes) {
+                    let first = c * ROUTE_CHUNK + b * LANE_BLOCK;
+                    for (i, (l, x)) in lanes.iter_mut().zip(xs.iter()).enumerate() {
+                        *l = ranges.route(x, first + i) as u8;
+                    }
+                }
+                for (&l, &x) in lanes.iter().zip(block) {
+                    let j = usize::from(l);
+                    blocks[j * ROUTE_BLOCK + filled[j]] = x.to_upload();
+                    filled[j] += 1;
+                    if filled[j] == ROUTE_BLOCK {
+                        let to = parts[j]
+                            .get_mut(at[j]..at[j] + ROUTE_BLOCK)
+                            .ok_or_else(torn)?;
+                        copy_bits_streaming(to, &blocks[j * ROUTE_BLOCK..(j + 1) * ROUTE_BLOCK])?;
+                        at[j] += ROUTE_BLOCK;
+                        filled[j] = 0;
+                    }
                 }
             }
             for j in 0..members {

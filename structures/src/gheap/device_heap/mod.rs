@@ -1300,6 +1300,9 @@ impl<T: DeviceHeapKey> Inner<T> {
     /// asks, so it finds the keys where they were written.
     fn ops_staging(&mut self, len: usize) -> Result<asym_runtime::SvmMap<'_, T::Upload>> {
         let k = self.partial.len();
+        // Grown now, as `run` would grow it: the staging buffer grows with the key array,
+        // and a reallocation after the keys are written would lose them.
+        self.reserve((self.count * k + self.plen + len) / k)?;
         let io = staged(&self.rt, &mut self.staging.keys, len.next_multiple_of(k))?;
         io.map_range_for_overwrite_as::<T::Upload>(0, len)
     }
