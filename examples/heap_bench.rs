@@ -15,6 +15,10 @@
 //! gpu:bu) and with bulk calls (gpu:auto: an insert or delete of a large share of the heap
 //! rebuilds it by one device sort). `--preload N --mode gpu` calls on a heap holding N keys.
 //!
+//! `--lanes 8,16` adds rows gpu-lanes8:td, gpu-lanes16:td to the operations' rows: the heap
+//! split by ranges of key values into that many heaps of one device, each on its own queue, so
+//! a call's parts run their INS/DEL pipelines at once (`SpreadHeap::lanes`).
+//!
 //! `--device all` (or a list such as `nvidia,portable`) adds, for insert-all/delete-all with
 //! bulk calls, each device alone (rows gpu@0:auto, gpu@1:auto, …) and the heap spread over
 //! them all (gpu-set:auto: each device sorts the range of key values the set gives it from

@@ -144,7 +144,10 @@ for w in "${workloads[@]}"; do
         shape=(--work-groups 33 --work-group 1024)
         run "$file" heap_bench "${dev_args[@]}" "${thr_args[@]}" "${shape[@]}" --mode cpu,gpu,coop --insert both --bulk both --keys-log2 26 --pattern random
         run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --key i32 --keys-log2 26 --batch 1024,2048 --bulk never,auto
+        # The seed's operations in range lanes of the device (each lane's default shape).
+        run "$file" heap_bench "${dev_args[@]}" --mode gpu --no-peers --pattern random --insert td --key i32 --keys-log2 26 --batch 1024,2048 --bulk never --lanes 8,16
         run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --key i32 --keys-log2 29 --batch 2048 --bulk auto
+        run "$file" heap_bench "${dev_args[@]}" --mode gpu --no-peers --pattern random --insert td --key i32 --keys-log2 29 --batch 1024,2048 --bulk never --lanes 8,16
         for l in 15 17 19 21; do
           run "$file" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --no-peers --pattern random --insert td --batch 1024 --keys-log2 $l --preload 16777216 --bulk never,auto
         done
@@ -156,7 +159,7 @@ for w in "${workloads[@]}"; do
           for _ in 1 2 3; do
             for b in BGPQ_T BGPQ_B; do (cd "$bgpq" && "./$b" 0 0 64 0) >>"$vs" || echo "# $b failed (exit $?)" >>"$vs"; done
           done
-          run "$vs" heap_bench "${dev_args[@]}" "${shape[@]}" --mode gpu --bulk never --key i32 --keys-log2 26 --batch 1024,2048 --insert both --no-peers --pattern random
+          run "$vs" heap_bench "${dev_args[@]}" --mode gpu --bulk never --key i32 --keys-log2 26 --batch 1024,2048 --insert both --lanes 8,16 --no-peers --pattern random
         fi
       else
         run "$file" heap_bench "${dev_args[@]}" "${thr_args[@]}" --mode cpu,gpu,coop --insert both --bulk both --keys-log2 18 --batch 256 --pattern random

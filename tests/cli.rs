@@ -457,10 +457,27 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
             && r["preload"] == 3000),
         "{stdout}"
     );
+    // Range lanes of the device: a row per lane count above 1, beside the one heap's.
+    let args = "--mode gpu --keys-log2 13 --batch 32 --pattern random --insert td --bulk never \
+                --lanes 1,3 --key i32 --no-peers --json";
+    let (ok, stdout, err) = bench(&args.split_whitespace().collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    let modes: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["gpu:td", "gpu-lanes3:td"], "{stdout}");
+    assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
+    assert_eq!(rows[1]["device_stats"]["lanes"], 3, "{stdout}");
     for (args, says) in [
         (&["--bulk", "sometimes"][..], "bulk policy \"sometimes\""),
         (&["--key", "i64"][..], "--key i64: expected u32 or i32"),
         (&["--preload", "100"][..], "gpu rows only"),
+        (&["--mode", "gpu", "--lanes", "0"][..], "--lanes 0"),
+        (&["--mode", "gpu", "--lanes", "65"][..], "1 to 64 lanes"),
+        (&["--mode", "cpu", "--lanes", "4"][..], "--lanes adds rows"),
+        (
+            &["--mode", "gpu", "--bulk", "auto", "--lanes", "4"][..],
+            "--bulk never",
+        ),
     ] {
         let (ok, _, err) = bench(args);
         assert!(!ok && err.contains(says), "{args:?}: {err}");

@@ -1,5 +1,10 @@
-//! The generalized heap over a device set ([`SpreadHeap`]): one device heap per member, each
-//! holding a range of the key values. Every key a member holds is at most every key the
+//! The generalized heap over a device set, or over lanes of one device ([`SpreadHeap`]): one
+//! device heap per member, each holding a range of the key values. A member is a device of
+//! the set ([`SpreadHeap::new`]) or a lane of one device ([`SpreadHeap::lanes`]): a heap
+//! with its own command queue, so that the lanes' launches run on the device at once, and a
+//! call spanning several ranges runs several of the seed's INS/DEL pipelines instead of one
+//! (64M keys inserted and deleted on an H100 through the operations: one heap 1.1 s, eight
+//! lanes 0.23-0.25 s; docs/BENCHMARKS.md). Every key a member holds is at most every key the
 //! members after it hold, so a delete of the `n` smallest takes them from the members in
 //! order (the first member's keys, then the next's), every member's part at once, and the
 //! result is their runs one after the other, each member copying its run into its own part
@@ -15,9 +20,9 @@
 //! heap of equal keys still splits): one parallel pass counts each member's keys per chunk
 //! of the call, then a second reads each key once more and writes it straight into its
 //! member's mapped staging, every member's at once
-//! ([`DeviceGeneralizedHeap::insert_each_with`]; an insert too small for the members' bulk
-//! calls has each member pick its own keys instead). Keys that arrive later outside the first
-//! insert's spread go to the first or last member: balance follows the first insert.
+//! ([`DeviceGeneralizedHeap::insert_each_with`]), after which each member sorts them (a bulk
+//! call) or runs its INS operations. Keys that arrive later outside the first insert's
+//! spread go to the first or last member: balance follows the first insert.
 //!
 //! Which members take part follows what was measured: the members' speeds over their
 //! inserts and deletes, and the host's routing (see `split`): a member whose share would
