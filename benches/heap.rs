@@ -9,7 +9,9 @@
 //!     cargo bench --bench heap                                  # 2^20 keys, K = 64, 1024
 //!     ASYM_BENCH_LOG2=24 ASYM_BENCH_BATCHES=256,1024,4096 cargo bench --bench heap
 //!
-//! `coop` is the Cooperative heap (device bulk, host top served by the calling thread).
+//! `gpu_lanes_td` runs the same operations in range lanes of the device (`SpreadHeap::lanes`,
+//! `ASYM_BENCH_LANES` of them, default 8). `coop` is the Cooperative heap (device bulk, host
+//! top served by the calling thread).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,7 +19,7 @@ use std::collections::BinaryHeap;
 use asym::runtime::{LatencyPool, Runtime};
 use asym::structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
-    DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap, InsertDirection,
+    DeviceGeneralizedHeap, DeviceHeapConfig, GeneralizedHeap, InsertDirection, SpreadHeap,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
@@ -104,6 +106,26 @@ fn heap(c: &mut Criterion) {
                 // K beyond what the device takes: say so and bench the rest.
                 Err(e) => eprintln!("gheap bench: no device heap for K = {batch}: {e}"),
             }
+        }
+        // The seed's operations in range lanes of the device (`ASYM_BENCH_LANES`, default 8):
+        // each lane a heap on its own queue, a call's lanes running at once.
+        let lanes = env::number("ASYM_BENCH_LANES", 8);
+        let config = DeviceHeapConfig {
+            initial_nodes: n / batch / lanes.max(1) + 2,
+            bulk: BulkPolicy::Never,
+            ..DeviceHeapConfig::new(batch)
+        };
+        match SpreadHeap::<u32>::lanes(&rt, lanes, &config) {
+            Ok(heap) => {
+                heap.set_shares(Some(&vec![1.0; lanes])).expect("shares");
+                g.bench_function(BenchmarkId::new("gpu_lanes_td", lanes), |b| {
+                    b.iter(|| {
+                        heap.insert(&keys).expect("insert");
+                        assert_eq!(heap.delete_min(n).expect("delete").len(), n);
+                    })
+                });
+            }
+            Err(e) => eprintln!("gheap bench: no lanes for K = {batch}: {e}"),
         }
         let mut coop = CooperativeConfig::new(batch);
         coop.device.initial_nodes = n / batch + 1;
