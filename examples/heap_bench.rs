@@ -625,7 +625,10 @@ fn set_rows<T: BenchKey>(
 }
 
 /// Insert all, then delete all, with the seed's operations on a heap of `lanes` range lanes
-/// of `rt`'s device (row gpu-lanesL:td or :bu), each lane's launch `shape` where given.
+/// of `rt`'s device (row gpu-lanesL:td or :bu), each lane's launch `shape` where given; on a
+/// heap holding `preload` first where that is not empty (the delete then takes the smallest
+/// keys of both, which lie in the lowest lanes).
+#[allow(clippy::too_many_arguments)]
 fn lanes_row<T: BenchKey>(
     rt: &Runtime,
     lanes: usize,
@@ -634,9 +637,10 @@ fn lanes_row<T: BenchKey>(
     direction: InsertDirection,
     pattern: &'static str,
     keys: &[u32],
+    preload: &[u32],
 ) -> Result<Row> {
     let config = DeviceHeapConfig {
-        initial_nodes: keys.len() / batch / lanes + 2,
+        initial_nodes: (keys.len() + preload.len()) / batch / lanes + 2,
         work_groups: shape.0,
         work_group_size: shape.1,
         bulk: BulkPolicy::Never,
@@ -646,9 +650,14 @@ fn lanes_row<T: BenchKey>(
     let heap = SpreadHeap::<T>::lanes(rt, lanes, &config)?;
     heap.set_shares(Some(&vec![1.0; lanes]))?;
     let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
-    let mut want = keys.clone();
-    want.par_sort_unstable();
-    let cycle = set_cycle(&heap, &keys, &want)?;
+    let cycle = if preload.is_empty() {
+        let mut want = keys.clone();
+        want.par_sort_unstable();
+        set_cycle(&heap, &keys, &want)?
+    } else {
+        let preload: Vec<T> = preload.iter().map(|&k| T::from_u32(k)).collect();
+        preloaded_cycle(&heap, &keys, &preload)?
+    };
     let shapes = heap.launch_shapes();
     Ok(Row {
         mode: named(&format!("gpu-lanes{lanes}"), direction),
@@ -665,8 +674,47 @@ fn lanes_row<T: BenchKey>(
             "insert_ms": cycle.inserted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
             "keys": cycle.inserted.iter().map(|m| m.keys).collect::<Vec<_>>(),
             "delete_ms": cycle.deleted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
+            "delete_keys": cycle.deleted.iter().map(|m| m.keys).collect::<Vec<_>>(),
             "routing_ms": [cycle.insert_routing_s * 1e3, cycle.delete_routing_s * 1e3],
         })),
+    })
+}
+
+/// One untimed cycle of `keys` (building the programs), then `preload` inserted and a timed
+/// insert of `keys` and delete of as many, checked against the smallest of both; the rest
+/// is deleted and checked after.
+fn preloaded_cycle<T: BenchKey>(
+    heap: &SpreadHeap<T>,
+    keys: &[T],
+    preload: &[T],
+) -> Result<SetCycle> {
+    trace("lanes: untimed cycle");
+    heap.insert(keys)?;
+    heap.delete_min(keys.len())?;
+    trace("lanes: preload");
+    heap.insert(preload)?;
+    trace("lanes: insert");
+    let t = Instant::now();
+    heap.insert(keys)?;
+    let insert_ms = t.elapsed().as_secs_f64() * 1e3;
+    let insert_routing_s = heap.last_routing_s();
+    let inserted = heap.members();
+    trace("lanes: delete");
+    let t = Instant::now();
+    let out = heap.delete_min(keys.len())?;
+    let delete_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (delete_routing_s, deleted) = (heap.last_routing_s(), heap.members());
+    let mut want: Vec<T> = keys.iter().chain(preload).copied().collect();
+    want.par_sort_unstable();
+    let rest = heap.delete_min(preload.len())?;
+    Ok(SetCycle {
+        insert_ms,
+        delete_ms,
+        insert_routing_s,
+        delete_routing_s,
+        inserted,
+        deleted,
+        verified: out == want[..keys.len()] && rest == want[keys.len()..] && heap.is_empty(),
     })
 }
 
@@ -1034,7 +1082,7 @@ impl Runner<'_> {
                 });
             }
         }
-        if plan.use_gpu && preload.is_empty() {
+        if plan.use_gpu {
             for (&lanes, (shape, direction)) in plan
                 .lanes
                 .iter()
@@ -1047,7 +1095,7 @@ impl Runner<'_> {
                     lanes_row::<u32>
                 };
                 emit(lanes_row(
-                    rt, lanes, batch, shape, direction, pattern, keys,
+                    rt, lanes, batch, shape, direction, pattern, keys, preload,
                 )?);
             }
         }

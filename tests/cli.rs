@@ -467,6 +467,18 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
     assert_eq!(modes, ["gpu:td", "gpu-lanes3:td"], "{stdout}");
     assert!(rows.iter().all(|r| r["verified"] == true), "{stdout}");
     assert_eq!(rows[1]["device_stats"]["lanes"], 3, "{stdout}");
+    // On a preloaded heap the delete takes the smallest keys of both, from the lowest lanes.
+    let args = "--mode gpu --keys-log2 11 --batch 32 --pattern random --insert td --bulk never \
+                --lanes 3 --preload 5000 --no-peers --json";
+    let (ok, stdout, err) = bench(&args.split_whitespace().collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    let rows = json_rows(&stdout);
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows.iter()
+            .all(|r| r["verified"] == true && r["preload"] == 5000),
+        "{stdout}"
+    );
     for (args, says) in [
         (&["--bulk", "sometimes"][..], "bulk policy \"sometimes\""),
         (&["--key", "i64"][..], "--key i64: expected u32 or i32"),
