@@ -111,7 +111,7 @@ fn heap(c: &mut Criterion) {
         // each lane a heap on its own queue, a call's lanes running at once.
         let lanes = env::number("ASYM_BENCH_LANES", 8);
         let config = DeviceHeapConfig {
-            initial_nodes: n / batch / lanes.max(1) + 2,
+            initial_nodes: n / batch + 2,
             bulk: BulkPolicy::Never,
             ..DeviceHeapConfig::new(batch)
         };

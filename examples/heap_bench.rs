@@ -640,7 +640,7 @@ fn lanes_row<T: BenchKey>(
     preload: &[u32],
 ) -> Result<Row> {
     let config = DeviceHeapConfig {
-        initial_nodes: (keys.len() + preload.len()) / batch / lanes + 2,
+        initial_nodes: (keys.len() + preload.len()) / batch + 2,
         work_groups: shape.0,
         work_group_size: shape.1,
         bulk: BulkPolicy::Never,
