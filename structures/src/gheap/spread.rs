@@ -111,27 +111,6 @@ struct Ranges<R> {
     weights: Vec<f64>,
 }
 
-/// How many of `sorted`'s values are below `x`: a binary search whose steps select instead
-/// of branching (random keys would mispredict half the branches of a plain one).
-#[inline]
-fn lower_bound<R: Ord>(sorted: &[R], x: &R) -> usize {
-    let mut base = 0;
-    let mut n = sorted.len();
-    if n == 0 {
-        return 0;
-    }
-    while n > 1 {
-        let half = n / 2;
-        base = if sorted[base + half - 1] < *x {
-            base + half
-        } else {
-            base
-        };
-        n -= half;
-    }
-    base + usize::from(sorted[base] < *x)
-}
-
 impl<R: Ord + Copy> Ranges<R> {
     /// Writes into `lanes[i]` the index (into `active`) of the member taking `xs[i]`, one
     /// comparison per cut and key with no branch on the keys (the loop over a block runs
@@ -165,9 +144,7 @@ impl<R: Ord + Copy> Ranges<R> {
                 return usize::from(*x > b);
             }
         }
-        // Few cuts (the lanes of one device, the members of a set): counted without a
-        // branch, where a binary search's branches on random keys mispredict.
-        let lo = lower_bound(&self.bounds, x);
+        let lo = self.bounds.partition_point(|b| b < x);
         if self.bounds.get(lo) != Some(x) {
             return lo;
         }
