@@ -1292,9 +1292,6 @@ impl<T: DeviceHeapKey> Inner<T> {
         staged(&self.rt, &mut self.staging.keys, self.slots * k).map(|_| ())
     }
 
-    /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
-    /// linearization order only when `want_order`, and the DELs' keys only when `download`
-    /// (else they stay in the staging buffer, `lens[seq]` keys at `seq·K`).
     /// The start of the staging buffer, mapped for writing the `len` keys an operation call
     /// ([`Keys::Staged`]) then inserts: the buffer is made as long as that call's `run`
     /// asks, so it finds the keys where they were written.
@@ -1307,6 +1304,9 @@ impl<T: DeviceHeapKey> Inner<T> {
         io.map_range_for_overwrite_as::<T::Upload>(0, len)
     }
 
+    /// One launch of `ops` (checked by the caller) over the insert keys `keys`; reads back the
+    /// linearization order only when `want_order`, and the DELs' keys only when `download`
+    /// (else they stay in the staging buffer, `lens[seq]` keys at `seq·K`).
     fn run(
         &mut self,
         keys: Keys<'_, T>,
