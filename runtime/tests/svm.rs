@@ -591,3 +591,36 @@ fn device_buffers_round_trip_and_feed_kernels() {
         empty.read_range_into(0, &mut []).unwrap();
     }
 }
+
+/// Handles with their own queue share the device's programs and memory: buffers allocated
+/// through each, kernels launched on each from its own thread while the other's are in
+/// flight, every result where it belongs; a buffer of one handle used by the other's kernel
+/// after the first's `finish`.
+#[test]
+fn handles_with_their_own_queues_work_side_by_side() {
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let lanes: Vec<Runtime> = (0..3).map(|_| rt.with_new_queue().unwrap()).collect();
+        assert!(lanes.iter().all(|l| l.transport() == t));
+        std::thread::scope(|s| {
+            for (i, lane) in lanes.iter().enumerate() {
+                s.spawn(move || {
+                    let n = 5000 + 17 * i;
+                    let mut buf = lane.alloc::<u32>(n).unwrap();
+                    let data: Vec<u32> = (0..n as u32).map(|v| v * 3 + i as u32).collect();
+                    buf.write(&data).unwrap();
+                    for _ in 0..=i {
+                        add_one_on_device(lane, &buf);
+                    }
+                    let want: Vec<u32> = data.iter().map(|v| v + 1 + i as u32).collect();
+                    assert_eq!(buf.read().unwrap(), want, "{t}: lane {i}");
+                });
+            }
+        });
+        let mut shared = lanes[0].alloc::<u32>(64).unwrap();
+        add_one_on_device(&lanes[0], &shared);
+        lanes[0].finish().unwrap();
+        add_one_on_device(&lanes[1], &shared);
+        assert_eq!(shared.read().unwrap(), vec![2u32; 64], "{t}");
+    }
+}
