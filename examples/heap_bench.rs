@@ -598,7 +598,7 @@ fn set_rows<T: BenchKey>(
     let even = vec![1.0; set.len()];
     for (mode, shares) in [("gpu-set:auto", None), ("gpu-set:even", Some(&even[..]))] {
         heap.set_shares(shares)?;
-        let cycle = set_cycle(&heap, &keys, &want)?;
+        let cycle = set_cycle(&heap, &keys, &[], &want)?;
         emit(Row {
             mode: mode.into(),
             pattern,
@@ -650,14 +650,10 @@ fn lanes_row<T: BenchKey>(
     let heap = SpreadHeap::<T>::lanes(rt, lanes, &config)?;
     heap.set_shares(Some(&vec![1.0; lanes]))?;
     let keys: Vec<T> = keys.iter().map(|&k| T::from_u32(k)).collect();
-    let cycle = if preload.is_empty() {
-        let mut want = keys.clone();
-        want.par_sort_unstable();
-        set_cycle(&heap, &keys, &want)?
-    } else {
-        let preload: Vec<T> = preload.iter().map(|&k| T::from_u32(k)).collect();
-        preloaded_cycle(&heap, &keys, &preload)?
-    };
+    let preload: Vec<T> = preload.iter().map(|&k| T::from_u32(k)).collect();
+    let mut want: Vec<T> = keys.iter().chain(&preload).copied().collect();
+    want.par_sort_unstable();
+    let cycle = set_cycle(&heap, &keys, &preload, &want)?;
     let shapes = heap.launch_shapes();
     Ok(Row {
         mode: named(&format!("gpu-lanes{lanes}"), direction),
@@ -680,44 +676,6 @@ fn lanes_row<T: BenchKey>(
     })
 }
 
-/// One untimed cycle of `keys` (building the programs), then `preload` inserted and a timed
-/// insert of `keys` and delete of as many, checked against the smallest of both; the rest
-/// is deleted and checked after.
-fn preloaded_cycle<T: BenchKey>(
-    heap: &SpreadHeap<T>,
-    keys: &[T],
-    preload: &[T],
-) -> Result<SetCycle> {
-    trace("lanes: untimed cycle");
-    heap.insert(keys)?;
-    heap.delete_min(keys.len())?;
-    trace("lanes: preload");
-    heap.insert(preload)?;
-    trace("lanes: insert");
-    let t = Instant::now();
-    heap.insert(keys)?;
-    let insert_ms = t.elapsed().as_secs_f64() * 1e3;
-    let insert_routing_s = heap.last_routing_s();
-    let inserted = heap.members();
-    trace("lanes: delete");
-    let t = Instant::now();
-    let out = heap.delete_min(keys.len())?;
-    let delete_ms = t.elapsed().as_secs_f64() * 1e3;
-    let (delete_routing_s, deleted) = (heap.last_routing_s(), heap.members());
-    let mut want: Vec<T> = keys.iter().chain(preload).copied().collect();
-    want.par_sort_unstable();
-    let rest = heap.delete_min(preload.len())?;
-    Ok(SetCycle {
-        insert_ms,
-        delete_ms,
-        insert_routing_s,
-        delete_routing_s,
-        inserted,
-        deleted,
-        verified: out == want[..keys.len()] && rest == want[keys.len()..] && heap.is_empty(),
-    })
-}
-
 /// A timed insert-all + delete-all on a spread heap: times, each member's report after the
 /// insert and after the delete, and whether the delete returned every key in order.
 struct SetCycle {
@@ -730,14 +688,23 @@ struct SetCycle {
     verified: bool,
 }
 
-/// Two untimed insert-all + delete-all cycles on a spread heap (the first builds the
-/// programs and measures the members), then a timed one checked against `want`.
-fn set_cycle<T: BenchKey>(heap: &SpreadHeap<T>, keys: &[T], want: &[T]) -> Result<SetCycle> {
+/// Two untimed insert-all + delete-all cycles of `keys` on a spread heap (the first builds
+/// the programs and measures the members), then `preload` inserted (where not empty) and a
+/// timed insert of `keys` and delete of as many, checked against `want` (`keys` and
+/// `preload` sorted together): the delete returns its first part, the rest the heap keeps.
+fn set_cycle<T: BenchKey>(
+    heap: &SpreadHeap<T>,
+    keys: &[T],
+    preload: &[T],
+    want: &[T],
+) -> Result<SetCycle> {
     for i in 0..2 {
         trace(format_args!("set: untimed cycle {i}"));
         heap.insert(keys)?;
         heap.delete_min(keys.len())?;
     }
+    trace("set: preload");
+    heap.insert(preload)?;
     trace("set: insert");
     let t = Instant::now();
     heap.insert(keys)?;
@@ -748,14 +715,16 @@ fn set_cycle<T: BenchKey>(heap: &SpreadHeap<T>, keys: &[T], want: &[T]) -> Resul
     let t = Instant::now();
     let out = heap.delete_min(keys.len())?;
     let delete_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (delete_routing_s, deleted) = (heap.last_routing_s(), heap.members());
+    let rest = heap.delete_min(preload.len())?;
     Ok(SetCycle {
         insert_ms,
         delete_ms,
         insert_routing_s,
-        delete_routing_s: heap.last_routing_s(),
+        delete_routing_s,
         inserted,
-        deleted: heap.members(),
-        verified: out == want && heap.is_empty(),
+        deleted,
+        verified: out == want[..keys.len()] && rest == want[keys.len()..] && heap.is_empty(),
     })
 }
 

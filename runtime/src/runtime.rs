@@ -409,8 +409,8 @@ impl Runtime {
     /// The same device, context, built programs and SVM cache, with launches, SVM maps and
     /// [`Runtime::finish`] going to a new in-order queue: work enqueued through two such
     /// handles can run on the device at once (kernels of one queue run one after another),
-    /// where a second [`Runtime`] opened on the device would be a second context, whose
-    /// kernels the driver time-slices against the first's. Buffers allocated through a
+    /// where a second [`Runtime`] opened on the device would be a second context, with SVM
+    /// buffers of its own. Buffers allocated through a
     /// handle map on its queue.
     pub fn with_new_queue(&self) -> Result<Runtime> {
         Ok(Runtime {

@@ -150,10 +150,16 @@ fn a_member_failing_loses_its_keys_and_the_heap_says_so() {
     let h = heap(Transport::Coarse, 32);
     h.insert(&(0..50_000).collect::<Vec<i32>>()).unwrap();
     h.delete_min(50_000).unwrap();
-    h.inject_member_failure(0).unwrap();
-    match h.insert(&(0..50_000).rev().collect::<Vec<i32>>()) {
-        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
-        other => panic!("expected a lost member, got {other:?}"),
+    an_insert_loses_a_failing_member(&h, 0, 50_000, "injected");
+}
+
+/// Makes `member` fail in an insert of `n` keys: the insert says it is lost (its message
+/// naming `says`), and every later call refuses.
+fn an_insert_loses_a_failing_member(h: &SpreadHeap<i32>, member: usize, n: i32, says: &str) {
+    h.inject_member_failure(member).unwrap();
+    match h.insert(&(0..n).rev().collect::<Vec<i32>>()) {
+        Err(Error::Lost(msg)) => assert!(msg.contains(says), "{msg}"),
+        other => panic!("expected member {member} lost, got {other:?}"),
     }
     assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
 }
@@ -315,12 +321,7 @@ fn lanes_match_binary_heap_through_interleaved_calls() {
         assert_eq!(h.delete_min(usize::MAX).unwrap(), want, "{transport}");
         // A lane failing in an insert's operations: the heap says its keys are lost.
         h.insert(&(0..3000).collect::<Vec<i32>>()).unwrap();
-        h.inject_member_failure(2).unwrap();
-        match h.insert(&(0..3000).rev().collect::<Vec<i32>>()) {
-            Err(Error::Lost(msg)) => assert!(msg.contains("lane 2"), "{msg}"),
-            other => panic!("{transport}: expected a lost lane, got {other:?}"),
-        }
-        assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
+        an_insert_loses_a_failing_member(&h, 2, 3000, "lane 2");
     }
 }
 

@@ -112,16 +112,13 @@ struct Ranges<R> {
 }
 
 impl<R: Ord + Copy> Ranges<R> {
-    /// Writes into `lanes[i]` the index (into `active`) of the member taking `xs[i]`, one
-    /// comparison per cut and key with no branch on the keys (the loop over a block runs
-    /// in vector registers); `false` if a key equals a cut value, whose member then depends
-    /// on its position ([`Ranges::route`] places that block's keys instead), or if there
-    /// are too many cuts for a byte.
+    /// Writes into `lanes[i]` the index (into `active`) of the member taking `xs[i]`, the
+    /// `first + i`-th key of its call (`xs` at most [`LANE_BLOCK`] keys): one comparison per
+    /// cut and key with no branch on the keys (the loop over a block runs in vector
+    /// registers), unless a key equals a cut value, whose member depends on its position:
+    /// [`Ranges::route`] then places that block's keys one by one.
     #[inline]
-    fn route_block(&self, xs: &[R], lanes: &mut [u8]) -> bool {
-        if self.bounds.len() > usize::from(u8::MAX) {
-            return false;
-        }
+    fn route_block(&self, xs: &[R], first: usize, lanes: &mut [u8]) {
         let lanes = &mut lanes[..xs.len()];
         lanes.fill(0);
         let mut equal = false;
@@ -131,7 +128,12 @@ impl<R: Ord + Copy> Ranges<R> {
                 equal |= *b == *x;
             }
         }
-        !equal
+        if equal {
+            for (i, (l, x)) in lanes.iter_mut().zip(xs).enumerate() {
+                // At most MAX_LANES members (`with_members`): the index fits a byte.
+                *l = self.route(x, first + i) as u8;
+            }
+        }
     }
 
     /// The index (into `active`) of the member taking key `x`, the `pos`-th key of its call.
@@ -195,8 +197,9 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     ///
     /// `config` describes the whole heap: each lane starts with room for its share of
     /// `initial_nodes` and a quarter more (the ranges are cut from a sample, and a lane that
-    /// grows in a call pays its allocations there: on the H100 machine four lanes growing
-    /// from 4K nodes held a 512K-key insert up for 260-450 ms); `max_nodes` bounds each lane,
+    /// grows in a call pays its allocations there: on the H100 machine eight lanes growing
+    /// past their share held inserts of 512K-8M keys up for 196-318 ms, 7-28 ms without;
+    /// docs/BENCHMARKS.md); `max_nodes` bounds each lane,
     /// since one range may end up holding every key. Where `config` names no work-group
     /// count, each lane takes the device's default count divided among the lanes, at least
     /// [`LANE_MIN_GROUPS`] (the groups that keep an INS pipeline full).
@@ -658,22 +661,11 @@ fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -
         .enumerate()
         .map(|(c, chunk)| {
             let mut counts = vec![0; ranges.active.len()];
-            let mut xs = [T::Repr::default(); LANE_BLOCK];
             let mut lanes = [0u8; LANE_BLOCK];
             for (b, block) in chunk.chunks(LANE_BLOCK).enumerate() {
-                let xs = &mut xs[..block.len()];
-                for (x, k) in xs.iter_mut().zip(block) {
-                    *x = k.to_repr();
-                }
-                if ranges.route_block(xs, &mut lanes) {
-                    for &l in &lanes[..block.len()] {
-                        counts[usize::from(l)] += 1;
-                    }
-                } else {
-                    let first = c * ROUTE_CHUNK + b * LANE_BLOCK;
-                    for (i, x) in xs.iter().enumerate() {
-                        counts[ranges.route(x, first + i)] += 1;
-                    }
+                route_keys(ranges, block, c * ROUTE_CHUNK + b * LANE_BLOCK, &mut lanes);
+                for &l in &lanes[..block.len()] {
+                    counts[usize::from(l)] += 1;
                 }
             }
             counts
@@ -684,6 +676,23 @@ fn count_routes<T: DeviceHeapKey + Sync>(keys: &[T], ranges: &Ranges<T::Repr>) -
 /// Keys whose members [`Ranges::route_block`] finds at once: a few KiB of keys and bytes,
 /// in L1.
 const LANE_BLOCK: usize = 512;
+
+/// [`Ranges::route_block`] of `block` (at most [`LANE_BLOCK`] keys, the `first`-th key of
+/// its call first), in the keys' ordered form.
+#[inline]
+fn route_keys<T: DeviceHeapKey>(
+    ranges: &Ranges<T::Repr>,
+    block: &[T],
+    first: usize,
+    lanes: &mut [u8; LANE_BLOCK],
+) {
+    let mut xs = [T::Repr::default(); LANE_BLOCK];
+    let xs = &mut xs[..block.len()];
+    for (x, k) in xs.iter_mut().zip(block) {
+        *x = k.to_repr();
+    }
+    ranges.route_block(xs, first, lanes);
+}
 
 /// Writes the keys of `keys` into the active members of `ranges` (`dsts[j]` the slice of
 /// active member `j`, as long as [`count_routes`] counted), in the upload form and in order:
@@ -731,19 +740,9 @@ fn fill_routed<T: DeviceHeapKey + Sync>(
             let mut blocks = vec![T::Upload::default(); members * ROUTE_BLOCK];
             let mut filled = vec![0usize; members];
             let mut at = vec![0usize; members];
-            let mut xs = [T::Repr::default(); LANE_BLOCK];
             let mut lanes = [0u8; LANE_BLOCK];
             for (b, block) in chunk.chunks(LANE_BLOCK).enumerate() {
-                let xs = &mut xs[..block.len()];
-                for (x, k) in xs.iter_mut().zip(block) {
-                    *x = k.to_repr();
-                }
-                if !ranges.route_block(xs, &mut lanes) {
-                    let first = c * ROUTE_CHUNK + b * LANE_BLOCK;
-                    for (i, (l, x)) in lanes.iter_mut().zip(xs.iter()).enumerate() {
-                        *l = ranges.route(x, first + i) as u8;
-                    }
-                }
+                route_keys(ranges, block, c * ROUTE_CHUNK + b * LANE_BLOCK, &mut lanes);
                 for (&l, &x) in lanes.iter().zip(block) {
                     let j = usize::from(l);
                     blocks[j * ROUTE_BLOCK + filled[j]] = x.to_upload();
