@@ -12,7 +12,8 @@
 //! on a discrete GPU (docs/BENCHMARKS.md), so it is left out by default.
 
 use asym::runtime::{LatencyPool, Mode, Runtime};
-use asym::structures::{peers, Cooperation, KSelector, Strategy, Sublists};
+use asym::structures::{Cooperation, KSelector, Strategy, Sublists};
+use asym_apps::peers;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;

@@ -10,9 +10,9 @@
 use std::time::Duration;
 
 use asym::runtime::{LatencyPool, Runtime};
-use asym::structures::workload::{SequentialList, Workload};
 use asym::structures::{ArenaLayout, SvmArena};
 use asym::structures::{ListMode, LockFreeList};
+use asym_apps::workload::{SequentialList, Workload};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 #[path = "support/env.rs"]

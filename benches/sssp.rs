@@ -9,10 +9,10 @@
 //!     ASYM_BENCH_SCALE=20 ASYM_BENCH_GEO=1048576 cargo bench --bench sssp
 
 use asym::runtime::{LatencyPool, Runtime};
-use asym::structures::apps::graph::{Graph, Relabeling};
-use asym::structures::apps::sssp::coop_delta::CoopSplit;
-use asym::structures::apps::sssp::{cpu, delta, device::DeviceSssp, Order};
 use asym::structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
+use asym_apps::graph::{Graph, Relabeling};
+use asym_apps::sssp::coop_delta::CoopSplit;
+use asym_apps::sssp::{cpu, delta, device::DeviceSssp, Order};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 #[path = "support/config.rs"]

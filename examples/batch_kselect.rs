@@ -18,17 +18,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{parse_modes, DeviceSet, Error, LatencyPool, Mode, Result, Runtime, Transport};
-use asym::structures::io::npy::{self, Dtype, NpyElement};
-use asym::structures::io::output;
-use asym::structures::Key;
-use asym::structures::{peers, Cooperation, KSelector, SelectStats, Strategy, Sublists};
+use asym_apps::io::npy::{self, Dtype, NpyElement};
+use asym_apps::io::output;
+use asym_apps::peers;
+use asym_runtime::{parse_modes, DeviceSet, Error, LatencyPool, Mode, Result, Runtime, Transport};
+use asym_structures::Key;
+use asym_structures::{Cooperation, KSelector, SelectStats, Strategy, Sublists};
 use clap::Parser;
 
-#[path = "support/cli.rs"]
-mod cli;
-#[path = "support/progress.rs"]
-mod progress;
+use asym_apps::cli;
+use asym_apps::progress;
 use progress::Progress;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -762,7 +761,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish(
         "batch_kselect",

@@ -8,14 +8,13 @@
 
 use std::process::ExitCode;
 
-use asym::runtime::diag::{self, Summary};
-use asym::runtime::signal::pack;
-use asym::runtime::{list_devices, select_device, DeviceProfile, Result, Runtime, Transport};
+use asym_runtime::diag::{self, Summary};
+use asym_runtime::signal::pack;
+use asym_runtime::{list_devices, select_device, DeviceProfile, Result, Runtime, Transport};
 use clap::Parser;
 use serde_json::{json, Value};
 
-#[path = "support/cli.rs"]
-mod cli;
+use asym_apps::cli;
 
 #[derive(Parser, Debug)]
 #[command(about = "List OpenCL devices and measure asym's SVM transports on the selected one")]
@@ -223,7 +222,7 @@ fn run(args: &Args) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("devices", "", run(&args).map(|()| true))
 }

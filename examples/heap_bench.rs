@@ -35,8 +35,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result, Runtime};
-use asym::structures::{
+use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Result, Runtime};
+use asym_structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
     MemberReport, SpreadHeap, MAX_LANES,
@@ -46,8 +46,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
 
-#[path = "support/cli.rs"]
-mod cli;
+use asym_apps::cli;
 
 #[derive(Parser, Debug)]
 #[command(about = "The generalized concurrent heap: insert then delete everything, or mixed pairs")]
@@ -1226,7 +1225,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish(
         "heap_bench",

@@ -22,24 +22,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime, RuntimeOptions};
-use asym::structures::apps::knapsack::device::{
-    prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
-};
-use asym::structures::apps::knapsack::dp::{dp_bytes, solve_dp};
-use asym::structures::apps::knapsack::{
+use asym_apps::knapsack::device::{prepare_offloaded, solve_offloaded, Expansion, OffloadConfig};
+use asym_apps::knapsack::dp::{dp_bytes, solve_dp};
+use asym_apps::knapsack::{
     node_limit_for_memory, search_first, solve_concurrent, solve_sequential_within, BnbStats,
     Class, Instance, NodeBudget, SearchFirst, SEARCH_FIRST_BATCH,
 };
-use asym::structures::{
+use asym_runtime::{host_memory, Error, LatencyPool, Result, Runtime, RuntimeOptions};
+use asym_structures::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
     GHEAP_PROFILE_ENV,
 };
 use clap::Parser;
 use serde_json::json;
 
-#[path = "support/cli.rs"]
-mod cli;
+use asym_apps::cli;
 
 #[derive(Parser, Debug)]
 #[command(about = "0/1 knapsack by best-first branch-and-bound on the generalized heap")]
@@ -321,7 +318,7 @@ fn run(args: &Args) -> Result<bool> {
     let rt = if gpu || coop {
         // Device times (each launch's start and end, which cost every launch host time on
         // NVIDIA) only for the heap's profiling build, whose rows report them.
-        let profiled = asym::runtime::env::switch(GHEAP_PROFILE_ENV)?;
+        let profiled = asym_runtime::env::switch(GHEAP_PROFILE_ENV)?;
         Some(Runtime::with_options(RuntimeOptions {
             device: args.device.clone(),
             device_times: profiled.then_some(true),
@@ -570,7 +567,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish(
         "knapsack",
@@ -580,9 +577,7 @@ fn main() -> ExitCode {
 }
 
 /// A device search's round profile as JSON (µs; `heap_launches` a count).
-fn device_profile_json(
-    p: &asym::structures::apps::knapsack::DeviceRoundProfile,
-) -> serde_json::Value {
+fn device_profile_json(p: &asym_apps::knapsack::DeviceRoundProfile) -> serde_json::Value {
     json!({
         "setup_kernels": p.setup_kernels_us, "setup_tables": p.setup_tables_us,
         "setup_heap": p.setup_heap_us, "setup_buffers": p.setup_buffers_us,

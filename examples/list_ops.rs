@@ -13,18 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, Error, LatencyPool, Result, Runtime};
-use asym::structures::io::output;
-use asym::structures::workload::{SequentialList, Workload};
-use asym::structures::ArenaStats;
-use asym::structures::{BatchReport, ListMode, LockFreeList, OpStatus};
+use asym_apps::io::output;
+use asym_apps::workload::{SequentialList, Workload};
+use asym_runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym_structures::ArenaStats;
+use asym_structures::{BatchReport, ListMode, LockFreeList, OpStatus};
 use clap::Parser;
 use serde_json::json;
 
-#[path = "support/cli.rs"]
-mod cli;
-#[path = "support/progress.rs"]
-mod progress;
+use asym_apps::cli;
+use asym_apps::progress;
 use progress::Progress;
 
 #[derive(Parser, Debug)]
@@ -334,7 +332,7 @@ fn run(args: &Args) -> Result<bool> {
         // Build the list kernel before any clock starts.
         let mut warm = LockFreeList::positional_from(rt, &[0], 4)?;
         warm.apply(
-            &[asym::structures::ListOp::InsertAfter {
+            &[asym_structures::ListOp::InsertAfter {
                 target: 0,
                 value: 1,
             }],
@@ -389,7 +387,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("list_ops", "a run broke the list's invariants", run(&args))
 }

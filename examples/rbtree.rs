@@ -20,19 +20,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, Error, LatencyPool, Mode, Result, Runtime};
-use asym::structures::io::output;
-use asym::structures::io::tree_files::{self, TreeOps};
-use asym::structures::{Deleted, Found, RbTree};
+use asym_apps::io::output;
+use asym_apps::io::tree_files::{self, TreeOps};
+use asym_runtime::{host_memory, Error, LatencyPool, Mode, Result, Runtime};
+use asym_structures::{Deleted, Found, RbTree};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
 
-#[path = "support/cli.rs"]
-mod cli;
-#[path = "support/progress.rs"]
-mod progress;
+use asym_apps::cli;
+use asym_apps::progress;
 use progress::Progress;
 
 #[derive(Parser, Debug)]
@@ -401,7 +399,7 @@ fn report(args: &Args, rt: &Runtime, pool: &LatencyPool, rows: &[Row]) {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("rbtree", "an answer differs from BTreeMap's", run(&args))
 }

@@ -33,21 +33,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use asym::runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
-use asym::structures::apps::graph::{Graph, MtxOptions, Relabeling, UNREACHABLE};
-use asym::structures::apps::sssp::coop_delta::{CoopSplit, CoopStats};
-use asym::structures::apps::sssp::device::DeviceSssp;
-use asym::structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
-use asym::structures::apps::sssp::{check_distances, cpu, delta, Order, SsspRun, SsspStats};
-use asym::structures::io::output;
-use asym::structures::HeapPlacement;
-use asym::structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
+use asym_apps::graph::{Graph, MtxOptions, Relabeling, UNREACHABLE};
+use asym_apps::io::output;
+use asym_apps::sssp::coop_delta::{CoopSplit, CoopStats};
+use asym_apps::sssp::device::DeviceSssp;
+use asym_apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
+use asym_apps::sssp::{check_distances, cpu, delta, Order, SsspRun, SsspStats};
+use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
+use asym_structures::HeapPlacement;
+use asym_structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
 use clap::Parser;
 
-#[path = "support/cli.rs"]
-mod cli;
-#[path = "support/progress.rs"]
-mod progress;
+use asym_apps::cli;
+use asym_apps::progress;
 use progress::Progress;
 use serde_json::json;
 
@@ -856,7 +854,7 @@ fn run(args: &Args) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
-    asym::runtime::exit_quietly_on_broken_pipe();
+    asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
     cli::finish("sssp", "distances differ from Dijkstra's", run(&args))
 }

@@ -9,5 +9,5 @@ bash scripts/setup.sh
 export RUST_BACKTRACE=1
 cargo build --release --bins --benches
 cargo test --workspace
-ASYM_SVM=coarse cargo test -p asym-runtime -p asym-structures -p asym
+ASYM_SVM=coarse cargo test -p asym-runtime -p asym-structures -p asym-apps -p asym
 POCL_DEVICES="pthread pthread" cargo test -p asym-runtime --test device_set

@@ -25,13 +25,15 @@
 //!   larger half back into the child whose largest key was larger, then the node and the
 //!   smaller-half child are merged while the property fails.
 //!
-//! Files: `batch` (MergeAndSort and positions, on the host), `sequential` (the heap one thread
+//! Files: `batch` (MergeAndSort and positions, on the host), `batch_heap` (the contract every
+//! heap keeps, whatever runs it), `sequential` (the heap one thread
 //! runs), `concurrent` (many host threads, node locks), `device_batch_ops` (the batch kernels
 //! alone: bitonic sort, merge path), `device_heap/` (the heap in SVM run by work-groups, and
 //! `bulk`: calls done as one device sort), `cooperative` (a host top in front of the device
 //! heap).
 
 mod batch;
+mod batch_heap;
 mod concurrent;
 mod cooperative;
 mod device_batch_ops;
@@ -42,6 +44,7 @@ mod spread;
 use asym_runtime::Result;
 
 pub use batch::{merge_and_sort, MergeKind};
+pub use batch_heap::BatchHeap;
 pub use concurrent::ConcurrentGeneralizedHeap;
 pub use cooperative::{CooperativeConfig, CooperativeHeap, CooperativeStats};
 pub use device_batch_ops::{DeviceBatchOps, MAX_DEVICE_BATCH};
@@ -52,7 +55,8 @@ pub use device_heap::{
 pub use sequential::{GeneralizedHeap, MAX_BATCH};
 pub use spread::{MemberReport, SpreadHeap, LANE_MIN_GROUPS, MAX_LANES};
 
-/// Where an application's heap of `(key, payload)` pairs lives when the device takes part.
+/// Where a heap lives when the device takes part: what an application (SSSP's frontier,
+/// knapsack's nodes) chooses, and [`HeapPlacement::build`] makes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HeapPlacement {
     /// GpuOnly: every insert and delete is a launch of the device heap.
@@ -62,21 +66,22 @@ pub enum HeapPlacement {
 }
 
 impl HeapPlacement {
-    /// The heap, with batches of `batch` keys (replacing the configuration's).
-    pub(crate) fn build(
+    /// The heap this placement names, with batches of `batch` keys (replacing the
+    /// configuration's), behind the batch contract every heap keeps.
+    pub fn build<T: DeviceHeapKey>(
         &self,
         rt: &asym_runtime::Runtime,
         batch: usize,
-    ) -> Result<Box<dyn PairHeap>> {
+    ) -> Result<Box<dyn BatchHeap<T>>> {
         Ok(match self {
             HeapPlacement::Device(c) => {
                 let c = DeviceHeapConfig { batch, ..c.clone() };
-                Box::new(DeviceGeneralizedHeap::<(u32, u32)>::new(rt, &c)?)
+                Box::new(DeviceGeneralizedHeap::<T>::new(rt, &c)?)
             }
             HeapPlacement::Cooperative(c) => {
                 let mut c = c.clone();
                 c.device.batch = batch;
-                Box::new(CooperativeHeap::<(u32, u32)>::new(rt, &c)?)
+                Box::new(CooperativeHeap::<T>::new(rt, &c)?)
             }
         })
     }
@@ -112,39 +117,6 @@ pub(crate) fn on_threads<I: Send, R: Send>(
             })
             .collect()
     })
-}
-
-/// A heap of `(key, payload)` pairs that an application (SSSP's frontier, knapsack's nodes)
-/// fills and drains in batches.
-pub(crate) trait PairHeap {
-    fn insert(&mut self, pairs: &[(u32, u32)]) -> Result<()>;
-    /// The `n` smallest pairs (fewer when the heap holds fewer).
-    fn pop(&mut self, n: usize) -> Result<Vec<(u32, u32)>>;
-    fn len(&self) -> usize;
-}
-
-impl PairHeap for DeviceGeneralizedHeap<(u32, u32)> {
-    fn insert(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
-        DeviceGeneralizedHeap::insert(self, pairs)
-    }
-    fn pop(&mut self, n: usize) -> Result<Vec<(u32, u32)>> {
-        self.delete_min(n)
-    }
-    fn len(&self) -> usize {
-        DeviceGeneralizedHeap::len(self)
-    }
-}
-
-impl PairHeap for CooperativeHeap<(u32, u32)> {
-    fn insert(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
-        CooperativeHeap::insert(self, pairs)
-    }
-    fn pop(&mut self, n: usize) -> Result<Vec<(u32, u32)>> {
-        self.delete_min(n)
-    }
-    fn len(&self) -> usize {
-        CooperativeHeap::len(self)
-    }
 }
 
 /// How new nodes travel (the seed's two heaps).

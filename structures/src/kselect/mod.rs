@@ -1406,7 +1406,7 @@ pub fn select_one<K: Key>(
 mod bridge;
 mod device;
 mod device_radix;
-pub mod peers;
+
 mod radix;
 mod range_split;
 mod resident;

@@ -17,7 +17,6 @@
 //! after it was unlinked, so no operation that starts later can reach it.
 
 mod view;
-pub mod workload;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -237,8 +236,8 @@ impl std::fmt::Debug for LockFreeList {
 
 /// `InvalidArgument` naming the first value of `values` that appears twice and its two
 /// positions (`what` names the list in the message): positional operations name nodes by
-/// value.
-pub(crate) fn unique_values(values: &[i32], what: &str) -> Result<()> {
+/// value, so a positional list (and a workload file for one) must hold each value once.
+pub fn unique_values(values: &[i32], what: &str) -> Result<()> {
     let mut seen = std::collections::HashMap::with_capacity(values.len());
     for (i, &v) in values.iter().enumerate() {
         if let Some(first) = seen.insert(v, i) {

@@ -1,4 +1,5 @@
-//! Helpers shared by the structures' integration tests.
+//! Helpers shared by the structures' integration tests (and the applications', which
+//! include this file).
 #![allow(dead_code)]
 
 use std::cmp::Reverse;
@@ -8,7 +9,6 @@ use std::time::Duration;
 use std::sync::{Mutex, Once};
 
 use asym_runtime::{select_device, DeviceSet, LatencyPool, PoolOptions, Runtime, Transport};
-use asym_structures::apps::graph::{Edge, Graph};
 use asym_structures::KSelector;
 use asym_structures::Key;
 
@@ -41,7 +41,12 @@ pub fn selector_with_threads(transport: Transport, d: usize, threads: usize) -> 
 
 /// The reference: the k-th smallest of each sub-list by `select_nth_unstable_by`.
 pub fn reference<K: Key>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {
-    asym_structures::peers::select_nth(data, offs, k)
+    offs.windows(2)
+        .map(|w| {
+            let mut v = data[w[0]..w[1]].to_vec();
+            *v.select_nth_unstable_by(k - 1, K::cmp_keys).1
+        })
+        .collect()
 }
 
 /// A heap operation for property tests: insert these keys, or delete this many.
@@ -323,19 +328,4 @@ pub fn device_set(transport: Transport) -> DeviceSet {
 pub fn set_transports() -> Vec<Transport> {
     two_pocl_devices();
     transports()
-}
-
-/// A directed graph of `n` vertices and `m` random edges, weights in `0..=max_w` (self-loops
-/// and duplicates included, as a file may have them).
-pub fn random_graph(rng: &mut impl rand::Rng, n: usize, m: usize, max_w: u32) -> Graph {
-    let edges: Vec<Edge> = (0..m)
-        .map(|_| {
-            (
-                rng.gen_range(0..n as u32),
-                rng.gen_range(0..n as u32),
-                rng.gen_range(0..=max_w),
-            )
-        })
-        .collect();
-    Graph::from_edges(n, &edges, false).unwrap()
 }

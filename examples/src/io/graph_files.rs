@@ -6,7 +6,7 @@ use std::path::Path;
 
 use asym_runtime::{Error, Result};
 
-use crate::apps::graph::{Edge, Graph};
+use crate::graph::{Edge, Graph};
 
 /// How Matrix Market values become edge weights.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -6,11 +6,11 @@ mod common;
 
 use std::time::Duration;
 
-use asym_runtime::{Error, LatencyPool, PoolOptions};
-use asym_structures::apps::knapsack::{
+use asym_apps::knapsack::{
     search_first, solve_concurrent, solve_sequential, solve_sequential_within, Class, Instance,
     Item, NodeBudget, SearchFirst,
 };
+use asym_runtime::{Error, LatencyPool, PoolOptions};
 use asym_structures::InsertDirection;
 use rand::Rng;
 
@@ -321,7 +321,7 @@ fn edge_cases_and_file_errors() {
 /// programming on every class, and edge cases.
 #[test]
 fn device_and_cooperative_heaps_match_dynamic_programming() {
-    use asym_structures::apps::knapsack::device::{
+    use asym_apps::knapsack::device::{
         prepare_offloaded, solve_offloaded, Expansion, OffloadConfig,
     };
     use asym_structures::{CooperativeConfig, DeviceHeapConfig, HeapPlacement};
@@ -482,13 +482,13 @@ fn device_and_cooperative_heaps_match_dynamic_programming() {
 /// the dive beside them, `expansion`, and `time_limit`.
 fn large_rounds(
     time_limit: Duration,
-    expansion: asym_structures::apps::knapsack::device::Expansion,
+    expansion: asym_apps::knapsack::device::Expansion,
 ) -> (
     LatencyPool,
     asym_runtime::Runtime,
-    asym_structures::apps::knapsack::device::OffloadConfig,
+    asym_apps::knapsack::device::OffloadConfig,
 ) {
-    use asym_structures::apps::knapsack::device::OffloadConfig;
+    use asym_apps::knapsack::device::OffloadConfig;
     use asym_structures::{DeviceHeapConfig, HeapPlacement};
     let pool = LatencyPool::new(PoolOptions {
         threads: Some(2),
@@ -515,7 +515,7 @@ fn large_rounds(
 /// by the incumbent the rounds find, shared with the dive.
 #[test]
 fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
-    use asym_structures::apps::knapsack::device::solve_offloaded;
+    use asym_apps::knapsack::device::solve_offloaded;
     let (pool, rt, config) = large_rounds(Duration::from_secs(120), Default::default());
     for (class, seed) in [(Class::SubsetSum, 42), (Class::StronglyCorrelated, 2)] {
         let inst = Instance::generate(class, 10_000, 10_000_000, seed).unwrap();
@@ -542,7 +542,7 @@ fn the_dive_beside_the_rounds_proves_what_the_sequential_search_proves() {
 /// minutes.)
 #[test]
 fn a_time_limit_stops_offloaded_searches_soon_after() {
-    use asym_structures::apps::knapsack::device::{solve_offloaded, Expansion};
+    use asym_apps::knapsack::device::{solve_offloaded, Expansion};
     let hard = Instance::generate(Class::AlmostStronglyCorrelated, 10_000, 10_000_000, 42).unwrap();
     let limit = Duration::from_millis(500);
     for expansion in [Expansion::Threads, Expansion::Device] {

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use asym_runtime::{Error, Result};
 
-use super::{ListOp, OpStatus};
+use asym_structures::{ListOp, OpStatus};
 use rand::seq::SliceRandom;
 use rand::Rng;
 

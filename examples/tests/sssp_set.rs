@@ -5,10 +5,10 @@
 
 mod common;
 
+use asym_apps::graph::{Edge, Graph};
+use asym_apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
+use asym_apps::sssp::{check_distances, Order};
 use asym_runtime::{Error, LatencyPool, PoolOptions, Transport};
-use asym_structures::apps::graph::{Edge, Graph};
-use asym_structures::apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
-use asym_structures::apps::sssp::{check_distances, Order};
 use asym_structures::{DeviceHeapConfig, HeapPlacement};
 use rand::{Rng, SeedableRng};
 

@@ -6,11 +6,11 @@ mod common;
 
 use std::io::Cursor;
 
+use asym_apps::graph::{Edge, Graph, MtxOptions, Relabeling, UNREACHABLE};
+use asym_apps::sssp::coop_delta::CoopSplit;
+use asym_apps::sssp::device::DeviceSssp;
+use asym_apps::sssp::{check_distances, cpu, delta, Order};
 use asym_runtime::{Error, LatencyPool, PoolOptions};
-use asym_structures::apps::graph::{Edge, Graph, MtxOptions, Relabeling, UNREACHABLE};
-use asym_structures::apps::sssp::coop_delta::CoopSplit;
-use asym_structures::apps::sssp::device::DeviceSssp;
-use asym_structures::apps::sssp::{check_distances, cpu, delta, Order};
 use asym_structures::HeapPlacement as OrderHeap;
 use asym_structures::{CooperativeConfig, DeviceHeapConfig};
 use rand::seq::SliceRandom;

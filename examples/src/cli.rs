@@ -11,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use asym::runtime::{Error, Result};
+use asym_runtime::{Error, Result};
 
 /// The exit code of a usage error.
 pub const EXIT_USAGE: u8 = 2;

@@ -49,8 +49,8 @@ use asym_runtime::{DeviceSet, Error, LatencyPool, Result};
 use super::cpu;
 use super::device::DeviceSssp;
 use super::{next_iteration, search, Order, Pair, Relaxer, SsspRun};
-use crate::apps::graph::Graph;
-use crate::gheap::HeapPlacement;
+use crate::graph::Graph;
+use asym_structures::HeapPlacement;
 
 /// Slices smaller than this do not measure a member's speed (its fixed costs dominate).
 pub const SAMPLE_MIN: usize = 2048;

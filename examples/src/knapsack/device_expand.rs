@@ -35,7 +35,7 @@ use asym_runtime::{DeviceBuffer, Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::bounds::Problem;
 use super::BnbStats;
-use crate::gheap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
+use asym_structures::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
 
 /// Work-items per group of the expansion.
 const WG: usize = 64;
@@ -865,7 +865,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::apps::knapsack::{Class, Instance};
+    use crate::knapsack::{Class, Instance};
     use asym_runtime::{select_device, Transport};
 
     /// One search of a generated instance of `class` (40 items) by [`run_rounds`], `pop`

@@ -3,10 +3,10 @@
 //! CHUNK edges, one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over
 //! every group: see `CHUNK`) and one of `sssp_pairs`
 //! (`kernels/sssp.cl`), the host reading only a few counters between them. With the heap
-//! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) of
+//! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`](asym_structures::DeviceGeneralizedHeap) of
 //! `(distance, vertex)` pairs and the nearest vertices come back as the next frontier; with
 //! [`HeapPlacement::Cooperative`] it goes into a
-//! [`CooperativeHeap`](crate::gheap::CooperativeHeap) instead, whose host top serves most
+//! [`CooperativeHeap`](asym_structures::CooperativeHeap) instead, whose host top serves most
 //! pops without a launch.
 
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
@@ -16,8 +16,8 @@ use super::{
     distances_into, distances_par, next_iteration, search, AnswerMemory, Order, Pair, Relaxer,
     SsspRun,
 };
-use crate::apps::graph::Graph;
-use crate::gheap::HeapPlacement;
+use crate::graph::Graph;
+use asym_structures::HeapPlacement;
 
 const NEXT_LEN: usize = 0;
 const VISITED: usize = 1;

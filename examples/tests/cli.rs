@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use asym::structures::io::npy;
-use asym::structures::peers;
+use asym_apps::io::npy;
+use asym_apps::peers;
 
 /// The program `name` of examples/, as Cargo built it for this test.
 fn example(name: &str) -> PathBuf {
@@ -1450,7 +1450,7 @@ fn sizes_outputs_and_environment_are_usage_errors() {
     }
     // 2^30 keys need about 24 GiB: refused before any allocation where the machine has less
     // (on a larger machine this is a legitimate, long run, so it is not tried there).
-    if asym::runtime::host_memory::available().is_some_and(|a| a < 24 << 30) {
+    if asym_runtime::host_memory::available().is_some_and(|a| a < 24 << 30) {
         let (code, _, stderr) =
             run_with_env("heap_bench", &["--keys-log2", "30", "--mode", "cpu"], &[]);
         assert_eq!(code, Some(2), "{stderr}");

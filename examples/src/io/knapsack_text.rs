@@ -3,7 +3,7 @@
 
 use asym_runtime::{Error, Result};
 
-use crate::apps::knapsack::{Instance, Item};
+use crate::knapsack::{Instance, Item};
 
 impl Instance {
     /// Reads the seed's format: `n capacity` on the first line, then `n` lines `profit weight`.

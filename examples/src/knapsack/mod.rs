@@ -29,7 +29,7 @@ use std::time::Duration;
 use asym_runtime::backoff::{Backoff, Deadline};
 use asym_runtime::{host_memory, Error, LatencyPool, Result, Side};
 
-use crate::gheap::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
+use asym_structures::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
 use bounds::Problem;
 use rand::Rng;
 

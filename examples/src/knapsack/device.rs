@@ -47,7 +47,7 @@ use asym_runtime::{Error, LatencyPool, Result, Runtime};
 use super::bounds::Problem;
 use super::device_expand::{self, KeyShape, Rounds};
 use super::{best_first, BnbStats, Instance, NodeKey};
-use crate::gheap::HeapPlacement;
+use asym_structures::HeapPlacement;
 
 /// Search nodes a thread expands at a time.
 const CHUNK: usize = 16;
@@ -130,7 +130,7 @@ impl std::str::FromStr for Expansion {
 /// may expand the nodes, the expansion's), so that the first search does not pay for
 /// compiling them (NVIDIA's compiler took 2.3 s over the expansion's kernels on the H200).
 pub fn prepare_offloaded(rt: &Runtime, config: &OffloadConfig) -> Result<()> {
-    config.placement.build(rt, config.batch)?;
+    config.placement.build::<(u32, u32)>(rt, config.batch)?;
     let may_expand = config.expansion != Expansion::Threads
         && matches!(config.placement, HeapPlacement::Device(_))
         && rt.profile().int64_atomics;
@@ -240,7 +240,7 @@ pub fn solve_offloaded(
         // Children not yet in the heap (the last round's), and the nodes of the round to
         // expand.
         let mut pending: Vec<(u32, u32)> = Vec::new();
-        let mut popped = heap.pop(pop)?;
+        let mut popped = heap.delete_min(pop)?;
         loop {
             if stop.as_ref().is_some_and(Deadline::expired) {
                 return Ok(());
@@ -334,7 +334,7 @@ pub fn solve_offloaded(
                     pending.clear();
                     if heap.len() > gc_at && !late() {
                         let incumbent = best.load(Ordering::Acquire);
-                        let all = heap.pop(usize::MAX)?;
+                        let all = heap.delete_min(usize::MAX)?;
                         let before = all.len();
                         let kept: Vec<(u32, u32)> = all
                             .into_iter()
@@ -356,7 +356,7 @@ pub fn solve_offloaded(
                     if late() {
                         return Ok(Vec::new());
                     }
-                    heap.pop(pop)
+                    heap.delete_min(pop)
                 })();
                 let parts = match expansion {
                     Some(h) => h.join().map_err(|_| {

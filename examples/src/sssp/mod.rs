@@ -17,10 +17,10 @@
 //! dropped, so the stale entry is skipped (not expanded, not counted as visited).
 //!
 //! The two engines run the same loop (`search`): [`cpu`] on pinned latency threads with
-//! the [`ConcurrentGeneralizedHeap`](crate::ConcurrentGeneralizedHeap), [`device`] with
+//! the [`ConcurrentGeneralizedHeap`](asym_structures::ConcurrentGeneralizedHeap), [`device`] with
 //! the relaxation in a kernel (`kernels/sssp.cl`) and the
-//! [`DeviceGeneralizedHeap`](crate::gheap::DeviceGeneralizedHeap) or the
-//! [`CooperativeHeap`](crate::gheap::CooperativeHeap).
+//! [`DeviceGeneralizedHeap`](asym_structures::DeviceGeneralizedHeap) or the
+//! [`CooperativeHeap`](asym_structures::CooperativeHeap).
 
 pub mod coop_delta;
 pub mod cpu;
@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use asym_runtime::{host_memory, Error, Result};
 
-use crate::apps::graph::{Graph, UNREACHABLE};
-use crate::gheap::PairHeap;
+use crate::graph::{Graph, UNREACHABLE};
+use asym_structures::BatchHeap;
 
 /// A frontier entry: `(distance when queued, vertex)`; the heap orders by distance first.
 pub type Pair = (u32, u32);
@@ -139,7 +139,7 @@ pub(crate) trait Relaxer {
 /// The search loop both engines share.
 pub(crate) fn search(
     relax: &mut dyn Relaxer,
-    mut heap: Option<&mut dyn PairHeap>,
+    mut heap: Option<&mut dyn BatchHeap<Pair>>,
     order: Order,
     source: u32,
 ) -> Result<SsspRun> {
@@ -148,12 +148,12 @@ pub(crate) fn search(
     relax.set_frontier(&[(0, source)])?;
     loop {
         if let (Order::Heap { threshold, pop, .. }, Some(heap)) = (order, heap.as_deref_mut()) {
-            if heap.len() > 0 || relax.frontier_len() > threshold {
+            if !heap.is_empty() || relax.frontier_len() > threshold {
                 let t = Instant::now();
                 let frontier = relax.take_frontier()?;
                 heap.insert(&frontier)?;
                 stats.heap_inserted += frontier.len() as u64;
-                let next = heap.pop(pop)?;
+                let next = heap.delete_min(pop)?;
                 relax.set_frontier(&next)?;
                 stats.heap_time += t.elapsed();
             }

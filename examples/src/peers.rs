@@ -5,7 +5,7 @@ use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
-use super::Key;
+use asym_structures::Key;
 
 /// The k-th smallest of each sub-list by `select_nth_unstable_by` (quickselect).
 pub fn select_nth<K: Key>(data: &[K], offs: &[usize], k: usize) -> Vec<K> {

@@ -56,7 +56,7 @@ use crossbeam::utils::CachePadded;
 use asym_runtime::{host_memory, Error, LatencyPool, Result, SpinBarrier};
 
 use super::{distances_in_place, filled_huge, lowered, relaxed_distance, SsspRun, SsspStats};
-use crate::apps::graph::Graph;
+use crate::graph::Graph;
 
 /// Frontier entries a thread claims at a time (divides [`SEGMENT`]: a chunk of the heavy
 /// vertices' pieces never straddles two segments).

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use asym_runtime::{Error, Result};
 
-use crate::list::workload::Workload;
-use crate::list::{unique_values, ListOp};
+use crate::workload::Workload;
+use asym_structures::{unique_values, ListOp};
 
 /// The numbers of each non-empty line of `text` (comments cut), with 1-based line numbers.
 fn numbered_lines<'t>(text: &'t str) -> impl Iterator<Item = (usize, Vec<&'t str>)> + 't {

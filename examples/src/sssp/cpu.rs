@@ -15,8 +15,8 @@ use asym_runtime::{LatencyPool, Result};
 use super::{
     atomic_words, distances_par, lower, next_iteration, search, Order, Pair, Relaxer, SsspRun,
 };
-use crate::apps::graph::Graph;
-use crate::gheap::{ConcurrentGeneralizedHeap, PairHeap};
+use crate::graph::Graph;
+use asym_structures::{BatchHeap, ConcurrentGeneralizedHeap};
 
 /// Frontier entries a thread takes at a time.
 const CHUNK: usize = 64;
@@ -153,7 +153,7 @@ struct CpuHeap<'a> {
     pool: &'a LatencyPool,
 }
 
-impl PairHeap for CpuHeap<'_> {
+impl BatchHeap<Pair> for CpuHeap<'_> {
     fn insert(&mut self, pairs: &[Pair]) -> Result<()> {
         let k = self.heap.batch();
         let needed = (self.heap.len() + pairs.len()) / k + 1;
@@ -169,7 +169,7 @@ impl PairHeap for CpuHeap<'_> {
         results.into_iter().collect()
     }
 
-    fn pop(&mut self, n: usize) -> Result<Vec<Pair>> {
+    fn delete_min(&mut self, n: usize) -> Result<Vec<Pair>> {
         let heap = &self.heap;
         let k = heap.batch();
         // Nothing else runs on the heap during a pop: asking for more than it holds is asking
