@@ -11,7 +11,7 @@
 //! transport allows): it is one to three orders of magnitude slower than the rest on PoCL and
 //! on a discrete GPU (docs/BENCHMARKS.md), so it is left out by default.
 
-use asym::runtime::{LatencyPool, Mode, Runtime};
+use asym::runtime::{LatencyPool, Mode, Named, Runtime};
 use asym::structures::{Cooperation, KSelector, Strategy, Sublists};
 use asym_apps::peers;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -65,7 +65,7 @@ fn kselect(c: &mut Criterion) {
             (Strategy::Radix, "radix".to_string()),
         ] {
             for mode in Mode::ALL {
-                g.bench_function(BenchmarkId::new(mode.short_name(), &label), |b| {
+                g.bench_function(BenchmarkId::new(mode.name(), &label), |b| {
                     b.iter(|| {
                         selector
                             .select_using(&data, &cut, k, mode, Cooperation::ByAmount, strategy)

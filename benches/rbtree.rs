@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use std::time::{Duration, Instant};
 
-use asym::runtime::{LatencyPool, Mode, Runtime};
+use asym::runtime::{LatencyPool, Mode, Named, Runtime};
 use asym::structures::RbTree;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
@@ -208,7 +208,7 @@ fn updates(
                 })
             });
             for mode in Mode::ALL {
-                g.bench_function(BenchmarkId::new(mode.short_name(), b), |bench| {
+                g.bench_function(BenchmarkId::new(mode.name(), b), |bench| {
                     bench.iter_custom(|iters| {
                         (0..iters)
                             .map(|_| update_round(tree, mode, &batch, &keys, pool, delete))

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use asym_apps::io::npy::{self, Dtype, NpyElement};
 use asym_apps::io::output;
 use asym_apps::peers;
-use asym_runtime::{parse_modes, DeviceSet, Error, LatencyPool, Mode, Result, Runtime, Transport};
+use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, Named, Result, Runtime, Transport};
 use asym_structures::Key;
 use asym_structures::{Cooperation, KSelector, SelectStats, Strategy, Sublists};
 use clap::Parser;
@@ -171,7 +171,7 @@ impl Runner {
 
     fn name(self) -> String {
         match self {
-            Runner::Mode(m, s) => format!("{}:{}", m.short_name(), s.name()),
+            Runner::Mode(m, s) => format!("{}:{}", m.name(), s.name()),
             Runner::Member(i, s) => format!("gpu@{i}:{}", s.name()),
             Runner::Bridge(Cooperation::BridgeLive) => "coop:bridge-live".into(),
             Runner::Bridge(_) => "coop:bridge-pipelined".into(),
@@ -503,8 +503,8 @@ impl Bench<'_> {
 /// The device kernel's settings the flags give (a set's selector and its members' alike).
 fn configure(selector: KSelector, args: &Args) -> Result<KSelector> {
     let mut selector = selector
-        .with_device_update(args.device_update.parse()?)
-        .with_device_staging(args.staging.parse()?);
+        .with_device_update(cli::word("--device-update", &args.device_update)?)
+        .with_device_staging(cli::word("--staging", &args.staging)?);
     if let Some(wg) = args.work_group {
         selector = selector.with_work_group(wg)?;
     }
@@ -525,13 +525,13 @@ fn parse_coops(s: &str) -> Result<Vec<Cooperation>> {
     }
     let mut out: Vec<Cooperation> = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let c: Cooperation = part.parse()?;
+        let c: Cooperation = cli::word("--coop", part)?;
         if !out.contains(&c) {
             out.push(c);
         }
     }
     if out.is_empty() {
-        return Err(Error::InvalidArgument("--coop names no cooperation".into()));
+        return Err(Error::flag("--coop", s, "names no cooperation"));
     }
     Ok(out)
 }
@@ -541,13 +541,9 @@ fn run(args: &Args) -> Result<bool> {
         // Fail before the run, not after it, on a path that cannot be written.
         output::check_writable(path)?;
     }
-    let modes = parse_modes(&args.mode)?;
+    let modes = cli::words::<Mode>("--mode", &args.mode)?;
     let coops = parse_coops(&args.coop)?;
-    let strategies: Vec<Strategy> =
-        cli::choose("--strategy", &args.strategy, &["heap", "radix", "auto"])?
-            .into_iter()
-            .map(str::parse)
-            .collect::<Result<_>>()?;
+    let strategies = cli::words::<Strategy>("--strategy", &args.strategy)?;
     let mut runners: Vec<Runner> = Vec::new();
     for &s in &strategies {
         for &m in &modes {

@@ -112,7 +112,7 @@ fn run(args: &Args) -> Result<()> {
     let transports: Vec<Transport> = match args.transport.as_str() {
         "all" => Transport::candidates(&selected)?,
         one => {
-            let t: Transport = one.parse()?;
+            let t: Transport = cli::word("--transport", one)?;
             t.check(&selected)?;
             vec![t]
         }

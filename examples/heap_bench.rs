@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
-use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Result, Runtime};
+use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Mode, Result, Runtime};
 use asym_structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
@@ -765,8 +765,8 @@ impl Plan {
                 "at most 30 here",
             ));
         }
-        let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
-        let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
+        let modes = cli::words::<Mode>("--mode", &args.mode)?;
+        let [use_cpu, use_gpu, use_coop] = Mode::ALL.map(|m| modes.contains(&m));
         let patterns = cli::choose(
             "--pattern",
             &args.pattern,
@@ -785,7 +785,7 @@ impl Plan {
         for p in args.bulk.split(',').map(str::trim) {
             match p {
                 "both" => bulk_policies.extend([BulkPolicy::Never, BulkPolicy::Auto]),
-                other => bulk_policies.push(other.parse::<BulkPolicy>()?),
+                other => bulk_policies.push(cli::word::<BulkPolicy>("--bulk", other)?),
             }
         }
         let lanes = match &args.lanes {

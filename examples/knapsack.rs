@@ -28,7 +28,7 @@ use asym_apps::knapsack::{
     node_limit_for_memory, search_first, solve_concurrent, solve_sequential_within, BnbStats,
     Class, Instance, NodeBudget, SearchFirst, SEARCH_FIRST_BATCH,
 };
-use asym_runtime::{host_memory, Error, LatencyPool, Result, Runtime, RuntimeOptions};
+use asym_runtime::{host_memory, Error, LatencyPool, Named, Result, Runtime, RuntimeOptions};
 use asym_structures::{
     BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
     GHEAP_PROFILE_ENV,
@@ -78,7 +78,7 @@ struct Args {
     batch: Option<usize>,
     /// Device heap calls that move a large share of the heap: auto (rebuild it by one device
     /// sort, BulkPolicy::Auto), never (one INS or DEL per batch, the seed's operations), always.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = cli::parse_word::<BulkPolicy>)]
     bulk: BulkPolicy,
     /// Latency threads (default: every CPU).
     #[arg(long)]
@@ -102,7 +102,7 @@ struct Args {
     /// memory), device (a kernel; the nodes and their children stay on the device), or auto
     /// (device on a GPU, where the instance's numbers fit its 64-bit bounds; the mode column
     /// says which ran).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = cli::parse_word::<Expansion>)]
     expand: Expansion,
     /// coop: keys one refill brings from the device to the host top.
     #[arg(long, default_value_t = 4096)]
@@ -269,11 +269,7 @@ fn run(args: &Args) -> Result<bool> {
             )]
         }
         None => {
-            let classes: Vec<Class> = if args.gen.trim() == "all" {
-                Class::ALL.to_vec()
-            } else {
-                args.gen.split(',').map(str::parse).collect::<Result<_>>()?
-            };
+            let classes = cli::words::<Class>("--gen", &args.gen)?;
             classes
                 .into_iter()
                 .map(|c| {

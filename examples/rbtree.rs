@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use asym_apps::io::output;
 use asym_apps::io::tree_files::{self, TreeOps};
-use asym_runtime::{host_memory, Error, LatencyPool, Mode, Result, Runtime};
+use asym_runtime::{host_memory, Error, LatencyPool, Mode, Named, Result, Runtime};
 use asym_structures::{Deleted, Found, RbTree};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -197,7 +197,7 @@ fn run(args: &Args) -> Result<bool> {
     for path in [&args.output, &args.search_output].into_iter().flatten() {
         output::check_writable(path)?;
     }
-    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
+    let modes = cli::words::<Mode>("--mode", &args.mode)?;
     let (initial, ops) = workload(args)?;
     let check = !args.no_check;
     let rt = Runtime::on_device(args.device.as_deref())?;
@@ -212,7 +212,7 @@ fn run(args: &Args) -> Result<bool> {
         let mut phase = |name: &'static str, n: usize, ms: f64, ok: Option<bool>, detail| {
             all_ok &= ok.unwrap_or(true);
             rows.push(Row {
-                mode,
+                mode: mode.name(),
                 phase: name,
                 ops: n,
                 ms,
@@ -220,11 +220,7 @@ fn run(args: &Args) -> Result<bool> {
                 detail,
             });
         };
-        let side = match mode {
-            "cpu" => Mode::CpuOnly,
-            "gpu" => Mode::GpuOnly,
-            _ => Mode::Cooperative,
-        };
+        let side = mode;
         if side.uses_device() {
             // Untimed: the first launches build the tree's programs.
             let mut warm = RbTree::<i32>::new(&rt, 16)?;

@@ -39,7 +39,7 @@ use asym_apps::sssp::coop_delta::{CoopSplit, CoopStats};
 use asym_apps::sssp::device::DeviceSssp;
 use asym_apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
 use asym_apps::sssp::{check_distances, cpu, delta, Order, SsspRun, SsspStats};
-use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Result};
+use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Mode, Result};
 use asym_structures::HeapPlacement;
 use asym_structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
 use clap::Parser;
@@ -119,7 +119,7 @@ struct Args {
     batch: usize,
     /// Device heap calls that move a large share of the heap: auto (rebuild it by one device
     /// sort, BulkPolicy::Auto), never (one INS or DEL per batch, the seed's operations), always.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = cli::parse_word::<BulkPolicy>)]
     bulk: BulkPolicy,
     /// Latency threads (default: every CPU).
     #[arg(long)]
@@ -391,8 +391,8 @@ fn run(args: &Args) -> Result<bool> {
         // Fail before the run, not after it, on a path that cannot be written.
         output::check_writable(path)?;
     }
-    let modes = cli::choose("--mode", &args.mode, &["cpu", "gpu", "coop"])?;
-    let [use_cpu, use_gpu, use_coop] = ["cpu", "gpu", "coop"].map(|m| modes.contains(&m));
+    let modes = cli::words::<Mode>("--mode", &args.mode)?;
+    let [use_cpu, use_gpu, use_coop] = Mode::ALL.map(|m| modes.contains(&m));
     if args.source == Some(0) {
         return Err(Error::flag("--source", 0, "vertices are numbered from 1"));
     }

@@ -10,4 +10,4 @@ pub use asym_kernels as kernels;
 pub use asym_runtime as runtime;
 pub use asym_structures as structures;
 
-pub use asym_runtime::{Error, Mode, Result, Runtime, Transport};
+pub use asym_runtime::{Error, Mode, Named, Result, Runtime, Transport};

@@ -1,6 +1,7 @@
-//! What every example shares on its command line: choosing from a comma-separated list
-//! (`--mode cpu,gpu`, `all`) or one of a few values, lists of numbers, and how a run ends (exit codes and the last
-//! line on stderr).
+//! What every program shares on its command line: reading the library's named values
+//! ([`word`], [`words`]: `--mode cpu,gpu`, `all`), choosing from a program's own words
+//! ([`choose`], [`one_of`]), lists of numbers, tables, and how a run ends (exit codes and the
+//! last line on stderr).
 //!
 //! Exit codes: 0 done (every checked answer equal to the reference); 1 the run failed (the
 //! device, a timeout, memory running out mid-run); 2 a usage error (a bad flag, a malformed
@@ -11,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use asym_runtime::{Error, Result};
+use asym_runtime::{Error, Named, Result};
 
 /// The exit code of a usage error.
 pub const EXIT_USAGE: u8 = 2;
@@ -47,6 +48,56 @@ pub fn choose(flag: &str, value: &str, accepted: &[&'static str]) -> Result<Vec<
         .zip(chosen)
         .filter_map(|(a, c)| c.then_some(*a))
         .collect())
+}
+
+/// The values of `T` that `value` names (comma-separated; `all` means every one), in the
+/// order of [`Named::ALL`], each at most once: how every program reads a list of modes,
+/// strategies or policies. An unknown name is an error naming `flag` and the names.
+pub fn words<T: Named>(flag: &str, value: &str) -> Result<Vec<T>> {
+    let mut chosen = vec![false; T::ALL.len()];
+    for entry in value.split(',').map(str::trim) {
+        if entry == "all" {
+            chosen.iter_mut().for_each(|c| *c = true);
+            continue;
+        }
+        match T::ALL.iter().position(|v| v.name() == entry) {
+            Some(i) => chosen[i] = true,
+            None => {
+                return Err(Error::flag(
+                    flag,
+                    entry,
+                    format!(
+                        "unknown {}; expected {} or all (comma-separated)",
+                        T::KIND,
+                        T::names()
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(T::ALL
+        .iter()
+        .zip(chosen)
+        .filter_map(|(&v, c)| c.then_some(v))
+        .collect())
+}
+
+/// The value of `T` that `value` names; anything else is an error naming `flag` and the
+/// names `T` has.
+pub fn word<T: Named>(flag: &str, value: &str) -> Result<T> {
+    T::from_name(value).ok_or_else(|| {
+        Error::flag(
+            flag,
+            value.trim(),
+            format!("unknown {}; expected {}", T::KIND, T::names()),
+        )
+    })
+}
+
+/// [`word`] as a clap value parser (`#[arg(value_parser = cli::parse_word::<Expansion>)]`):
+/// clap names the flag in its error and exits with the usage code.
+pub fn parse_word<T: Named>(value: &str) -> std::result::Result<T, String> {
+    T::from_name(value).ok_or_else(|| format!("unknown {}; expected {}", T::KIND, T::names()))
 }
 
 /// The one of `accepted` that `value` names; anything else is an error naming `flag` and

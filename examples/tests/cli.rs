@@ -480,7 +480,10 @@ fn heap_bench_verifies_every_pattern_and_refuses_bad_input() {
         "{stdout}"
     );
     for (args, says) in [
-        (&["--bulk", "sometimes"][..], "bulk policy \"sometimes\""),
+        (
+            &["--bulk", "sometimes"][..],
+            "--bulk sometimes: unknown bulk policy",
+        ),
         (&["--key", "i64"][..], "--key i64: expected u32 or i32"),
         (&["--preload", "100"][..], "gpu rows only"),
         (&["--mode", "gpu", "--lanes", "0"][..], "--lanes 0"),

@@ -24,6 +24,16 @@ pub fn parsed<T: FromStr>(name: &str, accepts: &str) -> Result<Option<T>> {
     }
 }
 
+/// The value of `name` read as one of `T`'s names, `None` when unset or empty.
+pub fn named<T: crate::Named>(name: &str) -> Result<Option<T>> {
+    match parsed::<String>(name, "a name")? {
+        None => Ok(None),
+        Some(s) => T::from_name(&s)
+            .map(Some)
+            .ok_or_else(|| Error::flag(name, &s, format!("expected {}", T::names()))),
+    }
+}
+
 /// An on/off switch: unset, empty or `0` is off, `1` is on, anything else is an error.
 pub fn switch(name: &str) -> Result<bool> {
     match parsed::<String>(name, "0 or 1")?.as_deref() {

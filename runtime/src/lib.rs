@@ -15,6 +15,7 @@
 //! - [`host_memory`]: sizes from files and flags checked against the machine, fallible
 //!   allocation.
 //! - [`env`](mod@env): the `ASYM_*` variables, parsed as strictly as flags.
+//! - [`Named`]: the stable names of modes, transports and strategies, read back in one place.
 //! - [`Error`]: the one error type.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
@@ -29,6 +30,7 @@ pub mod host_memory;
 mod kernel;
 mod latency;
 mod mode;
+mod named;
 mod runtime;
 pub mod signal;
 #[allow(unsafe_code)]
@@ -44,7 +46,8 @@ pub use latency::{
     BarrierGuard, CacheInfo, CpuTopology, LatencyPool, PoolOptions, SpinBarrier, WorkerInfo,
     THREADS_ENV,
 };
-pub use mode::{parse_modes, Mode};
+pub use mode::Mode;
+pub use named::Named;
 pub use runtime::{
     Program, Runtime, RuntimeOptions, SvmStats, SVM_CACHE_ENV, SVM_CACHE_MOST, TIMEOUT_ENV,
 };

@@ -1,9 +1,8 @@
 //! Scheduling modes: which kind of core does a batch's work.
 
 use std::fmt;
-use std::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::named::Named;
 
 /// Who does the work of a batch operation.
 ///
@@ -29,15 +28,6 @@ impl Mode {
     /// Every mode, in the order benchmarks print them.
     pub const ALL: [Mode; 3] = [Mode::CpuOnly, Mode::GpuOnly, Mode::Cooperative];
 
-    /// The short name used on command lines and in JSON (`cpu`, `gpu`, `coop`).
-    pub fn short_name(self) -> &'static str {
-        match self {
-            Mode::CpuOnly => "cpu",
-            Mode::GpuOnly => "gpu",
-            Mode::Cooperative => "coop",
-        }
-    }
-
     /// Whether this mode needs an OpenCL device.
     pub fn uses_device(self) -> bool {
         self != Mode::CpuOnly
@@ -46,30 +36,20 @@ impl Mode {
 
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.short_name())
+        f.write_str(self.name())
     }
 }
 
-impl FromStr for Mode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "cpu" | "cpu-only" | "cpuonly" => Ok(Mode::CpuOnly),
-            "gpu" | "gpu-only" | "gpuonly" | "device" => Ok(Mode::GpuOnly),
-            "coop" | "cooperative" => Ok(Mode::Cooperative),
-            other => Err(Error::InvalidArgument(format!(
-                "unknown mode {other:?} (expected cpu, gpu or coop)"
-            ))),
+impl Named for Mode {
+    const KIND: &'static str = "mode";
+    const ALL: &'static [Mode] = &Mode::ALL;
+    fn name(self) -> &'static str {
+        match self {
+            Mode::CpuOnly => "cpu",
+            Mode::GpuOnly => "gpu",
+            Mode::Cooperative => "coop",
         }
     }
-}
-
-/// Parses `cpu|gpu|coop|all` into the list of modes to run.
-pub fn parse_modes(s: &str) -> Result<Vec<Mode>> {
-    if s.trim().eq_ignore_ascii_case("all") {
-        return Ok(Mode::ALL.to_vec());
-    }
-    s.split(',').map(str::parse).collect()
 }
 
 #[cfg(test)]
@@ -78,14 +58,10 @@ mod tests {
 
     #[test]
     fn modes_round_trip_through_names() {
-        for m in Mode::ALL {
-            assert_eq!(m.short_name().parse::<Mode>().unwrap(), m);
+        for &m in <Mode as Named>::ALL {
+            assert_eq!(Mode::from_name(m.name()), Some(m));
         }
-        assert_eq!(parse_modes("all").unwrap(), Mode::ALL.to_vec());
-        assert_eq!(
-            parse_modes("gpu,cpu").unwrap(),
-            vec![Mode::GpuOnly, Mode::CpuOnly]
-        );
-        assert!(parse_modes("fast").is_err());
+        assert_eq!(Mode::from_name("fast"), None);
+        assert_eq!(Mode::names(), "cpu, gpu or coop");
     }
 }

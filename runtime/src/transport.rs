@@ -9,10 +9,10 @@
 //! the path NVIDIA takes; `ASYM_SVM=fine` insists on fine and fails clearly where it is missing.
 
 use std::fmt;
-use std::str::FromStr;
 
 use crate::device::{DeviceProfile, SvmLevel};
 use crate::error::{Error, Result};
+use crate::named::Named;
 use crate::sys::SvmKind;
 
 /// The environment variable that forces a transport (`fine` or `coarse`).
@@ -29,22 +29,17 @@ pub enum Transport {
 
 impl fmt::Display for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Transport::Fine => "fine",
-            Transport::Coarse => "coarse",
-        })
+        f.write_str(self.name())
     }
 }
 
-impl FromStr for Transport {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "fine" => Ok(Transport::Fine),
-            "coarse" => Ok(Transport::Coarse),
-            other => Err(Error::InvalidArgument(format!(
-                "unknown SVM transport {other:?} (expected `fine` or `coarse`)"
-            ))),
+impl Named for Transport {
+    const KIND: &'static str = "SVM transport";
+    const ALL: &'static [Transport] = &[Transport::Fine, Transport::Coarse];
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Fine => "fine",
+            Transport::Coarse => "coarse",
         }
     }
 }
@@ -95,7 +90,7 @@ impl Transport {
     /// The transports to exercise on `device`: the one `ASYM_SVM` forces (checked), else every
     /// one the device supports. Tests and benchmarks run each of these.
     pub fn candidates(device: &DeviceProfile) -> Result<Vec<Transport>> {
-        match crate::env::parsed::<Transport>(SVM_ENV, "fine or coarse")? {
+        match crate::env::named::<Transport>(SVM_ENV)? {
             Some(t) => t.check(device).map(|()| vec![t]),
             None => Ok(Transport::supported_by(device)),
         }
@@ -105,7 +100,7 @@ impl Transport {
     pub fn choose(device: &DeviceProfile, requested: Option<Transport>) -> Result<Transport> {
         let requested = match requested {
             Some(t) => Some(t),
-            None => crate::env::parsed::<Transport>(SVM_ENV, "fine or coarse")?,
+            None => crate::env::named::<Transport>(SVM_ENV)?,
         };
         match requested {
             Some(t) => t.check(device).map(|()| t),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use asym_runtime::{Error, Mode};
+use asym_runtime::{Error, Mode, Named};
 use asym_structures::Key;
 use asym_structures::{Cooperation, DeviceStaging, DeviceUpdate, Strategy, Sublists};
 use rand::{Rng, SeedableRng};
@@ -477,14 +477,14 @@ fn radix_select_on(t: asym_runtime::Transport) {
             .unwrap_err();
         assert!(matches!(e, Error::Unsupported { .. }), "{c}: {e}");
     }
-    assert_eq!("radix".parse::<Strategy>().unwrap(), Strategy::Radix);
+    assert_eq!(Strategy::from_name("radix"), Some(Strategy::Radix));
     // Auto's rule on the latency threads: the heap where few keys reach it.
     assert_eq!(Strategy::Auto.on_cpu(1 << 17, 1), Strategy::Heap);
     assert_eq!(Strategy::Auto.on_cpu(1 << 17, 16), Strategy::Heap);
     assert_eq!(Strategy::Auto.on_cpu(2048, 16), Strategy::Radix);
     assert_eq!(Strategy::Auto.on_cpu(1 << 21, 1 << 17), Strategy::Radix);
     assert_eq!(Strategy::Radix.on_cpu(1 << 17, 1), Strategy::Radix);
-    assert!("quick".parse::<Strategy>().is_err());
+    assert_eq!(Strategy::from_name("quick"), None);
 }
 
 /// Radix select on keys resident in SVM against `select_nth_unstable`: every key type, the

@@ -42,7 +42,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use asym_runtime::backoff::Deadline;
-use asym_runtime::{Error, LatencyPool, Result, Runtime};
+use asym_runtime::{Error, LatencyPool, Named, Result, Runtime};
 
 use super::bounds::Problem;
 use super::device_expand::{self, KeyShape, Rounds};
@@ -101,27 +101,14 @@ pub enum Expansion {
     Device,
 }
 
-impl Expansion {
-    /// The name `FromStr` accepts.
-    pub fn name(self) -> &'static str {
+impl Named for Expansion {
+    const KIND: &'static str = "expansion";
+    const ALL: &'static [Expansion] = &[Expansion::Auto, Expansion::Threads, Expansion::Device];
+    fn name(self) -> &'static str {
         match self {
             Expansion::Auto => "auto",
             Expansion::Threads => "threads",
             Expansion::Device => "device",
-        }
-    }
-}
-
-impl std::str::FromStr for Expansion {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "auto" => Ok(Expansion::Auto),
-            "threads" => Ok(Expansion::Threads),
-            "device" => Ok(Expansion::Device),
-            other => Err(Error::InvalidArgument(format!(
-                "expansion {other:?}: expected auto, threads or device"
-            ))),
         }
     }
 }

@@ -866,7 +866,7 @@ mod tests {
 
     use super::*;
     use crate::knapsack::{Class, Instance};
-    use asym_runtime::{select_device, Transport};
+    use asym_runtime::{select_device, Named, Transport};
 
     /// One search of a generated instance of `class` (40 items) by [`run_rounds`], `pop`
     /// nodes a round, no slack and an arena of one slot to start (so rounds run out of

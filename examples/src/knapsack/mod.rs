@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use asym_runtime::backoff::{Backoff, Deadline};
-use asym_runtime::{host_memory, Error, LatencyPool, Result, Side};
+use asym_runtime::{host_memory, Error, LatencyPool, Named, Result, Side};
 
 use asym_structures::{ConcurrentGeneralizedHeap, GeneralizedHeap, InsertDirection};
 use bounds::Problem;
@@ -80,9 +80,12 @@ impl Class {
         Class::EvenOddStronglyCorrelated,
         Class::SubsetSum,
     ];
+}
 
-    /// The name `FromStr` accepts.
-    pub fn name(self) -> &'static str {
+impl Named for Class {
+    const KIND: &'static str = "instance class";
+    const ALL: &'static [Class] = &Class::ALL;
+    fn name(self) -> &'static str {
         match self {
             Class::Uncorrelated => "uncorrelated",
             Class::WeaklyCorrelated => "weakly",
@@ -91,21 +94,6 @@ impl Class {
             Class::EvenOddStronglyCorrelated => "even-odd",
             Class::SubsetSum => "subset-sum",
         }
-    }
-}
-
-impl std::str::FromStr for Class {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Class::ALL
-            .into_iter()
-            .find(|c| c.name() == s.trim())
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown instance class {s:?}: expected one of {}",
-                    Class::ALL.map(|c| c.name()).join(", ")
-                ))
-            })
     }
 }
 

@@ -31,7 +31,7 @@
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use asym_runtime::{Error, LatencyPool, Mode, Result, Runtime};
+use asym_runtime::{Error, LatencyPool, Mode, Named, Result, Runtime};
 
 use crate::dheap::{check_d, DHeap};
 use crate::key::Key;
@@ -122,9 +122,12 @@ impl Cooperation {
         Cooperation::BridgeLive,
         Cooperation::BridgePipelined,
     ];
+}
 
-    /// Short name (`amount`, `bridge`, `bridge-live`, `bridge-pipelined`).
-    pub fn name(self) -> &'static str {
+impl Named for Cooperation {
+    const KIND: &'static str = "cooperation";
+    const ALL: &'static [Cooperation] = &Cooperation::ALL;
+    fn name(self) -> &'static str {
         match self {
             Cooperation::ByAmount => "amount",
             Cooperation::Bridge => "bridge",
@@ -137,20 +140,6 @@ impl Cooperation {
 impl std::fmt::Display for Cooperation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Cooperation {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Cooperation::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown cooperation {s:?}: use amount, bridge, bridge-live or bridge-pipelined"
-                ))
-            })
     }
 }
 
@@ -176,15 +165,6 @@ pub enum Strategy {
 impl Strategy {
     /// Every strategy that names one method (not `Auto`).
     pub const METHODS: [Strategy; 2] = [Strategy::Heap, Strategy::Radix];
-
-    /// The short name used on command lines and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Heap => "heap",
-            Strategy::Radix => "radix",
-            Strategy::Auto => "auto",
-        }
-    }
 
     /// The method the latency threads run on sub-lists of `len` keys (on average) for `k`:
     /// `Auto` takes the heap where few keys reach it, radix elsewhere.
@@ -220,18 +200,14 @@ impl Strategy {
     }
 }
 
-impl std::str::FromStr for Strategy {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "heap" => Ok(Strategy::Heap),
-            "radix" => Ok(Strategy::Radix),
-            "auto" => Ok(Strategy::Auto),
-            other => Err(Error::flag(
-                "strategy",
-                other,
-                "expected heap, radix or auto",
-            )),
+impl Named for Strategy {
+    const KIND: &'static str = "strategy";
+    const ALL: &'static [Strategy] = &[Strategy::Heap, Strategy::Radix, Strategy::Auto];
+    fn name(self) -> &'static str {
+        match self {
+            Strategy::Heap => "heap",
+            Strategy::Radix => "radix",
+            Strategy::Auto => "auto",
         }
     }
 }
@@ -301,25 +277,13 @@ pub enum DeviceUpdate {
     SingleItem,
 }
 
-impl DeviceUpdate {
-    /// The name `FromStr` accepts.
-    pub fn name(self) -> &'static str {
+impl Named for DeviceUpdate {
+    const KIND: &'static str = "device update-key";
+    const ALL: &'static [DeviceUpdate] = &[DeviceUpdate::GroupReduce, DeviceUpdate::SingleItem];
+    fn name(self) -> &'static str {
         match self {
             DeviceUpdate::GroupReduce => "reduce",
             DeviceUpdate::SingleItem => "single",
-        }
-    }
-}
-
-impl std::str::FromStr for DeviceUpdate {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "reduce" => Ok(DeviceUpdate::GroupReduce),
-            "single" => Ok(DeviceUpdate::SingleItem),
-            other => Err(Error::InvalidArgument(format!(
-                "device update-key {other:?}: expected reduce or single"
-            ))),
         }
     }
 }
@@ -340,25 +304,13 @@ pub enum DeviceStaging {
     CopyEngine,
 }
 
-impl DeviceStaging {
-    /// The name `FromStr` accepts.
-    pub fn name(self) -> &'static str {
+impl Named for DeviceStaging {
+    const KIND: &'static str = "device staging";
+    const ALL: &'static [DeviceStaging] = &[DeviceStaging::Mapped, DeviceStaging::CopyEngine];
+    fn name(self) -> &'static str {
         match self {
             DeviceStaging::Mapped => "mapped",
             DeviceStaging::CopyEngine => "copy",
-        }
-    }
-}
-
-impl std::str::FromStr for DeviceStaging {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "mapped" => Ok(DeviceStaging::Mapped),
-            "copy" => Ok(DeviceStaging::CopyEngine),
-            other => Err(Error::InvalidArgument(format!(
-                "device staging {other:?}: expected mapped or copy"
-            ))),
         }
     }
 }

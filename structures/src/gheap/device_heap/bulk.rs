@@ -75,18 +75,14 @@ impl BulkPolicy {
     }
 }
 
-impl std::str::FromStr for BulkPolicy {
-    type Err = Error;
-
-    /// `never`, `auto` or `always` (command-line options).
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim() {
-            "never" => Ok(BulkPolicy::Never),
-            "auto" => Ok(BulkPolicy::Auto),
-            "always" => Ok(BulkPolicy::Always),
-            other => Err(Error::InvalidArgument(format!(
-                "bulk policy {other:?}: expected never, auto or always"
-            ))),
+impl asym_runtime::Named for BulkPolicy {
+    const KIND: &'static str = "bulk policy";
+    const ALL: &'static [BulkPolicy] = &[BulkPolicy::Never, BulkPolicy::Auto, BulkPolicy::Always];
+    fn name(self) -> &'static str {
+        match self {
+            BulkPolicy::Never => "never",
+            BulkPolicy::Auto => "auto",
+            BulkPolicy::Always => "always",
         }
     }
 }
