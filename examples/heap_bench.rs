@@ -476,7 +476,7 @@ fn warm_up<T: BenchKey>(heap: &DeviceGeneralizedHeap<T>) -> Result<()> {
         heap.insert(&(0..2 * k as u32).map(T::from_u32).collect::<Vec<_>>())?;
         let back = heap.delete_min(2 * k)?;
         if back.len() != 2 * k || !heap.is_empty() {
-            return Err(Error::Lost("the device heap's warm-up lost keys".into()));
+            return Err(Error::corrupted("the device heap", "its warm-up lost keys"));
         }
     }
     heap.set_bulk_policy(BulkPolicy::Auto);
@@ -912,8 +912,9 @@ impl Runner<'_> {
         // A first round trip builds the device program (as the gpu rows' warm-up).
         heap.insert(&(0..batch as u32).collect::<Vec<_>>())?;
         if heap.delete_min(batch)?.len() != batch || !heap.is_empty() {
-            return Err(Error::Lost(
-                "the cooperative heap's warm-up lost keys".into(),
+            return Err(Error::corrupted(
+                "the cooperative heap",
+                "its warm-up lost keys",
             ));
         }
         heap.clear()?;

@@ -199,6 +199,8 @@ pub fn is_usage_error(e: &Error) -> bool {
     matches!(
         e,
         Error::InvalidArgument(_)
+            | Error::OutOfRange { .. }
+            | Error::TooLarge { .. }
             | Error::Flag { .. }
             | Error::Parse { .. }
             | Error::DeviceNotFound { .. }

@@ -35,8 +35,9 @@ fn mtx(text: &str) -> asym_runtime::Result<Graph> {
 /// The message of a file error (`Parse`, naming file and line) or of a bad option.
 fn message(r: asym_runtime::Result<Graph>) -> String {
     match r {
-        Err(e @ (Error::Parse { .. } | Error::InvalidArgument(_))) => e.to_string(),
-        other => panic!("expected a Parse or InvalidArgument error, got {other:?}"),
+        Err(e @ Error::Parse { .. }) => e.to_string(),
+        Err(e) if e.is_argument_error() => e.to_string(),
+        other => panic!("expected a parse or argument error, got {other:?}"),
     }
 }
 

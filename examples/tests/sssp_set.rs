@@ -270,7 +270,7 @@ fn a_member_failing_mid_search_leaves_its_slice_to_the_primary() {
     }
     assert!(matches!(
         sssp.shortest_paths_as(SetPlan::Alone(1), source, Order::Frontier, &heap()),
-        Err(Error::InvalidArgument(_))
+        Err(e) if e.is_argument_error()
     ));
 }
 
@@ -301,7 +301,7 @@ fn the_primary_failing_runs_the_search_again_on_the_others() {
         sssp.inject_member_failure(m, 0).unwrap();
     }
     match sssp.shortest_paths(source, Order::Frontier, &heap()) {
-        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
+        Err(e @ Error::DeviceLost { .. }) => assert!(e.to_string().contains("injected"), "{e}"),
         other => panic!("expected a lost set, got {:?}", other.map(|r| r.plan)),
     }
     assert_eq!(sssp.failed_devices().len(), set.len());
@@ -326,7 +326,7 @@ fn bad_sources_and_overflow_are_errors_over_a_set() {
     }
     assert!(matches!(
         sssp.shortest_paths_as(SetPlan::Alone(set.len()), 0, Order::Frontier, &heap()),
-        Err(Error::InvalidArgument(_))
+        Err(e) if e.is_argument_error()
     ));
     let bad_order = Order::Heap {
         threshold: 0,

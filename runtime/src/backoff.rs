@@ -128,7 +128,12 @@ mod tests {
     use std::time::Duration;
 
     fn stalled(waited_ms: u64) -> Error {
-        Error::InvalidArgument(format!("stalled after {waited_ms} ms"))
+        Error::Stalled {
+            side: crate::Side::Host,
+            waiting_for: "a test".into(),
+            waited_ms,
+            detail: String::new(),
+        }
     }
 
     #[test]
@@ -145,17 +150,14 @@ mod tests {
         assert_eq!(got.unwrap(), 3);
         let never = poll_within(Duration::from_millis(20), || Ok(None::<()>), stalled);
         match never {
-            Err(Error::InvalidArgument(m)) => {
-                let ms: u64 = m.split(' ').nth(2).unwrap().parse().unwrap();
-                assert!(ms >= 20, "{m}");
-            }
+            Err(Error::Stalled { waited_ms, .. }) => assert!(waited_ms >= 20, "{waited_ms}"),
             other => panic!("{other:?}"),
         }
         let failed = poll_within(
             Duration::from_secs(5),
-            || Err::<Option<()>, _>(Error::Lost("gone".into())),
+            || Err::<Option<()>, _>(Error::thread_lost("a test thread", "gone")),
             stalled,
         );
-        assert!(matches!(failed, Err(Error::Lost(_))));
+        assert!(matches!(failed, Err(Error::ThreadLost { .. })));
     }
 }

@@ -57,7 +57,11 @@ impl DeviceSet {
     /// chose); an error when `members` is empty or names one device twice.
     pub fn from_runtimes(members: Vec<Runtime>) -> Result<Self> {
         if members.is_empty() {
-            return Err(Error::InvalidArgument("a device set needs a device".into()));
+            return Err(Error::out_of_range(
+                "devices",
+                0,
+                "a device set needs at least one",
+            ));
         }
         for (i, a) in members.iter().enumerate() {
             if let Some(b) = members[..i]

@@ -34,7 +34,7 @@ pub fn svm_round_trip(rt: &Runtime, n: usize, seed: u32) -> Result<Duration> {
     k.launch(n.max(1), None)?.wait()?;
     let back = buf.read()?;
     if let Some(i) = (0..n).find(|&i| back[i] != data[i].wrapping_add(1)) {
-        return Err(Error::Lost(format!(
+        return Err(Error::device_lost(rt.profile().label(), format!(
             "SVM round trip on {} ({}) corrupted word {i}: wrote {}, device should make {}, host read {}",
             rt.profile().label(),
             rt.transport(),
@@ -114,11 +114,14 @@ pub fn upload_probe(
         keep(&mut best.unmap_transfer, t.elapsed());
         let mut probe = buf.map()?;
         if probe[words - 1] != round as u32 + 1 {
-            return Err(Error::Lost(format!(
-                "upload probe: the buffer holds {} after writing {}",
-                probe[words - 1],
-                round + 1
-            )));
+            return Err(Error::device_lost(
+                rt.profile().label(),
+                format!(
+                    "upload probe: the buffer holds {} after writing {}",
+                    probe[words - 1],
+                    round + 1
+                ),
+            ));
         }
         probe[0] = 0;
         probe.unmap()?;
@@ -128,8 +131,9 @@ pub fn upload_probe(
     }
     let back = buf.read()?;
     if back != source {
-        return Err(Error::Lost(
-            "upload probe: the copy engine's upload did not arrive intact".into(),
+        return Err(Error::device_lost(
+            rt.profile().label(),
+            "upload probe: the copy engine's upload did not arrive intact",
         ));
     }
     Ok(best)
@@ -199,9 +203,11 @@ impl PingPong {
             });
         }
         if rounds == 0 || rounds > u32::MAX / 2 {
-            return Err(Error::InvalidArgument(format!(
-                "ping-pong rounds {rounds} out of 1..=2^31-1"
-            )));
+            return Err(Error::out_of_range(
+                "ping-pong rounds",
+                rounds,
+                "1 to 2^31 - 1",
+            ));
         }
         let flag = rt.alloc::<u32>(1)?;
         let control = rt.alloc::<u32>(16)?;
@@ -226,8 +232,10 @@ impl PingPong {
     /// One round: the host stores `2i-1`, waits (bounded) for the kernel's `2i`.
     pub fn round(&mut self) -> Result<()> {
         if self.round >= self.rounds {
-            return Err(Error::InvalidArgument(
-                "all ping-pong rounds are used".into(),
+            return Err(Error::too_large(
+                "ping-pong rounds",
+                self.round as u64 + 1,
+                self.rounds,
             ));
         }
         self.round += 1;

@@ -142,9 +142,53 @@ pub enum Error {
         /// The panic payload as text.
         message: String,
     },
-    /// The device, a kernel, or a thread that a structure depends on is gone.
-    #[error("lost: {0}")]
-    Lost(String),
+    /// A device failed under a call: a kernel stopped early, a service kernel exited, data
+    /// came back broken from it, or a fault was injected there (tests). The one kind of
+    /// error a device set fails over ([`Error::is_device_fault`]).
+    #[error("device {device} lost: {what}")]
+    DeviceLost {
+        /// The device (its label), or the part of the set that failed.
+        device: String,
+        /// What went wrong.
+        what: String,
+    },
+    /// A structure failed one of its own checks: it is damaged, and no retry elsewhere can
+    /// mend it (its keys or links are what went wrong).
+    #[error("{structure} is damaged: {what}")]
+    Corrupted {
+        /// The structure (`the device heap`, `the red-black tree`).
+        structure: String,
+        /// The check that failed.
+        what: String,
+    },
+    /// A host thread a call depends on could not start, exited or panicked.
+    #[error("{thread} lost: {what}")]
+    ThreadLost {
+        /// The thread (`latency thread 3`, `the device driver thread`).
+        thread: String,
+        /// What happened to it.
+        what: String,
+    },
+    /// A size beyond what a structure, a kernel or the device can take.
+    #[error("{what}: {size} is more than the limit of {limit}")]
+    TooLarge {
+        /// What was too large, in the caller's terms.
+        what: String,
+        /// The size asked for.
+        size: u64,
+        /// The most allowed.
+        limit: u64,
+    },
+    /// An argument of a call outside the values the call accepts.
+    #[error("{what} {value}: {expected}")]
+    OutOfRange {
+        /// The argument, in the caller's terms (`batch size`, `d`).
+        what: String,
+        /// The value given.
+        value: String,
+        /// What it accepts.
+        expected: String,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -185,6 +229,90 @@ impl Error {
             line: None,
             what: what.to_string(),
         }
+    }
+
+    /// A [`Error::DeviceLost`] of `device`.
+    pub fn device_lost(device: impl Into<String>, what: impl std::fmt::Display) -> Self {
+        Error::DeviceLost {
+            device: device.into(),
+            what: what.to_string(),
+        }
+    }
+
+    /// A [`Error::Corrupted`] of `structure`.
+    pub fn corrupted(structure: impl Into<String>, what: impl std::fmt::Display) -> Self {
+        Error::Corrupted {
+            structure: structure.into(),
+            what: what.to_string(),
+        }
+    }
+
+    /// A [`Error::ThreadLost`] of `thread`.
+    pub fn thread_lost(thread: impl Into<String>, what: impl std::fmt::Display) -> Self {
+        Error::ThreadLost {
+            thread: thread.into(),
+            what: what.to_string(),
+        }
+    }
+
+    /// A [`Error::TooLarge`]: `what` of `size` where at most `limit` is allowed.
+    pub fn too_large(
+        what: impl Into<String>,
+        size: impl TryInto<u64>,
+        limit: impl TryInto<u64>,
+    ) -> Self {
+        Error::TooLarge {
+            what: what.into(),
+            size: size.try_into().unwrap_or(u64::MAX),
+            limit: limit.try_into().unwrap_or(u64::MAX),
+        }
+    }
+
+    /// An [`Error::OutOfRange`]: `what` does not accept `value`; it accepts `expected`.
+    pub fn out_of_range(
+        what: impl Into<String>,
+        value: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::OutOfRange {
+            what: what.into(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// Whether the caller's arguments are at fault: a malformed argument, a value out of
+    /// range, a size too large. The same call fails the same way on any device (a binding
+    /// raises `ValueError` for these).
+    pub fn is_argument_error(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidArgument(_) | Error::OutOfRange { .. } | Error::TooLarge { .. }
+        )
+    }
+
+    /// Whether the error is a device's fault, the one kind a device set fails over: the
+    /// member whose device failed leaves the set and its share goes to the others where the
+    /// structure allows it.
+    ///
+    /// The policy, written once for every structure that spreads work:
+    /// - a device fault is [`Error::DeviceLost`], any failed OpenCL call ([`Error::OpenCl`]:
+    ///   the driver said the device, its queue or its memory failed) and a wait on the device
+    ///   that ran out ([`Error::Stalled`] on [`Side::Device`]);
+    /// - everything else is the call's error: a damaged structure ([`Error::Corrupted`]: its
+    ///   keys or links are what went wrong, so another device would only repeat them), bad
+    ///   arguments and sizes (the same on every member), memory running out, a host thread
+    ///   lost or stalled (the host is shared by every member).
+    pub fn is_device_fault(&self) -> bool {
+        matches!(
+            self,
+            Error::DeviceLost { .. }
+                | Error::OpenCl { .. }
+                | Error::Stalled {
+                    side: Side::Device,
+                    ..
+                }
+        )
     }
 
     /// A [`Error::Flag`]: `name` does not accept `value`; it accepts `expected`.

@@ -199,18 +199,20 @@ impl Kernel {
         flush: bool,
     ) -> Result<Launch> {
         if global == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "kernel {} launched with 0 work-items",
-                self.name
-            )));
+            return Err(Error::out_of_range(
+                format!("kernel {} launched with", self.name),
+                "0 work-items",
+                "at least one",
+            ));
         }
         if let Some(l) = local {
             let max = self.rt.profile().max_work_group_size;
             if l == 0 || global % l != 0 || (max > 0 && l > max) {
-                return Err(Error::InvalidArgument(format!(
-                    "kernel {}: work-group size {l} must divide the global size {global} and be at most {max}",
-                    self.name
-                )));
+                return Err(Error::out_of_range(
+                    format!("kernel {}: work-group size", self.name),
+                    l,
+                    format!("must divide the global size {global} and be at most {max}"),
+                ));
             }
         }
         let mut uses: Vec<Arc<SvmAlloc>> = Vec::new();

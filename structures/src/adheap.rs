@@ -59,9 +59,11 @@ impl AdHeapLayout {
     pub fn new(d: usize, capacity: usize) -> Result<Self> {
         check_d(d)?;
         if capacity == 0 || capacity > 1 << 28 {
-            return Err(Error::InvalidArgument(format!(
-                "ad-heap capacity {capacity}: it must be between 1 and 2^28 keys"
-            )));
+            return Err(Error::out_of_range(
+                "ad-heap capacity",
+                capacity,
+                "between 1 and 2^28 keys",
+            ));
         }
         // Levels below the root.
         let mut height = 0;
@@ -168,7 +170,7 @@ pub struct BadBridge(pub String);
 
 impl From<BadBridge> for Error {
     fn from(b: BadBridge) -> Self {
-        Error::Lost(format!("ad-heap bridge: {}", b.0))
+        Error::corrupted("the ad-heap", format!("ad-heap bridge: {}", b.0))
     }
 }
 

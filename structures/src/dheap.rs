@@ -31,9 +31,11 @@ pub fn check_d(d: usize) -> Result<()> {
     if SUPPORTED_D.contains(&d) {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "d = {d}: the d-heap supports d in {SUPPORTED_D:?}"
-        )))
+        Err(Error::out_of_range(
+            "d =",
+            d,
+            format!("the d-heap supports d in {SUPPORTED_D:?}"),
+        ))
     }
 }
 

@@ -118,7 +118,7 @@ fn bad_batch_sizes_and_a_full_heap_are_errors() {
     for batch in [0usize, 3, 48, 1 << 17] {
         assert!(matches!(
             GeneralizedHeap::<i32>::new(batch),
-            Err(Error::InvalidArgument(_))
+            Err(e) if e.is_argument_error()
         ));
     }
     let mut heap = GeneralizedHeap::new(4).unwrap().with_max_nodes(3);

@@ -205,7 +205,7 @@ fn pairs_and_bad_configurations() {
                 refill: usize::MAX,
                 ..CooperativeConfig::new(8)
             },
-            "too large",
+            "a refill: 18446744073709551615 is more than the limit",
         ),
     ] {
         let e = CooperativeHeap::<u32>::new(&rt, &c).unwrap_err();

@@ -139,12 +139,12 @@ fn a_member_failing_loses_its_keys_and_the_heap_says_so() {
     h.insert(&(0..10_000).collect::<Vec<i32>>()).unwrap();
     h.inject_member_failure(1).unwrap();
     match h.delete_min(100) {
-        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
+        Err(e @ Error::DeviceLost { .. }) => assert!(e.to_string().contains("injected"), "{e}"),
         other => panic!("expected a lost member, got {other:?}"),
     }
-    // The keys member 1 held are gone with it: every later call refuses.
-    assert!(matches!(h.insert(&[1, 2, 3]), Err(Error::Lost(_))));
-    assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
+    // The keys member 1 held are gone with it: every later call refuses, the heap damaged.
+    assert!(matches!(h.insert(&[1, 2, 3]), Err(Error::Corrupted { .. })));
+    assert!(matches!(h.delete_min(1), Err(Error::Corrupted { .. })));
     assert!(h.inject_member_failure(7).is_err(), "no member 7");
     // A failure in a large insert (every member rebuilding, one routing pass for all).
     let h = heap(Transport::Coarse, 32);
@@ -158,10 +158,10 @@ fn a_member_failing_loses_its_keys_and_the_heap_says_so() {
 fn an_insert_loses_a_failing_member(h: &SpreadHeap<i32>, member: usize, n: i32, says: &str) {
     h.inject_member_failure(member).unwrap();
     match h.insert(&(0..n).rev().collect::<Vec<i32>>()) {
-        Err(Error::Lost(msg)) => assert!(msg.contains(says), "{msg}"),
+        Err(e @ Error::DeviceLost { .. }) => assert!(e.to_string().contains(says), "{e}"),
         other => panic!("expected member {member} lost, got {other:?}"),
     }
-    assert!(matches!(h.delete_min(1), Err(Error::Lost(_))));
+    assert!(matches!(h.delete_min(1), Err(Error::Corrupted { .. })));
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn fixed_shares_place_the_keys_and_bad_weights_are_refused() {
             vec![f64::NAN; members],
         ] {
             assert!(
-                matches!(h.set_shares(Some(&bad)), Err(Error::InvalidArgument(_))),
+                matches!(h.set_shares(Some(&bad)), Err(e) if e.is_argument_error()),
                 "{transport}: {bad:?} accepted"
             );
         }
@@ -330,7 +330,7 @@ fn lane_counts_out_of_range_are_refused() {
     let rt = &common::shared_runtimes()[0];
     for bad in [0, MAX_LANES + 1] {
         match SpreadHeap::<i32>::lanes(rt, bad, &DeviceHeapConfig::new(32)) {
-            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("lanes"), "{msg}"),
+            Err(e @ Error::OutOfRange { .. }) => assert!(e.to_string().contains("lanes"), "{e}"),
             other => panic!("{bad} lanes: {other:?}"),
         }
     }

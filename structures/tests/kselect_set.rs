@@ -215,7 +215,7 @@ fn every_member_failing_is_an_error_on_the_device_alone_and_survived_with_the_cp
     }
     all_fail(&gpu);
     match gpu.select_with_stats(&data, &cut, 10, Mode::GpuOnly) {
-        Err(Error::Lost(msg)) => assert!(msg.contains("injected"), "{msg}"),
+        Err(e @ Error::DeviceLost { .. }) => assert!(e.to_string().contains("injected"), "{e}"),
         other => panic!("expected a lost device, got {:?}", other.map(|r| r.1)),
     }
     assert!(gpu.select(&data, &cut, 10, Mode::GpuOnly).is_err());

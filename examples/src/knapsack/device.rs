@@ -347,7 +347,7 @@ pub fn solve_offloaded(
                 })();
                 let parts = match expansion {
                     Some(h) => h.join().map_err(|_| {
-                        Error::Lost("the knapsack search's expanding thread panicked".into())
+                        Error::thread_lost("the knapsack search's expanding thread", "it panicked")
                     })??,
                     None => Vec::new(),
                 };
@@ -390,9 +390,9 @@ pub fn solve_offloaded(
         let outcome = rounds();
         quit.store(true, Ordering::Relaxed);
         let expanded = match diver {
-            Some(h) => h
-                .join()
-                .map_err(|_| Error::Lost("the knapsack search's dive thread panicked".into()))?,
+            Some(h) => h.join().map_err(|_| {
+                Error::thread_lost("the knapsack search's dive thread", "it panicked")
+            })?,
             None => 0,
         };
         outcome.map(|()| expanded)

@@ -699,9 +699,10 @@ fn collect_garbage(
     );
     *words = seen;
     if n_kept + n_freed != n {
-        return Err(Error::Lost(format!(
-            "a garbage collection of {n} search nodes kept {n_kept} and freed {n_freed}"
-        )));
+        return Err(Error::corrupted(
+            "the knapsack search's node arena",
+            format!("a garbage collection of {n} search nodes kept {n_kept} and freed {n_freed}"),
+        ));
     }
     arena.n_free += n_freed;
     heap.insert_from_device(&kept, n_kept)?;

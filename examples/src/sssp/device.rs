@@ -302,10 +302,13 @@ impl DeviceSssp<'_> {
         let c = self.counters.read()?;
         let next = c[NEXT_LEN] as usize;
         if next > self.next.len() {
-            return Err(Error::Lost(format!(
-                "the SSSP kernels queued {next} vertices in a graph of {}",
-                self.next.len()
-            )));
+            return Err(Error::corrupted(
+                "the SSSP frontier",
+                format!(
+                    "the SSSP kernels queued {next} vertices in a graph of {}",
+                    self.next.len()
+                ),
+            ));
         }
         if next > 0 {
             self.pairs

@@ -314,10 +314,13 @@ impl DeviceSssp<'_> {
             .try_into()
             .expect("CTL_WORDS words read");
         if words[ERROR] != 0 {
-            return Err(Error::Lost(format!(
-                "the near-far SSSP kernel overran a list of {} vertices",
-                self.graph.vertices()
-            )));
+            return Err(Error::corrupted(
+                "the near-far SSSP lists",
+                format!(
+                    "the near-far SSSP kernel overran a list of {} vertices",
+                    self.graph.vertices()
+                ),
+            ));
         }
         Ok(words)
     }

@@ -219,14 +219,6 @@ fn latency_label(pool: &LatencyPool) -> String {
     format!("latency threads ({})", pool.len())
 }
 
-/// Whether `e` says the device itself failed (not the input or a host limit).
-fn is_device_fault(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::OpenCl { .. } | Error::Lost(_) | Error::Stalled { .. }
-    )
-}
-
 /// The members that have not failed.
 fn live(members: &[SetMember<'_>]) -> Vec<usize> {
     (0..members.len())
@@ -416,10 +408,7 @@ impl<'g> SpreadSssp<'g> {
         if let Some(e) = &self.cpu_failed {
             failed.push(format!("the latency threads: {e}"));
         }
-        Error::Lost(format!(
-            "every device of the set failed: {}",
-            failed.join("; ")
-        ))
+        Error::device_lost("every device of the set", failed.join("; "))
     }
 
     /// The plan for the next call of `order`: the next trial, else the fastest measured.
@@ -473,7 +462,7 @@ impl<'g> SpreadSssp<'g> {
                     None => member.sssp.shortest_paths(source, order, heap),
                 };
                 if let Err(e) = &run {
-                    if is_device_fault(e) {
+                    if e.is_device_fault() {
                         member.failed = Some(e.to_string());
                     }
                 }
@@ -557,7 +546,7 @@ impl<'g> SpreadSssp<'g> {
         {
             let m = &mut self.members[primary];
             if let Err(e) = m.sssp.reset(source) {
-                if is_device_fault(&e) {
+                if e.is_device_fault() {
                     m.failed = Some(e.to_string());
                 }
                 return Err(e);
@@ -615,7 +604,7 @@ impl<'g> SpreadSssp<'g> {
         let run = match run {
             Ok(run) => run,
             Err(e) => {
-                if is_device_fault(&e) && relax.members[primary].failed.is_none() {
+                if e.is_device_fault() && relax.members[primary].failed.is_none() {
                     relax.members[primary].failed = Some(e.to_string());
                 }
                 return Err(e);
@@ -726,10 +715,10 @@ struct Expanded {
 fn injected(m: &mut SetMember<'_>, round: u64) -> Option<Error> {
     if m.fail_at.is_some_and(|at| round >= at) {
         m.fail_at = None;
-        Some(Error::Lost(format!(
-            "{}: a failure injected in iteration {round}",
-            m.sssp.runtime().profile().label()
-        )))
+        Some(Error::device_lost(
+            m.sssp.runtime().profile().label(),
+            format!("a failure injected in iteration {round}"),
+        ))
     } else {
         None
     }
@@ -948,7 +937,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                         h.join().unwrap_or_else(|_| Expanded {
                             member: i,
                             range: 0..0,
-                            result: Err(Error::Lost("an SSSP driver thread panicked".into())),
+                            result: Err(Error::thread_lost("an SSSP driver thread", "it panicked")),
                             secs: 0.0,
                         })
                     })

@@ -123,8 +123,9 @@ impl SpinBarrier {
 
     fn check(&self) -> Result<()> {
         if self.is_poisoned() {
-            return Err(Error::Lost(
-                "another latency thread of this job failed; its partners stopped".into(),
+            return Err(Error::thread_lost(
+                "a latency thread of this job",
+                "another latency thread of this job failed; its partners stopped",
             ));
         }
         Ok(())

@@ -115,21 +115,27 @@ impl LatencyPool {
                 .unwrap_or_else(|| usable.len().saturating_sub(options.leave_for_device).max(1)),
         };
         if threads == 0 || threads > 4096 {
-            return Err(Error::InvalidArgument(format!(
-                "a latency pool needs 1..=4096 threads, not {threads}"
-            )));
+            return Err(Error::out_of_range(
+                "latency threads",
+                threads,
+                "a latency pool needs 1 to 4096",
+            ));
         }
         let cores = match options.cores {
             Some(c) if c.is_empty() => {
-                return Err(Error::InvalidArgument(
-                    "empty core list for the latency pool".into(),
+                return Err(Error::out_of_range(
+                    "cores",
+                    "[]",
+                    "the latency pool needs at least one",
                 ))
             }
             Some(c) => {
                 if let Some(bad) = c.iter().find(|id| !usable.contains(id)) {
-                    return Err(Error::InvalidArgument(format!(
-                        "CPU {bad} is not available to this process (usable: {usable:?})"
-                    )));
+                    return Err(Error::out_of_range(
+                        "CPU",
+                        bad,
+                        format!("not available to this process (usable: {usable:?})"),
+                    ));
                 }
                 c
             }
@@ -163,7 +169,12 @@ impl LatencyPool {
                         },
                     );
                 })
-                .map_err(|e| Error::Lost(format!("cannot spawn latency thread {index}: {e}")))?;
+                .map_err(|e| {
+                    Error::thread_lost(
+                        format!("latency thread {index}"),
+                        format!("cannot spawn latency thread {index}: {e}"),
+                    )
+                })?;
             let pinned_cpu = ready_rx.recv_timeout(timeout).map_err(|_| Error::Stalled {
                 side: Side::Host,
                 waiting_for: format!("latency thread {index} to start"),
@@ -252,9 +263,12 @@ impl LatencyPool {
                 let r = catch_unwind(AssertUnwindSafe(|| f(info)));
                 let _ = tx.send((info.index, r));
             });
-            w.jobs
-                .send(job)
-                .map_err(|_| Error::Lost(format!("latency thread {} has exited", w.info.index)))?;
+            w.jobs.send(job).map_err(|_| {
+                Error::thread_lost(
+                    format!("latency thread {}", w.info.index),
+                    format!("latency thread {} has exited", w.info.index),
+                )
+            })?;
         }
         drop(tx);
         let mut out: Vec<Option<R>> = (0..self.workers.len()).map(|_| None).collect();
@@ -318,7 +332,12 @@ impl LatencyPool {
                         message: panic_message(&p),
                     })
                 }
-                None => return Err(Error::Lost(format!("latency thread {i} has exited"))),
+                None => {
+                    return Err(Error::thread_lost(
+                        format!("latency thread {i}"),
+                        format!("latency thread {i} has exited"),
+                    ))
+                }
             }
         }
         Ok(results)
@@ -331,18 +350,22 @@ impl LatencyPool {
         F: FnOnce(&WorkerInfo) -> R + Send + 'static,
     {
         let w = self.workers.get(index).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "latency thread {index} does not exist (pool of {})",
-                self.workers.len()
-            ))
+            Error::out_of_range(
+                "latency thread",
+                index,
+                format!("does not exist (pool of {})", self.workers.len()),
+            )
         })?;
         let (tx, rx) = channel::bounded(1);
         let job: Job = Box::new(move |info: &WorkerInfo| {
             let _ = tx.send(catch_unwind(AssertUnwindSafe(|| f(info))));
         });
-        w.jobs
-            .send(job)
-            .map_err(|_| Error::Lost(format!("latency thread {index} has exited")))?;
+        w.jobs.send(job).map_err(|_| {
+            Error::thread_lost(
+                format!("latency thread {index}"),
+                format!("latency thread {index} has exited"),
+            )
+        })?;
         match rx.recv_timeout(self.timeout) {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(p)) => Err(Error::LatencyThreadPanicked {

@@ -28,8 +28,10 @@ impl<T> SignalQueue<T> {
         consumer: Side,
     ) -> Result<Self> {
         if capacity == 0 {
-            return Err(Error::InvalidArgument(
-                "a signal queue needs a capacity of at least 1".into(),
+            return Err(Error::out_of_range(
+                "signal queue capacity",
+                capacity,
+                "at least 1",
             ));
         }
         Ok(SignalQueue {

@@ -28,9 +28,11 @@ impl DeviceRing {
     /// A ring in SVM of `kind`.
     pub fn with_kind(rt: &Runtime, capacity: u32, kind: SvmKind) -> Result<Self> {
         if !proto::valid_capacity(capacity) {
-            return Err(Error::InvalidArgument(format!(
-                "ring capacity {capacity} must be a power of two between 2 and 2^30"
-            )));
+            return Err(Error::out_of_range(
+                "ring capacity",
+                capacity,
+                "must be a power of two between 2 and 2^30",
+            ));
         }
         let mut buffer = rt.alloc_kind::<u32>(proto::words_for(capacity), kind)?;
         {

@@ -158,7 +158,10 @@ impl DeviceService {
                     .name(format!("asym-pump-{name}"))
                     .spawn(move || pump.run())
                     .map_err(|e| {
-                        Error::Lost(format!("cannot start the coarse pump thread: {e}"))
+                        Error::thread_lost(
+                            "the coarse pump thread",
+                            format!("cannot start the coarse pump thread: {e}"),
+                        )
                     })?;
                 Backend::Coarse(Coarse {
                     shared,
@@ -267,19 +270,19 @@ impl DeviceService {
         match &self.backend {
             Backend::Fine(f) => {
                 if f.exited.load(Ordering::Acquire) {
-                    return Err(Error::Lost(format!(
-                        "service kernel {} has exited",
-                        self.name
-                    )));
+                    return Err(Error::device_lost(
+                        self.name.clone(),
+                        format!("service kernel {} has exited", self.name),
+                    ));
                 }
                 if let Ok(mut guard) = f.launch.try_lock() {
                     if let Some(l) = guard.as_mut() {
                         if l.is_complete()? {
                             f.exited.store(true, Ordering::Release);
-                            return Err(Error::Lost(format!(
-                                "service kernel {} has exited",
-                                self.name
-                            )));
+                            return Err(Error::device_lost(
+                                self.name.clone(),
+                                format!("service kernel {} has exited", self.name),
+                            ));
                         }
                     }
                 }
@@ -329,10 +332,10 @@ impl DeviceService {
                 if let Some(h) = c.pump.take() {
                     h.thread().unpark();
                     if h.join().is_err() {
-                        return Err(Error::Lost(format!(
-                            "the coarse pump of {} panicked",
-                            self.name
-                        )));
+                        return Err(Error::thread_lost(
+                            format!("the coarse pump of {}", self.name),
+                            format!("the coarse pump of {} panicked", self.name),
+                        ));
                     }
                 }
                 if let Some(f) = c
@@ -342,7 +345,7 @@ impl DeviceService {
                     .unwrap_or_else(|p| p.into_inner())
                     .take()
                 {
-                    return Err(Error::Lost(f));
+                    return Err(Error::device_lost(self.name.clone(), f));
                 }
                 Ok(ServiceStats {
                     handled: c.shared.handled.load(Ordering::Acquire),
@@ -370,10 +373,11 @@ impl Drop for DeviceService {
 impl CoarseShared {
     fn check(&self) -> Result<()> {
         match &*self.failure.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(f) => Err(Error::Lost(f.clone())),
-            None if self.stop.load(Ordering::Acquire) => {
-                Err(Error::Lost("the service was stopped".into()))
-            }
+            Some(f) => Err(Error::device_lost("a coarse service kernel", f.clone())),
+            None if self.stop.load(Ordering::Acquire) => Err(Error::device_lost(
+                "a coarse service kernel",
+                "the service was stopped",
+            )),
             None => Ok(()),
         }
     }

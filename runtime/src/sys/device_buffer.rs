@@ -87,10 +87,11 @@ impl<T: SvmElement> DeviceBuffer<T> {
 
     fn check(&self, at: usize, len: usize, verb: &str) -> Result<()> {
         if at.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(Error::InvalidArgument(format!(
-                "{verb} {len} elements at offset {at} of a device buffer of {}",
-                self.len
-            )));
+            return Err(Error::out_of_range(
+                format!("{verb} at offset {at}"),
+                format!("{len} elements"),
+                format!("a device buffer of {}", self.len),
+            ));
         }
         Ok(())
     }

@@ -798,11 +798,11 @@ impl<T: SvmElement> SvmBuffer<T> {
     /// Copies `data` into the buffer (map, copy, unmap). `data.len()` must equal `len()`.
     pub fn write(&mut self, data: &[T]) -> Result<()> {
         if data.len() != self.len {
-            return Err(Error::InvalidArgument(format!(
-                "writing {} elements into an SVM buffer of {}",
+            return Err(Error::too_large(
+                "elements written into an SVM buffer",
                 data.len(),
-                self.len
-            )));
+                self.len,
+            ));
         }
         let mut map = self.map_for_overwrite()?;
         map.copy_from_slice(data);
@@ -913,10 +913,11 @@ impl<T: SvmElement> SvmBuffer<T> {
             )));
         }
         if at.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(Error::InvalidArgument(format!(
-                "{verb} {len} elements at offset {at} {dir} an SVM buffer of {}",
-                self.len
-            )));
+            return Err(Error::out_of_range(
+                format!("{verb} at offset {at}"),
+                format!("{len} elements"),
+                format!("{dir} an SVM buffer of {}", self.len),
+            ));
         }
         Ok(())
     }

@@ -91,24 +91,28 @@ impl ArenaLayout {
     fn check(&self) -> Result<()> {
         let sb = self.superblock_words;
         if !sb.is_power_of_two() || !(16..=1 << 20).contains(&sb) {
-            return Err(Error::InvalidArgument(format!(
-                "superblocks of {sb} words: a power of two from 16 to 2^20"
-            )));
+            return Err(Error::out_of_range(
+                "superblock words",
+                sb,
+                "a power of two from 16 to 2^20",
+            ));
         }
         if self.classes == 0
             || 2u64 << (self.classes - 1) > u64::from(sb)
             || STAT_FREE + self.classes as usize > sb as usize
         {
-            return Err(Error::InvalidArgument(format!(
-                "{} size classes: 1 to log2({sb}) (the largest class is a whole superblock)",
-                self.classes
-            )));
+            return Err(Error::out_of_range(
+                "size classes",
+                self.classes,
+                format!("1 to log2({sb}) (the largest class is a whole superblock)"),
+            ));
         }
         if !(1..=256).contains(&self.shards) {
-            return Err(Error::InvalidArgument(format!(
-                "{} free-list shards per class: 1 to 256",
-                self.shards
-            )));
+            return Err(Error::out_of_range(
+                "free-list shards per class",
+                self.shards,
+                "1 to 256",
+            ));
         }
         Ok(())
     }
@@ -460,7 +464,7 @@ impl SvmArena {
             return Ok(Vec::new());
         }
         let n = u32::try_from(input.len())
-            .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 operations".into()))?;
+            .map_err(|_| Error::too_large("operations in one call", input.len(), u32::MAX))?;
         let mut in_buf = self.rt.alloc::<u32>(input.len())?;
         in_buf.write(input)?;
         let mut out = self.rt.alloc::<u32>(input.len())?;
@@ -500,9 +504,7 @@ impl SvmArena {
         during: impl FnOnce(ArenaView<'_>) -> R,
     ) -> Result<(ChurnReport, R)> {
         if per == 0 || per > 8 {
-            return Err(Error::InvalidArgument(format!(
-                "{per} blocks per work-item: 1 to 8"
-            )));
+            return Err(Error::out_of_range("blocks per work-item", per, "1 to 8"));
         }
         let mut failures = self.rt.alloc::<u32>(2)?;
         let fine = self.rt.transport() == asym_runtime::Transport::Fine;

@@ -171,9 +171,11 @@ impl<'a> ArenaView<'a> {
         };
         if cls == 0 || (block % l.superblock_words) % l.class_words(cls - 1) != 0 {
             self.heap[STAT_BAD_FREE].fetch_add(1, Ordering::Relaxed);
-            return Err(Error::InvalidArgument(format!(
-                "free of handle {block}, which is not a block of this arena"
-            )));
+            return Err(Error::out_of_range(
+                "free of handle",
+                block,
+                "not a block of this arena",
+            ));
         }
         let c = cls - 1;
         self.push(c, hint % l.shards as usize, block);
@@ -287,16 +289,22 @@ impl<'a> ArenaView<'a> {
             while b != 0 {
                 n += 1;
                 if n > limit {
-                    return Err(Error::Lost(format!(
-                        "the free list of {}-byte blocks has a cycle (a block freed twice?)",
-                        self.layout.class_bytes(c)
-                    )));
+                    return Err(Error::corrupted(
+                        "the SVM arena",
+                        format!(
+                            "the free list of {}-byte blocks has a cycle (a block freed twice?)",
+                            self.layout.class_bytes(c)
+                        ),
+                    ));
                 }
                 b = self
                     .heap
                     .get(b as usize)
                     .ok_or_else(|| {
-                        Error::Lost(format!("a free list links to {b}, outside the arena"))
+                        Error::corrupted(
+                            "the SVM arena",
+                            format!("a free list links to {b}, outside the arena"),
+                        )
                     })?
                     .load(Ordering::Relaxed);
             }

@@ -166,9 +166,11 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
     /// most `max_nodes` full nodes (plus the partial buffer).
     pub fn new(batch: usize, max_nodes: usize) -> Result<Self> {
         if !batch.is_power_of_two() || batch > MAX_BATCH {
-            return Err(Error::InvalidArgument(format!(
-                "batch size {batch}: the generalized heap needs a power of two up to {MAX_BATCH}"
-            )));
+            return Err(Error::out_of_range(
+                "batch size",
+                batch,
+                format!("the generalized heap needs a power of two up to {MAX_BATCH}"),
+            ));
         }
         let node = || Node {
             state: State::Empty,
@@ -297,10 +299,13 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 &nodes[pos - 1]
             };
             if pos != 0 && node.state != State::Avail {
-                return Err(Error::Lost(format!(
-                    "node {pos} was left in state {:?} by an unfinished operation",
-                    node.state
-                )));
+                return Err(Error::corrupted(
+                    "the concurrent heap",
+                    format!(
+                        "node {pos} was left in state {:?} by an unfinished operation",
+                        node.state
+                    ),
+                ));
             }
             keys.push((pos, node.keys.clone()));
         }
@@ -503,9 +508,10 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 }
                 State::Target => node.state = State::Marked,
                 s => {
-                    return Err(Error::Lost(format!(
-                        "the heap's last node {last} is in state {s:?}"
-                    )))
+                    return Err(Error::corrupted(
+                        "the concurrent heap",
+                        format!("the heap's last node {last} is in state {s:?}"),
+                    ))
                 }
             }
         }

@@ -228,15 +228,13 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
             .refill
             .checked_next_multiple_of(k.max(1))
             .filter(|r| r.checked_mul(2).is_some())
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("refill {}: too large", config.refill))
-            })?;
+            .ok_or_else(|| Error::too_large("a refill", config.refill, u32::MAX))?;
         if config.top_capacity < 2 * refill {
-            return Err(Error::InvalidArgument(format!(
-                "top capacity {}: must hold at least two refills ({})",
+            return Err(Error::out_of_range(
+                "top capacity",
                 config.top_capacity,
-                2 * refill
-            )));
+                format!("must hold at least two refills ({})", 2 * refill),
+            ));
         }
         Ok(CooperativeHeap {
             device: DeviceGeneralizedHeap::new(rt, &config.device)?,
@@ -377,8 +375,9 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
             match keys.last() {
                 Some(k) => Fence::At(k.to_repr()),
                 None => {
-                    return Err(Error::Lost(
-                        "a refill from a non-empty device heap returned no key".into(),
+                    return Err(Error::corrupted(
+                        "the cooperative heap",
+                        "a refill from a non-empty device heap returned no key",
                     ))
                 }
             }

@@ -54,10 +54,11 @@ impl DeviceBatchOps {
     /// 4·K keys must fit the device's local memory).
     pub fn new(rt: &Runtime, batch: usize) -> Result<Self> {
         if !batch.is_power_of_two() || !(2..=MAX_DEVICE_BATCH).contains(&batch) {
-            return Err(Error::InvalidArgument(format!(
-                "batch size {batch}: the device kernels take a power of two from 2 to \
-                 {MAX_DEVICE_BATCH}"
-            )));
+            return Err(Error::out_of_range(
+                "batch size",
+                batch,
+                format!("the device kernels take a power of two from 2 to {MAX_DEVICE_BATCH}"),
+            ));
         }
         check_local_memory(rt, 4 * batch * 4, &format!("merge batches of {batch} keys"))?;
         let wg = default_work_group(rt, batch);
@@ -101,11 +102,11 @@ impl DeviceBatchOps {
     /// every batch sorted): `a` gets each pair's K smallest keys, `b` the rest, sorted.
     pub fn merge_batches(&mut self, a: &mut [i32], b: &mut [i32]) -> Result<()> {
         if a.len() != b.len() {
-            return Err(Error::InvalidArgument(format!(
-                "merging {} keys with {}: the two sides must have equal lengths",
-                a.len(),
-                b.len()
-            )));
+            return Err(Error::out_of_range(
+                "merging keys",
+                format!("{} with {}", a.len(), b.len()),
+                "the two sides must have equal lengths",
+            ));
         }
         let pairs = self.count(a.len(), "merging")?;
         if pairs == 0 {
@@ -127,15 +128,15 @@ impl DeviceBatchOps {
 
     fn count(&self, len: usize, what: &str) -> Result<usize> {
         if len % self.batch != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "{what} {len} keys: not a multiple of the batch size {}",
-                self.batch
-            )));
+            return Err(Error::out_of_range(
+                format!("{what} keys"),
+                len,
+                format!("not a multiple of the batch size {}", self.batch),
+            ));
         }
         let n = len / self.batch;
-        u32::try_from(n).map_err(|_| {
-            Error::InvalidArgument(format!("{what} {n} batches: at most 2^32 - 1 per call"))
-        })?;
+        u32::try_from(n)
+            .map_err(|_| Error::too_large(format!("{what} batches in one call"), n, u32::MAX))?;
         Ok(n)
     }
 }

@@ -111,7 +111,7 @@ pub(crate) fn on_threads<I: Send, R: Send>(
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    let e = asym_runtime::Error::Lost(format!("{what} panicked"));
+                    let e = asym_runtime::Error::thread_lost(what, format!("{what} panicked"));
                     (Err(e), 0.0)
                 })
             })

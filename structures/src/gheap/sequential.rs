@@ -30,9 +30,11 @@ impl<T: Ord + Copy> GeneralizedHeap<T> {
     /// An empty heap of batches of `batch` keys (a power of two, at most [`MAX_BATCH`]).
     pub fn new(batch: usize) -> Result<Self> {
         if !batch.is_power_of_two() || batch > MAX_BATCH {
-            return Err(Error::InvalidArgument(format!(
-                "batch size {batch}: the generalized heap needs a power of two up to {MAX_BATCH}"
-            )));
+            return Err(Error::out_of_range(
+                "batch size",
+                batch,
+                format!("the generalized heap needs a power of two up to {MAX_BATCH}"),
+            ));
         }
         Ok(GeneralizedHeap {
             batch,

@@ -205,9 +205,11 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     /// [`LANE_MIN_GROUPS`] (the groups that keep an INS pipeline full).
     pub fn lanes(rt: &Runtime, lanes: usize, config: &DeviceHeapConfig) -> Result<Self> {
         if !(1..=MAX_LANES).contains(&lanes) {
-            return Err(Error::InvalidArgument(format!(
-                "{lanes} lanes: a heap on one device takes 1 to {MAX_LANES}"
-            )));
+            return Err(Error::out_of_range(
+                "lanes",
+                lanes,
+                format!("a heap on one device takes 1 to {MAX_LANES}"),
+            ));
         }
         let mut config = config.clone();
         config.initial_nodes = (config.initial_nodes.div_ceil(lanes) * 5 / 4).max(1);
@@ -226,10 +228,11 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     fn with_members(members: Vec<(Runtime, String)>, config: &DeviceHeapConfig) -> Result<Self> {
         // The routing passes name a member in a byte.
         if members.len() > MAX_LANES {
-            return Err(Error::InvalidArgument(format!(
-                "a heap over {} devices or lanes: at most {MAX_LANES}",
-                members.len()
-            )));
+            return Err(Error::too_large(
+                "a heap's devices or lanes",
+                members.len(),
+                MAX_LANES,
+            ));
         }
         let members = members
             .into_iter()
@@ -334,7 +337,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         let m = state
             .members
             .get_mut(member)
-            .ok_or_else(|| Error::InvalidArgument(format!("member {member} of a set of {len}")))?;
+            .ok_or_else(|| Error::out_of_range("member", member, format!("a set of {len}")))?;
         m.fail_next = true;
         Ok(())
     }
@@ -347,9 +350,10 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     fn usable(&self) -> Result<std::sync::MutexGuard<'_, State<T>>> {
         let state = self.lock();
         match &state.failed {
-            Some(e) => Err(Error::Lost(format!(
-                "a member of this device-set heap failed earlier ({e}); the keys it held are lost"
-            ))),
+            Some(e) => Err(Error::corrupted(
+                "this device-set heap",
+                format!("a member failed earlier ({e}); the keys it held are lost"),
+            )),
             None => Ok(state),
         }
     }
@@ -413,7 +417,8 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         let mut results: Vec<(Result<(usize, ())>, f64)> =
             (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
         if let Some(m) = fail.iter().position(|&f| f) {
-            results[m].0 = Err(Error::Lost("a failure injected into this member".into()));
+            let device = state.members[m].report.device.clone();
+            results[m].0 = Err(Error::device_lost(device, "a failure injected here"));
         } else {
             let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
                 .active
@@ -538,7 +543,13 @@ impl<T: DeviceHeapKey> State<T> {
                     out.push(r);
                 }
                 Err(e) => {
-                    let e = Error::Lost(format!("{}: {e}", m.report.device));
+                    // A device fault names its member; any other error is the call's own.
+                    let e = match e {
+                        Error::OpenCl { .. } | Error::Stalled { .. } if e.is_device_fault() => {
+                            Error::device_lost(m.report.device.clone(), e)
+                        }
+                        e => e,
+                    };
                     first_error.get_or_insert(e);
                 }
             }
@@ -571,7 +582,10 @@ fn run_members<T: DeviceHeapKey + Sync, R: Send>(
         "a member's driver thread",
         |(i, m)| {
             if fail[i] {
-                Err(Error::Lost("a failure injected into this member".into()))
+                Err(Error::device_lost(
+                    m.report.device.clone(),
+                    "a failure injected here",
+                ))
             } else {
                 f(m, i)
             }

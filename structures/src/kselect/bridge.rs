@@ -137,10 +137,13 @@ impl<K: Key> Latency<'_, '_, K> {
             self.layout.apply_bridge(slot, k)?;
             self.updates.fetch_add(1, Ordering::Relaxed);
             if self.checks && !self.layout.is_valid(slot, k) {
-                return Err(Error::Lost(format!(
-                    "ad-heap of sub-list {} is not a heap after its bridge",
-                    st.sub
-                )));
+                return Err(Error::corrupted(
+                    "an ad-heap bridge",
+                    format!(
+                        "ad-heap of sub-list {} is not a heap after its bridge",
+                        st.sub
+                    ),
+                ));
             }
             if self.advance(slot, st) {
                 return Ok(Next::Device { fresh: false });
@@ -299,7 +302,10 @@ pub(super) fn live<K: Key>(
                         let (s, _) = unpack(msg);
                         let s = s as usize;
                         if s >= slots {
-                            return Err(Error::Lost(format!("the device answered slot {s}")));
+                            return Err(Error::corrupted(
+                                "an ad-heap bridge",
+                                format!("the device answered slot {s}"),
+                            ));
                         }
                         let mut st = states[s].lock().unwrap_or_else(|p| p.into_inner());
                         if lat.after_bridge(&mut slot_of(s), &mut st, &mut scratch)? != Next::Idle {

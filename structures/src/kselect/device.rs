@@ -234,9 +234,7 @@ impl DevicePlan {
             });
         }
         if k > (u32::MAX as usize) / 64 - 64 {
-            return Err(Error::InvalidArgument(format!(
-                "k = {k} is too large for the device kernel (at most 2^26)"
-            )));
+            return Err(Error::too_large("k for the device kernel", k, 1u64 << 26));
         }
         // GPU: one warp when one work-item runs the update-keys (H200: kernel 12.9 ms vs
         // 23.3 ms with 64 at 2^28 keys in 2^11 sub-lists); two for the group reduction.
@@ -493,11 +491,14 @@ impl DevicePlan {
             outcome.times.stage_s += staging.elapsed().as_secs_f64();
             outcome.launches += 1;
             if self.fail_at_launch == Some(outcome.launches - 1) {
-                return Err(Error::Lost(format!(
-                    "{}: a failure injected with launch {} in flight",
+                return Err(Error::device_lost(
                     self.rt.profile().label(),
-                    outcome.launches - 1
-                )));
+                    format!(
+                        "{}: a failure injected with launch {} in flight",
+                        self.rt.profile().label(),
+                        outcome.launches - 1
+                    ),
+                ));
             }
             if matches!(policy, ClaimPolicy::Guided { .. }) && outcome.launches == 1 {
                 // Measure the first launch before deciding on the next claim.
@@ -608,10 +609,11 @@ impl DevicePlan {
         let base = job.offs[range.start];
         let end = job.offs[range.end];
         if u32::try_from(end - base).is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "a device chunk of {} keys exceeds 2^32",
-                end - base
-            )));
+            return Err(Error::too_large(
+                "a device chunk's keys",
+                end - base,
+                u32::MAX,
+            ));
         }
         let src = &job.data[base..end];
         if self.staging == DeviceStaging::CopyEngine {

@@ -353,7 +353,7 @@ pub(super) fn longest_sublist(offs: &[usize]) -> usize {
 
 /// k as the kernels take it.
 fn k_word(k: usize) -> Result<u32> {
-    u32::try_from(k).map_err(|_| Error::InvalidArgument(format!("k = {k} exceeds 2^32")))
+    u32::try_from(k).map_err(|_| Error::too_large("k", k, u32::MAX))
 }
 
 /// Enqueues `kernel` as `groups` work-groups of `local` on `queue` (the runtime's main queue

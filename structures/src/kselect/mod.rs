@@ -64,7 +64,9 @@ impl Sublists {
             return Err(Error::InvalidArgument("the input is empty".into()));
         }
         let (n, shortest) = match self {
-            Sublists::Equal(0) => return Err(Error::InvalidArgument("sub-list length 0".into())),
+            Sublists::Equal(0) => {
+                return Err(Error::out_of_range("sub-list length", 0, "at least 1"))
+            }
             Sublists::Equal(len) => {
                 if total % len != 0 {
                     return Err(Error::InvalidArgument(format!(
@@ -89,9 +91,11 @@ impl Sublists {
             }
         };
         if k == 0 || k > shortest {
-            return Err(Error::InvalidArgument(format!(
-                "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
-            )));
+            return Err(Error::out_of_range(
+                "k =",
+                k,
+                format!("out of range: it must be between 1 and the shortest sub-list's length, {shortest}"),
+            ));
         }
         Ok(n)
     }
@@ -590,10 +594,11 @@ impl KSelector {
     /// (default: see `batch_kselect --help`; 256 for radix).
     pub fn with_work_group(mut self, wg: usize) -> Result<Self> {
         if !wg.is_power_of_two() || wg < self.d {
-            return Err(Error::InvalidArgument(format!(
-                "work-group size {wg} must be a power of two ≥ d = {}",
-                self.d
-            )));
+            return Err(Error::out_of_range(
+                "work-group size",
+                wg,
+                format!("must be a power of two ≥ d = {}", self.d),
+            ));
         }
         self.work_group = Some(wg);
         Ok(self)
@@ -661,7 +666,12 @@ impl KSelector {
             .num_threads(threads)
             .thread_name(|i| format!("asym-staging-{i}"))
             .build()
-            .map_err(|e| Error::Lost(format!("could not start {threads} staging threads: {e}")))?;
+            .map_err(|e| {
+                Error::thread_lost(
+                    format!("{threads} staging threads"),
+                    format!("could not start {threads} staging threads: {e}"),
+                )
+            })?;
         let pool = std::sync::Arc::new(pool);
         *slot = Some((threads, pool.clone()));
         Ok(Copier::Pool(pool))
@@ -675,9 +685,11 @@ impl KSelector {
     pub fn with_device_share(mut self, share: Option<f64>) -> Result<Self> {
         if let Some(s) = share {
             if !(0.0..=1.0).contains(&s) {
-                return Err(Error::InvalidArgument(format!(
-                    "device share {s} must be between 0 and 1"
-                )));
+                return Err(Error::out_of_range(
+                    "device share",
+                    s,
+                    "must be between 0 and 1",
+                ));
             }
         }
         self.device_share = share;
@@ -690,9 +702,11 @@ impl KSelector {
     /// per sub-list at any length. The default was measured on the H200 (docs/BENCHMARKS.md).
     pub fn with_radix_tile(mut self, keys: usize) -> Result<Self> {
         if keys != 0 && keys < 256 {
-            return Err(Error::InvalidArgument(format!(
-                "a radix tile of {keys} keys: use at least 256, or 0 for one work-group per sub-list"
-            )));
+            return Err(Error::out_of_range(
+                "radix tile keys",
+                keys,
+                "use at least 256, or 0 for one work-group per sub-list",
+            ));
         }
         self.radix_tile = keys;
         Ok(self)
@@ -901,13 +915,16 @@ impl KSelector {
             + stats.bridge_sublists
             + stats.split_sublists;
         if handled != n {
-            return Err(Error::Lost(format!(
+            return Err(Error::corrupted(
+                "a k-selection",
+                format!(
                 "{handled} of {n} sub-lists were handled (cpu {}, device {}, bridge {}, split {})",
                 stats.cpu_sublists,
                 stats.device_sublists,
                 stats.bridge_sublists,
                 stats.split_sublists
-            )));
+            ),
+            ));
         }
         Ok((
             results
@@ -1243,9 +1260,12 @@ fn beside<D: Send, H>(
     std::thread::scope(|s| {
         let device = s.spawn(device);
         let host = host();
-        let device = device
-            .join()
-            .unwrap_or_else(|_| Err(Error::Lost("the device driver thread panicked".into())));
+        let device = device.join().unwrap_or_else(|_| {
+            Err(Error::thread_lost(
+                "the device driver thread",
+                "the device driver thread panicked",
+            ))
+        });
         (device, host)
     })
 }

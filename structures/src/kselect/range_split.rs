@@ -102,9 +102,11 @@ impl KSelector {
         }
         let total_dev = dev_offs[n];
         if total_dev > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!(
-                "a device range of {total_dev} keys exceeds 2^32"
-            )));
+            return Err(Error::too_large(
+                "a device range's keys",
+                total_dev,
+                u32::MAX,
+            ));
         }
         let started = Instant::now();
         let wg = radix_work_group(rt, self.work_group)?;
@@ -114,11 +116,12 @@ impl KSelector {
             self.radix_tile
         };
         let made_for = (radix_options::<K>(wg), tile);
-        let mut cache = self
-            .range
-            .0
-            .lock()
-            .map_err(|_| Error::Lost("a range-split selection panicked".into()))?;
+        let mut cache = self.range.0.lock().map_err(|_| {
+            Error::thread_lost(
+                "a range-split selection",
+                "a range-split selection panicked",
+            )
+        })?;
         if cache.as_ref().is_none_or(|c| {
             c.made_for != made_for || c.keys.len() < total_dev || c.answers.len() < n
         }) {
@@ -176,10 +179,13 @@ impl KSelector {
         for (i, m) in merged.iter().enumerate() {
             let counted: usize = m.iter().map(|&c| c as usize).sum();
             if counted != lens[i] {
-                return Err(Error::Lost(format!(
-                    "sub-list {i}: the merged histogram counts {counted} of its {} keys",
-                    lens[i]
-                )));
+                return Err(Error::corrupted(
+                    "a range-split selection",
+                    format!(
+                        "sub-list {i}: the merged histogram counts {counted} of its {} keys",
+                        lens[i]
+                    ),
+                ));
             }
         }
         let located: Vec<_> = merged.iter().map(|m| radix::locate_top(m, job.k)).collect();
@@ -209,11 +215,14 @@ impl KSelector {
             }
             let (bucket, rank, prefix, shift) = located[i];
             if candidates.len() != merged[i][bucket] as usize {
-                return Err(Error::Lost(format!(
-                    "sub-list {i}: {} keys kept of the {} in the k-th's bucket",
-                    candidates.len(),
-                    merged[i][bucket]
-                )));
+                return Err(Error::corrupted(
+                    "a range-split selection",
+                    format!(
+                        "sub-list {i}: {} keys kept of the {} in the k-th's bucket",
+                        candidates.len(),
+                        merged[i][bucket]
+                    ),
+                ));
             }
             finisher.set_candidates(candidates);
             job.results[i].store(

@@ -68,18 +68,18 @@ impl KSelector {
     ) -> Result<ResidentRun<'c, K>> {
         let n = sublists.count(keys.len(), k)?;
         if keys.len() > u32::MAX as usize || k > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!(
-                "{} keys: resident selection takes fewer than 2^32",
-                keys.len()
-            )));
+            return Err(Error::too_large(
+                "keys of a resident selection",
+                keys.len(),
+                u32::MAX,
+            ));
         }
         let wg = radix_work_group(rt, self.work_group)?;
         let made_for = (radix_options::<K>(wg), self.radix_tile);
         let started = Instant::now();
-        let mut cache = resident
-            .0
-            .lock()
-            .map_err(|_| Error::Lost("a resident selection panicked".into()))?;
+        let mut cache = resident.0.lock().map_err(|_| {
+            Error::thread_lost("a resident selection", "a resident selection panicked")
+        })?;
         // Equal sub-lists are matched to the cached cut by their length: no boundaries built
         // and compared on every call (half a million of each at 2^30 keys in sub-lists of 2^11).
         let same_cut = |c: &ResidentBuffers| match sublists {

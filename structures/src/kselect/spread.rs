@@ -226,10 +226,7 @@ impl KSelector {
     #[doc(hidden)]
     pub fn inject_member_failure(&self, member: usize, launch: usize) -> Result<()> {
         let m = self.members.get(member).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "member {member} of a set of {}",
-                self.members.len()
-            ))
+            Error::out_of_range("member", member, format!("a set of {}", self.members.len()))
         })?;
         *m.fail_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(launch);
         Ok(())
@@ -276,14 +273,17 @@ impl KSelector {
             workers.push(Worker::Latency);
         }
         if workers.is_empty() {
-            return Err(Error::Lost(format!(
-                "every device of the set failed: {}",
-                self.failed_devices()
-                    .iter()
-                    .map(|(d, e)| format!("{d}: {e}"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )));
+            return Err(Error::device_lost(
+                "every device of the set",
+                format!(
+                    "every device of the set failed: {}",
+                    self.failed_devices()
+                        .iter()
+                        .map(|(d, e)| format!("{d}: {e}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            ));
         }
         let plan_key = (key, gpu_only);
         let rates = self
@@ -362,9 +362,9 @@ impl KSelector {
             return Ok(failures);
         }
         if survivors.is_empty() {
-            return Err(
-                first_error.unwrap_or_else(|| Error::Lost("every device of the set failed".into()))
-            );
+            return Err(first_error.unwrap_or_else(|| {
+                Error::device_lost("every device of the set", "every device of the set failed")
+            }));
         }
         stats.redone_sublists += undone.iter().map(|r| r.len()).sum::<usize>();
         let mut more = 0;
@@ -503,7 +503,10 @@ impl KSelector {
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(Error::Lost("a device driver thread panicked".into()))
+                        Err(Error::thread_lost(
+                            "a device driver thread",
+                            "a device driver thread panicked",
+                        ))
                     })
                 })
                 .collect();
@@ -543,6 +546,9 @@ impl KSelector {
                         Some(dev),
                     ));
                 }
+                // Only a device fault fails over (Error::is_device_fault): any other error is
+                // the call's, the same on every member.
+                Err(e) if !e.is_device_fault() => return Err(e),
                 Err(e) => {
                     *member.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                     shares.push((
@@ -661,7 +667,10 @@ impl KSelector {
                 .collect()
         };
         if devices.is_empty() {
-            return Err(Error::Lost("every device of the set failed".into()));
+            return Err(Error::device_lost(
+                "every device of the set",
+                "every device of the set failed",
+            ));
         }
         let rates: Vec<f64> = devices
             .iter()
@@ -734,9 +743,11 @@ impl KSelector {
         let n = keys.offs.len() - 1;
         let shortest = keys.shortest;
         if k == 0 || k > shortest {
-            return Err(Error::InvalidArgument(format!(
-                "k = {k} is out of range: it must be between 1 and the shortest sub-list's length, {shortest}"
-            )));
+            return Err(Error::out_of_range(
+                "k =",
+                k,
+                format!("out of range: it must be between 1 and the shortest sub-list's length, {shortest}"),
+            ));
         }
         // Every member's launches are enqueued (and flushed) before any is waited for, all
         // from this thread: the devices run at once with no driver thread to start and join.

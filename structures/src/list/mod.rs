@@ -364,9 +364,7 @@ impl LockFreeList {
             ListMode::Gpu => ops.len(),
             ListMode::Cooperative { device_share } => {
                 if !(0.0..=1.0).contains(&device_share) {
-                    return Err(Error::InvalidArgument(format!(
-                        "device share {device_share}: 0 to 1"
-                    )));
+                    return Err(Error::out_of_range("device share", device_share, "0 to 1"));
                 }
                 (ops.len() as f64 * device_share).round() as usize
             }
@@ -419,7 +417,7 @@ impl LockFreeList {
         statuses: &mut [OpStatus],
     ) -> Result<(Option<Duration>, u64)> {
         let n = u32::try_from(dev_ops.len())
-            .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 operations".into()))?;
+            .map_err(|_| Error::too_large("operations on the device", dev_ops.len(), u32::MAX))?;
         let rt = self.arena.runtime().clone();
         let words: Vec<u32> = dev_ops.iter().flat_map(|o| o.encode()).collect();
         self.reserve_batch(dev_ops.len())?;
@@ -482,10 +480,13 @@ impl LockFreeList {
                     ))
                 }
                 (None, _) => {
-                    return Err(Error::Lost(format!(
-                        "a list operation on the device passed its bound (code {r}: a cycle \
+                    return Err(Error::corrupted(
+                        "the lock-free list",
+                        format!(
+                            "a list operation on the device passed its bound (code {r}: a cycle \
                          in the list or a livelock)"
-                    )))
+                        ),
+                    ))
                 }
             };
         }
@@ -493,8 +494,9 @@ impl LockFreeList {
             unreachable!("two words")
         };
         if error == LF_ERR_BOUND {
-            return Err(Error::Lost(
-                "a list operation on the device passed its bound".into(),
+            return Err(Error::corrupted(
+                "the lock-free list",
+                "a list operation on the device passed its bound",
             ));
         }
         self.staging = Some(staging);
@@ -551,7 +553,10 @@ impl LockFreeList {
             a.free(n, freed)?;
             freed += 1;
             if freed > limit as usize {
-                return Err(Error::Lost("the list's retire stack has a cycle".into()));
+                return Err(Error::corrupted(
+                    "the lock-free list",
+                    "the list's retire stack has a cycle",
+                ));
             }
             n = next;
         }
@@ -587,7 +592,10 @@ impl LockFreeList {
                 cur = cn & !1;
                 steps += 1;
                 if steps > u64::from(v.max_steps) {
-                    return Err(Error::Lost("the list has a cycle".into()));
+                    return Err(Error::corrupted(
+                        "the lock-free list",
+                        "the list has a cycle",
+                    ));
                 }
             }
             unlinked
@@ -607,10 +615,10 @@ impl LockFreeList {
         let (values, marked, retired) = self.walk()?;
         if self.kind == ListKind::OrderedSet {
             if let Some(w) = values.windows(2).find(|w| w[0] >= w[1]) {
-                return Err(Error::Lost(format!(
-                    "the ordered set holds {} before {}",
-                    w[0], w[1]
-                )));
+                return Err(Error::corrupted(
+                    "the lock-free list",
+                    format!("the ordered set holds {} before {}", w[0], w[1]),
+                ));
             }
         }
         Ok(ListCheck {
@@ -629,7 +637,10 @@ impl LockFreeList {
         let mut cur = v.first()? & !1;
         while cur != 0 {
             if !seen.insert(cur) {
-                return Err(Error::Lost(format!("the list reaches node {cur} twice")));
+                return Err(Error::corrupted(
+                    "the lock-free list",
+                    format!("the list reaches node {cur} twice"),
+                ));
             }
             let cn = v.next(cur)?;
             if cn & 1 != 0 {

@@ -54,9 +54,12 @@ impl Drop for Op<'_, '_> {
 }
 
 fn bound(what: &str) -> Error {
-    Error::Lost(format!(
-        "the lock-free list's {what} passed its bound (a cycle in the list, or a livelock)"
-    ))
+    Error::corrupted(
+        "the lock-free list",
+        format!(
+            "the lock-free list's {what} passed its bound (a cycle in the list, or a livelock)"
+        ),
+    )
 }
 
 impl<'a> ListView<'a> {
@@ -67,9 +70,10 @@ impl<'a> ListView<'a> {
 
     pub(super) fn word(&self, node: u32, i: usize) -> Result<&'a AtomicU32> {
         self.arena.word(node, i).ok_or_else(|| {
-            Error::Lost(format!(
-                "the lock-free list links to handle {node}, outside its arena"
-            ))
+            Error::corrupted(
+                "the lock-free list",
+                format!("the lock-free list links to handle {node}, outside its arena"),
+            )
         })
     }
 

@@ -78,7 +78,7 @@ impl<K: Key> RbTree<K> {
         let m32 = u32::try_from(m)
             .ok()
             .filter(|&m| m < u32::MAX / 2)
-            .ok_or_else(|| Error::InvalidArgument(format!("{m} keys: at most 2^31")))?;
+            .ok_or_else(|| Error::too_large("keys of a device build", m, 1u64 << 31))?;
         self.reserve(m)?;
         let handles = self.arena.malloc_on_device(&vec![NODE_BYTES as u32; m])?;
         if let Some(i) = handles.iter().position(|&h| h == NIL) {
@@ -161,8 +161,8 @@ impl<K: Key> RbTree<K> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let n32 = u32::try_from(n)
-            .map_err(|_| Error::InvalidArgument(format!("{n} ranges: at most 2^32 - 1")))?;
+        let n32 =
+            u32::try_from(n).map_err(|_| Error::too_large("ranges in one call", n, u32::MAX))?;
         let rt = self.arena.runtime().clone();
         let mut los = rt.alloc::<K>(n)?;
         los.write_range(0, &ranges.iter().map(|r| r.0).collect::<Vec<K>>())?;
@@ -259,8 +259,8 @@ impl<K: Key> RbTree<K> {
         if n == 0 {
             return Ok(());
         }
-        let n32 = u32::try_from(n)
-            .map_err(|_| Error::InvalidArgument(format!("{n} queries: at most 2^32 - 1")))?;
+        let n32 =
+            u32::try_from(n).map_err(|_| Error::too_large("queries in one call", n, u32::MAX))?;
         let rt = self.arena.runtime().clone();
         let mut kernel = self.kernel(kernel_name)?;
         // One word counts damaged walks, so the answers need not come back to find out.
@@ -369,16 +369,20 @@ impl<K: Key> DeviceRounds<K> {
                 let old = tree
                     .spare
                     .as_mut()
-                    .ok_or_else(|| Error::Lost("the tree's spare nodes went missing".into()))?
+                    .ok_or_else(|| {
+                        Error::corrupted(
+                            "the red-black tree",
+                            "the tree's spare nodes went missing",
+                        )
+                    })?
                     .read_range(0, tree.spare_len)?;
                 grown.write_range(0, &old)?;
             }
             tree.spare = Some(grown);
         }
-        let spare = tree
-            .spare
-            .as_ref()
-            .ok_or_else(|| Error::Lost("the tree's spare nodes went missing".into()))?;
+        let spare = tree.spare.as_ref().ok_or_else(|| {
+            Error::corrupted("the red-black tree", "the tree's spare nodes went missing")
+        })?;
         let (spare_len, spare_cap) = (
             u32::try_from(tree.spare_len).unwrap_or(u32::MAX),
             u32::try_from(spare.len()).unwrap_or(u32::MAX),
@@ -562,10 +566,12 @@ impl<K: Key> RbTree<K> {
         state: SvmBuffer<u32>,
     ) -> Result<()> {
         rounds.settle(self, deleting)?;
-        let scratch = self
-            .update_scratch
-            .as_mut()
-            .ok_or_else(|| Error::Lost("the tree's update buffers went missing".into()))?;
+        let scratch = self.update_scratch.as_mut().ok_or_else(|| {
+            Error::corrupted(
+                "the red-black tree",
+                "the tree's update buffers went missing",
+            )
+        })?;
         scratch.keys = Some(keys);
         scratch.values = Some(values);
         scratch.state = Some(state);
@@ -607,9 +613,9 @@ impl<K: Key> RbTree<K> {
 }
 
 fn damaged() -> Error {
-    Error::Lost(
-        "a device search walked further than any red-black tree is deep: the tree is damaged"
-            .into(),
+    Error::corrupted(
+        "the red-black tree",
+        "a device search walked further than any red-black tree is deep",
     )
 }
 

@@ -182,7 +182,12 @@ impl<K: Key> RbTree<K> {
             let header = view.malloc(NODE_BYTES, 0)?;
             for i in 0..NODE_WORDS {
                 view.word(header, i)
-                    .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))?
+                    .ok_or_else(|| {
+                        Error::corrupted(
+                            "the red-black tree",
+                            "the tree header lies outside the arena",
+                        )
+                    })?
                     .store(0, std::sync::atomic::Ordering::Relaxed);
             }
             header
@@ -305,10 +310,13 @@ impl<K: Key> RbTree<K> {
     pub fn validate(&mut self) -> Result<TreeReport> {
         let report = self.with_nodes(|t| t.validate())?;
         if report.nodes != self.len {
-            return Err(Error::Lost(format!(
-                "the tree holds {} nodes, its owner counted {}",
-                report.nodes, self.len
-            )));
+            return Err(Error::corrupted(
+                "the red-black tree",
+                format!(
+                    "the tree holds {} nodes, its owner counted {}",
+                    report.nodes, self.len
+                ),
+            ));
         }
         let stats = self.arena.stats()?;
         check_arena(&stats, report.nodes, self.spare_len + self.host_spare.len())?;
@@ -351,11 +359,14 @@ impl<K: Key> RbTree<K> {
 fn check_arena(stats: &ArenaStats, nodes: usize, spare: usize) -> Result<()> {
     let want = (nodes as u64 + 1 + spare as u64) * NODE_BYTES as u64;
     if stats.bytes_in_use != want || stats.bad_frees != 0 {
-        return Err(Error::Lost(format!(
+        return Err(Error::corrupted(
+            "the red-black tree",
+            format!(
             "the arena holds {} bytes in blocks ({} bad frees), the tree {nodes} nodes, {spare} \
              spare ones and a header ({want} bytes): a node leaked or was freed twice",
             stats.bytes_in_use, stats.bad_frees
-        )));
+        ),
+        ));
     }
     Ok(())
 }

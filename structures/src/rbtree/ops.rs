@@ -30,14 +30,16 @@ impl<'a> Nodes<'a> {
 
     fn word(&self, node: u32, field: usize) -> Result<&'a AtomicU32> {
         if node == NIL {
-            return Err(Error::Lost(format!(
-                "the tree followed a NIL link to word {field}"
-            )));
+            return Err(Error::corrupted(
+                "the red-black tree",
+                format!("the tree followed a NIL link to word {field}"),
+            ));
         }
         self.view.word(node, field).ok_or_else(|| {
-            Error::Lost(format!(
-                "tree node {node} lies outside the arena: a damaged link"
-            ))
+            Error::corrupted(
+                "the red-black tree",
+                format!("tree node {node} lies outside the arena: a damaged link"),
+            )
         })
     }
 
@@ -172,7 +174,10 @@ impl<'a> Nodes<'a> {
         while x != NIL && self.key(x)? <= hi {
             n += 1;
             if n > bound {
-                return Err(Error::Lost("the tree's key order has a cycle".into()));
+                return Err(Error::corrupted(
+                    "the red-black tree",
+                    "the tree's key order has a cycle",
+                ));
             }
             x = self.successor(x)?;
         }
@@ -190,8 +195,9 @@ impl<'a> Nodes<'a> {
         };
         while x != NIL {
             if out.len() >= bound {
-                return Err(Error::Lost(
-                    "the tree holds more nodes than its count says".into(),
+                return Err(Error::corrupted(
+                    "the red-black tree",
+                    "the tree holds more nodes than its count says",
                 ));
             }
             out.push((self.key(x)?, self.value(x)?));

@@ -278,9 +278,12 @@ impl<'a> ThreadRounds<'a> {
             Outcome::Committed => {
                 self.state[i].store(OP_NEW, Relaxed);
                 c[R_COMMITTED] += 1;
-                let count = self
-                    .word(self.header, H_COUNT)
-                    .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))?;
+                let count = self.word(self.header, H_COUNT).ok_or_else(|| {
+                    Error::corrupted(
+                        "the red-black tree",
+                        "the tree header lies outside the arena",
+                    )
+                })?;
                 if self.batch.deleting {
                     count.fetch_sub(1, Relaxed);
                     self.stack(hint).push(z);
@@ -507,9 +510,12 @@ impl<K: Key> RbTree<K> {
                     }
                     depth += 1;
                 }
-                let words = view
-                    .words(handles[i], NODE_WORDS)
-                    .ok_or_else(|| Error::Lost("a node the arena gave lies outside it".into()))?;
+                let words = view.words(handles[i], NODE_WORDS).ok_or_else(|| {
+                    Error::corrupted(
+                        "the red-black tree",
+                        "a node the arena gave lies outside it",
+                    )
+                })?;
                 let v = values[i];
                 let fields = [
                     (N_KEY, keys[i] as u32),
@@ -545,8 +551,12 @@ impl<K: Key> RbTree<K> {
             r?;
         }
         let hw = |i| {
-            view.word(header, i)
-                .ok_or_else(|| Error::Lost("the tree header lies outside the arena".into()))
+            view.word(header, i).ok_or_else(|| {
+                Error::corrupted(
+                    "the red-black tree",
+                    "the tree header lies outside the arena",
+                )
+            })
         };
         hw(H_ROOT)?.store(handles[m / 2], Relaxed);
         hw(H_COUNT)?.store(m as u32, Relaxed);

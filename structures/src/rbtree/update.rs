@@ -190,9 +190,7 @@ impl Batch {
 
 fn check_len(n: usize) -> Result<()> {
     if n >= (u32::MAX / 4) as usize {
-        return Err(Error::InvalidArgument(format!(
-            "a batch of {n} operations: at most 2^30"
-        )));
+        return Err(Error::too_large("a batch's operations", n, 1u64 << 30));
     }
     Ok(())
 }
@@ -278,10 +276,13 @@ fn rounds_until_done(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> R
 
 fn check_round(c: &Counts) -> Result<()> {
     if c[R_DAMAGED] != 0 {
-        return Err(Error::Lost(format!(
-            "{} tree operations found links no red-black tree has: the tree is damaged",
-            c[R_DAMAGED]
-        )));
+        return Err(Error::corrupted(
+            "the red-black tree",
+            format!(
+                "{} tree operations found links no red-black tree has: the tree is damaged",
+                c[R_DAMAGED]
+            ),
+        ));
     }
     if c[R_OOM] != 0 {
         return Err(Error::OutOfMemory(format!(
@@ -349,11 +350,11 @@ impl<K: Key> RbTree<K> {
         outcome: &mut SvmBuffer<u32>,
     ) -> Result<()> {
         if values.len() != keys.len() {
-            return Err(Error::InvalidArgument(format!(
-                "{} keys with {} values",
-                keys.len(),
-                values.len()
-            )));
+            return Err(Error::out_of_range(
+                "values",
+                values.len(),
+                format!("one for each of the {} keys", keys.len()),
+            ));
         }
         self.resident(false, keys, Some(values), outcome)
     }
@@ -377,10 +378,11 @@ impl<K: Key> RbTree<K> {
     ) -> Result<()> {
         let n = keys.len();
         if outcome.len() != n {
-            return Err(Error::InvalidArgument(format!(
-                "{n} keys with {} outcome slots",
-                outcome.len()
-            )));
+            return Err(Error::out_of_range(
+                "outcome slots",
+                outcome.len(),
+                format!("one for each of the {n} keys"),
+            ));
         }
         check_len(n)?;
         let mut stats = UpdateStats {

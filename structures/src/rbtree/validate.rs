@@ -23,7 +23,7 @@ pub struct TreeReport {
 }
 
 fn broken(what: String) -> Error {
-    Error::Lost(format!("red-black tree invariant broken: {what}"))
+    Error::corrupted("the red-black tree", format!("invariant broken: {what}"))
 }
 
 impl Nodes<'_> {

@@ -286,9 +286,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let held = self.count * k + self.plen;
         let total = held + inserted;
         if n_out > total || out_len.is_some_and(|o| o != n_out) {
-            return Err(Error::InvalidArgument(format!(
-                "a bulk call removing {n_out} keys from {total}"
-            )));
+            return Err(Error::too_large("keys a bulk call removes", n_out, total));
         }
         let kept = total - n_out;
         // Runs of K keys: the nodes, the partial buffer (padded), the call's batches (the

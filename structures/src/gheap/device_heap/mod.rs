@@ -548,10 +548,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
     pub fn new(rt: &Runtime, config: &DeviceHeapConfig) -> Result<Self> {
         let k = config.batch;
         if !k.is_power_of_two() || !(2..=MAX_DEVICE_BATCH).contains(&k) {
-            return Err(Error::InvalidArgument(format!(
-                "batch size {k}: the device heap takes a power of two from 2 to \
-                 {MAX_DEVICE_BATCH}"
-            )));
+            return Err(Error::out_of_range(
+                "batch size",
+                k,
+                format!("the device heap takes a power of two from 2 to {MAX_DEVICE_BATCH}"),
+            ));
         }
         // Five arrays of K keys, the control state and the step broadcast.
         check_local_memory(
@@ -563,10 +564,14 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let wg = match config.work_group_size {
             Some(w) => {
                 if !w.is_power_of_two() || w > k || w > max_wg {
-                    return Err(Error::InvalidArgument(format!(
-                        "work-group size {w}: the device heap needs a power of two up to the \
-                         batch size {k} and the device's limit {max_wg}"
-                    )));
+                    return Err(Error::out_of_range(
+                        "work-group size",
+                        w,
+                        format!(
+                            "the device heap needs a power of two up to the batch size {k} \
+                             and the device's limit {max_wg}"
+                        ),
+                    ));
                 }
                 w
             }
@@ -575,8 +580,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         rt.check_work_group(wg, "run the device generalized heap")?;
         let groups = match config.work_groups {
             Some(0) => {
-                return Err(Error::InvalidArgument(
-                    "the device heap needs at least one work-group".into(),
+                return Err(Error::out_of_range(
+                    "work-groups",
+                    0,
+                    "the device heap needs at least one work-group",
                 ))
             }
             Some(g) => g,
@@ -584,8 +591,10 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         };
         if let Some(limit) = config.max_nodes {
             if limit == 0 {
-                return Err(Error::InvalidArgument(
-                    "a device heap must have room for at least one node".into(),
+                return Err(Error::out_of_range(
+                    "nodes",
+                    0,
+                    "a device heap must have room for at least one node",
                 ));
             }
         }
@@ -845,9 +854,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         g.usable()?;
         let held = g.count * self.batch + g.plen;
         if n > held {
-            return Err(Error::InvalidArgument(format!(
-                "a delete of {n} keys into a buffer from a heap holding {held}"
-            )));
+            return Err(Error::too_large(
+                format!("a delete into a buffer from a heap holding {held}"),
+                n,
+                held,
+            ));
         }
         if n == 0 {
             return Ok(());
@@ -886,10 +897,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let mut g = self.lock();
         g.usable()?;
         if len > src.len() {
-            return Err(Error::InvalidArgument(format!(
-                "an insert of {len} keys from a device buffer of {}",
-                src.len()
-            )));
+            return Err(Error::too_large(
+                "an insert from a device buffer",
+                len,
+                src.len(),
+            ));
         }
         if len == 0 {
             return Ok(());
@@ -1026,10 +1038,11 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
                     )))
                 }
                 HeapOp::Delete(n) if n == 0 || n > self.batch => {
-                    return Err(Error::InvalidArgument(format!(
-                        "operation {i} deletes {n} keys: a DEL takes 1 to K = {}",
-                        self.batch
-                    )))
+                    return Err(Error::out_of_range(
+                        format!("operation {i} deletes"),
+                        n,
+                        format!("a DEL takes 1 to K = {} keys", self.batch),
+                    ))
                 }
                 _ => {}
             }
@@ -1093,7 +1106,12 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
         let words = g.words.read()?;
         let keys = g.keys.read()?;
         let partial = g.partial.read()?;
-        let bad = |what: String| Err(Error::Lost(format!("device heap invariant: {what}")));
+        let bad = |what: String| {
+            Err(Error::corrupted(
+                "the device heap",
+                format!("invariant broken: {what}"),
+            ))
+        };
         let present: std::collections::HashSet<usize> = (0..count).map(position).collect();
         for (pos, &w) in words.iter().enumerate() {
             let want = u32::from(present.contains(&pos));
@@ -1173,10 +1191,13 @@ impl<T: DeviceHeapKey> Inner<T> {
             .run(Keys::Host(&[]), &ops, false, true)?
             .deleted_in_order(k);
         if out.len() != n {
-            return Err(Error::Lost(format!(
-                "the device heap returned {} keys for a delete of {n} with {n} or more held",
-                out.len()
-            )));
+            return Err(Error::corrupted(
+                "the device heap",
+                format!(
+                    "the device heap returned {} keys for a delete of {n} with {n} or more held",
+                    out.len()
+                ),
+            ));
         }
         Ok(out)
     }
@@ -1202,9 +1223,12 @@ impl<T: DeviceHeapKey> Inner<T> {
         }
         let total: usize = runs.iter().map(|r| r.1).sum();
         if total != n {
-            return Err(Error::Lost(format!(
+            return Err(Error::corrupted(
+                "the device heap",
+                format!(
                 "the device heap returned {total} keys for a delete of {n} with {n} or more held"
-            )));
+            ),
+            ));
         }
         let io = self.staging.keys.as_ref().expect("staged by the run");
         let mut to = 0;
@@ -1237,9 +1261,10 @@ impl<T: DeviceHeapKey> Inner<T> {
 
     fn usable(&self) -> Result<()> {
         match &self.poisoned {
-            Some(why) => Err(Error::Lost(format!(
-                "the device heap is unusable after an earlier failure ({why}); clear() it"
-            ))),
+            Some(why) => Err(Error::corrupted(
+                "the device heap",
+                format!("the device heap is unusable after an earlier failure ({why}); clear() it"),
+            )),
             None => Ok(()),
         }
     }
@@ -1441,13 +1466,18 @@ impl<T: DeviceHeapKey> Inner<T> {
                     waited_ms: 0,
                     detail: "a work-group spun past its bound".into(),
                 },
-                ERR_CAPACITY => Error::Lost(
-                    "the device heap ran out of nodes inside a launch the host had sized".into(),
+                ERR_CAPACITY => Error::corrupted(
+                    "the device heap",
+                    "the device heap ran out of nodes inside a launch the host had sized",
                 ),
-                ERR_STATE => Error::Lost(
-                    "the device heap found a node in a state its protocol does not allow".into(),
+                ERR_STATE => Error::corrupted(
+                    "the device heap",
+                    "the device heap found a node in a state its protocol does not allow",
                 ),
-                code => Error::Lost(format!("the device heap stopped with error code {code}")),
+                code => Error::corrupted(
+                    "the device heap",
+                    format!("the device heap stopped with error code {code}"),
+                ),
             };
             self.poisoned = Some(e.to_string());
             return Err(e);
@@ -1457,11 +1487,14 @@ impl<T: DeviceHeapKey> Inner<T> {
             || h[HDR_SEQ] != dels as u32
             || h[HDR_CLIMBS] != 0
         {
-            let e = Error::Lost(format!(
-                "the device heap's launch took effect for {} of {n_ops} operations ({} of \
+            let e = Error::corrupted(
+                "the device heap",
+                format!(
+                    "the device heap's launch took effect for {} of {n_ops} operations ({} of \
                  {dels} DELs), {} BU-INS climbs left unfinished",
-                h[HDR_LIN], h[HDR_SEQ], h[HDR_CLIMBS]
-            ));
+                    h[HDR_LIN], h[HDR_SEQ], h[HDR_CLIMBS]
+                ),
+            );
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
@@ -1543,11 +1576,8 @@ fn alloc_zeroed<E: SvmElement>(rt: &Runtime, len: usize) -> Result<SvmBuffer<E>>
 }
 
 fn to_u32(n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "{n} {what}: the device heap takes at most 2^32 - 1"
-        ))
-    })
+    u32::try_from(n)
+        .map_err(|_| Error::too_large(format!("{what} in one device heap call"), n, u32::MAX))
 }
 
 #[cfg(test)]
