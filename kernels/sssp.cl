@@ -26,14 +26,9 @@
  * orders everything before `sssp_pairs` reads dist.
  */
 
-#define SSSP_LIMIT 0xfffffffeu
-#define SSSP_NEXT_LEN 0
-#define SSSP_VISITED 1
-#define SSSP_STALE 2
-#define SSSP_CHUNKS 3
-#ifndef SSSP_CHUNK
-#error "build sssp.cl with -DSSSP_CHUNK=<edges of a hub one group expands>"
-#endif
+/* From the host (examples/src/sssp/device.rs, KERNEL_CONSTANTS): SSSP_LIMIT (the largest
+ * distance, saturating), the counters' words SSSP_NEXT_LEN, SSSP_VISITED, SSSP_STALE and
+ * SSSP_CHUNKS, and SSSP_CHUNK (edges of a hub one group expands). */
 
 /* Inclusive scan (Hillis–Steele) of the first `width` values in lscan (a power of two, at
  * most WG; the work-items past it hold zeros or nothing the caller reads); returns their
@@ -271,22 +266,20 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
  * (every lowering into the far range takes part), but the limit it gives is only a choice of
  * bucket: a wrong one would cost iterations, never a distance. */
 
-#define NF_NLEN 0      /* 3 words: near length of iteration i at NF_NLEN + i % 3 */
-#define NF_VISITED 3   /* 2 words: vertices expanded (low, high) */
-#define NF_RELAXED 5   /* 2 words: edges scanned (low, high) */
-#define NF_ERROR 7     /* non-zero: an append overran its buffer */
-#define NF_SPLITS 8    /* buckets opened after the first */
-#define NF_ROUNDS 9    /* iterations that expanded vertices */
-#define NF_YIELD_LEN 10 /* the near length of the iteration that yielded */
-#define NF_YIELD_ITER 11 /* the iteration that yielded */
-#define NF_STATE 16    /* 2 slots (iteration mod 2): limit, phase, done, fresh */
-#define NF_LIMIT 0
-#define NF_PHASE 1
-#define NF_DONE 2      /* 0: go on; 1: both lists empty (done); 2: yielded */
-#define NF_FRESH 3     /* 1: the previous iteration opened a bucket; 2: the next split
-                        * is a stint's first (it does not count as fresh) */
-#define NF_FAR 24      /* 3 slots (phase mod 3): far length, far minimum */
-#define NF_SLOT 4
+/* Control words, from the host (examples/src/sssp/near_far.rs, kernel_constants):
+ * NF_NLEN       3 words: near length of iteration i at NF_NLEN + i % 3
+ * NF_VISITED    2 words: vertices expanded (low, high)
+ * NF_RELAXED    2 words: edges scanned (low, high)
+ * NF_ERROR      non-zero: an append overran its buffer
+ * NF_SPLITS     buckets opened after the first
+ * NF_ROUNDS     iterations that expanded vertices
+ * NF_YIELD_LEN  the near length of the iteration that yielded
+ * NF_YIELD_ITER the iteration that yielded
+ * NF_STATE      2 slots (iteration mod 2) of NF_SLOT words: NF_LIMIT, NF_PHASE, NF_DONE
+ *               (0: go on; 1: both lists empty, done; 2: yielded), NF_FRESH (1: the
+ *               previous iteration opened a bucket; 2: the next split is a stint's first,
+ *               which does not count as fresh)
+ * NF_FAR        3 slots (phase mod 3) of NF_SLOT words: far length, far minimum */
 
 /* Adds x to the 64-bit counter at p[0] (low), p[1] (high). */
 inline void nf_add64(__global uint *p, ulong x) {
@@ -367,10 +360,9 @@ __kernel void nf_clear(__global uint *words, uint n, uint value) {
  * The local arrays are the caller's (OpenCL C 1.2 declares local memory in kernels only).
  * Returns whether the search is over (done or yielded: the state it wrote for the next
  * iteration says which), the same for every work-item. */
-#define NF_NONE 0xffffffffu
-/* A group goes on with local rounds only while it has scanned at most this many edges in
- * the iteration. */
-#define NF_LOCAL_EDGES (4u * WG)
+/* NF_NONE (from the host): a work-item holding no vertex. A group goes on with local rounds
+ * only while it has scanned at most NF_LOCAL_EDGES edges in the iteration (from the host: a
+ * multiple of WG). */
 
 /* The scan width of a batch of n vertices: the smallest power of two ≥ n (n ≤ WG), at least
  * 1. A near list spread over every group gives each a few vertices, and a scan over all WG
@@ -629,9 +621,8 @@ __kernel void nf_step(__global const uint *offsets, __global const uint *targets
  * counter reset by the last to arrive, this saves that group's reset and its release of a
  * second word, two round trips on every iteration's critical path. */
 
-#define NF_BAR_COUNT 36
-#define NF_ABORT 38
-#define NF_RAN 39      /* iterations the last nf_run completed */
+/* From the host: NF_BAR_COUNT (the grid barrier's counter), NF_ABORT (its give-up flag),
+ * NF_RAN (iterations the last nf_run completed). */
 
 /* Whether every group arrived (false: a group gave up waiting; leave). */
 inline bool nf_grid_barrier(__global uint *ctl, uint target, __local uint *lflag) {

@@ -54,39 +54,78 @@ pub fn cl_defines(constants: &[ClConst]) -> String {
         .join(" ")
 }
 
-/// Problems between `source` and the `given` constants: a name with one of `prefixes` that
-/// the source uses but neither `#define`s nor receives, a given name the source also
-/// `#define`s (two sources of truth), and a given name it never uses.
+/// Problems between `source` and the `given` constants: see [`undeclared_names`].
 pub fn undeclared(source: &str, prefixes: &[&str], given: &[&[ClConst]]) -> Vec<String> {
-    let source = &strip_comments(source);
     let given: Vec<&str> = given
         .iter()
         .flat_map(|g| g.iter().map(|c| c.name))
         .collect();
-    let defined: Vec<&str> = source
+    undeclared_names(source, prefixes, &given)
+}
+
+/// The names build `options` define (`-DNAME` and `-DNAME=VALUE`).
+pub fn given_names(options: &str) -> Vec<&str> {
+    options
+        .split_whitespace()
+        .filter_map(|o| o.strip_prefix("-D"))
+        .map(|d| d.split('=').next().unwrap_or(d))
+        .collect()
+}
+
+/// Problems between `source` and the names the host gives (`given`): a name with one of
+/// `prefixes` that the source uses but neither `#define`s nor receives, a given name the
+/// source also `#define`s (two sources of truth) and a given name it never uses; given names
+/// without one of `prefixes` are not the source's concern. A name tested only by the
+/// preprocessor (`#ifdef GH_PROFILE`) is a switch the host may give or not.
+pub fn undeclared_names(source: &str, prefixes: &[&str], given: &[&str]) -> Vec<String> {
+    let source = &strip_comments(source);
+    let directive = |l: &str, d: &str| l.trim_start().strip_prefix(d).map(str::to_owned);
+    let defined: Vec<String> = source
         .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("#define"))
-        .filter_map(|rest| rest.split(|c: char| !is_ident(c)).find(|w| !w.is_empty()))
+        .filter_map(|l| directive(l, "#define"))
+        .filter_map(|rest| {
+            rest.split(|c: char| !is_ident(c))
+                .find(|w| !w.is_empty())
+                .map(str::to_owned)
+        })
+        .collect();
+    let switches: Vec<&str> = source
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            l.starts_with("#if") || l.starts_with("#elif")
+        })
+        .flat_map(|l| l.split(|c: char| !is_ident(c)))
         .collect();
     let used: Vec<&str> = source
-        .split(|c: char| !is_ident(c))
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            !(l.starts_with("#if") || l.starts_with("#elif"))
+        })
+        .flat_map(|l| l.split(|c: char| !is_ident(c)))
         .filter(|w| prefixes.iter().any(|p| w.starts_with(p)))
         .collect();
     let mut problems = Vec::new();
     for name in &used {
-        if !defined.contains(name) && !given.contains(name) {
+        if !defined.iter().any(|d| d == name) && !given.contains(name) {
             problems.push(format!(
                 "{name} is used but neither defined nor given by the host"
             ));
         }
     }
-    for name in &given {
-        if defined.contains(name) {
+    for name in given {
+        // Only the names the source takes from the host: others (`KEY_T`) may have a
+        // default in the source behind `#ifndef`.
+        if !prefixes.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        if defined.iter().any(|d| d == name) {
             problems.push(format!(
                 "{name} is given by the host and #defined in the kernel"
             ));
         }
-        if prefixes.iter().any(|p| name.starts_with(p)) && !used.contains(name) {
+        if !used.contains(name) && !switches.contains(name) {
             problems.push(format!("{name} is given by the host but never used"));
         }
     }
@@ -141,5 +180,10 @@ mod tests {
         assert!(p
             .iter()
             .any(|m| m.contains("X_B is given by the host but never used")));
+        // A switch tested only by the preprocessor may be given or not.
+        let switch = "#ifdef X_SW\nint g() { return X_A; }\n#endif";
+        assert!(undeclared_names(switch, &["X_"], &["X_A"]).is_empty());
+        assert!(undeclared_names(switch, &["X_"], &["X_A", "X_SW"]).is_empty());
+        assert_eq!(given_names("-DX_A=3 -cl-std=CL3.0 -DX_SW"), ["X_A", "X_SW"]);
     }
 }

@@ -9,7 +9,7 @@
 
 mod constants;
 
-pub use constants::{cl_defines, undeclared, ClConst};
+pub use constants::{cl_defines, given_names, undeclared, undeclared_names, ClConst};
 
 /// An OpenCL C source file and the name it is known by in errors and caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +20,13 @@ pub struct KernelSource {
     pub text: &'static str,
     /// Sources this one builds on, placed (in order) between the shared helpers and it.
     pub deps: &'static [KernelSource],
+    /// Files that continue this source, placed (in order) right after it: one program's
+    /// text cut at its sections.
+    pub parts: &'static [KernelSource],
+    /// Prefixes of the names this source takes from the host as `-D` options (`GH_`): every
+    /// one it uses must be given, none it defines may be, none given may go unused. The
+    /// runtime checks this at every build of the program ([`KernelSource::contract_problems`]).
+    pub constants: &'static [&'static str],
 }
 
 impl KernelSource {
@@ -29,6 +36,8 @@ impl KernelSource {
             name,
             text,
             deps: &[],
+            parts: &[],
+            constants: &[],
         }
     }
 
@@ -38,7 +47,46 @@ impl KernelSource {
         text: &'static str,
         deps: &'static [KernelSource],
     ) -> Self {
-        KernelSource { name, text, deps }
+        KernelSource {
+            name,
+            text,
+            deps,
+            parts: &[],
+            constants: &[],
+        }
+    }
+
+    /// This source, continued by `parts` (see [`KernelSource::parts`]).
+    pub const fn with_parts(self, parts: &'static [KernelSource]) -> Self {
+        KernelSource { parts, ..self }
+    }
+
+    /// This source, taking the names with `prefixes` from the host (see
+    /// [`KernelSource::constants`]).
+    pub const fn taking(self, prefixes: &'static [&'static str]) -> Self {
+        KernelSource {
+            constants: prefixes,
+            ..self
+        }
+    }
+
+    /// What disagrees between this program's text (the sources it builds on, this one and
+    /// its parts) and the constants the build `options` give (`-DNAME=VALUE`): see
+    /// [`undeclared_names`], over every prefix any of them takes. Empty where they agree.
+    pub fn contract_problems(&self, options: &str) -> Vec<String> {
+        let files: Vec<&KernelSource> = self.deps.iter().chain([self]).chain(self.parts).collect();
+        let prefixes: Vec<&str> = files
+            .iter()
+            .flat_map(|f| f.constants.iter().copied())
+            .collect();
+        if prefixes.is_empty() {
+            return Vec::new();
+        }
+        let text: String = files.iter().map(|f| f.text).collect::<Vec<_>>().join("\n");
+        undeclared_names(&text, &prefixes, &given_names(options))
+            .into_iter()
+            .map(|p| format!("{}: {p}", self.name))
+            .collect()
     }
 }
 
@@ -69,39 +117,56 @@ pub const KSELECT_RADIX: KernelSource =
 /// with `AdHeapLayout::cl_defines` and `-DWG=`.
 pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("../adheap.cl"));
 
-/// The generalized heap's batch operations (bitonic sort, merge-path MergeAndSort), one batch
-/// or pair per work-group; built with `-DK=` and `-DWG=`.
-pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../gheap.cl"));
+/// The generalized heap on the device: its batch operations (bitonic sort, merge-path
+/// MergeAndSort, one batch or pair per work-group) and the heap run by work-groups
+/// (`gheap_run`, `gheap_delete`) and its bulk calls, in six files; built with `-DK=`, `-DWG=` and the `GH_`
+/// constants.
+pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../gheap.cl"))
+    .with_parts(&[
+        KernelSource::new("gheap_locks.cl", include_str!("../gheap_locks.cl")),
+        KernelSource::new("gheap_steps.cl", include_str!("../gheap_steps.cl")),
+        KernelSource::new("gheap_run.cl", include_str!("../gheap_run.cl")),
+        KernelSource::new("gheap_delete.cl", include_str!("../gheap_delete.cl")),
+        KernelSource::new("gheap_bulk.cl", include_str!("../gheap_bulk.cl")),
+    ])
+    .taking(&["GH_"]);
 
 /// One frontier expansion of the label-correcting SSSP search (relaxation with atomic minima,
 /// deduplicated next frontier) and its helpers.
-pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"));
+pub const SSSP: KernelSource =
+    KernelSource::new("sssp.cl", include_str!("../sssp.cl")).taking(&["SSSP_", "NF_"]);
 
 /// 0/1 knapsack branch-and-bound nodes expanded on the device, children handed to the
 /// device heap where they were written; built with `-DWG=`, `-DKN_MAX_KIDS=`,
 /// `-DKN_MAX_STEPS=` and `-DASYM_INT64_ATOMICS=1`.
-pub const KNAPSACK: KernelSource = KernelSource::new("knapsack.cl", include_str!("../knapsack.cl"));
+pub const KNAPSACK: KernelSource =
+    KernelSource::new("knapsack.cl", include_str!("../knapsack.cl")).taking(&["KC_", "KN_"]);
 
 /// The SVM allocator: `asym_malloc`/`asym_free` for work-items over the host's `SvmArena`
 /// (tagged Treiber free lists per size class); built with `ArenaLayout::cl_defines`.
-pub const ALLOC: KernelSource = KernelSource::new("alloc.cl", include_str!("../alloc.cl"));
+pub const ALLOC: KernelSource =
+    KernelSource::new("alloc.cl", include_str!("../alloc.cl")).taking(&["ARENA_"]);
 
 /// Harris's lock-free list on allocator nodes (ordered set and positional operations), one
 /// work-item per operation; builds on [`ALLOC`].
 pub const LIST: KernelSource =
-    KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC]);
+    KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC]).taking(&["LF_"]);
 
 /// The red-black tree's device search, one work-item per query, on arena nodes; built with
 /// the tree's `RB_*` constants and `-DKEY_MAP=`.
 pub const RBTREE: KernelSource =
-    KernelSource::with_deps("rbtree.cl", include_str!("../rbtree.cl"), &[ALLOC]);
+    KernelSource::with_deps("rbtree.cl", include_str!("../rbtree.cl"), &[ALLOC]).taking(&["RB_"]);
 
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
 pub fn with_helpers(source: &KernelSource) -> String {
     let mut out = String::new();
     let helpers = [&COMMON, &RING, &HEAP].into_iter().filter(|h| *h != source);
-    for part in helpers.chain(source.deps).chain([source]) {
+    for part in helpers
+        .chain(source.deps)
+        .chain([source])
+        .chain(source.parts)
+    {
         out.push_str(&format!("#line 1 \"{}\"\n", part.name));
         out.push_str(part.text);
         out.push('\n');

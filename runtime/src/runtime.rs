@@ -357,6 +357,20 @@ impl Runtime {
         let nul = |what: &str| Error::InvalidArgument(format!("{what} contains a NUL byte"));
         let text = CString::new(text).map_err(|_| nul(source.name))?;
         let options = self.build_options(extra);
+        // The one check of every host↔kernel contract: the names the source takes from the
+        // host against the -D options this build gives, before the compiler sees either.
+        let problems = source.contract_problems(&options);
+        if !problems.is_empty() {
+            return Err(Error::Build {
+                device: profile.label(),
+                program: source.name.to_string(),
+                options,
+                log: format!(
+                    "the host's constants and the kernel disagree:\n{}",
+                    problems.join("\n")
+                ),
+            });
+        }
         let c_options = CString::new(options.clone()).map_err(|_| nul("build options"))?;
         let program = ocl::core::create_program_with_source(&self.inner.context, &[text])
             .map_err(|e| Error::ocl("clCreateProgramWithSource", source.name, e))?;

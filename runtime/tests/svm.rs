@@ -624,3 +624,30 @@ fn handles_with_their_own_queues_work_side_by_side() {
         assert_eq!(shared.read().unwrap(), vec![2u32; 64], "{t}");
     }
 }
+
+/// A source that takes `T_*` names from the host: every build checks the names it uses, the
+/// names it defines and the names it is given against each other before compiling.
+const CONTRACT: KernelSource = KernelSource::new(
+    "contract.cl",
+    "#define T_LOCAL 1\n__kernel void t(__global uint *x) { x[0] = T_A + T_LOCAL; }",
+)
+.taking(&["T_"]);
+
+#[test]
+fn a_program_whose_host_constants_disagree_with_it_does_not_build() {
+    let rt = common::runtime(common::transports()[0]);
+    for (options, says) in [
+        ("", "T_A is used but neither defined nor given"),
+        ("-DT_A=1 -DT_B=2", "T_B is given by the host but never used"),
+        (
+            "-DT_A=1 -DT_LOCAL=2",
+            "T_LOCAL is given by the host and #defined",
+        ),
+    ] {
+        match rt.program_with(&CONTRACT, options) {
+            Err(e @ Error::Build { .. }) => assert!(e.to_string().contains(says), "{e}"),
+            other => panic!("{options:?}: {:?}", other.map(|_| ())),
+        }
+    }
+    assert!(rt.program_with(&CONTRACT, "-DT_A=1").is_ok());
+}

@@ -1,5 +1,5 @@
-//! loom model of the device heap's lock-word protocol (`kernels/gheap.cl`, the same states as
-//! `gheap/concurrent.rs`): the insert→delete hand-off. An INS reserves the heap's next node
+//! loom model of the device heap's lock-word protocol (`kernels/gheap_locks.cl`, the same
+//! states as `gheap/concurrent.rs`): the insert→delete hand-off. An INS reserves the heap's next node
 //! as TARGET under the root lock, lets the root go and walks down; a DEL that takes the heap's
 //! last node while that INS is still on its way marks it MARKED and waits, holding the root,
 //! for HANDED. loom explores the interleavings and orderings the protocol allows: the DEL must

@@ -9,6 +9,7 @@
 //! [`CooperativeHeap`](asym_structures::CooperativeHeap) instead, whose host top serves most
 //! pops without a launch.
 
+use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::near_far::NearFar;
@@ -19,9 +20,12 @@ use super::{
 use crate::graph::Graph;
 use asym_structures::HeapPlacement;
 
+// The frontier kernels' counters (`SSSP_*` in kernels/sssp.cl, from the table below).
 const NEXT_LEN: usize = 0;
 const VISITED: usize = 1;
 const STALE: usize = 2;
+/// Chunks of hub edges queued for `sssp_expand_chunks`.
+const CHUNKS: usize = 3;
 const COUNTERS: usize = 4;
 /// Edges of a hub that one group expands in `sssp_expand`; the rest go to `sssp_expand_chunks`
 /// in pieces of this many, spread over every group (`kernels/sssp.cl`). Kronecker 2^22 on
@@ -347,11 +351,26 @@ impl DeviceSssp<'_> {
     }
 }
 
+/// What `kernels/sssp.cl` takes from the host for its frontier kernels (the near-far
+/// search's control words are `near_far::KERNEL_CONSTANTS`).
+const KERNEL_CONSTANTS: &[ClConst] = &[
+    ClConst::uint("SSSP_LIMIT", super::DISTANCE_LIMIT),
+    ClConst::int("SSSP_NEXT_LEN", NEXT_LEN as u64),
+    ClConst::int("SSSP_VISITED", VISITED as u64),
+    ClConst::int("SSSP_STALE", STALE as u64),
+    ClConst::int("SSSP_CHUNKS", CHUNKS as u64),
+    ClConst::uint("SSSP_CHUNK", CHUNK as u64),
+];
+
 /// The SSSP kernels' program (built once per runtime: the runtime caches it).
 pub(super) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
     rt.program_with(
         &asym_kernels::SSSP,
-        &format!("-DWG={WG} -DSSSP_CHUNK={CHUNK}u"),
+        &format!(
+            "-DWG={WG} {} {}",
+            cl_defines(KERNEL_CONSTANTS),
+            cl_defines(&super::near_far::kernel_constants(WG))
+        ),
     )
 }
 

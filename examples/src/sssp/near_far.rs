@@ -13,13 +13,17 @@
 
 use std::time::Instant;
 
+use asym_kernels::ClConst;
 use asym_runtime::backoff::Deadline;
 use asym_runtime::{DeviceKind, Error, Kernel, Launch, Result, Side, SvmBuffer};
 
 use super::device::{groups, program, DeviceSssp, WG};
 use super::{next_iteration, AnswerMemory, SsspRun, SsspStats};
 
-// Control words, as `NF_*` in kernels/sssp.cl.
+// Control words (`NF_*` in kernels/sssp.cl, from `kernel_constants`).
+/// Three words: the near length of iteration i at `NLEN + i % 3`.
+const NLEN: usize = 0;
+/// Two words each (low, high): vertices expanded, edges scanned.
 const VISITED: usize = 3;
 const RELAXED: usize = 5;
 const ERROR: usize = 7;
@@ -41,7 +45,8 @@ const FIRST_SPLIT: u32 = 2;
 /// Far pile, three slots by phase mod 3: length, minimum.
 const FAR: usize = 24;
 const SLOT: usize = 4;
-/// `nf_run`'s grid barrier, its give-up flag and the iterations it completed.
+/// `nf_run`'s grid barrier (its counter, its give-up flag) and the iterations it completed.
+const BAR_COUNT: usize = 36;
 const ABORT: usize = 38;
 const RAN: usize = 39;
 const CTL_WORDS: usize = 40;
@@ -58,6 +63,39 @@ const BAR_BASE_ARG: u32 = 18;
 /// Local rounds per light iteration on GPUs unless set otherwise (kernels/sssp.cl says what
 /// more cost on the H200 machine).
 const LOCAL_ROUNDS: u32 = 1;
+
+/// A work-item holding no vertex.
+const NO_VERTEX: u32 = u32::MAX;
+/// Edges per work-item a group may scan in an iteration and still go on with local rounds.
+const LOCAL_EDGES_PER_ITEM: u64 = 4;
+
+/// What `kernels/sssp.cl` takes from the host for the near-far search, built with
+/// work-groups of `wg`.
+pub(super) fn kernel_constants(wg: usize) -> [ClConst; 20] {
+    let int = |name, v: usize| ClConst::int(name, v as u64);
+    [
+        int("NF_NLEN", NLEN),
+        int("NF_VISITED", VISITED),
+        int("NF_RELAXED", RELAXED),
+        int("NF_ERROR", ERROR),
+        int("NF_SPLITS", SPLITS),
+        int("NF_ROUNDS", ROUNDS),
+        int("NF_YIELD_LEN", YIELD_LEN),
+        int("NF_YIELD_ITER", YIELD_ITER),
+        int("NF_STATE", STATE),
+        int("NF_LIMIT", LIMIT),
+        int("NF_PHASE", PHASE),
+        int("NF_DONE", DONE),
+        int("NF_FRESH", FRESH),
+        int("NF_FAR", FAR),
+        int("NF_SLOT", SLOT),
+        int("NF_BAR_COUNT", BAR_COUNT),
+        int("NF_ABORT", ABORT),
+        int("NF_RAN", RAN),
+        ClConst::uint("NF_NONE", NO_VERTEX as u64),
+        ClConst::uint("NF_LOCAL_EDGES", LOCAL_EDGES_PER_ITEM * wg as u64),
+    ]
+}
 
 /// Iterations enqueued before the first look at the control words; each later batch is
 /// twice as long, up to [`MAX_BATCH`]. Iterations past the end cost an empty launch each.

@@ -542,24 +542,3 @@ impl SvmArena {
         ))
     }
 }
-
-#[cfg(test)]
-mod kernel_constants {
-    #[test]
-    fn alloc_cl_uses_only_what_the_host_gives() {
-        // The layout's own defines (ARENA_SB_WORDS, ARENA_CLASSES, ARENA_SHARDS) and the switch
-        // ARENA_NO_KERNELS come from `ArenaLayout::cl_defines` too.
-        let layout = [
-            asym_kernels::ClConst::uint("ARENA_SB_WORDS", 0),
-            asym_kernels::ClConst::uint("ARENA_CLASSES", 0),
-            asym_kernels::ClConst::uint("ARENA_SHARDS", 0),
-            asym_kernels::ClConst::int("ARENA_NO_KERNELS", 1),
-        ];
-        let problems = asym_kernels::undeclared(
-            asym_kernels::ALLOC.text,
-            &["ARENA_"],
-            &[super::KERNEL_CONSTANTS, &layout],
-        );
-        assert!(problems.is_empty(), "{problems:#?}");
-    }
-}

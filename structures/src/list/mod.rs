@@ -688,16 +688,3 @@ fn run_threads(
         retries.load(Ordering::Relaxed).wrapping_sub(before),
     ))
 }
-
-#[cfg(test)]
-mod kernel_constants {
-    #[test]
-    fn list_cl_uses_only_what_the_host_gives() {
-        let problems = asym_kernels::undeclared(
-            asym_kernels::LIST.text,
-            &["LF_"],
-            &[super::KERNEL_CONSTANTS],
-        );
-        assert!(problems.is_empty(), "{problems:#?}");
-    }
-}

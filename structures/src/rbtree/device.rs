@@ -618,16 +618,3 @@ fn damaged() -> Error {
         "a device search walked further than any red-black tree is deep",
     )
 }
-
-#[cfg(test)]
-mod kernel_constants {
-    #[test]
-    fn rbtree_cl_uses_only_what_the_host_gives() {
-        let problems = asym_kernels::undeclared(
-            asym_kernels::RBTREE.text,
-            &["RB_"],
-            &[super::KERNEL_CONSTANTS],
-        );
-        assert!(problems.is_empty(), "{problems:#?}");
-    }
-}

@@ -1,6 +1,6 @@
 //! Bulk calls of the device heap: an insert or delete that moves a large share of the heap
 //! rebuilds it by one device sort instead of running one INS or DEL per batch (the kernels
-//! and the argument that the rebuilt layout is a generalized heap: `kernels/gheap.cl`,
+//! and the argument that the rebuilt layout is a generalized heap: `kernels/gheap_bulk.cl`,
 //! "Bulk calls").
 //!
 //! Why: every INS and DEL of the seed's heap passes through the root's lock, one after the
@@ -352,7 +352,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let padded = runs * k;
         let count_u32 = to_u32(count, "nodes")?;
         let use_keys = self.slots >= runs;
-        // A heap that is one sorted run gathers as one (module docs of kernels/gheap.cl).
+        // A heap that is one sorted run gathers as one (kernels/gheap_bulk.cl).
         let one_run = self.sorted_layout && old_runs > 0;
         let wg = self.wg;
         let st = &mut self.staging;
