@@ -421,8 +421,8 @@ impl Bench<'_> {
                     "staging_threads": self.selector.staging_threads(),
                     "workers": r.stats.as_ref().filter(|s| !s.workers.is_empty()).map(|s| {
                         s.workers.iter().map(|w| json!({
-                            "worker": w.worker, "member": w.member, "sublists": w.sublists,
-                            "keys": w.keys, "share": w.keys as f64 / n as f64,
+                            "worker": w.worker, "member": w.member, "sublists": w.pieces,
+                            "keys": w.items, "share": w.items as f64 / n as f64,
                             "launches": w.launches, "busy_ms": w.busy_s * 1e3, "error": w.error,
                         })).collect::<Vec<_>>()
                     }),
@@ -477,8 +477,8 @@ impl Bench<'_> {
                     .iter()
                     .map(|w| match (w.member, &w.error) {
                         (_, Some(_)) => format!("@{} FAILED", w.member.unwrap_or(0)),
-                        (Some(m), None) => format!("@{m} {}", w.sublists),
-                        (None, None) => format!("cpu {}", w.sublists),
+                        (Some(m), None) => format!("@{m} {}", w.pieces),
+                        (None, None) => format!("cpu {}", w.pieces),
                     })
                     .collect::<Vec<_>>()
                     .join(" / "),

@@ -35,11 +35,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
+use asym_runtime::spread::MemberReport;
 use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Mode, Result, Runtime};
 use asym_structures::{
     BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
     DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, GeneralizedHeap, InsertDirection,
-    MemberReport, SpreadHeap, MAX_LANES,
+    SpreadHeap, MAX_LANES,
 };
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -609,8 +610,8 @@ fn set_rows<T: BenchKey>(
             verified: cycle.verified,
             device_stats: Some(json!({
                 "members": cycle.inserted.iter().map(|m| json!({
-                    "device": m.device, "keys": m.keys, "share": m.keys as f64 / want.len().max(1) as f64,
-                    "insert_ms": m.busy_s * 1e3, "keys_per_s": m.keys_per_s,
+                    "device": m.worker, "keys": m.items, "share": m.items as f64 / want.len().max(1) as f64,
+                    "insert_ms": m.busy_s * 1e3, "keys_per_s": m.items_per_s,
                 })).collect::<Vec<_>>(),
                 // What each member's delete took, and the host's routing of the insert (its
                 // counting pass over the keys) and of the delete (its first touch of the
@@ -667,9 +668,9 @@ fn lanes_row<T: BenchKey>(
             "lanes": lanes,
             "groups_per_lane": shapes[0].0,
             "insert_ms": cycle.inserted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
-            "keys": cycle.inserted.iter().map(|m| m.keys).collect::<Vec<_>>(),
+            "keys": cycle.inserted.iter().map(|m| m.items).collect::<Vec<_>>(),
             "delete_ms": cycle.deleted.iter().map(|m| m.busy_s * 1e3).collect::<Vec<_>>(),
-            "delete_keys": cycle.deleted.iter().map(|m| m.keys).collect::<Vec<_>>(),
+            "delete_keys": cycle.deleted.iter().map(|m| m.items).collect::<Vec<_>>(),
             "routing_ms": [cycle.insert_routing_s * 1e3, cycle.delete_routing_s * 1e3],
         })),
     })

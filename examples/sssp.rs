@@ -282,18 +282,17 @@ fn plan_name(plan: SetPlan) -> String {
 
 /// A set search's shares: `gpu@0 61% · gpu@1 39%` of the frontier entries expanded.
 fn shares_text(run: &SpreadRun) -> String {
-    let total: u64 = run.members.iter().map(|m| m.entries).sum::<u64>().max(1);
+    let total: u64 = run.members.iter().map(|m| m.items).sum::<u64>().max(1);
     run.members
         .iter()
         .map(|m| {
             format!(
                 "{} {:.0}%{}",
-                if m.device.starts_with("latency") {
-                    "cpu".to_string()
-                } else {
-                    format!("gpu@{}", m.member)
+                match m.member {
+                    Some(i) => format!("gpu@{i}"),
+                    None => "cpu".to_string(),
                 },
-                100.0 * m.entries as f64 / total as f64,
+                100.0 * m.items as f64 / total as f64,
                 if m.error.is_some() { " (failed)" } else { "" }
             )
         })
@@ -694,9 +693,9 @@ fn run(args: &Args) -> Result<bool> {
                         "redone_entries": run.redone_entries,
                         "shares": shares_text(&run),
                         "members": run.members.iter().map(|m| json!({
-                            "member": m.member, "device": m.device, "entries": m.entries,
-                            "iterations": m.iterations, "busy_ms": m.busy_s * 1e3,
-                            "error": m.error,
+                            "member": m.member, "device": m.worker, "entries": m.items,
+                            "iterations": m.pieces, "busy_ms": m.busy_s * 1e3,
+                            "entries_per_s": m.items_per_s, "error": m.error,
                         })).collect::<Vec<_>>(),
                     });
                     let timed = Timed::once(run.run, ms, &reference);

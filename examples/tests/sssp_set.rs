@@ -84,7 +84,7 @@ fn check(run: &SpreadRun, g: &Graph, source: usize, what: &str) {
         .members
         .iter()
         .filter(|m| m.error.is_none())
-        .map(|m| m.entries)
+        .map(|m| m.items)
         .sum();
     let stats = &run.run.stats;
     assert_eq!(
@@ -141,11 +141,7 @@ fn large_frontiers_are_shared_and_the_choice_settles_after_the_trials() {
         if call == 0 {
             // No speeds known: frontiers of thousands of vertices are split evenly.
             assert_eq!(run.plan, SetPlan::Together);
-            assert!(
-                run.members.iter().all(|m| m.entries > 0),
-                "{:?}",
-                run.members
-            );
+            assert!(run.members.iter().all(|m| m.items > 0), "{:?}", run.members);
         }
         seen.push(run.plan);
     }
@@ -189,12 +185,8 @@ fn the_latency_threads_join_as_one_more_worker() {
     check(&run, &g, source, "together with the latency threads");
     assert_eq!(run.plan, SetPlan::Together);
     assert_eq!(run.members.len(), workers);
-    assert!(
-        run.members.iter().all(|m| m.entries > 0),
-        "{:?}",
-        run.members
-    );
-    assert!(run.members[set.len()].device.contains("latency threads"));
+    assert!(run.members.iter().all(|m| m.items > 0), "{:?}", run.members);
+    assert!(run.members[set.len()].worker.contains("latency threads"));
     // Their trials: together, each member alone and the latency threads alone, twice each.
     let mut seen = vec![run.plan];
     for call in 1..2 * (workers + 1) + 1 {
@@ -233,7 +225,7 @@ fn the_latency_threads_join_as_one_more_worker() {
             .shortest_paths_as(SetPlan::Together, source, order, &heap())
             .unwrap();
         check(&run, &g, source, &format!("{order:?} in turn"));
-        assert!(run.members.iter().all(|m| m.iterations > 0), "{run:?}");
+        assert!(run.members.iter().all(|m| m.pieces > 0), "{run:?}");
         sssp.round_robin(false);
     }
 }
@@ -255,7 +247,7 @@ fn a_member_failing_mid_search_leaves_its_slice_to_the_primary() {
         .shortest_paths_as(SetPlan::Together, source, Order::Frontier, &heap())
         .unwrap();
     check(&run, &g, source, "member 1 failing");
-    let failed = run.members.iter().find(|m| m.member == 1).unwrap();
+    let failed = run.members.iter().find(|m| m.member == Some(1)).unwrap();
     assert!(
         failed.error.as_deref().unwrap_or("").contains("injected"),
         "{failed:?}"
@@ -266,7 +258,7 @@ fn a_member_failing_mid_search_leaves_its_slice_to_the_primary() {
     for order in orders() {
         let again = sssp.shortest_paths(source, order, &heap()).unwrap();
         check(&again, &g, source, &format!("{order:?} after the failure"));
-        assert!(again.members.iter().all(|m| m.member != 1));
+        assert!(again.members.iter().all(|m| m.member != Some(1)));
     }
     assert!(matches!(
         sssp.shortest_paths_as(SetPlan::Alone(1), source, Order::Frontier, &heap()),
@@ -290,7 +282,7 @@ fn the_primary_failing_runs_the_search_again_on_the_others() {
         sssp.inject_member_failure(0, 1).unwrap();
         let run = sssp.shortest_paths(source, order, &heap()).unwrap();
         check(&run, &g, source, &format!("{order:?}, the primary failing"));
-        assert!(run.members.iter().all(|m| m.member != 0), "{run:?}");
+        assert!(run.members.iter().all(|m| m.member != Some(0)), "{run:?}");
         let failed = sssp.failed_devices();
         assert_eq!(failed.len(), 1);
         assert!(failed[0].1.contains("injected"), "{failed:?}");

@@ -260,8 +260,8 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// Whether the kernel has finished (and releases its buffers if so). An error status of
-    /// the kernel's event is returned as [`Error::Lost`].
+    /// Whether the kernel has finished (and releases its buffers if so). A failure to read
+    /// the kernel's event status is an [`Error::OpenCl`].
     pub fn is_complete(&mut self) -> Result<bool> {
         if self.done {
             return Ok(true);

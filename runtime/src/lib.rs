@@ -9,6 +9,8 @@
 //!   device with per-device options), [`Kernel`] and [`Launch`].
 //! - [`LatencyPool`]: the pool of pinned threads ([`CpuTopology`] from hwloc).
 //! - [`signal`]: host queues, the SVM ring, device services.
+//! - [`spread`]: device sets and the one engine every structure spreads work with (workers,
+//!   speed model, share split, plan exploration, failure policy, per-member reports).
 //! - [`Mode`]: CPU-only, GPU-only or cooperative: the three ways every structure can run a
 //!   batch (batch k-selection takes a `Mode`; the others name the same three with their own
 //!   types, see [`Mode`]).
@@ -22,7 +24,6 @@
 
 pub mod backoff;
 mod device;
-mod device_set;
 pub mod diag;
 pub mod env;
 mod error;
@@ -33,13 +34,13 @@ mod mode;
 mod named;
 mod runtime;
 pub mod signal;
+pub mod spread;
 #[allow(unsafe_code)]
 mod sys;
 mod transport;
 
 pub use asym_kernels::KernelSource;
 pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel, DEVICE_ENV};
-pub use device_set::DeviceSet;
 pub use error::{status_name, Error, Result, Side};
 pub use kernel::{Kernel, Launch, Queue};
 pub use latency::{
@@ -51,6 +52,7 @@ pub use named::Named;
 pub use runtime::{
     Program, Runtime, RuntimeOptions, SvmStats, SVM_CACHE_ENV, SVM_CACHE_MOST, TIMEOUT_ENV,
 };
+pub use spread::DeviceSet;
 pub use sys::{
     copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, DeviceBuffer,
     SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,

@@ -40,13 +40,13 @@ pub use gheap::{
     merge_and_sort, BatchHeap, BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig,
     CooperativeHeap, CooperativeStats, DeviceBatchOps, DeviceGeneralizedHeap, DeviceHeapConfig,
     DeviceHeapKey, DeviceHeapProfile, DeviceHeapStats, GeneralizedHeap, HeapOp, HeapPlacement,
-    HeapStats, InsertDirection, LaunchTrace, MemberReport, MergeKind, SpreadHeap,
-    GHEAP_PROFILE_ENV, LANE_MIN_GROUPS, MAX_BATCH, MAX_DEVICE_BATCH, MAX_LANES,
+    HeapStats, InsertDirection, LaunchTrace, MergeKind, SpreadHeap, GHEAP_PROFILE_ENV,
+    LANE_MIN_GROUPS, MAX_BATCH, MAX_DEVICE_BATCH, MAX_LANES,
 };
 pub use key::Key;
 pub use kselect::{
     select_one, Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, SelectStats,
-    SpreadKeys, Strategy, Sublists, WorkerShare,
+    SpreadKeys, Strategy, Sublists,
 };
 pub use list::{
     unique_values, BatchReport, ListCheck, ListKind, ListMap, ListMode, ListOp, ListView,

@@ -52,7 +52,7 @@ fn insert_all_then_delete_all_sorts_on_each_transport() {
                     assert!(
                         reports
                             .iter()
-                            .all(|m| m.len as f64 >= 0.9 * (keys.len() / members) as f64),
+                            .all(|m| m.held as f64 >= 0.9 * (keys.len() / members) as f64),
                         "{transport} {what}: the first insert split evenly: {reports:?}"
                     );
                 }
@@ -176,14 +176,14 @@ fn fixed_shares_place_the_keys_and_bad_weights_are_refused() {
         only_last[members - 1] = 1.0;
         h.set_shares(Some(&only_last)).unwrap();
         h.insert(&keys).unwrap();
-        let lens: Vec<usize> = h.members().iter().map(|m| m.len).collect();
+        let lens: Vec<usize> = h.members().iter().map(|m| m.held as usize).collect();
         assert_eq!(lens[members - 1], keys.len(), "{transport}: {lens:?}");
         let mut want = keys.clone();
         want.sort_unstable();
         assert_eq!(h.delete_min(keys.len()).unwrap(), want, "{transport}");
         h.set_shares(Some(&vec![1.0; members])).unwrap();
         h.insert(&keys).unwrap();
-        let lens: Vec<usize> = h.members().iter().map(|m| m.len).collect();
+        let lens: Vec<usize> = h.members().iter().map(|m| m.held as usize).collect();
         assert!(
             lens.iter()
                 .all(|&l| (l as f64 - (keys.len() / members) as f64).abs() < 0.1 * l as f64),
@@ -269,7 +269,7 @@ fn lanes_of_one_device_run_the_seed_operations_and_sort() {
                 h.insert(&keys).unwrap();
                 assert_eq!(h.len(), keys.len(), "{transport} {what}");
                 if what == "random" {
-                    let lens: Vec<usize> = h.members().iter().map(|m| m.len).collect();
+                    let lens: Vec<usize> = h.members().iter().map(|m| m.held as usize).collect();
                     assert!(
                         lens.iter().all(|&l| l > keys.len() / count / 2),
                         "{transport}: random keys spread over the lanes: {lens:?}"

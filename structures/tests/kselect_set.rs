@@ -43,7 +43,7 @@ fn check<K: Key + std::fmt::Debug>(
     for (i, (a, b)) in answers.iter().zip(&want).enumerate() {
         assert_eq!(a.to_ordered(), b.to_ordered(), "{what}: sub-list {i}");
     }
-    let shared: usize = stats.workers.iter().map(|w| w.sublists).sum();
+    let shared: usize = stats.workers.iter().map(|w| w.pieces as usize).sum();
     assert_eq!(shared, offs.len() - 1, "{what}: {:?}", stats.workers);
 }
 
@@ -94,7 +94,7 @@ fn every_mode_and_strategy_matches_select_nth_on_each_transport() {
                 check(&got, &data, &cut, 30, &format!("{what} together"));
                 assert!(got.1.exploring, "{what}: {:?}", got.1);
                 let expected = set.len() + usize::from(mode == Mode::Cooperative);
-                let working = got.1.workers.iter().filter(|w| w.sublists > 0).count();
+                let working = got.1.workers.iter().filter(|w| w.pieces > 0).count();
                 assert_eq!(working, expected, "{what}: {:?}", got.1.workers);
                 // Unequal sub-lists, not powers of two, with duplicates.
                 let data = keys(7001, 9, 50);

@@ -44,6 +44,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Instant;
 
+use asym_runtime::spread::{
+    split, Failures, MemberReport, PlanBook, SpeedModel, SplitRule, Worker,
+};
 use asym_runtime::{DeviceSet, Error, LatencyPool, Result};
 
 use super::cpu;
@@ -66,22 +69,12 @@ pub enum SetPlan {
     LatencyThreads,
 }
 
-/// What one member did in a search over a set.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MemberShare {
-    /// The device.
-    pub device: String,
-    /// Index of the member in the set; the set's length for the latency threads.
-    pub member: usize,
-    /// Frontier entries it expanded (visited and stale).
-    pub entries: u64,
-    /// Iterations in which it expanded a slice.
-    pub iterations: u64,
-    /// Seconds its driver was busy (copies, launches, waits).
-    pub busy_s: f64,
-    /// Why it stopped, if it failed during the search.
-    pub error: Option<String>,
-}
+/// How the set splits a frontier: slices under [`SAMPLE_MIN`] entries teach no speed, and
+/// the host's merge is left to the 5 % each more member must save.
+const RULE: SplitRule = SplitRule {
+    sample_min: SAMPLE_MIN,
+    split_s_per_item: 0.0,
+};
 
 /// A search over a set: the distances and counters, and who did what.
 #[derive(Clone, Debug)]
@@ -92,126 +85,20 @@ pub struct SpreadRun {
     pub plan: SetPlan,
     /// Whether this call was one of the trials that measure each plan.
     pub exploring: bool,
-    /// Each member's share (members left out earlier are absent).
-    pub members: Vec<MemberShare>,
+    /// Each worker's share: its frontier entries expanded (`items`) and iterations
+    /// (`pieces`); members left out earlier are absent.
+    pub members: Vec<MemberReport>,
     /// Frontier entries expanded again because a member failed with them.
     pub redone_entries: u64,
 }
 
-/// One member's model of an iteration's time: `fixed_s + entries / entries_per_s`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct SpeedModel {
-    /// Shortest iteration measured, seconds (0: unknown).
-    fixed_s: f64,
-    /// Frontier entries per second on slices of at least [`SAMPLE_MIN`] (0: unknown).
-    entries_per_s: f64,
-}
-
-impl SpeedModel {
-    fn record(&mut self, entries: usize, secs: f64) {
-        if secs <= 0.0 {
-            return;
-        }
-        self.fixed_s = if self.fixed_s > 0.0 {
-            self.fixed_s.min(secs)
-        } else {
-            secs
-        };
-        if entries >= SAMPLE_MIN {
-            let sample = entries as f64 / secs;
-            self.entries_per_s = if self.entries_per_s > 0.0 {
-                0.7 * self.entries_per_s + 0.3 * sample
-            } else {
-                sample
-            };
-        }
+/// The plan a group of workers is: one worker alone, else together.
+fn plan_of(group: &[Worker]) -> SetPlan {
+    match group {
+        [Worker::Device(i)] => SetPlan::Alone(*i),
+        [Worker::LatencyThreads] => SetPlan::LatencyThreads,
+        _ => SetPlan::Together,
     }
-}
-
-/// Splits `frontier` entries among members with `models` (index, model): the ranges each
-/// expands, in member order, empty ranges left out. See the module documentation.
-fn split(models: &[(usize, SpeedModel)], frontier: usize) -> Vec<(usize, std::ops::Range<usize>)> {
-    if models.is_empty() || frontier == 0 {
-        return Vec::new();
-    }
-    let unknown = models.iter().any(|(_, m)| m.entries_per_s <= 0.0);
-    let shares: Vec<(usize, usize)> = if unknown {
-        if frontier >= SAMPLE_MIN * models.len() {
-            // Equal shares, so that every member is measured.
-            let each = frontier / models.len();
-            models
-                .iter()
-                .enumerate()
-                .map(|(j, (i, _))| {
-                    let extra = usize::from(j < frontier % models.len());
-                    (*i, each + extra)
-                })
-                .collect()
-        } else {
-            // Too small to measure anyone: the member known fastest, else the first.
-            let best = models
-                .iter()
-                .fold(models[0], |best, m| {
-                    if m.1.entries_per_s > best.1.entries_per_s {
-                        *m
-                    } else {
-                        best
-                    }
-                })
-                .0;
-            vec![(best, frontier)]
-        }
-    } else {
-        let mut by_speed: Vec<(usize, SpeedModel)> = models.to_vec();
-        by_speed.sort_by(|a, b| b.1.entries_per_s.total_cmp(&a.1.entries_per_s));
-        // The k fastest finish together at T = (F + sum fixed·rate) / sum rate, if every one
-        // of them has T above its fixed part (else it would get no entries).
-        let f = frontier as f64;
-        let mut best: Option<(f64, usize)> = None;
-        let (mut fixed_rate, mut rate) = (0.0, 0.0);
-        for (k, (_, m)) in by_speed.iter().enumerate() {
-            fixed_rate += m.fixed_s * m.entries_per_s;
-            rate += m.entries_per_s;
-            let t = (f + fixed_rate) / rate;
-            let valid = by_speed[..=k].iter().all(|(_, m)| t > m.fixed_s);
-            // Another member must save 5 %: the model leaves out the host merging more lists.
-            if valid && best.is_none_or(|(bt, _)| t < 0.95 * bt) {
-                best = Some((t, k + 1));
-            }
-        }
-        let (t, k) = best.unwrap_or((0.0, 1));
-        let mut shares: Vec<(usize, usize)> = by_speed[..k]
-            .iter()
-            .map(|(i, m)| (*i, ((t - m.fixed_s) * m.entries_per_s).max(0.0) as usize))
-            .collect();
-        if k == 1 {
-            shares[0].1 = frontier;
-        }
-        // Rounding: whatever is left over or over-given settles on the fastest.
-        let given: usize = shares.iter().map(|s| s.1).sum();
-        if given > frontier {
-            let mut over = given - frontier;
-            for s in shares.iter_mut().rev() {
-                let cut = over.min(s.1);
-                s.1 -= cut;
-                over -= cut;
-            }
-        } else {
-            shares[0].1 += frontier - given;
-        }
-        shares.sort_by_key(|s| s.0);
-        shares
-    };
-    let mut start = 0;
-    shares
-        .into_iter()
-        .filter(|s| s.1 > 0)
-        .map(|(i, n)| {
-            let r = (i, start..start + n);
-            start += n;
-            r
-        })
-        .collect()
 }
 
 /// How a share of the latency threads is labelled.
@@ -219,36 +106,27 @@ fn latency_label(pool: &LatencyPool) -> String {
     format!("latency threads ({})", pool.len())
 }
 
-/// The members that have not failed.
-fn live(members: &[SetMember<'_>]) -> Vec<usize> {
-    (0..members.len())
-        .filter(|&i| members[i].failed.is_none())
-        .collect()
-}
-
 /// One device of the set with the graph on it.
 struct SetMember<'g> {
     sssp: DeviceSssp<'g>,
     model: SpeedModel,
-    failed: Option<String>,
-    /// An injected failure: the iteration (counted from 0 in the next search together it
-    /// takes part in) whose expansion fails (tests).
-    fail_at: Option<u64>,
 }
 
 /// A graph on every device of a set, ready for searches from any source.
 pub struct SpreadSssp<'g> {
     graph: &'g Graph,
     members: Vec<SetMember<'g>>,
+    /// Which members failed, and the faults tests inject (a step is an iteration, counted
+    /// from 0 in the next search the member takes part in).
+    failures: Failures,
     /// The latency threads as one more worker ([`SpreadSssp::with_latency_threads`]).
     pool: Option<&'g LatencyPool>,
-    /// Their speed, and why they are left out if they failed.
+    /// Their speed.
     cpu_model: SpeedModel,
-    cpu_failed: Option<String>,
     /// Tests: each iteration together goes whole to the next worker in turn.
     round_robin: bool,
-    /// Keys per second of each plan, per order (the faster of its calls), and calls each.
-    plans: HashMap<(bool, SetPlan), (f64, u32)>,
+    /// The groups of workers tried, per order (`true`: the heap order).
+    plans: HashMap<bool, PlanBook>,
 }
 
 impl std::fmt::Debug for SpreadSssp<'_> {
@@ -260,9 +138,6 @@ impl std::fmt::Debug for SpreadSssp<'_> {
     }
 }
 
-/// Calls of each plan while exploring (the first warms its buffers and programs).
-const TRIALS: u32 = 2;
-
 impl<'g> SpreadSssp<'g> {
     /// Uploads `graph` to every member of `set` and builds the kernels there.
     pub fn new(set: &DeviceSet, graph: &'g Graph) -> Result<Self> {
@@ -273,17 +148,21 @@ impl<'g> SpreadSssp<'g> {
                 Ok(SetMember {
                     sssp: DeviceSssp::new(rt, graph)?,
                     model: SpeedModel::default(),
-                    failed: None,
-                    fail_at: None,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let failures = Failures::new(
+            set.members()
+                .iter()
+                .map(|rt| rt.profile().label())
+                .collect(),
+        );
         Ok(SpreadSssp {
             graph,
             members,
+            failures,
             pool: None,
             cpu_model: SpeedModel::default(),
-            cpu_failed: None,
             round_robin: false,
             plans: HashMap::new(),
         })
@@ -297,14 +176,16 @@ impl<'g> SpreadSssp<'g> {
         self
     }
 
-    /// The latency threads, while they take part.
+    /// The latency threads, where the set has them.
     fn cpu(&self) -> Option<&'g LatencyPool> {
-        self.pool.filter(|_| self.cpu_failed.is_none())
+        self.pool
     }
 
-    /// Workers still taking part: live members, and the latency threads.
-    fn workers(&self) -> usize {
-        self.live().len() + usize::from(self.cpu().is_some())
+    /// Workers still taking part: live members, then the latency threads.
+    fn workers(&self) -> Vec<Worker> {
+        let live = self.failures.live().into_iter().map(Worker::Device);
+        live.chain(self.cpu().map(|_| Worker::LatencyThreads))
+            .collect()
     }
 
     /// The members, by label.
@@ -317,27 +198,14 @@ impl<'g> SpreadSssp<'g> {
 
     /// The members that failed during a search and are left out since, with their errors.
     pub fn failed_devices(&self) -> Vec<(String, String)> {
-        self.members
-            .iter()
-            .filter_map(|m| {
-                m.failed
-                    .clone()
-                    .map(|e| (m.sssp.runtime().profile().label(), e))
-            })
-            .collect()
+        self.failures.failed()
     }
 
-    /// Makes member `member` fail with [`Error::Lost`] when it expands iteration `iteration`
-    /// (from 0) of the next search together it takes part in: a fault injection for tests.
+    /// Makes member `member` fail with [`Error::DeviceLost`] when it expands iteration
+    /// `iteration` (from 0) of the next search it takes part in: a fault injection for tests.
     #[doc(hidden)]
     pub fn inject_member_failure(&mut self, member: usize, iteration: u64) -> Result<()> {
-        let n = self.members.len();
-        let m = self
-            .members
-            .get_mut(member)
-            .ok_or_else(|| Error::InvalidArgument(format!("member {member} of a set of {n}")))?;
-        m.fail_at = Some(iteration);
-        Ok(())
+        self.failures.inject(member, iteration)
     }
 
     /// Makes each iteration of a search together go whole to the next worker in turn, so
@@ -357,16 +225,17 @@ impl<'g> SpreadSssp<'g> {
         heap: &HeapPlacement,
     ) -> Result<SpreadRun> {
         self.graph.check_source(source)?;
-        let live = self.live();
         let runnable = match plan {
-            SetPlan::Together => !live.is_empty(),
-            SetPlan::Alone(i) => live.contains(&i),
+            SetPlan::Together => !self.failures.live().is_empty(),
+            SetPlan::Alone(i) => self.failures.is_live(i),
             SetPlan::LatencyThreads => self.cpu().is_some(),
         };
         if !runnable {
-            return Err(Error::InvalidArgument(format!(
-                "{plan:?} over a set whose live members are {live:?}"
-            )));
+            return Err(Error::out_of_range(
+                "plan",
+                format!("{plan:?}"),
+                format!("the set's live members are {:?}", self.failures.live()),
+            ));
         }
         self.run_plan(plan, false, source, order, heap)
     }
@@ -381,67 +250,42 @@ impl<'g> SpreadSssp<'g> {
     ) -> Result<SpreadRun> {
         self.graph.check_source(source)?;
         loop {
-            let workers = self.workers();
+            let workers = self.workers().len();
             if workers == 0 {
-                return Err(self.all_failed());
+                return Err(self.failures.all_failed());
             }
             let (plan, exploring) = self.choose(order);
             match self.run_plan(plan, exploring, source, order, heap) {
-                // A worker holding the distances failed (it is marked): the search runs
+                // A member holding the distances failed (it left the set): the search runs
                 // again on the others.
-                Err(_) if self.workers() < workers => continue,
+                Err(_) if self.workers().len() < workers => continue,
                 other => return other,
             }
         }
     }
 
-    fn live(&self) -> Vec<usize> {
-        live(&self.members)
-    }
-
-    fn all_failed(&self) -> Error {
-        let mut failed: Vec<String> = self
-            .failed_devices()
-            .iter()
-            .map(|(d, e)| format!("{d}: {e}"))
-            .collect();
-        if let Some(e) = &self.cpu_failed {
-            failed.push(format!("the latency threads: {e}"));
-        }
-        Error::device_lost("every device of the set", failed.join("; "))
-    }
-
-    /// The plan for the next call of `order`: the next trial, else the fastest measured.
+    /// The plan for the next call of `order` and whether it is a trial: the set's
+    /// [`PlanBook`] over its workers (together, each alone), trials ordered by speed.
     fn choose(&self, order: Order) -> (SetPlan, bool) {
-        let live = self.live();
-        let heap = matches!(order, Order::Heap { .. });
-        let together = !live.is_empty() && self.workers() > 1;
-        let candidates: Vec<SetPlan> = together
-            .then_some(SetPlan::Together)
-            .into_iter()
-            .chain(live.iter().map(|&i| SetPlan::Alone(i)))
-            .chain(self.cpu().map(|_| SetPlan::LatencyThreads))
-            .collect();
-        if candidates.len() == 1 {
-            return (candidates[0], false);
+        let workers = self.workers();
+        if workers.len() == 1 {
+            return (plan_of(&workers), false);
         }
-        if let Some(trial) = candidates.iter().find(|p| {
-            self.plans
-                .get(&(heap, **p))
-                .is_none_or(|(_, calls)| *calls < TRIALS)
-        }) {
-            return (*trial, true);
-        }
-        let rate = |p: &SetPlan| self.plans.get(&(heap, *p)).map_or(0.0, |r| r.0);
-        let best = candidates
-            .iter()
-            .copied()
-            .max_by(|a, b| rate(a).total_cmp(&rate(b)))
-            .unwrap_or(SetPlan::Together);
-        if together && rate(&SetPlan::Together) * 1.03 >= rate(&best) {
-            (SetPlan::Together, false)
-        } else {
-            (best, false)
+        let book = self.plans.get(&matches!(order, Order::Heap { .. }));
+        let guess = |w: Worker| match w {
+            Worker::Device(i) => self.members[i].model.items_per_s,
+            Worker::LatencyThreads => self.cpu_model.items_per_s,
+        };
+        let (group, exploring) = book.cloned().unwrap_or_default().plan(&workers, guess);
+        (plan_of(&group), exploring)
+    }
+
+    /// The group of workers `plan` runs on.
+    fn group_of(&self, plan: SetPlan) -> Vec<Worker> {
+        match plan {
+            SetPlan::Together => self.workers(),
+            SetPlan::Alone(i) => vec![Worker::Device(i)],
+            SetPlan::LatencyThreads => vec![Worker::LatencyThreads],
         }
     }
 
@@ -457,23 +301,20 @@ impl<'g> SpreadSssp<'g> {
         let result = match plan {
             SetPlan::Alone(i) => {
                 let member = &mut self.members[i];
-                let run = match injected(member, 0) {
+                let run = match self.failures.due(i, 0) {
                     Some(e) => Err(e),
                     None => member.sssp.shortest_paths(source, order, heap),
                 };
                 if let Err(e) = &run {
-                    if e.is_device_fault() {
-                        member.failed = Some(e.to_string());
-                    }
+                    self.failures.settle(Worker::Device(i), e);
                 }
                 let run = run?;
-                let share = MemberShare {
-                    device: member.sssp.runtime().profile().label(),
-                    member: i,
-                    entries: run.stats.visited + run.stats.stale,
-                    iterations: run.stats.iterations,
+                let share = MemberReport {
+                    items: run.stats.visited + run.stats.stale,
+                    pieces: run.stats.iterations,
                     busy_s: started.elapsed().as_secs_f64(),
-                    error: None,
+                    items_per_s: member.model.items_per_s,
+                    ..MemberReport::of(Worker::Device(i), self.failures.label(i))
                 };
                 SpreadRun {
                     run,
@@ -484,20 +325,14 @@ impl<'g> SpreadSssp<'g> {
                 }
             }
             SetPlan::LatencyThreads => {
-                let pool = self.cpu().ok_or_else(|| self.all_failed())?;
-                let run = cpu::shortest_paths(self.graph, source, pool, order);
-                if let Err(e @ Error::LatencyThreadPanicked { .. }) = &run {
-                    self.cpu_failed = Some(e.to_string());
-                }
-                let run = run?;
+                let pool = self.cpu().ok_or_else(|| self.failures.all_failed())?;
+                let run = cpu::shortest_paths(self.graph, source, pool, order)?;
                 SpreadRun {
-                    members: vec![MemberShare {
-                        device: latency_label(pool),
-                        member: self.members.len(),
-                        entries: run.stats.visited + run.stats.stale,
-                        iterations: run.stats.iterations,
+                    members: vec![MemberReport {
+                        items: run.stats.visited + run.stats.stale,
+                        pieces: run.stats.iterations,
                         busy_s: started.elapsed().as_secs_f64(),
-                        error: None,
+                        ..MemberReport::of(Worker::LatencyThreads, latency_label(pool))
                     }],
                     run,
                     plan,
@@ -511,21 +346,23 @@ impl<'g> SpreadSssp<'g> {
         let work = (result.run.stats.visited + result.run.stats.stale).max(1) as f64;
         let heap_order = matches!(order, Order::Heap { .. });
         if result.members.iter().all(|m| m.error.is_none()) {
-            let entry = self.plans.entry((heap_order, plan)).or_insert((0.0, 0));
-            entry.0 = entry.0.max(work / secs);
-            entry.1 += 1;
+            let group = self.group_of(plan);
+            self.plans
+                .entry(heap_order)
+                .or_default()
+                .record(&group, work / secs);
         }
         Ok(result)
     }
 
     /// The live member measured fastest (the first on ties and before any measurement).
     fn fastest(&self) -> Option<usize> {
-        self.live()
+        self.failures
+            .live()
             .into_iter()
             .fold(None, |best: Option<usize>, i| match best {
                 Some(b)
-                    if self.members[b].model.entries_per_s
-                        >= self.members[i].model.entries_per_s =>
+                    if self.members[b].model.items_per_s >= self.members[i].model.items_per_s =>
                 {
                     Some(b)
                 }
@@ -540,24 +377,18 @@ impl<'g> SpreadSssp<'g> {
         heap: &HeapPlacement,
         exploring: bool,
     ) -> Result<SpreadRun> {
-        let primary = self.fastest().ok_or_else(|| self.all_failed())?;
+        let primary = self.fastest().ok_or_else(|| self.failures.all_failed())?;
         // The others start over when they first get a slice (their stamps from an earlier
         // search would keep vertices from being queued: stamps count from 1 in each search).
-        {
-            let m = &mut self.members[primary];
-            if let Err(e) = m.sssp.reset(source) {
-                if e.is_device_fault() {
-                    m.failed = Some(e.to_string());
-                }
-                return Err(e);
-            }
+        if let Err(e) = self.members[primary].sssp.reset(source) {
+            self.failures.settle(Worker::Device(primary), &e);
+            return Err(e);
         }
-        let live = self.live();
+        let live = self.failures.live();
         let members = self.members.len();
         let cpu = self.cpu().map(|pool| CpuSide {
             pool,
             model: &mut self.cpu_model,
-            failed: &mut self.cpu_failed,
             dist: Vec::new(),
             stamp: Vec::new(),
         });
@@ -565,6 +396,7 @@ impl<'g> SpreadSssp<'g> {
             graph: self.graph,
             cpu,
             members: &mut self.members,
+            failures: &mut self.failures,
             primary,
             len: 0,
             frontier_is_changes: false,
@@ -579,18 +411,13 @@ impl<'g> SpreadSssp<'g> {
         };
         relax.shares = live
             .iter()
-            .map(|&i| MemberShare {
-                device: relax.members[i].sssp.runtime().profile().label(),
-                member: i,
-                ..Default::default()
-            })
+            .map(|&i| MemberReport::of(Worker::Device(i), relax.failures.label(i)))
             .collect();
         if let Some(cpu) = &relax.cpu {
-            relax.shares.push(MemberShare {
-                device: latency_label(cpu.pool),
-                member: members,
-                ..Default::default()
-            });
+            let label = latency_label(cpu.pool);
+            relax
+                .shares
+                .push(MemberReport::of(Worker::LatencyThreads, label));
         }
         let run = match order {
             Order::Frontier => search(&mut relax, None, order, source as u32),
@@ -604,12 +431,16 @@ impl<'g> SpreadSssp<'g> {
         let run = match run {
             Ok(run) => run,
             Err(e) => {
-                if e.is_device_fault() && relax.members[primary].failed.is_none() {
-                    relax.members[primary].failed = Some(e.to_string());
-                }
+                relax.failures.settle(Worker::Device(primary), &e);
                 return Err(e);
             }
         };
+        for share in &mut relax.shares {
+            share.items_per_s = match share.member {
+                Some(i) => relax.members[i].model.items_per_s,
+                None => relax.cpu.as_ref().map_or(0.0, |c| c.model.items_per_s),
+            };
+        }
         Ok(SpreadRun {
             run,
             plan: SetPlan::Together,
@@ -627,6 +458,7 @@ impl<'g> SpreadSssp<'g> {
 struct SetRelaxer<'a, 'g> {
     graph: &'g Graph,
     members: &'a mut Vec<SetMember<'g>>,
+    failures: &'a mut Failures,
     /// The latency threads, where the set has them (worker index: the members' count).
     cpu: Option<CpuSide<'a>>,
     primary: usize,
@@ -649,7 +481,7 @@ struct SetRelaxer<'a, 'g> {
     round: u64,
     /// The stamp of the current iteration (every member's launches of one iteration share it).
     stamp: u32,
-    shares: Vec<MemberShare>,
+    shares: Vec<MemberReport>,
     redone: u64,
 }
 
@@ -658,7 +490,6 @@ struct SetRelaxer<'a, 'g> {
 struct CpuSide<'a> {
     pool: &'a LatencyPool,
     model: &'a mut SpeedModel,
-    failed: &'a mut Option<String>,
     dist: Vec<AtomicU32>,
     stamp: Vec<AtomicU32>,
 }
@@ -711,32 +542,26 @@ struct Expanded {
     secs: f64,
 }
 
-/// Whether the member's injected failure is due in iteration `round`.
-fn injected(m: &mut SetMember<'_>, round: u64) -> Option<Error> {
-    if m.fail_at.is_some_and(|at| round >= at) {
-        m.fail_at = None;
-        Some(Error::device_lost(
-            m.sssp.runtime().profile().label(),
-            format!("a failure injected in iteration {round}"),
-        ))
-    } else {
-        None
-    }
-}
-
 impl SetRelaxer<'_, '_> {
-    fn live(&self) -> Vec<usize> {
-        live(self.members)
+    /// The share of worker `w` (index `w` of the members, or theirs for the latency threads).
+    fn share(&mut self, w: usize) -> Option<&mut MemberReport> {
+        let member = (w < self.members.len()).then_some(w);
+        self.shares.iter_mut().find(|s| s.member == member)
     }
 
-    fn share(&mut self, member: usize) -> Option<&mut MemberShare> {
-        self.shares.iter_mut().find(|s| s.member == member)
+    /// The worker of index `w`.
+    fn worker(&self, w: usize) -> Worker {
+        if w < self.members.len() {
+            Worker::Device(w)
+        } else {
+            Worker::LatencyThreads
+        }
     }
 
     /// The primary failed: the search cannot go on (its distances were the merged ones).
     fn primary_failed(&mut self, e: Error) -> Error {
         let p = self.primary;
-        self.members[p].failed = Some(e.to_string());
+        self.failures.settle(Worker::Device(p), &e);
         if let Some(share) = self.share(p) {
             share.error = Some(e.to_string());
         }
@@ -780,20 +605,27 @@ impl Relaxer for SetRelaxer<'_, '_> {
         self.stamp = next_iteration(self.stamp)?;
         let (p, stamp, round, source) = (self.primary, self.stamp, self.round, self.source);
         let cpu_index = self.members.len();
-        let mut models: Vec<(usize, SpeedModel)> = self
+        let mut models: Vec<(Worker, SpeedModel)> = self
+            .failures
             .live()
             .into_iter()
-            .map(|i| (i, self.members[i].model))
+            .map(|i| (Worker::Device(i), self.members[i].model))
             .collect();
-        if let Some(c) = self.cpu.as_ref().filter(|c| c.failed.is_none()) {
-            models.push((cpu_index, *c.model));
+        if let Some(c) = self.cpu.as_ref() {
+            models.push((Worker::LatencyThreads, *c.model));
         }
-        let ranges = if self.round_robin {
+        let ranges: Vec<(usize, std::ops::Range<usize>)> = if self.round_robin {
             let (worker, _) = models[(round % models.len() as u64) as usize];
             vec![(worker, 0..self.len)]
         } else {
-            split(&models, self.len)
-        };
+            split(&models, self.len, RULE)
+        }
+        .into_iter()
+        .map(|(w, r)| match w {
+            Worker::Device(i) => (i, r),
+            Worker::LatencyThreads => (cpu_index, r),
+        })
+        .collect();
         let primary_range = ranges
             .iter()
             .find(|(i, _)| *i == p)
@@ -841,6 +673,13 @@ impl Relaxer for SetRelaxer<'_, '_> {
             None => &[],
         };
         let (frontier, dist) = (&frontier[..], &dist[..]);
+        // Faults injected into members expanding in this iteration (tests).
+        let mut injected: Vec<Option<Error>> = (0..self.members.len())
+            .map(|i| {
+                let expands = i == p || others.iter().any(|o| o.0 == i);
+                expands.then(|| self.failures.due(i, round)).flatten()
+            })
+            .collect();
         let mut primary_fault = None;
         let mut primary_secs = 0.0;
         let outcomes: Vec<Expanded> = {
@@ -850,9 +689,10 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 if i == p {
                     primary_member = Some(m);
                 } else if let Some((_, r, c)) = others.iter().find(|o| o.0 == i) {
-                    work.push((i, r.clone(), c, m));
+                    work.push((i, r.clone(), c, m, injected[i].take()));
                 }
             }
+            let primary_injected = injected[p].take();
             let primary_member = primary_member.expect("the primary is a member");
             let graph = self.graph;
             let cpu_work = others
@@ -881,7 +721,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 });
                 let handles: Vec<_> = work
                     .into_iter()
-                    .map(|(i, range, catch_up, m)| {
+                    .map(|(i, range, catch_up, m, fault)| {
                         let h = s.spawn(move || {
                             let t = Instant::now();
                             let result = (|| {
@@ -898,7 +738,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                                     }
                                 }
                                 m.sssp.write_frontier(&frontier[range.clone()])?;
-                                if let Some(e) = injected(m, round) {
+                                if let Some(e) = fault {
                                     return Err(e);
                                 }
                                 let (next, visited, stale) =
@@ -919,7 +759,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 let t = Instant::now();
                 let m = primary_member;
                 let mine = (|| {
-                    if let Some(e) = injected(m, round) {
+                    if let Some(e) = primary_injected {
                         return Err(e);
                     }
                     m.sssp.begin_iteration()?;
@@ -950,10 +790,10 @@ impl Relaxer for SetRelaxer<'_, '_> {
         if !primary_range.is_empty() {
             self.members[p]
                 .model
-                .record(primary_range.len(), primary_secs);
+                .record(primary_range.len(), primary_secs, SAMPLE_MIN);
             if let Some(share) = self.share(p) {
-                share.entries += primary_range.len() as u64;
-                share.iterations += 1;
+                share.items += primary_range.len() as u64;
+                share.pieces += 1;
                 share.busy_s += primary_secs;
             }
         }
@@ -966,11 +806,11 @@ impl Relaxer for SetRelaxer<'_, '_> {
                         Some(m) => &mut m.model,
                         None => &mut *self.cpu.as_mut().expect("the latency threads").model,
                     };
-                    model.record(out.range.len(), out.secs);
+                    model.record(out.range.len(), out.secs, SAMPLE_MIN);
                     self.expanded_in[out.member] = Some(round);
                     if let Some(share) = self.share(out.member) {
-                        share.entries += out.range.len() as u64;
-                        share.iterations += 1;
+                        share.items += out.range.len() as u64;
+                        share.pieces += 1;
                         share.busy_s += out.secs;
                     }
                     visited += v;
@@ -978,17 +818,14 @@ impl Relaxer for SetRelaxer<'_, '_> {
                     lowered.extend_from_slice(&pairs);
                 }
                 Err(e) => {
-                    match self.members.get_mut(out.member) {
-                        Some(m) => m.failed = Some(e.to_string()),
-                        None => {
-                            if let Some(cpu) = self.cpu.as_mut() {
-                                *cpu.failed = Some(e.to_string());
-                            }
-                        }
-                    }
                     if let Some(share) = self.share(out.member) {
                         share.error = Some(e.to_string());
                         share.busy_s += out.secs;
+                    }
+                    // Only a device fault fails over; any other error is the search's.
+                    let worker = self.worker(out.member);
+                    if !self.failures.settle(worker, &e) {
+                        return Err(e);
                     }
                     // Its distances are left behind; the primary expands its slice again
                     // (same stamp: whatever it queued already stays queued once).
@@ -998,7 +835,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                         .expand_launch(out.range.start, out.range.end, stamp)
                         .map_err(|e| self.primary_failed(e))?;
                     if let Some(share) = self.share(p) {
-                        share.entries += out.range.len() as u64;
+                        share.items += out.range.len() as u64;
                     }
                 }
             }
@@ -1018,61 +855,5 @@ impl Relaxer for SetRelaxer<'_, '_> {
     fn distances(&mut self) -> Result<Vec<u64>> {
         let p = self.primary;
         self.members[p].sssp.read_distances(None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn model(fixed_s: f64, entries_per_s: f64) -> SpeedModel {
-        SpeedModel {
-            fixed_s,
-            entries_per_s,
-        }
-    }
-
-    fn total(r: &[(usize, std::ops::Range<usize>)]) -> usize {
-        r.iter().map(|(_, r)| r.len()).sum()
-    }
-
-    #[test]
-    fn unmeasured_members_share_large_frontiers_evenly_and_small_ones_go_to_one() {
-        let m = [(0, model(0.0, 0.0)), (2, model(0.0, 0.0))];
-        let r = split(&m, 3 * SAMPLE_MIN + 1);
-        assert_eq!(r.len(), 2);
-        assert_eq!(total(&r), 3 * SAMPLE_MIN + 1);
-        assert_eq!(r[0].1, 0..(3 * SAMPLE_MIN + 1).div_ceil(2));
-        let r = split(&m, 10);
-        assert_eq!(r, vec![(0, 0..10)]);
-        assert!(split(&m, 0).is_empty());
-    }
-
-    #[test]
-    fn measured_members_finish_together_and_small_frontiers_stay_on_the_fastest() {
-        // Member 1: 10x the speed, same fixed cost.
-        let m = [(0, model(1e-3, 1e6)), (1, model(1e-3, 1e7))];
-        let r = split(&m, 1000);
-        assert_eq!(r, vec![(1, 0..1000)], "too small to share");
-        let f = 10_000_000;
-        let r = split(&m, f);
-        assert_eq!(total(&r), f);
-        let t = |i: usize, n: usize| m[i].1.fixed_s + n as f64 / m[i].1.entries_per_s;
-        let (a, b) = (r[0].1.len(), r[1].1.len());
-        assert!((t(0, a) - t(1, b)).abs() < 1e-3, "{a} {b}");
-        // A member with a large fixed cost is left out.
-        let m = [(0, model(1.0, 1e6)), (1, model(1e-3, 1e7))];
-        assert_eq!(split(&m, 100_000), vec![(1, 0..100_000)]);
-    }
-
-    #[test]
-    fn speed_is_sampled_only_on_large_slices() {
-        let mut m = SpeedModel::default();
-        m.record(10, 1e-3);
-        assert_eq!(m.fixed_s, 1e-3);
-        assert_eq!(m.entries_per_s, 0.0);
-        m.record(SAMPLE_MIN * 10, 2e-3);
-        assert_eq!(m.fixed_s, 1e-3);
-        assert!((m.entries_per_s - SAMPLE_MIN as f64 * 10.0 / 2e-3).abs() < 1.0);
     }
 }

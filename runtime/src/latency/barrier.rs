@@ -8,7 +8,7 @@
 //! small machine), and only then backs off to sleeps ([`Backoff`]); and it never hangs:
 //! a wait gives up with [`Error::Stalled`] after the timeout, and a party that fails (returns
 //! an error or panics while holding a [`BarrierGuard`]) poisons the barrier so that every
-//! other waiter returns [`Error::Lost`] instead of waiting for it.
+//! other waiter returns [`Error::ThreadLost`] instead of waiting for it.
 //!
 //! Memory ordering: the last arriving party runs the round's `leader` closure, then publishes
 //! the new generation with a `Release` store; waiters read the generation with `Acquire`. So
@@ -102,7 +102,7 @@ impl SpinBarrier {
         self.wait_with(|| ())
     }
 
-    /// Marks the barrier failed: every wait from now on returns [`Error::Lost`].
+    /// Marks the barrier failed: every wait from now on returns [`Error::ThreadLost`].
     pub fn poison(&self) {
         self.poisoned.store(true, Ordering::Release);
     }

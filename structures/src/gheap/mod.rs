@@ -53,7 +53,7 @@ pub use device_heap::{
     DeviceHeapStats, HeapOp, LaunchTrace, GHEAP_PROFILE_ENV,
 };
 pub use sequential::{GeneralizedHeap, MAX_BATCH};
-pub use spread::{MemberReport, SpreadHeap, LANE_MIN_GROUPS, MAX_LANES};
+pub use spread::{SpreadHeap, LANE_MIN_GROUPS, MAX_LANES};
 
 /// Where a heap lives when the device takes part: what an application (SSSP's frontier,
 /// knapsack's nodes) chooses, and [`HeapPlacement::build`] makes.
@@ -89,7 +89,7 @@ impl HeapPlacement {
 
 /// Runs `f` on every item at once, one scoped thread each: what each returned and the
 /// seconds it took, in the items' order. A thread that panics is reported as
-/// [`asym_runtime::Error::Lost`] naming `what`.
+/// [`asym_runtime::Error::ThreadLost`] naming `what`.
 pub(crate) fn on_threads<I: Send, R: Send>(
     items: impl IntoIterator<Item = I>,
     what: &str,

@@ -25,19 +25,21 @@
 //! spread go to the first or last member: balance follows the first insert.
 //!
 //! Which members take part follows what was measured: the members' speeds over their
-//! inserts and deletes, and the host's routing (see `split`): a member whose share would
+//! inserts and deletes, and the host's routing (see `shares`): a member whose share would
 //! save less than the routing costs sits out, and a set whose fastest member alone is
 //! predicted faster keeps every key there (no routing at all).
 //!
 //! A member that fails (an OpenCL error, a lost device, a launch past the timeout) holds
-//! keys the others do not have: the call returns [`Error::Lost`] naming it, and the heap
-//! refuses later calls (its contents are no longer whole). [`SpreadHeap::members`] reports
+//! keys the others do not have: the call returns its error (a device fault as
+//! [`Error::DeviceLost`] naming it), and the heap refuses later calls as
+//! [`Error::Corrupted`] (its contents are no longer whole). [`SpreadHeap::members`] reports
 //! each member's share and times.
 
 use std::sync::Mutex;
 use std::time::Instant;
 
 use asym_runtime::host_memory::huge_page_vec;
+use asym_runtime::spread::{split, Failures, MemberReport, SpeedModel, SplitRule, Worker};
 use asym_runtime::{copy_bits_streaming, DeviceSet, Error, Result, Runtime};
 use rayon::prelude::*;
 
@@ -51,31 +53,12 @@ pub const MAX_LANES: usize = 64;
 /// 293-307 with 16 to 66; docs/BENCHMARKS.md).
 pub const LANE_MIN_GROUPS: usize = 16;
 
-/// What one member of a [`SpreadHeap`] holds and did on the last call.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MemberReport {
-    /// The device's label.
-    pub device: String,
-    /// Keys the member's heap holds.
-    pub len: usize,
-    /// Keys the last call moved into or out of this member (a delete's put-back included).
-    pub keys: usize,
-    /// Seconds the member's parts of the last call took.
-    pub busy_s: f64,
-    /// The member's measured speed, keys per second over its inserts and deletes (0: not
-    /// measured yet).
-    pub keys_per_s: f64,
-}
-
 struct Member<T: DeviceHeapKey> {
     heap: DeviceGeneralizedHeap<T>,
-    /// Its label and what the last call did (`len` filled in when reported).
+    /// Its label and what the last call did (`held` filled in when reported).
     report: MemberReport,
-    /// Seconds and keys over every call so far (the speed for the next split).
-    total_s: f64,
-    total_keys: usize,
-    /// A failure to inject into the member's next call (tests).
-    fail_next: bool,
+    /// Its speed over the keys its inserts and deletes moved (the next split's).
+    model: SpeedModel,
 }
 
 /// The generalized heap over the devices of a [`DeviceSet`].
@@ -86,6 +69,8 @@ pub struct SpreadHeap<T: DeviceHeapKey> {
 /// Everything a call reads and changes, under the heap's one lock.
 struct State<T: DeviceHeapKey> {
     members: Vec<Member<T>>,
+    /// The set's failure record and injected faults (a step is a call).
+    failures: Failures,
     /// The error of a member that failed: the heap is no longer whole.
     failed: Option<String>,
     /// The ranges of key values the members hold (cut when an insert meets an empty heap).
@@ -234,24 +219,22 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 MAX_LANES,
             ));
         }
+        let failures = Failures::new(members.iter().map(|(_, l)| l.clone()).collect());
         let members = members
             .into_iter()
-            .map(|(rt, device)| {
+            .enumerate()
+            .map(|(i, (rt, label))| {
                 Ok(Member {
                     heap: DeviceGeneralizedHeap::new(&rt, config)?,
-                    report: MemberReport {
-                        device,
-                        ..Default::default()
-                    },
-                    total_s: 0.0,
-                    total_keys: 0,
-                    fail_next: false,
+                    report: MemberReport::of(Worker::Device(i), label),
+                    model: SpeedModel::default(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(SpreadHeap {
             state: Mutex::new(State {
                 members,
+                failures,
                 failed: None,
                 ranges: None,
                 routed_keys: 0,
@@ -292,7 +275,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             .members
             .iter()
             .map(|m| MemberReport {
-                len: m.heap.len(),
+                held: m.heap.len() as u64,
                 ..m.report.clone()
             })
             .collect()
@@ -328,18 +311,11 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         Ok(())
     }
 
-    /// Makes member `member` fail with [`Error::Lost`] in the next call that gives it work:
-    /// a fault injection for tests.
+    /// Makes member `member` fail with [`Error::DeviceLost`] in the next call that gives it
+    /// work: a fault injection for tests.
     #[doc(hidden)]
     pub fn inject_member_failure(&self, member: usize) -> Result<()> {
-        let mut state = self.lock();
-        let len = state.members.len();
-        let m = state
-            .members
-            .get_mut(member)
-            .ok_or_else(|| Error::out_of_range("member", member, format!("a set of {len}")))?;
-        m.fail_next = true;
-        Ok(())
+        self.lock().failures.inject(member, 0)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
@@ -370,9 +346,8 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             let weights = match &state.fixed_shares {
                 Some(w) => w.clone(),
                 None => {
-                    let rates: Vec<f64> =
-                        state.members.iter().map(|m| m.report.keys_per_s).collect();
-                    split(keys.len(), &rates, state.routing_keys_per_s())
+                    let models: Vec<SpeedModel> = state.members.iter().map(|m| m.model).collect();
+                    shares(keys.len(), &models, state.routing_keys_per_s())
                 }
             };
             state.ranges = Some(cut_ranges(keys, &weights));
@@ -400,7 +375,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         begin_call(&mut state.members);
         let Some(counts) = counts else {
             // One member takes every key, as it lies.
-            let results = run_members(&mut state.members, |m, i| {
+            let results = run_members(&state.members, &mut state.failures, |m, i| {
                 if lens[i] == 0 {
                     return Ok((0, ()));
                 }
@@ -413,12 +388,14 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         let fill = |dsts: &mut [&mut [T::Upload]]| fill_routed(dsts, keys, counts, ranges);
         // One pass writes every active member's staging at once, each key read once; then
         // each member sorts (a large insert) or runs its INS operations, all at once.
-        let fail = take_injected(&mut state.members);
         let mut results: Vec<(Result<(usize, ())>, f64)> =
             (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
-        if let Some(m) = fail.iter().position(|&f| f) {
-            let device = state.members[m].report.device.clone();
-            results[m].0 = Err(Error::device_lost(device, "a failure injected here"));
+        let fault = ranges
+            .active
+            .iter()
+            .find_map(|&m| state.failures.due(m, 0).map(|e| (m, e)));
+        if let Some((m, e)) = fault {
+            results[m].0 = Err(e);
         } else {
             let heaps: Vec<&DeviceGeneralizedHeap<T>> = ranges
                 .active
@@ -444,7 +421,8 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     /// Removes the `n` smallest keys and returns them sorted (fewer if the heap holds
     /// fewer): the first member's keys, then the next's, every member's part at once.
     pub fn delete_min(&self, n: usize) -> Result<Vec<T>> {
-        let mut state = self.usable()?;
+        let mut guard = self.usable()?;
+        let state = &mut *guard;
         let held: usize = state.members.iter().map(|m| m.heap.len()).sum();
         let n = n.min(held);
         if n == 0 {
@@ -465,7 +443,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         let parts = takes.iter().filter(|&&t| t > 0).count();
         if parts == 1 {
             // One member holds them all: its own vector is the answer.
-            let results = run_members(&mut state.members, |m, i| {
+            let results = run_members(&state.members, &mut state.failures, |m, i| {
                 if takes[i] == 0 {
                     return Ok((0, Vec::new()));
                 }
@@ -489,7 +467,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             slots.push(Mutex::new(Some(part)));
             rest = tail;
         }
-        let results = run_members(&mut state.members, |m, i| {
+        let results = run_members(&state.members, &mut state.failures, |m, i| {
             let part = slots[i].lock().unwrap_or_else(|p| p.into_inner()).take();
             match part {
                 Some(part) if !part.is_empty() => {
@@ -526,30 +504,32 @@ impl<T: DeviceHeapKey> State<T> {
         }
     }
 
-    /// Books each member's outcome; a failure poisons the heap and is returned.
+    /// Books each member's outcome; a failure poisons the heap (whatever its kind, the
+    /// failing member's keys are no longer known to be whole) and is returned.
     fn settle<R>(&mut self, results: Vec<(Result<(usize, R)>, f64)>) -> Result<Vec<R>> {
         let mut out = Vec::with_capacity(results.len());
         let mut first_error = None;
-        for (m, (result, busy_s)) in self.members.iter_mut().zip(results) {
+        for (i, (m, (result, busy_s))) in self.members.iter_mut().zip(results).enumerate() {
             match result {
                 Ok((keys, r)) => {
                     if keys > 0 {
-                        m.report.keys += keys;
+                        m.report.items += keys as u64;
                         m.report.busy_s += busy_s;
-                        m.total_s += busy_s;
-                        m.total_keys += keys;
-                        m.report.keys_per_s = m.total_keys as f64 / m.total_s.max(1e-9);
+                        m.model.record(keys, busy_s, 0);
+                        m.report.items_per_s = m.model.items_per_s;
                     }
                     out.push(r);
                 }
                 Err(e) => {
+                    m.report.error = Some(e.to_string());
                     // A device fault names its member; any other error is the call's own.
                     let e = match e {
                         Error::OpenCl { .. } | Error::Stalled { .. } if e.is_device_fault() => {
-                            Error::device_lost(m.report.device.clone(), e)
+                            Error::device_lost(m.report.worker.clone(), e)
                         }
                         e => e,
                     };
+                    self.failures.settle(Worker::Device(i), &e);
                     first_error.get_or_insert(e);
                 }
             }
@@ -565,73 +545,59 @@ impl<T: DeviceHeapKey> State<T> {
 /// Clears what the members' reports say of the last call.
 fn begin_call<T: DeviceHeapKey>(members: &mut [Member<T>]) {
     for m in members {
-        m.report.keys = 0;
+        m.report.items = 0;
         m.report.busy_s = 0.0;
+        m.report.error = None;
     }
 }
 
 /// Runs `f` on every member at once (one driver thread each): the keys each moved, what it
 /// returned and the seconds it took. A member with an injected failure fails instead.
 fn run_members<T: DeviceHeapKey + Sync, R: Send>(
-    members: &mut [Member<T>],
+    members: &[Member<T>],
+    failures: &mut Failures,
     f: impl Fn(&Member<T>, usize) -> Result<(usize, R)> + Sync,
 ) -> Vec<(Result<(usize, R)>, f64)> {
-    let fail = take_injected(members);
+    let faults: Vec<Mutex<Option<Error>>> = (0..members.len())
+        .map(|i| Mutex::new(failures.due(i, 0)))
+        .collect();
     super::on_threads(
         members.iter().enumerate(),
         "a member's driver thread",
-        |(i, m)| {
-            if fail[i] {
-                Err(Error::device_lost(
-                    m.report.device.clone(),
-                    "a failure injected here",
-                ))
-            } else {
-                f(m, i)
-            }
+        |(i, m)| match faults[i].lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => f(m, i),
         },
     )
 }
 
-/// Which members have a failure injected for this call (taken: it fires once).
-fn take_injected<T: DeviceHeapKey>(members: &mut [Member<T>]) -> Vec<bool> {
-    members
-        .iter_mut()
-        .map(|m| std::mem::take(&mut m.fail_next))
-        .collect()
-}
-
-/// Weights of the members' shares of `total` keys: equal while any member is unmeasured;
-/// then the group predicted fastest, each member of it weighted by its speed. A group of
-/// several costs the host's routing (`routing_keys_per_s`, measured; 0 while unknown), so a
-/// member joins only where its speed saves more than the routing costs.
+/// Weights of the members' shares of `total` keys: the engine's split of the keys' lives.
 /// A member's speed counts every key an insert or a delete moved, and each key inserted is
-/// deleted later: its life on a member costs two keys' time, and two keys' routing (the
-/// insert's counting pass, the delete's first touch of the answer).
-fn split(total: usize, rates: &[f64], routing_keys_per_s: f64) -> Vec<f64> {
-    if rates.iter().any(|&r| r <= 0.0) {
-        return vec![1.0; rates.len()];
-    }
-    let all: f64 = rates.iter().sum();
-    let moved = 2.0 * total as f64;
-    let routing_s = if routing_keys_per_s > 0.0 {
-        moved / routing_keys_per_s
-    } else {
-        0.0
+/// deleted later: its life on a member costs two keys' time, and two keys' routing on the
+/// host (the insert's counting pass, the delete's first touch of the answer), which a
+/// member must save to join (`routing_keys_per_s`, measured; 0 while unknown). Equal shares
+/// while any member is unmeasured.
+fn shares(total: usize, members: &[SpeedModel], routing_keys_per_s: f64) -> Vec<f64> {
+    let models: Vec<(Worker, SpeedModel)> = members
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| (Worker::Device(i), m))
+        .collect();
+    let rule = SplitRule {
+        sample_min: 0,
+        split_s_per_item: if routing_keys_per_s > 0.0 {
+            1.0 / routing_keys_per_s
+        } else {
+            0.0
+        },
     };
-    let together_s = moved / all + routing_s;
-    // The first of the fastest, on a tie.
-    let fastest = (0..rates.len())
-        .reduce(|a, b| if rates[b] > rates[a] { b } else { a })
-        .unwrap_or(0);
-    let alone_s = moved / rates[fastest];
-    if rates.len() > 1 && alone_s <= together_s {
-        (0..rates.len())
-            .map(|i| if i == fastest { 1.0 } else { 0.0 })
-            .collect()
-    } else {
-        rates.to_vec()
+    let mut weights = vec![0.0; members.len()];
+    for (w, range) in split(&models, 2 * total.max(1), rule) {
+        if let Worker::Device(i) = w {
+            weights[i] = range.len() as f64;
+        }
     }
+    weights
 }
 
 /// Keys sampled from an insert to cut the ranges, per member taking part.
@@ -821,28 +787,42 @@ const ROUTE_BLOCK: usize = 1 << 14;
 
 #[cfg(test)]
 mod tests {
-    use super::{count_routes, cut_ranges, fill_routed, split, Ranges};
+    use super::{count_routes, cut_ranges, fill_routed, shares, Ranges, SpeedModel};
+
+    /// Members of speeds `rates` (items per second, 0: unmeasured), and which take part in a
+    /// split of 1000 keys with routing at `routing` keys per second: their weights, scaled
+    /// so that the largest is 1.
+    fn taking(rates: &[f64], routing: f64) -> Vec<f64> {
+        let models: Vec<SpeedModel> = rates
+            .iter()
+            .map(|&r| SpeedModel {
+                fixed_s: 0.0,
+                items_per_s: r,
+            })
+            .collect();
+        let w = shares(1000, &models, routing);
+        let top = w.iter().copied().fold(0.0, f64::max);
+        w.iter()
+            .map(|x| (x / top * 100.0).round() / 100.0)
+            .collect()
+    }
 
     #[test]
     fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
-        assert_eq!(
-            split(1000, &[0.0, 5.0], 0.0),
-            vec![1.0, 1.0],
-            "unmeasured: equal"
-        );
+        assert_eq!(taking(&[0.0, 5.0], 0.0), [1.0, 1.0], "unmeasured: equal");
         // Two equal members and fast routing: both, by speed.
-        assert_eq!(split(1000, &[1e9, 1e9], 1e10), vec![1e9, 1e9]);
+        assert_eq!(taking(&[1e9, 1e9], 1e10), [1.0, 1.0]);
         // A member at 1/40 of the other saves 2.4 % of the time; the routing costs more.
-        assert_eq!(split(1_000_000, &[1.7e9, 4.4e7], 3e9), vec![1.0, 0.0]);
+        assert_eq!(taking(&[1.7e9, 4.4e7], 3e9), [1.0, 0.0]);
         // Routing speed unknown: everyone by speed (the routing gets measured).
-        assert_eq!(split(1000, &[3.0, 1.0], 0.0), vec![3.0, 1.0]);
-        assert_eq!(split(7, &[1.0], 1.0), vec![1.0]);
+        assert_eq!(taking(&[3.0, 1.0], 0.0), [1.0, 0.33]);
+        assert_eq!(taking(&[1.0], 1.0), [1.0]);
         // Two equal members, routing at 3x a member's speed: a key's life (insert and
         // delete) on one member costs 2 / 1e9 s, on two 1 / 1e9 s plus 0.67 / 1e9 routing.
-        assert_eq!(split(1000, &[1e9, 1e9], 3e9), vec![1e9, 1e9]);
+        assert_eq!(taking(&[1e9, 1e9], 3e9), [1.0, 1.0]);
         // Routing slower than twice a member's speed: the second member saves less than
         // it costs; the first of equals keeps everything.
-        assert_eq!(split(1000, &[1e9, 1e9], 1.9e9), vec![1.0, 0.0]);
+        assert_eq!(taking(&[1e9, 1e9], 1.9e9), [1.0, 0.0]);
     }
 
     /// Every key goes to a member whose range holds it: each member's keys are at most the

@@ -115,7 +115,7 @@ pub(super) struct DevicePlan {
     heap_words: usize,
     chunk: usize,
     options: String,
-    /// Fails the run with [`Error::Lost`] right after starting this launch (counted from 0),
+    /// Fails the run with [`Error::DeviceLost`] right after starting this launch (counted from 0),
     /// with the launch in flight: tests of a member failing mid-call (`None` in use).
     pub(super) fail_at_launch: Option<usize>,
 }

@@ -247,7 +247,7 @@ pub struct SelectStats {
     pub device_times: DeviceTimes,
     /// Per worker, what it did, on a device set (GpuOnly: each member; Cooperative by
     /// amount: each member and the latency threads); empty on one device.
-    pub workers: Vec<WorkerShare>,
+    pub workers: Vec<asym_runtime::spread::MemberReport>,
     /// Sub-lists a failed member of a device set had claimed but not answered, selected
     /// again by the workers left.
     pub redone_sublists: usize,
@@ -372,6 +372,8 @@ pub struct KSelector {
     members: Vec<spread::Member>,
     /// Whole-call speeds over the set, together and alone.
     set_plans: spread::SetPlans,
+    /// The set's failure record and injected faults (a step is a launch).
+    failures: std::sync::Mutex<asym_runtime::spread::Failures>,
 }
 
 /// What earlier selections measured for one sub-list length bucket.
@@ -576,6 +578,7 @@ impl KSelector {
             range: Default::default(),
             members: Vec::new(),
             set_plans: Default::default(),
+            failures: std::sync::Mutex::new(asym_runtime::spread::Failures::new(Vec::new())),
         })
     }
 
@@ -1252,7 +1255,7 @@ impl KSelector {
 }
 
 /// Runs `device` on a thread of its own (the device's driver) while this thread runs `host`;
-/// a panic of the driver thread comes back as [`Error::Lost`].
+/// a panic of the driver thread comes back as [`Error::ThreadLost`].
 fn beside<D: Send, H>(
     device: impl FnOnce() -> Result<D> + Send,
     host: impl FnOnce() -> H,
@@ -1384,4 +1387,4 @@ mod range_split;
 mod resident;
 mod spread;
 
-pub use spread::{SpreadKeys, WorkerShare};
+pub use spread::SpreadKeys;

@@ -14,7 +14,7 @@
 //!
 //! **Refined call after call.** Speeds are learned per member and sub-list length. The first
 //! calls with a length run everyone together; the next ones try, two calls each, each worker
-//! alone and the groups of all but one that could win (`SetRates::plan`); later calls keep
+//! alone and the groups of all but one that could win (the engine's `PlanBook`); later calls keep
 //! the fastest group. The members share host cores and memory bandwidth for staging, so
 //! together can lose: on the H200 machine PoCL's kernels on all 16 cores slow NVIDIA's
 //! staging copies more than PoCL adds. [`SelectStats::exploring`] marks the trial calls.
@@ -22,7 +22,7 @@
 //! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout):
 //! its claims stop, the others empty the counter, and the sub-lists it had claimed but not
 //! answered are selected again by the workers left (per-sub-list done flags say which). The
-//! call succeeds; its [`WorkerShare`] carries the error, and later calls leave the member
+//! call succeeds; its `MemberReport` carries the error, and later calls leave the member
 //! out ([`KSelector::failed_devices`]). In GpuOnly with every member failed the call
 //! returns the first error.
 
@@ -31,6 +31,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use asym_runtime::spread::{Failures, MemberReport, PlanBook, Worker};
 use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, Result, Runtime};
 
 use super::device::{min_known, ClaimPolicy, Copier, DeviceOutcome, DevicePlan, StageCache};
@@ -44,10 +45,6 @@ pub(super) struct Member {
     resident: super::resident::ResidentCache,
     /// Resident keys per second measured on this member (0: not yet).
     resident_keys_per_s: Mutex<f64>,
-    /// The error that made the member leave the set (later calls leave it out).
-    failed: Mutex<Option<String>>,
-    /// A failure to inject before this launch of the next call (tests).
-    fail_at: Mutex<Option<usize>>,
 }
 
 impl Member {
@@ -57,134 +54,16 @@ impl Member {
             stages: Default::default(),
             resident: Default::default(),
             resident_keys_per_s: Mutex::new(0.0),
-            failed: Mutex::new(None),
-            fail_at: Mutex::new(None),
-        }
-    }
-
-    fn failed(&self) -> Option<String> {
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
-
-/// What one worker of a selection over a device set did.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct WorkerShare {
-    /// The device's label, or `latency threads`.
-    pub worker: String,
-    /// The device's place in the set (`None` for the latency threads; two devices of one
-    /// name differ here).
-    pub member: Option<usize>,
-    /// Sub-lists it answered.
-    pub sublists: usize,
-    /// Keys in those sub-lists.
-    pub keys: usize,
-    /// Device launches (0 for the latency threads).
-    pub launches: usize,
-    /// Seconds from its first claim to its last answer (0 when it sat out).
-    pub busy_s: f64,
-    /// The error that stopped it (its unanswered sub-lists were selected by the others).
-    pub error: Option<String>,
-}
-
-/// A worker of a selection over a device set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Worker {
-    Member(usize),
-    Latency,
-}
-
-/// Whole-call speeds of one sub-list length and mode, per group of workers tried (keys per
-/// second).
-#[derive(Clone, Debug, Default)]
-pub(super) struct SetRates {
-    /// Each group tried: its latest speed and how many calls it ran.
-    tried: Vec<(Vec<Worker>, f64, u32)>,
-    /// The fastest whole call measured (a group's second call or later).
-    best_ever: f64,
-}
-
-impl SetRates {
-    /// The workers of the next call: every worker together first; then each worker alone,
-    /// one call each, best guess first (`rate`: speeds measured beside the others); then,
-    /// with three or more, each group of all but one whose bound (the sum of its workers'
-    /// speeds alone: sharing host cores and memory bandwidth only takes away) beats the best
-    /// measured; then the fastest group measured, every worker together unless another group
-    /// was more than 3 % faster. Speeds beside the others only order the trials: they can
-    /// be far below a worker's speed alone (on the H200 machine PoCL's kernels on all 16
-    /// cores cut NVIDIA's staging to a third or less). A group's first call only warms it
-    /// (its members size their staging buffers for its claims, which can cost more than the
-    /// call): a group counts as measured after its second. Returns the group and whether it
-    /// is being tried (not yet measured).
-    fn plan(&self, workers: &[Worker], rate: impl Fn(Worker) -> f64) -> (Vec<Worker>, bool) {
-        let all = workers.to_vec();
-        let measured = |g: &[Worker]| {
-            self.tried
-                .iter()
-                .find(|(t, _, calls)| t == g && *calls >= 2)
-                .map(|(_, r, _)| *r)
-        };
-        let Some(together) = measured(&all) else {
-            return (all, workers.len() > 1);
-        };
-        if workers.len() < 2 {
-            return (all, false);
-        }
-        if let Some(&w) = workers
-            .iter()
-            .filter(|&&w| measured(&[w]).is_none())
-            .max_by(|a, b| rate(**a).total_cmp(&rate(**b)))
-        {
-            return (vec![w], true);
-        }
-        let mut groups: Vec<Vec<Worker>> = workers.iter().map(|&w| vec![w]).collect();
-        if workers.len() >= 3 {
-            groups.extend((0..workers.len()).map(|skip| {
-                let mut g = all.clone();
-                g.remove(skip);
-                g
-            }));
-        }
-        let best = groups
-            .iter()
-            .filter_map(|g| measured(g).map(|r| (g, r)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        // Against the best speed ever measured: the latest speeds drift from call to call,
-        // and a group once left untried stays so (the trials end).
-        let bound = |g: &[Worker]| g.iter().filter_map(|&w| measured(&[w])).sum::<f64>();
-        if let Some(next) = groups
-            .iter()
-            .filter(|g| measured(g).is_none() && bound(g) > self.best_ever * 1.03)
-            .max_by(|a, b| bound(a).total_cmp(&bound(b)))
-        {
-            return (next.clone(), true);
-        }
-        match best {
-            Some((g, r)) if r > together * 1.03 => (g.clone(), false),
-            _ => (all, false),
-        }
-    }
-
-    fn record(&mut self, group: &[Worker], rate: f64) {
-        match self.tried.iter_mut().find(|(t, _, _)| t == group) {
-            Some(slot) => {
-                slot.1 = rate;
-                slot.2 += 1;
-                self.best_ever = self.best_ever.max(rate);
-            }
-            None => self.tried.push((group.to_vec(), rate, 1)),
         }
     }
 }
 
-/// Whole-call speeds per (learned-speed key, GpuOnly).
-pub(super) type SetPlans = Mutex<HashMap<(u32, bool), SetRates>>;
+/// Whole-call speeds per (learned-speed key, GpuOnly): the engine's plan exploration,
+/// groups of all but one worker included.
+pub(super) type SetPlans = Mutex<HashMap<(u32, bool), PlanBook>>;
 
 /// A worker's share of one round, with the device's outcome for a member that finished.
-type RoundShare = (Worker, WorkerShare, Option<DeviceOutcome>);
+type RoundShare = (Worker, MemberReport, Option<DeviceOutcome>);
 
 /// The share name of the latency threads.
 const LATENCY: &str = "latency threads";
@@ -198,6 +77,12 @@ impl KSelector {
         let mut selector = Self::new(set.members().first().cloned(), pool, d)?;
         if set.len() > 1 {
             selector.members = set.members().iter().map(Member::new).collect();
+            let labels = set
+                .members()
+                .iter()
+                .map(|rt| rt.profile().label())
+                .collect();
+            selector.failures = Mutex::new(Failures::new(labels));
         }
         Ok(selector)
     }
@@ -214,22 +99,25 @@ impl KSelector {
     /// The members of the set that failed during a selection and are left out since, with
     /// the error each gave.
     pub fn failed_devices(&self) -> Vec<(String, String)> {
-        self.members
-            .iter()
-            .filter_map(|m| m.failed().map(|e| (m.rt.profile().label(), e)))
-            .collect()
+        self.failures().failed()
     }
 
-    /// Makes member `member` of the set fail with [`Error::Lost`] right after it starts its
-    /// launch number `launch` (counted from 0, that launch left in flight) in the next
-    /// selection it takes part in: a fault injection for tests of the recovery.
+    /// The set's failure record.
+    fn failures(&self) -> std::sync::MutexGuard<'_, Failures> {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether member `i` of the set is still in it.
+    fn is_live(&self, i: usize) -> bool {
+        self.failures().is_live(i)
+    }
+
+    /// Makes member `member` of the set fail with [`Error::DeviceLost`] right after it
+    /// starts its launch number `launch` (counted from 0, that launch left in flight) in the
+    /// next selection it takes part in: a fault injection for tests of the recovery.
     #[doc(hidden)]
     pub fn inject_member_failure(&self, member: usize, launch: usize) -> Result<()> {
-        let m = self.members.get(member).ok_or_else(|| {
-            Error::out_of_range("member", member, format!("a set of {}", self.members.len()))
-        })?;
-        *m.fail_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(launch);
-        Ok(())
+        self.failures().inject(member, launch as u64)
     }
 
     /// Forgets every speed measured so far: the next selection of each shape starts over
@@ -254,7 +142,7 @@ impl KSelector {
             }
     }
 
-    /// The set's share of a selection: the group of workers [`SetRates::plan`] picks (every
+    /// The set's share of a selection: the group of workers [`PlanBook::plan`] picks (every
     /// worker together, a trial group, or the fastest measured; see the module
     /// documentation).
     pub(super) fn run_spread<K: Key>(
@@ -265,45 +153,38 @@ impl KSelector {
         stats: &mut SelectStats,
     ) -> Result<()> {
         let gpu_only = mode == Mode::GpuOnly;
-        let mut workers: Vec<Worker> = (0..self.members.len())
-            .filter(|&i| self.members[i].failed().is_none())
-            .map(Worker::Member)
+        let mut workers: Vec<Worker> = self
+            .failures()
+            .live()
+            .into_iter()
+            .map(Worker::Device)
             .collect();
         if !gpu_only {
-            workers.push(Worker::Latency);
+            workers.push(Worker::LatencyThreads);
         }
         if workers.is_empty() {
-            return Err(Error::device_lost(
-                "every device of the set",
-                format!(
-                    "every device of the set failed: {}",
-                    self.failed_devices()
-                        .iter()
-                        .map(|(d, e)| format!("{d}: {e}"))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-            ));
+            return Err(self.failures().all_failed());
         }
         let plan_key = (key, gpu_only);
         let rates = self
             .set_plans
             .lock()
-            .map(|p| p.get(&plan_key).cloned().unwrap_or_default())
-            .unwrap_or_default();
+            .map(|p| p.get(&plan_key).cloned())
+            .ok()
+            .flatten()
+            .unwrap_or_else(PlanBook::with_subgroups);
         let (group, exploring) = rates.plan(&workers, |w| self.worker_rate(key, w));
         stats.exploring = exploring;
         let started = Instant::now();
-        let failures = if group == [Worker::Latency] {
+        let failures = if group == [Worker::LatencyThreads] {
             // Every latency thread, as CpuOnly runs them (sharing long sub-lists too); the
             // stats' sub-list count is theirs already.
             self.run_alone(job, super::CoopPlan::CpuAlone, key, stats)?;
-            stats.workers.push(WorkerShare {
-                worker: LATENCY.into(),
-                sublists: stats.cpu_sublists,
-                keys: job.data.len(),
+            stats.workers.push(MemberReport {
+                pieces: stats.cpu_sublists as u64,
+                items: job.data.len() as u64,
                 busy_s: started.elapsed().as_secs_f64(),
-                ..Default::default()
+                ..MemberReport::of(Worker::LatencyThreads, LATENCY)
             });
             0
         } else {
@@ -312,7 +193,10 @@ impl KSelector {
         let rate = job.data.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
         if failures == 0 {
             if let Ok(mut plans) = self.set_plans.lock() {
-                plans.entry(plan_key).or_default().record(&group, rate);
+                plans
+                    .entry(plan_key)
+                    .or_insert_with(PlanBook::with_subgroups)
+                    .record(&group, rate);
             }
         }
         Ok(())
@@ -327,8 +211,8 @@ impl KSelector {
                 .unwrap_or_default()
         };
         match worker {
-            Worker::Latency => learned(key).cpu_keys_per_s,
-            Worker::Member(i) => learned(member_key(key, i)).dev_keys_per_s,
+            Worker::LatencyThreads => learned(key).cpu_keys_per_s,
+            Worker::Device(i) => learned(member_key(key, i)).dev_keys_per_s,
         }
     }
 
@@ -353,8 +237,8 @@ impl KSelector {
             .iter()
             .copied()
             .filter(|w| match w {
-                Worker::Member(i) => self.members[*i].failed().is_none(),
-                Worker::Latency => true,
+                Worker::Device(i) => self.is_live(*i),
+                Worker::LatencyThreads => true,
             })
             .collect();
         let undone = undone_runs(job);
@@ -362,9 +246,7 @@ impl KSelector {
             return Ok(failures);
         }
         if survivors.is_empty() {
-            return Err(first_error.unwrap_or_else(|| {
-                Error::device_lost("every device of the set", "every device of the set failed")
-            }));
+            return Err(first_error.unwrap_or_else(|| self.failures().all_failed()));
         }
         stats.redone_sublists += undone.iter().map(|r| r.len()).sum::<usize>();
         let mut more = 0;
@@ -391,29 +273,25 @@ impl KSelector {
         let members: Vec<usize> = workers
             .iter()
             .filter_map(|w| match w {
-                Worker::Member(i) => Some(*i),
-                Worker::Latency => None,
+                Worker::Device(i) => Some(*i),
+                Worker::LatencyThreads => None,
             })
             .collect();
-        let cpu = workers.contains(&Worker::Latency);
+        let cpu = workers.contains(&Worker::LatencyThreads);
         let shape = self.device_shape(job.device_strategy);
         let mut plans = Vec::with_capacity(members.len());
         for &i in &members {
             let member = &self.members[i];
             let mut plan = DevicePlan::new(&member.rt, shape, job)?;
-            plan.fail_at_launch = member
-                .fail_at
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
+            plan.fail_at_launch = self.failures().take_armed(i).map(|at| at as usize);
             plans.push(plan);
         }
         // The anchor empties the counter: the latency threads, else the fastest member.
         let anchor = (!cpu)
             .then(|| {
                 members.iter().copied().max_by(|a, b| {
-                    self.worker_rate(key, Worker::Member(*a))
-                        .total_cmp(&self.worker_rate(key, Worker::Member(*b)))
+                    self.worker_rate(key, Worker::Device(*a))
+                        .total_cmp(&self.worker_rate(key, Worker::Device(*b)))
                 })
             })
             .flatten();
@@ -421,7 +299,7 @@ impl KSelector {
         // unknown: the member probes).
         let others_rate = |me: usize| -> f64 {
             let mut sum = 0.0;
-            for w in workers.iter().filter(|w| **w != Worker::Member(me)) {
+            for w in workers.iter().filter(|w| **w != Worker::Device(me)) {
                 let r = self.worker_rate(key, *w);
                 if r <= 0.0 {
                     return 0.0;
@@ -523,7 +401,7 @@ impl KSelector {
                     if dev.launches == 0 {
                         // An injected failure waits for a call in which the member launches.
                         if let Some(at) = plan.fail_at_launch {
-                            *member.fail_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
+                            self.failures().inject(i, at as u64)?;
                         }
                     }
                     self.learn(member_key(key, i), |l| {
@@ -533,15 +411,13 @@ impl KSelector {
                         }
                     });
                     shares.push((
-                        Worker::Member(i),
-                        WorkerShare {
-                            worker: label,
-                            member: Some(i),
-                            sublists: dev.sublists,
-                            keys: dev.keys,
-                            launches: dev.launches,
+                        Worker::Device(i),
+                        MemberReport {
+                            pieces: dev.sublists as u64,
+                            items: dev.keys as u64,
+                            launches: dev.launches as u64,
                             busy_s: if dev.launches > 0 { dev.device_s } else { 0.0 },
-                            error: None,
+                            ..MemberReport::of(Worker::Device(i), label)
                         },
                         Some(dev),
                     ));
@@ -550,14 +426,12 @@ impl KSelector {
                 // the call's, the same on every member.
                 Err(e) if !e.is_device_fault() => return Err(e),
                 Err(e) => {
-                    *member.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    self.failures().settle(Worker::Device(i), &e);
                     shares.push((
-                        Worker::Member(i),
-                        WorkerShare {
-                            worker: label,
-                            member: Some(i),
+                        Worker::Device(i),
+                        MemberReport {
                             error: Some(e.to_string()),
-                            ..Default::default()
+                            ..MemberReport::of(Worker::Device(i), label)
                         },
                         None,
                     ));
@@ -571,24 +445,21 @@ impl KSelector {
                 self.learn(key, |l| l.cpu_keys_per_s = keys as f64 / elapsed);
             }
             shares.push((
-                Worker::Latency,
-                WorkerShare {
-                    worker: LATENCY.into(),
-                    member: None,
-                    sublists,
-                    keys,
-                    launches: 0,
+                Worker::LatencyThreads,
+                MemberReport {
+                    pieces: sublists as u64,
+                    items: keys as u64,
                     busy_s: if sublists > 0 { busy_s } else { 0.0 },
-                    error: None,
+                    ..MemberReport::of(Worker::LatencyThreads, LATENCY)
                 },
                 None,
             ));
         }
         // A failed member answered some sub-lists before it stopped: they count as its own.
         let answered = job.answered();
-        let counted: usize = shares.iter().map(|(_, s, _)| s.sublists).sum();
+        let counted: u64 = shares.iter().map(|(_, s, _)| s.pieces).sum();
         if let Some((_, share, _)) = shares.iter_mut().find(|(_, s, _)| s.error.is_some()) {
-            share.sublists = answered.saturating_sub(counted);
+            share.pieces = (answered as u64).saturating_sub(counted);
         }
         Ok((shares, first_error))
     }
@@ -662,15 +533,12 @@ impl KSelector {
             self.members
                 .iter()
                 .enumerate()
-                .filter(|(_, m)| m.failed().is_none())
+                .filter(|(i, _)| self.is_live(*i))
                 .map(|(i, m)| (i, &m.rt))
                 .collect()
         };
         if devices.is_empty() {
-            return Err(Error::device_lost(
-                "every device of the set",
-                "every device of the set failed",
-            ));
+            return Err(self.failures().all_failed());
         }
         let rates: Vec<f64> = devices
             .iter()
@@ -803,17 +671,16 @@ impl KSelector {
             stats.launches += s.launches;
             stats.device_times.kernel_s += s.device_times.kernel_s;
             stats.device_times.wait_s = stats.device_times.wait_s.max(busy_s);
-            stats.workers.push(WorkerShare {
-                worker: self
-                    .members
-                    .get(part.member)
-                    .map_or_else(|| "device".into(), |m| m.rt.profile().label()),
-                member: Some(part.member),
-                sublists: part.sublists.len(),
-                keys: part_keys,
-                launches: s.launches,
+            let label = self
+                .members
+                .get(part.member)
+                .map_or_else(|| "device".into(), |m| m.rt.profile().label());
+            stats.workers.push(MemberReport {
+                pieces: part.sublists.len() as u64,
+                items: part_keys as u64,
+                launches: s.launches as u64,
                 busy_s,
-                error: None,
+                ..MemberReport::of(Worker::Device(part.member), label)
             });
         }
         Ok((answers, stats))
@@ -826,12 +693,12 @@ fn member_key(key: u32, i: usize) -> u32 {
 }
 
 /// Adds one worker's share to the stats (merging with its share of an earlier round).
-fn book(stats: &mut SelectStats, worker: Worker, share: WorkerShare, dev: Option<&DeviceOutcome>) {
+fn book(stats: &mut SelectStats, worker: Worker, share: MemberReport, dev: Option<&DeviceOutcome>) {
     match worker {
-        Worker::Latency => stats.cpu_sublists += share.sublists,
-        Worker::Member(_) => {
-            stats.device_sublists += share.sublists;
-            stats.launches += share.launches;
+        Worker::LatencyThreads => stats.cpu_sublists += share.pieces as usize,
+        Worker::Device(_) => {
+            stats.device_sublists += share.pieces as usize;
+            stats.launches += share.launches as usize;
         }
     }
     if let Some(dev) = dev {
@@ -850,8 +717,8 @@ fn book(stats: &mut SelectStats, worker: Worker, share: WorkerShare, dev: Option
         .find(|s| s.worker == share.worker && s.member == share.member)
     {
         Some(s) => {
-            s.sublists += share.sublists;
-            s.keys += share.keys;
+            s.pieces += share.pieces;
+            s.items += share.items;
             s.launches += share.launches;
             s.busy_s += share.busy_s;
             if s.error.is_none() {
@@ -882,75 +749,4 @@ fn undone_runs<K>(job: &Job<'_, K>) -> Vec<std::ops::Range<usize>> {
         runs.push(s..range.end);
     }
     runs
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{SetRates, Worker};
-
-    /// Together first; then each worker alone, best guess first; then each all-but-one
-    /// group whose bound (its workers' speeds alone, summed) beats the best; then the
-    /// fastest measured.
-    #[test]
-    fn the_set_tries_each_worker_alone_and_each_group_that_could_win_then_keeps_the_fastest() {
-        let gpu = Worker::Member(0);
-        let pocl = Worker::Member(1);
-        let cpu = Worker::Latency;
-        let workers = [gpu, pocl, cpu];
-        // Speeds measured beside each other (they only order the trials).
-        let rate = |w: Worker| match w {
-            Worker::Member(0) => 0.2,
-            Worker::Member(_) => 0.5,
-            Worker::Latency => 1.2,
-        };
-        // A group counts as measured after its second call.
-        let measure = |r: &mut SetRates, g: &[Worker], rate: f64| {
-            r.record(g, 0.1);
-            assert!(r.plan(&workers, |_| 1.0).1, "one call is not a measurement");
-            r.record(g, rate);
-        };
-        let mut r = SetRates::default();
-        assert_eq!(r.plan(&workers, rate), (workers.to_vec(), true));
-        measure(&mut r, &workers, 2.3);
-        assert_eq!(
-            r.plan(&workers, rate),
-            (vec![cpu], true),
-            "best guess first"
-        );
-        measure(&mut r, &[cpu], 3.0);
-        assert_eq!(r.plan(&workers, rate), (vec![pocl], true));
-        measure(&mut r, &[pocl], 1.0);
-        assert_eq!(
-            r.plan(&workers, rate),
-            (vec![gpu], true),
-            "even at 0.2 beside them"
-        );
-        measure(&mut r, &[gpu], 6.0);
-        // Bounds: gpu+cpu 9, gpu+pocl 7, pocl+cpu 4 (< 6: never tried).
-        assert_eq!(r.plan(&workers, rate), (vec![gpu, cpu], true));
-        measure(&mut r, &[gpu, cpu], 5.0);
-        assert_eq!(r.plan(&workers, rate), (vec![gpu, pocl], true));
-        measure(&mut r, &[gpu, pocl], 4.0);
-        assert_eq!(
-            r.plan(&workers, rate),
-            (vec![gpu], false),
-            "the GPU alone kept"
-        );
-        // Within 3 % of together: together.
-        let mut close = SetRates::default();
-        measure(&mut close, &[gpu, pocl], 1.0);
-        for (w, speed) in [(gpu, 1.0), (pocl, 1.0), (cpu, 3.05)] {
-            measure(&mut close, &[w], speed);
-        }
-        measure(&mut close, &workers, 3.0);
-        measure(&mut close, &[gpu, cpu], 2.0);
-        assert_eq!(
-            close.plan(&workers, rate),
-            (vec![pocl, cpu], true),
-            "4.05 > 3.05"
-        );
-        measure(&mut close, &[pocl, cpu], 1.0);
-        assert_eq!(close.plan(&workers, rate), (workers.to_vec(), false));
-        assert_eq!(SetRates::default().plan(&[gpu], rate), (vec![gpu], false));
-    }
 }
