@@ -22,27 +22,7 @@ pub const EXIT_MISMATCH: u8 = 3;
 /// The entries of `value` (comma-separated; `all` means every one of `accepted`), in the
 /// order of `accepted`, each at most once. An unknown entry is an error naming `flag`.
 pub fn choose(flag: &str, value: &str, accepted: &[&'static str]) -> Result<Vec<&'static str>> {
-    let mut chosen = vec![false; accepted.len()];
-    for entry in value.split(',').map(str::trim) {
-        if entry == "all" {
-            chosen.iter_mut().for_each(|c| *c = true);
-            continue;
-        }
-        match accepted.iter().position(|a| *a == entry) {
-            Some(i) => chosen[i] = true,
-            None => {
-                return Err(Error::flag(
-                    flag,
-                    entry,
-                    format!(
-                        "unknown {}; expected {} or all (comma-separated)",
-                        flag.trim_start_matches('-'),
-                        accepted.join(", ")
-                    ),
-                ))
-            }
-        }
-    }
+    let chosen = chosen(flag, value, accepted, flag.trim_start_matches('-'))?;
     Ok(accepted
         .iter()
         .zip(chosen)
@@ -54,32 +34,34 @@ pub fn choose(flag: &str, value: &str, accepted: &[&'static str]) -> Result<Vec<
 /// order of [`Named::ALL`], each at most once: how every program reads a list of modes,
 /// strategies or policies. An unknown name is an error naming `flag` and the names.
 pub fn words<T: Named>(flag: &str, value: &str) -> Result<Vec<T>> {
-    let mut chosen = vec![false; T::ALL.len()];
-    for entry in value.split(',').map(str::trim) {
-        if entry == "all" {
-            chosen.iter_mut().for_each(|c| *c = true);
-            continue;
-        }
-        match T::ALL.iter().position(|v| v.name() == entry) {
-            Some(i) => chosen[i] = true,
-            None => {
-                return Err(Error::flag(
-                    flag,
-                    entry,
-                    format!(
-                        "unknown {}; expected {} or all (comma-separated)",
-                        T::KIND,
-                        T::names()
-                    ),
-                ))
-            }
-        }
-    }
+    let names: Vec<&str> = T::ALL.iter().map(|v| v.name()).collect();
+    let chosen = chosen(flag, value, &names, T::KIND)?;
     Ok(T::ALL
         .iter()
         .zip(chosen)
         .filter_map(|(&v, c)| c.then_some(v))
         .collect())
+}
+
+/// Which of `accepted` the comma-separated `value` names (`all`: every one); an unknown entry
+/// is an error naming `flag`, what an entry is (`kind`) and the accepted ones.
+fn chosen(flag: &str, value: &str, accepted: &[&str], kind: &str) -> Result<Vec<bool>> {
+    let mut chosen = vec![false; accepted.len()];
+    for entry in value.split(',').map(str::trim) {
+        if entry == "all" {
+            chosen.iter_mut().for_each(|c| *c = true);
+            continue;
+        }
+        let Some(i) = accepted.iter().position(|a| *a == entry) else {
+            let expected = format!(
+                "unknown {kind}; expected {} or all (comma-separated)",
+                accepted.join(", ")
+            );
+            return Err(Error::flag(flag, entry, expected));
+        };
+        chosen[i] = true;
+    }
+    Ok(chosen)
 }
 
 /// The value of `T` that `value` names; anything else is an error naming `flag` and the
