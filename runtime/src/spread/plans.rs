@@ -44,8 +44,8 @@ impl PlanBook {
 
     /// The group of `workers` (in their order) for the next call, and whether it is a trial
     /// (not yet measured). `guess` orders the trials of workers alone: a speed measured
-    /// beside the others, which can be far below a worker's speed alone (on the H200 machine
-    /// PoCL's kernels on all 16 cores cut NVIDIA's staging to a third or less).
+    /// beside the others, which can be far below a worker's speed alone (a CPU device's
+    /// kernels on every host core slow a GPU's staging copies from host memory).
     pub fn plan(&self, workers: &[Worker], guess: impl Fn(Worker) -> f64) -> (Vec<Worker>, bool) {
         let all = workers.to_vec();
         let Some(together) = self.measured(&all) else {

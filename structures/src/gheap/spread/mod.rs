@@ -248,8 +248,8 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         Ok(())
     }
 
-    /// Makes member `member` fail with [`Error::DeviceLost`] in the next call that gives it
-    /// work: a fault injection for tests.
+    /// Makes member `member` fail with [`Error::DeviceLost`] in the next call: a fault
+    /// injection for tests.
     #[doc(hidden)]
     pub fn inject_member_failure(&self, member: usize) -> Result<()> {
         self.lock().failures.inject(member, 0)
@@ -327,10 +327,8 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
         // each member sorts (a large insert) or runs its INS operations, all at once.
         let mut results: Vec<(Result<(usize, ())>, f64)> =
             (0..members).map(|_| (Ok((0, ())), 0.0)).collect();
-        let fault = ranges
-            .active
-            .iter()
-            .find_map(|&m| state.failures.due(m, 0).map(|e| (m, e)));
+        // An injected fault fires in this call whether or not the member takes keys in it.
+        let fault = (0..members).find_map(|m| state.failures.due(m, 0).map(|e| (m, e)));
         if let Some((m, e)) = fault {
             results[m].0 = Err(e);
         } else {
