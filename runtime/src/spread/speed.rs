@@ -52,6 +52,10 @@ pub struct SplitRule {
     /// Host seconds each item costs once the call is split at all (routing keys, merging
     /// results): a worker joins only where its speed saves more than that.
     pub split_s_per_item: f64,
+    /// The share of the call's time each more worker must save to join (0.05: where the model
+    /// leaves out the host's work for every more worker, as an SSSP merge; 0: where every
+    /// worker's part runs at once and costs the host nothing more, as a heap's ranges).
+    pub min_gain: f64,
 }
 
 /// Splits `items` among workers with `models`: the ranges each takes, in the order of
@@ -61,9 +65,8 @@ pub struct SplitRule {
 /// a call too small to measure anyone, everything to the worker known fastest (else the
 /// first). Once all are measured, the k fastest finish together at
 /// `T = (items + Σ fixed·rate) / Σ rate` (plus the split's host cost where k > 1) where every
-/// one of them has `T` above its fixed part; k grows while another worker saves 5 % (the
-/// model leaves out the host's extra work for each more worker). Rounding settles on the
-/// fastest.
+/// one of them has `T` above its fixed part; k grows while another worker saves
+/// [`SplitRule::min_gain`] of the time. Rounding settles on the fastest.
 pub fn split(
     models: &[(Worker, SpeedModel)],
     items: usize,
@@ -75,7 +78,7 @@ pub fn split(
     let shares = if models.iter().any(|(_, m)| !m.is_measured()) {
         unmeasured_shares(models, items, rule.sample_min)
     } else {
-        measured_shares(models, items, rule.split_s_per_item)
+        measured_shares(models, items, rule)
     };
     let mut start = 0;
     let mut ranges = Vec::new();
@@ -115,7 +118,7 @@ fn unmeasured_shares(
 fn measured_shares(
     models: &[(Worker, SpeedModel)],
     items: usize,
-    split_s_per_item: f64,
+    rule: SplitRule,
 ) -> Vec<(Worker, usize)> {
     let mut by_speed: Vec<(Worker, SpeedModel)> = models.to_vec();
     by_speed.sort_by(|a, b| b.1.items_per_s.total_cmp(&a.1.items_per_s));
@@ -126,9 +129,13 @@ fn measured_shares(
         fixed_rate += m.fixed_s * m.items_per_s;
         rate += m.items_per_s;
         let t = (f + fixed_rate) / rate;
-        let host = if k > 0 { f * split_s_per_item } else { 0.0 };
+        let host = if k > 0 {
+            f * rule.split_s_per_item
+        } else {
+            0.0
+        };
         let valid = by_speed[..=k].iter().all(|(_, m)| t > m.fixed_s);
-        if valid && best.is_none_or(|(bt, _)| t + host < 0.95 * bt) {
+        if valid && best.is_none_or(|(bt, _)| t + host < (1.0 - rule.min_gain) * bt) {
             best = Some((t + host, k + 1));
         }
     }
@@ -176,6 +183,7 @@ mod tests {
     const RULE: SplitRule = SplitRule {
         sample_min: 2048,
         split_s_per_item: 0.0,
+        min_gain: 0.05,
     };
 
     fn total(r: &[(Worker, Range<usize>)]) -> usize {

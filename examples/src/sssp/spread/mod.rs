@@ -75,6 +75,7 @@ pub enum SetPlan {
 const RULE: SplitRule = SplitRule {
     sample_min: SAMPLE_MIN,
     split_s_per_item: 0.0,
+    min_gain: 0.05,
 };
 
 /// A search over a set: the distances and counters, and who did what.
