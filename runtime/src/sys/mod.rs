@@ -13,6 +13,7 @@ mod scope;
 mod stream;
 mod svm;
 mod svm_cache;
+mod svm_map;
 
 pub(crate) use cl::{
     enqueue_kernel, event_device_interval, event_device_time, flush_queue, set_kernel_arg_svm,
@@ -25,5 +26,6 @@ pub use os::{exit_quietly_on_broken_pipe, u64s_as_atomic_u32_pairs};
 pub(crate) use scope::{run_scoped, Job};
 pub use stream::{copy_bits_streaming, copy_bits_streaming_par};
 pub(crate) use svm::SvmAlloc;
-pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap};
+pub use svm::{SvmAtomicElement, SvmBuffer, SvmElement, SvmKind};
 pub(crate) use svm_cache::SvmCache;
+pub use svm_map::{SvmMap, SvmReadMap};

@@ -23,7 +23,6 @@
 use std::alloc::Layout;
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +33,7 @@ use ocl::ffi;
 
 use super::stream::copy_bits_streaming_par;
 use super::svm_cache::SvmCache;
+use super::svm_map::{SvmMap, SvmReadMap};
 use crate::backoff::poll_within;
 use crate::error::{Error, Result, Side};
 
@@ -581,7 +581,7 @@ enum MapAccess {
 }
 
 /// Exclusive host access to an allocation (a range of it mapped); unmaps on `unmap` or drop.
-struct RawMap<'a> {
+pub(super) struct RawMap<'a> {
     alloc: &'a SvmAlloc,
     /// Where the mapped range starts, in bytes from the allocation's start.
     at: usize,
@@ -590,12 +590,12 @@ struct RawMap<'a> {
 
 impl RawMap<'_> {
     /// The first mapped byte.
-    fn ptr(&self) -> *mut u8 {
+    pub(super) fn ptr(&self) -> *mut u8 {
         // SAFETY: `at` lies inside the allocation (checked when the range was mapped).
         unsafe { self.alloc.as_ptr().add(self.at) }
     }
 
-    fn unmap(&mut self) -> Result<()> {
+    pub(super) fn unmap(&mut self) -> Result<()> {
         if self.done {
             return Ok(());
         }
@@ -954,76 +954,6 @@ impl<T: SvmAtomicElement> SvmBuffer<T> {
                 std::slice::from_raw_parts(self.alloc.as_ptr() as *const T::Atomic, self.len)
             },
         )
-    }
-}
-
-/// Exclusive host access to an [`SvmBuffer`]; unmaps on drop (or on [`SvmMap::unmap`], which
-/// reports errors).
-pub struct SvmMap<'a, T: SvmElement> {
-    raw: RawMap<'a>,
-    len: usize,
-    _element: PhantomData<&'a mut [T]>,
-}
-
-impl<T: SvmElement> SvmMap<'_, T> {
-    /// Hands the memory back to the device and reports a failed unmap.
-    pub fn unmap(mut self) -> Result<()> {
-        self.raw.unmap()
-    }
-}
-
-impl<T: SvmAtomicElement> SvmMap<'_, T> {
-    /// The mapped memory as host atomics, so that several host threads can share it with
-    /// compare-and-swap between launches (on the coarse transport, where a running kernel
-    /// and the host may not share words, this is how host threads run a lock-free structure).
-    pub fn atomics(&mut self) -> &[T::Atomic] {
-        // SAFETY: the map guard holds exclusive host access to `len` initialised elements
-        // (see `deref`), and `&mut self` keeps every other reference through this guard away
-        // for the returned lifetime; `T::Atomic` has `T`'s size and alignment
-        // (SvmAtomicElement's contract) and every bit pattern of `T` is a valid atomic value.
-        unsafe { std::slice::from_raw_parts(self.raw.ptr() as *const T::Atomic, self.len) }
-    }
-}
-
-impl<T: SvmElement> Deref for SvmMap<'_, T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        // SAFETY: the map guard holds exclusive host access (MAPPED, no launch in flight) to an
-        // allocation of at least `len` zero-initialised or device-written elements of a type for
-        // which every bit pattern is valid (SvmElement).
-        unsafe { std::slice::from_raw_parts(self.raw.ptr() as *const T, self.len) }
-    }
-}
-
-impl<T: SvmElement> DerefMut for SvmMap<'_, T> {
-    fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as in `deref`; `&mut self` makes this the only reference into the memory.
-        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr() as *mut T, self.len) }
-    }
-}
-
-/// Host access to an [`SvmBuffer`] for reading ([`SvmBuffer::map_read`]); unmaps on drop (or
-/// on [`SvmReadMap::unmap`], which reports errors).
-pub struct SvmReadMap<'a, T: SvmElement> {
-    raw: RawMap<'a>,
-    len: usize,
-    _element: PhantomData<&'a [T]>,
-}
-
-impl<T: SvmElement> SvmReadMap<'_, T> {
-    /// Hands the memory back to the device and reports a failed unmap.
-    pub fn unmap(mut self) -> Result<()> {
-        self.raw.unmap()
-    }
-}
-
-impl<T: SvmElement> Deref for SvmReadMap<'_, T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        // SAFETY: as in `SvmMap::deref`: the guard holds exclusive host access (MAPPED, no
-        // launch in flight) to `len` initialised elements of a type for which every bit
-        // pattern is valid. No `DerefMut`: the map promised the driver not to write.
-        unsafe { std::slice::from_raw_parts(self.raw.ptr() as *const T, self.len) }
     }
 }
 
