@@ -34,16 +34,6 @@ impl Failures {
         }
     }
 
-    /// How many members the set has.
-    pub fn len(&self) -> usize {
-        self.labels.len()
-    }
-
-    /// Whether the set has no member.
-    pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
-    }
-
     /// Member `i`'s label.
     pub fn label(&self, i: usize) -> &str {
         &self.labels[i]
@@ -127,10 +117,5 @@ impl Failures {
     /// member no work).
     pub fn take_armed(&mut self, i: usize) -> Option<u64> {
         self.inject.get_mut(i).and_then(Option::take)
-    }
-
-    /// Whether member `i` has an injected fault waiting.
-    pub fn is_armed(&self, i: usize) -> bool {
-        self.inject.get(i).is_some_and(Option::is_some)
     }
 }
