@@ -39,15 +39,18 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use asym_runtime::host_memory::huge_page_vec;
-use asym_runtime::spread::{split, Failures, MemberReport, SpeedModel, SplitRule, Worker};
+use asym_runtime::spread::{Failures, MemberReport, SpeedModel, Worker};
 use asym_runtime::{DeviceSet, Error, Result, Runtime};
 use rayon::prelude::*;
 
 use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, DeviceHeapStats};
 
+mod members;
 mod routing;
 
-use routing::{count_routes, cut_ranges, fill_routed, Ranges};
+use members::{begin_call, run_members};
+
+use routing::{count_routes, cut_ranges, fill_routed, shares, Ranges};
 
 /// Most lanes [`SpreadHeap::lanes`] puts on one device.
 pub const MAX_LANES: usize = 64;
@@ -437,144 +440,5 @@ impl<T: DeviceHeapKey> State<T> {
             self.routed_keys += keys;
             self.routed_s += s;
         }
-    }
-
-    /// Books each member's outcome; a failure poisons the heap (whatever its kind, the
-    /// failing member's keys are no longer known to be whole) and is returned.
-    fn settle<R>(&mut self, results: Vec<(Result<(usize, R)>, f64)>) -> Result<Vec<R>> {
-        let mut out = Vec::with_capacity(results.len());
-        let mut first_error = None;
-        for (i, (m, (result, busy_s))) in self.members.iter_mut().zip(results).enumerate() {
-            match result {
-                Ok((keys, r)) => {
-                    if keys > 0 {
-                        m.report.items += keys as u64;
-                        m.report.busy_s += busy_s;
-                        m.model.record(keys, busy_s, 0);
-                        m.report.items_per_s = m.model.items_per_s;
-                    }
-                    out.push(r);
-                }
-                Err(e) => {
-                    m.report.error = Some(e.to_string());
-                    // A device fault names its member; any other error is the call's own.
-                    let e = match e {
-                        Error::OpenCl { .. } | Error::Stalled { .. } if e.is_device_fault() => {
-                            Error::device_lost(m.report.worker.clone(), e)
-                        }
-                        e => e,
-                    };
-                    self.failures.settle(Worker::Device(i), &e);
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            self.failed = Some(e.to_string());
-            return Err(e);
-        }
-        Ok(out)
-    }
-}
-
-/// Clears what the members' reports say of the last call.
-fn begin_call<T: DeviceHeapKey>(members: &mut [Member<T>]) {
-    for m in members {
-        m.report.items = 0;
-        m.report.busy_s = 0.0;
-        m.report.error = None;
-    }
-}
-
-/// Runs `f` on every member at once (one driver thread each): the keys each moved, what it
-/// returned and the seconds it took. A member with an injected failure fails instead.
-fn run_members<T: DeviceHeapKey + Sync, R: Send>(
-    members: &[Member<T>],
-    failures: &mut Failures,
-    f: impl Fn(&Member<T>, usize) -> Result<(usize, R)> + Sync,
-) -> Vec<(Result<(usize, R)>, f64)> {
-    let faults: Vec<Mutex<Option<Error>>> = (0..members.len())
-        .map(|i| Mutex::new(failures.due(i, 0)))
-        .collect();
-    super::on_threads(
-        members.iter().enumerate(),
-        "a member's driver thread",
-        |(i, m)| match faults[i].lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(e) => Err(e),
-            None => f(m, i),
-        },
-    )
-}
-
-/// Weights of the members' shares of `total` keys: the engine's split of the keys' lives.
-/// A member's speed counts every key an insert or a delete moved, and each key inserted is
-/// deleted later: its life on a member costs two keys' time, and two keys' routing on the
-/// host (the insert's counting pass, the delete's first touch of the answer), which a
-/// member must save to join (`routing_keys_per_s`, measured; 0 while unknown). Equal shares
-/// while any member is unmeasured.
-fn shares(total: usize, members: &[SpeedModel], routing_keys_per_s: f64) -> Vec<f64> {
-    let models: Vec<(Worker, SpeedModel)> = members
-        .iter()
-        .enumerate()
-        .map(|(i, &m)| (Worker::Device(i), m))
-        .collect();
-    // Every member's part of a call runs at once and the routing is counted per key: a
-    // member that speeds the call up at all joins (as every lane of one device does).
-    let rule = SplitRule {
-        min_gain: 0.0,
-        sample_min: 0,
-        split_s_per_item: if routing_keys_per_s > 0.0 {
-            1.0 / routing_keys_per_s
-        } else {
-            0.0
-        },
-    };
-    let mut weights = vec![0.0; members.len()];
-    for (w, range) in split(&models, 2 * total.max(1), rule) {
-        if let Worker::Device(i) = w {
-            weights[i] = range.len() as f64;
-        }
-    }
-    weights
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{shares, SpeedModel};
-
-    /// Members of speeds `rates` (items per second, 0: unmeasured), and which take part in a
-    /// split of 1000 keys with routing at `routing` keys per second: their weights, scaled
-    /// so that the largest is 1.
-    fn taking(rates: &[f64], routing: f64) -> Vec<f64> {
-        let models: Vec<SpeedModel> = rates
-            .iter()
-            .map(|&r| SpeedModel {
-                fixed_s: 0.0,
-                items_per_s: r,
-            })
-            .collect();
-        let w = shares(1000, &models, routing);
-        let top = w.iter().copied().fold(0.0, f64::max);
-        w.iter()
-            .map(|x| (x / top * 100.0).round() / 100.0)
-            .collect()
-    }
-
-    #[test]
-    fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
-        assert_eq!(taking(&[0.0, 5.0], 0.0), [1.0, 1.0], "unmeasured: equal");
-        // Two equal members and fast routing: both, by speed.
-        assert_eq!(taking(&[1e9, 1e9], 1e10), [1.0, 1.0]);
-        // A member at 1/40 of the other saves 2.4 % of the time; the routing costs more.
-        assert_eq!(taking(&[1.7e9, 4.4e7], 3e9), [1.0, 0.0]);
-        // Routing speed unknown: everyone by speed (the routing gets measured).
-        assert_eq!(taking(&[3.0, 1.0], 0.0), [1.0, 0.33]);
-        assert_eq!(taking(&[1.0], 1.0), [1.0]);
-        // Two equal members, routing at 3x a member's speed: a key's life (insert and
-        // delete) on one member costs 2 / 1e9 s, on two 1 / 1e9 s plus 0.67 / 1e9 routing.
-        assert_eq!(taking(&[1e9, 1e9], 3e9), [1.0, 1.0]);
-        // Routing slower than twice a member's speed: the second member saves less than
-        // it costs; the first of equals keeps everything.
-        assert_eq!(taking(&[1e9, 1e9], 1.9e9), [1.0, 0.0]);
     }
 }

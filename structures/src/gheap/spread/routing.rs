@@ -2,6 +2,7 @@
 //! an insert (by the members' weights), and the routing passes, one counting each member's
 //! keys per chunk, one writing each key straight into its member's mapped staging.
 
+use asym_runtime::spread::{split, SpeedModel, SplitRule, Worker};
 use asym_runtime::{copy_bits_streaming, Error, Result};
 use rayon::prelude::*;
 
@@ -262,9 +263,41 @@ pub(super) fn fill_two<T: DeviceHeapKey>(
 /// staging: 64 KiB of int32 keys.
 pub(super) const ROUTE_BLOCK: usize = 1 << 14;
 
+/// Weights of the members' shares of `total` keys: the engine's split of the keys' lives.
+/// A member's speed counts every key an insert or a delete moved, and each key inserted is
+/// deleted later: its life on a member costs two keys' time, and two keys' routing on the
+/// host (the insert's counting pass, the delete's first touch of the answer), which a
+/// member must save to join (`routing_keys_per_s`, measured; 0 while unknown). Equal shares
+/// while any member is unmeasured.
+pub(super) fn shares(total: usize, members: &[SpeedModel], routing_keys_per_s: f64) -> Vec<f64> {
+    let models: Vec<(Worker, SpeedModel)> = members
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| (Worker::Device(i), m))
+        .collect();
+    // Every member's part of a call runs at once and the routing is counted per key: a
+    // member that speeds the call up at all joins (as every lane of one device does).
+    let rule = SplitRule {
+        min_gain: 0.0,
+        sample_min: 0,
+        split_s_per_item: if routing_keys_per_s > 0.0 {
+            1.0 / routing_keys_per_s
+        } else {
+            0.0
+        },
+    };
+    let mut weights = vec![0.0; members.len()];
+    for (w, range) in split(&models, 2 * total.max(1), rule) {
+        if let Worker::Device(i) = w {
+            weights[i] = range.len() as f64;
+        }
+    }
+    weights
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{count_routes, cut_ranges, fill_routed, Ranges};
+    use super::{count_routes, cut_ranges, fill_routed, shares, Ranges, SpeedModel};
 
     /// Every key goes to a member whose range holds it: each member's keys are at most the
     /// next member's.
@@ -352,5 +385,41 @@ mod tests {
         assert_ordered(&[i32::MIN, i32::MAX, 1, 2, 1, 0], &r);
         let r = cut_ranges(&[5], &[1.0, 1.0]);
         assert_ordered(&[5, 5, 4, 6, i32::MIN], &r);
+    }
+
+    /// Members of speeds `rates` (items per second, 0: unmeasured), and which take part in a
+    /// split of 1000 keys with routing at `routing` keys per second: their weights, scaled
+    /// so that the largest is 1.
+    fn taking(rates: &[f64], routing: f64) -> Vec<f64> {
+        let models: Vec<SpeedModel> = rates
+            .iter()
+            .map(|&r| SpeedModel {
+                fixed_s: 0.0,
+                items_per_s: r,
+            })
+            .collect();
+        let w = shares(1000, &models, routing);
+        let top = w.iter().copied().fold(0.0, f64::max);
+        w.iter()
+            .map(|x| (x / top * 100.0).round() / 100.0)
+            .collect()
+    }
+
+    #[test]
+    fn a_member_joins_only_where_it_saves_more_than_the_routing_costs() {
+        assert_eq!(taking(&[0.0, 5.0], 0.0), [1.0, 1.0], "unmeasured: equal");
+        // Two equal members and fast routing: both, by speed.
+        assert_eq!(taking(&[1e9, 1e9], 1e10), [1.0, 1.0]);
+        // A member at 1/40 of the other saves 2.4 % of the time; the routing costs more.
+        assert_eq!(taking(&[1.7e9, 4.4e7], 3e9), [1.0, 0.0]);
+        // Routing speed unknown: everyone by speed (the routing gets measured).
+        assert_eq!(taking(&[3.0, 1.0], 0.0), [1.0, 0.33]);
+        assert_eq!(taking(&[1.0], 1.0), [1.0]);
+        // Two equal members, routing at 3x a member's speed: a key's life (insert and
+        // delete) on one member costs 2 / 1e9 s, on two 1 / 1e9 s plus 0.67 / 1e9 routing.
+        assert_eq!(taking(&[1e9, 1e9], 3e9), [1.0, 1.0]);
+        // Routing slower than twice a member's speed: the second member saves less than
+        // it costs; the first of equals keeps everything.
+        assert_eq!(taking(&[1e9, 1e9], 1.9e9), [1.0, 0.0]);
     }
 }

@@ -27,15 +27,14 @@
 //! returns the first error.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use asym_runtime::spread::{Failures, MemberReport, PlanBook, Worker};
 use asym_runtime::{DeviceSet, Error, LatencyPool, Mode, Result, Runtime};
 
-use super::device::{min_known, ClaimPolicy, Copier, DeviceOutcome, DevicePlan, StageCache};
-use super::{Claims, Job, KSelector, Key, Learned, SelectStats};
+use super::device::StageCache;
+use super::{Claims, Job, KSelector, Key, SelectStats};
 
 /// One device of a selector's set, with what it keeps between calls.
 pub(super) struct Member {
@@ -62,20 +61,20 @@ impl Member {
 /// groups of all but one worker included.
 pub(super) type SetPlans = Mutex<HashMap<(u32, bool), PlanBook>>;
 
-/// A worker's share of one round, with the device's outcome for a member that finished.
-type RoundShare = (Worker, MemberReport, Option<DeviceOutcome>);
-
 /// The share name of the latency threads.
-const LATENCY: &str = "latency threads";
+pub(super) const LATENCY: &str = "latency threads";
 
 mod resident;
+mod round;
+
+use round::{book, undone_runs};
 
 pub use resident::SpreadKeys;
 
 impl KSelector {
     /// A selector over every device of `set` (one device: as [`KSelector::new`]). GpuOnly
     /// spreads whole sub-lists over the members, Cooperative by amount over the members and
-    /// the latency threads (see `kselect/spread.rs`); cooperation by kind, the range split
+    /// the latency threads (see `kselect/spread/`); cooperation by kind, the range split
     /// of few long sub-lists and [`KSelector::select_svm`] run on one device, the set's first.
     pub fn on_devices(set: &DeviceSet, pool: LatencyPool, d: usize) -> Result<Self> {
         let mut selector = Self::new(set.members().first().cloned(), pool, d)?;
@@ -264,271 +263,9 @@ impl KSelector {
         }
         Ok(failures + more)
     }
-
-    /// One pass of `workers` over the counter: a driver thread per member, the latency
-    /// threads on this one. Returns each worker's share (a failed member's with its error)
-    /// and the first member error.
-    fn one_round<K: Key>(
-        &self,
-        job: &Job<'_, K>,
-        workers: &[Worker],
-        key: u32,
-    ) -> Result<(Vec<RoundShare>, Option<Error>)> {
-        let members: Vec<usize> = workers
-            .iter()
-            .filter_map(|w| match w {
-                Worker::Device(i) => Some(*i),
-                Worker::LatencyThreads => None,
-            })
-            .collect();
-        let cpu = workers.contains(&Worker::LatencyThreads);
-        let shape = self.device_shape(job.device_strategy);
-        let mut plans = Vec::with_capacity(members.len());
-        for &i in &members {
-            let member = &self.members[i];
-            let mut plan = DevicePlan::new(&member.rt, shape, job)?;
-            plan.fail_at_launch = self.failures().take_armed(i).map(|at| at as usize);
-            plans.push(plan);
-        }
-        // The anchor empties the counter: the latency threads, else the fastest member.
-        let anchor = (!cpu)
-            .then(|| {
-                members.iter().copied().max_by(|a, b| {
-                    self.worker_rate(key, Worker::Device(*a))
-                        .total_cmp(&self.worker_rate(key, Worker::Device(*b)))
-                })
-            })
-            .flatten();
-        // What the others were measured at, for each member's first claim (0 when any is
-        // unknown: the member probes).
-        let others_rate = |me: usize| -> f64 {
-            let mut sum = 0.0;
-            for w in workers.iter().filter(|w| **w != Worker::Device(me)) {
-                let r = self.worker_rate(key, *w);
-                if r <= 0.0 {
-                    return 0.0;
-                }
-                sum += r;
-            }
-            sum
-        };
-        let staging = if cpu { self.staging_threads() } else { 0 };
-        let copier = if cpu {
-            self.staging_copier(staging)?
-        } else {
-            Copier::Global
-        };
-        let leave = if cpu && !members.is_empty() && self.pool.len() >= 4 {
-            staging.max(members.len().min(self.pool.len() - 1))
-        } else {
-            0
-        };
-        // Each member's claim policy. A member whose speed is not known yet gets its probe
-        // claimed here, before any driver starts: on busy cores a driver thread can start
-        // after the others emptied the counter, and the call is meant to measure everyone.
-        let policies: Vec<ClaimPolicy> = members
-            .iter()
-            .zip(&plans)
-            .map(|(&i, plan)| {
-                if workers.len() == 1 {
-                    // A member alone takes full chunks, as on one device.
-                    return ClaimPolicy::Full;
-                }
-                let learned = self
-                    .learned
-                    .lock()
-                    .map(|l| l.get(&member_key(key, i)).copied().unwrap_or_default())
-                    .unwrap_or_default();
-                let hint = Learned {
-                    cpu_keys_per_s: others_rate(i),
-                    ..learned
-                };
-                let others = if cpu { job.cpu_threads } else { 0 } + members.len() - 1;
-                let probe = if hint.sizes_a_share() {
-                    None
-                } else {
-                    plan.first_cooperative_claim(job, hint, others)
-                        .and_then(|count| job.claims.claim(count))
-                        .map(|r| (r.start, r.end))
-                };
-                ClaimPolicy::Guided {
-                    hint,
-                    member: Some(i),
-                    anchor: anchor == Some(i),
-                    others,
-                    peers: usize::from(cpu) + members.len() - 1,
-                    probe,
-                }
-            })
-            .collect();
-        let started = Instant::now();
-        let (outcomes, cpu_done) = std::thread::scope(|s| {
-            let handles: Vec<_> = members
-                .iter()
-                .zip(&plans)
-                .zip(&policies)
-                .map(|((&i, plan), &policy)| {
-                    let copier = &copier;
-                    let stages = &self.members[i].stages;
-                    s.spawn(move || plan.run(job, policy, stages, copier))
-                })
-                .collect();
-            let cpu_done = cpu.then(|| {
-                let t = Instant::now();
-                let before = job.progress.cpu_keys.load(Ordering::Relaxed);
-                self.cpu_workers_leaving(job, leave).map(|n| {
-                    let keys = job.progress.cpu_keys.load(Ordering::Relaxed) - before;
-                    (n, keys, t.elapsed().as_secs_f64())
-                })
-            });
-            let outcomes: Vec<Result<DeviceOutcome>> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::thread_lost(
-                            "a device driver thread",
-                            "a device driver thread panicked",
-                        ))
-                    })
-                })
-                .collect();
-            (outcomes, cpu_done)
-        });
-        let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-        let mut shares = Vec::new();
-        let mut first_error = None;
-        for ((&i, plan), outcome) in members.iter().zip(&plans).zip(outcomes) {
-            let member = &self.members[i];
-            let label = member.rt.profile().label();
-            match outcome {
-                Ok(dev) => {
-                    if dev.launches == 0 {
-                        // An injected failure waits for a call in which the member launches.
-                        if let Some(at) = plan.fail_at_launch {
-                            self.failures().inject(i, at as u64)?;
-                        }
-                    }
-                    self.learn(member_key(key, i), |l| {
-                        l.dev_launch_s = min_known(l.dev_launch_s, dev.fastest_launch_s);
-                        if dev.device_s > 0.0 && dev.keys > 0 {
-                            l.dev_keys_per_s = dev.keys as f64 / dev.device_s;
-                        }
-                    });
-                    shares.push((
-                        Worker::Device(i),
-                        MemberReport {
-                            pieces: dev.sublists as u64,
-                            items: dev.keys as u64,
-                            launches: dev.launches as u64,
-                            busy_s: if dev.launches > 0 { dev.device_s } else { 0.0 },
-                            ..MemberReport::of(Worker::Device(i), label)
-                        },
-                        Some(dev),
-                    ));
-                }
-                // Only a device fault fails over (Error::is_device_fault): any other error is
-                // the call's, the same on every member.
-                Err(e) if !e.is_device_fault() => return Err(e),
-                Err(e) => {
-                    self.failures().settle(Worker::Device(i), &e);
-                    shares.push((
-                        Worker::Device(i),
-                        MemberReport {
-                            error: Some(e.to_string()),
-                            ..MemberReport::of(Worker::Device(i), label)
-                        },
-                        None,
-                    ));
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(done) = cpu_done {
-            let (sublists, keys, busy_s) = done?;
-            if sublists > 0 {
-                self.learn(key, |l| l.cpu_keys_per_s = keys as f64 / elapsed);
-            }
-            shares.push((
-                Worker::LatencyThreads,
-                MemberReport {
-                    pieces: sublists as u64,
-                    items: keys as u64,
-                    busy_s: if sublists > 0 { busy_s } else { 0.0 },
-                    ..MemberReport::of(Worker::LatencyThreads, LATENCY)
-                },
-                None,
-            ));
-        }
-        // A failed member answered some sub-lists before it stopped: they count as its own.
-        let answered = job.answered();
-        let counted: u64 = shares.iter().map(|(_, s, _)| s.pieces).sum();
-        if let Some((_, share, _)) = shares.iter_mut().find(|(_, s, _)| s.error.is_some()) {
-            share.pieces = (answered as u64).saturating_sub(counted);
-        }
-        Ok((shares, first_error))
-    }
 }
 
 /// The learned-speed key of set member `i` for a selection keyed `key`.
-fn member_key(key: u32, i: usize) -> u32 {
+pub(super) fn member_key(key: u32, i: usize) -> u32 {
     key | ((i as u32 + 1) << 20)
-}
-
-/// Adds one worker's share to the stats (merging with its share of an earlier round).
-fn book(stats: &mut SelectStats, worker: Worker, share: MemberReport, dev: Option<&DeviceOutcome>) {
-    match worker {
-        Worker::LatencyThreads => stats.cpu_sublists += share.pieces as usize,
-        Worker::Device(_) => {
-            stats.device_sublists += share.pieces as usize;
-            stats.launches += share.launches as usize;
-        }
-    }
-    if let Some(dev) = dev {
-        let t = &mut stats.device_times;
-        t.stage_s += dev.times.stage_s;
-        t.transfer_s += dev.times.transfer_s;
-        t.kernel_s += dev.times.kernel_s;
-        t.wait_s += dev.times.wait_s;
-        t.readback_s += dev.times.readback_s;
-        stats.local_heap |= dev.local_heap;
-        stats.local_heap_nodes = stats.local_heap_nodes.max(dev.local_heap_nodes);
-    }
-    match stats
-        .workers
-        .iter_mut()
-        .find(|s| s.worker == share.worker && s.member == share.member)
-    {
-        Some(s) => {
-            s.pieces += share.pieces;
-            s.items += share.items;
-            s.launches += share.launches;
-            s.busy_s += share.busy_s;
-            if s.error.is_none() {
-                s.error = share.error;
-            }
-        }
-        None => stats.workers.push(share),
-    }
-}
-
-/// The runs of consecutive sub-lists of `job`'s range not answered yet.
-fn undone_runs<K>(job: &Job<'_, K>) -> Vec<std::ops::Range<usize>> {
-    let mut runs = Vec::new();
-    let mut start = None;
-    let range = job.claims.range();
-    for i in range.clone() {
-        let done = job.done[i].load(Ordering::Relaxed);
-        match (done, start) {
-            (false, None) => start = Some(i),
-            (true, Some(s)) => {
-                runs.push(s..i);
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        runs.push(s..range.end);
-    }
-    runs
 }
