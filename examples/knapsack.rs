@@ -22,17 +22,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use asym_apps::knapsack::device::{prepare_offloaded, solve_offloaded, Expansion, OffloadConfig};
-use asym_apps::knapsack::dp::{dp_bytes, solve_dp};
-use asym_apps::knapsack::{
-    node_limit_for_memory, search_first, solve_concurrent, solve_sequential_within, BnbStats,
-    Class, Instance, NodeBudget, SearchFirst, SEARCH_FIRST_BATCH,
-};
-use asym_runtime::{host_memory, Error, LatencyPool, Named, Result, Runtime, RuntimeOptions};
-use asym_structures::{
-    BulkPolicy, CooperativeConfig, DeviceHeapConfig, HeapPlacement, InsertDirection,
-    GHEAP_PROFILE_ENV,
-};
+use asym_apps::knapsack::device::Expansion;
+use asym_apps::knapsack::front::{AnsweredBy, Knapsack, Method, Solution, SolveOptions};
+use asym_apps::knapsack::{BnbStats, Class, Instance};
+use asym_runtime::{Error, LatencyPool, Mode, Named, Result, Runtime, RuntimeOptions};
+use asym_structures::{BulkPolicy, InsertDirection, GHEAP_PROFILE_ENV};
 use clap::Parser;
 use serde_json::json;
 
@@ -175,42 +169,6 @@ fn one_row_program(inst: &Instance, max_cells: u64) -> Option<(u64, f64)> {
         .map(|v| (v, t.elapsed().as_secs_f64() * 1e3))
 }
 
-/// The default method's first try where the dynamic program would take long
-/// (`knapsack::search_first`): the row of its answer, or `Err` with the milliseconds it
-/// spent (the dynamic program answers, its row counting them).
-fn search_first_row(
-    name: &str,
-    inst: &Instance,
-    max_nodes: usize,
-    dp_max_cells: u64,
-) -> Result<std::result::Result<Row, f64>> {
-    let t = Instant::now();
-    let (stats, taken) = match search_first(inst, max_nodes)? {
-        SearchFirst::Answered { stats, taken } => (*stats, taken),
-        SearchFirst::Declined(spent) => return Ok(Err(spent.as_secs_f64() * 1e3)),
-    };
-    let ms = t.elapsed().as_secs_f64() * 1e3;
-    let consistent = items_add_up(inst, &taken, stats.optimum);
-    let reference = one_row_program(inst, dp_max_cells);
-    Ok(Ok(Row {
-        method: "bnb",
-        instance: name.to_string(),
-        n: inst.items.len(),
-        capacity: inst.capacity,
-        mode: format!("seq, then items ({} items)", taken.len()),
-        batch: Some(SEARCH_FIRST_BATCH),
-        stats,
-        ms,
-        dp: reference,
-        check: match reference {
-            _ if !consistent => Some(false),
-            Some((v, _)) => Some(v == stats.optimum),
-            None => None,
-        },
-        items: Some(taken.len()),
-    }))
-}
-
 /// A full heap says which flag raises its bound.
 fn more_nodes(e: Error) -> Error {
     match e {
@@ -222,41 +180,19 @@ fn more_nodes(e: Error) -> Error {
     }
 }
 
-/// K of the heaps of a mode: `--batch`, else 1024 for gpu and 16 for the others.
-fn batch_of(args: &Args, mode: &str) -> usize {
-    args.batch
-        .unwrap_or(if mode == "gpu" { GPU_BATCH } else { BATCH })
+/// A table too large for the program says which flags answer otherwise.
+fn more_memory(e: Error) -> Error {
+    match e {
+        Error::CapacityExceeded { what, capacity } => Error::CapacityExceeded {
+            what: format!("{what} (raise --dp-memory, or --method bnb)"),
+            capacity,
+        },
+        e => e,
+    }
 }
 
-/// Default K of the gpu mode and of the others.
-const GPU_BATCH: usize = 1024;
-const BATCH: usize = 16;
-
-fn run(args: &Args) -> Result<bool> {
-    if let Some(k) = args.batch.filter(|k| !k.is_power_of_two()) {
-        return Err(Error::flag("--batch", k, "K must be a power of two"));
-    }
-    let method = match (args.method.as_deref().map(str::trim), &args.mode) {
-        (Some(m @ ("auto" | "dp" | "bnb")), _) => m,
-        (Some(other), _) => return Err(Error::flag("--method", other, "expected auto, dp or bnb")),
-        (None, Some(_)) => "bnb",
-        (None, None) => "auto",
-    };
-    let default_modes = if method == "bnb" { "all" } else { "seq" };
-    let modes = cli::choose(
-        "--mode",
-        args.mode.as_deref().unwrap_or(default_modes),
-        &["seq", "cpu", "gpu", "coop"],
-    )?;
-    let dp_budget = match args.dp_memory {
-        Some(mib) => mib.saturating_mul(1 << 20),
-        None => host_memory::available().unwrap_or(4 << 30) / 4,
-    };
-    let direction = match args.insert.trim() {
-        "td" => InsertDirection::TopDown,
-        "bu" => InsertDirection::BottomUp,
-        other => return Err(Error::flag("--insert", other, "expected td or bu")),
-    };
+/// The instances to answer: the file's, or the generated classes'.
+fn instances(args: &Args) -> Result<Vec<(String, Instance)>> {
     let instances: Vec<(String, Instance)> = match &args.input {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
@@ -299,19 +235,158 @@ fn run(args: &Args) -> Result<bool> {
             std::fs::write(&path, inst.to_text()).map_err(|e| io(&path, e))?;
         }
     }
+    Ok(instances)
+}
+
+/// The solver's options from the flags.
+fn options(args: &Args) -> Result<SolveOptions> {
+    if let Some(k) = args.batch.filter(|k| !k.is_power_of_two()) {
+        return Err(Error::flag("--batch", k, "K must be a power of two"));
+    }
+    if !(args.time_limit >= 0.0 && args.time_limit.is_finite()) {
+        return Err(Error::flag(
+            "--time-limit",
+            args.time_limit,
+            "seconds: 0 (no limit) or more",
+        ));
+    }
+    Ok(SolveOptions {
+        batch: args.batch,
+        max_nodes: args.max_nodes,
+        time_limit: (args.time_limit > 0.0).then(|| Duration::from_secs_f64(args.time_limit)),
+        timeout: Duration::from_secs(args.timeout_s),
+        direction: match args.insert.trim() {
+            "td" => InsertDirection::TopDown,
+            "bu" => InsertDirection::BottomUp,
+            other => return Err(Error::flag("--insert", other, "expected td or bu")),
+        },
+        dp_memory: args.dp_memory.map(|mib| mib.saturating_mul(1 << 20)),
+        bulk: args.bulk,
+        refill: args.refill,
+        pop: args.pop,
+        gc_threshold: (args.gc > 0).then_some(args.gc),
+        dive: !args.no_dive,
+        expansion: args.expand,
+        resident_groups: args.resident_groups,
+    })
+}
+
+/// The branch-and-bound modes and their methods, in the order their rows run.
+const SEARCHES: [(&str, Method); 4] = [
+    ("seq", Method::Sequential),
+    ("gpu", Method::BranchAndBound(Mode::GpuOnly)),
+    ("coop", Method::BranchAndBound(Mode::Cooperative)),
+    ("cpu", Method::BranchAndBound(Mode::CpuOnly)),
+];
+
+/// The row of an answer the dynamic program gave or the search first found with its items.
+fn itemized_row(name: &str, inst: &Instance, s: Solution, ms: f64, max_cells: u64) -> Row {
+    let taken = s.taken.unwrap_or_default();
+    // The items must fit and add up to the optimum, which must equal the one-row program's.
+    let consistent = items_add_up(inst, &taken, s.stats.optimum);
+    let reference = one_row_program(inst, max_cells);
+    let (method, mode) = match s.by {
+        AnsweredBy::DynamicProgram { searched } if !searched.is_zero() => (
+            "dp",
+            format!(
+                "search {:.1} ms, then dp ({} items)",
+                searched.as_secs_f64() * 1e3,
+                taken.len()
+            ),
+        ),
+        AnsweredBy::DynamicProgram { .. } => ("dp", format!("dp ({} items)", taken.len())),
+        _ => ("bnb", format!("seq, then items ({} items)", taken.len())),
+    };
+    Row {
+        method,
+        instance: name.to_string(),
+        n: inst.items.len(),
+        capacity: inst.capacity,
+        mode,
+        batch: s.batch,
+        check: match reference {
+            _ if !consistent => Some(false),
+            Some((v, _)) => Some(v == s.stats.optimum),
+            None if method == "dp" => Some(true),
+            None => None,
+        },
+        stats: s.stats,
+        ms,
+        dp: reference,
+        items: Some(taken.len()),
+    }
+}
+
+/// The row of a branch-and-bound search by `mode`.
+fn search_row(
+    args: &Args,
+    name: &str,
+    inst: &Instance,
+    mode: String,
+    s: Solution,
+    ms: f64,
+    dp: Option<(u64, f64)>,
+) -> Row {
+    let stats = s.stats;
+    Row {
+        method: "bnb",
+        instance: name.to_string(),
+        n: inst.items.len(),
+        capacity: inst.capacity,
+        mode,
+        batch: s.batch.or(args.batch),
+        // A search stopped by the time limit offers a solution, not the optimum.
+        check: dp.map(|(v, _)| {
+            if stats.proved {
+                v == stats.optimum
+            } else {
+                stats.optimum <= v
+            }
+        }),
+        stats,
+        ms,
+        dp,
+        items: None,
+    }
+}
+
+fn run(args: &Args) -> Result<bool> {
+    let method = match (args.method.as_deref().map(str::trim), &args.mode) {
+        (Some(m @ ("auto" | "dp" | "bnb")), _) => m,
+        (Some(other), _) => return Err(Error::flag("--method", other, "expected auto, dp or bnb")),
+        (None, Some(_)) => "bnb",
+        (None, None) => "auto",
+    };
+    let default_modes = if method == "bnb" { "all" } else { "seq" };
+    let modes = cli::choose(
+        "--mode",
+        args.mode.as_deref().unwrap_or(default_modes),
+        &["seq", "cpu", "gpu", "coop"],
+    )?;
+    let options = options(args)?;
+    let instances = instances(args)?;
+    let solver = Knapsack::new(options.clone());
     // Which instances the dynamic program answers; branch-and-bound takes the rest.
     let by_dp: Vec<bool> = instances
         .iter()
         .map(|(_, inst)| match method {
             "dp" => true,
             "bnb" => false,
-            _ => dp_bytes(inst).is_some_and(|b| b <= dp_budget),
+            _ => solver.dp_fits(inst),
         })
         .collect();
     let bnb_needed = by_dp.iter().any(|d| !d);
-    let [seq, cpu, gpu, coop] =
-        ["seq", "cpu", "gpu", "coop"].map(|m| bnb_needed && modes.contains(&m));
-    let rt = if gpu || coop {
+    let searches: Vec<(&str, Method)> = SEARCHES
+        .into_iter()
+        .filter(|(m, _)| bnb_needed && modes.contains(m))
+        .collect();
+    let uses = |mode: Mode| {
+        searches
+            .iter()
+            .any(|(_, m)| *m == Method::BranchAndBound(mode))
+    };
+    let on_device = uses(Mode::GpuOnly) || uses(Mode::Cooperative);
+    let rt = if on_device {
         // Device times (each launch's start and end, which cost every launch host time on
         // NVIDIA) only for the heap's profiling build, whose rows report them.
         let profiled = asym_runtime::env::switch(GHEAP_PROFILE_ENV)?;
@@ -323,243 +398,141 @@ fn run(args: &Args) -> Result<bool> {
     } else {
         None
     };
-    let device = |mode: &str| DeviceHeapConfig {
-        bulk: args.bulk,
-        ..DeviceHeapConfig::new(batch_of(args, mode))
-    };
-    let mut placements = Vec::new();
-    if gpu {
-        placements.push(("gpu", HeapPlacement::Device(device("gpu"))));
-    }
-    if coop {
-        let c = CooperativeConfig::on(device("coop")).with_refill(args.refill);
-        placements.push(("coop", HeapPlacement::Cooperative(c)));
-    }
-    let pool = if cpu || gpu || coop {
+    let pool = if on_device || uses(Mode::CpuOnly) {
         Some(LatencyPool::with_threads(args.threads)?)
     } else {
         None
     };
-    let max_nodes = |mode: &str| {
-        args.max_nodes
-            .unwrap_or_else(|| node_limit_for_memory(batch_of(args, mode)))
-    };
-    if !(args.time_limit >= 0.0 && args.time_limit.is_finite()) {
-        return Err(Error::flag(
-            "--time-limit",
-            args.time_limit,
-            "seconds: 0 (no limit) or more",
-        ));
+    let mut solver = Knapsack::new(options);
+    if let Some(pool) = &pool {
+        solver = solver.with_latency_threads(pool);
     }
-    let time_limit = (args.time_limit > 0.0).then(|| Duration::from_secs_f64(args.time_limit));
-    let offload = |name: &str, placement: &HeapPlacement| OffloadConfig {
-        placement: placement.clone(),
-        batch: batch_of(args, name),
-        pop: args.pop,
-        max_live: max_nodes(name).saturating_mul(batch_of(args, name)),
-        gc_threshold: if args.gc == 0 { usize::MAX } else { args.gc },
-        time_limit,
-        dive: !args.no_dive,
-        resident_groups: args.resident_groups,
-        // The cooperative heap's top lives on the host: its rounds expand there.
-        expansion: match placement {
-            HeapPlacement::Device(_) => args.expand,
-            HeapPlacement::Cooperative(_) => Expansion::Threads,
-        },
-    };
     if let Some(rt) = &rt {
-        // Build the device programs before the clock starts.
-        for (name, placement) in &placements {
-            prepare_offloaded(rt, &offload(name, placement))?;
-        }
+        solver = solver.with_device(rt);
+    }
+    // Build the device programs before the clock starts.
+    for (_, m) in &searches {
+        solver.prepare(*m)?;
     }
     let mut rows = Vec::new();
     for ((name, inst), &dp_answers) in instances.iter().zip(&by_dp) {
-        // Time the default's search first took before the program answered.
-        let mut tried_ms = 0.0;
-        if dp_answers && method == "auto" {
-            match search_first_row(name, inst, max_nodes("seq"), args.dp_max_cells)? {
-                Ok(row) => {
-                    rows.push(row);
-                    continue;
-                }
-                Err(ms) => tried_ms = ms,
-            }
-        }
         if dp_answers {
+            let m = if method == "dp" {
+                Method::DynamicProgram
+            } else {
+                Method::Auto
+            };
             let t = Instant::now();
-            let s = solve_dp(inst, dp_budget).map_err(|e| match e {
-                Error::CapacityExceeded { what, capacity } => Error::CapacityExceeded {
-                    what: format!("{what} (raise --dp-memory, or --method bnb)"),
-                    capacity,
-                },
-                e => e,
-            })?;
-            let ms = tried_ms + t.elapsed().as_secs_f64() * 1e3;
-            // The items read back from the table must fit and add up to the optimum.
-            let consistent = items_add_up(inst, &s.taken, s.optimum);
-            let reference = one_row_program(inst, args.dp_max_cells);
-            rows.push(Row {
-                method: "dp",
-                instance: name.clone(),
-                n: inst.items.len(),
-                capacity: inst.capacity,
-                mode: if tried_ms > 0.0 {
-                    format!("search {tried_ms:.1} ms, then dp ({} items)", s.taken.len())
-                } else {
-                    format!("dp ({} items)", s.taken.len())
-                },
-                batch: None,
-                stats: BnbStats {
-                    optimum: s.optimum,
-                    proved: true,
-                    ..Default::default()
-                },
-                ms,
-                dp: reference,
-                check: Some(consistent && reference.is_none_or(|(v, _)| v == s.optimum)),
-                items: Some(s.taken.len()),
-            });
+            let s = solver.solve(inst, m).map_err(more_memory)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            rows.push(itemized_row(name, inst, s, ms, args.dp_max_cells));
             continue;
         }
         let dp = one_row_program(inst, args.dp_max_cells);
-        let mut push = |mode: String, stats: BnbStats, ms: f64| {
-            let batch = Some(batch_of(args, mode.split(':').next().unwrap_or("")));
-            rows.push(Row {
-                method: "bnb",
-                instance: name.clone(),
-                n: inst.items.len(),
-                capacity: inst.capacity,
-                mode,
-                batch,
-                // A search stopped by the time limit offers a solution, not the optimum.
-                check: dp.map(|(v, _)| {
-                    if stats.proved {
-                        v == stats.optimum
+        for (mode, m) in &searches {
+            let t = Instant::now();
+            let s = solver.solve(inst, *m).map_err(more_nodes)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let label = match m {
+                Method::BranchAndBound(Mode::CpuOnly) => {
+                    format!(
+                        "cpu:{}x{}",
+                        args.insert.trim(),
+                        pool.as_ref().map_or(0, LatencyPool::len)
+                    )
+                }
+                Method::BranchAndBound(_) => {
+                    let by = if s.stats.device_expansion {
+                        "device"
                     } else {
-                        stats.optimum <= v
-                    }
-                }),
-                stats,
-                ms,
-                dp,
-                items: None,
-            })
-        };
-        if seq {
-            let t = Instant::now();
-            let s =
-                solve_sequential_within(inst, batch_of(args, "seq"), max_nodes("seq"), time_limit)
-                    .map_err(more_nodes)?;
-            push("seq".into(), s, t.elapsed().as_secs_f64() * 1e3);
-        }
-        if let (Some(pool), Some(rt)) = (&pool, &rt) {
-            for (name, placement) in &placements {
-                let t = Instant::now();
-                let s = solve_offloaded(inst, pool, rt, &offload(name, placement))
-                    .map_err(more_nodes)?;
-                let by = if s.device_expansion {
-                    "device"
-                } else {
-                    "threads"
-                };
-                push(
-                    format!("{name}:p{}:{by}", args.pop),
-                    s,
-                    t.elapsed().as_secs_f64() * 1e3,
-                );
-            }
-        }
-        if let (true, Some(pool)) = (cpu, &pool) {
-            let t = Instant::now();
-            let s = solve_concurrent(
-                inst,
-                pool,
-                batch_of(args, "cpu"),
-                direction,
-                NodeBudget::up_to(max_nodes("cpu")),
-                Duration::from_secs(args.timeout_s),
-                time_limit,
-            )
-            .map_err(more_nodes)?;
-            push(
-                format!("cpu:{}x{}", args.insert.trim(), pool.len()),
-                s,
-                t.elapsed().as_secs_f64() * 1e3,
-            );
+                        "threads"
+                    };
+                    format!("{mode}:p{}:{by}", args.pop)
+                }
+                _ => mode.to_string(),
+            };
+            rows.push(search_row(args, name, inst, label, s, ms, dp));
         }
     }
     let all_ok = rows.iter().all(|r| r.check != Some(false));
     if args.json {
-        for r in &rows {
-            println!(
-                "{}",
-                json!({
-                    "method": r.method,
-                    "instance": r.instance, "n": r.n, "capacity": r.capacity, "mode": r.mode,
-                    "batch": r.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
-                    "pruned": r.stats.pruned, "fixed": r.stats.fixed, "proved": r.stats.proved, "collected": r.stats.collected,
-                    "collections": r.stats.collections, "dive_expanded": r.stats.dive_expanded,
-                    "proved_by_dive": r.stats.proved_by_dive,
-                    "device_expansion": r.stats.device_expansion,
-                    "rounds": r.stats.rounds, "direct_rounds": r.stats.direct_rounds,
-                    "resident_launches": r.stats.resident_launches,
-                    "resident_fallbacks": r.stats.resident_fallbacks,
-                    "device_setup_ms": r.stats.device_times_us[0] as f64 / 1e3,
-                    "device_expand_ms": r.stats.device_times_us[1] as f64 / 1e3,
-                    "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3,
-                    "device_allocations": r.stats.device_allocations,
-                    "device_profile_us": device_profile_json(&r.stats.device_profile), "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
-                    "dp_ms": r.dp.map(|d| d.1), "verified": r.check, "items": r.items,
-                })
-            );
-        }
+        print_json(&rows);
     } else {
-        let mut table = cli::Table::new(&[
-            "instance",
-            ">n",
-            ">capacity",
-            "mode",
-            ">optimum",
-            ">expanded",
-            ">pruned",
-            ">ms",
-            ">DP ms",
-            "check",
-        ]);
-        for r in &rows {
-            table.row(vec![
-                r.instance.clone(),
-                r.n.to_string(),
-                r.capacity.to_string(),
-                r.mode.clone(),
-                r.stats.optimum.to_string(),
-                if r.stats.dive_expanded > 0 {
-                    format!("{} + dive {}", r.stats.expanded, r.stats.dive_expanded)
-                } else {
-                    r.stats.expanded.to_string()
-                },
-                r.stats.pruned.to_string(),
-                format!("{:.2}", r.ms),
-                r.dp.map_or("-".into(), |d| format!("{:.2}", d.1)),
-                match (r.method, r.check) {
-                    ("dp", Some(true)) => "items add up, equal",
-                    ("dp", _) => "DIFFERENT",
-                    (_, Some(true)) if r.items.is_some() => "items add up, equal",
-                    (_, None) if r.items.is_some() => "items add up, too large for DP",
-                    (_, Some(false)) => "DIFFERENT",
-                    _ if !r.stats.proved => "best found, not proved (--time-limit)",
-                    (_, Some(true)) if r.stats.proved_by_dive => "equal (the dive proved it)",
-                    (_, Some(true)) => "equal",
-                    (_, None) if r.stats.proved_by_dive => "too large for DP (the dive proved it)",
-                    (_, None) => "too large for DP",
-                }
-                .to_string(),
-            ]);
-        }
-        table.print();
+        print_table(&rows);
     }
     Ok(all_ok)
+}
+
+fn print_json(rows: &[Row]) {
+    for r in rows {
+        println!(
+            "{}",
+            json!({
+                "method": r.method,
+                "instance": r.instance, "n": r.n, "capacity": r.capacity, "mode": r.mode,
+                "batch": r.batch, "optimum": r.stats.optimum, "expanded": r.stats.expanded,
+                "pruned": r.stats.pruned, "fixed": r.stats.fixed, "proved": r.stats.proved, "collected": r.stats.collected,
+                "collections": r.stats.collections, "dive_expanded": r.stats.dive_expanded,
+                "proved_by_dive": r.stats.proved_by_dive,
+                "device_expansion": r.stats.device_expansion,
+                "rounds": r.stats.rounds, "direct_rounds": r.stats.direct_rounds,
+                "resident_launches": r.stats.resident_launches,
+                "resident_fallbacks": r.stats.resident_fallbacks,
+                "device_setup_ms": r.stats.device_times_us[0] as f64 / 1e3,
+                "device_expand_ms": r.stats.device_times_us[1] as f64 / 1e3,
+                "device_heap_ms": r.stats.device_times_us[2] as f64 / 1e3,
+                "device_allocations": r.stats.device_allocations,
+                "device_profile_us": device_profile_json(&r.stats.device_profile), "ms": r.ms, "dp_optimum": r.dp.map(|d| d.0),
+                "dp_ms": r.dp.map(|d| d.1), "verified": r.check, "items": r.items,
+            })
+        );
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    let mut table = cli::Table::new(&[
+        "instance",
+        ">n",
+        ">capacity",
+        "mode",
+        ">optimum",
+        ">expanded",
+        ">pruned",
+        ">ms",
+        ">DP ms",
+        "check",
+    ]);
+    for r in rows {
+        table.row(vec![
+            r.instance.clone(),
+            r.n.to_string(),
+            r.capacity.to_string(),
+            r.mode.clone(),
+            r.stats.optimum.to_string(),
+            if r.stats.dive_expanded > 0 {
+                format!("{} + dive {}", r.stats.expanded, r.stats.dive_expanded)
+            } else {
+                r.stats.expanded.to_string()
+            },
+            r.stats.pruned.to_string(),
+            format!("{:.2}", r.ms),
+            r.dp.map_or("-".into(), |d| format!("{:.2}", d.1)),
+            match (r.method, r.check) {
+                ("dp", Some(true)) => "items add up, equal",
+                ("dp", _) => "DIFFERENT",
+                (_, Some(true)) if r.items.is_some() => "items add up, equal",
+                (_, None) if r.items.is_some() => "items add up, too large for DP",
+                (_, Some(false)) => "DIFFERENT",
+                _ if !r.stats.proved => "best found, not proved (--time-limit)",
+                (_, Some(true)) if r.stats.proved_by_dive => "equal (the dive proved it)",
+                (_, Some(true)) => "equal",
+                (_, None) if r.stats.proved_by_dive => "too large for DP (the dive proved it)",
+                (_, None) => "too large for DP",
+            }
+            .to_string(),
+        ]);
+    }
+    table.print();
 }
 
 fn main() -> ExitCode {

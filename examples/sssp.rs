@@ -22,12 +22,14 @@
 //! `inf`. Vertices are numbered from 1, as in the files. `--mode coop` expands on the device and orders with the Cooperative heap
 //! (a host top served by the calling thread in front of the device heap).
 //!
+//! Every search goes through the one front, [`Sssp`]: a mode and an order per row.
 //! `--device all` (or a comma-separated list) runs gpu mode on a device set: the set as it
 //! settles after its untimed trials (`gpu-set`, with the plan it chose), the set forced
 //! together (`gpu-set:together`, every iteration's frontier split by measured speed, merged
 //! on the fastest member), and each member alone (rows `gpu@i`), each member's share shown;
-//! each of these rows is the second of two runs. With cpu mode too, the latency threads join
-//! the set as one more worker (`coop-set`, `coop-set:together`).
+//! each of these rows is the second of two runs. Coop mode on a set runs the same rows with
+//! the latency threads as one more worker (`coop-set`, `coop-set:together`), and its
+//! delta-stepping on the set's first device.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,12 +38,11 @@ use std::time::Instant;
 use asym_apps::graph::{Graph, MtxOptions, Relabeling, UNREACHABLE};
 use asym_apps::io::output;
 use asym_apps::sssp::coop_delta::{CoopSplit, CoopStats};
-use asym_apps::sssp::device::DeviceSssp;
-use asym_apps::sssp::spread::{SetPlan, SpreadRun, SpreadSssp};
-use asym_apps::sssp::{check_distances, cpu, delta, Order, SsspRun, SsspStats};
+use asym_apps::sssp::front::{Sssp, SsspOptions};
+use asym_apps::sssp::spread::{SetPlan, SetReport};
+use asym_apps::sssp::{check_distances, delta, Order, SsspRun, SsspStats};
 use asym_runtime::{host_memory, DeviceSet, Error, LatencyPool, Mode, Result};
-use asym_structures::HeapPlacement;
-use asym_structures::{BulkPolicy, CooperativeConfig, DeviceHeapConfig};
+use asym_structures::{BulkPolicy, DeviceHeapConfig};
 use clap::Parser;
 
 use asym_apps::cli;
@@ -263,14 +264,6 @@ fn parse_widths(value: &str) -> Result<Vec<Option<u32>>> {
         .collect()
 }
 
-/// An order as the rows name it.
-fn order_name(order: Order) -> &'static str {
-    match order {
-        Order::Frontier => "frontier",
-        Order::Heap { .. } => "heap",
-    }
-}
-
 /// A set's plan as a row shows it.
 fn plan_name(plan: SetPlan) -> String {
     match plan {
@@ -281,7 +274,7 @@ fn plan_name(plan: SetPlan) -> String {
 }
 
 /// A set search's shares: `gpu@0 61% · gpu@1 39%` of the frontier entries expanded.
-fn shares_text(run: &SpreadRun) -> String {
+fn shares_text(run: &SetReport) -> String {
     let total: u64 = run.members.iter().map(|m| m.items).sum::<u64>().max(1);
     run.members
         .iter()
@@ -385,49 +378,24 @@ fn write_output(path: &std::path::Path, dist: &[u64]) -> Result<()> {
     })
 }
 
-fn run(args: &Args) -> Result<bool> {
-    for path in args.output.iter().chain(&args.save_graph) {
-        // Fail before the run, not after it, on a path that cannot be written.
-        output::check_writable(path)?;
-    }
-    let modes = cli::words::<Mode>("--mode", &args.mode)?;
-    let [use_cpu, use_gpu, use_coop] = Mode::ALL.map(|m| modes.contains(&m));
-    if args.source == Some(0) {
-        return Err(Error::flag("--source", 0, "vertices are numbered from 1"));
-    }
-    let order = Order::Heap {
-        threshold: args.threshold,
-        pop: args.pop.unwrap_or(args.threshold),
-        batch: args.batch,
-    };
-    let set = if use_gpu || use_coop {
-        Some(DeviceSet::open(args.device.as_deref())?)
-    } else {
-        None
-    };
-    let members = set.as_ref().map_or(0, DeviceSet::len);
-    // Progress steps: over a set, gpu mode runs each member alone, the set as chosen and the
-    // set together, in both orders; a single device the frontier and heap orders and a delta
-    // row per width.
-    let delta_widths = parse_widths(&args.delta)?;
-    let w = delta_widths.len() as u64;
-    let gpu_rows = if members > 1 {
-        2 * (members as u64 + 2)
-    } else {
-        2 + w
-    };
-    let steps = 2
-        + (2 + w) * u64::from(use_cpu)
-        + gpu_rows * u64::from(use_gpu)
-        + (1 + w) * u64::from(use_coop);
-    let coop_split =
-        match args.coop_split.trim() {
-            "auto" => CoopSplit::adaptive(),
-            n => CoopSplit::fixed(n.parse().map_err(|_| {
-                Error::flag("--coop-split", n, "expected auto or a number of edges")
-            })?)?,
-        };
-    let mut progress = Progress::new(steps, args.json);
+/// The graph as the searches see it, its source and the reference they are checked against.
+struct Prepared {
+    name: String,
+    graph: Graph,
+    /// The source in the graph's own numbering, and as the searches number it.
+    given_source: usize,
+    source: usize,
+    relabeling: Option<Relabeling>,
+    /// Milliseconds the renumbering took.
+    order_ms: f64,
+    /// Dijkstra's distances and time.
+    reference: Vec<u64>,
+    dijkstra_ms: f64,
+    reached: usize,
+}
+
+/// Loads or generates the graph, saves it where asked, renumbers it and runs Dijkstra.
+fn prepare(args: &Args, devices: bool, progress: &mut Progress) -> Result<Prepared> {
     let renumber = cli::one_of("--vertex-order", &args.vertex_order, &["bfs", "given"])? == "bfs";
     let save_searched = cli::one_of(
         "--save-graph-order",
@@ -466,7 +434,7 @@ fn run(args: &Args) -> Result<bool> {
     // Beside the graph: the reference and each search's distances and frontiers (about 32
     // bytes per vertex), and for the device modes the graph's copy in SVM.
     let per_vertex = (graph.vertices() as u64).saturating_mul(32);
-    let device_copy = if use_gpu || use_coop {
+    let device_copy = if devices {
         (graph.edges() as u64) * 8 + (graph.vertices() as u64) * 4
     } else {
         0
@@ -483,267 +451,404 @@ fn run(args: &Args) -> Result<bool> {
     let t = Instant::now();
     let reference = graph.dijkstra(source)?;
     let dijkstra_ms = t.elapsed().as_secs_f64() * 1e3;
-    progress.step("parallel searches".into());
     let reached = reference.iter().filter(|&&d| d != UNREACHABLE).count();
-    let mut rows = vec![Row {
-        mode: "seq".into(),
-        order: "dijkstra",
-        ms: dijkstra_ms,
-        stats: SsspStats {
-            visited: reached as u64,
-            ..Default::default()
-        },
-        check: Ok(()),
-        set: None,
-        delta: None,
-        runs: 1,
-        ms_min: dijkstra_ms,
-        ms_max: dijkstra_ms,
-        coop: None,
-    }];
-    let widths: Vec<u32> = {
-        let mut w = Vec::new();
-        for width in delta_widths
-            .iter()
-            .map(|w| w.unwrap_or_else(|| delta::auto_delta(&graph)))
-        {
-            if !w.contains(&width) {
-                w.push(width);
-            }
-        }
-        w
-    };
-    let mut push = |mode: &str,
-                    order: &'static str,
-                    timed: Timed,
-                    set: Option<serde_json::Value>,
-                    delta: Option<u32>| {
-        rows.push(Row {
+    Ok(Prepared {
+        name,
+        graph,
+        given_source,
+        source,
+        relabeling,
+        order_ms,
+        reference,
+        dijkstra_ms,
+        reached,
+    })
+}
+
+/// The rows of one run: what each search did, checked against the reference.
+struct Rows<'a> {
+    rows: Vec<Row>,
+    reference: &'a [u64],
+    source: usize,
+    repeat: usize,
+    progress: Progress,
+}
+
+impl Rows<'_> {
+    fn push(&mut self, mode: &str, order: Order, timed: Timed, set: Option<serde_json::Value>) {
+        self.rows.push(Row {
             mode: mode.into(),
-            order,
+            order: order.name(),
             ms: timed.ms,
             check: timed.check,
             stats: timed.run.stats,
-            delta,
+            delta: match order {
+                Order::Delta { width } => Some(width),
+                _ => None,
+            },
             runs: timed.runs,
             ms_min: timed.min,
             ms_max: timed.max,
             set,
             coop: timed.coop,
-        })
+        });
+        self.progress.step(format!("{mode} {}", order.name()));
+    }
+
+    /// One search in `mode` and `order`, timed (delta-stepping: `--repeat` searches).
+    fn search(&mut self, front: &mut Sssp<'_>, row: &str, mode: Mode, order: Order) -> Result<()> {
+        let source = self.source;
+        let timed = match order {
+            Order::Delta { .. } => Timed::repeat(self.repeat, self.reference, || {
+                let report = front.shortest_paths(source, mode, order)?;
+                Ok((report.run, report.coop))
+            })?,
+            _ => {
+                let t = Instant::now();
+                let report = front.shortest_paths(source, mode, order)?;
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                Timed::once(report.run, ms, self.reference)
+            }
+        };
+        self.push(row, order, timed, None);
+        Ok(())
+    }
+
+    /// The rows of a device set in `mode` (GpuOnly: `gpu-set`; Cooperative, the latency
+    /// threads one more worker: `coop-set`): the set as it settles after its untimed trials,
+    /// the set forced together, and each of the first `alone` members alone, each row the
+    /// second of two runs.
+    fn set_rows(
+        &mut self,
+        front: &mut Sssp<'_>,
+        mode: Mode,
+        order: Order,
+        alone: usize,
+    ) -> Result<()> {
+        let name = if mode == Mode::Cooperative {
+            "coop-set"
+        } else {
+            "gpu-set"
+        };
+        let source = self.source;
+        // Untimed: the set's trials (each plan twice), which also warm every member.
+        self.progress.bar.set_message("device-set trials");
+        while front
+            .shortest_paths(source, mode, order)?
+            .set
+            .is_some_and(|s| s.exploring)
+        {}
+        let mut runners: Vec<(String, Option<SetPlan>)> = vec![
+            (name.into(), None),
+            (format!("{name}:together"), Some(SetPlan::Together)),
+        ];
+        runners.extend((0..alone).map(|i| (format!("gpu@{i}"), Some(SetPlan::Alone(i)))));
+        for (row, plan) in runners {
+            // Each row runs once untimed first: a search on the host's cores (PoCL) slows
+            // the host work of the search after it (the heap's), whichever row that is.
+            let mut timed = None;
+            for _ in 0..2 {
+                let t = Instant::now();
+                let report = match plan {
+                    Some(p) => front.shortest_paths_as(p, source, mode, order)?,
+                    None => front.shortest_paths(source, mode, order)?,
+                };
+                timed = Some((report, t.elapsed().as_secs_f64() * 1e3));
+            }
+            let Some((report, ms)) = timed else {
+                continue;
+            };
+            let set_info = report.set.as_ref().map(|set| {
+                json!({
+                    "plan": plan_name(set.plan),
+                    "exploring": set.exploring,
+                    "redone_entries": set.redone_entries,
+                    "shares": shares_text(set),
+                    "members": set.members.iter().map(|m| json!({
+                        "member": m.member, "device": m.worker, "entries": m.items,
+                        "iterations": m.pieces, "busy_ms": m.busy_s * 1e3,
+                        "entries_per_s": m.items_per_s, "error": m.error,
+                    })).collect::<Vec<_>>(),
+                })
+            });
+            let timed = Timed::once(report.run, ms, self.reference);
+            self.push(&row, order, timed, set_info);
+        }
+        Ok(())
+    }
+}
+
+/// The searches' options from the flags.
+fn options(args: &Args) -> Result<SsspOptions> {
+    let coop_split =
+        match args.coop_split.trim() {
+            "auto" => CoopSplit::adaptive(),
+            n => CoopSplit::fixed(n.parse().map_err(|_| {
+                Error::flag("--coop-split", n, "expected auto or a number of edges")
+            })?)?,
+        };
+    Ok(SsspOptions {
+        device_heap: DeviceHeapConfig {
+            work_groups: args.work_groups,
+            bulk: args.bulk,
+            ..DeviceHeapConfig::new(args.batch)
+        },
+        refill: args.refill,
+        coop_split,
+        local_rounds: args.local_rounds,
+        resident_groups: args.resident_groups,
+    })
+}
+
+/// Which searches a run makes: its modes, the set's size, the heap order and the widths of
+/// delta-stepping.
+struct Wanted {
+    cpu: bool,
+    gpu: bool,
+    coop: bool,
+    members: usize,
+    heap: Order,
+    widths: Vec<Order>,
+}
+
+impl Wanted {
+    /// Members a set's rows in `mode` run alone: coop's are gpu's where gpu runs too.
+    fn alone(&self, mode: Mode) -> usize {
+        if mode == Mode::Cooperative && self.gpu {
+            0
+        } else {
+            self.members
+        }
+    }
+
+    /// Every search of the run, a row each, through the one front.
+    fn search(&self, rows: &mut Rows<'_>, front: &mut Sssp<'_>, source: usize) -> Result<()> {
+        if self.cpu {
+            for o in [Order::Frontier, self.heap].iter().chain(&self.widths) {
+                rows.search(front, "cpu", Mode::CpuOnly, *o)?;
+            }
+        }
+        if self.members == 1 {
+            // A first search builds the device heap's program (cached afterwards) and warms the
+            // graph's pages: not timed.
+            front.shortest_paths(source, Mode::GpuOnly, self.heap)?;
+            if self.gpu {
+                for o in [Order::Frontier, self.heap] {
+                    rows.search(front, "gpu", Mode::GpuOnly, o)?;
+                }
+            }
+            if self.coop {
+                rows.search(front, "coop", Mode::Cooperative, self.heap)?;
+            }
+            if self.gpu {
+                for &o in &self.widths {
+                    // Untimed first: it allocates the near-far lists.
+                    front.shortest_paths(source, Mode::GpuOnly, o)?;
+                    rows.search(front, "gpu", Mode::GpuOnly, o)?;
+                }
+            }
+        }
+        if self.coop {
+            for &o in &self.widths {
+                // Untimed first: the near-far lists, and an adaptive split's measurements
+                // (learnt again for each width).
+                rows.progress
+                    .bar
+                    .set_message("coop delta-stepping: learning the split");
+                front.restart_coop_split();
+                for _ in 0..10 {
+                    front.shortest_paths(source, Mode::Cooperative, o)?;
+                    if !front.coop_split().is_learning() {
+                        break;
+                    }
+                }
+                rows.search(front, "coop", Mode::Cooperative, o)?;
+            }
+        }
+        if self.members > 1 {
+            for (mode, wanted) in [(Mode::GpuOnly, self.gpu), (Mode::Cooperative, self.coop)] {
+                for o in [Order::Frontier, self.heap].into_iter().filter(|_| wanted) {
+                    rows.set_rows(front, mode, o, self.alone(mode))?;
+                }
+            }
+            for (device, error) in front.failed_devices() {
+                eprintln!("sssp: {device} failed during a search and was left out: {error}");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run(args: &Args) -> Result<bool> {
+    for path in args.output.iter().chain(&args.save_graph) {
+        // Fail before the run, not after it, on a path that cannot be written.
+        output::check_writable(path)?;
+    }
+    let modes = cli::words::<Mode>("--mode", &args.mode)?;
+    let [use_cpu, use_gpu, use_coop] = Mode::ALL.map(|m| modes.contains(&m));
+    if args.source == Some(0) {
+        return Err(Error::flag("--source", 0, "vertices are numbered from 1"));
+    }
+    let heap = Order::Heap {
+        threshold: args.threshold,
+        pop: args.pop.unwrap_or(args.threshold),
+        batch: args.batch,
     };
-    let mut device_label = None;
-    let labels: Vec<String> = set.as_ref().map_or(Vec::new(), |s| {
-        s.members().iter().map(|rt| rt.profile().label()).collect()
-    });
+    let options = options(args)?;
+    let set = if use_gpu || use_coop {
+        Some(DeviceSet::open(args.device.as_deref())?)
+    } else {
+        None
+    };
+    let members = set.as_ref().map_or(0, DeviceSet::len);
+    // Progress steps: over a set, gpu and coop run the set as chosen and the set together,
+    // and once each member alone, in both orders; a single device the frontier and heap
+    // orders (coop the heap order) and a delta row per width; coop delta-stepping a row per
+    // width.
+    let delta_widths = parse_widths(&args.delta)?;
+    let w = delta_widths.len() as u64;
+    let mut want = Wanted {
+        cpu: use_cpu,
+        gpu: use_gpu,
+        coop: use_coop,
+        members,
+        heap,
+        widths: Vec::new(),
+    };
+    let set_rows = |m: Mode| 2 * (want.alone(m) as u64 + 2);
+    let (gpu_rows, coop_rows) = if members > 1 {
+        (set_rows(Mode::GpuOnly), set_rows(Mode::Cooperative) + w)
+    } else {
+        (2 + w, 1 + w)
+    };
+    let steps = 2
+        + (2 + w) * u64::from(use_cpu)
+        + gpu_rows * u64::from(use_gpu)
+        + coop_rows * u64::from(use_coop);
+    let mut progress = Progress::new(steps, args.json);
+    let prep = prepare(args, set.is_some(), &mut progress)?;
+    let Prepared { graph, source, .. } = &prep;
+    progress.step("parallel searches".into());
+    let mut rows = Rows {
+        rows: vec![Row {
+            mode: "seq".into(),
+            order: "dijkstra",
+            ms: prep.dijkstra_ms,
+            stats: SsspStats {
+                visited: prep.reached as u64,
+                ..Default::default()
+            },
+            check: Ok(()),
+            set: None,
+            delta: None,
+            runs: 1,
+            ms_min: prep.dijkstra_ms,
+            ms_max: prep.dijkstra_ms,
+            coop: None,
+        }],
+        reference: &prep.reference,
+        source: *source,
+        repeat: args.repeat,
+        progress,
+    };
+    let mut widths: Vec<Order> = Vec::new();
+    for width in delta_widths
+        .iter()
+        .map(|w| w.unwrap_or_else(|| delta::auto_delta(graph)))
+    {
+        if !widths.contains(&Order::Delta { width }) {
+            widths.push(Order::Delta { width });
+        }
+    }
     let pool = if use_cpu || use_coop {
         Some(LatencyPool::with_threads(args.threads)?)
     } else {
         None
     };
-    if let (Some(pool), true) = (&pool, use_cpu) {
-        for o in [Order::Frontier, order] {
-            let t = Instant::now();
-            let run = cpu::shortest_paths(&graph, source, pool, o)?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            push(
-                "cpu",
-                order_name(o),
-                Timed::once(run, ms, &reference),
-                None,
-                None,
-            );
-            progress.step("cpu search".into());
-        }
-        for &width in &widths {
-            let timed = Timed::repeat(args.repeat, &reference, || {
-                Ok((delta::shortest_paths(&graph, source, pool, width)?, None))
-            })?;
-            push("cpu", "delta", timed, None, Some(width));
-            progress.step("cpu delta-stepping".into());
-        }
+    let mut front = Sssp::new(graph, options);
+    if let Some(pool) = &pool {
+        front = front.with_latency_threads(pool);
     }
     if let Some(set) = &set {
-        let rt = set.members()[0].clone();
-        device_label = Some(
-            set.members()
+        front = front.with_devices(set);
+    }
+    want.widths = widths;
+    want.search(&mut rows, &mut front, *source)?;
+    rows.progress.bar.finish_and_clear();
+    if let Some(path) = &args.output {
+        match &prep.relabeling {
+            Some(r) => write_output(path, &r.distances_back(&prep.reference)?)?,
+            None => write_output(path, &prep.reference)?,
+        }
+    }
+    let report = Report {
+        args,
+        prep: &prep,
+        labels: set.as_ref().map_or(Vec::new(), |s| {
+            s.members().iter().map(|rt| rt.profile().label()).collect()
+        }),
+        device_label: set.as_ref().map(|s| {
+            s.members()
                 .iter()
                 .map(|rt| format!("{} ({} SVM)", rt.profile().label(), rt.transport()))
                 .collect::<Vec<_>>()
-                .join(" + "),
-        );
-        if use_coop && members > 1 {
-            eprintln!(
-                "sssp: coop mode runs on the first device of the set ({})",
-                rt.profile().label()
-            );
-        }
-        let device = DeviceHeapConfig {
-            work_groups: args.work_groups,
-            bulk: args.bulk,
-            ..DeviceHeapConfig::new(args.batch)
-        };
-        let coop = CooperativeConfig::on(device.clone()).with_refill(args.refill);
-        let (device, coop) = (
-            HeapPlacement::Device(device),
-            HeapPlacement::Cooperative(coop),
-        );
-        let mut dev = DeviceSssp::new(&rt, &graph)?;
-        if let Some(rounds) = args.local_rounds {
-            dev.set_local_rounds(rounds)?;
-        }
-        if args.resident_groups.is_some() {
-            dev.set_resident_iterations(None, args.resident_groups)?;
-        }
-        // A first search builds the device heap's program (cached afterwards) and warms the
-        // graph's pages: not timed.
-        dev.shortest_paths(source, order, &device)?;
-        let mut runs = Vec::new();
-        if use_gpu && members <= 1 {
-            runs.extend([("gpu", Order::Frontier, &device), ("gpu", order, &device)]);
-        }
-        if use_coop {
-            runs.push(("coop", order, &coop));
-        }
-        for (mode, o, heap) in runs {
-            let t = Instant::now();
-            let run = dev.shortest_paths(source, o, heap)?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            push(
-                mode,
-                order_name(o),
-                Timed::once(run, ms, &reference),
-                None,
-                None,
-            );
-            progress.step(format!("{mode} search"));
-        }
-        if use_gpu && members <= 1 {
-            for &width in &widths {
-                // Untimed first: it allocates the near-far lists.
-                dev.delta_stepping(source, width)?;
-                let timed = Timed::repeat(args.repeat, &reference, || {
-                    Ok((dev.delta_stepping(source, width)?, None))
-                })?;
-                push("gpu", "delta", timed, None, Some(width));
-                progress.step("gpu delta-stepping".into());
-            }
-        }
-        if let (true, Some(pool)) = (use_coop, &pool) {
-            for &width in &widths {
-                // Untimed first: the near-far lists, and an adaptive split's measurements
-                // (learnt again for each width).
-                progress
-                    .bar
-                    .set_message("coop delta-stepping: learning the split");
-                let mut split = coop_split;
-                dev.cooperative_delta_stepping(pool, source, width, &mut split)?;
-                for _ in 1..10 {
-                    if !split.is_learning() {
-                        break;
-                    }
-                    dev.cooperative_delta_stepping(pool, source, width, &mut split)?;
-                }
-                let timed = Timed::repeat(args.repeat, &reference, || {
-                    let run = dev.cooperative_delta_stepping(pool, source, width, &mut split)?;
-                    Ok((run.run, Some(run.coop)))
-                })?;
-                push("coop", "delta", timed, None, Some(width));
-                progress.step("coop delta-stepping".into());
-            }
-        }
-        drop(dev);
-        if use_gpu && members > 1 {
-            // With cpu mode too, the latency threads are one more worker of the set (coop-set
-            // rows); their search alone is the cpu rows.
-            let mut spread = SpreadSssp::new(set, &graph)?;
-            let name = match &pool {
-                Some(pool) => {
-                    spread = spread.with_latency_threads(pool);
-                    "coop-set"
-                }
-                None => "gpu-set",
-            };
-            for o in [Order::Frontier, order] {
-                // Untimed: the set's trials (each plan twice), which also warm every member.
-                progress.bar.set_message("device-set trials");
-                while spread.shortest_paths(source, o, &device)?.exploring {}
-                let mut runners: Vec<(String, Option<SetPlan>)> = vec![
-                    (name.into(), None),
-                    (format!("{name}:together"), Some(SetPlan::Together)),
-                ];
-                runners.extend((0..members).map(|i| (format!("gpu@{i}"), Some(SetPlan::Alone(i)))));
-                for (mode, plan) in runners {
-                    // Each row runs once untimed first: a search on the host's cores (PoCL)
-                    // slows the host work of the search after it (the heap's, 14-19 % on the
-                    // H200 machine), whichever row that is.
-                    let mut timed = None;
-                    for _ in 0..2 {
-                        let t = Instant::now();
-                        let run = match plan {
-                            Some(p) => spread.shortest_paths_as(p, source, o, &device)?,
-                            None => spread.shortest_paths(source, o, &device)?,
-                        };
-                        timed = Some((run, t.elapsed().as_secs_f64() * 1e3));
-                    }
-                    let (run, ms) = timed.expect("ran");
-                    let set_info = json!({
-                        "plan": plan_name(run.plan),
-                        "exploring": run.exploring,
-                        "redone_entries": run.redone_entries,
-                        "shares": shares_text(&run),
-                        "members": run.members.iter().map(|m| json!({
-                            "member": m.member, "device": m.worker, "entries": m.items,
-                            "iterations": m.pieces, "busy_ms": m.busy_s * 1e3,
-                            "entries_per_s": m.items_per_s, "error": m.error,
-                        })).collect::<Vec<_>>(),
-                    });
-                    let timed = Timed::once(run.run, ms, &reference);
-                    push(&mode, order_name(o), timed, Some(set_info), None);
-                    progress.step(format!("{mode} search"));
-                }
-            }
-            for (device, error) in spread.failed_devices() {
-                eprintln!("sssp: {device} failed during a search and was left out: {error}");
-            }
-        }
+                .join(" + ")
+        }),
+        rows: &rows.rows,
+    };
+    if args.json {
+        report.print_json();
+    } else {
+        report.print_table();
     }
-    progress.bar.finish_and_clear();
-    if let Some(path) = &args.output {
-        match &relabeling {
-            Some(r) => write_output(path, &r.distances_back(&reference)?)?,
-            None => write_output(path, &reference)?,
-        }
-    }
-    let all_ok = rows.iter().all(|r| r.check.is_ok());
-    // Each mode against the frontier search on the same engine (coop expands on the device).
-    let baseline = |mode: &str| {
+    Ok(rows.rows.iter().all(|r| r.check.is_ok()))
+}
+
+/// What a run prints: its rows and where they ran.
+struct Report<'a> {
+    args: &'a Args,
+    prep: &'a Prepared,
+    /// Each member's label, and the set's.
+    labels: Vec<String>,
+    device_label: Option<String>,
+    rows: &'a [Row],
+}
+
+impl Report<'_> {
+    /// The frontier search on the same engine as `mode` (coop expands on the device).
+    fn baseline(&self, mode: &str) -> Option<f64> {
         let engine = if mode == "coop" { "gpu" } else { mode };
-        rows.iter()
+        self.rows
+            .iter()
             .find(|r| r.mode == engine && r.order == "frontier")
             .map(|r| r.ms)
-    };
-    // The device a row ran on: a member (gpu@i; coop and gpu on the first), or the set.
-    let device_of = |mode: &str| -> Option<String> {
+    }
+
+    /// The device a row ran on: a member (gpu@i; coop and gpu on the first), or the set.
+    fn device_of(&self, mode: &str) -> Option<String> {
         if let Some(i) = mode.strip_prefix("gpu@") {
-            return i.parse::<usize>().ok().and_then(|i| labels.get(i).cloned());
+            return i
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| self.labels.get(i).cloned());
         }
         match mode {
-            m if m.starts_with("gpu-set") || m.starts_with("coop-set") => device_label.clone(),
-            "gpu" | "coop" => labels.first().cloned(),
+            m if m.starts_with("gpu-set") || m.starts_with("coop-set") => self.device_label.clone(),
+            "gpu" | "coop" => self.labels.first().cloned(),
             _ => None,
         }
-    };
-    let on_set = rows.iter().any(|r| r.set.is_some());
-    if args.json {
-        for r in &rows {
+    }
+
+    fn print_json(&self) {
+        let (args, p) = (self.args, self.prep);
+        for r in self.rows {
             println!(
                 "{}",
                 json!({
-                    "graph": name, "vertices": graph.vertices(), "edges": graph.edges(),
-                    "source": given_source + 1, "source_searched": source + 1,
-                    "vertex_order": args.vertex_order.trim(), "order_ms": order_ms,
-                    "reached": reached, "mode": r.mode, "order": r.order,
+                    "graph": p.name, "vertices": p.graph.vertices(), "edges": p.graph.edges(),
+                    "source": p.given_source + 1, "source_searched": p.source + 1,
+                    "vertex_order": args.vertex_order.trim(), "order_ms": p.order_ms,
+                    "reached": p.reached, "mode": r.mode, "order": r.order,
                     "threshold": args.threshold, "pop": args.pop.unwrap_or(args.threshold),
                     "batch": args.batch, "ms": r.ms, "runs": r.runs,
                     "ms_min": r.ms_min, "ms_max": r.ms_max,
@@ -755,27 +860,35 @@ fn run(args: &Args) -> Result<bool> {
                     "stale": r.stats.stale, "heap_inserted": r.stats.heap_inserted,
                     "relaxed": r.stats.relaxed, "buckets": r.stats.buckets,
                     "launches": r.stats.launches,
-                    "speedup_vs_frontier": baseline(&r.mode).map(|b| b / r.ms),
-                    "speedup_vs_dijkstra": dijkstra_ms / r.ms,
-                    "device": device_of(&r.mode),
+                    "speedup_vs_frontier": self.baseline(&r.mode).map(|b| b / r.ms),
+                    "speedup_vs_dijkstra": p.dijkstra_ms / r.ms,
+                    "device": self.device_of(&r.mode),
                     "set": r.set, "delta": r.delta,
                     "coop": r.coop.as_ref().map(coop_json),
                     "verified": r.check.is_ok(),
                 })
             );
         }
-    } else {
+    }
+
+    fn print_table(&self) {
+        let p = self.prep;
         println!(
-            "{name}: {} vertices, {} edges, source {}, {reached} reached{}{}",
-            graph.vertices(),
-            graph.edges(),
-            given_source + 1,
-            if renumber {
-                format!(", searched in breadth-first order (renumbered in {order_ms:.1} ms)")
+            "{}: {} vertices, {} edges, source {}, {} reached{}{}",
+            p.name,
+            p.graph.vertices(),
+            p.graph.edges(),
+            p.given_source + 1,
+            p.reached,
+            if p.relabeling.is_some() {
+                format!(
+                    ", searched in breadth-first order (renumbered in {:.1} ms)",
+                    p.order_ms
+                )
             } else {
                 String::new()
             },
-            device_label
+            self.device_label
                 .as_ref()
                 .map_or(String::new(), |d| format!(", device {d}"))
         );
@@ -791,20 +904,21 @@ fn run(args: &Args) -> Result<bool> {
             ">vs dijk",
             "check",
         ];
+        let on_set = self.rows.iter().any(|r| r.set.is_some());
         if on_set {
             columns.push("set: plan, shares of the entries");
         }
-        let on_coop = rows.iter().any(|r| r.coop.is_some());
+        let on_coop = self.rows.iter().any(|r| r.coop.is_some());
         if on_coop {
             columns.push("coop: vertices expanded, stints, split");
         }
-        let repeated = rows.iter().any(|r| r.runs > 1);
+        let repeated = self.rows.iter().any(|r| r.runs > 1);
         if repeated {
             // Right after the time: the fastest and slowest of the row's searches.
             columns.insert(3, ">of runs, min-max");
         }
         let mut table = cli::Table::new(&columns);
-        for r in &rows {
+        for r in self.rows {
             let mut cells = vec![
                 r.mode.to_string(),
                 match r.delta {
@@ -816,8 +930,9 @@ fn run(args: &Args) -> Result<bool> {
                 format!("{:.2}", r.stats.compute_time.as_secs_f64() * 1e3),
                 r.stats.iterations.to_string(),
                 r.stats.visited.to_string(),
-                baseline(&r.mode).map_or("-".into(), |b| format!("{:.2}x", b / r.ms)),
-                format!("{:.2}x", dijkstra_ms / r.ms),
+                self.baseline(&r.mode)
+                    .map_or("-".into(), |b| format!("{:.2}x", b / r.ms)),
+                format!("{:.2}x", p.dijkstra_ms / r.ms),
                 match &r.check {
                     Ok(()) => "= Dijkstra".to_string(),
                     Err(e) => format!("DIFFERENT: {e}"),
@@ -849,7 +964,6 @@ fn run(args: &Args) -> Result<bool> {
         }
         table.print();
     }
-    Ok(all_ok)
 }
 
 fn main() -> ExitCode {

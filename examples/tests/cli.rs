@@ -1685,14 +1685,14 @@ fn device_sets_spread_verify_and_report_shares() {
             }
         }
         assert!(rows.iter().all(|r| r["verified"] == true), "{out}");
-        // With cpu mode too, the latency threads are one more worker of the set.
+        // In coop mode the latency threads are one more worker of the set.
         let (code, out, err) = run_with_env(
             "sssp",
             &[
                 "--device",
                 "all",
                 "--mode",
-                "cpu,gpu",
+                "coop",
                 "--scale",
                 "12",
                 "--threads",

@@ -67,7 +67,10 @@ fn one_injected_device_fault_through_every_spreading_structure() {
     sssp.inject_member_failure(0, 0).unwrap();
     let run = sssp.shortest_paths(source, Order::Frontier, &heap).unwrap();
     check_distances(&run.run.distances, &g.dijkstra(source).unwrap()).unwrap();
-    assert!(run.members.iter().all(|m| m.member != Some(0)), "{run:?}");
+    assert!(
+        run.set.members.iter().all(|m| m.member != Some(0)),
+        "{run:?}"
+    );
     assert_member_0_failed(&sssp.failed_devices(), &device, "SSSP");
 
     // The heap: member 0's keys are lost with it, so the call fails naming the device, and

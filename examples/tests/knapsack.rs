@@ -558,3 +558,94 @@ fn a_time_limit_stops_offloaded_searches_soon_after() {
         );
     }
 }
+
+/// The one front: every method on every class, both transports, the optimum equal to the
+/// one-row program's and the items, where a method finds them, adding up to it.
+#[test]
+fn the_front_answers_by_every_method() {
+    use asym_apps::knapsack::device::Expansion;
+    use asym_apps::knapsack::front::{AnsweredBy, Knapsack, Method, SolveOptions};
+    use asym_runtime::Mode;
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut methods = vec![Method::Auto, Method::DynamicProgram, Method::Sequential];
+    methods.extend(Mode::ALL.iter().map(|m| Method::BranchAndBound(*m)));
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for expansion in [Expansion::Threads, Expansion::Device] {
+            let options = SolveOptions {
+                batch: Some(16),
+                pop: 64,
+                gc_threshold: Some(256),
+                expansion,
+                ..SolveOptions::default()
+            };
+            let solver = Knapsack::new(options)
+                .with_latency_threads(&pool)
+                .with_device(&rt);
+            for class in Class::ALL {
+                let seed: u64 = rand::random();
+                let inst = Instance::generate(class, 30, 1000, seed).unwrap();
+                let want = inst.dp_optimum(1 << 26).expect("small enough for DP");
+                for &m in &methods {
+                    let what = format!("{m:?} {class:?} seed {seed} {t:?} {expansion:?}");
+                    let s = solver
+                        .solve(&inst, m)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(s.stats.proved, "{what}");
+                    assert_eq!(s.stats.optimum, want, "{what}");
+                    if let Some(taken) = &s.taken {
+                        let weight: u64 = taken.iter().map(|&i| inst.items[i].weight).sum();
+                        let profit: u64 = taken.iter().map(|&i| inst.items[i].profit).sum();
+                        assert!(weight <= inst.capacity && profit == want, "{what}");
+                    }
+                    let itemized = matches!(m, Method::Auto | Method::DynamicProgram);
+                    assert_eq!(s.taken.is_some(), itemized, "{what}");
+                    if m == Method::DynamicProgram {
+                        assert!(matches!(s.by, AnsweredBy::DynamicProgram { .. }), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_front_names_the_workers_a_method_lacks() {
+    use asym_apps::knapsack::front::{Knapsack, Method, SolveOptions};
+    use asym_runtime::Mode;
+    let inst = Instance::generate(Class::Uncorrelated, 20, 100, 1).unwrap();
+    let solver = Knapsack::new(SolveOptions::default());
+    for mode in Mode::ALL {
+        match solver.solve(&inst, Method::BranchAndBound(mode)) {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(
+                    m.contains("with_latency_threads") || m.contains("with_device"),
+                    "{m}"
+                )
+            }
+            other => panic!("{mode:?} with no workers: {other:?}"),
+        }
+    }
+    // One core needs no workers.
+    assert!(solver.solve(&inst, Method::Sequential).is_ok());
+    let odd = Knapsack::new(SolveOptions {
+        batch: Some(12),
+        ..SolveOptions::default()
+    });
+    assert!(matches!(
+        odd.solve(&inst, Method::Sequential),
+        Err(e) if e.is_argument_error()
+    ));
+    let tiny = Knapsack::new(SolveOptions {
+        dp_memory: Some(16),
+        ..SolveOptions::default()
+    });
+    assert!(matches!(
+        tiny.solve(&inst, Method::DynamicProgram),
+        Err(Error::CapacityExceeded { .. })
+    ));
+}

@@ -9,8 +9,10 @@ use std::io::Cursor;
 use asym_apps::graph::{Edge, Graph, MtxOptions, Relabeling, UNREACHABLE};
 use asym_apps::sssp::coop_delta::CoopSplit;
 use asym_apps::sssp::device::DeviceSssp;
+use asym_apps::sssp::front::{Sssp, SsspOptions};
+use asym_apps::sssp::spread::SetPlan;
 use asym_apps::sssp::{check_distances, cpu, delta, Order};
-use asym_runtime::{Error, LatencyPool, PoolOptions};
+use asym_runtime::{Error, LatencyPool, Mode, PoolOptions};
 use asym_structures::HeapPlacement as OrderHeap;
 use asym_structures::{CooperativeConfig, DeviceHeapConfig};
 use rand::seq::SliceRandom;
@@ -1145,4 +1147,84 @@ fn device_answers_past_the_overlap_size_match_dijkstra() {
             .unwrap();
         check_distances(&coop.run.distances, &want).unwrap();
     }
+}
+
+#[test]
+fn the_front_runs_every_mode_and_order() {
+    let pool = pool(2);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    let g = common::random_graph(&mut rng, 1_500, 9_000, 40);
+    let source = rng.gen_range(0..g.vertices());
+    let want = g.dijkstra(source).unwrap();
+    let orders = [
+        Order::Frontier,
+        Order::Heap {
+            threshold: 100,
+            pop: 37,
+            batch: 32,
+        },
+        Order::Delta {
+            width: delta::auto_delta(&g),
+        },
+        Order::Delta { width: 3 },
+    ];
+    for t in common::transports() {
+        let set = asym_runtime::DeviceSet::from_runtimes(vec![common::runtime(t)]).unwrap();
+        let options = SsspOptions {
+            device_heap: DeviceHeapConfig {
+                work_groups: Some(3),
+                ..DeviceHeapConfig::new(32)
+            },
+            refill: 50,
+            coop_split: CoopSplit::fixed(64).unwrap(),
+            ..SsspOptions::default()
+        };
+        let mut front = Sssp::new(&g, options)
+            .with_latency_threads(&pool)
+            .with_devices(&set);
+        for mode in Mode::ALL {
+            for order in orders {
+                let report = front
+                    .shortest_paths(source, mode, order)
+                    .unwrap_or_else(|e| panic!("{mode:?} {order:?} {t:?}: {e}"));
+                check_distances(&report.run.distances, &want)
+                    .unwrap_or_else(|e| panic!("{mode:?} {order:?} {t:?}: {e}"));
+                let spread = mode == Mode::Cooperative && order == Order::Frontier;
+                assert_eq!(report.set.is_some(), spread, "{mode:?} {order:?}");
+                let coop = mode == Mode::Cooperative && matches!(order, Order::Delta { .. });
+                assert_eq!(report.coop.is_some(), coop, "{mode:?} {order:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_front_names_the_workers_a_mode_lacks() {
+    let g = Graph::from_edges(3, &[(0, 1, 1), (1, 2, 1)], false).unwrap();
+    let mut front = Sssp::new(&g, SsspOptions::default());
+    for mode in Mode::ALL {
+        match front.shortest_paths(0, mode, Order::Frontier) {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(
+                    m.contains("with_latency_threads") || m.contains("with_devices"),
+                    "{m}"
+                )
+            }
+            other => panic!("{mode:?} with no workers: {other:?}"),
+        }
+    }
+    let pool = pool(1);
+    let mut front = Sssp::new(&g, SsspOptions::default()).with_latency_threads(&pool);
+    assert!(matches!(
+        front.shortest_paths(7, Mode::CpuOnly, Order::Frontier),
+        Err(e) if e.is_argument_error()
+    ));
+    assert!(matches!(
+        front.shortest_paths(0, Mode::CpuOnly, Order::Delta { width: 0 }),
+        Err(e) if e.is_argument_error()
+    ));
+    assert!(matches!(
+        front.shortest_paths_as(SetPlan::Together, 0, Mode::CpuOnly, Order::Frontier),
+        Err(e) if e.is_argument_error()
+    ));
 }

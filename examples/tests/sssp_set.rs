@@ -81,6 +81,7 @@ fn check(run: &SpreadRun, g: &Graph, source: usize, what: &str) {
     let want = g.dijkstra(source).unwrap();
     check_distances(&run.run.distances, &want).unwrap_or_else(|e| panic!("{what}: {e}"));
     let entries: u64 = run
+        .set
         .members
         .iter()
         .filter(|m| m.error.is_none())
@@ -91,7 +92,7 @@ fn check(run: &SpreadRun, g: &Graph, source: usize, what: &str) {
         entries,
         stats.visited + stats.stale,
         "{what}: {:?}",
-        run.members
+        run.set.members
     );
 }
 
@@ -111,7 +112,7 @@ fn every_plan_and_order_matches_dijkstra_on_each_transport() {
                     let run = sssp
                         .shortest_paths_as(plan, source, order, &heap())
                         .unwrap();
-                    assert_eq!(run.plan, plan);
+                    assert_eq!(run.set.plan, plan);
                     check(&run, &g, source, &what);
                 }
             }
@@ -137,13 +138,22 @@ fn large_frontiers_are_shared_and_the_choice_settles_after_the_trials() {
             .shortest_paths(source, Order::Frontier, &heap())
             .unwrap();
         check(&run, &g, source, &format!("call {call}"));
-        assert_eq!(run.exploring, call < trials, "call {call}: {:?}", run.plan);
+        assert_eq!(
+            run.set.exploring,
+            call < trials,
+            "call {call}: {:?}",
+            run.set.plan
+        );
         if call == 0 {
             // No speeds known: frontiers of thousands of vertices are split evenly.
-            assert_eq!(run.plan, SetPlan::Together);
-            assert!(run.members.iter().all(|m| m.items > 0), "{:?}", run.members);
+            assert_eq!(run.set.plan, SetPlan::Together);
+            assert!(
+                run.set.members.iter().all(|m| m.items > 0),
+                "{:?}",
+                run.set.members
+            );
         }
-        seen.push(run.plan);
+        seen.push(run.set.plan);
     }
     for p in std::iter::once(SetPlan::Together).chain((0..set.len()).map(SetPlan::Alone)) {
         assert_eq!(
@@ -160,7 +170,7 @@ fn large_frontiers_are_shared_and_the_choice_settles_after_the_trials() {
     // The heap order has trials of its own.
     let order = orders()[1];
     let run = sssp.shortest_paths(source, order, &heap()).unwrap();
-    assert!(run.exploring);
+    assert!(run.set.exploring);
     check(&run, &g, source, "heap order");
 }
 
@@ -183,18 +193,24 @@ fn the_latency_threads_join_as_one_more_worker() {
         .shortest_paths(source, Order::Frontier, &heap())
         .unwrap();
     check(&run, &g, source, "together with the latency threads");
-    assert_eq!(run.plan, SetPlan::Together);
-    assert_eq!(run.members.len(), workers);
-    assert!(run.members.iter().all(|m| m.items > 0), "{:?}", run.members);
-    assert!(run.members[set.len()].worker.contains("latency threads"));
+    assert_eq!(run.set.plan, SetPlan::Together);
+    assert_eq!(run.set.members.len(), workers);
+    assert!(
+        run.set.members.iter().all(|m| m.items > 0),
+        "{:?}",
+        run.set.members
+    );
+    assert!(run.set.members[set.len()]
+        .worker
+        .contains("latency threads"));
     // Their trials: together, each member alone and the latency threads alone, twice each.
-    let mut seen = vec![run.plan];
+    let mut seen = vec![run.set.plan];
     for call in 1..2 * (workers + 1) + 1 {
         let run = sssp
             .shortest_paths(source, Order::Frontier, &heap())
             .unwrap();
         check(&run, &g, source, &format!("call {call}"));
-        seen.push(run.plan);
+        seen.push(run.set.plan);
     }
     let trials = 2 * (workers + 1);
     assert_eq!(
@@ -225,7 +241,7 @@ fn the_latency_threads_join_as_one_more_worker() {
             .shortest_paths_as(SetPlan::Together, source, order, &heap())
             .unwrap();
         check(&run, &g, source, &format!("{order:?} in turn"));
-        assert!(run.members.iter().all(|m| m.pieces > 0), "{run:?}");
+        assert!(run.set.members.iter().all(|m| m.pieces > 0), "{run:?}");
         sssp.round_robin(false);
     }
 }
@@ -247,18 +263,23 @@ fn a_member_failing_mid_search_leaves_its_slice_to_the_primary() {
         .shortest_paths_as(SetPlan::Together, source, Order::Frontier, &heap())
         .unwrap();
     check(&run, &g, source, "member 1 failing");
-    let failed = run.members.iter().find(|m| m.member == Some(1)).unwrap();
+    let failed = run
+        .set
+        .members
+        .iter()
+        .find(|m| m.member == Some(1))
+        .unwrap();
     assert!(
         failed.error.as_deref().unwrap_or("").contains("injected"),
         "{failed:?}"
     );
-    assert!(run.redone_entries > 0, "{run:?}");
+    assert!(run.set.redone_entries > 0, "{run:?}");
     assert_eq!(sssp.failed_devices().len(), 1);
     // Later searches leave it out; a plan naming it is refused.
     for order in orders() {
         let again = sssp.shortest_paths(source, order, &heap()).unwrap();
         check(&again, &g, source, &format!("{order:?} after the failure"));
-        assert!(again.members.iter().all(|m| m.member != Some(1)));
+        assert!(again.set.members.iter().all(|m| m.member != Some(1)));
     }
     assert!(matches!(
         sssp.shortest_paths_as(SetPlan::Alone(1), source, Order::Frontier, &heap()),
@@ -282,7 +303,10 @@ fn the_primary_failing_runs_the_search_again_on_the_others() {
         sssp.inject_member_failure(0, 1).unwrap();
         let run = sssp.shortest_paths(source, order, &heap()).unwrap();
         check(&run, &g, source, &format!("{order:?}, the primary failing"));
-        assert!(run.members.iter().all(|m| m.member != Some(0)), "{run:?}");
+        assert!(
+            run.set.members.iter().all(|m| m.member != Some(0)),
+            "{run:?}"
+        );
         let failed = sssp.failed_devices();
         assert_eq!(failed.len(), 1);
         assert!(failed[0].1.contains("injected"), "{failed:?}");
@@ -294,7 +318,7 @@ fn the_primary_failing_runs_the_search_again_on_the_others() {
     }
     match sssp.shortest_paths(source, Order::Frontier, &heap()) {
         Err(e @ Error::DeviceLost { .. }) => assert!(e.to_string().contains("injected"), "{e}"),
-        other => panic!("expected a lost set, got {:?}", other.map(|r| r.plan)),
+        other => panic!("expected a lost set, got {:?}", other.map(|r| r.set.plan)),
     }
     assert_eq!(sssp.failed_devices().len(), set.len());
     assert!(sssp

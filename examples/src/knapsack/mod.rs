@@ -2,6 +2,11 @@
 //! programming, and best-first branch-and-bound on the generalized heap, the concurrent-heap
 //! seed's second application.
 //!
+//! One front answers an instance by any method: [`front::Knapsack::solve`], a [`front::Method`]
+//! (auto, the dynamic program, the sequential search, or branch-and-bound in a
+//! [`Mode`](asym_runtime::Mode)) and one [`front::SolveOptions`]. The functions here and in
+//! [`device`] and [`dp`] are its engines, public for tests that drive one directly.
+//!
 //! Branch-and-bound (the `bounds` module has the details): items sorted by profit/weight,
 //! descending, and reduced (items whose value Martello and Toth's test fixes leave the
 //! problem); a node fixes the first `level` free items and carries its profit, weight and the
@@ -21,6 +26,7 @@ mod bounds;
 pub mod device;
 mod device_expand;
 pub mod dp;
+pub mod front;
 pub mod solution;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

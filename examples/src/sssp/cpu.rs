@@ -22,8 +22,9 @@ use asym_structures::{BatchHeap, ConcurrentGeneralizedHeap};
 const CHUNK: usize = 64;
 
 /// Shortest distances from `source` (0-based) on `pool`'s threads, the frontier expanded
-/// whole ([`Order::Frontier`]) or ordered by the concurrent generalized heap
-/// ([`Order::Heap`]).
+/// whole ([`Order::Frontier`]), ordered by the concurrent generalized heap
+/// ([`Order::Heap`]), or by delta-stepping ([`Order::Delta`]:
+/// [`delta::shortest_paths`](super::delta::shortest_paths)).
 pub fn shortest_paths(
     graph: &Graph,
     source: usize,
@@ -31,6 +32,9 @@ pub fn shortest_paths(
     order: Order,
 ) -> Result<SsspRun> {
     graph.check_source(source)?;
+    if let Order::Delta { width } = order {
+        return super::delta::shortest_paths(graph, source, pool, width);
+    }
     let mut relax = CpuRelaxer {
         graph,
         pool,
@@ -41,7 +45,7 @@ pub fn shortest_paths(
     };
     relax.dist[source].store(0, Relaxed);
     match order {
-        Order::Frontier => search(&mut relax, None, order, source as u32),
+        Order::Frontier | Order::Delta { .. } => search(&mut relax, None, order, source as u32),
         Order::Heap { batch, .. } => {
             let mut heap = CpuHeap {
                 heap: ConcurrentGeneralizedHeap::new(batch, 1024)?,

@@ -120,8 +120,9 @@ impl<'g> DeviceSssp<'g> {
     }
 
     /// Shortest distances from `source` (0-based), the frontier expanded whole
-    /// ([`Order::Frontier`]) or ordered by the heap `heap` ([`Order::Heap`]; its batch is
-    /// the order's).
+    /// ([`Order::Frontier`]), ordered by the heap `heap` ([`Order::Heap`]; its batch is
+    /// the order's), or by delta-stepping ([`Order::Delta`]:
+    /// [`DeviceSssp::delta_stepping`]).
     pub fn shortest_paths(
         &mut self,
         source: usize,
@@ -129,6 +130,9 @@ impl<'g> DeviceSssp<'g> {
         heap: &HeapPlacement,
     ) -> Result<SsspRun> {
         self.graph.check_source(source)?;
+        if let Order::Delta { width } = order {
+            return self.delta_stepping(source, width);
+        }
         self.reset(source)?;
         let mut relax = DeviceRelaxer {
             answer: Some(AnswerMemory::start(self.graph.vertices())),
@@ -137,7 +141,7 @@ impl<'g> DeviceSssp<'g> {
             iteration: 0,
         };
         match order {
-            Order::Frontier => search(&mut relax, None, order, source as u32),
+            Order::Frontier | Order::Delta { .. } => search(&mut relax, None, order, source as u32),
             Order::Heap { batch, .. } => {
                 let mut heap = heap.build(&relax.sssp.rt, batch)?;
                 search(&mut relax, Some(heap.as_mut()), order, source as u32)

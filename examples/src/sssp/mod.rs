@@ -1,5 +1,9 @@
 //! Parallel single-source shortest paths, the concurrent-heap seed's first application.
 //!
+//! One front runs every search: [`front::Sssp::shortest_paths`] with a source, a
+//! [`Mode`](asym_runtime::Mode) and an [`Order`] (frontier, heap or delta-stepping). The
+//! modules below are its engines, public for tests and benchmarks that drive one directly.
+//!
 //! Both searches are label-correcting (Bellman–Ford with work lists, as Gunrock's SSSP): each
 //! iteration expands a frontier of vertices in parallel, relaxing their edges with an atomic
 //! minimum on the distance array, and the vertices whose distance dropped form the next
@@ -26,6 +30,7 @@ pub mod coop_delta;
 pub mod cpu;
 pub mod delta;
 pub mod device;
+pub mod front;
 pub mod near_far;
 pub mod spread;
 
@@ -59,6 +64,12 @@ pub enum Order {
         /// Keys per heap node (K).
         batch: usize,
     },
+    /// Delta-stepping: buckets `width` wide, their vertices settled bucket by bucket
+    /// ([`delta`] on the latency threads, [`near_far`] on a device, [`coop_delta`] on both).
+    Delta {
+        /// Bucket width (at least 1; [`delta::auto_delta`] picks one from the graph).
+        width: u32,
+    },
 }
 
 impl Order {
@@ -71,15 +82,29 @@ impl Order {
         }
     }
 
-    fn check(self) -> Result<()> {
-        if let Order::Heap { threshold, pop, .. } = self {
-            if pop == 0 || threshold == 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "heap threshold {threshold} and pop {pop}: both must be at least 1"
-                )));
-            }
+    /// The order's name in tables and JSON rows: frontier, heap or delta.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Frontier => "frontier",
+            Order::Heap { .. } => "heap",
+            Order::Delta { .. } => "delta",
         }
-        Ok(())
+    }
+
+    /// Checks the order's numbers; `search`'s work-list loop runs the frontier and heap
+    /// orders only (delta-stepping has its own engines).
+    fn check(self) -> Result<()> {
+        match self {
+            Order::Heap { threshold, pop, .. } if pop == 0 || threshold == 0 => {
+                Err(Error::InvalidArgument(format!(
+                    "heap threshold {threshold} and pop {pop}: both must be at least 1"
+                )))
+            }
+            Order::Delta { width } => Err(Error::InvalidArgument(format!(
+                "delta-stepping (width {width}) does not run on the work-list loop"
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 

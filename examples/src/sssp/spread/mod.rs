@@ -32,7 +32,7 @@
 //!
 //! **Call after call.** The first calls of each order try, two calls each, the set together
 //! and every member alone; later calls keep the fastest (together unless it is more than 3 %
-//! slower than the best alone). [`SpreadRun::exploring`] marks the trial calls.
+//! slower than the best alone). [`SetReport::exploring`] marks the trial calls.
 //!
 //! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout): one
 //! that is not the primary leaves its slice to the primary (same stamp: what the primary
@@ -83,7 +83,14 @@ const RULE: SplitRule = SplitRule {
 pub struct SpreadRun {
     /// Distances and counters, as one device's search gives them.
     pub run: SsspRun,
-    /// How the search ran.
+    /// How the set ran it.
+    pub set: SetReport,
+}
+
+/// How a search over a set ran.
+#[derive(Clone, Debug)]
+pub struct SetReport {
+    /// The plan it ran as.
     pub plan: SetPlan,
     /// Whether this call was one of the trials that measure each plan.
     pub exploring: bool,
@@ -92,6 +99,16 @@ pub struct SpreadRun {
     pub members: Vec<MemberReport>,
     /// Frontier entries expanded again because a member failed with them.
     pub redone_entries: u64,
+}
+
+/// A set runs the frontier and heap orders; delta-stepping runs on one device.
+fn check_order(order: Order) -> Result<()> {
+    match order {
+        Order::Delta { width } => Err(Error::InvalidArgument(format!(
+            "delta-stepping (width {width}) over a device set: it runs on one device"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The plan a group of workers is: one worker alone, else together.
@@ -178,6 +195,11 @@ impl<'g> SpreadSssp<'g> {
         self
     }
 
+    /// The graph on the set's first member, for the searches that run on one device.
+    pub(crate) fn first_member(&mut self) -> &mut DeviceSssp<'g> {
+        &mut self.members[0].sssp
+    }
+
     /// The latency threads, where the set has them.
     fn cpu(&self) -> Option<&'g LatencyPool> {
         self.pool
@@ -227,6 +249,7 @@ impl<'g> SpreadSssp<'g> {
         heap: &HeapPlacement,
     ) -> Result<SpreadRun> {
         self.graph.check_source(source)?;
+        check_order(order)?;
         let runnable = match plan {
             SetPlan::Together => !self.failures.live().is_empty(),
             SetPlan::Alone(i) => self.failures.is_live(i),
@@ -251,6 +274,7 @@ impl<'g> SpreadSssp<'g> {
         heap: &HeapPlacement,
     ) -> Result<SpreadRun> {
         self.graph.check_source(source)?;
+        check_order(order)?;
         loop {
             let workers = self.workers().len();
             if workers == 0 {
@@ -320,26 +344,31 @@ impl<'g> SpreadSssp<'g> {
                 };
                 SpreadRun {
                     run,
-                    plan,
-                    exploring,
-                    members: vec![share],
-                    redone_entries: 0,
+                    set: SetReport {
+                        plan,
+                        exploring,
+                        members: vec![share],
+                        redone_entries: 0,
+                    },
                 }
             }
             SetPlan::LatencyThreads => {
                 let pool = self.cpu().ok_or_else(|| self.failures.all_failed())?;
                 let run = cpu::shortest_paths(self.graph, source, pool, order)?;
+                let share = MemberReport {
+                    items: run.stats.visited + run.stats.stale,
+                    pieces: run.stats.iterations,
+                    busy_s: started.elapsed().as_secs_f64(),
+                    ..MemberReport::of(Worker::LatencyThreads, latency_label(pool))
+                };
                 SpreadRun {
-                    members: vec![MemberReport {
-                        items: run.stats.visited + run.stats.stale,
-                        pieces: run.stats.iterations,
-                        busy_s: started.elapsed().as_secs_f64(),
-                        ..MemberReport::of(Worker::LatencyThreads, latency_label(pool))
-                    }],
                     run,
-                    plan,
-                    exploring,
-                    redone_entries: 0,
+                    set: SetReport {
+                        plan,
+                        exploring,
+                        members: vec![share],
+                        redone_entries: 0,
+                    },
                 }
             }
             SetPlan::Together => self.together(source, order, heap, exploring)?,
@@ -347,7 +376,7 @@ impl<'g> SpreadSssp<'g> {
         let secs = started.elapsed().as_secs_f64().max(1e-9);
         let work = (result.run.stats.visited + result.run.stats.stale).max(1) as f64;
         let heap_order = matches!(order, Order::Heap { .. });
-        if result.members.iter().all(|m| m.error.is_none()) {
+        if result.set.members.iter().all(|m| m.error.is_none()) {
             let group = self.group_of(plan);
             self.plans
                 .entry(heap_order)
@@ -422,7 +451,7 @@ impl<'g> SpreadSssp<'g> {
                 .push(MemberReport::of(Worker::LatencyThreads, label));
         }
         let run = match order {
-            Order::Frontier => search(&mut relax, None, order, source as u32),
+            Order::Frontier | Order::Delta { .. } => search(&mut relax, None, order, source as u32),
             Order::Heap { batch, .. } => {
                 let rt = relax.members[primary].sssp.runtime().clone();
                 heap.build(&rt, batch).and_then(|mut heap| {
@@ -445,10 +474,12 @@ impl<'g> SpreadSssp<'g> {
         }
         Ok(SpreadRun {
             run,
-            plan: SetPlan::Together,
-            exploring,
-            members: relax.shares,
-            redone_entries: relax.redone,
+            set: SetReport {
+                plan: SetPlan::Together,
+                exploring,
+                members: relax.shares,
+                redone_entries: relax.redone,
+            },
         })
     }
 }
