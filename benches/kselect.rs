@@ -9,7 +9,7 @@
 //! `ASYM_DEVICE` picks the device; `ASYM_BENCH_D` the heap arity (default 8).
 //! `ASYM_BENCH_BRIDGE=1` adds Cooperative by kind (the ad-heap bridge, on the schedule the
 //! transport allows): it is one to three orders of magnitude slower than the rest on PoCL and
-//! on a discrete GPU (docs/BENCHMARKS.md), so it is left out by default.
+//! on a discrete GPU (docs/decisions.md), so it is left out by default.
 
 use asym::runtime::{LatencyPool, Mode, Named, Runtime};
 use asym::structures::{Cooperation, KSelector, Strategy, Sublists};

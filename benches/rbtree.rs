@@ -15,7 +15,7 @@
 //! The update group inserts a batch of new random keys into the tree and deletes them again,
 //! timing each half, in every mode (device, latency threads, both; and on the device from a
 //! resident sorted batch) beside `BTreeMap` on one thread, for each batch size of `ASYM_BENCH_BATCH_LOG2` (comma-separated, default
-//! "10,14"; the throughput plot in docs/BENCHMARKS.md uses 10 to 20).
+//! "10,14"; the throughput plot in docs/benchmarks/rbtree.md uses 10 to 20).
 
 use std::collections::BTreeMap;
 

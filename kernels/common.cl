@@ -24,7 +24,7 @@
  * device (acquire and release). OpenCL C 1.2's mem_fence promises order within the work-group
  * only, and NVIDIA compiles it so (membar.cta); there the runtime defines ASYM_NVIDIA and the
  * fence is PTX membar.gl (= fence.sc.gpu; the lighter fence.acq_rel.gpu measured the same on
- * the H200, docs/BENCHMARKS.md, so the stronger one stays). */
+ * the H200, docs/decisions.md, so the stronger one stays). */
 inline void asym_fence(void) {
 #if defined(ASYM_FINE)
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acq_rel, memory_scope_device);

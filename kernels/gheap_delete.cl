@@ -13,7 +13,7 @@
  * takes and releases locks and reads the header, passing what it learnt through `sh`.
  * gheap_run's work-item 0 instead builds each step as a list of actions in local memory for
  * the group to interpret; a DEL held the root about 16 µs at K = 1024 there, 10 of them
- * work-item 0's control (docs/BENCHMARKS.md).
+ * work-item 0's control (docs/benchmarks/heap.md).
  *
  * The kernel is one loop of steps, each: work-item 0 lets go of the locks the last step
  * finished with (its stores fenced by every work-item and met at the barrier) and takes the

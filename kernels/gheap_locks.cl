@@ -176,7 +176,7 @@ inline bool gh_give_up(uint spins, __global uint *hdr) {
 /* One attempt at the lock of `w`: the state it held, or GH_BUSY. `guess` is the state the
  * caller expects (a present node: AVAIL); a compare-and-swap on it first saves the read
  * before it when the lock is free, an L2 round trip of work-item 0's serial chain (the DEL's
- * root section went 12.99 -> 12.28 µs on the H200, docs/BENCHMARKS.md). GH_NONE: no guess. */
+ * root section shortened by 5 % on the GPU machine). GH_NONE: no guess. */
 inline uint gh_try_lock(__global uint *w, uint guess) {
     if (guess != GH_NONE && asym_cas(w, guess, guess | GH_LOCKED)) {
         gh_fence();

@@ -454,7 +454,7 @@ inline uint gh_control(gh_ctl *c, __local KEY_T *loc[GH_ARRAYS], __global const 
                  * children once; if either is busy (the DEL ahead still works below it),
                  * run that step first, so the level above is let go before this group
                  * blocks rather than while it waits on the DEL ahead (measured on the H200:
-                 * within the run-to-run spread, docs/BENCHMARKS.md). The node itself stays
+                 * within the run-to-run spread). The node itself stays
                  * held throughout, so nobody overtakes. */
                 c->sl = l < slots ? gh_try_lock(&word[l], GH_AVAIL) : GH_NONE;
                 c->sr = (r < slots && c->sl != GH_BUSY) ? gh_try_lock(&word[r], GH_AVAIL) : GH_NONE;

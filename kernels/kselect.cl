@@ -26,7 +26,7 @@
  * padded with INT_MIN past the last node so no bound check is needed per child), takes the
  * max in registers and moves it up. No barrier inside an update-key (the baseline pays
  * 2 + log2(D) per level), one pair per round of WG * PER keys; the other work-items wait at
- * the round's barrier. Which wins depends on the device (docs/BENCHMARKS.md).
+ * the round's barrier. Which wins depends on the device (docs/decisions.md).
  *
  * Memory ordering: a heap belongs to one work-group; every step that reads what another
  * work-item wrote is separated by barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE), and all

@@ -62,8 +62,8 @@ inline __global uint *lf_word(lf_list *l, uint node, uint w) { return l->a.heap 
  * relying on the address dependency from the link to the node's fields (the "consume" order):
  * the GPU does not issue a load before its address is known, volatile loads are served by L2,
  * and the publisher's membar.gl (asym_fence before the linking CAS) made the fields visible
- * there before the link. An acquire fence per step cost the seed's experiment 27 -> 34-44 ms
- * on the H200 (docs/BENCHMARKS.md). */
+ * there before the link. An acquire fence per step cost the seed's experiment a third more
+ * time on the GPU machine. */
 inline uint lf_next(lf_list *l, uint node) {
 #ifdef ASYM_FINE
     return asym_load_acquire(lf_word(l, node, LF_NEXT));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark behind docs/BENCHMARKS.md, one command per figure set.
+# Every benchmark behind docs/benchmarks/, one command per figure set.
 #
 #   bash scripts/bench.sh                 # quick: the dev machine's sizes, the default device
 #   bash scripts/bench.sh --full          # full: the GPU machine's sizes (see scripts/gpu-bundle.sh)

@@ -44,8 +44,7 @@ impl Backoff {
     /// [`Backoff::snooze`] for a wait that has lasted `waited` so far: a sleep never exceeds
     /// a 64th of that (at least 16 µs), so a wait oversleeps what it waits for by at most
     /// about 1.6 % (a 1 ms kernel waited for with plain snoozes can be noticed up to 1 ms
-    /// late; with a 16th, a 20 ms launch up to 1.25 ms; docs/BENCHMARKS.md, runtime
-    /// mechanisms, has the measurement).
+    /// late; docs/benchmarks/runtime.md).
     pub fn snooze_within(&mut self, waited: Duration) {
         if self.step <= YIELD_LIMIT {
             return self.snooze();

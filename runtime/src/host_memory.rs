@@ -71,11 +71,8 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> 
 
 /// [`try_with_capacity`] in pages the kernel is asked to back with transparent huge pages
 /// (as [`huge_page_vec`]), for large arrays read at scattered places long after they are
-/// written: a graph's edges, each vertex's slice a page of its own away from the last. On the
-/// H100 machine's 16 host cores a road-like graph of 4 M vertices in its random numbering took
-/// 92-99 ms to search with its edges in huge pages against 111-121 in 4 KiB pages (about a TLB
-/// miss per vertex expanded); in breadth-first numbering and on Kronecker the searches moved
-/// within their spread.
+/// written: a graph's edges, each vertex's slice a page of its own away from the last, so
+/// that a search in a random numbering takes no TLB miss per vertex expanded.
 pub fn try_with_capacity_huge<T>(len: usize, what: &str) -> Result<Vec<T>> {
     let v = try_with_capacity(len, what)?;
     advise_huge(&v);
@@ -97,9 +94,9 @@ const HUGE_PAGE_WORTHWHILE: usize = 4 << 20;
 /// `madvise` mode of `/sys/kernel/mm/transparent_hugepage/enabled`, or `always`).
 ///
 /// For large arrays written once per call (a search's distances, an answer of 4 M entries):
-/// on the H200 machine's virtual machine every 4 KiB page first touched cost about 2.5 µs, so
-/// writing a fresh 32 MB answer took ~20 ms, longer than the search that filled it. One
-/// fault per 2 MiB instead of per 4 KiB. Small vectors are left alone.
+/// on a virtual machine a first-touched 4 KiB page costs microseconds, so a fresh answer's
+/// page faults can outlast the search that filled it. One fault per 2 MiB instead of per
+/// 4 KiB. Small vectors are left alone.
 pub fn huge_page_vec<T>(len: usize) -> Vec<T> {
     let v: Vec<T> = Vec::with_capacity(len);
     advise_huge(&v);

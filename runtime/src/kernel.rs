@@ -79,7 +79,7 @@ impl Kernel {
 
     /// Sets argument `index` to a device buffer ([`Runtime::device_buffer`]).
     ///
-    /// Keep each argument of a kernel object to one kind, SVM or device buffer: on the H200's
+    /// Keep each argument of a kernel object to one kind, SVM or device buffer: on NVIDIA's
     /// driver, launches of a build whose kernels switched an argument between the two from
     /// call to call failed with `CL_INVALID_KERNEL_ARGS`, while kernels whose arguments kept
     /// their kind ran (the knapsack's arena).

@@ -43,7 +43,7 @@ pub struct RuntimeOptions {
     /// [`Launch::wait_timed`](crate::Launch::wait_timed),
     /// [`Launch::device_interval`](crate::Launch::device_interval) and the transfer times
     /// of staged reads (else `ASYM_DEVICE_TIMES`, else off). It costs every launch host time
-    /// on NVIDIA's driver: an enqueue took 12.5 µs with it and 8.8 µs without on the H200.
+    /// on NVIDIA's driver (docs/benchmarks/runtime.md).
     /// A [`DeviceSet`](crate::DeviceSet) turns it on: splitting work by measured rates needs
     /// each member's own device time.
     pub device_times: Option<bool>,
@@ -225,7 +225,7 @@ impl Runtime {
 
     /// `len` zeroed elements in device memory, outside SVM ([`DeviceBuffer`]): for scratch
     /// that only kernels and a few blocking copies touch, where an SVM allocation would cost
-    /// by its size (the runtime section of docs/BENCHMARKS.md has both). Kernels take it with
+    /// by its size (docs/benchmarks/runtime.md has both). Kernels take it with
     /// [`Kernel::arg_buffer`](crate::Kernel::arg_buffer).
     ///
     /// [`DeviceBuffer`]: crate::DeviceBuffer

@@ -10,8 +10,7 @@
 //! - duplicate edges are kept (the shortest one wins in every search, as in the file);
 //! - each vertex's edges are stored sorted by target (then weight), whatever order the file
 //!   or generator gave them in: a search relaxing them touches its neighbours' distance
-//!   words in ascending addresses (GAP's builder does the same; docs/BENCHMARKS.md has the
-//!   latency threads' delta-stepping on both orders);
+//!   words in ascending addresses (GAP's builder does the same);
 //! - vertices no edge reaches keep an infinite distance ([`UNREACHABLE`]).
 
 mod generate;

@@ -11,7 +11,7 @@
 //! r's nodes, the calling thread inserts round r - 1's children and pops round r + 1's nodes,
 //! so a round's nodes are the heap's best without the children of the round just before
 //! (those wait one round more). Every node is still expanded or pruned, so the answer is the
-//! same; on BGPQ's files the nodes expanded stayed within 0.03 % (docs/BENCHMARKS.md). The
+//! same, and the nodes expanded stay within a small fraction of the unlagged search's. The
 //! expanding threads also file their own children (`NodeArena`: a slot each, handed out
 //! atomically, and the key pair for the heap), so nothing per child is left to the calling
 //! thread, whose heap calls are the round's longer half. A node's key packs how far its bound lies below the root's (shifted right just
@@ -89,8 +89,7 @@ pub struct OffloadConfig {
 pub enum Expansion {
     /// The device where it can ([`Expansion::Device`]'s conditions) and is a GPU, else the
     /// latency threads: on a CPU device (PoCL) the kernel runs on the threads' own cores,
-    /// and the long searches gain nothing (BGPQ's 600.data on the dev machine: 1.75-1.90 s
-    /// against 1.54-1.73 s with the threads; docs/BENCHMARKS.md).
+    /// and the long searches gain nothing (docs/benchmarks/knapsack.md).
     #[default]
     Auto,
     /// The latency threads, the nodes in a host arena (either heap placement).
@@ -115,7 +114,7 @@ impl Named for Expansion {
 
 /// Builds the device programs a search with `config` uses (the heap's and, where the device
 /// may expand the nodes, the expansion's), so that the first search does not pay for
-/// compiling them (NVIDIA's compiler took 2.3 s over the expansion's kernels on the H200).
+/// compiling them (NVIDIA's compiler takes seconds over the expansion's kernels).
 pub fn prepare_offloaded(rt: &Runtime, config: &OffloadConfig) -> Result<()> {
     config.placement.build::<(u32, u32)>(rt, config.batch)?;
     let may_expand = config.expansion != Expansion::Threads
@@ -417,7 +416,7 @@ struct Filed {
 /// Slots of the arena's segments.
 const ARENA_SEGMENT: usize = 1 << 16;
 /// Slots a thread claims at a time (one claim per child made sixteen threads contend on the
-/// shared counters: the round took 2.3x as long on the H200 machine).
+/// shared counters: the round took twice as long).
 const SLOT_CLAIM: usize = 256;
 
 /// The search nodes the heap refers to, by slot. The expanding threads file children into it

@@ -17,8 +17,8 @@
 //!
 //! Against the latency threads expanding (`super::device`), this removes what the host did
 //! per node: reading the popped pairs back, filing each child (arena slot, key pair) and
-//! uploading the children's keys; on BGPQ's files those took about as long as the heap's own
-//! work (docs/BENCHMARKS.md, knapsack). What stays serial is the heap's operations.
+//! uploading the children's keys, which on BGPQ's files took about as long as the heap's own
+//! work (docs/benchmarks/knapsack.md). What stays serial is the heap's operations.
 //!
 //! Slots: the arena is a device array of nodes (bound, profit, weight, level), grown between
 //! rounds by a device copy. Its free slots form a stack the host keeps the length of; a
@@ -276,9 +276,8 @@ fn search(
     let program = program(rt)?;
     let kernel = |name: &str| Kernel::from_program(rt, &program, name);
     // Kernel objects, each made when first needed: the rounds' own with their pairs
-    // (`RoundPairs`), the arena's copy with its first growth. (Made up front, all eight took
-    // 0.20-0.35 ms of a small file's 1.2-1.9 ms on the H100 machine; the three such a search
-    // needs, 0.15-0.31 ms: docs/BENCHMARKS.md.)
+    // (`RoundPairs`), the arena's copy with its first growth: a search that never makes a
+    // heap makes three, not eight.
     let mut copy: Option<Kernel> = None;
     let mut rounds = resident.map(|_| kernel("knapsack_rounds")).transpose()?;
     // The resident rounds' grid barrier: its counter and abort word, and the counter's value
@@ -712,8 +711,8 @@ fn collect_garbage(
 /// The device's search nodes: four words each (bound, profit, weight, level), `len` slots
 /// handed out so far, and the stack of free slots (`n_free` of them), as long as the arena.
 /// Device buffers, not SVM: only the kernels touch them (and the root's one write), and on
-/// NVIDIA an SVM allocation costs by its size where a buffer object does not (growing the
-/// arena took a sixth of the 600 file's search in SVM, docs/BENCHMARKS.md).
+/// NVIDIA an SVM allocation costs by its size where a buffer object does not
+/// (docs/benchmarks/runtime.md).
 struct Arena {
     nodes: DeviceBuffer<u64>,
     free: DeviceBuffer<u32>,
@@ -736,9 +735,8 @@ impl Arena {
     }
 
     /// Room for at least `slots` nodes (doubling: the arena's buffers are large from the
-    /// start, and a driver allocation costs by its size there, about 0.25 ms per MiB on the
-    /// H200; grown fourfold, the 600 file's arena growth took 17.6-20.9 ms against 9.9-10.5,
-    /// docs/BENCHMARKS.md), the used part copied on the device.
+    /// start, and a driver allocation costs by its size; fourfold growth cost more,
+    /// docs/decisions.md), the used part copied on the device.
     fn grow_to(
         &mut self,
         rt: &Runtime,

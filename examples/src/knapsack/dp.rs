@@ -101,8 +101,7 @@ pub fn solve_dp(inst: &Instance, budget: u64) -> Result<DpSolution> {
 }
 
 /// A row's profits: `i32` where the items' total profit fits (half the memory of `u64` and
-/// twice the lanes per vector; with the in-place rows, BGPQ's `1000.data` took 13.8-20.9 ms on
-/// dev against 29.1-46.7 with two `u64` rows, docs/BENCHMARKS.md), else `u64`.
+/// twice the lanes per vector), else `u64`.
 trait Profit: Copy + Ord + Default + Send + Sync + std::ops::Add<Output = Self> {
     /// `p`, which the caller checked fits.
     fn of(p: u64) -> Self;

@@ -337,8 +337,8 @@ pub fn solve_sequential_within(
     Ok(stats)
 }
 
-/// Nanoseconds a cell of the dynamic program takes, about, in rows that stay in cache (dev:
-/// 0.47 on BGPQ's `1000.data`, the H100 machine's host 0.40) ...
+/// Nanoseconds a cell of the dynamic program takes, about, in rows that stay in cache
+/// (measured on BGPQ's `1000.data` on the development and GPU machines' hosts) ...
 const DP_NS_PER_CELL: f64 = 0.5;
 
 /// ... and in rows of 2^16 capacities or more, which stream through memory on rayon's

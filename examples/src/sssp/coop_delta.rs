@@ -34,10 +34,10 @@
 //! on the fastest measured. A source whose own edges reach the threshold goes to the device
 //! without a stint on the threads. [`CoopSplit::fixed`] keeps a threshold as given.
 //! [`CoopStats`] reports each side's vertices and time, so the rates behind the choice are
-//! in every run's output. On the H200 machine the split settles on the device taking every
-//! round (the threads' first buckets and the hand-overs cost more than they save there); on
-//! the 2-core development machine, whose device is PoCL on the same cores, on the threads
-//! alone (docs/BENCHMARKS.md).
+//! in every run's output. On a discrete GPU over coarse SVM the split tends to settle on the
+//! device taking every round (hand-overs cost more than the threads' first buckets save);
+//! where the device shares the threads' cores, on the threads alone
+//! (docs/benchmarks/sssp.md).
 //!
 //! The sides take turns; they never expand one round together. Over coarse SVM a round
 //! split between them would cross the bus twice for a device iteration of ~16 µs.

@@ -28,7 +28,7 @@
 //! shared words it needs (one counter per round to publish, one to claim). Entries that
 //! carry the distance they were filed with (stale exactly when it dropped since) would spare
 //! the expanded-distance words, but they change the order labels improve in: 14 % more
-//! expansions on that graph and no faster on 16 threads (H200 machine).
+//! expansions on that graph and no faster on 16 threads.
 //!
 //! A vertex with `HEAVY` (4,096) edges or more (a Kronecker graph's hubs) is not one thread's work:
 //! the thread that publishes it marks it expanded (a swap, so one thread does) and publishes
@@ -79,10 +79,9 @@ const LOCAL_LIMIT: usize = 1000;
 
 /// A bucket width from the graph alone: the mean edge weight times 32, at least 1. Wide
 /// buckets mean fewer rounds (each a barrier on the latency threads, a grid-wide step on the
-/// device) at the price of a few re-expansions: on the H200 machine 16x the mean beat 4x on
-/// both engines and both generated graph kinds, and 32x beat 16x on the road-like graph
-/// (latency threads 77 against 91 ms, device 46 against 49) and tied on Kronecker
-/// (docs/BENCHMARKS.md). The degree does not enter: the Kronecker graph (mean degree 32)
+/// device) at the price of a few re-expansions; 32x the mean was the best or within the
+/// spread of the best on both engines and both generated graph kinds
+/// (docs/benchmarks/sssp.md). The degree does not enter: the Kronecker graph (mean degree 32)
 /// searches alike from 1x to 64x the mean weight, and on the road-like graph (mean degree 8)
 /// the best width follows the thread count and the numbering instead (4x wider wins with 16
 /// threads in breadth-first order, loses with 8 threads or a random numbering).
@@ -397,10 +396,9 @@ impl Frontier {
 /// (GAP's way) hands each thread chunks of every other thread's region, and on a road-like
 /// graph, where most of a search is the threads expanding what they lowered themselves (bin
 /// fusion), a thread then works all over the graph, its distance words' cache lines moving
-/// between cores: on 16 cores an edge cost about twice what it costs one thread alone. With
-/// parts, the 4 M-vertex road-like search in breadth-first order took 42-43 ms against 51
-/// (16 threads) and 68-69 against 79 (8 threads); Kronecker and a random numbering, where
-/// neighbours lie anywhere, moved within their spread (docs/BENCHMARKS.md).
+/// between cores: on 16 cores an edge cost about twice what it costs one thread alone. Parts
+/// keep each thread in its region; where neighbours lie anywhere (Kronecker, a random
+/// numbering) they change nothing.
 ///
 /// Memory ordering: a part's words are written by its owner between a round's two meetings
 /// (nobody else reads them then), and read and claimed by every thread after the second

@@ -28,9 +28,8 @@ const STALE: usize = 2;
 const CHUNKS: usize = 3;
 const COUNTERS: usize = 4;
 /// Edges of a hub that one group expands in `sssp_expand`; the rest go to `sssp_expand_chunks`
-/// in pieces of this many, spread over every group (`kernels/sssp.cl`). Kronecker 2^22 on
-/// the H200 with 4,096 / 2,048 / 1,024 / 512: 13.6–16.0 / 13.0–13.1 / 12.7–13.0 / 13.0–13.4 ms
-/// (docs/BENCHMARKS.md).
+/// in pieces of this many, spread over every group (`kernels/sssp.cl`; the sweep:
+/// docs/decisions.md).
 const CHUNK: usize = 1024;
 /// Groups of an `sssp_expand_chunks` launch (it strides over the chunks the counters name).
 const CHUNK_GROUPS: usize = 1024;
@@ -335,8 +334,8 @@ impl DeviceSssp<'_> {
     }
 
     /// The distances as [`Graph::dijkstra`] gives them, converted straight from the mapped
-    /// buffer (on the H200 machine a map moved the words faster than a copy into host
-    /// memory, and the conversion runs on every core), into `answer`'s memory where the
+    /// buffer (on NVIDIA a map moves the words faster than a copy into host memory, and the
+    /// conversion runs on every core), into `answer`'s memory where the
     /// caller started preparing it beside the search, else into fresh memory.
     pub(super) fn read_distances(&mut self, answer: Option<AnswerMemory>) -> Result<Vec<u64>> {
         let n = self.graph.vertices();

@@ -368,9 +368,8 @@ const ANSWER_OVERLAP_MIN: usize = 1 << 16;
 
 /// Host memory for an answer of `n` distances, written on another thread (with rayon's)
 /// from the moment a device search starts, so that the answer's page faults (32 MB for 4M
-/// vertices: most of the 2.4 ms its conversion took after a search on the H200 machine's
-/// virtual machine, in huge pages) fall while the device searches and the host's cores
-/// wait, not after it. Dropped unused, the thread finishes and frees it.
+/// vertices, most of its conversion's time after a search on a virtual machine) fall while
+/// the device searches and the host's cores wait, not after it. Dropped unused, the thread finishes and frees it.
 pub(crate) struct AnswerMemory {
     n: usize,
     pending: Option<std::thread::JoinHandle<Vec<u64>>>,

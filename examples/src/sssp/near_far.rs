@@ -60,8 +60,8 @@ const COUNT_ARG: u32 = 17;
 /// `nf_run`'s grid-barrier counter when the launch starts (the kernel's target for its first
 /// barrier is this plus the groups).
 const BAR_BASE_ARG: u32 = 18;
-/// Local rounds per light iteration on GPUs unless set otherwise (kernels/sssp.cl says what
-/// more cost on the H200 machine).
+/// Local rounds per light iteration on GPUs unless set otherwise (more re-expand more:
+/// docs/decisions.md).
 const LOCAL_ROUNDS: u32 = 1;
 
 /// A work-item holding no vertex.
@@ -137,9 +137,8 @@ impl NearFar {
         Ok(NearFar {
             fstamp: rt.alloc::<u32>(n)?,
             expanded: rt.alloc::<u32>(n)?,
-            // On PoCL (dev) a local round saved iterations (914 -> 780) but no time beyond the
-            // noise (docs/BENCHMARKS.md): a CPU device's iteration costs little more than
-            // its expansions, so it keeps none.
+            // On PoCL a local round saved iterations but no time: a CPU device's iteration
+            // costs little more than its expansions, so it keeps none.
             local_rounds: if rt.profile().kind == DeviceKind::Gpu {
                 LOCAL_ROUNDS
             } else {

@@ -1,8 +1,7 @@
 //! Device-only buffers (`clCreateBuffer`), for scratch that the host barely touches.
 //!
-//! An SVM allocation on NVIDIA's driver costs by its size (`clSVMAlloc` and a fill of 64 MiB
-//! took 36 ms on the H200, its free 12 ms), while a buffer object of the same size took
-//! 0.48 ms and its release 0.12 (docs/BENCHMARKS.md, runtime mechanisms): structures that
+//! An SVM allocation on NVIDIA's driver costs by its size, while a buffer object costs
+//! little whatever its size (docs/benchmarks/runtime.md): structures that
 //! grow their device-side storage (a branch-and-bound search's arena of nodes) allocate it
 //! here. Kernels see both as `__global T*`; the host reads and writes a buffer object only
 //! through blocking copies on the runtime's in-order queue, ordered after every launch

@@ -158,10 +158,9 @@ const TRANSFER_PIECE: usize = 1 << 30;
 /// Copies of at most this many bytes between host memory and SVM go through a map of the
 /// range (on fine SVM, where a map enqueues nothing, a plain copy) instead of the driver's
 /// blocking `clEnqueueSVMMemcpy`. The copies that pay per call are small ones (a round's
-/// counters, a control word): on the H200 reading 8 words took 16.3 µs mapped against 24.5
-/// copied and writing one 12.9 against 14.3 (medians of 1,000), and PoCL's memcpy costs tens
-/// of microseconds where a host copy of fine SVM costs nanoseconds. Larger transfers keep
-/// the driver's copy engine (docs/BENCHMARKS.md, runtime mechanisms).
+/// counters, a control word): a map costs NVIDIA's driver less than its blocking copy, and
+/// PoCL's memcpy costs tens of microseconds where a host copy of fine SVM costs nanoseconds.
+/// Larger transfers keep the driver's copy engine (docs/benchmarks/runtime.md).
 const MAPPED_COPY_LIMIT: usize = 64 << 10;
 
 /// How long zeroing a new buffer may take before the allocation reports a stall (far more
@@ -832,9 +831,9 @@ impl<T: SvmElement> SvmBuffer<T> {
 
     /// Copies `src` to elements `at..at + src.len()`: up to 4 MiB with the driver's copy
     /// engine ([`SvmBuffer::copy_from_host`]); larger copies map just that range and write it
-    /// with streaming stores from rayon's threads ([`copy_bits_streaming_par`]), which on the
-    /// H200 machine moved 64M keys in 24–28 ms against 43–50 ms through the copy engine
-    /// (same-run A/B, docs/BENCHMARKS.md). Like a map, it needs no launch using the buffer in
+    /// with streaming stores from rayon's threads ([`copy_bits_streaming_par`]), which beat
+    /// the driver's copy engine for large copies on the GPU machine
+    /// (docs/benchmarks/heap.md). Like a map, it needs no launch using the buffer in
     /// flight ([`Error::Busy`] otherwise) once past 4 MiB.
     pub fn write_range<U: SvmElement>(&mut self, at: usize, src: &[U]) -> Result<()> {
         if std::mem::size_of_val(src) < (4 << 20) {
@@ -959,8 +958,7 @@ impl<T: SvmAtomicElement> SvmBuffer<T> {
 
 /// Touches every page of `out`'s first `bytes` bytes of capacity from rayon's threads (for
 /// copies of 4 MiB and more), so the driver's copy into it does not take the page faults one
-/// after the other: reading 256 MiB of a coarse SVM buffer into a fresh vector on the H200
-/// machine took 186–269 ms without, 48–63 ms with (same-run A/B, docs/BENCHMARKS.md).
+/// after the other on the driver's thread (docs/benchmarks/heap.md).
 fn prefault<U>(out: &mut Vec<U>, bytes: usize) {
     use rayon::prelude::*;
     const PAGE: usize = 4096;

@@ -75,9 +75,8 @@ pub struct ArenaLayout {
 }
 
 impl Default for ArenaLayout {
-    /// 16 KiB superblocks, classes of 8 bytes to 16 KiB, 256 shards per class (on the H200,
-    /// 65,536 work-items churning malloc/free ran 5.3 M operations/s with 16 shards, 25 M with
-    /// 64 and 103 M with 256: docs/BENCHMARKS.md).
+    /// 16 KiB superblocks, classes of 8 bytes to 16 KiB, 256 shards per class (fewer shards
+    /// put thousands of work-items on one free-list head: docs/benchmarks/list.md).
     fn default() -> Self {
         ArenaLayout {
             superblock_words: 4096,

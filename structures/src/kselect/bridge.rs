@@ -18,8 +18,8 @@
 //!   latency threads apply the other half's bridges and write its new roots (double buffering).
 //!   Each heap has a host copy (the latency threads') and a device copy (the kernel's), kept
 //!   equal by applying the same bridge to both: mapping shared heaps at every hand-off would
-//!   copy all of them over the bus on coarse SVM (measured on the H200: 1.2–3.9× slower,
-//!   docs/BENCHMARKS.md), and on fine SVM (PoCL) the two ways ran equally fast.
+//!   copy all of them over the bus on coarse SVM (slower on the GPU machine), and on fine
+//!   SVM (PoCL) the two ways ran equally fast.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;

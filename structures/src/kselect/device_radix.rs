@@ -17,7 +17,7 @@ use super::Key;
 /// device's limit that asym runs on.
 const RADIX_WG: usize = 256;
 
-/// Keys per tile when the selector does not set one: see docs/BENCHMARKS.md for the sweep.
+/// Keys per tile when the selector does not set one: see docs/decisions.md for the sweep.
 pub(super) const DEFAULT_TILE: usize = 1 << 16;
 
 /// Counters per sub-list in the global histograms (two digits of 256 buckets).

@@ -232,7 +232,7 @@ impl KSelector {
     /// Sets how many keys one work-group of the device radix takes: sub-lists longer than
     /// `keys` are cut into tiles of at most that many, a work-group each, with histograms
     /// merged through global memory (four launches instead of one); 0 keeps one work-group
-    /// per sub-list at any length. The default was measured on the H200 (docs/BENCHMARKS.md).
+    /// per sub-list at any length. The default comes from a sweep (docs/decisions.md).
     pub fn with_radix_tile(mut self, keys: usize) -> Result<Self> {
         if keys != 0 && keys < 256 {
             return Err(Error::out_of_range(
@@ -599,8 +599,7 @@ impl KSelector {
 
     /// Cooperative by amount on few long sub-lists: the device's share of each from
     /// [`KSelector::with_device_share`], else from the learned plan (both sides' measured
-    /// speeds; 20 % before any are known: the best share measured on the H200 machine, see
-    /// docs/BENCHMARKS.md).
+    /// speeds; 20 % before any are known: the best share of a sweep, docs/decisions.md).
     fn run_by_range<K: Key>(
         &self,
         job: &Job<'_, K>,
@@ -645,8 +644,7 @@ impl KSelector {
     /// radix select on long sub-lists that whole would keep fewer than 60 % of the threads
     /// busy on average (n sub-lists on T threads take ceil(n/T) rounds: 4 of 2^26 keys on 16
     /// threads, 0.25). Sharing costs two hand-offs per sub-list and one thread finishing
-    /// its candidates: on the H200 host 16 sub-lists of 2^24 keys took 61 ms shared against
-    /// 27-34 ms per 2^28 keys for sub-lists each thread takes whole.
+    /// its candidates, so busy threads take sub-lists whole.
     fn split_sublists<K: Key>(&self, job: &Job<'_, K>) -> bool {
         let threads = self.pool.len();
         let n = job.claims.n;

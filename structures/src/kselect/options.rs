@@ -128,7 +128,7 @@ pub enum Strategy {
     Radix,
     /// The method measured fastest on each side: on the latency threads the heap for small
     /// k (few keys reach the heap: [`Strategy::on_cpu`]) and radix elsewhere, radix on the
-    /// device (see docs/BENCHMARKS.md); the bridge cooperations keep the heap.
+    /// device (docs/benchmarks/kselect.md); the bridge cooperations keep the heap.
     #[default]
     Auto,
 }

@@ -125,8 +125,7 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
 
 /// Sub-lists at least this long are selected in one read where a sample allows. Shorter ones
 /// are re-read from cache, and there the sample and the wider pass cost more than the second
-/// read saves (same-binary A/B on the H100 machine's 16 host cores, 2^28 keys: 2^17 and 2^19
-/// 8-45 % slower, 2^21 2-16 % and 2^24 12-24 % faster).
+/// read saves (docs/decisions.md).
 const ONE_READ_FROM: usize = 1 << 21;
 /// Sample blocks, each 1/1024 of the sub-list, spread evenly over it: 1/32 of the keys.
 const SAMPLE_BLOCKS: usize = 32;

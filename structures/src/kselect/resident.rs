@@ -18,7 +18,7 @@ use super::device_radix::{
 use super::{KSelector, Key, SelectStats, Strategy, Sublists};
 
 /// The offsets and answers buffers of the last resident call, reused while the cut of the
-/// next call is the same (SVM allocation costs about 0.45 ms per MiB on the H200).
+/// next call is the same (an SVM allocation costs by its size on NVIDIA).
 #[derive(Default)]
 pub(super) struct ResidentCache(Mutex<Option<ResidentBuffers>>);
 

@@ -215,7 +215,7 @@ pub struct LockFreeList {
     kind: ListKind,
     kernel: Option<Kernel>,
     /// A launch's operations, results and counters, kept between batches and grown on
-    /// demand (allocating SVM costs ~0.5 ms per MiB on the H200).
+    /// demand (an SVM allocation costs by its size on NVIDIA).
     staging: Option<Staging>,
 }
 

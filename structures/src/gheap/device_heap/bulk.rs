@@ -5,9 +5,8 @@
 //!
 //! Why: every INS and DEL of the seed's heap passes through the root's lock, one after the
 //! other, so a call of `b` batches costs about `b` root critical sections however many
-//! work-groups run (on the H200, ~9 µs each: 64M keys inserted and deleted in 0.9–1.7 s,
-//! docs/BENCHMARKS.md). A sort of all `n` keys costs `log2(n / K)` merge passes over
-//! memory and no serial section: 10–14 ms of kernels for a call of 64M keys there. The rebuild
+//! work-groups run (docs/benchmarks/heap.md). A sort of all `n` keys costs `log2(n / K)`
+//! merge passes over memory and no serial section. The rebuild
 //! is to the heap what std's `BinaryHeap::extend` rebuilding instead of sifting each key is
 //! to a binary heap.
 //!
@@ -40,10 +39,10 @@ impl BulkPolicy {
     /// Fewest batches a call must move for [`BulkPolicy::Auto`] to rebuild: smaller calls
     /// are a few operations, cheap on any heap.
     pub const MIN_BATCHES: usize = 32;
-    /// On a GPU, [`BulkPolicy::Auto`] rebuilds when the call moves at least 1/64 of the keys.
-    /// Measured on the H200 (K = 1024, docs/BENCHMARKS.md): a rebuild of 16M keys takes
-    /// 3.5 ms (one launch per merge pass, no serial section), the same as 128 DELs or 512
-    /// INS; at 1M keys a rebuild (0.6 ms) beats even 8 DELs.
+    /// On a GPU, [`BulkPolicy::Auto`] rebuilds when the call moves at least 1/64 of the keys:
+    /// a rebuild (one launch per merge pass, no serial section) of a heap of 16M keys at
+    /// K = 1024 costs what 128 DELs or 512 INS cost, and of 1M keys less than 8 DELs
+    /// (docs/benchmarks/heap.md).
     pub const GPU_SHARE: usize = 64;
     /// On a CPU device (PoCL on two cores, 2^18 keys held, K = 256) the sort costs about
     /// as much as INS of 1/5 and DEL of 1/16 of the heap: rebuild from 1/8.
@@ -384,8 +383,8 @@ impl<T: DeviceHeapKey> Inner<T> {
         let sorted = (|| -> Result<Vec<Launch>> {
             // In-order queue: each launch sees what the ones before it wrote; the last is
             // submitted (carrying the others: a flush per launch costs a driver call each;
-            // flushing after the first launch and each pass gained nothing on the H200,
-            // docs/BENCHMARKS.md) and waited for, and dropping the rest then finds them
+            // flushing after the first launch and each pass gained nothing,
+            // docs/decisions.md) and waited for, and dropping the rest then finds them
             // complete.
             let mut launches: Vec<Launch> = before.into_iter().collect();
             if old_runs > 0 {

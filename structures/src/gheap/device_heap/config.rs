@@ -41,10 +41,8 @@ impl DeviceHeapConfig {
     /// On a GPU, at most 64 groups (twice the compute units on smaller ones) of 256
     /// work-items, 512 for K = 2048: the seed's operations pass the root lock from group to
     /// group, so groups beyond those that keep that pipeline full only wait, and their lock
-    /// polls slow the holder. On the H100 machine (132 compute units), 64M keys inserted and
-    /// deleted: 264 groups of 256 (twice the compute units) took 1,467 ms at K = 1024 and
-    /// 966 at K = 2048, 66 groups 1,110 (of 256) and 687 (of 512), 33 groups alike
-    /// (docs/BENCHMARKS.md). On a CPU device, twice the compute units of min(K, 256).
+    /// polls slow the holder (the sweep: docs/benchmarks/heap.md). On a CPU device, twice
+    /// the compute units of min(K, 256).
     pub fn default_shape(rt: &Runtime, batch: usize) -> (usize, usize) {
         let cus = rt.profile().compute_units.max(1) as usize;
         let wg = default_work_group(rt, batch);

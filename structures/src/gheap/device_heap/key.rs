@@ -33,8 +33,7 @@ pub trait DeviceHeapKey: Copy + Send + 'static {
     /// The kernel's `-DKEY_MAP` for [`DeviceHeapKey::Upload`] (0: already the device form).
     const KEY_MAP: u32;
     /// The keys as uploaded: borrowed for scalar keys, so an insert converts nothing on the
-    /// host (host time before the launches of a 2^24-key insert and delete on the H200: 105
-    /// -> 72 ms with it, docs/BENCHMARKS.md).
+    /// host before its launches.
     fn upload(keys: &[Self]) -> Cow<'_, [Self::Upload]>;
     /// Keys a DEL returned, as the device stored them (scalar keys: already in the caller's
     /// form, the map being its own inverse), into keys.

@@ -132,10 +132,9 @@ impl<T: DeviceHeapKey> Inner<T> {
     }
 
     /// Grows the staging buffer with the key array: a call's keys in or out, and a bulk
-    /// call's runs (every key of the heap), then fit without an allocation in the call
-    /// (allocating SVM costs about 0.45 ms per MiB on the H200: a bulk insert of 512K keys
-    /// into a heap of 16M took 61 ms with the staging buffer grown in the call, against 4 ms
-    /// for the rebuild itself, docs/BENCHMARKS.md).
+    /// call's runs (every key of the heap), then fit without an allocation in the call (an
+    /// SVM allocation costs by its size on NVIDIA, more than a rebuild's own kernels:
+    /// docs/benchmarks/runtime.md).
     pub(super) fn reserve_staging(&mut self) -> Result<()> {
         let k = self.partial.len();
         staged(&self.rt, &mut self.staging.keys, self.slots * k).map(|_| ())

@@ -2,8 +2,8 @@
 //! default) or BU-INS/TD-DEL heap ([`DeviceHeapConfig::with_direction`]) run by many
 //! work-groups at once, with per-node lock words taken by atomic compare-and-swap. With
 //! BU-INS a DEL waits for the climbs in flight (the seed's BU heap is not linearizable with a
-//! partial buffer: `concurrent.rs` has the argument). On the H200 BU-INS was not faster
-//! (docs/BENCHMARKS.md), hence the default.
+//! partial buffer: `concurrent.rs` has the argument). BU-INS was not faster on the GPU
+//! machine (docs/benchmarks/heap.md), hence the default.
 //!
 //! The heap lives in device-visible SVM between launches (nodes, lock words, the header with
 //! the node count and the partial buffer); each call of the host API is one launch of
@@ -13,17 +13,15 @@
 //! `gheap_sort_batches` launch (a work-group per batch, all at once), so an INS only merges;
 //! a TD-INS loads a node only when the node's largest key says the batch changes it. A call
 //! of DELs alone (a delete) runs on `gheap_delete` instead, the same TD-DEL with the control
-//! computed by every work-item rather than built by one for the group to interpret: 64M
-//! random keys' deletes took 804 ms against 1,049-1,051 on the H200 at K = 1024
-//! (docs/BENCHMARKS.md).
+//! computed by every work-item rather than built by one for the group to interpret, which
+//! shortens every DEL (docs/benchmarks/heap.md).
 //! Between launches the host only reads the small header, so the coarse transport (NVIDIA)
 //! and the fine one (PoCL) behave the same.
 //!
 //! A call that moves a large share of the heap (an insert of many batches, a delete of many
 //! keys) can instead rebuild it: one device sort of every key, the result laid out again as
 //! a generalized heap ([`BulkPolicy`], module `bulk`). The seed's operations serialize on the
-//! root lock; the rebuild has no serial section (64M keys inserted and deleted in 65–80 ms on
-//! the H200 against 0.8–1.4 s, docs/BENCHMARKS.md).
+//! root lock; the rebuild has no serial section (docs/benchmarks/heap.md).
 //!
 //! Host threads may share one heap: calls are serialized on a mutex (one launch at a time);
 //! the concurrency is among the work-groups of a launch.
@@ -93,9 +91,8 @@ struct Inner<T: DeviceHeapKey> {
     stats: DeviceHeapStats,
     /// `Some` in a profiling build (`ASYM_GHEAP_PROFILE`).
     profile: Option<DeviceHeapProfile>,
-    /// Per-call buffers, kept between calls and grown when a call needs more: with five SVM
-    /// buffers allocated per call, SSSP's device-heap calls on the H200 took 9.7 ms each,
-    /// with these 0.94 ms (docs/BENCHMARKS.md, SSSP section).
+    /// Per-call buffers, kept between calls and grown when a call needs more: an SVM
+    /// allocation per call cost a heap-ordered search's calls ten times their work.
     staging: Staging<T::Repr>,
     /// The launches of the last call that returned before they completed (a bulk call whose
     /// keys stay on the device: the caller's next launch follows them on the in-order queue
@@ -164,9 +161,8 @@ impl<T: Copy> RawLaunch<T> {
 /// call uses (`copy_from_host`, `read_range`), so their size costs nothing on the coarse
 /// transport.
 /// One buffer holds the inserted keys and, after them, the DELs' keys: a call of either
-/// kind reuses what the other grew (allocating SVM cost ~0.5 ms per MiB on the H200: 63 of
-/// the 78 ms of host time before the launches of a 2^24-key insert and delete, measured with
-/// two buffers; 37 ms with one).
+/// kind reuses what the other grew (an SVM allocation costs by its size on NVIDIA:
+/// docs/benchmarks/runtime.md).
 struct Staging<R: SvmElement> {
     keys: Option<SvmBuffer<R>>,
     ops: Option<SvmBuffer<u32>>,
@@ -345,8 +341,7 @@ impl<T: DeviceHeapKey> DeviceGeneralizedHeap<T> {
 
     /// Keys in the heap once its calls' launches complete. It does not wait for them: a call
     /// sets the host's count when it enqueues its launches (a round of the knapsack's device
-    /// search asks before each launch, and waiting there had made the 600 file's rounds
-    /// twice as slow to launch on the H200, docs/BENCHMARKS.md).
+    /// search asks before each launch, and must not wait for the heap's last call there).
     pub fn len(&self) -> usize {
         let g = self.mirror();
         g.count * self.batch + g.plen

@@ -3,8 +3,7 @@
 //! the set ([`SpreadHeap::new`]) or a lane of one device ([`SpreadHeap::lanes`]): a heap
 //! with its own command queue, so that the lanes' launches run on the device at once, and a
 //! call spanning several ranges runs several of the seed's INS/DEL pipelines instead of one
-//! (64M keys inserted and deleted on an H100 through the operations: one heap 1.1 s, eight
-//! lanes 0.23-0.25 s; docs/BENCHMARKS.md). Every key a member holds is at most every key the
+//! (docs/benchmarks/heap.md, range lanes). Every key a member holds is at most every key the
 //! members after it hold, so a delete of the `n` smallest takes them from the members in
 //! order (the first member's keys, then the next's), every member's part at once, and the
 //! result is their runs one after the other, each member copying its run into its own part
@@ -56,8 +55,7 @@ use routing::{count_routes, cut_ranges, fill_routed, shares, Ranges};
 pub const MAX_LANES: usize = 64;
 
 /// Fewest work-groups a lane of [`SpreadHeap::lanes`] gets by default: an INS pipeline needs
-/// about 16 to stay full (H200, 64M keys at K = 1024: inserts took 523 ms with 8 groups,
-/// 293-307 with 16 to 66; docs/BENCHMARKS.md).
+/// about 16 to stay full (fewer groups left the inserts slower on the GPU machine).
 pub const LANE_MIN_GROUPS: usize = 16;
 
 struct Member<T: DeviceHeapKey> {
@@ -122,9 +120,8 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     ///
     /// `config` describes the whole heap: each lane starts with room for its share of
     /// `initial_nodes` and a quarter more (the ranges are cut from a sample, and a lane that
-    /// grows in a call pays its allocations there: on the H100 machine eight lanes growing
-    /// past their share held inserts of 512K-8M keys up for 196-318 ms, 7-28 ms without;
-    /// docs/BENCHMARKS.md); `max_nodes` bounds each lane,
+    /// grows in a call pays its allocations there: docs/decisions.md); `max_nodes` bounds
+    /// each lane,
     /// since one range may end up holding every key. Where `config` names no work-group
     /// count, each lane takes the device's default count divided among the lanes, at least
     /// [`LANE_MIN_GROUPS`] (the groups that keep an INS pipeline full).

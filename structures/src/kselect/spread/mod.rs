@@ -16,8 +16,8 @@
 //! calls with a length run everyone together; the next ones try, two calls each, each worker
 //! alone and the groups of all but one that could win (the engine's `PlanBook`); later calls keep
 //! the fastest group. The members share host cores and memory bandwidth for staging, so
-//! together can lose: on the H200 machine PoCL's kernels on all 16 cores slow NVIDIA's
-//! staging copies more than PoCL adds. [`SelectStats::exploring`] marks the trial calls.
+//! together can lose: PoCL's kernels on the host's cores slow a GPU's staging copies more
+//! than PoCL adds (docs/benchmarks/device-sets.md). [`SelectStats::exploring`] marks the trial calls.
 //!
 //! **A member that fails** (an OpenCL error, a lost device, a launch past the timeout):
 //! its claims stop, the others empty the counter, and the sub-lists it had claimed but not
