@@ -536,17 +536,14 @@ fn parse_coops(s: &str) -> Result<Vec<Cooperation>> {
     Ok(out)
 }
 
-fn run(args: &Args) -> Result<bool> {
-    if let Some(path) = &args.output {
-        // Fail before the run, not after it, on a path that cannot be written.
-        output::check_writable(path)?;
-    }
-    let modes = cli::words::<Mode>("--mode", &args.mode)?;
+/// The rows a run makes, one per (strategy, mode) and cooperation, then the resident row
+/// and the peers.
+fn plan_runners(args: &Args, modes: &[Mode]) -> Result<Vec<Runner>> {
     let coops = parse_coops(&args.coop)?;
     let strategies = cli::words::<Strategy>("--strategy", &args.strategy)?;
     let mut runners: Vec<Runner> = Vec::new();
     for &s in &strategies {
-        for &m in &modes {
+        for &m in modes {
             if m != Mode::Cooperative {
                 runners.push(Runner::Mode(m, s));
                 continue;
@@ -567,63 +564,56 @@ fn run(args: &Args) -> Result<bool> {
     if !args.no_peers {
         runners.extend([Runner::PeerSelectNth, Runner::PeerBinaryHeap]);
     }
-    let needs_device = args.resident || modes.iter().any(|m| m.uses_device());
-    let set = if needs_device {
-        Some(DeviceSet::open(args.device.as_deref())?)
-    } else {
-        None
-    };
-    let (device_label, transport) = match &set {
-        Some(set) => {
-            let labels = |f: &dyn Fn(&Runtime) -> String| {
-                set.members().iter().map(f).collect::<Vec<_>>().join(" + ")
-            };
-            (
-                labels(&|rt| rt.profile().label()),
-                labels(&|rt| rt.transport().to_string()),
-            )
-        }
-        None => ("none (cpu mode only)".into(), "-".into()),
-    };
-    let members = set.as_ref().map_or(0, DeviceSet::len);
-    if members > 1 {
-        // Each member alone beside the set (gpu@i rows); the bridge runs on one device.
-        let mut with_members = Vec::new();
-        for r in runners {
-            match r {
-                Runner::Mode(Mode::GpuOnly, s) => {
-                    with_members.extend((0..members).map(|i| Runner::Member(i, s)));
-                    with_members.push(r);
-                }
-                Runner::Resident => {
-                    with_members.extend((0..members).map(Runner::MemberResident));
-                    with_members.push(r);
-                }
-                Runner::Bridge(c) => eprintln!(
-                    "batch_kselect: coop by {c} shares heaps with one device: left out on a set of {members}"
-                ),
-                r => with_members.push(r),
-            }
-        }
-        runners = with_members;
+    Ok(runners)
+}
+
+/// On a set of `members` devices: each member alone beside the set (gpu@i rows); the bridge
+/// runs on one device and is left out.
+fn with_members(runners: Vec<Runner>, members: usize) -> Vec<Runner> {
+    if members <= 1 {
+        return runners;
     }
+    let mut out = Vec::new();
+    for r in runners {
+        match r {
+            Runner::Mode(Mode::GpuOnly, s) => {
+                out.extend((0..members).map(|i| Runner::Member(i, s)));
+                out.push(r);
+            }
+            Runner::Resident => {
+                out.extend((0..members).map(Runner::MemberResident));
+                out.push(r);
+            }
+            Runner::Bridge(c) => eprintln!(
+                "batch_kselect: coop by {c} shares heaps with one device: left out on a set of {members}"
+            ),
+            r => out.push(r),
+        }
+    }
+    out
+}
+
+/// The selector over the set (or the latency threads alone) and, on a set of several, one
+/// selector per member for the gpu@i rows.
+fn selectors(args: &Args, set: Option<&DeviceSet>) -> Result<(KSelector, Vec<KSelector>)> {
     let pool = LatencyPool::with_threads(args.threads)?;
-    let member_selectors: Vec<KSelector> = match &set {
+    let members: Vec<KSelector> = match set {
         Some(set) if set.len() > 1 => set
             .members()
             .iter()
             .map(|rt| {
-                KSelector::new(
+                let one = KSelector::new(
                     Some(rt.clone()),
                     LatencyPool::with_threads(Some(1))?,
                     args.d,
-                )
+                )?;
+                configure(one, args)
             })
             .collect::<Result<_>>()?,
         _ => Vec::new(),
     };
     let mut selector = configure(
-        match &set {
+        match set {
             Some(set) => KSelector::on_devices(set, pool, args.d)?,
             None => KSelector::new(None, pool, args.d)?,
         },
@@ -640,8 +630,12 @@ fn run(args: &Args) -> Result<bool> {
     if let Some(n) = args.staging_threads {
         selector = selector.with_staging_threads(n)?;
     }
-    // `bridge` means the schedule this transport allows; `--coop all` on coarse SVM leaves out
-    // the live schedule, which needs fine SVM.
+    Ok((selector, members))
+}
+
+/// `bridge` rows as the schedule this transport allows; `--coop all` on coarse SVM leaves
+/// out the live schedule, which needs fine SVM. Duplicates go.
+fn resolve_bridges(args: &Args, runners: Vec<Runner>, selector: &KSelector) -> Vec<Runner> {
     let all = args.coop.trim() == "all";
     let mut resolved = Vec::new();
     for r in runners {
@@ -662,13 +656,23 @@ fn run(args: &Args) -> Result<bool> {
             resolved.push(r);
         }
     }
-    let runners = resolved;
+    resolved
+}
 
-    // Keys: from a file, or generated.
-    let (array, generated);
-    let (dtype, lengths, n): (Dtype, Vec<usize>, usize) = match &args.input {
+/// The keys of a run: a file's, or generated int32 keys, with the sub-list lengths to run.
+struct Keys {
+    array: npy::NpyArray,
+    generated: Vec<i32>,
+    dtype: Dtype,
+    lengths: Vec<usize>,
+    n: usize,
+}
+
+/// Reads `--input` or generates `2^--total-log2` keys.
+fn keys(args: &Args) -> Result<Keys> {
+    let keys = match &args.input {
         Some(path) => {
-            array = npy::read(path)?;
+            let array = npy::read(path)?;
             let len = match (array.shape.as_slice(), args.sublist) {
                 (&[_, cols], None) => cols,
                 (&[_, cols], Some(s)) if s != cols => {
@@ -679,15 +683,19 @@ fn run(args: &Args) -> Result<bool> {
                     ))
                 }
                 (_, Some(s)) => s,
-                (&[_], None) => {
+                _ => {
                     return Err(Error::InvalidArgument(
                         "a 1-D --input needs --sublist LEN".into(),
                     ))
                 }
-                _ => unreachable!("npy::read returns 1-D or 2-D"),
             };
-            generated = Vec::new();
-            (array.dtype, vec![len], array.bits.len())
+            Keys {
+                dtype: array.dtype,
+                lengths: vec![len],
+                n: array.bits.len(),
+                array,
+                generated: Vec::new(),
+            }
         }
         None => {
             if args.total_log2 > 31 {
@@ -708,23 +716,61 @@ fn run(args: &Args) -> Result<bool> {
                     args.total_log2
                 )));
             }
-            generated = generate(total, args.seed);
-            array = npy::NpyArray {
+            Keys {
+                array: npy::NpyArray {
+                    dtype: Dtype::I32,
+                    shape: vec![],
+                    bits: vec![],
+                },
+                generated: generate(total, args.seed),
                 dtype: Dtype::I32,
-                shape: vec![],
-                bits: vec![],
-            };
-            (Dtype::I32, lengths, total)
+                lengths,
+                n: total,
+            }
         }
     };
-    if n == 0 {
+    if keys.n == 0 {
         return Err(Error::InvalidArgument("the input is empty".into()));
     }
+    Ok(keys)
+}
+
+fn run(args: &Args) -> Result<bool> {
+    if let Some(path) = &args.output {
+        // Fail before the run, not after it, on a path that cannot be written.
+        output::check_writable(path)?;
+    }
+    let modes = cli::words::<Mode>("--mode", &args.mode)?;
+    let runners = plan_runners(args, &modes)?;
+    let needs_device = args.resident || modes.iter().any(|m| m.uses_device());
+    let set = if needs_device {
+        Some(DeviceSet::open(args.device.as_deref())?)
+    } else {
+        None
+    };
+    let (device_label, transport) = match &set {
+        Some(set) => {
+            let labels = |f: &dyn Fn(&Runtime) -> String| {
+                set.members().iter().map(f).collect::<Vec<_>>().join(" + ")
+            };
+            (
+                labels(&|rt| rt.profile().label()),
+                labels(&|rt| rt.transport().to_string()),
+            )
+        }
+        None => ("none (cpu mode only)".into(), "-".into()),
+    };
+    let runners = with_members(runners, set.as_ref().map_or(0, DeviceSet::len));
+    let (selector, member_selectors) = selectors(args, set.as_ref())?;
+    let runners = resolve_bridges(args, runners, &selector);
+    let Keys {
+        array,
+        generated,
+        dtype,
+        lengths,
+        n,
+    } = keys(args)?;
     let steps = (lengths.len() * runners.len()) as u64;
-    let member_selectors = member_selectors
-        .into_iter()
-        .map(|m| configure(m, args))
-        .collect::<Result<Vec<_>>>()?;
     let mut bench = Bench {
         args,
         selector: &selector,

@@ -168,26 +168,7 @@ impl KSelector {
             },
         );
         let ((dev_hists, count_launches), host_hists) = (dev_hists?, host_hists?);
-        let mut merged = dev_hists;
-        for per_worker in &host_hists {
-            for (m, h) in merged.iter_mut().zip(per_worker) {
-                for (a, b) in m.iter_mut().zip(h) {
-                    *a += b;
-                }
-            }
-        }
-        for (i, m) in merged.iter().enumerate() {
-            let counted: usize = m.iter().map(|&c| c as usize).sum();
-            if counted != lens[i] {
-                return Err(Error::corrupted(
-                    "a range-split selection",
-                    format!(
-                        "sub-list {i}: the merged histogram counts {counted} of its {} keys",
-                        lens[i]
-                    ),
-                ));
-            }
-        }
+        let merged = merge_histograms(dev_hists, &host_hists, &lens)?;
         let located: Vec<_> = merged.iter().map(|m| radix::locate_top(m, job.k)).collect();
         // 2. Both sides keep their keys of the k-th's bucket.
         let (dev_kept, host_kept) = beside(
@@ -214,16 +195,7 @@ impl KSelector {
                 candidates.extend_from_slice(&per_worker[i]);
             }
             let (bucket, rank, prefix, shift) = located[i];
-            if candidates.len() != merged[i][bucket] as usize {
-                return Err(Error::corrupted(
-                    "a range-split selection",
-                    format!(
-                        "sub-list {i}: {} keys kept of the {} in the k-th's bucket",
-                        candidates.len(),
-                        merged[i][bucket]
-                    ),
-                ));
-            }
+            check_kept(i, candidates.len(), merged[i][bucket])?;
             finisher.set_candidates(candidates);
             job.results[i].store(
                 radix::finish_digits(&mut finisher, rank, prefix, shift),
@@ -240,4 +212,45 @@ impl KSelector {
             device_s,
         })
     }
+}
+
+/// The device's and every latency thread's top-digit histograms added up per sub-list; each
+/// must count its sub-list's `lens[i]` keys.
+fn merge_histograms(
+    device: Vec<[u32; 256]>,
+    host: &[Vec<[u32; 256]>],
+    lens: &[usize],
+) -> Result<Vec<[u32; 256]>> {
+    let mut merged = device;
+    for per_worker in host {
+        for (m, h) in merged.iter_mut().zip(per_worker) {
+            for (a, b) in m.iter_mut().zip(h) {
+                *a += b;
+            }
+        }
+    }
+    for (i, m) in merged.iter().enumerate() {
+        let counted: usize = m.iter().map(|&c| c as usize).sum();
+        if counted != lens[i] {
+            return Err(Error::corrupted(
+                "a range-split selection",
+                format!(
+                    "sub-list {i}: the merged histogram counts {counted} of its {} keys",
+                    lens[i]
+                ),
+            ));
+        }
+    }
+    Ok(merged)
+}
+
+/// Sub-list `i`'s kept keys must be every key of the k-th's bucket (`in_bucket`).
+fn check_kept(i: usize, kept: usize, in_bucket: u32) -> Result<()> {
+    if kept == in_bucket as usize {
+        return Ok(());
+    }
+    Err(Error::corrupted(
+        "a range-split selection",
+        format!("sub-list {i}: {kept} keys kept of the {in_bucket} in the k-th's bucket"),
+    ))
 }

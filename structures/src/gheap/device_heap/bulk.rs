@@ -202,6 +202,128 @@ enum Buf {
     Scratch,
 }
 
+/// A bulk call's sort as it is enqueued: the buffers its launches name, and the launches so
+/// far.
+struct Sorter<'a, R: SvmElement> {
+    kn: &'a mut BulkKernels,
+    copy: &'a mut Kernel,
+    io: &'a SvmBuffer<R>,
+    heap_keys: &'a SvmBuffer<R>,
+    /// The call's own second buffer, when the key array is too short.
+    scratch: Option<&'a SvmBuffer<R>>,
+    splits: &'a SvmBuffer<u32>,
+    k: usize,
+    wg: usize,
+    launches: Vec<Launch>,
+}
+
+impl<'a, R: SvmElement> Sorter<'a, R> {
+    /// The buffer `buf` names.
+    fn buffer(&self, buf: Buf) -> Result<&'a SvmBuffer<R>> {
+        match (buf, self.scratch) {
+            (Buf::Io, _) => Ok(self.io),
+            (Buf::Keys, _) => Ok(self.heap_keys),
+            (Buf::Scratch, Some(s)) => Ok(s),
+            (Buf::Scratch, None) => Err(Error::corrupted(
+                "the device heap",
+                "a bulk call's sort named a scratch buffer it was not given",
+            )),
+        }
+    }
+
+    /// The heap's `runs` runs (its nodes, then its partial buffer of `plen` keys) gathered
+    /// into the staging buffer.
+    fn gather(&mut self, partial: &SvmBuffer<R>, count: u32, plen: u32, runs: usize) -> Result<()> {
+        self.kn
+            .gather
+            .arg_svm(0, self.heap_keys)?
+            .arg_svm(1, partial)?
+            .arg_svm(2, self.io)?
+            .arg_scalar(3, count)?
+            .arg_scalar(4, plen)?;
+        let items = stride_items(runs * self.k, self.wg);
+        let launch = self.kn.gather.launch_unflushed(items, Some(self.wg))?;
+        self.launches.push(launch);
+        Ok(())
+    }
+
+    /// One merge pass from `src` to `dst` over `total` keys from `at` (runs of `run`, or two
+    /// runs, the first `first` keys long).
+    fn pass(
+        &mut self,
+        src: Buf,
+        dst: Buf,
+        total: usize,
+        run: usize,
+        at: usize,
+        first: usize,
+    ) -> Result<()> {
+        let (k, wg) = (self.k, self.wg);
+        let tiles = total / k;
+        let (src, dst) = (self.buffer(src)?, self.buffer(dst)?);
+        let small = tiles <= self.kn.one_launch_tiles;
+        if let (Some(merge_pass), true) = (&mut self.kn.merge_pass, small) {
+            // One launch: each group finds its tile's bounds itself.
+            to_u32(tiles, "batches in a bulk call")?;
+            merge_pass
+                .arg_svm(0, src)?
+                .arg_svm(1, dst)?
+                .arg_scalar(2, total as u64)?
+                .arg_scalar(3, run as u64)?
+                .arg_scalar(4, at as u64)?
+                .arg_scalar(5, first as u64)?;
+            self.launches
+                .push(merge_pass.launch_unflushed(tiles * wg, Some(wg))?);
+            return Ok(());
+        }
+        let kn = &mut *self.kn;
+        kn.split
+            .arg_svm(0, src)?
+            .arg_svm(1, self.splits)?
+            .arg_scalar(2, total as u64)?
+            .arg_scalar(3, run as u64)?
+            .arg_scalar(4, to_u32(tiles, "batches in a bulk call")?)?
+            .arg_scalar(5, at as u64)?
+            .arg_scalar(6, first as u64)?;
+        self.launches.push(
+            kn.split
+                .launch_unflushed(tiles.div_ceil(wg) * wg, Some(wg))?,
+        );
+        kn.merge
+            .arg_svm(0, src)?
+            .arg_svm(1, dst)?
+            .arg_svm(2, self.splits)?
+            .arg_scalar(3, total as u64)?
+            .arg_scalar(4, run as u64)?
+            .arg_scalar(5, at as u64)?
+            .arg_scalar(6, first as u64)?;
+        self.launches
+            .push(kn.merge.launch_unflushed(tiles * wg, Some(wg))?);
+        Ok(())
+    }
+
+    /// The `total` keys from `at`, runs of K, merged pass after pass between the staging
+    /// buffer and `partner` until one run is left: the buffer that holds it.
+    fn sort(&mut self, partner: Buf, total: usize, at: usize) -> Result<Buf> {
+        let (mut from, mut to) = (Buf::Io, partner);
+        let mut run = self.k;
+        while run < total {
+            self.pass(from, to, total, run, at, 0)?;
+            std::mem::swap(&mut from, &mut to);
+            run *= 2;
+        }
+        Ok(from)
+    }
+
+    /// Keys `at..at + len` of `from` copied to the same place in the staging buffer.
+    fn copy_back(&mut self, from: Buf, at: usize, len: usize) -> Result<()> {
+        let from = self.buffer(from)?;
+        let launch = copy_keys(self.copy, from, at, self.io, at, len)?;
+        self.launches.push(launch);
+        Ok(())
+    }
+}
+
 impl<T: DeviceHeapKey> Inner<T> {
     /// Whether a call moving `batches` batches goes the bulk way (`inserted`: keys the call
     /// adds).
@@ -328,6 +450,27 @@ impl<T: DeviceHeapKey> Inner<T> {
         io.map_range_for_overwrite_as::<T::Upload>(plan.old_runs * k, plan.inserted)
     }
 
+    /// A finished bulk call's `n_out` keys removed, from the staging buffer where `out` asks
+    /// for them on the host.
+    fn bulk_out(&mut self, out: Out<'_, T>, n_out: usize) -> Result<Vec<T>> {
+        let io = self.staging.keys.as_mut().ok_or_else(|| {
+            Error::corrupted("the device heap", "a bulk call lost its staging buffer")
+        })?;
+        Ok(match out {
+            _ if n_out == 0 => Vec::new(),
+            Out::Return => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
+            // The placement wrote them there.
+            Out::Device(..) => Vec::new(),
+            Out::Into(dst) => {
+                match T::as_upload_mut(dst) {
+                    Some(stored) => io.read_range_into(0, stored)?,
+                    None => dst.copy_from_slice(&T::download(io.read_range_as(0, n_out)?)),
+                }
+                Vec::new()
+            }
+        })
+    }
+
     /// The rest of a planned bulk call whose keys are in the staging buffer (`copy`: the
     /// time uploading them took): the sort, the new layout, and the keys removed.
     pub(super) fn bulk_finish(
@@ -358,134 +501,65 @@ impl<T: DeviceHeapKey> Inner<T> {
         let (Some(io), Some(splits)) = (&st.keys, &st.splits) else {
             unreachable!("staged() filled every buffer");
         };
-        let scratch = st.runs.as_ref();
         let heap_keys = &self.keys;
-        // A kernel argument naming one of the three buffers (of two element types).
-        let buffer = |buf: Buf| match (buf, scratch) {
-            (Buf::Io, _) => io,
-            (Buf::Keys, _) => heap_keys,
-            (Buf::Scratch, Some(s)) => s,
-            (Buf::Scratch, None) => unreachable!("staged when the key array is short"),
-        };
-        let set = |kernel: &mut Kernel, index: u32, buf: Buf| -> Result<()> {
-            kernel.arg_svm(index, buffer(buf)).map(|_| ())
-        };
-        let t_kernel = std::time::Instant::now();
-        let (kn, copy_kernel) = (&mut self.bulk, &mut self.copy);
         let (partial, words, slots, hdr) = (&self.partial, &self.words, self.slots, &self.hdr);
         let (out_device, queued) = match &out {
             Out::Device(dst, queued) => (Some(*dst), *queued),
             _ => (None, false),
         };
         let (heap_count, heap_plen) = (self.count as u32, self.plen as u32);
-        // The launches, waited for. A failure anywhere poisons the heap: merge passes write
-        // the key array before the placement does.
-        let sorted = (|| -> Result<Vec<Launch>> {
+        let mut sorter = Sorter {
+            kn: &mut self.bulk,
+            copy: &mut self.copy,
+            io,
+            heap_keys,
+            scratch: st.runs.as_ref(),
+            splits,
+            k,
+            wg,
             // In-order queue: each launch sees what the ones before it wrote; the last is
             // submitted (carrying the others: a flush per launch costs a driver call each;
             // flushing after the first launch and each pass gained nothing,
             // docs/decisions.md) and waited for, and dropping the rest then finds them
             // complete.
-            let mut launches: Vec<Launch> = before.into_iter().collect();
+            launches: before.into_iter().collect(),
+        };
+        let t_kernel = std::time::Instant::now();
+        // The launches, waited for. A failure anywhere poisons the heap: merge passes write
+        // the key array before the placement does.
+        let sorted = (|| -> Result<Vec<Launch>> {
             if old_runs > 0 {
-                kn.gather
-                    .arg_svm(0, heap_keys)?
-                    .arg_svm(1, partial)?
-                    .arg_svm(2, io)?
-                    .arg_scalar(3, heap_count)?
-                    .arg_scalar(4, heap_plen)?;
-                launches.push(
-                    kn.gather
-                        .launch_unflushed(stride_items(old_runs * k, wg), Some(wg))?,
-                );
+                sorter.gather(partial, heap_count, heap_plen, old_runs)?;
             }
             if inserted > 0 {
-                launches.push(kn.sort_batches(io, old_runs * k, inserted, k, wg)?);
+                let launch = sorter.kn.sort_batches(io, old_runs * k, inserted, k, wg)?;
+                sorter.launches.push(launch);
             }
             let partner = if use_keys { Buf::Keys } else { Buf::Scratch };
-            // One merge pass from src to dst over `total` keys from `at` (runs of `run`, or
-            // two runs, the first `first` keys long).
-            let mut pass = |launches: &mut Vec<Launch>,
-                            src: Buf,
-                            dst: Buf,
-                            total: usize,
-                            run: usize,
-                            at: usize,
-                            first: usize| {
-                let tiles = total / k;
-                let small = tiles <= kn.one_launch_tiles;
-                if let (Some(merge_pass), true) = (&mut kn.merge_pass, small) {
-                    // One launch: each group finds its tile's bounds itself.
-                    to_u32(tiles, "batches in a bulk call")?;
-                    set(merge_pass, 0, src)?;
-                    set(merge_pass, 1, dst)?;
-                    merge_pass
-                        .arg_scalar(2, total as u64)?
-                        .arg_scalar(3, run as u64)?
-                        .arg_scalar(4, at as u64)?
-                        .arg_scalar(5, first as u64)?;
-                    launches.push(merge_pass.launch_unflushed(tiles * wg, Some(wg))?);
-                    return Ok(());
-                }
-                set(&mut kn.split, 0, src)?;
-                kn.split
-                    .arg_svm(1, splits)?
-                    .arg_scalar(2, total as u64)?
-                    .arg_scalar(3, run as u64)?
-                    .arg_scalar(4, to_u32(tiles, "batches in a bulk call")?)?
-                    .arg_scalar(5, at as u64)?
-                    .arg_scalar(6, first as u64)?;
-                launches.push(
-                    kn.split
-                        .launch_unflushed(tiles.div_ceil(wg) * wg, Some(wg))?,
-                );
-                set(&mut kn.merge, 0, src)?;
-                set(&mut kn.merge, 1, dst)?;
-                kn.merge
-                    .arg_svm(2, splits)?
-                    .arg_scalar(3, total as u64)?
-                    .arg_scalar(4, run as u64)?
-                    .arg_scalar(5, at as u64)?
-                    .arg_scalar(6, first as u64)?;
-                launches.push(kn.merge.launch_unflushed(tiles * wg, Some(wg))?);
-                Ok::<(), Error>(())
-            };
             let mut src = Buf::Io;
             let old_len = old_runs * k;
             if !one_run {
                 // Every run paired, pass after pass, until one is left.
-                let (mut from, mut to) = (Buf::Io, partner);
-                let mut run = k;
-                while run < padded {
-                    pass(&mut launches, from, to, padded, run, 0, 0)?;
-                    std::mem::swap(&mut from, &mut to);
-                    run *= 2;
-                }
-                src = from;
+                src = sorter.sort(partner, padded, 0)?;
             } else if padded > old_len {
                 // The heap is one sorted run already: the call's keys alone are sorted (in
                 // their region), then the two runs merged in one pass.
                 let new_len = padded - old_len;
-                let (mut from, mut to) = (Buf::Io, partner);
-                let mut run = k;
-                while run < new_len {
-                    pass(&mut launches, from, to, new_len, run, old_len, 0)?;
-                    std::mem::swap(&mut from, &mut to);
-                    run *= 2;
-                }
+                let from = sorter.sort(partner, new_len, old_len)?;
                 if from != Buf::Io {
-                    let from = buffer(from);
-                    launches.push(copy_keys(copy_kernel, from, old_len, io, old_len, new_len)?);
+                    sorter.copy_back(from, old_len, new_len)?;
                 }
-                pass(&mut launches, Buf::Io, partner, padded, 0, 0, old_len)?;
+                sorter.pass(Buf::Io, partner, padded, 0, 0, old_len)?;
                 src = partner;
             }
             if src == Buf::Keys {
                 // The placement writes the key array: the sorted keys move out of it first.
-                launches.push(copy_keys(copy_kernel, heap_keys, 0, io, 0, padded)?);
+                sorter.copy_back(Buf::Keys, 0, padded)?;
                 src = Buf::Io;
             }
-            set(&mut kn.place, 0, src)?;
+            let src = sorter.buffer(src)?;
+            let kn = &mut *sorter.kn;
+            kn.place.arg_svm(0, src)?;
             // The keys removed go where the caller takes them from on the device, or to the
             // staging buffer to be read back.
             match out_device {
@@ -507,8 +581,8 @@ impl<T: DeviceHeapKey> Inner<T> {
             if !queued {
                 place.wait_in_place()?;
             }
-            launches.push(place);
-            Ok(launches)
+            sorter.launches.push(place);
+            Ok(std::mem::take(&mut sorter.launches))
         })();
         let launches = match sorted {
             Ok(launches) => launches,
@@ -536,20 +610,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         self.sorted_layout = true;
         self.stats.launches += 1;
         self.stats.bulk_calls += 1;
-        let io = self.staging.keys.as_mut().expect("staged above");
-        let out = match out {
-            _ if n_out == 0 => Vec::new(),
-            Out::Return => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
-            // The placement wrote them there.
-            Out::Device(..) => Vec::new(),
-            Out::Into(dst) => {
-                match T::as_upload_mut(dst) {
-                    Some(stored) => io.read_range_into(0, stored)?,
-                    None => dst.copy_from_slice(&T::download(io.read_range_as(0, n_out)?)),
-                }
-                Vec::new()
-            }
-        };
+        let out = self.bulk_out(out, n_out)?;
         if let Some(p) = &mut self.profile {
             p.host_alloc_us += alloc.as_secs_f64() * 1e6;
             p.host_copy_us += copy.as_secs_f64() * 1e6;

@@ -170,21 +170,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         let n_keys = keys.len();
         let n_ops = to_u32(ops.len(), "operations in one call")?;
         let in_len = to_u32(n_keys, "keys in one call")?;
-        let mut words = Vec::with_capacity(2 * ops.len());
-        let mut inserted = 0;
-        let mut dels = 0;
-        for op in ops {
-            match *op {
-                HeapOp::Insert(b) => {
-                    inserted += (n_keys - b * k).min(k);
-                    words.extend([OP_INSERT, b as u32]);
-                }
-                HeapOp::Delete(n) => {
-                    dels += 1;
-                    words.extend([OP_DELETE, n as u32]);
-                }
-            }
-        }
+        let (words, inserted, dels) = op_words(ops, n_keys, k);
         // The most nodes this launch can reach: every insert lands before any delete.
         self.reserve((self.count * k + self.plen + inserted) / k)?;
         // Operations move keys between nodes: the layout is a heap's, no longer sorted.
@@ -263,6 +249,42 @@ impl<T: DeviceHeapKey> Inner<T> {
             before.wait()?; // done before the run: this lets its buffers go
         }
         let t_kernel = t_kernel_start.elapsed();
+        self.settle_launch(n_ops, dels)?;
+        let st = &mut self.staging;
+        let (Some(io), Some(out_len), Some(order)) = (&mut st.keys, &mut st.out_len, &mut st.order)
+        else {
+            unreachable!("staged() filled every buffer");
+        };
+        let (lens, out) = match dels {
+            0 => (Vec::new(), Vec::new()),
+            _ if !download => (out_len.read_range(0, dels)?, Vec::new()),
+            _ => (
+                out_len.read_range(0, dels)?,
+                T::download(io.read_range_as::<T::Upload>(out_base, dels * k)?),
+            ),
+        };
+        let order = if want_order {
+            order.read_range(0, ops.len())?
+        } else {
+            Vec::new()
+        };
+        if let Some(p) = &mut self.profile {
+            p.host_prepare_us += (t_kernel_start - t_start).as_secs_f64() * 1e6;
+            p.kernel_us += t_kernel.as_secs_f64() * 1e6;
+            p.host_read_us += t_kernel_start
+                .elapsed()
+                .saturating_sub(t_kernel)
+                .as_secs_f64()
+                * 1e6;
+        }
+        Ok(RawLaunch { order, lens, out })
+    }
+
+    /// Reads the header a launch of `n_ops` operations (`dels` of them DELs) left: its
+    /// counters into the stats and the profile, the heap's new length, and its verdict. An
+    /// error the kernel raised, or a launch that did not take effect for every operation,
+    /// poisons the heap.
+    fn settle_launch(&mut self, n_ops: u32, dels: usize) -> Result<()> {
         let h = self.hdr.read()?;
         self.stats.climb_merges += u64::from(h[HDR_STAT_CLIMB_MERGES]);
         self.stats.del_climbs += u64::from(h[HDR_STAT_DEL_CLIMBS]);
@@ -324,29 +346,7 @@ impl<T: DeviceHeapKey> Inner<T> {
             self.poisoned = Some(e.to_string());
             return Err(e);
         }
-        let (lens, out) = match dels {
-            0 => (Vec::new(), Vec::new()),
-            _ if !download => (out_len.read_range(0, dels)?, Vec::new()),
-            _ => (
-                out_len.read_range(0, dels)?,
-                T::download(io.read_range_as::<T::Upload>(out_base, dels * k)?),
-            ),
-        };
-        let order = if want_order {
-            order.read_range(0, ops.len())?
-        } else {
-            Vec::new()
-        };
-        if let Some(p) = &mut self.profile {
-            p.host_prepare_us += (t_kernel_start - t_start).as_secs_f64() * 1e6;
-            p.kernel_us += t_kernel.as_secs_f64() * 1e6;
-            p.host_read_us += t_kernel_start
-                .elapsed()
-                .saturating_sub(t_kernel)
-                .as_secs_f64()
-                * 1e6;
-        }
-        Ok(RawLaunch { order, lens, out })
+        Ok(())
     }
 
     /// The first key of the root (`source` 0) or of the partial buffer (1).
@@ -404,4 +404,25 @@ pub(super) fn alloc_zeroed<E: SvmElement>(rt: &Runtime, len: usize) -> Result<Sv
 pub(super) fn to_u32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n)
         .map_err(|_| Error::too_large(format!("{what} in one device heap call"), n, u32::MAX))
+}
+
+/// The words of a launch's operations (an op code and its argument each), the keys its
+/// inserts add and its DELs.
+fn op_words(ops: &[HeapOp], n_keys: usize, k: usize) -> (Vec<u32>, usize, usize) {
+    let mut words = Vec::with_capacity(2 * ops.len());
+    let mut inserted = 0;
+    let mut dels = 0;
+    for op in ops {
+        match *op {
+            HeapOp::Insert(b) => {
+                inserted += (n_keys - b * k).min(k);
+                words.extend([OP_INSERT, b as u32]);
+            }
+            HeapOp::Delete(n) => {
+                dels += 1;
+                words.extend([OP_DELETE, n as u32]);
+            }
+        }
+    }
+    (words, inserted, dels)
 }
