@@ -119,6 +119,129 @@ impl SetRelaxer<'_, '_> {
         }
     }
 
+    /// The iteration's slices by the workers' speed models (or whole to the next worker in
+    /// turn, `round_robin`): the primary's, and each other worker's with how it catches up.
+    fn slices(&self) -> (std::ops::Range<usize>, Vec<Slice>) {
+        let (p, round) = (self.primary, self.round);
+        let cpu_index = self.members.len();
+        let mut models: Vec<(Worker, SpeedModel)> = self
+            .failures
+            .live()
+            .into_iter()
+            .map(|i| (Worker::Device(i), self.members[i].model))
+            .collect();
+        if let Some(c) = self.cpu.as_ref() {
+            models.push((Worker::LatencyThreads, *c.model));
+        }
+        let ranges: Vec<(usize, std::ops::Range<usize>)> = if self.round_robin {
+            let (worker, _) = models[(round % models.len() as u64) as usize];
+            vec![(worker, 0..self.len)]
+        } else {
+            split(&models, self.len, RULE)
+        }
+        .into_iter()
+        .map(|(w, r)| match w {
+            Worker::Device(i) => (i, r),
+            Worker::LatencyThreads => (cpu_index, r),
+        })
+        .collect();
+        let primary_range = ranges
+            .iter()
+            .find(|(i, _)| *i == p)
+            .map_or(0..0, |(_, r)| r.clone());
+        let others: Vec<Slice> = ranges
+            .iter()
+            .filter(|(i, _)| *i != p)
+            .map(|(i, r)| {
+                let catch_up = match self.expanded_in[*i] {
+                    Some(r) if r + 1 == round => CatchUp::Changes,
+                    last => CatchUp::Everything {
+                        first: last.is_none(),
+                    },
+                };
+                (*i, r.clone(), catch_up)
+            })
+            .collect();
+        (primary_range, others)
+    }
+
+    /// What the `others` need from the primary, read before it expands: its frontier, and
+    /// its distances where one of them catches up with everything.
+    fn read_for(&mut self, others: &[Slice]) -> Result<(Vec<Pair>, Vec<u32>)> {
+        let p = self.primary;
+        if others.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let primary = &mut self.members[p].sssp;
+        let frontier = primary
+            .read_frontier(self.len)
+            .map_err(|e| self.primary_failed(e))?;
+        let needs_all = others
+            .iter()
+            .any(|o| matches!(o.2, CatchUp::Everything { .. }));
+        let primary = &mut self.members[p].sssp;
+        let dist = if needs_all {
+            primary
+                .read_raw_distances()
+                .map_err(|e| self.primary_failed(e))?
+        } else {
+            Vec::new()
+        };
+        Ok((frontier, dist))
+    }
+
+    /// Books what the other workers returned: their speeds and shares, and what they
+    /// lowered. A worker whose device failed leaves the set, and the primary expands its
+    /// slice again (same stamp: whatever it queued already stays queued once); any other
+    /// error is the search's. Returns the lowered pairs, and the entries visited and stale.
+    fn book(&mut self, outcomes: Vec<Expanded>, stamp: u32) -> Result<(Vec<Pair>, u64, u64)> {
+        let (p, round) = (self.primary, self.round);
+        let mut lowered = Vec::new();
+        let (mut visited, mut stale) = (0, 0);
+        for out in outcomes {
+            match out.result {
+                Ok((pairs, v, st)) => {
+                    let model = match self.members.get_mut(out.member) {
+                        Some(m) => &mut m.model,
+                        None => &mut *self.cpu.as_mut().expect("the latency threads").model,
+                    };
+                    model.record(out.range.len(), out.secs, SAMPLE_MIN);
+                    self.expanded_in[out.member] = Some(round);
+                    if let Some(share) = self.share(out.member) {
+                        share.items += out.range.len() as u64;
+                        share.pieces += 1;
+                        share.busy_s += out.secs;
+                    }
+                    visited += v;
+                    stale += st;
+                    lowered.extend_from_slice(&pairs);
+                }
+                Err(e) => {
+                    if let Some(share) = self.share(out.member) {
+                        share.error = Some(e.to_string());
+                        share.busy_s += out.secs;
+                    }
+                    // Only a device fault fails over; any other error is the search's.
+                    let worker = self.worker(out.member);
+                    if !self.failures.settle(worker, &e) {
+                        return Err(e);
+                    }
+                    // Its distances are left behind; the primary expands its slice again
+                    // (same stamp: whatever it queued already stays queued once).
+                    self.redone += out.range.len() as u64;
+                    let primary = &mut self.members[p].sssp;
+                    primary
+                        .expand_launch(out.range.start, out.range.end, stamp)
+                        .map_err(|e| self.primary_failed(e))?;
+                    if let Some(share) = self.share(p) {
+                        share.items += out.range.len() as u64;
+                    }
+                }
+            }
+        }
+        Ok((lowered, visited, stale))
+    }
+
     /// The primary failed: the search cannot go on (its distances were the merged ones).
     pub(super) fn primary_failed(&mut self, e: Error) -> Error {
         let p = self.primary;
@@ -166,68 +289,12 @@ impl Relaxer for SetRelaxer<'_, '_> {
         self.stamp = next_iteration(self.stamp)?;
         let (p, stamp, round, source) = (self.primary, self.stamp, self.round, self.source);
         let cpu_index = self.members.len();
-        let mut models: Vec<(Worker, SpeedModel)> = self
-            .failures
-            .live()
-            .into_iter()
-            .map(|i| (Worker::Device(i), self.members[i].model))
-            .collect();
-        if let Some(c) = self.cpu.as_ref() {
-            models.push((Worker::LatencyThreads, *c.model));
-        }
-        let ranges: Vec<(usize, std::ops::Range<usize>)> = if self.round_robin {
-            let (worker, _) = models[(round % models.len() as u64) as usize];
-            vec![(worker, 0..self.len)]
-        } else {
-            split(&models, self.len, RULE)
-        }
-        .into_iter()
-        .map(|(w, r)| match w {
-            Worker::Device(i) => (i, r),
-            Worker::LatencyThreads => (cpu_index, r),
-        })
-        .collect();
-        let primary_range = ranges
-            .iter()
-            .find(|(i, _)| *i == p)
-            .map_or(0..0, |(_, r)| r.clone());
-        let others: Vec<(usize, std::ops::Range<usize>, CatchUp)> = ranges
-            .iter()
-            .filter(|(i, _)| *i != p)
-            .map(|(i, r)| {
-                let catch_up = match self.expanded_in[*i] {
-                    Some(r) if r + 1 == round => CatchUp::Changes,
-                    last => CatchUp::Everything {
-                        first: last.is_none(),
-                    },
-                };
-                (*i, r.clone(), catch_up)
-            })
-            .collect();
+        let (primary_range, others) = self.slices();
         // What the others need from the primary, read before it expands: the frontier (their
         // slices, and the last changes where the frontier holds them) and its distances.
         // The last iteration's changes: the frontier itself unless a heap took them.
         let changes_taken = self.changes_on_host.take();
-        let (frontier, dist) = if others.is_empty() {
-            (Vec::new(), Vec::new())
-        } else {
-            let primary = &mut self.members[p].sssp;
-            let frontier = primary
-                .read_frontier(self.len)
-                .map_err(|e| self.primary_failed(e))?;
-            let needs_all = others
-                .iter()
-                .any(|o| matches!(o.2, CatchUp::Everything { .. }));
-            let primary = &mut self.members[p].sssp;
-            let dist = if needs_all {
-                primary
-                    .read_raw_distances()
-                    .map_err(|e| self.primary_failed(e))?
-            } else {
-                Vec::new()
-            };
-            (frontier, dist)
-        };
+        let (frontier, dist) = self.read_for(&others)?;
         let changes: &[Pair] = match &changes_taken {
             _ if self.frontier_is_changes => &frontier,
             Some(c) => c,
@@ -285,27 +352,14 @@ impl Relaxer for SetRelaxer<'_, '_> {
                     .map(|(i, range, catch_up, m, fault)| {
                         let h = s.spawn(move || {
                             let t = Instant::now();
-                            let result = (|| {
-                                match catch_up {
-                                    CatchUp::Changes => {
-                                        m.sssp.write_frontier(changes)?;
-                                        m.sssp.apply_frontier(changes.len())?;
-                                    }
-                                    CatchUp::Everything { first } => {
-                                        if *first {
-                                            m.sssp.reset(source)?;
-                                        }
-                                        m.sssp.write_distances(dist)?
-                                    }
-                                }
-                                m.sssp.write_frontier(&frontier[range.clone()])?;
-                                if let Some(e) = fault {
-                                    return Err(e);
-                                }
-                                let (next, visited, stale) =
-                                    m.sssp.expand_range(0, range.len(), stamp)?;
-                                Ok((m.sssp.read_frontier(next)?, visited, stale))
-                            })();
+                            let slice = &frontier[range.clone()];
+                            let catch = Catch {
+                                catch_up,
+                                changes,
+                                dist,
+                                source,
+                            };
+                            let result = expand_member(m, catch, slice, stamp, fault);
                             Expanded {
                                 member: i,
                                 range,
@@ -358,49 +412,7 @@ impl Relaxer for SetRelaxer<'_, '_> {
                 share.busy_s += primary_secs;
             }
         }
-        let mut lowered = Vec::new();
-        let (mut visited, mut stale) = (0, 0);
-        for out in outcomes {
-            match out.result {
-                Ok((pairs, v, st)) => {
-                    let model = match self.members.get_mut(out.member) {
-                        Some(m) => &mut m.model,
-                        None => &mut *self.cpu.as_mut().expect("the latency threads").model,
-                    };
-                    model.record(out.range.len(), out.secs, SAMPLE_MIN);
-                    self.expanded_in[out.member] = Some(round);
-                    if let Some(share) = self.share(out.member) {
-                        share.items += out.range.len() as u64;
-                        share.pieces += 1;
-                        share.busy_s += out.secs;
-                    }
-                    visited += v;
-                    stale += st;
-                    lowered.extend_from_slice(&pairs);
-                }
-                Err(e) => {
-                    if let Some(share) = self.share(out.member) {
-                        share.error = Some(e.to_string());
-                        share.busy_s += out.secs;
-                    }
-                    // Only a device fault fails over; any other error is the search's.
-                    let worker = self.worker(out.member);
-                    if !self.failures.settle(worker, &e) {
-                        return Err(e);
-                    }
-                    // Its distances are left behind; the primary expands its slice again
-                    // (same stamp: whatever it queued already stays queued once).
-                    self.redone += out.range.len() as u64;
-                    let primary = &mut self.members[p].sssp;
-                    primary
-                        .expand_launch(out.range.start, out.range.end, stamp)
-                        .map_err(|e| self.primary_failed(e))?;
-                    if let Some(share) = self.share(p) {
-                        share.items += out.range.len() as u64;
-                    }
-                }
-            }
-        }
+        let (lowered, visited, stale) = self.book(outcomes, stamp)?;
         let primary = &mut self.members[p].sssp;
         let finished = primary
             .merge_launch(&lowered, stamp)
@@ -417,4 +429,48 @@ impl Relaxer for SetRelaxer<'_, '_> {
         let p = self.primary;
         self.members[p].sssp.read_distances(None)
     }
+}
+
+/// A worker's slice of an iteration: its index, its range of the frontier and how it catches
+/// up first.
+type Slice = (usize, std::ops::Range<usize>, CatchUp);
+
+/// What a member catches up with before its slice.
+struct Catch<'x> {
+    catch_up: &'x CatchUp,
+    /// The last iteration's changes.
+    changes: &'x [Pair],
+    /// The primary's whole distance array (where some worker catches up with everything).
+    dist: &'x [u32],
+    /// The search's source (a member's first slice resets it).
+    source: usize,
+}
+
+/// A member's part of an iteration: catch up, take its slice, expand it (or fail with the
+/// injected `fault`), and return what it lowered with the entries visited and stale.
+fn expand_member(
+    m: &mut SetMember<'_>,
+    catch: Catch<'_>,
+    slice: &[Pair],
+    stamp: u32,
+    fault: Option<Error>,
+) -> Result<(Vec<Pair>, u64, u64)> {
+    match catch.catch_up {
+        CatchUp::Changes => {
+            m.sssp.write_frontier(catch.changes)?;
+            m.sssp.apply_frontier(catch.changes.len())?;
+        }
+        CatchUp::Everything { first } => {
+            if *first {
+                m.sssp.reset(catch.source)?;
+            }
+            m.sssp.write_distances(catch.dist)?
+        }
+    }
+    m.sssp.write_frontier(slice)?;
+    if let Some(e) = fault {
+        return Err(e);
+    }
+    let (next, visited, stale) = m.sssp.expand_range(0, slice.len(), stamp)?;
+    Ok((m.sssp.read_frontier(next)?, visited, stale))
 }
