@@ -47,7 +47,7 @@ use asym_runtime::{Error, LatencyPool, Named, Result, Runtime};
 use super::bounds::Problem;
 use super::device_expand::{self, KeyShape, Rounds};
 use super::{best_first, BnbStats, Instance, NodeKey};
-use asym_structures::HeapPlacement;
+use asym_structures::{BatchHeap, HeapPlacement};
 
 /// Search nodes a thread expands at a time.
 const CHUNK: usize = 16;
@@ -151,10 +151,8 @@ pub fn solve_offloaded(
         )));
     }
     let problem = Problem::new(inst)?;
-    let root = problem.root();
     let shape = KeyShape::of(&problem)?;
     let root_bound = shape.root_bound;
-    let key = |n: &NodeKey| shape.key(u64::MAX - n.0, super::level_of(n));
     let on_device = match (expansion, placement) {
         (Expansion::Threads, _) => None,
         (Expansion::Auto, HeapPlacement::Device(c)) => {
@@ -188,7 +186,6 @@ pub fn solve_offloaded(
         fixed: problem.fixed() as u64,
         ..BnbStats::default()
     };
-    let mut gc_at = gc_threshold;
     let quit = AtomicBool::new(false);
     let dive_done = AtomicBool::new(false);
     let dive_alive = AtomicBool::new(dive);
@@ -216,154 +213,19 @@ pub fn solve_offloaded(
             )
             .map(|_| ());
         }
-        let mut heap = placement.build(rt, batch)?;
-        let mut arena = NodeArena::new(max_live.min(u32::MAX as usize));
-        let mut claimed = Vec::new();
-        let root_slot = arena.alloc_from(&mut claimed).ok_or_else(|| arena.full())?;
-        arena.set(root_slot, root);
-        arena.settle(claimed);
-        heap.insert(&[(key(&root), root_slot)])?;
-        // Children not yet in the heap (the last round's), and the nodes of the round to
-        // expand.
-        let mut pending: Vec<(u32, u32)> = Vec::new();
-        let mut popped = heap.delete_min(pop)?;
-        loop {
-            if stop.as_ref().is_some_and(Deadline::expired) {
-                return Ok(());
-            }
-            if dive_done.load(Ordering::Acquire) {
-                stats.proved = true;
-                stats.proved_by_dive = true;
-                return Ok(());
-            }
-            if popped.is_empty() && pending.is_empty() {
-                stats.proved = true;
-                return Ok(());
-            }
-            // The popped nodes leave the arena here; their slots serve this round's children
-            // (the next round's nodes, popped below, keep theirs until they are copied out).
-            let nodes: Vec<NodeKey> = popped.iter().map(|&(_, i)| arena.get(i)).collect();
-            arena.settle(popped.iter().map(|&(_, i)| i));
-            let (problem, best, nodes, arena_ref) = (&problem, &best, &nodes, &arena);
-            let (dive_alive, key, stop) = (&dive_alive, &key, stop.as_ref());
-            let expand_round = move || {
-                let next = AtomicUsize::new(0);
-                pool.broadcast_scoped(|info| {
-                    let mut filed = Filed::default();
-                    // The last thread's core is the dive's while it runs: sixteen pinned
-                    // threads expanding beside it took its time slices (a dive of 175 K nodes
-                    // took 395 ms there against 75 ms alone, and the rounds lost a third of
-                    // their speed).
-                    if info.threads > 1
-                        && info.index + 1 == info.threads
-                        && dive_alive.load(Ordering::Relaxed)
-                    {
-                        return filed;
-                    }
-                    let (mut children, mut slots) = (Vec::new(), Vec::new());
-                    loop {
-                        // Past the time limit the search ends with this round (it is not
-                        // proved, and the nodes left unexpanded do not matter): a round of
-                        // 65,536 nodes on one thread of the dev machine had taken the search
-                        // 1.6 s past a 2 s limit.
-                        let late = stop.is_some_and(Deadline::expired);
-                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                        if start >= nodes.len() || filed.full || late {
-                            filed.unused = slots;
-                            return filed;
-                        }
-                        for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
-                            if filed.full {
-                                break;
-                            }
-                            let incumbent = best.load(Ordering::Acquire);
-                            if u64::MAX - n.0 <= incumbent {
-                                filed.pruned += 1;
-                                continue;
-                            }
-                            filed.expanded += 1;
-                            let found = problem.expand(n, incumbent, &mut children);
-                            if found > incumbent {
-                                best.fetch_max(found, Ordering::AcqRel);
-                            }
-                            // Each thread files its own children: a slot each (the arena
-                            // hands them out atomically) and the pair the heap will order.
-                            let incumbent = best.load(Ordering::Acquire);
-                            for c in children.drain(..) {
-                                if u64::MAX - c.0 <= incumbent {
-                                    filed.pruned += 1;
-                                    continue;
-                                }
-                                let Some(slot) = arena_ref.alloc_from(&mut slots) else {
-                                    filed.full = true;
-                                    break;
-                                };
-                                arena_ref.set(slot, c);
-                                filed.pairs.push((key(&c), slot));
-                            }
-                        }
-                    }
-                })
-            };
-            let mut collected_slots = Vec::new();
-            let (parts, next_popped) = std::thread::scope(|scope| -> Result<_> {
-                let expansion = (!nodes.is_empty()).then(|| scope.spawn(expand_round));
-                // Meanwhile: the last round's children into the heap, and the next round out.
-                let heap_work = (|| -> Result<Vec<(u32, u32)>> {
-                    // Past the time limit no heap call starts (one on millions of keys runs
-                    // to its end: 1 s for 5.7 M on the dev machine's PoCL).
-                    let late = || stop.is_some_and(Deadline::expired);
-                    if late() {
-                        return Ok(Vec::new());
-                    }
-                    heap.insert(&pending)?;
-                    pending.clear();
-                    if heap.len() > gc_at && !late() {
-                        let incumbent = best.load(Ordering::Acquire);
-                        let all = heap.delete_min(usize::MAX)?;
-                        let before = all.len();
-                        let kept: Vec<(u32, u32)> = all
-                            .into_iter()
-                            .filter(|&(_, i)| {
-                                let keep = u64::MAX - arena_ref.get(i).0 > incumbent;
-                                if !keep {
-                                    collected_slots.push(i);
-                                }
-                                keep
-                            })
-                            .collect();
-                        stats.collected += (before - kept.len()) as u64;
-                        stats.collections += 1;
-                        // If most nodes survive, wait until the heap doubles before the next
-                        // pass.
-                        gc_at = gc_threshold.max(kept.len().saturating_mul(2));
-                        heap.insert(&kept)?;
-                    }
-                    if late() {
-                        return Ok(Vec::new());
-                    }
-                    heap.delete_min(pop)
-                })();
-                let parts = match expansion {
-                    Some(h) => h.join().map_err(|_| {
-                        Error::thread_lost("the knapsack search's expanding thread", "it panicked")
-                    })??,
-                    None => Vec::new(),
-                };
-                Ok((parts, heap_work?))
-            })?;
-            popped = next_popped;
-            for filed in parts {
-                stats.expanded += filed.expanded;
-                stats.pruned += filed.pruned;
-                if filed.full {
-                    return Err(arena.full());
-                }
-                collected_slots.extend(filed.unused);
-                pending.extend(filed.pairs);
-            }
-            arena.settle(collected_slots);
-        }
+        let search = HostRounds {
+            problem: &problem,
+            pool,
+            shape,
+            best: &best,
+            dive_done: &dive_done,
+            dive_alive: &dive_alive,
+            stop: stop.as_ref(),
+            pop,
+            gc_threshold,
+        };
+        let heap = placement.build(rt, batch)?;
+        search.run(heap, max_live, &mut stats)
     };
     let dived = std::thread::scope(|scope| {
         let diver = dive.then(|| {
@@ -399,6 +261,214 @@ pub fn solve_offloaded(
     stats.dive_expanded = dived?;
     stats.optimum = problem.optimum(best.load(Ordering::Acquire));
     Ok(stats)
+}
+
+/// A search whose rounds the latency threads expand, the heap's calls overlapping them:
+/// what every round shares.
+struct HostRounds<'a> {
+    problem: &'a Problem,
+    pool: &'a LatencyPool,
+    shape: KeyShape,
+    best: &'a AtomicU64,
+    /// Set when the dive proved the optimum; `dive_alive` while it runs.
+    dive_done: &'a AtomicBool,
+    dive_alive: &'a AtomicBool,
+    stop: Option<&'a Deadline>,
+    /// Search nodes a round takes from the heap.
+    pop: usize,
+    /// Heap size (search nodes) above which a garbage collection runs.
+    gc_threshold: usize,
+}
+
+impl HostRounds<'_> {
+    /// The heap's key of search node `n`.
+    fn key(&self, n: &NodeKey) -> u32 {
+        self.shape.key(u64::MAX - n.0, super::level_of(n))
+    }
+
+    /// Rounds until the heap and the children are exhausted (proved), the dive proves the
+    /// optimum, or the time limit passes. While the threads expand a round's nodes, the
+    /// calling thread inserts the previous round's children and pops the next round's.
+    fn run(
+        &self,
+        mut heap: Box<dyn BatchHeap<(u32, u32)>>,
+        max_live: usize,
+        stats: &mut BnbStats,
+    ) -> Result<()> {
+        let root = self.problem.root();
+        let mut arena = NodeArena::new(max_live.min(u32::MAX as usize));
+        let mut claimed = Vec::new();
+        let root_slot = arena.alloc_from(&mut claimed).ok_or_else(|| arena.full())?;
+        arena.set(root_slot, root);
+        arena.settle(claimed);
+        heap.insert(&[(self.key(&root), root_slot)])?;
+        // Children not yet in the heap (the last round's), and the nodes of the round to
+        // expand.
+        let mut pending: Vec<(u32, u32)> = Vec::new();
+        let mut popped = heap.delete_min(self.pop)?;
+        let mut gc_at = self.gc_threshold;
+        loop {
+            if self.stop.is_some_and(Deadline::expired) {
+                return Ok(());
+            }
+            if self.dive_done.load(Ordering::Acquire) {
+                stats.proved = true;
+                stats.proved_by_dive = true;
+                return Ok(());
+            }
+            if popped.is_empty() && pending.is_empty() {
+                stats.proved = true;
+                return Ok(());
+            }
+            // The popped nodes leave the arena here; their slots serve this round's children
+            // (the next round's nodes, popped below, keep theirs until they are copied out).
+            let nodes: Vec<NodeKey> = popped.iter().map(|&(_, i)| arena.get(i)).collect();
+            arena.settle(popped.iter().map(|&(_, i)| i));
+            let mut collected_slots = Vec::new();
+            let arena_ref = &arena;
+            let (parts, next_popped) = std::thread::scope(|scope| -> Result<_> {
+                let expansion =
+                    (!nodes.is_empty()).then(|| scope.spawn(|| self.expand(&nodes, arena_ref)));
+                // Meanwhile: the last round's children into the heap, and the next round out.
+                let mut gc = Collection {
+                    at: &mut gc_at,
+                    slots: &mut collected_slots,
+                    stats: &mut *stats,
+                };
+                let heap_work = self.heap_step(heap.as_mut(), &mut pending, arena_ref, &mut gc);
+                let parts = match expansion {
+                    Some(h) => h.join().map_err(|_| {
+                        Error::thread_lost("the knapsack search's expanding thread", "it panicked")
+                    })??,
+                    None => Vec::new(),
+                };
+                Ok((parts, heap_work?))
+            })?;
+            popped = next_popped;
+            for filed in parts {
+                stats.expanded += filed.expanded;
+                stats.pruned += filed.pruned;
+                if filed.full {
+                    return Err(arena.full());
+                }
+                collected_slots.extend(filed.unused);
+                pending.extend(filed.pairs);
+            }
+            arena.settle(collected_slots);
+        }
+    }
+
+    /// A round's `nodes` expanded on the latency threads, chunks taken from a counter; each
+    /// thread files its own children (a slot each, and the pair the heap will order).
+    fn expand(&self, nodes: &[NodeKey], arena: &NodeArena) -> Result<Vec<Filed>> {
+        let next = AtomicUsize::new(0);
+        self.pool.broadcast_scoped(|info| {
+            // The last thread's core is the dive's while it runs: sixteen pinned threads
+            // expanding beside it took its time slices (the dive took five times as long, and
+            // the rounds lost a third of their speed).
+            if info.threads > 1
+                && info.index + 1 == info.threads
+                && self.dive_alive.load(Ordering::Relaxed)
+            {
+                return Filed::default();
+            }
+            self.expand_share(nodes, &next, arena)
+        })
+    }
+
+    /// One thread's chunks of a round, until none is left, the arena is full or the time
+    /// limit passes (the search then ends with this round, not proved: a round of 65,536
+    /// nodes on one thread had taken a search seconds past its limit).
+    fn expand_share(&self, nodes: &[NodeKey], next: &AtomicUsize, arena: &NodeArena) -> Filed {
+        let mut filed = Filed::default();
+        let (mut children, mut slots) = (Vec::new(), Vec::new());
+        loop {
+            let late = self.stop.is_some_and(Deadline::expired);
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= nodes.len() || filed.full || late {
+                filed.unused = slots;
+                return filed;
+            }
+            for &n in &nodes[start..(start + CHUNK).min(nodes.len())] {
+                if filed.full {
+                    break;
+                }
+                let incumbent = self.best.load(Ordering::Acquire);
+                if u64::MAX - n.0 <= incumbent {
+                    filed.pruned += 1;
+                    continue;
+                }
+                filed.expanded += 1;
+                let found = self.problem.expand(n, incumbent, &mut children);
+                if found > incumbent {
+                    self.best.fetch_max(found, Ordering::AcqRel);
+                }
+                let incumbent = self.best.load(Ordering::Acquire);
+                for c in children.drain(..) {
+                    if u64::MAX - c.0 <= incumbent {
+                        filed.pruned += 1;
+                        continue;
+                    }
+                    let Some(slot) = arena.alloc_from(&mut slots) else {
+                        filed.full = true;
+                        break;
+                    };
+                    arena.set(slot, c);
+                    filed.pairs.push((self.key(&c), slot));
+                }
+            }
+        }
+    }
+
+    /// The heap's part of a round: the last round's children in, a garbage collection where
+    /// the heap outgrew its threshold, and the next round's nodes out. Past the time limit no
+    /// heap call starts (one on millions of keys runs to its end).
+    fn heap_step(
+        &self,
+        heap: &mut dyn BatchHeap<(u32, u32)>,
+        pending: &mut Vec<(u32, u32)>,
+        arena: &NodeArena,
+        gc: &mut Collection<'_>,
+    ) -> Result<Vec<(u32, u32)>> {
+        let late = || self.stop.is_some_and(Deadline::expired);
+        if late() {
+            return Ok(Vec::new());
+        }
+        heap.insert(pending)?;
+        pending.clear();
+        if heap.len() > *gc.at && !late() {
+            let incumbent = self.best.load(Ordering::Acquire);
+            let all = heap.delete_min(usize::MAX)?;
+            let before = all.len();
+            let kept: Vec<(u32, u32)> = all
+                .into_iter()
+                .filter(|&(_, i)| {
+                    let keep = u64::MAX - arena.get(i).0 > incumbent;
+                    if !keep {
+                        gc.slots.push(i);
+                    }
+                    keep
+                })
+                .collect();
+            gc.stats.collected += (before - kept.len()) as u64;
+            gc.stats.collections += 1;
+            // If most nodes survive, wait until the heap doubles before the next pass.
+            *gc.at = self.gc_threshold.max(kept.len().saturating_mul(2));
+            heap.insert(&kept)?;
+        }
+        if late() {
+            return Ok(Vec::new());
+        }
+        heap.delete_min(self.pop)
+    }
+}
+
+/// A round's garbage collection: the heap size that starts the next, the slots of the nodes
+/// it dropped, and the counters.
+struct Collection<'a> {
+    at: &'a mut usize,
+    slots: &'a mut Vec<u32>,
+    stats: &'a mut BnbStats,
 }
 
 /// What one expanding thread did in a round: its children filed (heap pairs, the nodes
