@@ -26,7 +26,7 @@
 //! nodes' slots join it after the round (`knapsack_release`, the next launch, which reads
 //! the children's count on the device), never during the launch that reads them.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Instant;
 
 use asym_kernels::{cl_defines, ClConst};
@@ -35,7 +35,9 @@ use asym_runtime::{DeviceBuffer, Error, Kernel, Result, Runtime, SvmBuffer};
 
 use super::bounds::Problem;
 use super::BnbStats;
-use asym_structures::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
+use asym_structures::{DeviceGeneralizedHeap, DeviceHeapConfig};
+
+mod search;
 
 /// Work-items per group of the expansion.
 const WG: usize = 64;
@@ -221,7 +223,16 @@ pub(crate) fn run_rounds(
     let entry = *stats;
     let mut resident = config.resident_groups;
     loop {
-        match search(problem, rt, config, resident, shape, best, dive_done, stats)? {
+        let run = search::Search {
+            problem,
+            rt,
+            config,
+            resident,
+            shape,
+            best,
+            dive_done,
+        };
+        match run.run(stats)? {
             Some(retries) => return Ok(retries),
             None => {
                 *stats = entry;
@@ -230,425 +241,6 @@ pub(crate) fn run_rounds(
             }
         }
     }
-}
-
-/// [`run_rounds`] with `resident` groups for the rounds on the device alone (or none);
-/// `None` when those groups were not all resident.
-#[allow(clippy::too_many_arguments)]
-fn search(
-    problem: &Problem,
-    rt: &Runtime,
-    config: &Rounds<'_>,
-    resident: Option<usize>,
-    shape: KeyShape,
-    best: &AtomicU64,
-    dive_done: &AtomicBool,
-    stats: &mut BnbStats,
-) -> Result<Option<usize>> {
-    let started = Instant::now();
-    let allocations = || rt.svm_stats().driver_allocations();
-    let allocs_at_start = allocations();
-    let profile = rt.profile();
-    if !profile.int64_atomics {
-        return Err(Error::Unsupported {
-            device: profile.label(),
-            what: "expand knapsack nodes on the device".into(),
-            lacks: "64-bit atomics (cl_khr_int64_base_atomics)".into(),
-        });
-    }
-    if !fits_64_bits(problem) {
-        return Err(Error::InvalidArgument(
-            "expanding on the device needs the bounds' products within 64 bits (weights and \
-             profits this large need the latency threads' expansion)"
-                .into(),
-        ));
-    }
-    let pop = config.pop;
-    // A round's children are counted and indexed in 32 bits on the device.
-    let most_pop = u32::MAX as usize / (MAX_KIDS + 1);
-    if pop > most_pop {
-        return Err(Error::InvalidArgument(format!(
-            "{pop} nodes per round: expanding on the device takes at most {most_pop}"
-        )));
-    }
-    let max_live = config.max_live.min(u32::MAX as usize);
-    let t_kernels = Instant::now();
-    let program = program(rt)?;
-    let kernel = |name: &str| Kernel::from_program(rt, &program, name);
-    // Kernel objects, each made when first needed: the rounds' own with their pairs
-    // (`RoundPairs`), the arena's copy with its first growth: a search that never makes a
-    // heap makes three, not eight.
-    let mut copy: Option<Kernel> = None;
-    let mut rounds = resident.map(|_| kernel("knapsack_rounds")).transpose()?;
-    // The resident rounds' grid barrier: its counter and abort word, and the counter's value
-    // at the next launch (common.cl's asym_grid_barrier).
-    let bar = rt.device_buffer::<u32>(2)?;
-    let mut bar_base = 0u32;
-    // After a resident launch stopped at a round that filled the arena, that round runs
-    // alone (a launch per round grows the arena as it needs).
-    let mut round_alone = false;
-    let t_tables = Instant::now();
-    let t = problem.tables();
-    let n = u32::try_from(t.items.len())
-        .map_err(|_| Error::InvalidArgument("more than 2^32 items".into()))?;
-    let search = SearchArgs {
-        n,
-        capacity: t.capacity,
-        cap: t.cap,
-        lambda: t.lambda,
-        shape,
-    };
-    if let Some(rounds) = rounds.as_mut() {
-        search.set(rounds, ROUNDS_SEARCH_ARGS)?;
-    }
-    // One buffer, outside SVM (the host reads the control words once a round, through a
-    // blocking copy): the control words, then the tables in the order kernels/knapsack.cl's
-    // `kn_tables` expects.
-    let mut data: Vec<u64> = vec![0; CTL_WORDS];
-    data[BEST] = best.load(Ordering::Acquire);
-    data.extend(t.items.iter().map(|i| i.profit));
-    data.extend(t.items.iter().map(|i| i.weight));
-    data.extend_from_slice(t.profits);
-    data.extend_from_slice(t.weights);
-    data.extend_from_slice(if t.lightest.is_empty() {
-        &[1]
-    } else {
-        t.lightest
-    });
-    let mut ctl = rt.device_buffer::<u64>(data.len())?;
-    ctl.write_range(0, &data)?;
-    let mut words = [0u64; CTL_WORDS];
-    words.copy_from_slice(&data[..CTL_WORDS]);
-
-    // The heap is made when a round's children first outnumber a round (or reach the
-    // garbage collector's threshold): until then every node goes straight to the next round,
-    // and on BGPQ's smaller files that is the whole search.
-    let t_heap_new = Instant::now();
-    let heap_config = DeviceHeapConfig {
-        batch: config.batch,
-        ..config.heap.clone()
-    };
-    let mut heap: Option<DeviceGeneralizedHeap<(u32, u32)>> = None;
-    let t_buffers = Instant::now();
-    let mut arena = Arena::new(rt, config.first_slots.min(max_live).max(1))?;
-    let root = problem.root();
-    let root_bound = u64::MAX - root.0;
-    arena.nodes.write_range(0, &[root_bound, 0, 0, 0])?;
-    arena.len = 1;
-    let mut popped = rt.device_buffer::<i64>(pop.max(1))?;
-    let kids_out = rt.device_buffer::<i64>(pop.max(1) * (MAX_KIDS + 1))?;
-    // The first round is the root alone: written where a round's nodes go, without a trip
-    // through the heap (an INS launch and a pop: two heap calls fewer; on the H200 the setup
-    // shrank by their 2.7-4.1 ms, the whole search moved within its spread). The heap starts
-    // empty and takes the root's children.
-    let t_root = Instant::now();
-    popped.write_range(0, &[(shape.key(root_bound, 0), 0u32).to_upload()])?;
-    let mut pairs = RoundPairs::Device {
-        popped,
-        kids: kids_out,
-        kernels: RoundKernels::new(&kernel, &search)?,
-    };
-    let mut gc_at = config.gc_threshold;
-    // Children per popped node in the last round: the next round gets room for half as
-    // many again (early rounds of a few nodes, where the ratio swings, get their worst case
-    // within the slack).
-    let mut kids_per_node = 1.0f64;
-    let mut retries = 0;
-
-    let mut n_popped = 1;
-    let d = &mut stats.device_profile;
-    d.setup_kernels_us += (t_tables - t_kernels).as_micros() as u64;
-    d.setup_tables_us += (t_heap_new - t_tables).as_micros() as u64;
-    d.setup_heap_us += (t_buffers - t_heap_new).as_micros() as u64;
-    d.setup_buffers_us += (t_root - t_buffers).as_micros() as u64;
-    d.setup_root_us += micros(t_root);
-    let [setup, expanding, heaping] = &mut stats.device_times_us;
-    *setup += micros(started);
-    let [setup_allocs, expand_allocs, heap_allocs] = &mut stats.device_allocations;
-    *setup_allocs += allocations() - allocs_at_start;
-    loop {
-        let t_expand = Instant::now();
-        let allocs_at_expand = allocations();
-        if config.stop.is_some_and(Deadline::expired) {
-            break;
-        }
-        if dive_done.load(Ordering::Acquire) {
-            stats.proved = true;
-            stats.proved_by_dive = true;
-            break;
-        }
-        if n_popped == 0 {
-            stats.proved = true;
-            break;
-        }
-        // Room for the children the rounds so far suggest; a round that makes more stops
-        // (KC_FULL), changes nothing that matters (module docs) and runs again with room for
-        // the most it can make.
-        let worst = n_popped * (MAX_KIDS + 1);
-        let likely = (n_popped as f64 * kids_per_node * 1.5) as usize + config.slack;
-        let mut room = likely.min(worst);
-        let resident_pairs = match (&pairs, resident, round_alone, rounds.as_mut()) {
-            (RoundPairs::Device { popped, kids, .. }, Some(groups), false, Some(rounds)) => {
-                Some((popped, kids, groups, rounds))
-            }
-            _ => None,
-        };
-        round_alone = false;
-        let kids = if let Some((popped, out, groups, rounds)) = resident_pairs {
-            // Rounds on the device alone while the heap has not been made: room for the
-            // first round's worst case (a round that fills the arena stops the launch).
-            let slots = (arena.len + worst)
-                .saturating_sub(arena.n_free)
-                .min(max_live);
-            let t_grow = Instant::now();
-            arena.grow_to(rt, &mut copy, &kernel, slots)?;
-            let t_launch = Instant::now();
-            stats.device_profile.expand_grow_us += (t_launch - t_grow).as_micros() as u64;
-            rounds
-                .arg_buffer(0, popped)?
-                .arg_buffer(1, &arena.nodes)?
-                .arg_buffer(2, &arena.free)?
-                .arg_buffer(3, out)?
-                .arg_buffer(4, &ctl)?
-                .arg_buffer(5, &bar)?
-                .arg_scalar(6, n_popped as u64)?
-                .arg_scalar(7, arena.n_free as u64)?
-                .arg_scalar(8, arena.len as u64)?
-                .arg_scalar(9, words[KIDS])?
-                .arg_scalar(10, arena.slots().min(max_live) as u64)?
-                .arg_scalar(11, pop as u64)?
-                .arg_scalar(12, config.resident_rounds.max(1))?
-                .arg_scalar(13, bar_base)?
-                .arg_scalar(14, best.load(Ordering::Acquire))?;
-            let launched = rounds.launch(groups * WG, Some(WG))?;
-            let t_wait = Instant::now();
-            launched.wait()?;
-            let t_read = Instant::now();
-            let seen = read_words(&ctl)?;
-            let d = &mut stats.device_profile;
-            d.expand_launch_us += (t_wait - t_launch).as_micros() as u64;
-            d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
-            d.expand_read_us += micros(t_read);
-            stats.resident_launches += 1;
-            if seen[ST_EXIT] == EXIT_ABORT {
-                return Ok(None);
-            }
-            bar_base = bar_base.wrapping_add((seen[ST_BARS] as u32).wrapping_mul(groups as u32));
-            best.fetch_max(seen[BEST], Ordering::AcqRel);
-            let ran = seen[ST_RAN];
-            // A round that filled the arena does not count (as a launch per round's): the
-            // counts up to the rounds completed, then the counters' values as the next
-            // baseline, past the failed round's part.
-            let (expanded, pruned) = match (seen[ST_EXIT], ran) {
-                (EXIT_FULL, 0) => (words[EXPANDED], words[PRUNED]),
-                (EXIT_FULL, _) => (seen[ST_EXPANDED], seen[ST_PRUNED]),
-                _ => (seen[EXPANDED], seen[PRUNED]),
-            };
-            stats.expanded += expanded - words[EXPANDED];
-            stats.pruned += pruned - words[PRUNED];
-            stats.rounds += ran;
-            stats.direct_rounds += ran - u64::from(seen[ST_EXIT] == EXIT_HEAP);
-            words = seen;
-            arena.len = seen[ST_LEN] as usize;
-            arena.n_free = seen[ST_FREE] as usize;
-            n_popped = seen[ST_POPPED] as usize;
-            *expanding += micros(t_expand);
-            *expand_allocs += allocations() - allocs_at_expand;
-            match seen[ST_EXIT] {
-                // The last round's children, more than a round: the heap takes them.
-                EXIT_HEAP => n_popped,
-                EXIT_FULL => {
-                    words[FULL] = 0;
-                    ctl.write_range(FULL, &[0u64])?;
-                    round_alone = true;
-                    retries += 1;
-                    continue;
-                }
-                // Done (no children: the next pass proves it) or more rounds to launch.
-                _ => continue,
-            }
-        } else {
-            let kids = loop {
-                let slots = (arena.len + room)
-                    .saturating_sub(arena.n_free)
-                    .min(max_live);
-                let t_grow = Instant::now();
-                arena.grow_to(rt, &mut copy, &kernel, slots)?;
-                let t_expand_round = Instant::now();
-                stats.device_profile.expand_grow_us += (t_expand_round - t_grow).as_micros() as u64;
-                // While the heap is empty, a round whose children fit one goes straight on: the
-                // release copies the children's pairs over the round's (module docs).
-                let carry = heap.as_ref().is_none_or(DeviceGeneralizedHeap::is_empty);
-                let RoundKernels { expand, release } = match &mut pairs {
-                    RoundPairs::Device {
-                        popped,
-                        kids,
-                        kernels: k,
-                    } => {
-                        k.expand.arg_buffer(0, popped)?.arg_buffer(7, kids)?;
-                        k.release.arg_buffer(0, popped)?.arg_buffer(6, kids)?;
-                        k
-                    }
-                    RoundPairs::Svm {
-                        popped,
-                        kids,
-                        kernels: k,
-                        ..
-                    } => {
-                        k.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
-                        k.release.arg_svm(0, popped)?.arg_svm(6, kids)?;
-                        k
-                    }
-                };
-                expand
-                    .arg_scalar(1, n_popped as u32)?
-                    .arg_buffer(2, &arena.nodes)?
-                    .arg_buffer(3, &arena.free)?
-                    .arg_scalar(4, arena.n_free as u64)?
-                    .arg_scalar(5, arena.len as u64)?
-                    .arg_scalar(6, arena.slots().min(max_live) as u64)?
-                    .arg_buffer(8, &ctl)?
-                    .arg_scalar(9, words[KIDS])?
-                    .arg_scalar(10, best.load(Ordering::Acquire))?;
-                release
-                    .arg_scalar(1, n_popped as u32)?
-                    .arg_buffer(2, &arena.free)?
-                    .arg_scalar(3, arena.n_free as u64)?
-                    .arg_buffer(4, &ctl)?
-                    .arg_scalar(5, words[KIDS])?
-                    .arg_scalar(7, u32::from(carry))?
-                    .arg_scalar(8, pop as u32)?;
-                // In-order queue: the release runs after the expansion, then the host reads. (A
-                // read queued behind them, one wait for all three, made NVIDIA's rounds slower:
-                // its copy into pageable memory cost more than the waits it saved.)
-                let expanded = expand.launch_unflushed(n_popped.div_ceil(WG) * WG, Some(WG))?;
-                let released = release.launch(n_popped.div_ceil(WG) * WG, Some(WG))?;
-                let t_wait = Instant::now();
-                released.wait()?;
-                expanded.wait()?;
-                let t_read = Instant::now();
-                let seen = read_words(&ctl)?;
-                let d = &mut stats.device_profile;
-                d.expand_launch_us += (t_wait - t_expand_round).as_micros() as u64;
-                d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
-                d.expand_read_us += micros(t_read);
-                best.fetch_max(seen[BEST], Ordering::AcqRel);
-                let kids = (seen[KIDS] - words[KIDS]) as usize;
-                if seen[FULL] == 0 {
-                    stats.expanded += seen[EXPANDED] - words[EXPANDED];
-                    stats.pruned += seen[PRUNED] - words[PRUNED];
-                    words = seen;
-                    break kids;
-                }
-                if arena.slots() >= max_live || room == worst {
-                    return Err(Error::CapacityExceeded {
-                        what: "branch-and-bound search nodes".into(),
-                        capacity: max_live,
-                    });
-                }
-                // The attempt's counts do not count; its children's keys are written over.
-                words = seen;
-                words[FULL] = 0;
-                ctl.write_range(FULL, &[0u64])?;
-                room = worst;
-                retries += 1;
-            };
-            kids_per_node = kids as f64 / n_popped as f64;
-            let reused = kids.min(arena.n_free);
-            arena.len += kids - reused;
-            arena.n_free -= reused;
-            arena.n_free += n_popped;
-            *expanding += micros(t_expand);
-            *expand_allocs += allocations() - allocs_at_expand;
-            stats.rounds += 1;
-            if heap.as_ref().is_none_or(DeviceGeneralizedHeap::is_empty) && kids <= pop {
-                // The whole frontier is the next round, as the heap would hand it out (every node
-                // it holds): the release has copied the children's pairs over the round's.
-                stats.direct_rounds += 1;
-                n_popped = kids;
-                continue;
-            }
-            kids
-        };
-        let t_heap = Instant::now();
-        let allocs_at_heap = allocations();
-        let heap = match &heap {
-            Some(h) => h,
-            None => {
-                let t_new = Instant::now();
-                let made = heap.insert(DeviceGeneralizedHeap::new(rt, &heap_config)?);
-                if let RoundPairs::Device { kids: out, .. } = &pairs {
-                    // The heap's calls on the device take SVM: the pairs move there.
-                    let svm_kids = rt.alloc::<i64>(out.len())?;
-                    let mut to_svm = kernel("knapsack_copy")?;
-                    to_svm.arg_buffer(0, out)?.arg_svm(1, &svm_kids)?;
-                    run_copy(&mut to_svm, 2 * kids)?;
-                    pairs = RoundPairs::Svm {
-                        popped: rt.alloc::<i64>(pop.max(1))?,
-                        kids: svm_kids,
-                        kernels: RoundKernels::new(&kernel, &search)?,
-                        collect: kernel("knapsack_collect")?,
-                    };
-                }
-                stats.device_profile.setup_heap_us += micros(t_new);
-                made
-            }
-        };
-        let RoundPairs::Svm {
-            popped,
-            kids: kids_out,
-            collect,
-            ..
-        } = &mut pairs
-        else {
-            unreachable!("the pairs are in SVM once the heap exists")
-        };
-        if heap.len() + kids <= gc_at {
-            // The children in and the next round out, one sort where the heap rebuilds.
-            n_popped = pop.min(heap.len() + kids);
-            // Returns once the launches are enqueued: the next round's expansion follows them
-            // on the in-order queue, and its wait covers theirs.
-            heap.enqueue_insert_then_delete_on_device(kids_out, kids, n_popped, popped)?;
-            *heaping += micros(t_heap);
-            *heap_allocs += allocations() - allocs_at_heap;
-            continue;
-        }
-        // The heap outgrows the threshold: the children in, then a garbage collection (past
-        // the time limit, neither: the search ends here, as at the next round's start).
-        if config.stop.is_some_and(Deadline::expired) {
-            break;
-        }
-        heap.insert_from_device(kids_out, kids)?;
-        let kept = collect_garbage(
-            rt,
-            heap,
-            collect,
-            &mut arena,
-            &ctl,
-            &mut words,
-            best.load(Ordering::Acquire),
-        )?;
-        stats.collections += 1;
-        // When most nodes survive, wait until the heap doubles before the next pass.
-        gc_at = config.gc_threshold.max(kept.saturating_mul(2));
-        n_popped = pop.min(heap.len());
-        heap.enqueue_delete_min_to_device(n_popped, popped)?;
-        *heaping += micros(t_heap);
-        *heap_allocs += allocations() - allocs_at_heap;
-    }
-    stats.collected += words[FREED];
-    if let Some(p) = heap.as_ref().and_then(DeviceGeneralizedHeap::profile) {
-        let d = &mut stats.device_profile;
-        d.heap_launches = p.bulk_launches;
-        d.heap_busy_us = p.bulk_device_busy_us as u64;
-        d.heap_span_us = p.bulk_device_span_us as u64;
-        d.heap_prepare_us = p.host_prepare_us as u64;
-        d.heap_alloc_us = p.host_alloc_us as u64;
-        d.heap_copy_us = p.host_copy_us as u64;
-        d.heap_kernel_us = p.kernel_us as u64;
-        d.heap_read_us = p.host_read_us as u64;
-    }
-    Ok(Some(retries))
 }
 
 fn micros(since: Instant) -> u64 {
@@ -854,6 +446,7 @@ fn run_copy(copy: &mut Kernel, words: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
     use crate::knapsack::{Class, Instance};
     use asym_runtime::{select_device, Named, Transport};
 
