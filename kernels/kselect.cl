@@ -157,6 +157,23 @@ inline void kselect_inclusive_scan(__local uint *scan, uint lid, uint v) {
     }
 }
 
+/* Heapifies the first k words, deepest internal level first (level starts: s0 = 0,
+ * s(L+1) = D*s(L) + 1), the work-group sifting a level's nodes at once. */
+inline void kselect_heapify(HEAP_PARAMS, uint k, uint lid) {
+    if (k <= 1) return;
+    const uint last_internal = (k - 2) / D;
+    ulong lvl = 0;
+    while (lvl * D + 1 <= last_internal) lvl = lvl * D + 1;
+    for (;;) {
+        uint lo = (uint)lvl;
+        uint hi = (uint)min((ulong)last_internal + 1, lvl * D + 1);
+        for (uint i = lo + lid; i < hi; i += WG) kselect_sift_down_seq(HEAP_ARGS, i, HGET(i), k);
+        barrier(FENCE);
+        if (lvl == 0) break;
+        lvl = (lvl - 1) / D;
+    }
+}
+
 __attribute__((reqd_work_group_size(WG, 1, 1)))
 kernel void kselect_dheap(__global const int *data, __global const uint *offsets,
                           __global int *out, __global int *scratch, uint k, uint nsub,
@@ -192,20 +209,8 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
     for (uint i = lid; i < pad_end; i += WG) HSET(i, i < k ? ASYM_ORDERED(list[i]) : INT_MIN)
     barrier(FENCE);
 
-    /* 2. heapify, deepest internal level first (level starts: s0 = 0, s(L+1) = D*s(L) + 1) */
-    if (k > 1) {
-        const uint last_internal = (k - 2) / D;
-        ulong lvl = 0;
-        while (lvl * D + 1 <= last_internal) lvl = lvl * D + 1;
-        for (;;) {
-            uint lo = (uint)lvl;
-            uint hi = (uint)min((ulong)last_internal + 1, lvl * D + 1);
-            for (uint i = lo + lid; i < hi; i += WG) kselect_sift_down_seq(HEAP_ARGS, i, HGET(i), k);
-            barrier(FENCE);
-            if (lvl == 0) break;
-            lvl = (lvl - 1) / D;
-        }
-    }
+    /* 2. heapify */
+    kselect_heapify(HEAP_ARGS, k, lid);
     if (lid == 0) root = HGET(0);
     barrier(FENCE);
     /* Levels below the root: the most compare-and-swap rounds an update-key needs. */

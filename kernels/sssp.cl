@@ -429,6 +429,41 @@ inline void nf_expand_batch(uint u, uint width, __global const uint *offsets,
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+/* Local rounds: the group goes on with the near vertices it lowered itself (kept in lq), up
+ * to `local_rounds` hops deeper before the iteration ends. They are in the next near list
+ * too, where `expd` skips them: a road-like graph's iterations are its hop depth, and a hop
+ * here costs the group a few barriers, not a grid-wide step. Only while the group has
+ * scanned few edges this iteration (NF_LOCAL_EDGES): a group with heavy vertices going on
+ * alone would hold every other at the barrier (a Kronecker graph's hub source), and more
+ * hops per iteration re-expand more vertices (docs/decisions.md). */
+inline void nf_local_rounds(uint local_rounds, __global const uint *offsets,
+                            __global const uint *targets, __global const uint *weights,
+                            __global uint *dist, __global uint *stamp, __global uint *fstamp,
+                            __global uint *expd, __global uint *near_out, __global uint *out_len,
+                            __global uint *far, __global uint *far_slot, uint cap,
+                            __global uint *ctl, uint limit, uint iter, uint phase,
+                            __local uint *lstart, __local uint *ldist, __local uint *lscan,
+                            __local uint *lsums, __local uint *lq) {
+    __local uint *lrelaxed = &lsums[2], *lcount = &lsums[3];
+    uint lid = get_local_id(0);
+    for (uint r = 0u; r < local_rounds; r++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* Uniform: read after the barrier. */
+        uint n = (*lrelaxed <= NF_LOCAL_EDGES) ? min(*lcount, (uint)WG) : 0u;
+        if (n == 0u) {
+            break;
+        }
+        uint u = (lid < n) ? lq[lid] : NF_NONE;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            *lcount = 0u; /* seen by every work-item at the batch's first barrier */
+        }
+        nf_expand_batch(u, nf_width(n), offsets, targets, weights, dist, stamp, fstamp, expd,
+                        near_out, out_len, far, far_slot, cap, ctl, limit, iter, phase, true,
+                        lstart, ldist, lscan, lsums, lq);
+    }
+}
+
 inline bool nf_body(__global const uint *offsets, __global const uint *targets,
                     __global const uint *weights, __global uint *dist, __global uint *stamp,
                     __global uint *fstamp, __global uint *near0, __global uint *near1,
@@ -543,16 +578,6 @@ inline bool nf_body(__global const uint *offsets, __global const uint *targets,
     uint per = min((uint)WG, (len + groups - 1u) / groups);
     uint stride = groups * per;
     uint width = nf_width(per);
-    /* Local rounds: the group goes on with the near vertices it lowered itself (kept in lq),
-     * up to `local_rounds` hops deeper before the iteration ends. They are in the next near
-     * list too, where `expd` skips them: a road-like graph's iterations are its hop depth, and
-     * a hop here costs the group a few barriers, not a grid-wide step. Only while the group
-     * has scanned few edges this iteration (NF_LOCAL_EDGES): a group with heavy vertices
-     * going on alone would hold every other at the barrier (Kronecker 2^22 on the H200:
-     * 25.1 ms without local rounds, 34.7 with two in every iteration, 40.8 with one in
-     * iterations of short near lists, where the hub source is; the road-like graph 29.0
-     * without, 24.6 with one, 27.1 with two, 39.2 with eight: more hops per iteration
-     * re-expand more vertices). */
     for (uint base = get_group_id(0) * per; base < len; base += stride) {
         uint i = base + lid;
         uint u = (lid < per && i < len) ? asym_load_relaxed(&near_in[i]) : NF_NONE;
@@ -560,22 +585,9 @@ inline bool nf_body(__global const uint *offsets, __global const uint *targets,
                         far, &fs[0], cap, ctl, limit, iter, phase, local_rounds > 0u, lstart,
                         ldist, lscan, lsums, lq);
     }
-    for (uint r = 0u; r < local_rounds; r++) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* Uniform: read after the barrier. */
-        uint n = (*lrelaxed <= NF_LOCAL_EDGES) ? min(*lcount, (uint)WG) : 0u;
-        if (n == 0u) {
-            break;
-        }
-        uint u = (lid < n) ? lq[lid] : NF_NONE;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) {
-            *lcount = 0u; /* seen by every work-item at the batch's first barrier */
-        }
-        nf_expand_batch(u, nf_width(n), offsets, targets, weights, dist, stamp, fstamp, expd,
-                        near_out, out_len, far, &fs[0], cap, ctl, limit, iter, phase, true, lstart, ldist, lscan,
-                        lsums, lq);
-    }
+    nf_local_rounds(local_rounds, offsets, targets, weights, dist, stamp, fstamp, expd, near_out,
+                    out_len, far, &fs[0], cap, ctl, limit, iter, phase, lstart, ldist, lscan,
+                    lsums, lq);
     if (lid == 0) {
         /* The counters stay in the group until the launch ends (nf_flush_counts): two
          * dependent atomics per iteration would sit on every iteration's critical path. */
