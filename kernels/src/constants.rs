@@ -135,7 +135,7 @@ pub fn undeclared_names(source: &str, prefixes: &[&str], given: &[&str]) -> Vec<
 }
 
 /// `source` without its `/* */` and `//` comments (names in prose are not uses).
-fn strip_comments(source: &str) -> String {
+pub(crate) fn strip_comments(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
     let mut rest = source;
     while !rest.is_empty() {

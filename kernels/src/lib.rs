@@ -8,8 +8,10 @@
 #![forbid(unsafe_code)]
 
 mod constants;
+mod params;
 
 pub use constants::{cl_defines, given_names, undeclared, undeclared_names, ClConst};
+pub use params::{kernel_signatures, signature_problems, KernelParams};
 
 /// An OpenCL C source file and the name it is known by in errors and caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +29,10 @@ pub struct KernelSource {
     /// one it uses must be given, none it defines may be, none given may go unused. The
     /// runtime checks this at every build of the program ([`KernelSource::contract_problems`]).
     pub constants: &'static [&'static str],
+    /// The host's names for its kernels' parameters ([`KernelParams`]): checked against the
+    /// kernels' signatures at every build of the program, and what host code sets arguments
+    /// by.
+    pub params: &'static [KernelParams],
 }
 
 impl KernelSource {
@@ -38,6 +44,7 @@ impl KernelSource {
             deps: &[],
             parts: &[],
             constants: &[],
+            params: &[],
         }
     }
 
@@ -53,6 +60,7 @@ impl KernelSource {
             deps,
             parts: &[],
             constants: &[],
+            params: &[],
         }
     }
 
@@ -70,20 +78,51 @@ impl KernelSource {
         }
     }
 
+    /// This source, its kernels' parameters named by `params` (see [`KernelSource::params`]).
+    pub const fn with_params(self, params: &'static [KernelParams]) -> Self {
+        KernelSource { params, ..self }
+    }
+
+    /// The parameter table of `kernel`, in this program's files (the sources it builds on,
+    /// this one and its parts).
+    pub fn params_of(&self, kernel: &str) -> Option<&'static KernelParams> {
+        self.files()
+            .into_iter()
+            .flat_map(|f| f.params.iter())
+            .find(|p| p.kernel == kernel)
+    }
+
+    /// The program's files: the sources it builds on, this one and its parts.
+    fn files(&self) -> Vec<&KernelSource> {
+        self.deps.iter().chain([self]).chain(self.parts).collect()
+    }
+
     /// What disagrees between this program's text (the sources it builds on, this one and
     /// its parts) and the constants the build `options` give (`-DNAME=VALUE`): see
-    /// [`undeclared_names`], over every prefix any of them takes. Empty where they agree.
+    /// [`undeclared_names`], over every prefix any of them takes; and between the kernels'
+    /// signatures and the host's parameter tables ([`signature_problems`]). Empty where they
+    /// agree.
     pub fn contract_problems(&self, options: &str) -> Vec<String> {
-        let files: Vec<&KernelSource> = self.deps.iter().chain([self]).chain(self.parts).collect();
+        let files = self.files();
         let prefixes: Vec<&str> = files
             .iter()
             .flat_map(|f| f.constants.iter().copied())
             .collect();
-        if prefixes.is_empty() {
+        let params: Vec<KernelParams> = files
+            .iter()
+            .flat_map(|f| f.params.iter().copied())
+            .collect();
+        if prefixes.is_empty() && params.is_empty() {
             return Vec::new();
         }
         let text: String = files.iter().map(|f| f.text).collect::<Vec<_>>().join("\n");
-        undeclared_names(&text, &prefixes, &given_names(options))
+        let mut problems: Vec<String> = if prefixes.is_empty() {
+            Vec::new()
+        } else {
+            undeclared_names(&text, &prefixes, &given_names(options))
+        };
+        problems.extend(signature_problems(&text, &params));
+        problems
             .into_iter()
             .map(|p| format!("{}: {p}", self.name))
             .collect()
@@ -122,6 +161,7 @@ pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("..
 /// (`gheap_run`, `gheap_delete`) and its bulk calls, in six files; built with `-DK=`, `-DWG=` and the `GH_`
 /// constants.
 pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../gheap.cl"))
+    .with_params(GHEAP_PARAMS)
     .with_parts(&[
         KernelSource::new("gheap_locks.cl", include_str!("../gheap_locks.cl")),
         KernelSource::new("gheap_steps.cl", include_str!("../gheap_steps.cl")),
@@ -133,14 +173,246 @@ pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../g
 
 /// One frontier expansion of the label-correcting SSSP search (relaxation with atomic minima,
 /// deduplicated next frontier) and its helpers.
-pub const SSSP: KernelSource =
-    KernelSource::new("sssp.cl", include_str!("../sssp.cl")).taking(&["SSSP_", "NF_"]);
+pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"))
+    .taking(&["SSSP_", "NF_"])
+    .with_params(SSSP_PARAMS);
 
 /// 0/1 knapsack branch-and-bound nodes expanded on the device, children handed to the
 /// device heap where they were written; built with `-DWG=`, `-DKN_MAX_KIDS=`,
 /// `-DKN_MAX_STEPS=` and `-DASYM_INT64_ATOMICS=1`.
-pub const KNAPSACK: KernelSource =
-    KernelSource::new("knapsack.cl", include_str!("../knapsack.cl")).taking(&["KC_", "KN_"]);
+pub const KNAPSACK: KernelSource = KernelSource::new("knapsack.cl", include_str!("../knapsack.cl"))
+    .taking(&["KC_", "KN_"])
+    .with_params(KNAPSACK_PARAMS);
+
+/// The generalized heap's kernels (its six files).
+const GHEAP_PARAMS: &[KernelParams] = &[
+    KernelParams::new("gheap_sort_batches", &["keys", "at", "len"]),
+    KernelParams::new("gheap_merge_batches", &["a", "b", "pairs"]),
+    KernelParams::new("gheap_copy_keys", &["src", "src_at", "dst", "dst_at", "n"]),
+    KernelParams::new("gheap_run", GHEAP_OPS),
+    KernelParams::new("gheap_delete", GHEAP_OPS),
+    KernelParams::new(
+        "gheap_bulk_gather",
+        &["keys", "partial", "runs", "count", "plen"],
+    ),
+    KernelParams::new(
+        "gheap_bulk_split",
+        &["src", "splits", "total", "run", "tiles", "at", "first"],
+    ),
+    KernelParams::new(
+        "gheap_bulk_merge",
+        &["src", "dst", "splits", "total", "run", "at", "first"],
+    ),
+    KernelParams::new(
+        "gheap_bulk_merge_pass",
+        &["src", "dst", "total", "run", "at", "first"],
+    ),
+    KernelParams::new(
+        "gheap_bulk_place",
+        &[
+            "sorted", "keys", "partial", "out", "word", "n_out", "count", "plen", "slots", "hdr",
+        ],
+    ),
+];
+
+/// A launch of the heap's operations (`gheap_run`, and `gheap_delete` for DELs alone).
+const GHEAP_OPS: &[&str] = &[
+    "keys",
+    "word",
+    "hdr",
+    "partial",
+    "slots",
+    "ops",
+    "n_ops",
+    "in",
+    "in_len",
+    "out",
+    "out_len",
+    "order",
+    "bottom_up",
+    "out_base",
+];
+
+/// The SSSP searches' kernels.
+const SSSP_PARAMS: &[KernelParams] = &[
+    KernelParams::new("sssp_init", &["dist", "stamp", "n", "source"]),
+    KernelParams::new(
+        "sssp_expand",
+        &[
+            "offsets",
+            "targets",
+            "weights",
+            "dist",
+            "stamp",
+            "frontier",
+            "first",
+            "flen",
+            "next",
+            "counters",
+            "iteration",
+            "chunks",
+            "chunk_cap",
+        ],
+    ),
+    KernelParams::new(
+        "sssp_expand_chunks",
+        &[
+            "targets",
+            "weights",
+            "dist",
+            "stamp",
+            "next",
+            "counters",
+            "iteration",
+            "chunks",
+            "chunk_cap",
+        ],
+    ),
+    KernelParams::new("sssp_pairs", &["next", "len", "dist", "frontier"]),
+    KernelParams::new("sssp_apply", &["updates", "len", "dist"]),
+    KernelParams::new(
+        "sssp_merge",
+        &[
+            "incoming",
+            "len",
+            "dist",
+            "stamp",
+            "next",
+            "counters",
+            "iteration",
+        ],
+    ),
+    KernelParams::new("nf_clear", &["words", "n", "value"]),
+    KernelParams::new("nf_step", NF_STEP),
+    KernelParams::new("nf_run", NF_RUN),
+];
+
+/// A near-far iteration (`nf_step`), and `nf_run`'s iterations in one launch (the same, then
+/// `count` and `bar_base`).
+const NF_STEP: &[&str] = &[
+    "offsets",
+    "targets",
+    "weights",
+    "dist",
+    "stamp",
+    "fstamp",
+    "near0",
+    "near1",
+    "far0",
+    "far1",
+    "ctl",
+    "expd",
+    "delta",
+    "cap",
+    "yield_below",
+    "local_rounds",
+    "iter",
+];
+const NF_RUN: &[&str] = &[
+    "offsets",
+    "targets",
+    "weights",
+    "dist",
+    "stamp",
+    "fstamp",
+    "near0",
+    "near1",
+    "far0",
+    "far1",
+    "ctl",
+    "expd",
+    "delta",
+    "cap",
+    "yield_below",
+    "local_rounds",
+    "iter",
+    "count",
+    "bar_base",
+];
+
+/// The knapsack's device expansion's kernels.
+const KNAPSACK_PARAMS: &[KernelParams] = &[
+    KernelParams::new(
+        "knapsack_expand",
+        &[
+            "popped",
+            "n_popped",
+            "arena",
+            "free",
+            "n_free",
+            "arena_len",
+            "limit",
+            "out",
+            "ctl",
+            "kids_base",
+            "host_best",
+            "n",
+            "capacity",
+            "cap",
+            "lambda",
+            "root_bound",
+            "shift",
+            "depth_bits",
+        ],
+    ),
+    KernelParams::new(
+        "knapsack_release",
+        &[
+            "popped",
+            "n_popped",
+            "free",
+            "n_free",
+            "ctl",
+            "kids_base",
+            "out",
+            "carry",
+            "carry_max",
+        ],
+    ),
+    KernelParams::new(
+        "knapsack_rounds",
+        &[
+            "popped",
+            "arena",
+            "free",
+            "out",
+            "ctl",
+            "bar",
+            "n_popped",
+            "n_free",
+            "arena_len",
+            "kids_base",
+            "limit",
+            "carry_max",
+            "max_rounds",
+            "bar_base",
+            "host_best",
+            "n",
+            "capacity",
+            "cap",
+            "lambda",
+            "root_bound",
+            "shift",
+            "depth_bits",
+        ],
+    ),
+    KernelParams::new(
+        "knapsack_collect",
+        &[
+            "pairs",
+            "n",
+            "arena",
+            "best",
+            "kept",
+            "free",
+            "n_free",
+            "ctl",
+            "kept_base",
+            "freed_base",
+        ],
+    ),
+    KernelParams::new("knapsack_copy", &["src", "dst", "n"]),
+];
 
 /// The SVM allocator: `asym_malloc`/`asym_free` for work-items over the host's `SvmArena`
 /// (tagged Treiber free lists per size class); built with `ArenaLayout::cl_defines`.
@@ -177,6 +449,27 @@ pub fn with_helpers(source: &KernelSource) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_parameter_table_matches_its_kernel() {
+        for source in [GHEAP, SSSP, KNAPSACK] {
+            let text: String = source
+                .files()
+                .iter()
+                .map(|f| f.text)
+                .collect::<Vec<_>>()
+                .join("\n");
+            let params: Vec<KernelParams> = source
+                .files()
+                .iter()
+                .flat_map(|f| f.params.iter().copied())
+                .collect();
+            assert!(!params.is_empty(), "{}", source.name);
+            assert_eq!(signature_problems(&text, &params), Vec::<String>::new());
+            assert!(source.params_of(params[0].kernel).is_some());
+        }
+        assert!(SSSP.params_of("gheap_run").is_none());
+    }
 
     #[test]
     fn helpers_come_first_once() {

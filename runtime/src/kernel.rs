@@ -19,11 +19,45 @@ pub struct Queue {
     pub(crate) queue: CommandQueue,
 }
 
+/// Where a kernel argument goes: its position (`0u32`), or its name in the kernel's parameter
+/// table ([`KernelParams`](asym_kernels::KernelParams), checked against the kernel's
+/// signature when its program is built): `"dist"`.
+pub trait ArgIndex: Copy {
+    /// The argument's position in `kernel`'s parameters.
+    fn index_in(self, kernel: &Kernel) -> Result<u32>;
+}
+
+impl ArgIndex for u32 {
+    fn index_in(self, _: &Kernel) -> Result<u32> {
+        Ok(self)
+    }
+}
+
+impl ArgIndex for &str {
+    fn index_in(self, kernel: &Kernel) -> Result<u32> {
+        let table = kernel.params.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "kernel {} has no parameter table: set its argument {self:?} by position",
+                kernel.name
+            ))
+        })?;
+        table.index_of(self).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "kernel {} has no parameter {self:?}; its parameters: {}",
+                kernel.name,
+                table.params.join(", ")
+            ))
+        })
+    }
+}
+
 /// One kernel of a built program, with its arguments. Not `Sync`: build one per thread.
 pub struct Kernel {
     rt: Runtime,
     kernel: ClKernel,
     name: String,
+    /// The kernel's parameter table, where its source has one.
+    params: Option<&'static asym_kernels::KernelParams>,
     svm_args: Vec<Option<Arc<SvmAlloc>>>,
     indirect: Vec<Arc<SvmAlloc>>,
     /// References to the device buffers set as arguments (each kept until replaced).
@@ -48,6 +82,7 @@ impl Kernel {
         Ok(Kernel {
             rt,
             kernel,
+            params: program.source.params_of(name),
             name: name.to_string(),
             svm_args: Vec::new(),
             indirect: Vec::new(),
@@ -77,7 +112,8 @@ impl Kernel {
         }
     }
 
-    /// Sets argument `index` to a device buffer ([`Runtime::device_buffer`]).
+    /// Sets argument `index` (a position or a parameter's name: [`ArgIndex`]) to a device
+    /// buffer ([`Runtime::device_buffer`]).
     ///
     /// Keep each argument of a kernel object to one kind, SVM or device buffer: on NVIDIA's
     /// driver, launches of a build whose kernels switched an argument between the two from
@@ -87,9 +123,10 @@ impl Kernel {
     /// [`Runtime::device_buffer`]: crate::Runtime::device_buffer
     pub fn arg_buffer<T: SvmElement>(
         &mut self,
-        index: u32,
+        index: impl ArgIndex,
         buffer: &crate::DeviceBuffer<T>,
     ) -> Result<&mut Self> {
+        let index = index.index_in(self)?;
         let mem = sys::set_kernel_arg_buffer(&self.kernel, index, buffer)?;
         self.remember_svm(index, None);
         let i = index as usize;
@@ -100,19 +137,23 @@ impl Kernel {
         Ok(self)
     }
 
-    /// Sets argument `index` to an SVM buffer (a `__global T*` in the kernel).
+    /// Sets argument `index` (a position or a parameter's name: [`ArgIndex`]) to an SVM
+    /// buffer (a `__global T*` in the kernel).
     pub fn arg_svm<T: SvmElement>(
         &mut self,
-        index: u32,
+        index: impl ArgIndex,
         buffer: &SvmBuffer<T>,
     ) -> Result<&mut Self> {
+        let index = index.index_in(self)?;
         sys::set_kernel_arg_svm(&self.kernel, index, buffer.shared())?;
         self.remember_svm(index, Some(buffer.shared().clone()));
         Ok(self)
     }
 
-    /// Sets argument `index` to a scalar (write typed literals: `5u32`, `1.0f32`).
-    pub fn arg_scalar<T: OclPrm>(&mut self, index: u32, value: T) -> Result<&mut Self> {
+    /// Sets argument `index` (a position or a parameter's name) to a scalar (write typed
+    /// literals: `5u32`, `1.0f32`).
+    pub fn arg_scalar<T: OclPrm>(&mut self, index: impl ArgIndex, value: T) -> Result<&mut Self> {
+        let index = index.index_in(self)?;
         ocl::core::set_kernel_arg(&self.kernel, index, ocl::core::ArgVal::scalar(&value)).map_err(
             |e| {
                 Error::ocl(
@@ -126,8 +167,10 @@ impl Kernel {
         Ok(self)
     }
 
-    /// Sets argument `index` to `len` elements of local memory (a `__local T*`).
-    pub fn arg_local<T: OclPrm>(&mut self, index: u32, len: usize) -> Result<&mut Self> {
+    /// Sets argument `index` (a position or a parameter's name) to `len` elements of local
+    /// memory (a `__local T*`).
+    pub fn arg_local<T: OclPrm>(&mut self, index: impl ArgIndex, len: usize) -> Result<&mut Self> {
+        let index = index.index_in(self)?;
         ocl::core::set_kernel_arg(&self.kernel, index, ocl::core::ArgVal::local::<T>(&len))
             .map_err(|e| {
                 Error::ocl(

@@ -39,10 +39,10 @@ pub mod spread;
 mod sys;
 mod transport;
 
-pub use asym_kernels::KernelSource;
+pub use asym_kernels::{KernelParams, KernelSource};
 pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel, DEVICE_ENV};
 pub use error::{status_name, Error, Result, Side};
-pub use kernel::{Kernel, Launch, Queue};
+pub use kernel::{ArgIndex, Kernel, Launch, Queue};
 pub use latency::{
     BarrierGuard, CacheInfo, CpuTopology, LatencyPool, PoolOptions, SpinBarrier, WorkerInfo,
     THREADS_ENV,

@@ -87,6 +87,8 @@ impl std::fmt::Debug for Runtime {
 pub struct Program {
     pub(crate) program: ClProgram,
     pub(crate) name: &'static str,
+    /// The source it was built from (its kernels' parameter tables).
+    pub(crate) source: KernelSource,
 }
 
 impl Runtime {
@@ -398,6 +400,7 @@ impl Runtime {
         Ok(Program {
             program,
             name: source.name,
+            source: *source,
         })
     }
 

@@ -4,7 +4,8 @@
 mod common;
 
 use asym_runtime::{
-    select_device, Error, KernelSource, Runtime, RuntimeOptions, SvmBuffer, SvmKind, Transport,
+    select_device, Error, KernelParams, KernelSource, Runtime, RuntimeOptions, SvmBuffer, SvmKind,
+    Transport,
 };
 use rand::Rng;
 
@@ -650,4 +651,57 @@ fn a_program_whose_host_constants_disagree_with_it_does_not_build() {
         }
     }
     assert!(rt.program_with(&CONTRACT, "-DT_A=1").is_ok());
+}
+
+/// A kernel with a parameter table: arguments set by name land where the source has them.
+const NAMED: KernelSource = KernelSource::new(
+    "named.cl",
+    "__kernel void scale(__global uint *data, uint n, uint by) {
+        uint i = get_global_id(0);
+        if (i < n) data[i] *= by;
+    }",
+)
+.with_params(&[KernelParams::new("scale", &["data", "n", "by"])]);
+
+#[test]
+fn kernel_arguments_are_set_by_name_and_checked_at_build() {
+    let rt = common::runtime(common::transports()[0]);
+    let mut data = rt.alloc::<u32>(8).unwrap();
+    data.write(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    let mut k = rt.kernel(&NAMED, "scale").unwrap();
+    // Out of order on purpose: the name decides the position.
+    k.arg_scalar("by", 3u32)
+        .unwrap()
+        .arg_svm("data", &data)
+        .unwrap()
+        .arg_scalar("n", 8u32)
+        .unwrap();
+    k.launch(8, None).unwrap().wait().unwrap();
+    assert_eq!(data.read().unwrap(), vec![3, 6, 9, 12, 15, 18, 21, 24]);
+    match k.arg_scalar("count", 1u32) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("data, n, by"), "{m}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    // A kernel without a table takes positions only.
+    const PLAIN: KernelSource = KernelSource::new("plain.cl", NAMED.text);
+    let mut plain = rt.kernel(&PLAIN, "scale").unwrap();
+    match plain.arg_scalar("n", 8u32) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("no parameter table"), "{m}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    assert!(plain.arg_scalar(1u32, 8u32).is_ok());
+    // A table that disagrees with the source is a build error naming the kernel.
+    const MOVED: KernelSource = KernelSource::new("moved.cl", NAMED.text)
+        .with_params(&[KernelParams::new("scale", &["data", "by", "n"])]);
+    const GONE: KernelSource = KernelSource::new("gone.cl", NAMED.text)
+        .with_params(&[KernelParams::new("shift", &["data"])]);
+    for (source, says) in [
+        (&MOVED, "the host names its parameters (data, by, n)"),
+        (&GONE, "kernel shift has a parameter table"),
+    ] {
+        match rt.program(source) {
+            Err(e @ Error::Build { .. }) => assert!(e.to_string().contains(says), "{e}"),
+            other => panic!("{}: {:?}", source.name, other.map(|_| ())),
+        }
+    }
 }

@@ -159,10 +159,10 @@ impl DeviceSssp<'_> {
     pub(super) fn reset(&mut self, source: usize) -> Result<()> {
         let n = self.graph.vertices() as u32;
         self.init
-            .arg_svm(0, &self.dist)?
-            .arg_svm(1, &self.stamp)?
-            .arg_scalar(2, n)?
-            .arg_scalar(3, source as u32)?;
+            .arg_svm("dist", &self.dist)?
+            .arg_svm("stamp", &self.stamp)?
+            .arg_scalar("n", n)?
+            .arg_scalar("source", source as u32)?;
         self.init
             .launch(groups(n as usize) * WG, Some(WG))?
             .wait()?;
@@ -208,9 +208,9 @@ impl DeviceSssp<'_> {
             return Ok(());
         }
         self.apply
-            .arg_svm(0, &self.frontier)?
-            .arg_scalar(1, len as u32)?
-            .arg_svm(2, &self.dist)?;
+            .arg_svm("updates", &self.frontier)?
+            .arg_scalar("len", len as u32)?
+            .arg_svm("dist", &self.dist)?;
         self.apply.launch(groups(len) * WG, Some(WG))?.wait()?;
         Ok(())
     }
@@ -241,31 +241,31 @@ impl DeviceSssp<'_> {
             return Ok(());
         }
         self.expand
-            .arg_svm(0, &self.offsets)?
-            .arg_svm(1, &self.targets)?
-            .arg_svm(2, &self.weights)?
-            .arg_svm(3, &self.dist)?
-            .arg_svm(4, &self.stamp)?
-            .arg_svm(5, &self.frontier)?
-            .arg_scalar(6, first as u32)?
-            .arg_scalar(7, end as u32)?
-            .arg_svm(8, &self.next)?
-            .arg_svm(9, &self.counters)?
-            .arg_scalar(10, iteration)?
-            .arg_svm(11, &self.chunks)?
-            .arg_scalar(12, self.chunk_cap)?;
+            .arg_svm("offsets", &self.offsets)?
+            .arg_svm("targets", &self.targets)?
+            .arg_svm("weights", &self.weights)?
+            .arg_svm("dist", &self.dist)?
+            .arg_svm("stamp", &self.stamp)?
+            .arg_svm("frontier", &self.frontier)?
+            .arg_scalar("first", first as u32)?
+            .arg_scalar("flen", end as u32)?
+            .arg_svm("next", &self.next)?
+            .arg_svm("counters", &self.counters)?
+            .arg_scalar("iteration", iteration)?
+            .arg_svm("chunks", &self.chunks)?
+            .arg_scalar("chunk_cap", self.chunk_cap)?;
         let expanded = self.expand.launch(groups(end - first) * WG, Some(WG))?;
         if self.chunk_cap > 0 {
             self.expand_chunks
-                .arg_svm(0, &self.targets)?
-                .arg_svm(1, &self.weights)?
-                .arg_svm(2, &self.dist)?
-                .arg_svm(3, &self.stamp)?
-                .arg_svm(4, &self.next)?
-                .arg_svm(5, &self.counters)?
-                .arg_scalar(6, iteration)?
-                .arg_svm(7, &self.chunks)?
-                .arg_scalar(8, self.chunk_cap)?;
+                .arg_svm("targets", &self.targets)?
+                .arg_svm("weights", &self.weights)?
+                .arg_svm("dist", &self.dist)?
+                .arg_svm("stamp", &self.stamp)?
+                .arg_svm("next", &self.next)?
+                .arg_svm("counters", &self.counters)?
+                .arg_scalar("iteration", iteration)?
+                .arg_svm("chunks", &self.chunks)?
+                .arg_scalar("chunk_cap", self.chunk_cap)?;
             self.expand_chunks
                 .launch(CHUNK_GROUPS * WG, Some(WG))?
                 .wait()?;
@@ -290,13 +290,13 @@ impl DeviceSssp<'_> {
             .collect();
         incoming.copy_from_host(0, &raw)?;
         self.merge
-            .arg_svm(0, incoming)?
-            .arg_scalar(1, pairs.len() as u32)?
-            .arg_svm(2, &self.dist)?
-            .arg_svm(3, &self.stamp)?
-            .arg_svm(4, &self.next)?
-            .arg_svm(5, &self.counters)?
-            .arg_scalar(6, iteration)?;
+            .arg_svm("incoming", incoming)?
+            .arg_scalar("len", pairs.len() as u32)?
+            .arg_svm("dist", &self.dist)?
+            .arg_svm("stamp", &self.stamp)?
+            .arg_svm("next", &self.next)?
+            .arg_svm("counters", &self.counters)?
+            .arg_scalar("iteration", iteration)?;
         self.merge
             .launch(groups(pairs.len()) * WG, Some(WG))?
             .wait()?;
@@ -319,10 +319,10 @@ impl DeviceSssp<'_> {
         }
         if next > 0 {
             self.pairs
-                .arg_svm(0, &self.next)?
-                .arg_scalar(1, next as u32)?
-                .arg_svm(2, &self.dist)?
-                .arg_svm(3, &self.frontier)?;
+                .arg_svm("next", &self.next)?
+                .arg_scalar("len", next as u32)?
+                .arg_svm("dist", &self.dist)?
+                .arg_svm("frontier", &self.frontier)?;
             self.pairs.launch(groups(next) * WG, Some(WG))?.wait()?;
         }
         Ok((next, c[VISITED] as u64, c[STALE] as u64))

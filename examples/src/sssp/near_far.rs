@@ -50,16 +50,6 @@ const BAR_COUNT: usize = 36;
 const ABORT: usize = 38;
 const RAN: usize = 39;
 const CTL_WORDS: usize = 40;
-/// Near lists shorter than this after a split end the stint (0: never; set per stint).
-const YIELD_ARG: u32 = 14;
-/// Hops a work-group goes on with its own near vertices before an iteration ends.
-const LOCAL_ROUNDS_ARG: u32 = 15;
-/// The arguments that change from launch to launch (the others are set once per search).
-const ITER_ARG: u32 = 16;
-const COUNT_ARG: u32 = 17;
-/// `nf_run`'s grid-barrier counter when the launch starts (the kernel's target for its first
-/// barrier is this plus the groups).
-const BAR_BASE_ARG: u32 = 18;
 /// Local rounds per light iteration on GPUs unless set otherwise (more re-expand more:
 /// docs/decisions.md).
 const LOCAL_ROUNDS: u32 = 1;
@@ -277,9 +267,9 @@ impl DeviceSssp<'_> {
         let n = self.graph.vertices() as u32;
         for (words, value) in [(&nf.fstamp, 0u32), (&nf.expanded, u32::MAX)] {
             nf.clear
-                .arg_svm(0, words)?
-                .arg_scalar(1, n)?
-                .arg_scalar(2, value)?
+                .arg_svm("words", words)?
+                .arg_scalar("n", n)?
+                .arg_scalar("value", value)?
                 .launch(groups(n as usize) * WG, Some(WG))?
                 .wait()?;
         }
@@ -319,22 +309,22 @@ impl DeviceSssp<'_> {
         nf.far[(start.phase & 1) as usize].copy_from_host(0, start.far)?;
         for kernel in [&mut nf.step, &mut nf.run] {
             kernel
-                .arg_svm(0, &self.offsets)?
-                .arg_svm(1, &self.targets)?
-                .arg_svm(2, &self.weights)?
-                .arg_svm(3, &self.dist)?
-                .arg_svm(4, &self.stamp)?
-                .arg_svm(5, &nf.fstamp)?
-                .arg_svm(6, &nf.near[0])?
-                .arg_svm(7, &nf.near[1])?
-                .arg_svm(8, &nf.far[0])?
-                .arg_svm(9, &nf.far[1])?
-                .arg_svm(10, &nf.ctl)?
-                .arg_svm(11, &nf.expanded)?
-                .arg_scalar(12, delta)?
-                .arg_scalar(13, cap)?
-                .arg_scalar(YIELD_ARG, yield_below)?
-                .arg_scalar(LOCAL_ROUNDS_ARG, nf.local_rounds)?;
+                .arg_svm("offsets", &self.offsets)?
+                .arg_svm("targets", &self.targets)?
+                .arg_svm("weights", &self.weights)?
+                .arg_svm("dist", &self.dist)?
+                .arg_svm("stamp", &self.stamp)?
+                .arg_svm("fstamp", &nf.fstamp)?
+                .arg_svm("near0", &nf.near[0])?
+                .arg_svm("near1", &nf.near[1])?
+                .arg_svm("far0", &nf.far[0])?
+                .arg_svm("far1", &nf.far[1])?
+                .arg_svm("ctl", &nf.ctl)?
+                .arg_svm("expd", &nf.expanded)?
+                .arg_scalar("delta", delta)?
+                .arg_scalar("cap", cap)?
+                .arg_scalar("yield_below", yield_below)?
+                .arg_scalar("local_rounds", nf.local_rounds)?;
         }
         if nf.resident {
             self.iterate_resident(nf, start.iteration)
@@ -373,7 +363,7 @@ impl DeviceSssp<'_> {
         loop {
             let mut pending: Vec<Launch> = Vec::with_capacity(batch as usize);
             for _ in 0..batch {
-                nf.step.arg_scalar(ITER_ARG, iter)?;
+                nf.step.arg_scalar("iter", iter)?;
                 pending.push(nf.step.launch(global, Some(WG))?);
                 iter = next_iteration(iter)?;
             }
@@ -406,9 +396,9 @@ impl DeviceSssp<'_> {
                 ));
             }
             nf.run
-                .arg_scalar(ITER_ARG, iter)?
-                .arg_scalar(COUNT_ARG, count)?
-                .arg_scalar(BAR_BASE_ARG, bar_base)?
+                .arg_scalar("iter", iter)?
+                .arg_scalar("count", count)?
+                .arg_scalar("bar_base", bar_base)?
                 .launch(global, Some(WG))?
                 .wait()?;
             launches += 1;

@@ -90,9 +90,9 @@ impl DeviceBatchOps {
         let mut buf = self.rt.alloc::<i32>(keys.len())?;
         buf.write(keys)?;
         self.sort
-            .arg_svm(0, &buf)?
-            .arg_scalar(1, 0u64)?
-            .arg_scalar(2, keys.len() as u64)?;
+            .arg_svm("keys", &buf)?
+            .arg_scalar("at", 0u64)?
+            .arg_scalar("len", keys.len() as u64)?;
         self.sort.launch(batches * self.wg, Some(self.wg))?.wait()?;
         keys.copy_from_slice(&buf.read()?);
         Ok(())
@@ -117,9 +117,9 @@ impl DeviceBatchOps {
         ba.write(a)?;
         bb.write(b)?;
         self.merge
-            .arg_svm(0, &ba)?
-            .arg_svm(1, &bb)?
-            .arg_scalar(2, pairs as u32)?;
+            .arg_svm("a", &ba)?
+            .arg_svm("b", &bb)?
+            .arg_scalar("pairs", pairs as u32)?;
         self.merge.launch(pairs * self.wg, Some(self.wg))?.wait()?;
         a.copy_from_slice(&ba.read()?);
         b.copy_from_slice(&bb.read()?);

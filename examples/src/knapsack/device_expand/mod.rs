@@ -270,16 +270,16 @@ fn collect_garbage(
     let kept = rt.alloc::<i64>(n.max(1))?;
     heap.delete_min_to_device(n, &all)?;
     collect
-        .arg_svm(0, &all)?
-        .arg_scalar(1, n as u32)?
-        .arg_buffer(2, &arena.nodes)?
-        .arg_scalar(3, best)?
-        .arg_svm(4, &kept)?
-        .arg_buffer(5, &arena.free)?
-        .arg_scalar(6, arena.n_free as u64)?
-        .arg_buffer(7, ctl)?
-        .arg_scalar(8, words[KEPT])?
-        .arg_scalar(9, words[FREED])?;
+        .arg_svm("pairs", &all)?
+        .arg_scalar("n", n as u32)?
+        .arg_buffer("arena", &arena.nodes)?
+        .arg_scalar("best", best)?
+        .arg_svm("kept", &kept)?
+        .arg_buffer("free", &arena.free)?
+        .arg_scalar("n_free", arena.n_free as u64)?
+        .arg_buffer("ctl", ctl)?
+        .arg_scalar("kept_base", words[KEPT])?
+        .arg_scalar("freed_base", words[FREED])?;
     collect
         .launch(n.max(1).div_ceil(WG) * WG, Some(WG))?
         .wait()?;
@@ -387,17 +387,13 @@ struct RoundKernels {
 impl RoundKernels {
     fn new(kernel: &dyn Fn(&str) -> Result<Kernel>, search: &SearchArgs) -> Result<Self> {
         let mut expand = kernel("knapsack_expand")?;
-        search.set(&mut expand, EXPAND_SEARCH_ARGS)?;
+        search.set(&mut expand)?;
         Ok(RoundKernels {
             expand,
             release: kernel("knapsack_release")?,
         })
     }
 }
-
-/// Where the search's constants start in knapsack_expand's and knapsack_rounds' arguments.
-const EXPAND_SEARCH_ARGS: u32 = 11;
-const ROUNDS_SEARCH_ARGS: u32 = 15;
 
 /// A search's constants, the last arguments of knapsack_expand and knapsack_rounds (the
 /// item count, the tables' capacity, cardinality cap and multiplier, the key's shape): set
@@ -411,14 +407,14 @@ struct SearchArgs {
 }
 
 impl SearchArgs {
-    fn set(&self, k: &mut Kernel, first: u32) -> Result<()> {
-        k.arg_scalar(first, self.n)?
-            .arg_scalar(first + 1, self.capacity)?
-            .arg_scalar(first + 2, self.cap)?
-            .arg_scalar(first + 3, self.lambda)?
-            .arg_scalar(first + 4, self.shape.root_bound)?
-            .arg_scalar(first + 5, self.shape.shift)?
-            .arg_scalar(first + 6, self.shape.depth_bits)?;
+    fn set(&self, k: &mut Kernel) -> Result<()> {
+        k.arg_scalar("n", self.n)?
+            .arg_scalar("capacity", self.capacity)?
+            .arg_scalar("cap", self.cap)?
+            .arg_scalar("lambda", self.lambda)?
+            .arg_scalar("root_bound", self.shape.root_bound)?
+            .arg_scalar("shift", self.shape.shift)?
+            .arg_scalar("depth_bits", self.shape.depth_bits)?;
         Ok(())
     }
 }
@@ -429,7 +425,7 @@ fn copy_words<A: asym_runtime::SvmElement>(
     dst: &DeviceBuffer<A>,
     words: usize,
 ) -> Result<()> {
-    copy.arg_buffer(0, src)?.arg_buffer(1, dst)?;
+    copy.arg_buffer("src", src)?.arg_buffer("dst", dst)?;
     run_copy(copy, words)
 }
 
@@ -438,7 +434,7 @@ fn run_copy(copy: &mut Kernel, words: usize) -> Result<()> {
     if words == 0 {
         return Ok(());
     }
-    copy.arg_scalar(2, words as u64)?
+    copy.arg_scalar("n", words as u64)?
         .launch(words.div_ceil(256).min(4096) * 256, Some(256))?
         .wait()
 }
@@ -446,9 +442,9 @@ fn run_copy(copy: &mut Kernel, words: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
     use crate::knapsack::{Class, Instance};
     use asym_runtime::{select_device, Named, Transport};
+    use std::sync::atomic::Ordering;
 
     /// One search of a generated instance of `class` (40 items) by [`run_rounds`], `pop`
     /// nodes a round, no slack and an arena of one slot to start (so rounds run out of

@@ -18,8 +18,8 @@ use asym_structures::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey};
 use super::{
     collect_garbage, fits_64_bits, micros, program, read_words, run_copy, Arena, KeyShape,
     RoundKernels, RoundPairs, Rounds, SearchArgs, BEST, CTL_WORDS, EXIT_ABORT, EXIT_FULL,
-    EXIT_HEAP, EXPANDED, FREED, FULL, KIDS, MAX_KIDS, PRUNED, ROUNDS_SEARCH_ARGS, ST_BARS, ST_EXIT,
-    ST_EXPANDED, ST_FREE, ST_LEN, ST_POPPED, ST_PRUNED, ST_RAN, WG,
+    EXIT_HEAP, EXPANDED, FREED, FULL, KIDS, MAX_KIDS, PRUNED, ST_BARS, ST_EXIT, ST_EXPANDED,
+    ST_FREE, ST_LEN, ST_POPPED, ST_PRUNED, ST_RAN, WG,
 };
 use crate::knapsack::bounds::Problem;
 use crate::knapsack::BnbStats;
@@ -184,7 +184,7 @@ impl<'a> State<'a> {
             shape: s.shape,
         };
         if let Some(rounds) = rounds.as_mut() {
-            search.set(rounds, ROUNDS_SEARCH_ARGS)?;
+            search.set(rounds)?;
         }
         // One buffer, outside SVM (the host reads the control words once a round, through a
         // blocking copy): the control words, then the tables in the order
@@ -300,21 +300,21 @@ impl<'a> State<'a> {
         };
         let t_launch = Instant::now();
         rounds
-            .arg_buffer(0, popped)?
-            .arg_buffer(1, &self.arena.nodes)?
-            .arg_buffer(2, &self.arena.free)?
-            .arg_buffer(3, kids)?
-            .arg_buffer(4, &self.ctl)?
-            .arg_buffer(5, &self.bar)?
-            .arg_scalar(6, self.n_popped as u64)?
-            .arg_scalar(7, self.arena.n_free as u64)?
-            .arg_scalar(8, self.arena.len as u64)?
-            .arg_scalar(9, self.words[KIDS])?
-            .arg_scalar(10, self.arena.slots().min(max_live) as u64)?
-            .arg_scalar(11, pop as u64)?
-            .arg_scalar(12, config.resident_rounds.max(1))?
-            .arg_scalar(13, self.bar_base)?
-            .arg_scalar(14, self.s.best.load(Ordering::Acquire))?;
+            .arg_buffer("popped", popped)?
+            .arg_buffer("arena", &self.arena.nodes)?
+            .arg_buffer("free", &self.arena.free)?
+            .arg_buffer("out", kids)?
+            .arg_buffer("ctl", &self.ctl)?
+            .arg_buffer("bar", &self.bar)?
+            .arg_scalar("n_popped", self.n_popped as u64)?
+            .arg_scalar("n_free", self.arena.n_free as u64)?
+            .arg_scalar("arena_len", self.arena.len as u64)?
+            .arg_scalar("kids_base", self.words[KIDS])?
+            .arg_scalar("limit", self.arena.slots().min(max_live) as u64)?
+            .arg_scalar("carry_max", pop as u64)?
+            .arg_scalar("max_rounds", config.resident_rounds.max(1))?
+            .arg_scalar("bar_base", self.bar_base)?
+            .arg_scalar("host_best", self.s.best.load(Ordering::Acquire))?;
         let launched = rounds.launch(groups * WG, Some(WG))?;
         let t_wait = Instant::now();
         launched.wait()?;
@@ -434,8 +434,12 @@ impl<'a> State<'a> {
                 kids,
                 kernels: k,
             } => {
-                k.expand.arg_buffer(0, popped)?.arg_buffer(7, kids)?;
-                k.release.arg_buffer(0, popped)?.arg_buffer(6, kids)?;
+                k.expand
+                    .arg_buffer("popped", popped)?
+                    .arg_buffer("out", kids)?;
+                k.release
+                    .arg_buffer("popped", popped)?
+                    .arg_buffer("out", kids)?;
                 k
             }
             RoundPairs::Svm {
@@ -444,30 +448,30 @@ impl<'a> State<'a> {
                 kernels: k,
                 ..
             } => {
-                k.expand.arg_svm(0, popped)?.arg_svm(7, kids)?;
-                k.release.arg_svm(0, popped)?.arg_svm(6, kids)?;
+                k.expand.arg_svm("popped", popped)?.arg_svm("out", kids)?;
+                k.release.arg_svm("popped", popped)?.arg_svm("out", kids)?;
                 k
             }
         };
         let (arena, words, n_popped) = (&self.arena, &self.words, self.n_popped);
         expand
-            .arg_scalar(1, n_popped as u32)?
-            .arg_buffer(2, &arena.nodes)?
-            .arg_buffer(3, &arena.free)?
-            .arg_scalar(4, arena.n_free as u64)?
-            .arg_scalar(5, arena.len as u64)?
-            .arg_scalar(6, arena.slots().min(max_live) as u64)?
-            .arg_buffer(8, &self.ctl)?
-            .arg_scalar(9, words[KIDS])?
-            .arg_scalar(10, self.s.best.load(Ordering::Acquire))?;
+            .arg_scalar("n_popped", n_popped as u32)?
+            .arg_buffer("arena", &arena.nodes)?
+            .arg_buffer("free", &arena.free)?
+            .arg_scalar("n_free", arena.n_free as u64)?
+            .arg_scalar("arena_len", arena.len as u64)?
+            .arg_scalar("limit", arena.slots().min(max_live) as u64)?
+            .arg_buffer("ctl", &self.ctl)?
+            .arg_scalar("kids_base", words[KIDS])?
+            .arg_scalar("host_best", self.s.best.load(Ordering::Acquire))?;
         release
-            .arg_scalar(1, n_popped as u32)?
-            .arg_buffer(2, &arena.free)?
-            .arg_scalar(3, arena.n_free as u64)?
-            .arg_buffer(4, &self.ctl)?
-            .arg_scalar(5, words[KIDS])?
-            .arg_scalar(7, u32::from(carry))?
-            .arg_scalar(8, pop as u32)?;
+            .arg_scalar("n_popped", n_popped as u32)?
+            .arg_buffer("free", &arena.free)?
+            .arg_scalar("n_free", arena.n_free as u64)?
+            .arg_buffer("ctl", &self.ctl)?
+            .arg_scalar("kids_base", words[KIDS])?
+            .arg_scalar("carry", u32::from(carry))?
+            .arg_scalar("carry_max", pop as u32)?;
         // In-order queue: the release runs after the expansion, then the host reads. (A
         // read queued behind them, one wait for all three, made NVIDIA's rounds slower: its
         // copy into pageable memory cost more than the waits it saved.)
@@ -509,7 +513,7 @@ impl<'a> State<'a> {
         if let RoundPairs::Device { kids: out, .. } = &self.pairs {
             let svm_kids = rt.alloc::<i64>(out.len())?;
             let mut to_svm = self.kernel("knapsack_copy")?;
-            to_svm.arg_buffer(0, out)?.arg_svm(1, &svm_kids)?;
+            to_svm.arg_buffer("src", out)?.arg_svm("dst", &svm_kids)?;
             run_copy(&mut to_svm, 2 * kids)?;
             let (rt, program) = (self.s.rt, &self.program);
             let kernel = |name: &str| Kernel::from_program(rt, program, name);

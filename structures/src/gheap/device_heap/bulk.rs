@@ -136,9 +136,9 @@ impl BulkKernels {
         wg: usize,
     ) -> Result<Launch> {
         self.sort_in
-            .arg_svm(0, io)?
-            .arg_scalar(1, at as u64)?
-            .arg_scalar(2, len as u64)?;
+            .arg_svm("keys", io)?
+            .arg_scalar("at", at as u64)?
+            .arg_scalar("len", len as u64)?;
         // A later launch's submission (or a wait) carries this one to the device.
         self.sort_in
             .launch_unflushed(len.div_ceil(k) * wg, Some(wg))
@@ -236,11 +236,11 @@ impl<'a, R: SvmElement> Sorter<'a, R> {
     fn gather(&mut self, partial: &SvmBuffer<R>, count: u32, plen: u32, runs: usize) -> Result<()> {
         self.kn
             .gather
-            .arg_svm(0, self.heap_keys)?
-            .arg_svm(1, partial)?
-            .arg_svm(2, self.io)?
-            .arg_scalar(3, count)?
-            .arg_scalar(4, plen)?;
+            .arg_svm("keys", self.heap_keys)?
+            .arg_svm("partial", partial)?
+            .arg_svm("runs", self.io)?
+            .arg_scalar("count", count)?
+            .arg_scalar("plen", plen)?;
         let items = stride_items(runs * self.k, self.wg);
         let launch = self.kn.gather.launch_unflushed(items, Some(self.wg))?;
         self.launches.push(launch);
@@ -266,37 +266,37 @@ impl<'a, R: SvmElement> Sorter<'a, R> {
             // One launch: each group finds its tile's bounds itself.
             to_u32(tiles, "batches in a bulk call")?;
             merge_pass
-                .arg_svm(0, src)?
-                .arg_svm(1, dst)?
-                .arg_scalar(2, total as u64)?
-                .arg_scalar(3, run as u64)?
-                .arg_scalar(4, at as u64)?
-                .arg_scalar(5, first as u64)?;
+                .arg_svm("src", src)?
+                .arg_svm("dst", dst)?
+                .arg_scalar("total", total as u64)?
+                .arg_scalar("run", run as u64)?
+                .arg_scalar("at", at as u64)?
+                .arg_scalar("first", first as u64)?;
             self.launches
                 .push(merge_pass.launch_unflushed(tiles * wg, Some(wg))?);
             return Ok(());
         }
         let kn = &mut *self.kn;
         kn.split
-            .arg_svm(0, src)?
-            .arg_svm(1, self.splits)?
-            .arg_scalar(2, total as u64)?
-            .arg_scalar(3, run as u64)?
-            .arg_scalar(4, to_u32(tiles, "batches in a bulk call")?)?
-            .arg_scalar(5, at as u64)?
-            .arg_scalar(6, first as u64)?;
+            .arg_svm("src", src)?
+            .arg_svm("splits", self.splits)?
+            .arg_scalar("total", total as u64)?
+            .arg_scalar("run", run as u64)?
+            .arg_scalar("tiles", to_u32(tiles, "batches in a bulk call")?)?
+            .arg_scalar("at", at as u64)?
+            .arg_scalar("first", first as u64)?;
         self.launches.push(
             kn.split
                 .launch_unflushed(tiles.div_ceil(wg) * wg, Some(wg))?,
         );
         kn.merge
-            .arg_svm(0, src)?
-            .arg_svm(1, dst)?
-            .arg_svm(2, self.splits)?
-            .arg_scalar(3, total as u64)?
-            .arg_scalar(4, run as u64)?
-            .arg_scalar(5, at as u64)?
-            .arg_scalar(6, first as u64)?;
+            .arg_svm("src", src)?
+            .arg_svm("dst", dst)?
+            .arg_svm("splits", self.splits)?
+            .arg_scalar("total", total as u64)?
+            .arg_scalar("run", run as u64)?
+            .arg_scalar("at", at as u64)?
+            .arg_scalar("first", first as u64)?;
         self.launches
             .push(kn.merge.launch_unflushed(tiles * wg, Some(wg))?);
         Ok(())
@@ -559,22 +559,22 @@ impl<T: DeviceHeapKey> Inner<T> {
             }
             let src = sorter.buffer(src)?;
             let kn = &mut *sorter.kn;
-            kn.place.arg_svm(0, src)?;
+            kn.place.arg_svm("sorted", src)?;
             // The keys removed go where the caller takes them from on the device, or to the
             // staging buffer to be read back.
             match out_device {
-                Some(dst) => kn.place.arg_svm(3, dst)?,
-                None => kn.place.arg_svm(3, io)?,
+                Some(dst) => kn.place.arg_svm("out", dst)?,
+                None => kn.place.arg_svm("out", io)?,
             };
             kn.place
-                .arg_svm(1, heap_keys)?
-                .arg_svm(2, partial)?
-                .arg_svm(4, words)?
-                .arg_scalar(5, n_out as u64)?
-                .arg_scalar(6, count_u32)?
-                .arg_scalar(7, plen as u32)?
-                .arg_scalar(8, to_u32(slots, "node slots")?)?
-                .arg_svm(9, hdr)?;
+                .arg_svm("keys", heap_keys)?
+                .arg_svm("partial", partial)?
+                .arg_svm("word", words)?
+                .arg_scalar("n_out", n_out as u64)?
+                .arg_scalar("count", count_u32)?
+                .arg_scalar("plen", plen as u32)?
+                .arg_scalar("slots", to_u32(slots, "node slots")?)?
+                .arg_svm("hdr", hdr)?;
             let mut place = kn
                 .place
                 .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?;

@@ -228,20 +228,20 @@ impl<T: DeviceHeapKey> Inner<T> {
             _ => &mut self.run,
         };
         kernel
-            .arg_svm(0, &self.keys)?
-            .arg_svm(1, &self.words)?
-            .arg_svm(2, &self.hdr)?
-            .arg_svm(3, &self.partial)?
-            .arg_scalar(4, to_u32(self.slots, "node slots")?)?
-            .arg_svm(5, op_buf)?
-            .arg_scalar(6, n_ops)?
-            .arg_svm(7, io)?
-            .arg_scalar(8, in_len)?
-            .arg_svm(9, io)?
-            .arg_svm(10, out_len)?
-            .arg_svm(11, order)?
-            .arg_scalar(12, self.bottom_up)?
-            .arg_scalar(13, out_base as u64)?;
+            .arg_svm("keys", &self.keys)?
+            .arg_svm("word", &self.words)?
+            .arg_svm("hdr", &self.hdr)?
+            .arg_svm("partial", &self.partial)?
+            .arg_scalar("slots", to_u32(self.slots, "node slots")?)?
+            .arg_svm("ops", op_buf)?
+            .arg_scalar("n_ops", n_ops)?
+            .arg_svm("in", io)?
+            .arg_scalar("in_len", in_len)?
+            .arg_svm("out", io)?
+            .arg_svm("out_len", out_len)?
+            .arg_svm("order", order)?
+            .arg_scalar("bottom_up", self.bottom_up)?
+            .arg_scalar("out_base", out_base as u64)?;
         self.stats.launches += 1;
         let t_kernel_start = std::time::Instant::now();
         kernel.launch(groups * self.wg, Some(self.wg))?.wait()?;
@@ -387,11 +387,11 @@ pub(super) fn copy_keys<A: SvmElement, B: SvmElement>(
         )));
     }
     kernel
-        .arg_svm(0, src)?
-        .arg_scalar(1, src_at as u64)?
-        .arg_svm(2, dst)?
-        .arg_scalar(3, dst_at as u64)?
-        .arg_scalar(4, n as u64)?;
+        .arg_svm("src", src)?
+        .arg_scalar("src_at", src_at as u64)?
+        .arg_svm("dst", dst)?
+        .arg_scalar("dst_at", dst_at as u64)?
+        .arg_scalar("n", n as u64)?;
     // Submitted by the caller's next submitting launch or by waiting on (dropping) it.
     kernel.launch_unflushed(stride_items(n, 256), Some(256))
 }
