@@ -139,22 +139,26 @@ pub const RING: KernelSource = KernelSource::new("ring.cl", include_str!("../rin
 pub const HEAP: KernelSource = KernelSource::new("heap.cl", include_str!("../heap.cl"));
 
 /// The runtime's own kernels: round trips, ping-pong, launch latency, the echo service.
-pub const RUNTIME: KernelSource = KernelSource::new("runtime.cl", include_str!("../runtime.cl"));
+pub const RUNTIME: KernelSource =
+    KernelSource::new("runtime.cl", include_str!("../runtime.cl")).with_params(RUNTIME_PARAMS);
 
 /// Heap-based batch k-selection (the d-heap baseline of the ad-heap seed), one work-group per
 /// sub-list; built with `-DD=`, `-DWG=`, `-DHEAP_LOCAL=`.
-pub const KSELECT: KernelSource = KernelSource::new("kselect.cl", include_str!("../kselect.cl"));
+pub const KSELECT: KernelSource =
+    KernelSource::new("kselect.cl", include_str!("../kselect.cl")).with_params(KSELECT_PARAMS);
 
 /// Radix select on the device (keys resident in SVM or staged): one work-group per sub-list
 /// (`kselect_radix`), or a work-group per tile of a long sub-list with global histograms
 /// (`radix_clear`, `radix_count`, `radix_keep`, `radix_finish`); built with `-DWG=` and
 /// `-DKEY_MAP=`.
 pub const KSELECT_RADIX: KernelSource =
-    KernelSource::new("kselect_radix.cl", include_str!("../kselect_radix.cl"));
+    KernelSource::new("kselect_radix.cl", include_str!("../kselect_radix.cl"))
+        .with_params(KSELECT_RADIX_PARAMS);
 
 /// The ad-heap's bridge walk (device half of update-key), batch and service kernels; built
 /// with `AdHeapLayout::cl_defines` and `-DWG=`.
-pub const ADHEAP: KernelSource = KernelSource::new("adheap.cl", include_str!("../adheap.cl"));
+pub const ADHEAP: KernelSource =
+    KernelSource::new("adheap.cl", include_str!("../adheap.cl")).with_params(ADHEAP_PARAMS);
 
 /// The generalized heap on the device: its batch operations (bitonic sort, merge-path
 /// MergeAndSort, one batch or pair per work-group) and the heap run by work-groups
@@ -183,6 +187,196 @@ pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sss
 pub const KNAPSACK: KernelSource = KernelSource::new("knapsack.cl", include_str!("../knapsack.cl"))
     .taking(&["KC_", "KN_"])
     .with_params(KNAPSACK_PARAMS);
+
+/// The runtime's own kernels.
+const RUNTIME_PARAMS: &[KernelParams] = &[
+    KernelParams::new("asym_add_one", &["data", "n"]),
+    KernelParams::new("asym_noop", &["data"]),
+    KernelParams::new("asym_pingpong", &["flag", "ctl", "rounds", "max_spins"]),
+    KernelParams::new("asym_echo", &["to_dev", "from_dev", "ctl"]),
+    KernelParams::new("asym_follow_pointer", &["table", "n"]),
+];
+
+/// The d-heap k-selection kernel.
+const KSELECT_PARAMS: &[KernelParams] = &[KernelParams::new(
+    "kselect_dheap",
+    &[
+        "data",
+        "offsets",
+        "out",
+        "scratch",
+        "k",
+        "nsub",
+        "scratch_stride",
+        "lheap",
+    ],
+)];
+
+/// The device radix select's kernels.
+const KSELECT_RADIX_PARAMS: &[KernelParams] = &[
+    KernelParams::new(
+        "kselect_radix",
+        &["keys", "offsets", "k", "answers", "scratch"],
+    ),
+    KernelParams::new("radix_clear", &["hist", "words"]),
+    KernelParams::new("radix_count", &["keys", "tiles", "hist"]),
+    KernelParams::new(
+        "radix_keep",
+        &["keys", "tiles", "k", "hist", "scratch", "kept"],
+    ),
+    KernelParams::new(
+        "radix_finish",
+        &[
+            "scratch",
+            "tiles",
+            "first_tile",
+            "k",
+            "hist",
+            "kept",
+            "answers",
+        ],
+    ),
+];
+
+/// The ad-heap bridge's kernels.
+const ADHEAP_PARAMS: &[KernelParams] = &[
+    KernelParams::new(
+        "adheap_bridges",
+        &["slots", "work", "count", "stride", "len", "fresh", "out"],
+    ),
+    KernelParams::new(
+        "adheap_service",
+        &["to_dev", "from_dev", "ctl", "slots", "stride", "len"],
+    ),
+];
+
+/// The allocator's kernels (its tests and benchmark).
+const ALLOC_PARAMS: &[KernelParams] = &[
+    KernelParams::new(
+        "arena_malloc_each",
+        &["ctl", "heap", "sb_class", "sizes", "handles", "n"],
+    ),
+    KernelParams::new(
+        "arena_free_each",
+        &["ctl", "heap", "sb_class", "handles", "ok", "n"],
+    ),
+    KernelParams::new(
+        "arena_churn",
+        &[
+            "ctl", "heap", "sb_class", "bytes", "per", "rounds", "failures",
+        ],
+    ),
+];
+
+/// The lock-free list's kernel.
+const LIST_PARAMS: &[KernelParams] = &[KernelParams::new(
+    "list_apply",
+    &[
+        "ctl",
+        "heap",
+        "sb_class",
+        "root",
+        "max_steps",
+        "positional",
+        "ops",
+        "results",
+        "n",
+        "launch_stats",
+    ],
+)];
+
+/// The red-black tree's kernels.
+const RBTREE_PARAMS: &[KernelParams] = &[
+    KernelParams::new(
+        "rb_search",
+        &[
+            "ctl", "heap", "sb_class", "header", "keys", "n", "values", "status", "damaged",
+        ],
+    ),
+    KernelParams::new(
+        "rb_lower_bound",
+        &[
+            "ctl",
+            "heap",
+            "sb_class",
+            "header",
+            "keys",
+            "n",
+            "values",
+            "status",
+            "damaged",
+            "found_keys",
+        ],
+    ),
+    KernelParams::new(
+        "rb_range_count",
+        &[
+            "ctl",
+            "heap",
+            "sb_class",
+            "header",
+            "heap_words",
+            "los",
+            "his",
+            "n",
+            "counts",
+            "damaged",
+            "steps",
+        ],
+    ),
+    KernelParams::new(
+        "rb_build",
+        &[
+            "ctl", "heap", "sb_class", "header", "handles", "keys", "values", "m", "h",
+        ],
+    ),
+    KernelParams::new(
+        "rb_locate",
+        &[
+            "ctl",
+            "heap",
+            "sb_class",
+            "header",
+            "heap_words",
+            "deleting",
+            "keys",
+            "values",
+            "n",
+            "op_lo",
+            "op_hi",
+            "state",
+            "where",
+            "handles",
+            "round",
+            "fresh",
+        ],
+    ),
+    KernelParams::new(
+        "rb_apply",
+        &[
+            "ctl",
+            "heap",
+            "sb_class",
+            "header",
+            "heap_words",
+            "deleting",
+            "keys",
+            "values",
+            "n",
+            "op_lo",
+            "op_hi",
+            "state",
+            "where",
+            "handles",
+            "round",
+            "only",
+            "spare",
+            "spare_ctl",
+            "spare_len",
+            "spare_cap",
+        ],
+    ),
+];
 
 /// The generalized heap's kernels (its six files).
 const GHEAP_PARAMS: &[KernelParams] = &[
@@ -416,18 +610,23 @@ const KNAPSACK_PARAMS: &[KernelParams] = &[
 
 /// The SVM allocator: `asym_malloc`/`asym_free` for work-items over the host's `SvmArena`
 /// (tagged Treiber free lists per size class); built with `ArenaLayout::cl_defines`.
-pub const ALLOC: KernelSource =
-    KernelSource::new("alloc.cl", include_str!("../alloc.cl")).taking(&["ARENA_"]);
+pub const ALLOC: KernelSource = KernelSource::new("alloc.cl", include_str!("../alloc.cl"))
+    .taking(&["ARENA_"])
+    .with_params(ALLOC_PARAMS);
 
 /// Harris's lock-free list on allocator nodes (ordered set and positional operations), one
 /// work-item per operation; builds on [`ALLOC`].
 pub const LIST: KernelSource =
-    KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC]).taking(&["LF_"]);
+    KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC])
+        .taking(&["LF_"])
+        .with_params(LIST_PARAMS);
 
 /// The red-black tree's device search, one work-item per query, on arena nodes; built with
 /// the tree's `RB_*` constants and `-DKEY_MAP=`.
 pub const RBTREE: KernelSource =
-    KernelSource::with_deps("rbtree.cl", include_str!("../rbtree.cl"), &[ALLOC]).taking(&["RB_"]);
+    KernelSource::with_deps("rbtree.cl", include_str!("../rbtree.cl"), &[ALLOC])
+        .taking(&["RB_"])
+        .with_params(RBTREE_PARAMS);
 
 /// `source` preceded by the shared helpers, with `#line` markers so compiler messages name the
 /// right file and line.
@@ -452,7 +651,18 @@ mod tests {
 
     #[test]
     fn every_parameter_table_matches_its_kernel() {
-        for source in [GHEAP, SSSP, KNAPSACK] {
+        for source in [
+            RUNTIME,
+            KSELECT,
+            KSELECT_RADIX,
+            ADHEAP,
+            GHEAP,
+            SSSP,
+            KNAPSACK,
+            ALLOC,
+            LIST,
+            RBTREE,
+        ] {
             let text: String = source
                 .files()
                 .iter()

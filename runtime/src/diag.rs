@@ -30,7 +30,7 @@ pub fn svm_round_trip(rt: &Runtime, n: usize, seed: u32) -> Result<Duration> {
         .collect();
     buf.write(&data)?;
     let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one")?;
-    k.arg_svm(0, &buf)?.arg_scalar(1, n as u32)?;
+    k.arg_svm("data", &buf)?.arg_scalar("n", n as u32)?;
     k.launch(n.max(1), None)?.wait()?;
     let back = buf.read()?;
     if let Some(i) = (0..n).find(|&i| back[i] != data[i].wrapping_add(1)) {
@@ -150,7 +150,7 @@ impl LaunchProbe {
     pub fn new(rt: &Runtime) -> Result<Self> {
         let buf = rt.alloc::<u32>(1)?;
         let mut kernel = rt.kernel(&asym_kernels::RUNTIME, "asym_noop")?;
-        kernel.arg_svm(0, &buf)?;
+        kernel.arg_svm("data", &buf)?;
         Ok(LaunchProbe { kernel, _buf: buf })
     }
 
@@ -212,10 +212,10 @@ impl PingPong {
         let flag = rt.alloc::<u32>(1)?;
         let control = rt.alloc::<u32>(16)?;
         let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_pingpong")?;
-        k.arg_svm(0, &flag)?
-            .arg_svm(1, &control)?
-            .arg_scalar(2, rounds)?
-            .arg_scalar(3, u32::MAX)?;
+        k.arg_svm("flag", &flag)?
+            .arg_svm("ctl", &control)?
+            .arg_scalar("rounds", rounds)?
+            .arg_scalar("max_spins", u32::MAX)?;
         let queue = rt.new_queue()?;
         let launch = k.launch_on(&queue, 1, Some(1))?;
         Ok(PingPong {

@@ -11,7 +11,7 @@ fn add_one_on_each(set: &DeviceSet) {
         let mut buf = rt.alloc::<u32>(n as usize).unwrap();
         buf.write(&vec![10 * i as u32; n as usize]).unwrap();
         let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k.arg_svm(0, &buf).unwrap().arg_scalar(1, n).unwrap();
+        k.arg_svm("data", &buf).unwrap().arg_scalar("n", n).unwrap();
         k.launch(1024, None).unwrap().wait().unwrap();
         drop(k);
         assert!(

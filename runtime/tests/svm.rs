@@ -13,7 +13,10 @@ use rand::Rng;
 fn add_one_on_device(rt: &Runtime, buf: &SvmBuffer<u32>) {
     let n = buf.len();
     let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-    k.arg_svm(0, buf).unwrap().arg_scalar(1, n as u32).unwrap();
+    k.arg_svm("data", buf)
+        .unwrap()
+        .arg_scalar("n", n as u32)
+        .unwrap();
     k.launch(n.next_multiple_of(64), Some(64))
         .unwrap()
         .wait()
@@ -83,7 +86,10 @@ fn copy_engine_uploads_land_where_asked_and_feed_kernels() {
             buf.copy_from_host(3000, &data[3000..]).unwrap();
             buf.copy_from_host::<u32>(n, &[]).unwrap();
             let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-            k.arg_svm(0, &buf).unwrap().arg_scalar(1, n as u32).unwrap();
+            k.arg_svm("data", &buf)
+                .unwrap()
+                .arg_scalar("n", n as u32)
+                .unwrap();
             k.launch(n.next_multiple_of(64), Some(64))
                 .unwrap()
                 .wait()
@@ -235,7 +241,10 @@ fn host_and_kernel_never_share_plain_access() {
         let rt = common::runtime(t);
         let mut buf = rt.alloc::<u32>(16).unwrap();
         let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k.arg_svm(0, &buf).unwrap().arg_scalar(1, 16u32).unwrap();
+        k.arg_svm("data", &buf)
+            .unwrap()
+            .arg_scalar("n", 16u32)
+            .unwrap();
         {
             let _map = buf.map().unwrap();
             // The kernel holds the buffer as an argument: launching while mapped is refused.
@@ -317,7 +326,7 @@ fn bad_launch_sizes_are_errors() {
     let rt = common::runtime(common::transports()[0]);
     let buf = rt.alloc::<u32>(8).unwrap();
     let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_noop").unwrap();
-    k.arg_svm(0, &buf).unwrap();
+    k.arg_svm("data", &buf).unwrap();
     assert!(matches!(k.launch(0, None), Err(e) if e.is_argument_error()));
     assert!(matches!(
         k.launch(10, Some(4)),
@@ -334,7 +343,10 @@ fn unflushed_launches_run_when_waited_for_or_dropped() {
         let rt = common::runtime(t);
         let mut data = rt.alloc::<u32>(256).unwrap();
         let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k.arg_svm(0, &data).unwrap().arg_scalar(1, 256u32).unwrap();
+        k.arg_svm("data", &data)
+            .unwrap()
+            .arg_scalar("n", 256u32)
+            .unwrap();
         // Two unflushed, then one submitting all three.
         let a = k.launch_unflushed(256, None).unwrap();
         let b = k.launch_unflushed(256, None).unwrap();
@@ -360,7 +372,10 @@ fn kernels_follow_pointers_stored_in_svm() {
         let mut k = rt
             .kernel(&asym_kernels::RUNTIME, "asym_follow_pointer")
             .unwrap();
-        k.arg_svm(0, &table).unwrap().arg_scalar(1, 100u32).unwrap();
+        k.arg_svm("table", &table)
+            .unwrap()
+            .arg_scalar("n", 100u32)
+            .unwrap();
         k.use_indirect_svm(&target).unwrap();
         // The target is in use by the launch (until it is seen complete) though no argument.
         let launch = k.launch(128, None).unwrap();
@@ -524,7 +539,10 @@ fn device_times_are_kept_where_asked() {
         assert_eq!(rt.device_times(), asked);
         let buf = rt.alloc::<u32>(256).unwrap();
         let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k.arg_svm(0, &buf).unwrap().arg_scalar(1, 256u32).unwrap();
+        k.arg_svm("data", &buf)
+            .unwrap()
+            .arg_scalar("n", 256u32)
+            .unwrap();
         let timed = k.launch(256, Some(64)).unwrap().wait_timed().unwrap();
         assert_eq!(timed.is_some(), asked, "device times asked: {asked}");
         let mut buf = buf;
@@ -550,9 +568,9 @@ fn device_buffers_round_trip_and_feed_kernels() {
         let data: Vec<u32> = (0..n).map(|_| rand::thread_rng().gen()).collect();
         buf.write_range(0, &data).unwrap();
         let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k.arg_buffer(0, &buf)
+        k.arg_buffer("data", &buf)
             .unwrap()
-            .arg_scalar(1, n as u32)
+            .arg_scalar("n", n as u32)
             .unwrap();
         k.launch(n.next_multiple_of(64), Some(64))
             .unwrap()
@@ -580,9 +598,9 @@ fn device_buffers_round_trip_and_feed_kernels() {
         }
         // The kernel's argument holds the buffer: dropped by the host, it is still there.
         let small = rt.device_buffer::<u32>(64).unwrap();
-        k.arg_buffer(0, &small)
+        k.arg_buffer("data", &small)
             .unwrap()
-            .arg_scalar(1, 64u32)
+            .arg_scalar("n", 64u32)
             .unwrap();
         drop(small);
         k.launch(64, Some(64)).unwrap().wait().unwrap();

@@ -149,19 +149,19 @@ fn device_bridges_equal_the_host_reference() {
                 let mut list = rt.alloc::<u32>(3 * work.len()).unwrap();
                 let mut out = rt.alloc::<i32>(work.len() * bw).unwrap();
                 let mut k = Kernel::from_program(rt, &program, "adheap_bridges").unwrap();
-                k.arg_svm(0, &slots)
+                k.arg_svm("slots", &slots)
                     .unwrap()
-                    .arg_svm(1, &list)
+                    .arg_svm("work", &list)
                     .unwrap()
-                    .arg_scalar(2, work.len() as u32)
+                    .arg_scalar("count", work.len() as u32)
                     .unwrap()
-                    .arg_scalar(3, stride as u32)
+                    .arg_scalar("stride", stride as u32)
                     .unwrap()
-                    .arg_scalar(4, len as u32)
+                    .arg_scalar("len", len as u32)
                     .unwrap()
-                    .arg_svm(5, &staging)
+                    .arg_svm("fresh", &staging)
                     .unwrap()
-                    .arg_svm(6, &out)
+                    .arg_svm("out", &out)
                     .unwrap();
                 for round in 0..2 {
                     // New roots on the host copy; the work list carries them.

@@ -596,9 +596,9 @@ fn select_svm_on(t: asym_runtime::Transport, tile: usize) {
         let host: Vec<u32> = (0..4096).map(|_| rng.gen_range(0..1000)).collect();
         words.write(&host).unwrap();
         let mut k1 = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
-        k1.arg_svm(0, &words)
+        k1.arg_svm("data", &words)
             .unwrap()
-            .arg_scalar(1, 4096u32)
+            .arg_scalar("n", 4096u32)
             .unwrap();
         k1.launch(4096, None).unwrap().wait().unwrap();
         let plus: Vec<u32> = host.iter().map(|x| x + 1).collect();

@@ -90,7 +90,8 @@ impl std::fmt::Debug for DeviceService {
 
 impl DeviceService {
     /// Starts `kernel` as a service with rings of `capacity` messages (a power of two),
-    /// launched with `global` work-items in groups of `local`.
+    /// launched with `global` work-items in groups of `local`. The kernel's parameter table
+    /// names the rings and the control words `to_dev`, `from_dev` and `ctl`.
     pub fn start(
         rt: &Runtime,
         mut kernel: Kernel,
@@ -108,9 +109,9 @@ impl DeviceService {
             ctl.unmap()?;
         }
         kernel
-            .arg_svm(0, to_dev.buffer())?
-            .arg_svm(1, from_dev.buffer())?
-            .arg_svm(2, &control)?;
+            .arg_svm("to_dev", to_dev.buffer())?
+            .arg_svm("from_dev", from_dev.buffer())?
+            .arg_svm("ctl", &control)?;
         let backend = match rt.transport() {
             Transport::Fine => {
                 let queue = rt.new_queue()?;

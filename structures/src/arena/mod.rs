@@ -417,13 +417,14 @@ impl SvmArena {
         })
     }
 
-    /// Sets the arena's three buffers as arguments `first`, `first + 1`, `first + 2` of a
-    /// kernel whose program includes `alloc.cl` (built with [`ArenaLayout::cl_defines`]).
-    pub fn set_args(&self, kernel: &mut Kernel, first: u32) -> Result<()> {
+    /// Sets the arena's three buffers as the arguments `ctl`, `heap` and `sb_class` of a
+    /// kernel whose program includes `alloc.cl` (built with [`ArenaLayout::cl_defines`]) and
+    /// whose parameter table names them so.
+    pub fn set_args(&self, kernel: &mut Kernel) -> Result<()> {
         kernel
-            .arg_svm(first, &self.ctl)?
-            .arg_svm(first + 1, &self.heap)?
-            .arg_svm(first + 2, &self.sb_class)?;
+            .arg_svm("ctl", &self.ctl)?
+            .arg_svm("heap", &self.heap)?
+            .arg_svm("sb_class", &self.sb_class)?;
         Ok(())
     }
 
@@ -453,10 +454,11 @@ impl SvmArena {
     }
 
     /// One launch of `kernel` over `n` work-items: work-item `i` applies it to `input[i]`
-    /// and writes `output[i]`.
+    /// and writes `output[i]` (the kernel's parameters `names`: the input's, the output's).
     fn each(
         &mut self,
         which: fn(&mut ArenaKernels) -> &mut Kernel,
+        names: [&str; 2],
         input: &[u32],
     ) -> Result<Vec<u32>> {
         if input.is_empty() {
@@ -469,8 +471,10 @@ impl SvmArena {
         let mut out = self.rt.alloc::<u32>(input.len())?;
         self.with_kernels(|a, kernels| {
             let k = which(kernels);
-            a.set_args(k, 0)?;
-            k.arg_svm(3, &in_buf)?.arg_svm(4, &out)?.arg_scalar(5, n)?;
+            a.set_args(k)?;
+            k.arg_svm(names[0], &in_buf)?
+                .arg_svm(names[1], &out)?
+                .arg_scalar("n", n)?;
             let wg = 64;
             k.launch(input.len().div_ceil(wg) * wg, Some(wg))?.wait()
         })?;
@@ -480,13 +484,13 @@ impl SvmArena {
     /// One launch in which work-item `i` mallocs `sizes[i]` bytes and fills the block's
     /// first `sizes[i]` bytes with `i`; returns the handles (0 where the arena ran out).
     pub fn malloc_on_device(&mut self, sizes: &[u32]) -> Result<Vec<u32>> {
-        self.each(|k| &mut k.malloc_each, sizes)
+        self.each(|k| &mut k.malloc_each, ["sizes", "handles"], sizes)
     }
 
     /// One launch in which work-item `i` frees `handles[i]` (0 is skipped); returns which
     /// frees the arena accepted.
     pub fn free_on_device(&mut self, handles: &[u32]) -> Result<Vec<bool>> {
-        let ok = self.each(|k| &mut k.free_each, handles)?;
+        let ok = self.each(|k| &mut k.free_each, ["handles", "ok"], handles)?;
         Ok(ok.into_iter().map(|v| v == 1).collect())
     }
 
@@ -512,11 +516,11 @@ impl SvmArena {
         let mut during = Some(during);
         let ran = self.with_kernels(|a, kernels| {
             let k = &mut kernels.churn;
-            a.set_args(k, 0)?;
-            k.arg_scalar(3, bytes)?
-                .arg_scalar(4, per)?
-                .arg_scalar(5, rounds)?
-                .arg_svm(6, &failures)?;
+            a.set_args(k)?;
+            k.arg_scalar("bytes", bytes)?
+                .arg_scalar("per", per)?
+                .arg_scalar("rounds", rounds)?
+                .arg_svm("failures", &failures)?;
             let launch = k.launch(global, Some(wg))?;
             // Fine transport: the host part runs while the launch is in flight.
             let r = match during.take_if(|_| fine) {

@@ -265,9 +265,9 @@ pub(super) fn live<K: Key>(
     let program = rt.program_with(&asym_kernels::ADHEAP, &program_options(&layout, wg))?;
     let mut kernel = Kernel::from_program(rt, &program, "adheap_service")?;
     kernel
-        .arg_svm(3, &buf)?
-        .arg_scalar(4, stride as u32)?
-        .arg_scalar(5, job.k as u32)?;
+        .arg_svm("slots", &buf)?
+        .arg_scalar("stride", stride as u32)?
+        .arg_scalar("len", job.k as u32)?;
     let service = DeviceService::start(rt, kernel, capacity, groups * wg, Some(wg))?;
     let finished = AtomicUsize::new(0);
     let updates = AtomicU64::new(0);
@@ -398,12 +398,12 @@ pub(super) fn pipelined<K: Key>(
         let out = rt.alloc::<i32>(per_half * bridge_words)?;
         let mut kernel = Kernel::from_program(rt, &program, "adheap_bridges")?;
         kernel
-            .arg_svm(0, &dev_slots)?
-            .arg_svm(1, &work)?
-            .arg_scalar(2, 0u32)?
-            .arg_scalar(3, stride as u32)?
-            .arg_scalar(4, k as u32)?
-            .arg_svm(6, &out)?;
+            .arg_svm("slots", &dev_slots)?
+            .arg_svm("work", &work)?
+            .arg_scalar("count", 0u32)?
+            .arg_scalar("stride", stride as u32)?
+            .arg_scalar("len", k as u32)?
+            .arg_svm("out", &out)?;
         halves.push(Half {
             host: vec![0; per_half * stride],
             states: vec![None; per_half],
@@ -473,10 +473,10 @@ pub(super) fn pipelined<K: Key>(
                     }
                     map.unmap()?;
                 }
-                half.kernel.arg_svm(5, buf)?;
+                half.kernel.arg_svm("fresh", buf)?;
             } else {
                 // No fresh heap this round: any buffer will do for the unused argument.
-                half.kernel.arg_svm(5, &half.out)?;
+                half.kernel.arg_svm("fresh", &half.out)?;
             }
             {
                 let mut map = half.work.map_for_overwrite()?;
@@ -493,7 +493,7 @@ pub(super) fn pipelined<K: Key>(
                 }
                 map.unmap()?;
             }
-            half.kernel.arg_scalar(2, next.len() as u32)?;
+            half.kernel.arg_scalar("count", next.len() as u32)?;
             half.launch = Some(half.kernel.launch(next.len() * wg, Some(wg))?);
             launches += 1;
         }

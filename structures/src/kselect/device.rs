@@ -343,14 +343,14 @@ impl DevicePlan {
             let program = rt.program_with(&asym_kernels::KSELECT, &self.options)?;
             let mut kernel = Kernel::from_program(rt, &program, "kselect_dheap")?;
             kernel
-                .arg_svm(0, &data)?
-                .arg_svm(1, &offs)?
-                .arg_svm(2, &out)?
-                .arg_svm(3, &scratch)?
-                .arg_scalar(4, k as u32)?
-                .arg_scalar(5, 0u32)?
-                .arg_scalar(6, self.heap_words as u32)?
-                .arg_local::<i32>(7, self.local_words)?;
+                .arg_svm("data", &data)?
+                .arg_svm("offsets", &offs)?
+                .arg_svm("out", &out)?
+                .arg_svm("scratch", &scratch)?
+                .arg_scalar("k", k as u32)?
+                .arg_scalar("nsub", 0u32)?
+                .arg_scalar("scratch_stride", self.heap_words as u32)?
+                .arg_local::<i32>("lheap", self.local_words)?;
             StageKernel::Heap(kernel)
         };
         Ok(Stage {
@@ -382,7 +382,7 @@ impl DevicePlan {
         };
         let mut stage = cache.swap_remove(i);
         if let StageKernel::Heap(kernel) = &mut stage.kernel {
-            kernel.arg_scalar(4, k as u32)?;
+            kernel.arg_scalar("k", k as u32)?;
         }
         Ok(Some(stage))
     }
@@ -645,7 +645,7 @@ impl DevicePlan {
         let count = range.len();
         let launch = match &mut stage.kernel {
             StageKernel::Heap(kernel) => {
-                kernel.arg_scalar(5, count as u32)?;
+                kernel.arg_scalar("nsub", count as u32)?;
                 RadixOrHeap::Heap(kernel.launch_on(&stage.queue, count * self.wg, Some(self.wg))?)
             }
             StageKernel::Radix(radix) => {

@@ -147,37 +147,37 @@ impl DeviceRadix {
     /// Binds the buffers every later launch uses.
     pub(super) fn bind<T: SvmElement>(&mut self, b: &RadixBuffers<'_, T>) -> Result<()> {
         self.whole
-            .arg_svm(0, b.keys)?
-            .arg_svm(1, b.offsets)?
-            .arg_svm(3, b.answers)?
-            .arg_svm(4, b.scratch)?;
-        self.clear.arg_svm(0, &self.hist)?;
+            .arg_svm("keys", b.keys)?
+            .arg_svm("offsets", b.offsets)?
+            .arg_svm("answers", b.answers)?
+            .arg_svm("scratch", b.scratch)?;
+        self.clear.arg_svm("hist", &self.hist)?;
         self.count
-            .arg_svm(0, b.keys)?
-            .arg_svm(1, &self.tiles)?
-            .arg_svm(2, &self.hist)?;
+            .arg_svm("keys", b.keys)?
+            .arg_svm("tiles", &self.tiles)?
+            .arg_svm("hist", &self.hist)?;
         self.keep
-            .arg_svm(0, b.keys)?
-            .arg_svm(1, &self.tiles)?
-            .arg_svm(3, &self.hist)?
-            .arg_svm(4, b.scratch)?
-            .arg_svm(5, &self.kept)?;
+            .arg_svm("keys", b.keys)?
+            .arg_svm("tiles", &self.tiles)?
+            .arg_svm("hist", &self.hist)?
+            .arg_svm("scratch", b.scratch)?
+            .arg_svm("kept", &self.kept)?;
         self.finish
-            .arg_svm(0, b.scratch)?
-            .arg_svm(1, &self.tiles)?
-            .arg_svm(2, &self.first_tile)?
-            .arg_svm(4, &self.hist)?
-            .arg_svm(5, &self.kept)?
-            .arg_svm(6, b.answers)?;
+            .arg_svm("scratch", b.scratch)?
+            .arg_svm("tiles", &self.tiles)?
+            .arg_svm("first_tile", &self.first_tile)?
+            .arg_svm("hist", &self.hist)?
+            .arg_svm("kept", &self.kept)?
+            .arg_svm("answers", b.answers)?;
         Ok(())
     }
 
     /// Binds `placeholder` where the keys were, so this site no longer holds the caller's
     /// buffer alive (the resident path keeps its site between calls).
     pub(super) fn unbind_keys(&mut self, placeholder: &SvmBuffer<u32>) -> Result<()> {
-        self.whole.arg_svm(0, placeholder)?;
-        self.count.arg_svm(0, placeholder)?;
-        self.keep.arg_svm(0, placeholder)?;
+        self.whole.arg_svm("keys", placeholder)?;
+        self.count.arg_svm("keys", placeholder)?;
+        self.keep.arg_svm("keys", placeholder)?;
         Ok(())
     }
 
@@ -194,13 +194,13 @@ impl DeviceRadix {
         let k = k_word(k)?;
         let wg = self.wg;
         if self.tile == 0 || longest <= self.tile {
-            self.whole.arg_scalar(2, k)?;
+            self.whole.arg_scalar("k", k)?;
             return Ok(RadixLaunch {
                 launches: vec![enqueue(&self.queue, &mut self.whole, subs, wg, true)?],
             });
         }
-        self.keep.arg_scalar(2, k)?;
-        self.finish.arg_scalar(3, k)?;
+        self.keep.arg_scalar("k", k)?;
+        self.finish.arg_scalar("k", k)?;
         // Four launches back to back: only the last submits the queue (one flush, not four).
         let mut tiled = self.count_launches(offs, false)?;
         let n_tiles = self.tiles_host.len() / 3;
@@ -258,7 +258,7 @@ impl DeviceRadix {
         let subs = self.check_subs(offs)?;
         let n_tiles = self.write_tables(offs)?;
         let words = HIST_WORDS * subs;
-        self.clear.arg_scalar(1, words as u32)?;
+        self.clear.arg_scalar("words", words as u32)?;
         let clear_wg = self.clear_wg();
         let launches = vec![
             enqueue(
@@ -299,7 +299,7 @@ impl DeviceRadix {
             words[256..].fill(0);
         }
         map.unmap()?;
-        self.keep.arg_scalar(2, k)?;
+        self.keep.arg_scalar("k", k)?;
         let n_tiles = self.tiles_host.len() / 3;
         let launches = vec![enqueue(
             &self.queue,

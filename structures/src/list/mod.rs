@@ -443,15 +443,15 @@ impl LockFreeList {
             self.kernel = Some(Kernel::from_program(&rt, &program, "list_apply")?);
         }
         let kernel = self.kernel.as_mut().expect("built above");
-        self.arena.set_args(kernel, 0)?;
+        self.arena.set_args(kernel)?;
         kernel
-            .arg_scalar(3, root)?
-            .arg_scalar(4, steps)?
-            .arg_scalar(5, positional)?
-            .arg_svm(6, op_buf)?
-            .arg_svm(7, results)?
-            .arg_scalar(8, n)?
-            .arg_svm(9, launch_stats)?;
+            .arg_scalar("root", root)?
+            .arg_scalar("max_steps", steps)?
+            .arg_scalar("positional", positional)?
+            .arg_svm("ops", op_buf)?
+            .arg_svm("results", results)?
+            .arg_scalar("n", n)?
+            .arg_svm("launch_stats", launch_stats)?;
         let wg = 64;
         let t0 = Instant::now();
         let launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;

@@ -101,14 +101,14 @@ impl<K: Key> RbTree<K> {
         let mut value_buf = rt.alloc::<u64>(m)?;
         value_buf.write(values)?;
         let mut kernel = self.kernel("rb_build")?;
-        self.arena.set_args(&mut kernel, 0)?;
+        self.arena.set_args(&mut kernel)?;
         kernel
-            .arg_scalar(3, self.header)?
-            .arg_svm(4, &handle_buf)?
-            .arg_svm(5, &key_buf)?
-            .arg_svm(6, &value_buf)?
-            .arg_scalar(7, m32)?
-            .arg_scalar(8, usize::BITS - 1 - m.leading_zeros())?;
+            .arg_scalar("header", self.header)?
+            .arg_svm("handles", &handle_buf)?
+            .arg_svm("keys", &key_buf)?
+            .arg_svm("values", &value_buf)?
+            .arg_scalar("m", m32)?
+            .arg_scalar("h", usize::BITS - 1 - m.leading_zeros())?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         kernel.launch(m.div_ceil(wg) * wg, Some(wg))?.wait()?;
         self.len = m;
@@ -176,16 +176,16 @@ impl<K: Key> RbTree<K> {
         // Three steps per node bound any real walk (each edge is crossed at most twice).
         let steps = u32::try_from(3 * self.len + 2 * super::MAX_DEPTH as usize).unwrap_or(u32::MAX);
         let mut kernel = self.kernel("rb_range_count")?;
-        self.arena.set_args(&mut kernel, 0)?;
+        self.arena.set_args(&mut kernel)?;
         kernel
-            .arg_scalar(3, self.header)?
-            .arg_scalar(4, heap_words)?
-            .arg_svm(5, &los)?
-            .arg_svm(6, &his)?
-            .arg_scalar(7, n32)?
-            .arg_svm(8, &counts)?
-            .arg_svm(9, &damage)?
-            .arg_scalar(10, steps)?;
+            .arg_scalar("header", self.header)?
+            .arg_scalar("heap_words", heap_words)?
+            .arg_svm("los", &los)?
+            .arg_svm("his", &his)?
+            .arg_scalar("n", n32)?
+            .arg_svm("counts", &counts)?
+            .arg_svm("damaged", &damage)?
+            .arg_scalar("steps", steps)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         kernel.launch(n.div_ceil(wg) * wg, Some(wg))?.wait()?;
         drop(kernel);
@@ -269,16 +269,16 @@ impl<K: Key> RbTree<K> {
             None => rt.alloc::<u32>(1)?,
         };
         damage.write(&[0])?;
-        self.arena.set_args(&mut kernel, 0)?;
+        self.arena.set_args(&mut kernel)?;
         kernel
-            .arg_scalar(3, self.header)?
-            .arg_svm(4, keys)?
-            .arg_scalar(5, n32)?
-            .arg_svm(6, values)?
-            .arg_svm(7, status)?
-            .arg_svm(8, &damage)?;
+            .arg_scalar("header", self.header)?
+            .arg_svm("keys", keys)?
+            .arg_scalar("n", n32)?
+            .arg_svm("values", values)?
+            .arg_svm("status", status)?
+            .arg_svm("damaged", &damage)?;
         if let Some(found) = found {
-            kernel.arg_svm(9, found)?;
+            kernel.arg_svm("found_keys", found)?;
         }
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         let done = kernel.launch(n.div_ceil(wg) * wg, Some(wg))?.wait();
@@ -396,29 +396,29 @@ impl<K: Key> DeviceRounds<K> {
         let mut locate = tree.kernel("rb_locate")?;
         let mut apply = tree.kernel("rb_apply")?;
         for k in [&mut locate, &mut apply] {
-            tree.arena.set_args(k, 0)?;
-            k.arg_scalar(3, tree.header)?
-                .arg_scalar(4, heap_words)?
-                .arg_scalar(5, deleting)?
-                .arg_svm(6, keys)?
-                .arg_svm(7, values)?
-                .arg_scalar(8, n as u32)?
-                .arg_scalar(9, lo)?
-                .arg_scalar(10, hi)?
-                .arg_svm(11, state)?
-                .arg_svm(12, &scratch.place)?
-                .arg_svm(13, &scratch.handles)?
-                .arg_svm(14, &scratch.round)?;
+            tree.arena.set_args(k)?;
+            k.arg_scalar("header", tree.header)?
+                .arg_scalar("heap_words", heap_words)?
+                .arg_scalar("deleting", deleting)?
+                .arg_svm("keys", keys)?
+                .arg_svm("values", values)?
+                .arg_scalar("n", n as u32)?
+                .arg_scalar("op_lo", lo)?
+                .arg_scalar("op_hi", hi)?
+                .arg_svm("state", state)?
+                .arg_svm("where", &scratch.place)?
+                .arg_svm("handles", &scratch.handles)?
+                .arg_svm("round", &scratch.round)?;
         }
         // rb_locate: the first pass is the fresh one. rb_apply: every eligible operation,
         // and the spare stack.
-        locate.arg_scalar(15, 1u32)?;
+        locate.arg_scalar("fresh", 1u32)?;
         apply
-            .arg_scalar(15, u32::MAX)?
-            .arg_svm(16, spare)?
-            .arg_svm(17, &scratch.spare_ctl)?
-            .arg_scalar(18, spare_len)?
-            .arg_scalar(19, spare_cap)?;
+            .arg_scalar("only", u32::MAX)?
+            .arg_svm("spare", spare)?
+            .arg_svm("spare_ctl", &scratch.spare_ctl)?
+            .arg_scalar("spare_len", spare_len)?
+            .arg_scalar("spare_cap", spare_cap)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         let global = ops.len().max(1).div_ceil(wg) * wg;
         let mut rounds = DeviceRounds {
@@ -439,7 +439,7 @@ impl<K: Key> DeviceRounds<K> {
             .launch(rounds.global, Some(rounds.wg))?
             .wait()?;
         let c = rounds.counts()?;
-        rounds.locate.arg_scalar(15, 0u32)?;
+        rounds.locate.arg_scalar("fresh", 0u32)?;
         if c[R_UNSORTED] != 0 {
             tree.update_scratch = Some(rounds.scratch);
             return Err(Error::InvalidArgument(format!(
@@ -461,7 +461,7 @@ impl<K: Key> DeviceRounds<K> {
     }
 
     pub(super) fn launch_apply(&mut self, only: Option<u32>) -> Result<asym_runtime::Launch> {
-        self.apply.arg_scalar(15, only.unwrap_or(u32::MAX))?;
+        self.apply.arg_scalar("only", only.unwrap_or(u32::MAX))?;
         self.apply.launch(self.global, Some(self.wg))
     }
 
