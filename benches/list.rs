@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
-use asym::runtime::{LatencyPool, Runtime};
+use asym::runtime::{LatencyPool, Mode, Runtime};
 use asym::structures::{ArenaLayout, SvmArena};
-use asym::structures::{ListMode, LockFreeList};
+use asym::structures::{ListOptions, LockFreeList};
 use asym_apps::workload::{SequentialList, Workload};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -34,14 +34,19 @@ fn list(c: &mut Criterion) {
         })
     });
     for (name, mode) in [
-        ("cpu", ListMode::Cpu),
-        ("gpu", ListMode::Gpu),
-        ("coop", ListMode::Cooperative { device_share: 0.5 }),
+        ("cpu", Mode::CpuOnly),
+        ("gpu", Mode::GpuOnly),
+        ("coop", Mode::Cooperative),
     ] {
         g.bench_function(BenchmarkId::new(name, pool.len()), |b| {
             b.iter_batched(
                 || LockFreeList::positional_from(&rt, &w.initial, ops + 1024).expect("list"),
-                |mut l| l.apply(&w.ops, mode, Some(&pool)).expect("batch").done,
+                |mut l| {
+                    let half = ListOptions::default();
+                    l.apply(&w.ops, mode, half, Some(&pool))
+                        .expect("batch")
+                        .done
+                },
                 criterion::BatchSize::PerIteration,
             )
         });

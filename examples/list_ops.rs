@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use asym_apps::io::output;
 use asym_apps::workload::{SequentialList, Workload};
-use asym_runtime::{host_memory, Error, LatencyPool, Result, Runtime};
+use asym_runtime::{host_memory, Error, LatencyPool, Mode, Result, Runtime};
 use asym_structures::ArenaStats;
-use asym_structures::{BatchReport, ListMode, LockFreeList, OpStatus};
+use asym_structures::{BatchReport, ListOptions, LockFreeList, OpStatus};
 use clap::Parser;
 use serde_json::json;
 
@@ -163,17 +163,18 @@ fn list_run(
 ) -> Result<(Run, Vec<i32>)> {
     let spare = workload.ops.len().saturating_add(args.spare_nodes);
     let list_mode = match mode {
-        "cpu" => ListMode::Cpu,
-        "gpu" => ListMode::Gpu,
-        _ => ListMode::Cooperative {
-            device_share: args.device_share,
-        },
+        "cpu" => Mode::CpuOnly,
+        "gpu" => Mode::GpuOnly,
+        _ => Mode::Cooperative,
+    };
+    let options = ListOptions {
+        device_share: args.device_share,
     };
     let mut list = LockFreeList::positional_from(rt, &workload.initial, spare)?;
     // Set-up, as the arena: the launch's buffers are allocated before the clock
     // starts (copying the operations in and the results out is timed).
     list.reserve_batch(workload.ops.len())?;
-    let report = list.apply(&workload.ops, list_mode, pool)?;
+    let report = list.apply(&workload.ops, list_mode, options, pool)?;
     if report.out_of_memory > 0 {
         let stats = list.arena_stats()?;
         return Err(Error::OutOfMemory(format!(
@@ -336,7 +337,8 @@ fn run(args: &Args) -> Result<bool> {
                 target: 0,
                 value: 1,
             }],
-            ListMode::Gpu,
+            Mode::GpuOnly,
+            ListOptions::default(),
             None,
         )?;
     }

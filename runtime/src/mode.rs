@@ -6,11 +6,12 @@ use crate::named::Named;
 
 /// Who does the work of a batch operation.
 ///
-/// `KSelector::select` takes a `Mode`. The other structures offer the same three ways
-/// through types that carry what each way needs: the list's `ListMode` (`Cooperative` holds
-/// the device's share), the generalized heap's `HeapPlacement` and its three heap types
-/// (`ConcurrentGeneralizedHeap` on the latency threads, `DeviceGeneralizedHeap`,
-/// `CooperativeHeap`), and SSSP's and knapsack's functions per side.
+/// `KSelector::select`, `RbTree` and `LockFreeList::apply` take a `Mode` (the list with its
+/// `ListOptions`: the device's share of a Cooperative batch); the applications' fronts take
+/// one too (SSSP's `Sssp::shortest_paths`, knapsack's `Method::BranchAndBound`). The
+/// generalized heap is chosen by type instead, one per way (`ConcurrentGeneralizedHeap` on
+/// the latency threads, `DeviceGeneralizedHeap`, `CooperativeHeap`; `HeapPlacement` names
+/// the device ones).
 ///
 /// "GPU" means the selected throughput device, whatever it is (on CI, PoCL's CPU device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

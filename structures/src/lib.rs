@@ -49,7 +49,7 @@ pub use kselect::{
     SpreadKeys, Strategy, Sublists,
 };
 pub use list::{
-    unique_values, BatchReport, ListCheck, ListKind, ListMap, ListMode, ListOp, ListView,
+    unique_values, BatchReport, ListCheck, ListKind, ListMap, ListOp, ListOptions, ListView,
     LockFreeList, OpStatus,
 };
 pub use rbtree::{Deleted, Found, Inserted, RbTree, TreeReport, UpdateStats};

@@ -7,8 +7,8 @@ mod common;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use asym_runtime::{Error, LatencyPool, PoolOptions, Runtime, Transport};
-use asym_structures::{ListKind, ListMode, ListOp, LockFreeList, OpStatus};
+use asym_runtime::{Error, LatencyPool, Mode, PoolOptions, Runtime, Transport};
+use asym_structures::{ListKind, ListOp, ListOptions, LockFreeList, OpStatus};
 use proptest::prelude::*;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -21,11 +21,10 @@ fn pool(threads: usize) -> LatencyPool {
     .expect("pool")
 }
 
-const MODES: [ListMode; 3] = [
-    ListMode::Cpu,
-    ListMode::Gpu,
-    ListMode::Cooperative { device_share: 0.5 },
-];
+const MODES: [Mode; 3] = Mode::ALL;
+
+/// Half of a Cooperative batch on each side.
+const HALF: ListOptions = ListOptions { device_share: 0.5 };
 
 /// The sequential reference of one ordered-set operation.
 fn set_apply(set: &mut BTreeSet<i32>, op: ListOp) -> OpStatus {
@@ -89,7 +88,7 @@ fn set_batches_of_distinct_keys_match_btreeset() {
                     .iter()
                     .map(|&op| set_apply(&mut reference, op))
                     .collect();
-                let r = list.apply(&ops, mode, Some(&p)).unwrap();
+                let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
                 assert_eq!(r.statuses, expect, "{t} {mode:?} round {round}");
                 let got = list.values().unwrap();
                 assert_eq!(got, reference.iter().copied().collect::<Vec<_>>());
@@ -108,12 +107,12 @@ fn set_contention_on_few_keys_keeps_one_winner_per_key() {
             let mut list = LockFreeList::new(&rt, ListKind::OrderedSet, 1 << 20).unwrap();
             // 4000 inserts of 16 keys: exactly one insert per key succeeds.
             let ops: Vec<ListOp> = (0..4000).map(|i| ListOp::Insert(i % 16)).collect();
-            let r = list.apply(&ops, mode, Some(&p)).unwrap();
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, 16, "{t} {mode:?}");
             assert_eq!(list.values().unwrap(), (0..16).collect::<Vec<_>>());
             // Then 4000 removes of the same keys: exactly one each.
             let ops: Vec<ListOp> = (0..4000).map(|i| ListOp::Remove(i % 16)).collect();
-            let r = list.apply(&ops, mode, Some(&p)).unwrap();
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, 16, "{t} {mode:?}");
             assert!(list.values().unwrap().is_empty());
             assert_clean(&mut list, &format!("{t} {mode:?}"));
@@ -236,7 +235,7 @@ fn seed_workload_keeps_the_seeds_invariants_in_every_mode() {
                 let (values, ops) = seed_workload(&mut rng, initial, n_ops);
                 let mut list = LockFreeList::positional_from(&rt, &values, n_ops).unwrap();
                 assert_eq!(list.values().unwrap(), values);
-                let r = list.apply(&ops, mode, Some(&p)).unwrap();
+                let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
                 assert_eq!(r.out_of_memory, 0);
                 let fin = list.values().unwrap();
                 check_positional(&values, &ops, &r.statuses, &fin);
@@ -263,7 +262,7 @@ fn seed_hazards() {
                 .filter(|v| (v / 10) % 2 == 0)
                 .collect();
             let ops: Vec<ListOp> = gone.iter().map(|&v| ListOp::RemoveValue(v)).collect();
-            let r = list.apply(&ops, mode, Some(&p)).unwrap();
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, gone.len(), "{what}");
             let rest: Vec<i32> = values
                 .iter()
@@ -291,7 +290,7 @@ fn seed_hazards() {
                     value: v - 9,
                 });
             }
-            let r = list.apply(&ops, mode, Some(&p)).unwrap();
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             let fin = list.values().unwrap();
             check_positional(&values, &ops, &r.statuses, &fin);
             assert_clean(&mut list, &what);
@@ -304,7 +303,7 @@ fn seed_hazards() {
                     value: v,
                 })
                 .collect();
-            let r = list.apply(&ops, mode, Some(&p)).unwrap();
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, 3000, "{what}");
             let fin = list.values().unwrap();
             assert_eq!(
@@ -327,7 +326,7 @@ fn exhaustion_refuses_operations_and_keeps_the_list_whole() {
             // One superblock (16 KiB) of nodes: 1024 of them.
             let mut list = LockFreeList::new(&rt, ListKind::OrderedSet, 16 * 1024).unwrap();
             let ops: Vec<ListOp> = (0..1500).map(ListOp::Insert).collect();
-            let r = list.apply(&ops, mode, Some(&p)).unwrap();
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, 1024, "{t} {mode:?}");
             assert_eq!(r.out_of_memory, 1500 - 1024);
             let got = list.values().unwrap();
@@ -347,11 +346,11 @@ fn exhaustion_refuses_operations_and_keeps_the_list_whole() {
             assert!(s.failed_mallocs >= 476);
             // Removing frees nodes (after the batch), so inserts fit again.
             let rm: Vec<ListOp> = got.iter().take(500).map(|&k| ListOp::Remove(k)).collect();
-            let r = list.apply(&rm, mode, Some(&p)).unwrap();
+            let r = list.apply(&rm, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, 500);
             list.cleanup().unwrap();
             let again: Vec<ListOp> = (10_000..10_400).map(ListOp::Insert).collect();
-            let r = list.apply(&again, mode, Some(&p)).unwrap();
+            let r = list.apply(&again, mode, HALF, Some(&p)).unwrap();
             assert_eq!(r.done, 400, "{t} {mode:?}: freed nodes are reused");
             // The host grows the arena between batches: the list keeps its nodes and takes
             // the inserts that did not fit before.
@@ -359,7 +358,7 @@ fn exhaustion_refuses_operations_and_keeps_the_list_whole() {
             list.arena_mut().grow(64 * 1024).unwrap();
             assert_eq!(list.values().unwrap(), before);
             let more: Vec<ListOp> = (20_000..22_000).map(ListOp::Insert).collect();
-            let r = list.apply(&more, mode, Some(&p)).unwrap();
+            let r = list.apply(&more, mode, HALF, Some(&p)).unwrap();
             assert_eq!(
                 (r.done, r.out_of_memory),
                 (2000, 0),
@@ -380,17 +379,18 @@ fn bad_input_is_refused() {
     );
     let mut set = LockFreeList::new(&rt, ListKind::OrderedSet, 4096).unwrap();
     let e = set
-        .apply(&[ListOp::RemoveValue(1)], ListMode::Gpu, None)
+        .apply(&[ListOp::RemoveValue(1)], Mode::GpuOnly, HALF, None)
         .unwrap_err();
     assert!(e.is_argument_error(), "{e}");
     let e = set
-        .apply(&[ListOp::Insert(1)], ListMode::Cpu, None)
+        .apply(&[ListOp::Insert(1)], Mode::CpuOnly, HALF, None)
         .unwrap_err();
     assert!(e.is_argument_error(), "{e}");
     let e = set
         .apply(
             &[ListOp::Insert(1)],
-            ListMode::Cooperative { device_share: 1.5 },
+            Mode::Cooperative,
+            ListOptions { device_share: 1.5 },
             None,
         )
         .unwrap_err();
@@ -456,7 +456,7 @@ fn small_concurrent_histories_are_linearizable() {
             let mut list = LockFreeList::new(&rt, ListKind::OrderedSet, 16 * 1024).unwrap();
             let initial: BTreeSet<i32> = (0..4).filter(|_| rng.gen_bool(0.5)).collect();
             let pre: Vec<ListOp> = initial.iter().map(|&k| ListOp::Insert(k)).collect();
-            list.apply(&pre, ListMode::Cpu, Some(&p)).unwrap();
+            list.apply(&pre, Mode::CpuOnly, HALF, Some(&p)).unwrap();
             let ops: Vec<ListOp> = (0..7)
                 .map(|_| {
                     let k = rng.gen_range(0..4);
@@ -467,9 +467,7 @@ fn small_concurrent_histories_are_linearizable() {
                     }
                 })
                 .collect();
-            let r = list
-                .apply(&ops, ListMode::Cooperative { device_share: 0.5 }, Some(&p))
-                .unwrap();
+            let r = list.apply(&ops, Mode::Cooperative, HALF, Some(&p)).unwrap();
             let fin: BTreeSet<i32> = list.values().unwrap().into_iter().collect();
             assert!(
                 linearizable(&initial, &ops, &r.statuses, &fin),

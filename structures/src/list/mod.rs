@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use asym_kernels::{cl_defines, ClConst};
-use asym_runtime::{Error, Kernel, LatencyPool, Result, Runtime, SvmBuffer, Transport};
+use asym_runtime::{Error, Kernel, LatencyPool, Mode, Result, Runtime, SvmBuffer, Transport};
 
 use crate::arena::{ArenaMap, ArenaStats, SvmArena};
 pub use view::ListView;
@@ -141,19 +141,20 @@ impl OpStatus {
     }
 }
 
-/// Who ran a batch's operations.
+/// What a batch takes besides its [`Mode`]: in Cooperative mode a launch takes the first
+/// `device_share` of the operations and the latency threads the rest (at the same time on the
+/// fine transport, after the launch on the coarse one).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ListMode {
-    /// Pinned CPU threads only.
-    Cpu,
-    /// One launch, one work-item per operation.
-    Gpu,
-    /// A launch takes the first `device_share` of the operations and the CPU threads the rest:
-    /// at the same time on the fine transport, after the launch on the coarse one.
-    Cooperative {
-        /// The device's share of the operations, 0 to 1.
-        device_share: f64,
-    },
+pub struct ListOptions {
+    /// The device's share of a Cooperative batch's operations, 0 to 1.
+    pub device_share: f64,
+}
+
+impl Default for ListOptions {
+    /// Half the operations on each side.
+    fn default() -> Self {
+        ListOptions { device_share: 0.5 }
+    }
 }
 
 /// What a batch did.
@@ -350,23 +351,26 @@ impl LockFreeList {
         Ok(())
     }
 
-    /// Runs `ops` concurrently in `mode` (threads from `pool` for Cpu and Cooperative), then
+    /// Runs `ops` concurrently in `mode` (CpuOnly: the latency threads of `pool`; GpuOnly: one
+    /// launch, a work-item per operation; Cooperative: split by `options.device_share`), then
     /// reclaims the nodes the batch retired.
     pub fn apply(
         &mut self,
         ops: &[ListOp],
-        mode: ListMode,
+        mode: Mode,
+        options: ListOptions,
         pool: Option<&LatencyPool>,
     ) -> Result<BatchReport> {
         self.check_ops(ops)?;
         let split = match mode {
-            ListMode::Cpu => 0,
-            ListMode::Gpu => ops.len(),
-            ListMode::Cooperative { device_share } => {
-                if !(0.0..=1.0).contains(&device_share) {
-                    return Err(Error::out_of_range("device share", device_share, "0 to 1"));
+            Mode::CpuOnly => 0,
+            Mode::GpuOnly => ops.len(),
+            Mode::Cooperative => {
+                let share = options.device_share;
+                if !(0.0..=1.0).contains(&share) {
+                    return Err(Error::out_of_range("device share", share, "0 to 1"));
                 }
-                (ops.len() as f64 * device_share).round() as usize
+                (ops.len() as f64 * share).round() as usize
             }
         };
         let (dev_ops, host_ops) = ops.split_at(split);
