@@ -35,19 +35,17 @@ impl ArgIndex for u32 {
 
 impl ArgIndex for &str {
     fn index_in(self, kernel: &Kernel) -> Result<u32> {
+        let what = || format!("a parameter of kernel {}", kernel.name);
         let table = kernel.params.ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "kernel {} has no parameter table: set its argument {self:?} by position",
-                kernel.name
-            ))
+            Error::out_of_range(
+                what(),
+                self,
+                "a position: the kernel's source has no parameter table",
+            )
         })?;
-        table.index_of(self).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "kernel {} has no parameter {self:?}; its parameters: {}",
-                kernel.name,
-                table.params.join(", ")
-            ))
-        })
+        table
+            .index_of(self)
+            .ok_or_else(|| Error::out_of_range(what(), self, table.params.join(", ")))
     }
 }
 
