@@ -453,8 +453,8 @@ pub const SVM_CACHE_MOST: usize = 256 << 20;
 pub struct SvmStats {
     /// Allocations asked for.
     pub allocations: u64,
-    /// Of them, served by a freed buffer of the runtime (no driver call: on an H200 a
-    /// driver allocation costs about 0.6 ms and its free 0.3-0.5 ms, the reuse a 30 µs fill).
+    /// Of them, served by a freed buffer of the runtime (no driver call, a device fill
+    /// instead: docs/benchmarks/runtime.md).
     pub reused: u64,
     /// Their bytes together.
     pub bytes: u64,

@@ -29,9 +29,9 @@
 //! heap has doubled, so a pass never runs every round).
 //!
 //! The dive (`OffloadConfig::dive`): large rounds are what the device heap is for, but they
-//! break the depth-first dive that finds an exact fill (subset sums: a search of 65,536 nodes
-//! per round did not finish in 10 s where the sequential search proves the optimum in
-//! 50-90 ms). So beside the rounds one more thread runs the sequential best-first search of
+//! break the depth-first dive that finds an exact fill (on subset sums a search of 65,536
+//! nodes per round did not finish where the sequential search proves the optimum at once).
+//! So beside the rounds one more thread runs the sequential best-first search of
 //! the same tree; the two share the incumbent (an atomic maximum: each prunes with the best
 //! value either found), and whichever finishes first has proved the optimum, the other stops.
 //! The last latency thread sits the rounds out while the dive runs, leaving its core to it.
@@ -56,7 +56,7 @@ const DIVE_KEYS: usize = 1 << 22;
 /// Keys per node of the dive's heap, whatever the rounds' K: the sequential search's own
 /// (it takes K nodes at a time, so the rounds' 1024 on a GPU would break its depth-first
 /// order; on Pisinger's subset-sum instances the dive then proved nothing before the
-/// rounds, and the search took 0.13-1.3 s where the sequential search takes 47-71 ms).
+/// rounds: docs/decisions.md).
 const DIVE_BATCH: usize = 16;
 
 /// How an offloaded search runs.

@@ -252,8 +252,8 @@ pub struct BnbStats {
     /// their heap calls (the children in, the next round out).
     pub device_times_us: [u64; 3],
     /// Searches expanding on the device: the SVM allocations that called the driver in the
-    /// same three parts (buffers and each growth of them, about 0.6 ms each on an H200; a
-    /// buffer the runtime had freed is reused without one).
+    /// same three parts (buffers and each growth of them; a buffer the runtime had freed is
+    /// reused without one).
     pub device_allocations: [u64; 3],
     /// Searches expanding on the device: where the rounds' time goes.
     pub device_profile: DeviceRoundProfile,

@@ -40,7 +40,8 @@
 //! (docs/benchmarks/sssp.md).
 //!
 //! The sides take turns; they never expand one round together. Over coarse SVM a round
-//! split between them would cross the bus twice for a device iteration of ~16 µs.
+//! split between them would cross the bus twice for a device iteration far shorter than a
+//! hand-over (docs/benchmarks/sssp.md).
 
 use std::time::{Duration, Instant};
 

@@ -65,7 +65,8 @@ const CHUNK: usize = 64;
 const SEGMENT: usize = 1 << 16;
 /// A vertex with this many edges or more is expanded by every thread together: its edges
 /// are published in pieces of [`PIECE`] that the threads claim like frontier chunks (a
-/// Kronecker graph's hub source has 320,000 edges, one thread took 6-8 ms over them).
+/// Kronecker graph's hub source has 320,000 edges: one thread alone held every other at the
+/// round's barrier).
 const HEAVY: usize = 4096;
 /// Edges per piece of a heavy vertex.
 const PIECE: usize = 1024;
@@ -614,9 +615,8 @@ impl Shared<'_> {
 
     /// Expands this round's frontier, claimed in chunks (this thread's own part first, see
     /// [`Parts`]), filing each vertex whose distance it lowered into `buckets`. The claim
-    /// counters are what the threads contend on (on the 16-core machine chunks of 4, 16 and
-    /// 64 entries took a road-like search 724, 459 and 418 ms with an earlier round
-    /// structure).
+    /// counters are what the threads contend on (chunks of 64 entries: fewer claims than
+    /// chunks of 4 or 16, which cost a road-like search on 16 cores much more).
     fn expand(
         &self,
         index: usize,

@@ -150,9 +150,9 @@ pub(crate) static SVM_ALLOC_LOCK: Mutex<()> = Mutex::new(());
 pub(crate) const SVM_ALIGN: u32 = 128;
 
 /// The largest piece one device-side fill or one blocking copy moves. A device heap of 2^30
-/// keys (its first buffers over 4 GiB: 6 GiB each) made no visible progress for minutes on
-/// NVIDIA's OpenCL for the H100, while every buffer of up to 4 GiB worked there, filled and
-/// copied whole; which call stalled is not known yet. Pieces keep each fill and copy within
+/// keys (its first buffers over 4 GiB) made no visible progress for minutes on NVIDIA's
+/// OpenCL, while every buffer of up to 4 GiB worked there, filled and copied whole; which
+/// call stalled is not known yet. Pieces keep each fill and copy within
 /// the sizes known to work, for one enqueue per GiB.
 const TRANSFER_PIECE: usize = 1 << 30;
 /// Copies of at most this many bytes between host memory and SVM go through a map of the

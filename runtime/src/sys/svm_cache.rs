@@ -1,8 +1,8 @@
 //! Freed SVM allocations kept for reuse (a caching allocator, as CUDA frameworks keep one).
 //!
-//! On NVIDIA's OpenCL (H200, coarse SVM) `clSVMAlloc` costs 0.49-0.69 ms for a small buffer
-//! and about 4 ms for 16 MiB, `clSVMFree` 0.3-2 ms, while the device fill that zeroes a
-//! buffer costs 30-45 µs (`cargo bench --bench runtime`, group `svm_alloc_parts`). Structures
+//! On NVIDIA's OpenCL (coarse SVM) `clSVMAlloc` and `clSVMFree` cost a driver round trip and
+//! more by size, far more than the device fill that zeroes a reused buffer
+//! (docs/benchmarks/runtime.md; `cargo bench --bench runtime`, group `svm_alloc_parts`). Structures
 //! that grow (a heap's node storage, staging buffers sized by the call) and searches that set
 //! up a few buffers each paid those driver calls every time. A buffer whose last owner drops
 //! comes here instead of going back to the driver, and the next allocation of the same kind

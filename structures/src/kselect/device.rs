@@ -534,8 +534,8 @@ impl DevicePlan {
     /// takes 90 % of what the others need for the whole job (the device would set the finish
     /// time), else claim the device's share of the throughput. (Not half: with long
     /// sub-lists one launch holds every sub-list the device takes and lasts as long as its
-    /// longest one; H200, 2^28 keys in 2^19 sub-lists: one launch 162 ms, the CPU alone
-    /// 290 ms, and half of the sub-lists on each side still balance.) Without: probe with 1/256
+    /// longest one, so half of the sub-lists on each side can still balance.) Without: probe
+    /// with 1/256
     /// of the sub-lists, unless there are fewer than 8 per other worker (then even one
     /// sub-list is too big a bet on a device of unknown speed).
     pub(super) fn first_cooperative_claim<K>(

@@ -6,8 +6,8 @@
 //! - **tiled**: when a sub-list is longer than a tile, every sub-list is cut into tiles of at
 //!   most `tile` keys, a work-group each, with global histograms merged between four
 //!   launches (`radix_clear`, `radix_count`, `radix_keep`, `radix_finish`). 128 sub-lists of
-//!   2^21 keys are 128 work-groups whole (fewer than the H200's 132 SMs can run at once) but
-//!   4096 tiled.
+//!   2^21 keys are 128 work-groups whole (fewer than a large GPU's compute units) but 4096
+//!   tiled.
 
 use asym_runtime::{Error, Kernel, Launch, Program, Queue, Result, Runtime, SvmBuffer, SvmElement};
 

@@ -162,9 +162,9 @@ impl KSelector {
     /// staging copies (default: half of them with 4 or more latency threads, else none;
     /// GpuOnly always copies on every core). 0 means the driver thread copies alone.
     ///
-    /// Staging is bound by host memory bandwidth more than by cores (H200 host, 2^28 keys in
-    /// 2^11 sub-lists: 8 of 16 threads fed the device nearly as fast as 16, 4 did not), and
-    /// the device outruns the CPU by 3-4x there, so half the cores stage by default.
+    /// Staging is bound by host memory bandwidth more than by cores (half the threads feed a
+    /// discrete GPU nearly as fast as all of them, a quarter do not), so half the cores
+    /// stage by default.
     pub fn with_staging_threads(mut self, threads: usize) -> Result<Self> {
         if threads >= self.pool.len() {
             return Err(Error::InvalidArgument(format!(

@@ -142,11 +142,9 @@ impl Strategy {
     ///
     /// The heap reads every key once and updates for about k·(1 + ln(len/k)) of them (the
     /// expected number of keys smaller than the k-th smallest seen so far); radix reads
-    /// every key twice and does more per key. Measured on the dev machine (2 threads, 2^22
-    /// keys): per thread the heap costs about 0.2 ns per key plus 30 ns per update, radix
-    /// about 0.6 ns per key, so the heap wins where k·(1 + ln(len/k)) < len/75 (k = 1 at
-    /// any length: 3-4x; k = 16 at 2^17: 3x; k = 16 at 2^11 and k = 0.1·len everywhere:
-    /// radix).
+    /// every key twice and does more per key. Per thread the heap costs about a third of
+    /// radix's time per key plus 150 times that per update, so the heap wins where
+    /// k·(1 + ln(len/k)) < len/75 (the fit: docs/benchmarks/kselect.md).
     pub fn on_cpu(self, len: usize, k: usize) -> Strategy {
         match self {
             Strategy::Heap => Strategy::Heap,
@@ -218,7 +216,7 @@ pub enum DeviceStaging {
     Mapped,
     /// Let the driver's copy engine read the caller's keys directly (`clEnqueueSVMMemcpy`):
     /// no host pass over the keys, but from ordinary (pageable) memory the driver stages them
-    /// itself (H200: 6.5 GB/s against 46 GB/s for mapped writes on 16 threads).
+    /// itself, several times slower than mapped writes from the latency threads.
     ///
     /// Either way the keys travel as raw bits and the kernel maps them to the ordered form.
     CopyEngine,

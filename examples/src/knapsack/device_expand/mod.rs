@@ -358,8 +358,8 @@ impl Arena {
 }
 
 /// A round's nodes (pairs as the heap hands them out) and its children's pairs: in device
-/// buffers while the rounds go past the heap (a driver allocation of SVM costs the H200
-/// about 0.6 ms and 0.25 ms per MiB, a buffer object a fraction of it), in SVM from the round
+/// buffers while the rounds go past the heap (a driver allocation of SVM costs by its size, a
+/// buffer object a fraction of it: docs/benchmarks/runtime.md), in SVM from the round
 /// the heap first takes children (its calls on the device take SVM).
 /// Each kind carries the kernel objects its buffers are arguments of (an argument keeps to
 /// one kind of memory, `Kernel::arg_buffer`).
