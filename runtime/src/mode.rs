@@ -8,10 +8,9 @@ use crate::named::Named;
 ///
 /// `KSelector::select`, `RbTree` and `LockFreeList::apply` take a `Mode` (the list with its
 /// `ListOptions`: the device's share of a Cooperative batch); the applications' fronts take
-/// one too (SSSP's `Sssp::shortest_paths`, knapsack's `Method::BranchAndBound`). The
-/// generalized heap is chosen by type instead, one per way (`ConcurrentGeneralizedHeap` on
-/// the latency threads, `DeviceGeneralizedHeap`, `CooperativeHeap`; `HeapPlacement` names
-/// the device ones).
+/// one too (SSSP's `Sssp::shortest_paths`, knapsack's `Method::BranchAndBound`), and
+/// `heap_for` gives the generalized heap of a mode (`ThreadedHeap` on the latency threads,
+/// `DeviceGeneralizedHeap`, `CooperativeHeap`) behind the `BatchHeap` contract.
 ///
 /// "GPU" means the selected throughput device, whatever it is (on CI, PoCL's CPU device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

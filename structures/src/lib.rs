@@ -37,11 +37,11 @@ pub use arena::{ArenaLayout, ArenaMap, ArenaStats, ArenaView, ChurnReport, SvmAr
 pub use asym_runtime as runtime;
 pub use dheap::{DHeap, SUPPORTED_D};
 pub use gheap::{
-    merge_and_sort, BatchHeap, BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig,
+    heap_for, merge_and_sort, BatchHeap, BulkPolicy, ConcurrentGeneralizedHeap, CooperativeConfig,
     CooperativeHeap, CooperativeStats, DeviceBatchOps, DeviceGeneralizedHeap, DeviceHeapConfig,
-    DeviceHeapKey, DeviceHeapProfile, DeviceHeapStats, GeneralizedHeap, HeapOp, HeapPlacement,
-    HeapStats, InsertDirection, LaunchTrace, MergeKind, SpreadHeap, GHEAP_PROFILE_ENV,
-    LANE_MIN_GROUPS, MAX_BATCH, MAX_DEVICE_BATCH, MAX_LANES,
+    DeviceHeapKey, DeviceHeapProfile, DeviceHeapStats, GeneralizedHeap, HeapOp, HeapOptions,
+    HeapPlacement, HeapStats, InsertDirection, LaunchTrace, MergeKind, SpreadHeap, ThreadedHeap,
+    GHEAP_PROFILE_ENV, LANE_MIN_GROUPS, MAX_BATCH, MAX_DEVICE_BATCH, MAX_LANES,
 };
 pub use key::Key;
 pub use kselect::{

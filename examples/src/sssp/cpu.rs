@@ -16,7 +16,7 @@ use super::{
     atomic_words, distances_par, lower, next_iteration, search, Order, Pair, Relaxer, SsspRun,
 };
 use crate::graph::Graph;
-use asym_structures::{BatchHeap, ConcurrentGeneralizedHeap};
+use asym_structures::ThreadedHeap;
 
 /// Frontier entries a thread takes at a time.
 const CHUNK: usize = 64;
@@ -47,10 +47,7 @@ pub fn shortest_paths(
     match order {
         Order::Frontier | Order::Delta { .. } => search(&mut relax, None, order, source as u32),
         Order::Heap { batch, .. } => {
-            let mut heap = CpuHeap {
-                heap: ConcurrentGeneralizedHeap::new(batch, 1024)?,
-                pool,
-            };
+            let mut heap = ThreadedHeap::new(pool, batch)?;
             search(&mut relax, Some(&mut heap), order, source as u32)
         }
     }
@@ -150,66 +147,4 @@ pub(super) fn expand_slice(
         stale += st;
     }
     Ok((next, visited, stale))
-}
-
-struct CpuHeap<'a> {
-    heap: ConcurrentGeneralizedHeap<Pair>,
-    pool: &'a LatencyPool,
-}
-
-impl BatchHeap<Pair> for CpuHeap<'_> {
-    fn insert(&mut self, pairs: &[Pair]) -> Result<()> {
-        let k = self.heap.batch();
-        let needed = (self.heap.len() + pairs.len()) / k + 1;
-        if needed > self.heap.max_nodes() {
-            self.heap.grow(needed.max(2 * self.heap.max_nodes()));
-        }
-        let (heap, threads) = (&self.heap, self.pool.len());
-        let share = pairs.len().div_ceil(threads).next_multiple_of(k);
-        let results = self.pool.broadcast_scoped(|w| {
-            let start = (w.index * share).min(pairs.len());
-            heap.insert(&pairs[start..(start + share).min(pairs.len())])
-        })?;
-        results.into_iter().collect()
-    }
-
-    fn delete_min(&mut self, n: usize) -> Result<Vec<Pair>> {
-        let heap = &self.heap;
-        let k = heap.batch();
-        // Nothing else runs on the heap during a pop: asking for more than it holds is asking
-        // for everything (and must not size the tickets or the output by the request).
-        let n = n.min(heap.len());
-        // One DEL of at most K keys per ticket; the last ticket takes the remainder.
-        let dels = n.div_ceil(k);
-        let ticket = AtomicUsize::new(0);
-        let parts = self.pool.broadcast_scoped(|_| -> Result<Vec<Pair>> {
-            let mut mine = Vec::new();
-            loop {
-                let d = ticket.fetch_add(1, Relaxed);
-                if d >= dels {
-                    return Ok(mine);
-                }
-                let want = if d == dels - 1 && n % k != 0 {
-                    n % k
-                } else {
-                    k
-                };
-                let got = heap.delete_min(want)?;
-                let short = got.len() < want;
-                mine.extend(got);
-                if short {
-                    return Ok(mine);
-                }
-            }
-        })?;
-        let mut out = Vec::with_capacity(n);
-        for p in parts {
-            out.extend(p?);
-        }
-        Ok(out)
-    }
-
-    fn len(&self) -> usize {
-        self.heap.len()
-    }
 }

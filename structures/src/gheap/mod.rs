@@ -30,7 +30,8 @@
 //! runs), `concurrent` (many host threads, node locks), `device_batch_ops` (the batch kernels
 //! alone: bitonic sort, merge path), `device_heap/` (the heap in SVM run by work-groups, and
 //! `bulk`: calls done as one device sort), `cooperative` (a host top in front of the device
-//! heap).
+//! heap), `threaded` (the concurrent heap driven by the latency threads behind the contract,
+//! and [`heap_for`]: the heap of a [`Mode`](asym_runtime::Mode)).
 
 mod batch;
 mod batch_heap;
@@ -40,6 +41,7 @@ mod device_batch_ops;
 mod device_heap;
 mod sequential;
 mod spread;
+mod threaded;
 
 use asym_runtime::Result;
 
@@ -54,6 +56,7 @@ pub use device_heap::{
 };
 pub use sequential::{GeneralizedHeap, MAX_BATCH};
 pub use spread::{SpreadHeap, LANE_MIN_GROUPS, MAX_LANES};
+pub use threaded::{heap_for, HeapOptions, ThreadedHeap};
 
 /// Where a heap lives when the device takes part: what an application (SSSP's frontier,
 /// knapsack's nodes) chooses, and [`HeapPlacement::build`] makes.
