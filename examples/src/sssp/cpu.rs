@@ -1,6 +1,6 @@
 //! SSSP on pinned latency threads (CpuOnly): relaxation shared out in chunks of the frontier,
-//! the ordering heap a [`ConcurrentGeneralizedHeap`] the threads insert into and delete from
-//! at once.
+//! the ordering heap a [`ThreadedHeap`] (the concurrent heap) the threads insert into and
+//! delete from at once.
 //!
 //! Memory ordering: distances and stamps are single atomic words updated with `Relaxed`
 //! read-modify-writes (`fetch_min`, `swap`); each word's modification order alone decides who
