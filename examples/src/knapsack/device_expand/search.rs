@@ -320,10 +320,7 @@ impl<'a> State<'a> {
         launched.wait()?;
         let t_read = Instant::now();
         let seen = read_words(&self.ctl)?;
-        let d = &mut stats.device_profile;
-        d.expand_launch_us += (t_wait - t_launch).as_micros() as u64;
-        d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
-        d.expand_read_us += micros(t_read);
+        book_expansion(stats, t_launch, t_wait, t_read);
         stats.resident_launches += 1;
         if seen[ST_EXIT] == EXIT_ABORT {
             return Ok(Pass::Abort);
@@ -483,10 +480,7 @@ impl<'a> State<'a> {
         expanded.wait()?;
         let t_read = Instant::now();
         let seen = read_words(&self.ctl)?;
-        let d = &mut stats.device_profile;
-        d.expand_launch_us += (t_wait - t_launch).as_micros() as u64;
-        d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
-        d.expand_read_us += micros(t_read);
+        book_expansion(stats, t_launch, t_wait, t_read);
         self.s.best.fetch_max(seen[BEST], Ordering::AcqRel);
         let kids = (seen[KIDS] - self.words[KIDS]) as usize;
         if seen[FULL] == 0 {
@@ -594,4 +588,12 @@ impl<'a> State<'a> {
             d.heap_read_us = p.host_read_us as u64;
         }
     }
+}
+
+/// A round's launch, wait and read of the control words, in the device profile.
+fn book_expansion(stats: &mut BnbStats, t_launch: Instant, t_wait: Instant, t_read: Instant) {
+    let d = &mut stats.device_profile;
+    d.expand_launch_us += (t_wait - t_launch).as_micros() as u64;
+    d.expand_wait_us += (t_read - t_wait).as_micros() as u64;
+    d.expand_read_us += micros(t_read);
 }

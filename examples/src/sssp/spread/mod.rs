@@ -87,6 +87,34 @@ pub struct SpreadRun {
     pub set: SetReport,
 }
 
+impl SpreadRun {
+    /// A search one worker (`who`) ran alone as `plan`, started at `started`: its share is
+    /// every entry and iteration of the search.
+    fn alone(
+        run: SsspRun,
+        plan: SetPlan,
+        exploring: bool,
+        who: MemberReport,
+        started: Instant,
+    ) -> Self {
+        let share = MemberReport {
+            items: run.stats.visited + run.stats.stale,
+            pieces: run.stats.iterations,
+            busy_s: started.elapsed().as_secs_f64(),
+            ..who
+        };
+        SpreadRun {
+            run,
+            set: SetReport {
+                plan,
+                exploring,
+                members: vec![share],
+                redone_entries: 0,
+            },
+        }
+    }
+}
+
 /// How a search over a set ran.
 #[derive(Clone, Debug)]
 pub struct SetReport {
@@ -334,42 +362,17 @@ impl<'g> SpreadSssp<'g> {
                 if let Err(e) = &run {
                     self.failures.settle(Worker::Device(i), e);
                 }
-                let run = run?;
-                let share = MemberReport {
-                    items: run.stats.visited + run.stats.stale,
-                    pieces: run.stats.iterations,
-                    busy_s: started.elapsed().as_secs_f64(),
+                let who = MemberReport {
                     items_per_s: member.model.items_per_s,
                     ..MemberReport::of(Worker::Device(i), self.failures.label(i))
                 };
-                SpreadRun {
-                    run,
-                    set: SetReport {
-                        plan,
-                        exploring,
-                        members: vec![share],
-                        redone_entries: 0,
-                    },
-                }
+                SpreadRun::alone(run?, plan, exploring, who, started)
             }
             SetPlan::LatencyThreads => {
                 let pool = self.cpu().ok_or_else(|| self.failures.all_failed())?;
                 let run = cpu::shortest_paths(self.graph, source, pool, order)?;
-                let share = MemberReport {
-                    items: run.stats.visited + run.stats.stale,
-                    pieces: run.stats.iterations,
-                    busy_s: started.elapsed().as_secs_f64(),
-                    ..MemberReport::of(Worker::LatencyThreads, latency_label(pool))
-                };
-                SpreadRun {
-                    run,
-                    set: SetReport {
-                        plan,
-                        exploring,
-                        members: vec![share],
-                        redone_entries: 0,
-                    },
-                }
+                let who = MemberReport::of(Worker::LatencyThreads, latency_label(pool));
+                SpreadRun::alone(run, plan, exploring, who, started)
             }
             SetPlan::Together => self.together(source, order, heap, exploring)?,
         };
