@@ -49,10 +49,18 @@ impl ArgIndex for &str {
     }
 }
 
+/// Kernel objects are made and released one at a time in the process. PoCL keeps one cache
+/// entry per compiled kernel, shared by its devices, and two threads making or releasing
+/// kernels of one program on two of its devices at once can break that entry's reference
+/// count: `pocl_release_dlhandle_cache` then asserts and aborts the process (seen with PoCL
+/// 3.1 and 5.0 under device sets of two PoCL devices).
+static KERNEL_OBJECTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// One kernel of a built program, with its arguments. Not `Sync`: build one per thread.
 pub struct Kernel {
     rt: Runtime,
-    kernel: ClKernel,
+    /// The OpenCL kernel object (`None` only while it is released, in `drop`).
+    kernel: Option<ClKernel>,
     name: String,
     /// The kernel's parameter table, where its source has one.
     params: Option<&'static asym_kernels::KernelParams>,
@@ -68,8 +76,16 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let _released = KERNEL_OBJECTS.lock().unwrap_or_else(|p| p.into_inner());
+        self.kernel.take();
+    }
+}
+
 impl Kernel {
     pub(crate) fn new(rt: Runtime, program: &Program, name: &str) -> Result<Self> {
+        let made = KERNEL_OBJECTS.lock().unwrap_or_else(|p| p.into_inner());
         let kernel = ocl::core::create_kernel(&program.program, name).map_err(|e| {
             Error::ocl(
                 "clCreateKernel",
@@ -77,9 +93,10 @@ impl Kernel {
                 e,
             )
         })?;
+        drop(made);
         Ok(Kernel {
             rt,
-            kernel,
+            kernel: Some(kernel),
             params: program.source.params_of(name),
             name: name.to_string(),
             svm_args: Vec::new(),
@@ -97,6 +114,13 @@ impl Kernel {
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The OpenCL kernel object.
+    fn cl(&self) -> Result<&ClKernel> {
+        self.kernel.as_ref().ok_or_else(|| {
+            Error::corrupted(format!("kernel {}", self.name), "used after its release")
+        })
     }
 
     fn remember_svm(&mut self, index: u32, alloc: Option<Arc<SvmAlloc>>) {
@@ -125,7 +149,7 @@ impl Kernel {
         buffer: &crate::DeviceBuffer<T>,
     ) -> Result<&mut Self> {
         let index = index.index_in(self)?;
-        let mem = sys::set_kernel_arg_buffer(&self.kernel, index, buffer)?;
+        let mem = sys::set_kernel_arg_buffer(self.cl()?, index, buffer)?;
         self.remember_svm(index, None);
         let i = index as usize;
         if self.buffer_args.len() <= i {
@@ -143,7 +167,7 @@ impl Kernel {
         buffer: &SvmBuffer<T>,
     ) -> Result<&mut Self> {
         let index = index.index_in(self)?;
-        sys::set_kernel_arg_svm(&self.kernel, index, buffer.shared())?;
+        sys::set_kernel_arg_svm(self.cl()?, index, buffer.shared())?;
         self.remember_svm(index, Some(buffer.shared().clone()));
         Ok(self)
     }
@@ -152,7 +176,7 @@ impl Kernel {
     /// literals: `5u32`, `1.0f32`).
     pub fn arg_scalar<T: OclPrm>(&mut self, index: impl ArgIndex, value: T) -> Result<&mut Self> {
         let index = index.index_in(self)?;
-        ocl::core::set_kernel_arg(&self.kernel, index, ocl::core::ArgVal::scalar(&value)).map_err(
+        ocl::core::set_kernel_arg(self.cl()?, index, ocl::core::ArgVal::scalar(&value)).map_err(
             |e| {
                 Error::ocl(
                     "clSetKernelArg",
@@ -169,14 +193,15 @@ impl Kernel {
     /// memory (a `__local T*`).
     pub fn arg_local<T: OclPrm>(&mut self, index: impl ArgIndex, len: usize) -> Result<&mut Self> {
         let index = index.index_in(self)?;
-        ocl::core::set_kernel_arg(&self.kernel, index, ocl::core::ArgVal::local::<T>(&len))
-            .map_err(|e| {
+        ocl::core::set_kernel_arg(self.cl()?, index, ocl::core::ArgVal::local::<T>(&len)).map_err(
+            |e| {
                 Error::ocl(
                     "clSetKernelArg",
                     format!("{} local argument {index}", self.name),
                     e,
                 )
-            })?;
+            },
+        )?;
         self.remember_svm(index, None);
         Ok(self)
     }
@@ -192,7 +217,7 @@ impl Kernel {
             self.indirect.push(buffer.shared().clone());
         }
         let list: Vec<&SvmAlloc> = self.indirect.iter().map(|a| a.as_ref()).collect();
-        sys::set_kernel_exec_info_svm_ptrs(&self.kernel, &list)?;
+        sys::set_kernel_exec_info_svm_ptrs(self.cl()?, &list)?;
         Ok(self)
     }
 
@@ -271,7 +296,7 @@ impl Kernel {
             claimed.push(a);
         }
         let wait: Vec<Event> = claimed.iter().filter_map(|a| a.pending_unmap()).collect();
-        match sys::enqueue_kernel(queue, &self.kernel, global, local, &wait, flush) {
+        match sys::enqueue_kernel(queue, self.cl()?, global, local, &wait, flush) {
             Ok(event) => Ok(Launch {
                 event,
                 uses: claimed,
