@@ -481,27 +481,9 @@ const SSSP_PARAMS: &[KernelParams] = &[
     KernelParams::new("nf_run", NF_RUN),
 ];
 
-/// A near-far iteration (`nf_step`), and `nf_run`'s iterations in one launch (the same, then
+/// `nf_run`'s iterations in one launch, and a near-far iteration (`nf_step`: the same but
 /// `count` and `bar_base`).
-const NF_STEP: &[&str] = &[
-    "offsets",
-    "targets",
-    "weights",
-    "dist",
-    "stamp",
-    "fstamp",
-    "near0",
-    "near1",
-    "far0",
-    "far1",
-    "ctl",
-    "expd",
-    "delta",
-    "cap",
-    "yield_below",
-    "local_rounds",
-    "iter",
-];
+const NF_STEP: &[&str] = NF_RUN.split_at(NF_RUN.len() - 2).0;
 const NF_RUN: &[&str] = &[
     "offsets",
     "targets",
