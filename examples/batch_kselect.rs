@@ -429,20 +429,20 @@ impl Bench<'_> {
                     "redone_sublists": r.stats.as_ref().map(|s| s.redone_sublists),
                     "exploring": r.stats.as_ref().map(|s| s.exploring),
                 });
-                println!("{line}");
+                asym_apps::report!("{line}");
             }
             return;
         }
         for (i, m) in self.member_selectors.iter().enumerate() {
             if let Some(rt) = m.runtime() {
-                println!(
+                asym_apps::report!(
                     "device @{i}: {} ({} SVM)",
                     rt.profile().label(),
                     rt.transport()
                 );
             }
         }
-        println!(
+        asym_apps::report!(
             "batch k-selection: {n} {} keys, d = {}, {} latency threads, device: {} ({} SVM)",
             dtype.descr(),
             self.selector.d(),

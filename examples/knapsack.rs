@@ -232,7 +232,7 @@ fn instances(args: &Args) -> Result<Vec<(String, Instance)>> {
                 None => format!("{name}-n{}-r{}-s{}.data", args.n, args.range, args.seed).into(),
             };
             let path = dir.join(file);
-            std::fs::write(&path, inst.to_text()).map_err(|e| io(&path, e))?;
+            asym_apps::io::output::write_whole(&path, inst.to_text().as_bytes())?;
         }
     }
     Ok(instances)
@@ -465,7 +465,7 @@ fn run(args: &Args) -> Result<bool> {
 
 fn print_json(rows: &[Row]) {
     for r in rows {
-        println!(
+        asym_apps::report!(
             "{}",
             json!({
                 "method": r.method,

@@ -67,8 +67,8 @@ struct Args {
     /// Runs of each mode (the table shows the fastest; --json prints each).
     #[arg(long, default_value_t = 1, value_parser = cli::count(1, 1000))]
     repeat: usize,
-    /// Write the final list (one value per line from the head); with several modes, one file
-    /// per mode (PATH.MODE).
+    /// Write the final list (one value per line from the head): the list every mode reached
+    /// (each is checked equal); not written when they differ. `-` writes to stdout.
     #[arg(long)]
     output: Option<PathBuf>,
     /// One JSON object per run instead of a table.
@@ -217,7 +217,7 @@ struct Setting {
 fn print_json(workload: &Workload, runs: &[Run], seq_ms: f64, at: &Setting) {
     let (device_name, transport) = (&at.device, &at.transport);
     for r in runs {
-        println!(
+        asym_apps::report!(
             "{}",
             json!({
                 "mode": r.mode, "initial": workload.initial.len(), "ops": workload.ops.len(),
@@ -247,7 +247,7 @@ fn print_json(workload: &Workload, runs: &[Run], seq_ms: f64, at: &Setting) {
 
 fn print_table(workload: &Workload, runs: &[Run], modes: &[&str], seq_ms: f64, at: &Setting) {
     let (device_name, transport) = (&at.device, &at.transport);
-    println!(
+    asym_apps::report!(
         "{} initial nodes, {} operations; device {}, transport {}, {} latency threads",
         workload.initial.len(),
         workload.ops.len(),
@@ -361,13 +361,14 @@ fn run(args: &Args) -> Result<bool> {
         }
     }
     progress.bar.finish_and_clear();
-    if let Some(path) = &args.output {
-        if finals.len() == 1 {
-            write_list(path, &finals[0].1)?;
+    if let (Some(path), Some((_, first))) = (&args.output, finals.first()) {
+        if finals.iter().all(|(_, fin)| fin == first) {
+            write_list(path, first)?;
         } else {
-            for (mode, fin) in &finals {
-                write_list(&PathBuf::from(format!("{}.{mode}", path.display())), fin)?;
-            }
+            eprintln!(
+                "list_ops: the modes' final lists differ; {} not written",
+                path.display()
+            );
         }
     }
     let seq_ms = runs

@@ -349,7 +349,7 @@ fn report(args: &Args, rt: &Runtime, pool: &LatencyPool, rows: &[Row]) {
     };
     if args.json {
         for r in rows {
-            println!(
+            asym_apps::report!(
                 "{}",
                 json!({
                     "mode": r.mode, "phase": r.phase, "ops": r.ops, "ms": r.ms,
@@ -363,7 +363,7 @@ fn report(args: &Args, rt: &Runtime, pool: &LatencyPool, rows: &[Row]) {
         }
         return;
     }
-    println!(
+    asym_apps::report!(
         "red-black tree: device {} ({} SVM), {} latency threads; peer: BTreeMap on one \
          thread (searches on rayon's threads)",
         rt.profile().label(),

@@ -842,7 +842,7 @@ impl Report<'_> {
     fn print_json(&self) {
         let (args, p) = (self.args, self.prep);
         for r in self.rows {
-            println!(
+            asym_apps::report!(
                 "{}",
                 json!({
                     "graph": p.name, "vertices": p.graph.vertices(), "edges": p.graph.edges(),
@@ -873,7 +873,7 @@ impl Report<'_> {
 
     fn print_table(&self) {
         let p = self.prep;
-        println!(
+        asym_apps::report!(
             "{}: {} vertices, {} edges, source {}, {} reached{}{}",
             p.name,
             p.graph.vertices(),

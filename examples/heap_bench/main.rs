@@ -641,7 +641,7 @@ impl Runner<'_> {
                 } else {
                     "u32"
                 };
-                println!(
+                asym_apps::report!(
                     "{}",
                     json!({
                         "mode": r.mode, "pattern": r.pattern, "keys": n, "batch": r.batch,
@@ -656,7 +656,7 @@ impl Runner<'_> {
             }
             return;
         }
-        println!(
+        asym_apps::report!(
             "generalized heap: {n} u32 keys{}, {} latency threads{}{}",
             if args.key == "i32" {
                 " (i32 in the gpu rows)"

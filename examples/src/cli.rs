@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use asym_runtime::{Error, Named, Result};
 
@@ -119,6 +120,33 @@ pub fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
 }
 
+/// Whether the report (tables, JSON rows) goes to standard error: set once an output file is
+/// standard output, so that the output stays clean.
+static REPORT_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Sends the program's report to standard error from now on (see [`report`]).
+pub fn report_to_stderr() {
+    REPORT_TO_STDERR.store(true, Relaxed);
+}
+
+/// Prints one line of the program's report: on standard output, or on standard error once
+/// [`report_to_stderr`] was called. Use through [`report!`](crate::report).
+pub fn report(line: std::fmt::Arguments) {
+    if REPORT_TO_STDERR.load(Relaxed) {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// `println!` for a program's report (see [`cli::report`](crate::cli::report)).
+#[macro_export]
+macro_rules! report {
+    ($($arg:tt)*) => {
+        $crate::cli::report(format_args!($($arg)*))
+    };
+}
+
 /// A table for people: columns sized to their widest cell, numbers right-aligned (a header
 /// given as `">name"`), text left-aligned; the last column is left free.
 pub struct Table {
@@ -166,7 +194,7 @@ impl Table {
                     (false, false) => format!("{cell:<w$}", w = widths[c]),
                 })
                 .collect();
-            println!("{}", text.join("  ").trim_end());
+            report(format_args!("{}", text.join("  ").trim_end()));
         };
         line(self.headers.clone());
         for r in &self.rows {

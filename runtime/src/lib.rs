@@ -55,6 +55,6 @@ pub use runtime::{
 pub use spread::DeviceSet;
 pub use sys::{
     copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, DeviceBuffer,
-    SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
+    RemoveOnInterrupt, SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
 };
 pub use transport::{Transport, SVM_ENV};

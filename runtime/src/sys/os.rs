@@ -61,3 +61,102 @@ pub fn u64s_as_atomic_u32_pairs(words: &mut [u64]) -> &[std::sync::atomic::Atomi
     // what `AtomicU32` allows.
     unsafe { std::slice::from_raw_parts(ptr, len) }
 }
+
+/// Files removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP) while they exist:
+/// half-written temporaries. A slot holds a leaked, NUL-terminated copy of a path, so that a
+/// handler running on any thread never reads freed memory (a few dozen bytes per file the
+/// process ever registers).
+const CLEANUP_SLOTS: usize = 32;
+static CLEANUP: [std::sync::atomic::AtomicPtr<libc::c_char>; CLEANUP_SLOTS] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; CLEANUP_SLOTS];
+static CLEANUP_HANDLER: std::sync::Once = std::sync::Once::new();
+const CLEANUP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Removes every registered file, then dies of `signal` as it would have without the handler
+/// (the shell sees the usual status, 130 for Ctrl-C).
+extern "C" fn remove_files_and_die(signal: libc::c_int) {
+    use std::sync::atomic::Ordering::SeqCst;
+    for slot in &CLEANUP {
+        // Lock-free atomics are async-signal-safe; `swap` makes each path removed once.
+        let path = slot.swap(std::ptr::null_mut(), SeqCst);
+        if !path.is_null() {
+            // SAFETY: a non-null slot holds a pointer from `CString::into_raw` that is never
+            // freed (see `CLEANUP`), so it is a valid NUL-terminated string; `unlink` is
+            // async-signal-safe.
+            unsafe { libc::unlink(path) };
+        }
+    }
+    // SAFETY: `signal` and `raise` are async-signal-safe; restoring the default disposition
+    // and raising the same signal ends the process as the signal would have.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+/// Installs [`remove_files_and_die`] for the signals whose disposition is still the default
+/// (a handler the application set, or an ignored signal, is left alone).
+fn install_cleanup_handler() {
+    CLEANUP_HANDLER.call_once(|| {
+        for signal in CLEANUP_SIGNALS {
+            // SAFETY: both sigaction structs are zero-initialized plain C data that
+            // `sigaction` reads or fills; the handler only does async-signal-safe work (see
+            // `remove_files_and_die`).
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction != libc::SIG_DFL
+                {
+                    continue;
+                }
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = remove_files_and_die as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut new.sa_mask);
+                libc::sigaction(signal, &new, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// A file removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP) while this guard
+/// lives: the temporary of an output being written. Dropping the guard forgets the file (the
+/// caller renames or removes it itself). Where every slot is taken (more than 32 files at
+/// once) or the path holds a NUL byte, the file is not registered, and an interrupt may leave
+/// it behind as it would without the guard. A SIGKILL leaves it behind whatever is done.
+#[derive(Debug)]
+pub struct RemoveOnInterrupt {
+    /// The slot taken and the address of the string put there (only ever compared).
+    slot: Option<(usize, usize)>,
+}
+
+impl RemoveOnInterrupt {
+    /// Registers `path` (see the type's docs).
+    pub fn new(path: &std::path::Path) -> Self {
+        use std::os::unix::ffi::OsStrExt;
+        use std::sync::atomic::Ordering::SeqCst;
+        install_cleanup_handler();
+        let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return RemoveOnInterrupt { slot: None };
+        };
+        let raw = c.into_raw();
+        let slot = CLEANUP.iter().position(|s| {
+            s.compare_exchange(std::ptr::null_mut(), raw, SeqCst, SeqCst)
+                .is_ok()
+        });
+        RemoveOnInterrupt {
+            slot: slot.map(|i| (i, raw as usize)),
+        }
+    }
+}
+
+impl Drop for RemoveOnInterrupt {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if let Some((i, raw)) = self.slot {
+            // Only our own pointer is cleared: if a handler already took it, nothing changes.
+            // The string itself stays allocated (see `CLEANUP`).
+            let ours = raw as *mut libc::c_char;
+            let _ = CLEANUP[i].compare_exchange(ours, std::ptr::null_mut(), SeqCst, SeqCst);
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Outputs as the programs write them: a regular file replaced whole (an interrupt in the
+//! middle leaves the old file and no temporary), standard output and special files streamed
+//! in place (the report moving to standard error), symbolic links followed.
+
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Linux's number of SIGINT.
+const SIGINT: i32 = 2;
+
+fn folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("asym-outputs-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// SIGINT as soon as the temporary of `--save-graph` appears: the program dies of the signal,
+/// the temporary is gone, and the file that was there before is untouched.
+#[test]
+fn an_interrupt_during_the_final_write_leaves_the_old_file_and_no_temporary() {
+    let dir = folder("sigint");
+    let target = dir.join("graph.gr");
+    std::fs::write(&target, b"the old graph\n").unwrap();
+    let mut caught = 0;
+    for attempt in 0..3 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sssp"))
+            .args(["--scale", "17", "--mode", "cpu", "--save-graph"])
+            .arg(&target)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let mut seen = false;
+        while start.elapsed() < Duration::from_secs(60) {
+            if entries(&dir).iter().any(|n| n.ends_with(".partial")) {
+                seen = true;
+                break;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if seen {
+            let sent = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(
+            entries(&dir),
+            ["graph.gr"],
+            "attempt {attempt}: a temporary was left behind"
+        );
+        if status.signal() == Some(SIGINT) {
+            caught += 1;
+            assert_eq!(std::fs::read(&target).unwrap(), b"the old graph\n");
+        } else {
+            // The write finished before the signal arrived: the new graph, whole.
+            assert!(status.success(), "attempt {attempt}: {status:?}");
+            let text = std::fs::read_to_string(&target).unwrap();
+            assert!(text.starts_with("p sp ") && text.ends_with('\n'));
+            std::fs::write(&target, b"the old graph\n").unwrap();
+        }
+    }
+    assert!(
+        caught > 0,
+        "no interrupt landed during the write in 3 tries"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--output -` and `/dev/stdout` put the output alone on standard output and the table on
+/// standard error; `/dev/null` stays a device; a link leads to the file it names.
+#[test]
+fn standard_output_devices_and_links_are_written_where_they_point() {
+    let sssp = |out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sssp"))
+            .args(["--scale", "8", "--mode", "cpu", "--output", out])
+            .output()
+            .unwrap()
+    };
+    for name in ["-", "/dev/stdout"] {
+        let out = sssp(name);
+        assert!(out.status.success(), "{name}: {out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stdout.lines().count(), 256, "{name}: only the distances");
+        assert!(stdout.lines().all(|l| l.split(' ').count() == 2), "{name}");
+        assert!(stderr.contains("= Dijkstra"), "{name}: the table on stderr");
+    }
+    let out = sssp("/dev/null");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("= Dijkstra"));
+    let null = std::fs::metadata("/dev/null").unwrap();
+    assert!(null.file_type().is_char_device(), "/dev/null was replaced");
+
+    let dir = folder("links");
+    let real = dir.join("distances.txt");
+    std::fs::write(&real, b"old").unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = sssp(link.to_str().unwrap());
+    assert!(out.status.success(), "{out:?}");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&real).unwrap().lines().count(), 256);
+
+    let out = sssp(dir.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("is a folder"), "{stderr}");
+    let missing = dir.join("no/such/folder.txt");
+    let out = sssp(missing.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("folder does not exist"), "{stderr}");
+    assert_eq!(entries(&dir), ["distances.txt", "link"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// list_ops with several modes writes one file: the list every mode reached.
+#[test]
+fn several_modes_write_one_final_list() {
+    let dir = folder("list");
+    let write = |modes: &str, name: &str| {
+        let path = dir.join(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_list_ops"))
+            .args(["--initial", "50", "--ops-count", "40", "--mode", modes])
+            .arg("--output")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        std::fs::read_to_string(&path).unwrap()
+    };
+    let both = write("seq,cpu", "both.txt");
+    let alone = write("seq", "alone.txt");
+    assert_eq!(entries(&dir), ["alone.txt", "both.txt"]);
+    assert!(both.lines().all(|l| l.parse::<i32>().is_ok()) && both.lines().count() > 0);
+    assert_eq!(
+        both, alone,
+        "the list every mode reached is the sequential one"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
