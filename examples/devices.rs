@@ -29,11 +29,12 @@ struct Args {
     /// Timed samples per measurement.
     #[arg(long, default_value_t = 500, value_parser = cli::count(1, 1_000_000))]
     samples: usize,
-    /// Words in the SVM round-trip check.
-    #[arg(long, default_value_t = 1 << 20)]
+    /// Words in the SVM round-trip check (up to 2^30).
+    #[arg(long, default_value_t = 1 << 20, value_parser = cli::count(1, 1 << 30))]
     words: usize,
-    /// MiB uploaded by the upload probe (mapped writes vs the driver's copy engine).
-    #[arg(long, default_value_t = 64)]
+    /// MiB uploaded by the upload probe (mapped writes vs the driver's copy engine; up to
+    /// 65536).
+    #[arg(long, default_value_t = 64, value_parser = cli::count(1, 1 << 16))]
     upload_mib: usize,
     /// Print JSON instead of tables.
     #[arg(long)]
@@ -93,7 +94,7 @@ fn measure(device: &DeviceProfile, t: Transport, args: &Args) -> Result<Transpor
         None
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let upload = diag::upload_probe(&rt, args.upload_mib.max(1) << 20, threads, 3)?;
+    let upload = diag::upload_probe(&rt, args.upload_mib << 20, threads, 3)?;
     Ok(TransportReport {
         upload,
         transport: t,

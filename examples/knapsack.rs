@@ -195,10 +195,7 @@ fn more_memory(e: Error) -> Error {
 fn instances(args: &Args) -> Result<Vec<(String, Instance)>> {
     let instances: Vec<(String, Instance)> = match &args.input {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-                path: path.display().to_string(),
-                source: e,
-            })?;
+            let text = asym_apps::io::input::read_text(path)?;
             vec![(
                 path.display().to_string(),
                 Instance::parse(&text, &path.display().to_string())?,

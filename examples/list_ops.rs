@@ -90,10 +90,7 @@ struct Run {
 }
 
 fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })
+    asym_apps::io::input::read_text(path)
 }
 
 fn write_list(path: &Path, values: &[i32]) -> Result<()> {

@@ -97,10 +97,7 @@ struct Row {
 }
 
 fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })
+    asym_apps::io::input::read_text(path)
 }
 
 /// The initial keys and the batch, from files or generated.

@@ -115,7 +115,8 @@ struct Args {
     /// The table and --json name the split and each side's share.
     #[arg(long, default_value = "auto")]
     coop_split: String,
-    /// Keys per heap node (K): a power of two (up to 1024 on the device).
+    /// Keys per heap node (K) of the heap-ordered rows: a power of two, up to 65536 on the
+    /// latency threads (cpu) and from 2 to 2048 on the device (gpu, coop).
     #[arg(long, default_value_t = 256)]
     batch: usize,
     /// Device heap calls that move a large share of the heap: auto (rebuild it by one device

@@ -151,7 +151,7 @@ fn bad_inputs_fail_with_a_message() {
     }
     // A file with the wrong dtype.
     let bad = tmp("f64.npy");
-    std::fs::write(&bad, b"\x93NUMPY\x01\x00\x46\x00{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }          \n\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    std::fs::write(&bad, b"\x93NUMPY\x01\x00\x44\x00{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }          \n\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
     let (ok, _, err) = run(&["--input", bad.to_str().unwrap(), "--sublist", "2"]);
     assert!(!ok && err.contains("<f8"), "{err}");
     std::fs::remove_file(bad).ok();
@@ -1398,7 +1398,7 @@ fn sizes_outputs_and_environment_are_usage_errors() {
                 dir.into(),
             ],
             vec![],
-            "is a directory",
+            "is a folder",
         ),
         // Environment values are checked as flags are.
         ("devices", vec![], vec![("ASYM_SVM", "bogus")], "ASYM_SVM"),

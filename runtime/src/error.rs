@@ -75,15 +75,19 @@ pub enum Error {
     #[error("out of memory: {0}")]
     OutOfMemory(String),
     /// A size given from outside (a file's header, a flag) needs more host memory than the
-    /// machine has available; nothing was allocated.
-    #[error("out of host memory: {what} needs {}, the machine has {} available", crate::host_memory::human_bytes(*.needed), crate::host_memory::human_bytes(*.available))]
+    /// process may still use (see [`host_memory::available`](crate::host_memory::available));
+    /// nothing was allocated.
+    #[error("out of host memory: {what} needs {}, this process may use {} more ({bound})", crate::host_memory::human_bytes(*.needed), crate::host_memory::human_bytes(*.available))]
     HostOutOfMemory {
         /// What would have been allocated, in the user's terms.
         what: String,
         /// Bytes it needs (`u64::MAX` when the size overflows).
         needed: u64,
-        /// Bytes available when it was checked.
+        /// Bytes the process could still use when it was checked.
         available: u64,
+        /// What bounds `available`: the machine's available memory, `ulimit -v`, `ulimit -d`
+        /// or the cgroup's limit.
+        bound: &'static str,
     },
     /// A bounded structure is full (a ring, a pool, a heap of fixed capacity).
     #[error("capacity exceeded: {what} holds at most {capacity}")]

@@ -6,42 +6,142 @@
 //! and allocations go through `try_reserve`: a header claiming four billion vertices becomes
 //! [`Error::HostOutOfMemory`] naming what it would need, never an abort.
 //!
+//! What the process "may use" is the smallest of four bounds ([`headroom`]): the machine's
+//! `MemAvailable`, the address-space limit (`ulimit -v`, `RLIMIT_AS`) less the address space
+//! already mapped, the data limit (`ulimit -d`, `RLIMIT_DATA`) less the data already mapped,
+//! and the cgroup's memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`, the tightest
+//! of the process's cgroup and its ancestors) less what the cgroup uses. A container or a
+//! `ulimit` that the machine's free memory knows nothing about is then refused at once too.
+//!
 //! The check is an estimate made before the work starts, not a reservation: two allocations
 //! that each fit may not fit together. Callers that know their peak add their buffers up and
 //! check the sum once ([`ensure_available`]); the `try_*` helpers check each buffer as it is made.
 
 use crate::error::{Error, Result};
 
-/// Bytes of memory the machine can give this process now without swapping (Linux
-/// `MemAvailable`), or `None` where that cannot be read.
+/// The machine's available memory, the bound where nothing tighter applies.
+const MACHINE: &str = "the machine's available memory";
+
+/// Bytes of memory this process may still use (see the module docs), or `None` where no
+/// bound can be read.
 pub fn available() -> Option<u64> {
+    headroom().map(|(bytes, _)| bytes)
+}
+
+/// [`available`] and what bounds it: the machine's available memory, `ulimit -v`,
+/// `ulimit -d` or the cgroup's memory limit.
+pub fn headroom() -> Option<(u64, &'static str)> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let (address_space, data) = crate::sys::memory_rlimits();
+    [
+        mem_available().map(|b| (b, MACHINE)),
+        address_space.map(|limit| {
+            let used = status_kib(&status, "VmSize:").unwrap_or(0);
+            (
+                limit.saturating_sub(used),
+                "the address-space limit, ulimit -v",
+            )
+        }),
+        data.map(|limit| {
+            let used = status_kib(&status, "VmData:").unwrap_or(0);
+            (
+                limit.saturating_sub(used),
+                "the data-segment limit, ulimit -d",
+            )
+        }),
+        cgroup_headroom().map(|b| (b, "the cgroup's memory limit")),
+    ]
+    .into_iter()
+    .flatten()
+    .min_by_key(|&(bytes, _)| bytes)
+}
+
+/// Linux `MemAvailable`: what the machine can give without swapping.
+fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    status_kib(&text, "MemAvailable:")
+}
+
+/// The value in bytes of a `Key:   N kB` line of a `/proc` file.
+fn status_kib(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
-        let rest = l.strip_prefix("MemAvailable:")?;
+        let rest = l.strip_prefix(key)?;
         let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
         kib.checked_mul(1024)
     })
+}
+
+/// The tightest `limit - usage` over the process's memory cgroup and its ancestors (cgroup v2,
+/// else v1), or `None` where no limit is set or none can be read.
+fn cgroup_headroom() -> Option<u64> {
+    let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let number = |path: std::path::PathBuf| -> Option<u64> {
+        // "max" (v2) and v1's page-rounded i64::MAX both mean no limit.
+        let v: u64 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+        (v < 1 << 62).then_some(v)
+    };
+    let tightest = |root: &str, group: &str, limit: &str, usage: &str| {
+        let mut dir = std::path::PathBuf::from(root).join(group.trim_start_matches('/'));
+        let mut best: Option<u64> = None;
+        loop {
+            if let (Some(max), Some(used)) = (number(dir.join(limit)), number(dir.join(usage))) {
+                let room = max.saturating_sub(used);
+                best = Some(best.map_or(room, |b| b.min(room)));
+            }
+            if dir.as_os_str().len() <= root.len() || !dir.pop() {
+                return best;
+            }
+        }
+    };
+    // cgroup v1's memory controller where it is mounted, else the v2 group (a hybrid
+    // machine lists both).
+    let group_of = |wanted: &dyn Fn(&str, &str) -> bool| {
+        membership.lines().find_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            let (_, controllers, group) = (fields.next()?, fields.next()?, fields.next()?);
+            wanted(line, controllers).then_some(group)
+        })
+    };
+    if let Some(group) = group_of(&|_, c| c.split(',').any(|c| c == "memory")) {
+        return tightest(
+            "/sys/fs/cgroup/memory",
+            group,
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+        );
+    }
+    let group = group_of(&|line, c| line.starts_with("0:") && c.is_empty())?;
+    tightest("/sys/fs/cgroup", group, "memory.max", "memory.current")
+}
+
+/// [`Error::HostOutOfMemory`] for `what`, which needs `needed` bytes, with the current bound:
+/// for an allocation that failed (`try_reserve`) after the checks let it through.
+pub fn out_of_memory(what: &str, needed: u64) -> Error {
+    let (available, bound) = headroom().unwrap_or((0, MACHINE));
+    Error::HostOutOfMemory {
+        what: what.to_string(),
+        needed,
+        available,
+        bound,
+    }
 }
 
 /// `count` elements of `T` in bytes, or an error naming `what` when the product overflows.
 pub fn bytes_of<T>(count: u64, what: &str) -> Result<u64> {
     count
         .checked_mul(std::mem::size_of::<T>() as u64)
-        .ok_or_else(|| Error::HostOutOfMemory {
-            what: what.to_string(),
-            needed: u64::MAX,
-            available: available().unwrap_or(0),
-        })
+        .ok_or_else(|| out_of_memory(what, u64::MAX))
 }
 
-/// Fails with [`Error::HostOutOfMemory`] when `bytes` exceed the memory available now.
-/// Where availability cannot be read, only allocation itself can fail.
+/// Fails with [`Error::HostOutOfMemory`] when `bytes` exceed what the process may still use.
+/// Where no bound can be read, only allocation itself can fail.
 pub fn ensure_available(bytes: u64, what: &str) -> Result<()> {
-    match available() {
-        Some(avail) if bytes > avail => Err(Error::HostOutOfMemory {
+    match headroom() {
+        Some((available, bound)) if bytes > available => Err(Error::HostOutOfMemory {
             what: what.to_string(),
             needed: bytes,
-            available: avail,
+            available,
+            bound,
         }),
         _ => Ok(()),
     }
@@ -54,11 +154,7 @@ pub fn try_with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>> {
     ensure_available(bytes, what)?;
     let mut v = Vec::new();
     v.try_reserve_exact(len)
-        .map_err(|_| Error::HostOutOfMemory {
-            what: what.to_string(),
-            needed: bytes,
-            available: available().unwrap_or(0),
-        })?;
+        .map_err(|_| out_of_memory(what, bytes))?;
     Ok(v)
 }
 

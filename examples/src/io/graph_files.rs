@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use asym_runtime::{Error, Result};
+use asym_runtime::{host_memory, Error, Result};
 
 use crate::graph::{Edge, Graph};
 
@@ -71,17 +71,26 @@ fn weight_int(source: &str, line: usize, tok: &str) -> Result<u32> {
 }
 
 fn read_lines(
-    reader: impl BufRead,
+    mut reader: impl BufRead,
     source: &str,
-    mut each: impl FnMut(usize, &str) -> Result<()>,
+    each: impl FnMut(usize, &str) -> Result<()>,
 ) -> Result<()> {
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| Error::Io {
-            path: format!("{source}, line {}", i + 1),
-            source: e,
-        })?;
-        each(i + 1, &line)?;
+    super::input::for_each_line(&mut reader, source, each)
+}
+
+/// Appends `edge`, growing `edges` only by what the process may still hold (a file of
+/// endless valid lines is refused when memory runs out, never aborted).
+fn push_edge(edges: &mut Vec<Edge>, edge: Edge, source: &str) -> Result<()> {
+    if edges.len() == edges.capacity() {
+        let extra = edges.len().max(1 << 16);
+        let what = format!("the edges of {source}");
+        let bytes = host_memory::bytes_of::<Edge>(extra as u64, &what)?;
+        host_memory::ensure_available(bytes, &what)?;
+        edges
+            .try_reserve_exact(extra)
+            .map_err(|_| host_memory::out_of_memory(&what, bytes))?;
     }
+    edges.push(edge);
     Ok(())
 }
 
@@ -118,24 +127,30 @@ impl Graph {
                     }
                     let num = |tok| count(source, line, tok);
                     let (n, m) = (num(t[1])?, num(t[2])?);
-                    // A header may claim more than the file holds: reserve a little, grow with the file.
-                    edges.reserve(m.min(1 << 20));
+                    // A header may claim more than the file holds: grow with the file.
                     header = Some((n, m));
                     Ok(())
                 }
                 Some("a") => {
-                    let (n, _) =
+                    let (n, m) =
                         header.ok_or_else(|| bad(source, line, "an arc before the `p sp` line"))?;
                     let t: Vec<&str> = tok.collect();
                     if t.len() != 3 {
                         return Err(bad(source, line, "expected `a FROM TO WEIGHT`"));
                     }
-                    edges.push((
+                    if edges.len() == m {
+                        return Err(bad(
+                            source,
+                            line,
+                            format!("more than the {m} arcs the `p` line announces"),
+                        ));
+                    }
+                    let edge = (
                         vertex(source, line, t[0], n)?,
                         vertex(source, line, t[1], n)?,
                         weight_int(source, line, t[2])?,
-                    ));
-                    Ok(())
+                    );
+                    push_edge(&mut edges, edge, source)
                 }
                 Some(other) => Err(bad(
                     source,
@@ -239,7 +254,6 @@ impl Graph {
                         format!("a {r} × {c} matrix: a graph needs a square one"),
                     ));
                 }
-                edges.reserve(nnz.min(1 << 20));
                 size = Some((r, nnz));
                 return Ok(());
             };
@@ -284,8 +298,7 @@ impl Graph {
                 }
                 s as u32
             };
-            edges.push((i, j, w));
-            Ok(())
+            push_edge(&mut edges, (i, j, w), source)
         })?;
         let Some((_, symmetric)) = banner else {
             return Err(Error::parse_file(source, "empty file"));
@@ -307,14 +320,10 @@ impl Graph {
     /// Reads `path` by its extension: `.gr` (DIMACS) or `.mtx` (Matrix Market).
     pub fn read(path: &Path, mtx: &MtxOptions) -> Result<Self> {
         let source = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| Error::Io {
-            path: source.clone(),
-            source: e,
-        })?;
-        let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut input = super::input::Input::open(path)?;
         match path.extension().and_then(|e| e.to_str()) {
-            Some("gr") => Graph::parse_dimacs(reader, &source),
-            Some("mtx") => Graph::parse_mtx(reader, &source, mtx),
+            Some("gr") => Graph::parse_dimacs(input.reader(), &source),
+            Some("mtx") => Graph::parse_mtx(input.reader(), &source, mtx),
             _ => Err(Error::parse_file(
                 source,
                 "unknown graph format (expected a .gr or .mtx file)",

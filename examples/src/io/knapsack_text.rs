@@ -40,12 +40,15 @@ impl Instance {
             if v.len() != 2 {
                 return Err(bad(line, "expected `profit weight`".into()));
             }
-            let profit = u64::try_from(v[0])
-                .map_err(|_| bad(line, format!("profit {} must be ≥ 0", v[0])))?;
-            let weight = u64::try_from(v[1])
-                .ok()
-                .filter(|&w| w >= 1)
-                .ok_or_else(|| bad(line, format!("weight {} must be ≥ 1", v[1])))?;
+            let in_range = |what: &str, v: i128, least: i128| match u64::try_from(v) {
+                Ok(x) if v >= least => Ok(x),
+                Ok(_) | Err(_) if v < least => {
+                    Err(bad(line, format!("{what} {v} must be ≥ {least}")))
+                }
+                _ => Err(bad(line, format!("{what} {v} exceeds 2^64 - 1"))),
+            };
+            let profit = in_range("profit", v[0], 0)?;
+            let weight = in_range("weight", v[1], 1)?;
             items.push(Item { profit, weight });
         }
         if items.len() != n {

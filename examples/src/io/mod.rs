@@ -5,8 +5,10 @@
 //! and checks sizes against the file and the machine before allocating.
 
 pub mod graph_files;
+pub mod input;
 mod knapsack_text;
 mod list_files;
 pub mod npy;
+mod npy_header;
 pub mod output;
 pub mod tree_files;

@@ -1,6 +1,9 @@
-//! Minimal NumPy `.npy` reading and writing for k-selection inputs and outputs: little-endian
-//! `int32`, `uint32` and `float32`, C order, 1-D or 2-D. Anything else is refused with a
-//! message that says what the file holds.
+//! NumPy `.npy` reading and writing for k-selection inputs and outputs: `int32`, `uint32` and
+//! `float32`, 1-D or 2-D. Reading takes what numpy writes and reads: format versions 1.0 to
+//! 3.0, either byte order, C or Fortran order (rearranged into rows), the header parsed as the
+//! Python literal it is ([`npy_header`](super::npy_header)); bytes after the data are ignored,
+//! as `numpy.load` ignores them. Anything else is refused with a message that says what the
+//! file holds. Writing gives a 1-D little-endian version 1.0 file.
 //!
 //! Kept instead of the `npyz` crate because npyz 0.8 multiplies a header's shape unchecked
 //! (a wrap in release, a panic in debug) and reserves the header's element count before
@@ -11,6 +14,9 @@ use std::io::Read;
 use std::path::Path;
 
 use asym_runtime::{host_memory, Error, Result};
+
+use super::input::Input;
+use super::npy_header;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
@@ -99,114 +105,186 @@ impl NpyElement for f32 {
     }
 }
 
-fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
-    Error::parse_file(path.display().to_string(), why)
+fn bad(name: &str, why: impl std::fmt::Display) -> Error {
+    Error::parse_file(name, why)
 }
 
-/// Finds `'key': value` in a header dict and returns the value's text.
-fn header_value<'h>(header: &'h str, key: &str) -> Option<&'h str> {
-    let at = header.find(&format!("'{key}'"))? + key.len() + 2;
-    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
-    let end = if rest.starts_with('(') {
-        rest.find(')')? + 1
-    } else {
-        rest.find([',', '}']).unwrap_or(rest.len())
-    };
-    Some(rest[..end].trim())
-}
+/// The longest header read: numpy's own limit (`max_header_size`, 10,000 bytes), far beyond
+/// the 118 bytes it writes.
+const MOST_HEADER_BYTES: usize = 10_000;
 
-/// Reads a `.npy` file of `int32`, `uint32` or `float32`, 1-D or 2-D.
+/// Reads a `.npy` file (or `-`, standard input) of `int32`, `uint32` or `float32`, 1-D or 2-D.
 pub fn read(path: &Path) -> Result<NpyArray> {
-    if path.extension().and_then(|e| e.to_str()) != Some("npy") {
-        return Err(bad(path, "not a .npy file (the name must end in .npy)"));
+    let name = path.display().to_string();
+    if path != Path::new("-") && path.extension().and_then(|e| e.to_str()) != Some("npy") {
+        return Err(bad(&name, "not a .npy file (the name must end in .npy)"));
     }
-    let mut f = std::fs::File::open(path).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
-    parse(path, &bytes)
+    let mut input = Input::open(path)?;
+    let size = input.size();
+    read_from(input.reader(), &name, size)
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<NpyArray> {
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(bad(path, "not a NumPy .npy file (bad magic)"));
+/// Reads exactly `buf.len()` bytes, or says how many there were.
+fn read_exactly(reader: &mut dyn Read, buf: &mut [u8], name: &str) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::Io {
+                    path: name.to_string(),
+                    source: e,
+                })
+            }
+        }
     }
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-        v => return Err(bad(path, format!("unsupported .npy version {v}"))),
+    Ok(got)
+}
+
+/// The dtype a header's `descr` names, and whether its bytes are big-endian.
+fn dtype_of(descr: &str) -> Option<(Dtype, bool)> {
+    let (order, kind) = match descr.chars().next()? {
+        o @ ('<' | '>' | '=' | '|') => (o, &descr[1..]),
+        _ => ('=', descr),
     };
-    let header = bytes
-        .get(start..start + header_len)
-        .and_then(|h| std::str::from_utf8(h).ok())
-        .ok_or_else(|| bad(path, "truncated or non-text header"))?;
-    let descr = header_value(header, "descr").ok_or_else(|| bad(path, "header has no 'descr'"))?;
-    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    let dtype = match descr {
-        "<i4" | "=i4" => Dtype::I32,
-        "<u4" | "=u4" => Dtype::U32,
-        "<f4" | "=f4" => Dtype::F32,
-        other => {
+    let dtype = match kind {
+        "i4" | "int32" => Dtype::I32,
+        "u4" | "uint32" => Dtype::U32,
+        "f4" | "float32" => Dtype::F32,
+        _ => return None,
+    };
+    Some((
+        dtype,
+        order == '>' || (order == '=' && cfg!(target_endian = "big")),
+    ))
+}
+
+/// Reads an array from `reader` (`size`: the whole input's bytes, where known), every length
+/// bounded before it is buffered.
+fn read_from(reader: &mut dyn Read, name: &str, size: Option<u64>) -> Result<NpyArray> {
+    let mut preamble = [0u8; 12];
+    let got = read_exactly(reader, &mut preamble[..10], name)?;
+    if got < 10 || &preamble[..6] != MAGIC {
+        return Err(bad(name, "not a NumPy .npy file (bad magic)"));
+    }
+    let (major, minor) = (preamble[6], preamble[7]);
+    let (header_len, start) = match major {
+        1 => (u16::from_le_bytes([preamble[8], preamble[9]]) as usize, 10),
+        2 | 3 => {
+            if read_exactly(reader, &mut preamble[10..12], name)? < 2 {
+                return Err(bad(name, "truncated header length"));
+            }
+            let len = u32::from_le_bytes([preamble[8], preamble[9], preamble[10], preamble[11]]);
+            (len as usize, 12)
+        }
+        _ => {
             return Err(bad(
-                path,
+                name,
                 format!(
-                    "dtype {other} is not supported (use int32, uint32 or float32, little-endian)"
+                    "unsupported .npy format version {major}.{minor} (numpy writes 1.0 to 3.0)"
                 ),
             ))
         }
     };
-    match header_value(header, "fortran_order") {
-        Some("False") => {}
-        Some(_) => return Err(bad(path, "Fortran-ordered arrays are not supported")),
-        None => return Err(bad(path, "header has no 'fortran_order'")),
-    }
-    let shape_text =
-        header_value(header, "shape").ok_or_else(|| bad(path, "header has no 'shape'"))?;
-    let shape: Vec<usize> = shape_text
-        .trim_matches(|c| c == '(' || c == ')')
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<usize>()
-                .map_err(|_| bad(path, format!("bad shape {shape_text}")))
-        })
-        .collect::<Result<_>>()?;
-    if shape.is_empty() || shape.len() > 2 {
+    if header_len > MOST_HEADER_BYTES {
         return Err(bad(
-            path,
-            format!("shape {shape_text}: expected a 1-D list or 2-D rows"),
+            name,
+            format!("a header of {header_len} bytes exceeds numpy's limit of {MOST_HEADER_BYTES}"),
         ));
     }
-    let count = shape
-        .iter()
-        .try_fold(1usize, |a, &b| a.checked_mul(b))
-        .ok_or_else(|| bad(path, "shape overflows"))?;
-    let data = &bytes[start + header_len..];
-    let needed = count.checked_mul(4);
-    if needed != Some(data.len()) {
-        let needed = needed.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string());
-        return Err(bad(
-            path,
+    let mut header = vec![0u8; header_len];
+    if read_exactly(reader, &mut header, name)? < header_len {
+        return Err(bad(name, "the file ends inside its header"));
+    }
+    // Versions 1 and 2 are latin-1, version 3 UTF-8.
+    let text = if major == 3 {
+        String::from_utf8(header).map_err(|_| bad(name, "a version 3 header that is not UTF-8"))?
+    } else {
+        header.iter().map(|&b| b as char).collect()
+    };
+    let header = npy_header::parse(&text).map_err(|why| bad(name, why))?;
+    let (dtype, big_endian) = dtype_of(&header.descr).ok_or_else(|| {
+        bad(
+            name,
             format!(
-                "shape {shape_text} needs {needed} bytes of data, the file has {}",
-                data.len()
+                "dtype {} is not supported (use int32, uint32 or float32)",
+                header.descr
+            ),
+        )
+    })?;
+    let shape_text = format!("{:?}", header.shape);
+    if header.shape.is_empty() || header.shape.len() > 2 {
+        return Err(bad(
+            name,
+            format!(
+                "shape {shape_text} has {} dimensions: expected a 1-D list or 2-D rows",
+                header.shape.len()
             ),
         ));
     }
-    let bits = data
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let shape: Vec<usize> = header
+        .shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| bad(name, "shape overflows")))
+        .collect::<Result<_>>()?;
+    let needed = shape
+        .iter()
+        .try_fold(4usize, |a, &b| a.checked_mul(b))
+        .ok_or_else(|| {
+            bad(
+                name,
+                format!("shape {shape_text} needs more than 2^64 bytes"),
+            )
+        })?;
+    let data_size = size.map(|s| s.saturating_sub((start + header_len) as u64));
+    if let Some(have) = data_size.filter(|&have| have < needed as u64) {
+        return Err(bad(
+            name,
+            format!("shape {shape_text} needs {needed} bytes of data, the file has {have}"),
+        ));
+    }
+    let mut bits: Vec<u32> = host_memory::try_with_capacity(
+        needed / 4,
+        &format!("the {} elements of {name}", needed / 4),
+    )?;
+    let mut chunk = vec![0u8; (1 << 20).min(needed.max(4))];
+    while bits.len() * 4 < needed {
+        let want = (needed - bits.len() * 4).min(chunk.len());
+        let got = read_exactly(reader, &mut chunk[..want], name)?;
+        let word = |c: &[u8]| {
+            let b = [c[0], c[1], c[2], c[3]];
+            if big_endian {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        bits.extend(chunk[..got - got % 4].chunks_exact(4).map(word));
+        if got < want {
+            return Err(bad(
+                name,
+                format!(
+                    "shape {shape_text} needs {needed} bytes of data, the input has {}",
+                    bits.len() * 4 + got % 4
+                ),
+            ));
+        }
+    }
+    if header.fortran_order && shape.len() == 2 {
+        bits = column_major_to_rows(&bits, shape[0], shape[1]);
+    }
     Ok(NpyArray { dtype, shape, bits })
+}
+
+/// A `rows x cols` array stored column after column, rearranged row after row.
+fn column_major_to_rows(bits: &[u32], rows: usize, cols: usize) -> Vec<u32> {
+    let mut out = Vec::with_capacity(bits.len());
+    for r in 0..rows {
+        out.extend((0..cols).map(|c| bits[c * rows + r]));
+    }
+    out
 }
 
 /// Writes a 1-D `.npy` file of `values`.
@@ -257,62 +335,84 @@ mod tests {
         std::fs::remove_file(&p).unwrap();
     }
 
-    #[test]
-    fn reads_numpy_written_2d_headers_and_refuses_the_rest() {
-        let p = Path::new("x.npy");
-        let make = |h: &str, data: &[u8]| {
-            let mut v = MAGIC.to_vec();
-            v.extend_from_slice(&[1, 0]);
+    /// An array from `bytes`, as from a regular file, or from a stream (no size known).
+    fn parse(bytes: &[u8]) -> Result<NpyArray> {
+        let file = read_from(&mut &bytes[..], "x.npy", Some(bytes.len() as u64));
+        let stream = read_from(&mut &bytes[..], "x.npy", None);
+        assert_eq!(file.is_ok(), stream.is_ok(), "{file:?} {stream:?}");
+        file
+    }
+
+    fn make(major: u8, h: &str, data: &[u8]) -> Vec<u8> {
+        let mut v = MAGIC.to_vec();
+        v.extend_from_slice(&[major, 0]);
+        if major == 1 {
             v.extend_from_slice(&(h.len() as u16).to_le_bytes());
-            v.extend_from_slice(h.as_bytes());
-            v.extend_from_slice(data);
-            v
+        } else {
+            v.extend_from_slice(&(h.len() as u32).to_le_bytes());
+        }
+        v.extend_from_slice(h.as_bytes());
+        v.extend_from_slice(data);
+        v
+    }
+
+    #[test]
+    fn reads_what_numpy_writes_in_every_version_order_and_layout() {
+        let words: Vec<u8> = [1u32, 2, 3, 4, 5, 6]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let c = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }\n";
+        for major in [1, 2, 3] {
+            let a = parse(&make(major, c, &words)).unwrap();
+            assert_eq!(
+                (a.shape.clone(), a.bits.clone()),
+                (vec![2, 3], vec![1, 2, 3, 4, 5, 6])
+            );
+        }
+        // Fortran order: columns stored one after the other, read back as rows.
+        let f = r#"{"descr": "<u4", "fortran_order": True, "shape": (2, 3)}"#;
+        let a = parse(&make(1, f, &words)).unwrap();
+        assert_eq!(a.bits, [1, 3, 5, 2, 4, 6]);
+        // Big-endian data, and bytes after the data (ignored, as numpy.load does).
+        let mut be: Vec<u8> = [7u32, 8].iter().flat_map(|w| w.to_be_bytes()).collect();
+        be.extend_from_slice(b"trailing");
+        let b = "{'descr': '>f4', 'fortran_order': False, 'shape': (2,)}";
+        let a = parse(&make(1, b, &be)).unwrap();
+        assert_eq!((a.dtype, a.bits.clone()), (Dtype::F32, vec![7, 8]));
+        let empty = "{'descr': '<i4', 'fortran_order': False, 'shape': (0,)}";
+        assert!(parse(&make(1, empty, &[])).unwrap().bits.is_empty());
+    }
+
+    #[test]
+    fn refuses_what_numpy_refuses_and_what_asym_cannot_hold() {
+        let e = |bytes: Vec<u8>| parse(&bytes).unwrap_err().to_string();
+        let h = |shape: &str, descr: &str| {
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}\n")
         };
-        let ok = make(
-            "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1), }\n",
-            &[1, 0, 0, 0, 2, 0, 0, 0],
+        assert!(e(make(1, &h("(1,)", "<f8"), &[0; 8])).contains("<f8"));
+        assert!(e(make(1, &h("(3,)", "<i4"), &[0; 8])).contains("12 bytes"));
+        assert!(e(make(1, &h("((4,),)", "<i4"), &[0; 16])).contains("holds a tuple"));
+        assert!(e(make(1, &h("(4,,)", "<i4"), &[0; 16])).contains("Python literal"));
+        assert!(e(make(1, &h("4", "<i4"), &[0; 16])).contains("not a tuple"));
+        let lowercase = "{'descr': '<i4', 'fortran_order': false, 'shape': (1,)}";
+        let why = e(make(1, lowercase, &[0; 4]));
+        assert!(
+            why.contains("Python literal") && !why.contains("Fortran"),
+            "{why}"
         );
-        let a = parse(p, &ok).unwrap();
-        assert_eq!(a.shape, vec![2, 1]);
-        let f8 = make(
-            "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n",
-            &[0; 8],
-        );
-        assert!(parse(p, &f8).unwrap_err().to_string().contains("<f8"));
-        let fort = make(
-            "{'descr': '<i4', 'fortran_order': True, 'shape': (1,), }\n",
-            &[0; 4],
-        );
-        assert!(parse(p, &fort).unwrap_err().to_string().contains("Fortran"));
-        let short = make(
-            "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }\n",
-            &[0; 8],
-        );
-        assert!(parse(p, &short)
-            .unwrap_err()
-            .to_string()
-            .contains("12 bytes"));
         // A header claiming 2^62 elements over four bytes of data: the size check must not wrap.
-        let lie = make(
-            "{'descr': '<i4', 'fortran_order': False, 'shape': (4611686018427387904,), }\n",
-            &[0; 4],
-        );
-        let e = parse(p, &lie).unwrap_err().to_string();
-        assert!(e.contains("more than 2^64"), "{e}");
-        let lie2 = make(
-            "{'descr': '<i4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }\n",
-            &[0; 4],
-        );
-        assert!(parse(p, &lie2).is_err());
-        let d3 = make(
-            "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 1, 1), }\n",
-            &[0; 4],
-        );
-        assert!(parse(p, &d3).is_err());
-        assert!(parse(p, b"PK\x03\x04 zip file")
-            .unwrap_err()
-            .to_string()
-            .contains("magic"));
+        let lie = h("(4611686018427387904,)", "<i4");
+        assert!(e(make(1, &lie, &[0; 4])).contains("more than 2^64"));
+        assert!(parse(&make(1, &h("(4611686018427387904, 4)", "<i4"), &[0; 4])).is_err());
+        assert!(e(make(1, &h("(1, 1, 1)", "<i4"), &[0; 4])).contains("3 dimensions"));
+        assert!(e(make(1, &h("()", "<i4"), &[0; 4])).contains("0 dimensions"));
+        assert!(e(make(4, &h("(1,)", "<i4"), &[0; 4])).contains("version 4.0"));
+        let mut huge = make(2, "", &[]);
+        huge[8..12].copy_from_slice(&1_000_000u32.to_le_bytes());
+        assert!(e(huge).contains("numpy's limit"));
+        assert!(e(make(1, &h("(1,)", "<i4"), &[])[..20].to_vec()).contains("inside its header"));
+        assert!(e(b"PK\x03\x04 zip file".to_vec()).contains("magic"));
         assert!(read(Path::new("data.csv"))
             .unwrap_err()
             .to_string()

@@ -433,8 +433,9 @@ pub(crate) fn filled_huge<T: Send>(n: usize, make: impl Fn() -> T + Sync + Send)
 /// The error a search gives when a distance would not fit its 32-bit words.
 pub(crate) fn overflow_error(graph: &Graph) -> Error {
     Error::InvalidArgument(format!(
-        "a shortest distance exceeds {DISTANCE_LIMIT}: the parallel searches keep 32-bit \
-         distances (the largest weight here is {}; scale the weights down)",
+        "a shortest distance reaches {DISTANCE_LIMIT} (2^32 - 2), the most the parallel \
+         searches' 32-bit distances hold (the largest weight here is {}; scale the weights \
+         down)",
         graph.max_weight()
     ))
 }

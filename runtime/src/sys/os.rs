@@ -160,3 +160,19 @@ impl Drop for RemoveOnInterrupt {
         }
     }
 }
+
+/// The soft limits on the process's address space (`RLIMIT_AS`, `ulimit -v`) and data
+/// segment (`RLIMIT_DATA`, `ulimit -d`) in bytes, each `None` where unlimited or unreadable.
+pub(crate) fn memory_rlimits() -> (Option<u64>, Option<u64>) {
+    let soft = |resource| {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct it is given, which lives on this stack
+        // frame for the call; failure (-1) is mapped to None.
+        let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
+        (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
+    };
+    (soft(libc::RLIMIT_AS), soft(libc::RLIMIT_DATA))
+}
