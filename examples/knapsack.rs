@@ -240,11 +240,12 @@ fn options(args: &Args) -> Result<SolveOptions> {
     if let Some(k) = args.batch.filter(|k| !k.is_power_of_two()) {
         return Err(Error::flag("--batch", k, "K must be a power of two"));
     }
-    if !(args.time_limit >= 0.0 && args.time_limit.is_finite()) {
+    // 10^9 s (31 years) keeps every deadline a representable instant.
+    if !(0.0..=1e9).contains(&args.time_limit) {
         return Err(Error::flag(
             "--time-limit",
             args.time_limit,
-            "seconds: 0 (no limit) or more",
+            "seconds: 0 (no limit) up to 1e9",
         ));
     }
     Ok(SolveOptions {

@@ -167,7 +167,16 @@ fn list_run(
     let options = ListOptions {
         device_share: args.device_share,
     };
-    let mut list = LockFreeList::positional_from(rt, &workload.initial, spare)?;
+    // An arena the device cannot hold is what the sizes asked for (exit 2), not a failure.
+    let mut list =
+        LockFreeList::positional_from(rt, &workload.initial, spare).map_err(|e| match e {
+            Error::OutOfMemory(why) => Error::flag(
+                "--spare-nodes",
+                args.spare_nodes,
+                format!("the list's arena does not fit the device ({why})"),
+            ),
+            e => e,
+        })?;
     // Set-up, as the arena: the launch's buffers are allocated before the clock
     // starts (copying the operations in and the results out is timed).
     list.reserve_batch(workload.ops.len())?;

@@ -4,9 +4,11 @@
 //! last line on stderr).
 //!
 //! Exit codes: 0 done (every checked answer equal to the reference); 1 the run failed (the
-//! device, a timeout, memory running out mid-run); 2 a usage error (a bad flag, a malformed
-//! or missing file, an unknown device, a size the machine cannot hold: nothing was run, or
-//! the run stopped before writing anything); 3 an answer differs from the reference.
+//! device, a timeout, memory running out mid-run); 2 a usage error, what the user gave (a bad
+//! flag, a malformed or missing file, an unknown device or one without a capability asked
+//! for, a size the machine or a structure's capacity cannot hold: nothing was run, or the run
+//! stopped before writing anything); 3 an answer differs from the reference. Every program
+//! ends through [`finish`], which applies this rule ([`is_usage_error`]).
 
 #![allow(dead_code)]
 
@@ -216,6 +218,8 @@ pub fn is_usage_error(e: &Error) -> bool {
             | Error::DeviceNotFound { .. }
             | Error::Io { .. }
             | Error::HostOutOfMemory { .. }
+            | Error::CapacityExceeded { .. }
+            | Error::Unsupported { .. }
             | Error::NoPlatform
     )
 }

@@ -10,6 +10,7 @@ use ocl::core::{CommandQueue, Event, Kernel as ClKernel, OclPrm};
 
 use crate::backoff::poll_within;
 use crate::error::{Error, Result, Side};
+use crate::faults::{FaultPoint, Faults};
 use crate::runtime::{Program, Runtime};
 use crate::sys::{self, SvmAlloc, SvmBuffer, SvmElement};
 
@@ -281,6 +282,8 @@ impl Kernel {
                 ));
             }
         }
+        let faults = self.rt.faults().clone();
+        faults.check(FaultPoint::Launch, || format!("kernel {}", self.name))?;
         let mut uses: Vec<Arc<SvmAlloc>> = Vec::new();
         for a in self.svm_args.iter().flatten().chain(self.indirect.iter()) {
             if !uses.iter().any(|u| Arc::ptr_eq(u, a)) {
@@ -304,6 +307,7 @@ impl Kernel {
                 timeout: self.rt.timeout(),
                 done: false,
                 unflushed: (!flush).then(|| queue.clone()),
+                faults,
             }),
             Err(e) => {
                 claimed.iter().for_each(|c| c.end_use());
@@ -323,6 +327,8 @@ pub struct Launch {
     done: bool,
     /// The queue of a launch enqueued without a flush, until a wait has flushed it.
     unflushed: Option<CommandQueue>,
+    /// The runtime's injected faults, checked at every wait.
+    faults: Arc<Faults>,
 }
 
 impl Launch {
@@ -355,6 +361,20 @@ impl Launch {
 
     /// Waits at most `timeout` for the kernel to finish; [`Error::Stalled`] names the kernel.
     pub fn wait_for(&mut self, timeout: Duration) -> Result<()> {
+        let name = self.name.clone();
+        if let Err(injected) = self
+            .faults
+            .check(FaultPoint::Wait, || format!("kernel {name}"))
+        {
+            // The kernel runs to its end first (see `crate::faults`): what it did stands.
+            self.wait_for_kernel(timeout)?;
+            return Err(injected);
+        }
+        self.wait_for_kernel(timeout)
+    }
+
+    /// [`Launch::wait_for`] without the fault check.
+    fn wait_for_kernel(&mut self, timeout: Duration) -> Result<()> {
         let name = self.name.clone();
         poll_within(
             timeout,
@@ -407,7 +427,8 @@ impl Drop for Launch {
         if self.done {
             return;
         }
-        if let Err(e) = self.wait_for(self.timeout) {
+        // Not a wait of the caller's: no fault is injected here (`crate::faults`).
+        if let Err(e) = self.wait_for_kernel(self.timeout) {
             // The kernel may still run: never free or hand back memory it can touch. Leak the
             // buffers (they stay marked in use, so the host cannot map them either).
             eprintln!("asym: {e}; leaking its SVM buffers to stay memory-safe");

@@ -17,6 +17,7 @@
 //! - [`host_memory`]: sizes from files and flags checked against the machine, fallible
 //!   allocation.
 //! - [`env`](mod@env): the `ASYM_*` variables, parsed as strictly as flags.
+//! - [`faults`]: a runtime made to fail its n-th launch, map, allocation or wait (tests, soak).
 //! - [`Named`]: the stable names of modes, transports and strategies, read back in one place.
 //! - [`Error`]: the one error type.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
@@ -27,6 +28,7 @@ mod device;
 pub mod diag;
 pub mod env;
 mod error;
+pub mod faults;
 pub mod host_memory;
 mod kernel;
 mod latency;
@@ -42,6 +44,7 @@ mod transport;
 pub use asym_kernels::{KernelParams, KernelSource};
 pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel, DEVICE_ENV};
 pub use error::{status_name, Error, Result, Side};
+pub use faults::{FaultPoint, Faults};
 pub use kernel::{ArgIndex, Kernel, Launch, Queue};
 pub use latency::{
     BarrierGuard, CacheInfo, CpuTopology, LatencyPool, PoolOptions, SpinBarrier, WorkerInfo,

@@ -12,6 +12,7 @@ use ocl::core::{CommandQueue, Context, Program as ClProgram, ProgramBuildInfo};
 
 use crate::device::{select_device, DeviceProfile};
 use crate::error::{Error, Result};
+use crate::faults::{FaultPoint, Faults};
 use crate::kernel::{Kernel, Queue};
 use crate::signal::ring_protocol;
 use crate::sys::{SvmBuffer, SvmCache, SvmElement, SvmKind};
@@ -71,6 +72,8 @@ struct Inner {
     allocated_bytes: AtomicU64,
     /// Freed allocations kept for the next ones (`sys::SvmCache`).
     svm_cache: Arc<SvmCache>,
+    /// Injected faults ([`Runtime::faults`]).
+    faults: Arc<Faults>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -154,6 +157,7 @@ impl Runtime {
             }
         }
         let label = profile.label();
+        let faults = Arc::new(Faults::new(label.clone()));
         let cache_limit = match crate::env::parsed::<u64>(SVM_CACHE_ENV, "MiB (a whole number)")? {
             Some(mib) => mib.saturating_mul(1 << 20),
             None => (SVM_CACHE_MOST as u64).min(profile.global_mem_bytes / 16),
@@ -181,9 +185,16 @@ impl Runtime {
                 allocations: AtomicU64::new(0),
                 allocated_bytes: AtomicU64::new(0),
                 svm_cache,
+                faults,
             }),
             queue,
         })
+    }
+
+    /// The runtime's fault injection, shared by every handle of this device
+    /// ([`crate::faults`]): for tests and the soak of what structures hold after a failure.
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.inner.faults
     }
 
     /// The device's profile.
@@ -232,6 +243,9 @@ impl Runtime {
     ///
     /// [`DeviceBuffer`]: crate::DeviceBuffer
     pub fn device_buffer<T: SvmElement>(&self, len: usize) -> Result<crate::DeviceBuffer<T>> {
+        self.inner
+            .faults
+            .check(FaultPoint::Alloc, || "a device buffer".into())?;
         crate::DeviceBuffer::new(&self.inner.context, &self.queue, len)
     }
 
@@ -249,7 +263,8 @@ impl Runtime {
         self.check_svm_kind(kind)?;
         self.count_allocation::<T>(len);
         let cache = Some(&self.inner.svm_cache);
-        SvmBuffer::allocate(&self.inner.context, &queue.queue, len, kind, cache)
+        let faults = Some(&self.inner.faults);
+        SvmBuffer::allocate(&self.inner.context, &queue.queue, len, kind, cache, faults)
     }
 
     /// Allocates `len` zeroed elements of SVM of `kind`, if the device supports it.
@@ -257,7 +272,8 @@ impl Runtime {
         self.check_svm_kind(kind)?;
         self.count_allocation::<T>(len);
         let cache = Some(&self.inner.svm_cache);
-        SvmBuffer::allocate(&self.inner.context, &self.queue, len, kind, cache)
+        let faults = Some(&self.inner.faults);
+        SvmBuffer::allocate(&self.inner.context, &self.queue, len, kind, cache, faults)
     }
 
     /// SVM allocations asked of this runtime so far: how many, how many reused a freed

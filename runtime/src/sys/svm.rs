@@ -36,6 +36,7 @@ use super::svm_cache::SvmCache;
 use super::svm_map::{SvmMap, SvmReadMap};
 use crate::backoff::poll_within;
 use crate::error::{Error, Result, Side};
+use crate::faults::{FaultPoint, Faults};
 
 const MAPPED: usize = 1;
 const IN_FLIGHT_ONE: usize = 2;
@@ -131,6 +132,8 @@ pub(crate) struct SvmAlloc {
     pending_unmap: Mutex<Option<Event>>,
     /// Where the allocation goes when its last owner drops (else back to the driver).
     cache: Option<Arc<SvmCache>>,
+    /// The runtime's injected faults, checked at every map (`None`: outside a runtime).
+    faults: Option<Arc<Faults>>,
 }
 
 // SAFETY: the allocation is plain memory owned by this object; every host access goes through
@@ -223,6 +226,7 @@ impl SvmAlloc {
             state: AtomicUsize::new(0),
             pending_unmap: Mutex::new(None),
             cache,
+            faults: None,
         }
     }
 
@@ -369,6 +373,9 @@ impl SvmAlloc {
     /// [`SvmAlloc::map_raw`] of bytes `at..at + bytes` only (checked by the caller to lie
     /// inside the allocation): on coarse SVM only that range travels.
     fn map_raw_range(&self, access: MapAccess, at: usize, bytes: usize) -> Result<RawMap<'_>> {
+        if let Some(faults) = &self.faults {
+            faults.check(FaultPoint::Map, || "an SVM map".into())?;
+        }
         let claim = self.map_claim()?;
         let raw = RawMap {
             alloc: self,
@@ -675,14 +682,19 @@ impl<T: SvmElement> SvmBuffer<T> {
         len: usize,
         kind: SvmKind,
         cache: Option<&Arc<SvmCache>>,
+        faults: Option<&Arc<Faults>>,
     ) -> Result<Self> {
+        if let Some(faults) = faults {
+            faults.check(FaultPoint::Alloc, || "an SVM allocation".into())?;
+        }
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::OutOfMemory(format!(
                 "{len} elements of {} bytes overflow",
                 size_of::<T>()
             ))
         })?;
-        let alloc = SvmAlloc::new(context, queue, bytes, kind, cache)?;
+        let mut alloc = SvmAlloc::new(context, queue, bytes, kind, cache)?;
+        alloc.faults = faults.cloned();
         Ok(SvmBuffer {
             alloc: Arc::new(alloc),
             len,

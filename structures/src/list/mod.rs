@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use asym_kernels::{cl_defines, ClConst};
+use asym_runtime::faults::retry_once;
 use asym_runtime::{Error, Kernel, LatencyPool, Mode, Result, Runtime, SvmBuffer, Transport};
 
 use crate::arena::{ArenaMap, ArenaStats, SvmArena};
@@ -395,7 +396,8 @@ impl LockFreeList {
             self.run_device_and_host(dev_ops, pool, host_ops, &mut statuses)?
         };
         let elapsed = started.elapsed();
-        let reclaimed = self.reclaim()?;
+        // The batch has taken effect: its report is not given up for a failed map.
+        let reclaimed = retry_once(|| self.reclaim())?;
         let count = |s: OpStatus| statuses.iter().filter(|&&x| x == s).count();
         Ok(BatchReport {
             done: count(OpStatus::Done),
@@ -458,14 +460,17 @@ impl LockFreeList {
             .arg_svm("launch_stats", launch_stats)?;
         let wg = 64;
         let t0 = Instant::now();
-        let launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;
+        let mut launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;
         let (dev_status, host_status) = statuses.split_at_mut(dev_ops.len());
         let pool = pool.filter(|_| !host_ops.is_empty());
         // Fine transport: the threads run while the launch is in flight; coarse: after it.
         let host_during = pool
             .filter(|_| rt.transport() == Transport::Fine)
             .map(|pool| self.run_host(pool, host_ops, host_status));
-        launch.wait()?;
+        // From the launch on the batch has taken effect: a failed wait or read is tried again
+        // once (`retry_once`) rather than return with the list changed and nothing reported.
+        retry_once(|| launch.wait_in_place())?;
+        drop(launch);
         let device_time = Some(t0.elapsed());
         let host_retries = match (host_during, pool) {
             (Some(r), _) => r?,
@@ -474,7 +479,7 @@ impl LockFreeList {
         };
         for (s, r) in dev_status
             .iter_mut()
-            .zip(results.read_range(0, dev_ops.len())?)
+            .zip(retry_once(|| results.read_range(0, dev_ops.len()))?)
         {
             *s = match (OpStatus::from_code(r), r) {
                 (Some(status), _) => status,
@@ -494,7 +499,7 @@ impl LockFreeList {
                 }
             };
         }
-        let [retries, error] = launch_stats.read()?[..] else {
+        let [retries, error] = retry_once(|| launch_stats.read())?[..] else {
             unreachable!("two words")
         };
         if error == LF_ERR_BOUND {
@@ -535,7 +540,16 @@ impl LockFreeList {
             let view = self.view()?;
             run_threads(pool, view, ops, statuses)
         } else {
-            let mut m = self.map()?;
+            // After a device share the batch has taken effect: a failed map is tried again
+            // once (as `retry_once` does; the guard borrows `self`, so by hand).
+            let mut retried = false;
+            let mut m = loop {
+                match self.map() {
+                    Ok(m) => break m,
+                    Err(e) if e.is_device_fault() && !retried => retried = true,
+                    Err(e) => return Err(e),
+                }
+            };
             let view = m.view();
             run_threads(pool, view, ops, statuses)
         }

@@ -13,6 +13,7 @@
 //! A bulk call is one operation: it runs under the heap's lock, between launches, so it
 //! linearizes at its call like any other host call.
 
+use asym_runtime::faults::retry_once;
 use asym_runtime::{
     DeviceKind, Error, Kernel, Launch, Program, Result, Runtime, SvmBuffer, SvmElement, SvmMap,
 };
@@ -140,8 +141,12 @@ impl BulkKernels {
             .arg_scalar("at", at as u64)?
             .arg_scalar("len", len as u64)?;
         // A later launch's submission (or a wait) carries this one to the device.
-        self.sort_in
-            .launch_unflushed(len.div_ceil(k) * wg, Some(wg))
+        // Retried once on a device fault (`retry_once`): a launch that failed was not
+        // enqueued, and inside a bulk call every launch is past the point of no return.
+        retry_once(|| {
+            self.sort_in
+                .launch_unflushed(len.div_ceil(k) * wg, Some(wg))
+        })
     }
 }
 
@@ -242,7 +247,7 @@ impl<'a, R: SvmElement> Sorter<'a, R> {
             .arg_scalar("count", count)?
             .arg_scalar("plen", plen)?;
         let items = stride_items(runs * self.k, self.wg);
-        let launch = self.kn.gather.launch_unflushed(items, Some(self.wg))?;
+        let launch = retry_once(|| self.kn.gather.launch_unflushed(items, Some(self.wg)))?;
         self.launches.push(launch);
         Ok(())
     }
@@ -272,8 +277,8 @@ impl<'a, R: SvmElement> Sorter<'a, R> {
                 .arg_scalar("run", run as u64)?
                 .arg_scalar("at", at as u64)?
                 .arg_scalar("first", first as u64)?;
-            self.launches
-                .push(merge_pass.launch_unflushed(tiles * wg, Some(wg))?);
+            let launch = retry_once(|| merge_pass.launch_unflushed(tiles * wg, Some(wg)))?;
+            self.launches.push(launch);
             return Ok(());
         }
         let kn = &mut *self.kn;
@@ -285,10 +290,8 @@ impl<'a, R: SvmElement> Sorter<'a, R> {
             .arg_scalar("tiles", to_u32(tiles, "batches in a bulk call")?)?
             .arg_scalar("at", at as u64)?
             .arg_scalar("first", first as u64)?;
-        self.launches.push(
-            kn.split
-                .launch_unflushed(tiles.div_ceil(wg) * wg, Some(wg))?,
-        );
+        let launch = retry_once(|| kn.split.launch_unflushed(tiles.div_ceil(wg) * wg, Some(wg)))?;
+        self.launches.push(launch);
         kn.merge
             .arg_svm("src", src)?
             .arg_svm("dst", dst)?
@@ -297,8 +300,8 @@ impl<'a, R: SvmElement> Sorter<'a, R> {
             .arg_scalar("run", run as u64)?
             .arg_scalar("at", at as u64)?
             .arg_scalar("first", first as u64)?;
-        self.launches
-            .push(kn.merge.launch_unflushed(tiles * wg, Some(wg))?);
+        let launch = retry_once(|| kn.merge.launch_unflushed(tiles * wg, Some(wg)))?;
+        self.launches.push(launch);
         Ok(())
     }
 
@@ -456,15 +459,20 @@ impl<T: DeviceHeapKey> Inner<T> {
         let io = self.staging.keys.as_mut().ok_or_else(|| {
             Error::corrupted("the device heap", "a bulk call lost its staging buffer")
         })?;
+        // The removed keys live only here now: each read is tried again once rather than
+        // lose them.
         Ok(match out {
             _ if n_out == 0 => Vec::new(),
-            Out::Return => T::download(io.read_range_as::<T::Upload>(0, n_out)?),
+            Out::Return => T::download(retry_once(|| io.read_range_as::<T::Upload>(0, n_out))?),
             // The placement wrote them there.
             Out::Device(..) => Vec::new(),
             Out::Into(dst) => {
                 match T::as_upload_mut(dst) {
-                    Some(stored) => io.read_range_into(0, stored)?,
-                    None => dst.copy_from_slice(&T::download(io.read_range_as(0, n_out)?)),
+                    Some(stored) => retry_once(|| io.read_range_into(0, stored))?,
+                    None => {
+                        let keys = retry_once(|| io.read_range_as(0, n_out))?;
+                        dst.copy_from_slice(&T::download(keys))
+                    }
                 }
                 Vec::new()
             }
@@ -525,8 +533,10 @@ impl<T: DeviceHeapKey> Inner<T> {
             launches: before.into_iter().collect(),
         };
         let t_kernel = std::time::Instant::now();
-        // The launches, waited for. A failure anywhere poisons the heap: merge passes write
-        // the key array before the placement does.
+        // The launches, waited for. Merge passes write the key array before the placement
+        // does, so from the first launch on the call cannot be undone: each launch is retried
+        // once on a device fault (a transient one is survived), and a failure that persists
+        // poisons the heap.
         let sorted = (|| -> Result<Vec<Launch>> {
             if old_runs > 0 {
                 sorter.gather(partial, heap_count, heap_plen, old_runs)?;
@@ -575,11 +585,11 @@ impl<T: DeviceHeapKey> Inner<T> {
                 .arg_scalar("plen", plen as u32)?
                 .arg_scalar("slots", to_u32(slots, "node slots")?)?
                 .arg_svm("hdr", hdr)?;
-            let mut place = kn
-                .place
-                .launch(stride_items((n_out + kept).max(slots), wg), Some(wg))?;
+            let items = stride_items((n_out + kept).max(slots), wg);
+            let mut place = retry_once(|| kn.place.launch(items, Some(wg)))?;
             if !queued {
-                place.wait_in_place()?;
+                // A wait that failed may still have seen the kernel through: wait again.
+                retry_once(|| place.wait_in_place())?;
             }
             sorter.launches.push(place);
             Ok(std::mem::take(&mut sorter.launches))

@@ -2,6 +2,7 @@
 //! header read back and checked after each launch.
 
 use super::*;
+use asym_runtime::faults::retry_once;
 
 impl<T: DeviceHeapKey> Inner<T> {
     /// The `n` smallest keys (at most the keys held), sorted, by ⌈n/K⌉ DELs in one launch.
@@ -74,7 +75,7 @@ impl<T: DeviceHeapKey> Inner<T> {
         }
         let mut launches = std::mem::take(&mut self.pending);
         for launch in &mut launches {
-            if let Err(e) = launch.wait_in_place() {
+            if let Err(e) = retry_once(|| launch.wait_in_place()) {
                 self.poisoned.get_or_insert_with(|| e.to_string());
                 // Dropping the rest waits for them (bounded) or leaks their buffers.
                 return;
@@ -244,27 +245,42 @@ impl<T: DeviceHeapKey> Inner<T> {
             .arg_scalar("out_base", out_base as u64)?;
         self.stats.launches += 1;
         let t_kernel_start = std::time::Instant::now();
-        kernel.launch(groups * self.wg, Some(self.wg))?.wait()?;
+        // From the launch on, the call has taken effect: a failed wait (the kernel may have
+        // run) or a failed read is not the end. The header says how far the launch got
+        // (`settle_launch` checks it, read again once if the read fails); only a header that
+        // shows the launch unfinished, or cannot be read twice, makes the heap damaged.
+        let waited = kernel.launch(groups * self.wg, Some(self.wg))?.wait();
         for before in [uploaded, sorted].into_iter().flatten() {
-            before.wait()?; // done before the run: this lets its buffers go
+            // Done before the run (in-order queue): this lets its buffers go.
+            let _ = before.wait();
         }
         let t_kernel = t_kernel_start.elapsed();
-        self.settle_launch(n_ops, dels)?;
+        if let Err(e) = retry_once(|| self.settle_launch(n_ops, dels)) {
+            let e = match waited {
+                Err(w) if !matches!(e, Error::Corrupted { .. }) => w,
+                _ => e,
+            };
+            self.poisoned.get_or_insert_with(|| e.to_string());
+            return Err(e);
+        }
         let st = &mut self.staging;
         let (Some(io), Some(out_len), Some(order)) = (&mut st.keys, &mut st.out_len, &mut st.order)
         else {
             unreachable!("staged() filled every buffer");
         };
+        // The deleted keys live only here now: read again once rather than lose them.
         let (lens, out) = match dels {
             0 => (Vec::new(), Vec::new()),
-            _ if !download => (out_len.read_range(0, dels)?, Vec::new()),
+            _ if !download => (retry_once(|| out_len.read_range(0, dels))?, Vec::new()),
             _ => (
-                out_len.read_range(0, dels)?,
-                T::download(io.read_range_as::<T::Upload>(out_base, dels * k)?),
+                retry_once(|| out_len.read_range(0, dels))?,
+                T::download(retry_once(|| {
+                    io.read_range_as::<T::Upload>(out_base, dels * k)
+                })?),
             ),
         };
         let order = if want_order {
-            order.read_range(0, ops.len())?
+            retry_once(|| order.read_range(0, ops.len()))?
         } else {
             Vec::new()
         };
@@ -392,8 +408,9 @@ pub(super) fn copy_keys<A: SvmElement, B: SvmElement>(
         .arg_svm("dst", dst)?
         .arg_scalar("dst_at", dst_at as u64)?
         .arg_scalar("n", n as u64)?;
-    // Submitted by the caller's next submitting launch or by waiting on (dropping) it.
-    kernel.launch_unflushed(stride_items(n, 256), Some(256))
+    // Submitted by the caller's next submitting launch or by waiting on (dropping) it;
+    // retried once on a device fault, as a bulk call's launches are (`bulk.rs`).
+    retry_once(|| kernel.launch_unflushed(stride_items(n, 256), Some(256)))
 }
 
 /// A buffer of `len` elements (at least one); the runtime zeroes new SVM.
