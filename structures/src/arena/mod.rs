@@ -20,6 +20,7 @@
 mod view;
 
 use asym_kernels::{cl_defines, ClConst};
+use asym_runtime::faults::retry_once;
 use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer, SvmMap};
 
 pub use view::ArenaView;
@@ -476,9 +477,12 @@ impl SvmArena {
                 .arg_svm(names[1], &out)?
                 .arg_scalar("n", n)?;
             let wg = 64;
-            k.launch(input.len().div_ceil(wg) * wg, Some(wg))?.wait()
+            let mut launch = k.launch(input.len().div_ceil(wg) * wg, Some(wg))?;
+            // From the launch on the blocks are the arena's business: a failed wait or read
+            // is tried again once rather than leave blocks nobody holds a handle to.
+            retry_once(|| launch.wait_in_place())
         })?;
-        out.read()
+        retry_once(|| out.read())
     }
 
     /// One launch in which work-item `i` mallocs `sizes[i]` bytes and fills the block's
