@@ -441,3 +441,139 @@ fn k_selection_over_a_device_set_survives_a_failure_at_any_step() {
         }
     }
 }
+
+/// The heap's other device placements: Cooperative (a host top in front of the device heap)
+/// and a device set (each member a range of keys): a call that fails leaves what the heap
+/// held, one that returns leaves its effect.
+#[test]
+fn the_heap_is_whole_in_every_device_placement() {
+    use asym_runtime::{LatencyPool, Mode, PoolOptions};
+    use asym_structures::{heap_for, HeapOptions, SpreadHeap};
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let pool = LatencyPool::new(PoolOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    for t in common::set_transports() {
+        let before: Vec<u32> = (0..300).map(|_| rng.gen_range(0..1000)).collect();
+        let batch: Vec<u32> = (0..200).map(|_| rng.gen_range(0..1000)).collect();
+        let all = sorted([before.clone(), batch.clone()].concat());
+        let check = |what: &str, n: u64, got: Vec<u32>, inserted: bool| {
+            assert!(
+                got.windows(2).all(|w| w[0] <= w[1]),
+                "{what} step {n}: in order"
+            );
+            let want = if inserted {
+                all.clone()
+            } else {
+                sorted(before.clone())
+            };
+            assert_eq!(got, want, "{what} step {n}");
+        };
+        // Cooperative, through the one front every program uses.
+        {
+            let (_turn, rt) = runtime(t);
+            let mut options = HeapOptions::new(8);
+            options.refill = 64;
+            for point in FaultPoint::ALL.iter().copied() {
+                let what = format!("{t} coop {}", point.name());
+                let setup = || {
+                    let mut heap =
+                        heap_for::<u32>(Mode::Cooperative, &options, Some(&pool), Some(&rt))
+                            .unwrap();
+                    heap.insert(&before).unwrap();
+                    heap.delete_min(0).unwrap();
+                    std::cell::RefCell::new(heap)
+                };
+                let steps = at_every_step(
+                    &rt,
+                    point,
+                    setup,
+                    |heap| heap.borrow_mut().insert(&batch),
+                    |heap, result, n| {
+                        let mut heap = heap.into_inner();
+                        let len = heap.len();
+                        let got = heap.delete_min(len).unwrap();
+                        check(&what, n, got, result.is_ok());
+                    },
+                );
+                eprintln!("{what}: insert, {steps} steps failed in turn");
+                let steps = at_every_step(
+                    &rt,
+                    point,
+                    || {
+                        let heap = setup();
+                        heap.borrow_mut().insert(&batch).unwrap();
+                        heap
+                    },
+                    |heap| heap.borrow_mut().delete_min(120),
+                    |heap, result, n| {
+                        let mut heap = heap.into_inner();
+                        let len = heap.len();
+                        let mut got = heap.delete_min(len).unwrap();
+                        if let Ok(taken) = result {
+                            assert_eq!(taken, all[..120], "{what} step {n}: the smallest");
+                            got.splice(0..0, taken);
+                        }
+                        check(&what, n, got, true);
+                    },
+                );
+                eprintln!("{what}: delete, {steps} steps failed in turn");
+            }
+        }
+        // A device set of two members.
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let set = own_device_set(t);
+        for (member, point) in
+            (0..set.len()).flat_map(|m| FaultPoint::ALL.iter().map(move |&p| (m, p)))
+        {
+            let rt = set.members()[member].clone();
+            let what = format!("{t} set member {member} {}", point.name());
+            let config = DeviceHeapConfig {
+                work_groups: Some(2),
+                initial_nodes: 1,
+                ..DeviceHeapConfig::new(8)
+            };
+            let setup = || {
+                let heap = SpreadHeap::<u32>::new(&set, &config).unwrap();
+                heap.insert(&before).unwrap();
+                heap
+            };
+            let steps = at_every_step(
+                &rt,
+                point,
+                setup,
+                |heap| heap.insert(&batch),
+                |heap, result, n| {
+                    let got = heap
+                        .delete_min(heap.len())
+                        .unwrap_or_else(|e| panic!("{what} step {n}: afterwards {e}"));
+                    check(&what, n, got, result.is_ok());
+                },
+            );
+            eprintln!("{what}: insert, {steps} steps failed in turn");
+            let steps = at_every_step(
+                &rt,
+                point,
+                || {
+                    let heap = setup();
+                    heap.insert(&batch).unwrap();
+                    heap
+                },
+                |heap| heap.delete_min(120),
+                |heap, result, n| {
+                    let mut got = heap
+                        .delete_min(heap.len())
+                        .unwrap_or_else(|e| panic!("{what} step {n}: afterwards {e}"));
+                    if let Ok(taken) = result {
+                        assert_eq!(taken, all[..120], "{what} step {n}: the smallest");
+                        got.splice(0..0, taken);
+                    }
+                    check(&what, n, got, true);
+                },
+            );
+            eprintln!("{what}: delete, {steps} steps failed in turn");
+        }
+    }
+}

@@ -275,6 +275,10 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
     }
 
     /// Inserts `keys`: those below the fence into the host top, the rest towards the device.
+    /// The keys are the heap's once they are in host memory; moving them on to the device
+    /// (a flush of the pending keys, a spill of the top) is the heap's own business: if the
+    /// device fails there, the keys stay pending, the move is tried again by the next call
+    /// that needs the device, and that call returns the fault if it persists.
     pub fn insert(&self, keys: &[T]) -> Result<()> {
         let mut s = self.lock();
         for &key in keys {
@@ -291,11 +295,15 @@ impl<T: DeviceHeapKey> CooperativeHeap<T> {
                 s.pending.push(r);
             }
         }
+        let deferred = |moved: Result<()>| match moved {
+            Err(e) if e.is_device_fault() => Ok(()),
+            other => other,
+        };
         if s.pending.len() >= self.flush {
-            self.flush_pending(&mut s)?;
+            deferred(self.flush_pending(&mut s))?;
         }
         if s.top.len() > self.top_capacity {
-            self.spill(&mut s)?;
+            deferred(self.spill(&mut s))?;
         }
         Ok(())
     }

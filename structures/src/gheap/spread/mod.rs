@@ -37,6 +37,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use asym_runtime::faults::retry_once;
 use asym_runtime::host_memory::huge_page_vec;
 use asym_runtime::spread::{Failures, MemberReport, SpeedModel, Worker};
 use asym_runtime::{DeviceSet, Error, Result, Runtime};
@@ -49,7 +50,7 @@ mod routing;
 
 use members::{begin_call, run_members};
 
-use routing::{count_routes, cut_ranges, fill_routed, shares, Ranges};
+use routing::{count_routes, cut_ranges, fill_routed, routed_to, shares, Ranges};
 
 /// Most lanes [`SpreadHeap::lanes`] puts on one device.
 pub const MAX_LANES: usize = 64;
@@ -316,7 +317,9 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 if lens[i] == 0 {
                     return Ok((0, ()));
                 }
-                m.heap.insert(keys).map(|_| (keys.len(), ()))
+                // A member's failed call leaves its heap as it was: its part is tried again
+                // once (`retry_once`); a failure that persists loses the member.
+                retry_once(|| m.heap.insert(keys)).map(|_| (keys.len(), ()))
             });
             let outcome = state.settle(results).map(|_| ());
             state.book_routing(keys.len(), 0.0);
@@ -338,9 +341,18 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 .map(|&m| &state.members[m].heap)
                 .collect();
             let active_lens: Vec<usize> = ranges.active.iter().map(|&m| lens[m]).collect();
-            match DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &fill) {
+            // An error of the whole (before any member's part ran) inserted nothing: the
+            // call is tried again once.
+            let each =
+                retry_once(|| DeviceGeneralizedHeap::insert_each_with(&heaps, &active_lens, &fill));
+            match each {
                 Ok(each) => {
-                    for (&m, (r, secs)) in ranges.active.iter().zip(each) {
+                    for (j, (&m, (mut r, secs))) in ranges.active.iter().zip(each).enumerate() {
+                        // A member whose part failed holds what it held (its heap's promise):
+                        // its keys, routed again, are inserted once more.
+                        if r.as_ref().is_err_and(Error::is_device_fault) {
+                            r = state.members[m].heap.insert(&routed_to(keys, ranges, j));
+                        }
                         results[m] = (r.map(|_| (lens[m], ())), secs);
                     }
                 }
@@ -382,7 +394,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
                 if takes[i] == 0 {
                     return Ok((0, Vec::new()));
                 }
-                m.heap.delete_min(takes[i]).map(|run| (run.len(), run))
+                retry_once(|| m.heap.delete_min(takes[i])).map(|run| (run.len(), run))
             });
             let runs = state.settle(results)?;
             state.book_routing(n, 0.0);
@@ -406,7 +418,7 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             let part = slots[i].lock().unwrap_or_else(|p| p.into_inner()).take();
             match part {
                 Some(part) if !part.is_empty() => {
-                    m.heap.delete_min_into(part).map(|_| (part.len(), ()))
+                    retry_once(|| m.heap.delete_min_into(part)).map(|_| (part.len(), ()))
                 }
                 _ => Ok((0, ())),
             }
