@@ -295,6 +295,28 @@ pub(super) fn shares(total: usize, members: &[SpeedModel], routing_keys_per_s: f
     weights
 }
 
+/// The keys of `keys` that `ranges` routes to its `j`-th active member, in order: what that
+/// member took in a routed insert, gathered again to retry its part.
+pub(super) fn routed_to<T: DeviceHeapKey>(
+    keys: &[T],
+    ranges: &Ranges<T::Repr>,
+    j: usize,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    let mut lanes = [0u8; LANE_BLOCK];
+    for (b, block) in keys.chunks(LANE_BLOCK).enumerate() {
+        route_keys(ranges, block, b * LANE_BLOCK, &mut lanes);
+        out.extend(
+            block
+                .iter()
+                .zip(&lanes)
+                .filter(|(_, &l)| usize::from(l) == j)
+                .map(|(k, _)| *k),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{count_routes, cut_ranges, fill_routed, shares, Ranges, SpeedModel};
@@ -422,26 +444,4 @@ mod tests {
         // it costs; the first of equals keeps everything.
         assert_eq!(taking(&[1e9, 1e9], 1.9e9), [1.0, 0.0]);
     }
-}
-
-/// The keys of `keys` that `ranges` routes to its `j`-th active member, in order: what that
-/// member took in a routed insert, gathered again to retry its part.
-pub(super) fn routed_to<T: DeviceHeapKey>(
-    keys: &[T],
-    ranges: &Ranges<T::Repr>,
-    j: usize,
-) -> Vec<T> {
-    let mut out = Vec::new();
-    let mut lanes = [0u8; LANE_BLOCK];
-    for (b, block) in keys.chunks(LANE_BLOCK).enumerate() {
-        route_keys(ranges, block, b * LANE_BLOCK, &mut lanes);
-        out.extend(
-            block
-                .iter()
-                .zip(&lanes)
-                .filter(|(_, &l)| usize::from(l) == j)
-                .map(|(k, _)| *k),
-        );
-    }
-    out
 }
