@@ -8,7 +8,8 @@
 //!   list seed's workloads, tree workloads) and outputs written whole;
 //! - [`workload`]: the list seed's positional workload generator; [`peers`]: what a user would
 //!   pick instead of asym for k-selection;
-//! - [`cli`] and [`progress`]: what the seven programs share on their command lines.
+//! - [`soak`]: every structure under mixed batches and injected device failures;
+//! - [`cli`] and [`progress`]: what the programs share on their command lines.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
@@ -19,5 +20,6 @@ pub mod knapsack;
 pub mod peers;
 pub mod progress;
 mod rng;
+pub mod soak;
 pub mod sssp;
 pub mod workload;
