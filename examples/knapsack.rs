@@ -31,6 +31,7 @@ use clap::Parser;
 use serde_json::json;
 
 use asym_apps::cli;
+use asym_apps::io::input::name_of;
 
 #[derive(Parser, Debug)]
 #[command(about = "0/1 knapsack by best-first branch-and-bound on the generalized heap")]
@@ -196,10 +197,7 @@ fn instances(args: &Args) -> Result<Vec<(String, Instance)>> {
     let instances: Vec<(String, Instance)> = match &args.input {
         Some(path) => {
             let text = asym_apps::io::input::read_text(path)?;
-            vec![(
-                path.display().to_string(),
-                Instance::parse(&text, &path.display().to_string())?,
-            )]
+            vec![(name_of(path), Instance::parse(&text, &name_of(path))?)]
         }
         None => {
             let classes = cli::words::<Class>("--gen", &args.gen)?;

@@ -22,6 +22,7 @@ use clap::Parser;
 use serde_json::json;
 
 use asym_apps::cli;
+use asym_apps::io::input::name_of;
 use asym_apps::progress;
 use progress::Progress;
 
@@ -105,12 +106,7 @@ fn write_list(path: &Path, values: &[i32]) -> Result<()> {
 /// The seed's files, or a generated workload checked against the machine first.
 fn load_workload(args: &Args) -> Result<Workload> {
     Ok(match (&args.nodes, &args.ops) {
-        (Some(n), Some(o)) => Workload::parse(
-            &read(n)?,
-            &n.display().to_string(),
-            &read(o)?,
-            &o.display().to_string(),
-        )?,
+        (Some(n), Some(o)) => Workload::parse(&read(n)?, &name_of(n), &read(o)?, &name_of(o))?,
         _ => {
             // The workload, the sequential list, the arena's nodes and each mode's final list:
             // about 64 bytes per node and operation at the peak.

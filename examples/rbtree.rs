@@ -30,6 +30,7 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use asym_apps::cli;
+use asym_apps::io::input::name_of;
 use asym_apps::progress;
 use progress::Progress;
 
@@ -103,7 +104,7 @@ fn read(path: &Path) -> Result<String> {
 /// The initial keys and the batch, from files or generated.
 fn workload(args: &Args) -> Result<(Vec<i32>, TreeOps)> {
     let initial = match &args.initial {
-        Some(p) => tree_files::parse_keys(&read(p)?, &p.display().to_string())?,
+        Some(p) => tree_files::parse_keys(&read(p)?, &name_of(p))?,
         None => {
             // Keys, the tree's nodes, BTreeMap's and the checks' copies: about 128 bytes a key.
             host_memory::ensure_available(
@@ -115,7 +116,7 @@ fn workload(args: &Args) -> Result<(Vec<i32>, TreeOps)> {
         }
     };
     let ops = match &args.ops {
-        Some(p) => tree_files::parse_ops(&read(p)?, &p.display().to_string())?,
+        Some(p) => tree_files::parse_ops(&read(p)?, &name_of(p))?,
         None => {
             if !(0.0..=1.0).contains(&args.search_share) {
                 return Err(Error::flag(

@@ -46,6 +46,7 @@ use asym_structures::{BulkPolicy, DeviceHeapConfig};
 use clap::Parser;
 
 use asym_apps::cli;
+use asym_apps::io::input::name_of;
 use asym_apps::progress;
 use progress::Progress;
 use serde_json::json;
@@ -334,7 +335,7 @@ fn load(args: &Args, quiet: bool) -> Result<(String, Graph)> {
                 unit_weights: args.unit_weights,
                 real_scale: args.real_scale,
             };
-            (path.display().to_string(), Graph::read(path, &mtx)?)
+            (name_of(path), Graph::read(path, &mtx)?)
         }
         None => match args.gen.trim() {
             "kron" => (

@@ -6,11 +6,12 @@
 //! and allocations go through `try_reserve`: a header claiming four billion vertices becomes
 //! [`Error::HostOutOfMemory`] naming what it would need, never an abort.
 //!
-//! What the process "may use" is the smallest of four bounds ([`headroom`]): the machine's
+//! What the process "may use" is the smallest of five bounds ([`headroom`]): the machine's
 //! `MemAvailable`, the address-space limit (`ulimit -v`, `RLIMIT_AS`) less the address space
 //! already mapped, the data limit (`ulimit -d`, `RLIMIT_DATA`) less the data already mapped,
-//! and the cgroup's memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`, the tightest
-//! of the process's cgroup and its ancestors) less what the cgroup uses. A container or a
+//! the cgroup's memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`, the tightest of the
+//! process's cgroup and its ancestors) less what the cgroup uses, and [`MEMORY_LIMIT_ENV`]
+//! less the process's resident memory. A container or a
 //! `ulimit` that the machine's free memory knows nothing about is then refused at once too.
 //!
 //! The check is an estimate made before the work starts, not a reservation: two allocations
@@ -22,6 +23,11 @@ use crate::error::{Error, Result};
 /// The machine's available memory, the bound where nothing tighter applies.
 const MACHINE: &str = "the machine's available memory";
 
+/// The environment variable that sets a memory limit of asym's own, in MiB, for what the
+/// process may use (resident memory included): for a container whose limit the process
+/// cannot see, and for fuzzing under a fixed budget.
+pub const MEMORY_LIMIT_ENV: &str = "ASYM_MEMORY_LIMIT_MB";
+
 /// Bytes of memory this process may still use (see the module docs), or `None` where no
 /// bound can be read.
 pub fn available() -> Option<u64> {
@@ -29,7 +35,7 @@ pub fn available() -> Option<u64> {
 }
 
 /// [`available`] and what bounds it: the machine's available memory, `ulimit -v`,
-/// `ulimit -d` or the cgroup's memory limit.
+/// `ulimit -d`, the cgroup's memory limit or [`MEMORY_LIMIT_ENV`].
 pub fn headroom() -> Option<(u64, &'static str)> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let (address_space, data) = crate::sys::memory_rlimits();
@@ -50,10 +56,23 @@ pub fn headroom() -> Option<(u64, &'static str)> {
             )
         }),
         cgroup_headroom().map(|b| (b, "the cgroup's memory limit")),
+        own_limit().map(|limit| {
+            let used = status_kib(&status, "VmRSS:").unwrap_or(0);
+            (limit.saturating_sub(used), "ASYM_MEMORY_LIMIT_MB")
+        }),
     ]
     .into_iter()
     .flatten()
     .min_by_key(|&(bytes, _)| bytes)
+}
+
+/// [`MEMORY_LIMIT_ENV`] in bytes where it is set; a value that is not a whole number of MiB
+/// is a limit of 0 (every checked allocation then fails naming the variable).
+fn own_limit() -> Option<u64> {
+    match crate::env::parsed::<u64>(MEMORY_LIMIT_ENV, "MiB (a whole number)") {
+        Ok(mib) => mib.map(|m| m.saturating_mul(1 << 20)),
+        Err(_) => Some(0),
+    }
 }
 
 /// Linux `MemAvailable`: what the machine can give without swapping.

@@ -319,7 +319,7 @@ impl Graph {
 
     /// Reads `path` by its extension: `.gr` (DIMACS) or `.mtx` (Matrix Market).
     pub fn read(path: &Path, mtx: &MtxOptions) -> Result<Self> {
-        let source = path.display().to_string();
+        let source = super::input::name_of(path);
         let mut input = super::input::Input::open(path)?;
         match path.extension().and_then(|e| e.to_str()) {
             Some("gr") => Graph::parse_dimacs(input.reader(), &source),

@@ -33,7 +33,7 @@ impl Input {
     /// Opens `path` (`-`: standard input). A folder is refused; a regular file's size is
     /// known ([`Input::size`]).
     pub fn open(path: &Path) -> Result<Input> {
-        let name = path.display().to_string();
+        let name = name_of(path);
         let io = |e: std::io::Error| Error::Io {
             path: name.clone(),
             source: e,
@@ -42,7 +42,7 @@ impl Input {
             let stdin: Box<dyn Read> = Box::new(std::io::stdin());
             return Ok(Input {
                 reader: BufReader::with_capacity(1 << 20, stdin),
-                name: "standard input".into(),
+                name,
                 size: None,
             });
         }
@@ -187,6 +187,15 @@ fn text_of<'l>(line: &'l [u8], name: &str, number: usize) -> Result<&'l str> {
         return Err(not_text(name, number, "a NUL byte"));
     }
     std::str::from_utf8(line).map_err(|_| not_text(name, number, "bytes that are not UTF-8"))
+}
+
+/// How messages name the input at `path`: `standard input` for `-`, else the path.
+pub fn name_of(path: &Path) -> String {
+    if path == Path::new("-") {
+        "standard input".into()
+    } else {
+        path.display().to_string()
+    }
 }
 
 /// Reads `path` whole as text (see [`Input::text`]).

@@ -115,13 +115,18 @@ const MOST_HEADER_BYTES: usize = 10_000;
 
 /// Reads a `.npy` file (or `-`, standard input) of `int32`, `uint32` or `float32`, 1-D or 2-D.
 pub fn read(path: &Path) -> Result<NpyArray> {
-    let name = path.display().to_string();
+    let name = super::input::name_of(path);
     if path != Path::new("-") && path.extension().and_then(|e| e.to_str()) != Some("npy") {
         return Err(bad(&name, "not a .npy file (the name must end in .npy)"));
     }
     let mut input = Input::open(path)?;
     let size = input.size();
     read_from(input.reader(), &name, size)
+}
+
+/// Reads an array from the bytes of a whole `.npy` file (`name` for messages).
+pub fn parse(bytes: &[u8], name: &str) -> Result<NpyArray> {
+    read_from(&mut &bytes[..], name, Some(bytes.len() as u64))
 }
 
 /// Reads exactly `buf.len()` bytes, or says how many there were.
@@ -336,7 +341,7 @@ mod tests {
     }
 
     /// An array from `bytes`, as from a regular file, or from a stream (no size known).
-    fn parse(bytes: &[u8]) -> Result<NpyArray> {
+    fn parse_both(bytes: &[u8]) -> Result<NpyArray> {
         let file = read_from(&mut &bytes[..], "x.npy", Some(bytes.len() as u64));
         let stream = read_from(&mut &bytes[..], "x.npy", None);
         assert_eq!(file.is_ok(), stream.is_ok(), "{file:?} {stream:?}");
@@ -364,7 +369,7 @@ mod tests {
             .collect();
         let c = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }\n";
         for major in [1, 2, 3] {
-            let a = parse(&make(major, c, &words)).unwrap();
+            let a = parse_both(&make(major, c, &words)).unwrap();
             assert_eq!(
                 (a.shape.clone(), a.bits.clone()),
                 (vec![2, 3], vec![1, 2, 3, 4, 5, 6])
@@ -372,21 +377,21 @@ mod tests {
         }
         // Fortran order: columns stored one after the other, read back as rows.
         let f = r#"{"descr": "<u4", "fortran_order": True, "shape": (2, 3)}"#;
-        let a = parse(&make(1, f, &words)).unwrap();
+        let a = parse_both(&make(1, f, &words)).unwrap();
         assert_eq!(a.bits, [1, 3, 5, 2, 4, 6]);
         // Big-endian data, and bytes after the data (ignored, as numpy.load does).
         let mut be: Vec<u8> = [7u32, 8].iter().flat_map(|w| w.to_be_bytes()).collect();
         be.extend_from_slice(b"trailing");
         let b = "{'descr': '>f4', 'fortran_order': False, 'shape': (2,)}";
-        let a = parse(&make(1, b, &be)).unwrap();
+        let a = parse_both(&make(1, b, &be)).unwrap();
         assert_eq!((a.dtype, a.bits.clone()), (Dtype::F32, vec![7, 8]));
         let empty = "{'descr': '<i4', 'fortran_order': False, 'shape': (0,)}";
-        assert!(parse(&make(1, empty, &[])).unwrap().bits.is_empty());
+        assert!(parse_both(&make(1, empty, &[])).unwrap().bits.is_empty());
     }
 
     #[test]
     fn refuses_what_numpy_refuses_and_what_asym_cannot_hold() {
-        let e = |bytes: Vec<u8>| parse(&bytes).unwrap_err().to_string();
+        let e = |bytes: Vec<u8>| parse_both(&bytes).unwrap_err().to_string();
         let h = |shape: &str, descr: &str| {
             format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}\n")
         };
@@ -404,7 +409,7 @@ mod tests {
         // A header claiming 2^62 elements over four bytes of data: the size check must not wrap.
         let lie = h("(4611686018427387904,)", "<i4");
         assert!(e(make(1, &lie, &[0; 4])).contains("more than 2^64"));
-        assert!(parse(&make(1, &h("(4611686018427387904, 4)", "<i4"), &[0; 4])).is_err());
+        assert!(parse_both(&make(1, &h("(4611686018427387904, 4)", "<i4"), &[0; 4])).is_err());
         assert!(e(make(1, &h("(1, 1, 1)", "<i4"), &[0; 4])).contains("3 dimensions"));
         assert!(e(make(1, &h("()", "<i4"), &[0; 4])).contains("0 dimensions"));
         assert!(e(make(4, &h("(1,)", "<i4"), &[0; 4])).contains("version 4.0"));
