@@ -83,7 +83,8 @@ fn standard_input_is_read_where_a_file_is_named_dash() {
 #[test]
 fn sizes_beyond_the_process_limits_are_refused_at_once() {
     // `ulimit -v 3000000`: a 3 GiB address space, far below what these sizes need.
-    let cases: [(&str, &str, &[(&str, &str)], &str); 3] = [
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 3] = [
         (
             "list_ops",
             "ulimit -v 3000000; PROGRAM --initial 300000000",
