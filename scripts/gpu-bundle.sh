@@ -15,7 +15,7 @@ bash scripts/setup.sh
 rm -rf .gpu
 mkdir -p .gpu/bin
 cargo build --release --bins "$@"
-for b in batch_kselect heap_bench sssp knapsack list_ops rbtree devices; do
+for b in batch_kselect heap_bench sssp knapsack list_ops rbtree devices soak; do
   cp "target/release/$b" .gpu/bin/
 done
 cargo bench --no-run --message-format=json "$@" 2>/dev/null | python3 -c '
