@@ -12,4 +12,6 @@ rustup component list --toolchain nightly --installed | grep -q '^miri' ||
   rustup component add miri rust-src --toolchain nightly
 cargo +nightly miri setup
 cargo +nightly miri test -p asym-structures --test pure
-cargo +nightly miri test -p asym-structures --lib -- kselect::radix gheap::batch kselect::learned
+# The radix window test selects in 2^18 keys (its sample needs them): hours under Miri.
+cargo +nightly miri test -p asym-structures --lib -- kselect::radix gheap::batch kselect::learned \
+  --skip one_read_selection
