@@ -1,7 +1,7 @@
 //! NumPy `.npy` reading and writing for k-selection inputs and outputs: `int32`, `uint32` and
 //! `float32`, 1-D or 2-D. Reading takes what numpy writes and reads: format versions 1.0 to
 //! 3.0, either byte order, C or Fortran order (rearranged into rows), the header parsed as the
-//! Python literal it is ([`npy_header`](super::npy_header)); bytes after the data are ignored,
+//! Python literal it is (`npy_header.rs`); bytes after the data are ignored,
 //! as `numpy.load` ignores them. Anything else is refused with a message that says what the
 //! file holds. Writing gives a 1-D little-endian version 1.0 file.
 //!
