@@ -285,6 +285,15 @@ fn edge_cases_and_file_errors() {
         ("1 -5\n1 1\n", "capacity -5"),
         ("1 10 3\n1 1\n", "x.txt:1: expected `n capacity`"),
         ("2 10\n18446744073709551615 1\n1 1\n", "exceeds 2^64"),
+        (
+            "1 10\n18446744073709551616 1\n",
+            "profit 18446744073709551616 exceeds 2^64 - 1",
+        ),
+        (
+            "1 10\n1 18446744073709551616\n",
+            "weight 18446744073709551616 exceeds 2^64 - 1",
+        ),
+        ("1 10\n-1 4\n", "profit -1 must be ≥ 0"),
     ] {
         match Instance::parse(text, "x.txt") {
             Err(e @ Error::Parse { .. }) => {
