@@ -166,10 +166,10 @@ fn list_run(
     // An arena the device cannot hold is what the sizes asked for (exit 2), not a failure.
     let mut list =
         LockFreeList::positional_from(rt, &workload.initial, spare).map_err(|e| match e {
-            Error::OutOfMemory(why) => Error::flag(
+            e @ (Error::OutOfMemory(_) | Error::CapacityExceeded { .. }) => Error::flag(
                 "--spare-nodes",
                 args.spare_nodes,
-                format!("the list's arena does not fit the device ({why})"),
+                format!("the list's arena does not fit the device ({e})"),
             ),
             e => e,
         })?;

@@ -122,3 +122,35 @@ fn sizes_beyond_the_process_limits_are_refused_at_once() {
         assert!(secs < Duration::from_secs(20), "{line}: {secs:?}");
     }
 }
+
+/// Flag values a sweep of every program's flags found handled badly (a panic, exit 1 for
+/// what the user gave, a wrapping size): each is now a usage error naming the flag.
+#[test]
+fn swept_flag_values_are_usage_errors() {
+    let cases: [(&str, &[&str], &str); 3] = [
+        (
+            env!("CARGO_BIN_EXE_knapsack"),
+            &["--time-limit", "1e20"],
+            "--time-limit",
+        ),
+        (
+            env!("CARGO_BIN_EXE_list_ops"),
+            &["--mode", "gpu", "--spare-nodes", "4294967297"],
+            "--spare-nodes",
+        ),
+        (
+            env!("CARGO_BIN_EXE_devices"),
+            &["--upload-mib", "99999999999"],
+            "--upload-mib",
+        ),
+    ];
+    for (program, args, flag) in cases {
+        let out = Command::new(program).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(flag) && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
