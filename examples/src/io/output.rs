@@ -39,8 +39,9 @@ pub enum Destination {
 }
 
 impl Destination {
-    /// Decides where `path` goes, checking that it can be written: a folder, a missing
-    /// folder, a file without write permission or a loop of links is an error naming `path`.
+    /// Decides where `path` goes, creating nothing: a folder, a file without write
+    /// permission or a loop of links is an error naming `path` (a missing folder shows when
+    /// the temporary is made: [`check_writable`] makes one early).
     pub fn of(path: &Path) -> Result<Destination> {
         let io = |e: std::io::Error| Error::Io {
             path: path.display().to_string(),
@@ -59,23 +60,10 @@ impl Destination {
                 // Opening for writing, without truncating, asks the OS the real question
                 // (permissions, a read-only mount, root's rights) and changes nothing.
                 OpenOptions::new().write(true).open(&file).map_err(io)?;
-                let probe = temporary_beside(&file);
-                create_new(&probe).map_err(io)?;
-                let _ = std::fs::remove_file(&probe);
                 Ok(Destination::Replace(file))
             }
             Ok(_) => Ok(Destination::Stream(path.to_path_buf())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let probe = temporary_beside(&file);
-                create_new(&probe).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => {
-                        io(std::io::Error::new(e.kind(), "its folder does not exist"))
-                    }
-                    _ => io(e),
-                })?;
-                let _ = std::fs::remove_file(&probe);
-                Ok(Destination::Replace(file))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Destination::Replace(file)),
             Err(e) => Err(io(e)),
         }
     }
@@ -85,8 +73,18 @@ impl Destination {
 /// [`Destination::of`]). Leaves nothing behind; when the output is standard output, moves
 /// the program's report to standard error from now on.
 pub fn check_writable(path: &Path) -> Result<()> {
-    if Destination::of(path)? == Destination::Stdout {
-        crate::cli::report_to_stderr();
+    match Destination::of(path)? {
+        Destination::Stdout => crate::cli::report_to_stderr(),
+        // The folder must take the temporary the write will make: made and removed now.
+        Destination::Replace(file) => {
+            let probe = temporary_beside(&file);
+            create_temporary(&probe).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                source: e,
+            })?;
+            let _ = std::fs::remove_file(&probe);
+        }
+        Destination::Stream(_) => {}
     }
     Ok(())
 }
@@ -149,7 +147,7 @@ fn replace(
         path,
         renamed: false,
     };
-    let created = create_new(&tmp.path)?;
+    let created = create_temporary(&tmp.path)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, created);
     fill(&mut out)?;
     out.flush()?;
@@ -202,9 +200,19 @@ fn follow_links(path: &Path) -> std::io::Result<PathBuf> {
     ))
 }
 
-/// Creates `path`, failing if anything is there already.
-fn create_new(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).open(path)
+/// Creates the temporary `path`, failing if anything is there already; a missing folder is
+/// said in those words (the OS only says "No such file or directory").
+fn create_temporary(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                std::io::Error::new(e.kind(), "its folder does not exist")
+            }
+            _ => e,
+        })
 }
 
 /// The temporary for `file`: hidden, in the same folder (so that the rename is atomic), named
