@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what asym needs on Debian 12 when it is missing: an OpenCL driver (PoCL), the ICD
-# loader, hwloc, clinfo, pkg-config and a C toolchain for linking. As root it runs apt-get;
+# loader, hwloc, clinfo, pkg-config, a C toolchain for linking, and OpenMPI with libclang
+# (the mpi crate's bindings) for mpi/ and the programs' `mpi` feature. As root it runs apt-get;
 # otherwise it prints the exact command and fails. Sourced by scripts/main.sh and
 # scripts/test.sh; safe to run again (does nothing when everything is present).
 set -euo pipefail
 
-packages=(pocl-opencl-icd ocl-icd-opencl-dev libhwloc-dev clinfo pkg-config gcc libc6-dev)
+packages=(pocl-opencl-icd ocl-icd-opencl-dev libhwloc-dev clinfo pkg-config gcc libc6-dev
+  libopenmpi-dev openmpi-bin libclang-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,11 +3,13 @@
 # prefers (fine on PoCL), then everything again with ASYM_SVM=coarse, the
 # path NVIDIA GPUs take (examples included), and the device-set tests once more with PoCL
 # listing two devices. The release programs and benches are built too, so they cannot rot.
+# The MPI tests (mpi/, and the programs built with `--features mpi`) launch jobs of 1, 2 and 4
+# ranks with mpirun on this host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export RUST_BACKTRACE=1
 cargo build --release --bins --benches
 cargo test --workspace
-ASYM_SVM=coarse cargo test -p asym-runtime -p asym-structures -p asym-apps -p asym
+ASYM_SVM=coarse cargo test -p asym-runtime -p asym-structures -p asym-apps -p asym -p asym-mpi
 POCL_DEVICES="pthread pthread" cargo test -p asym-runtime --test device_set

@@ -206,22 +206,9 @@ impl Table {
 }
 
 /// Whether `e` comes from what the user gave (flags, files, names, sizes) rather than from
-/// the run itself.
+/// the run itself: [`Error::is_usage_error`].
 pub fn is_usage_error(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::InvalidArgument(_)
-            | Error::OutOfRange { .. }
-            | Error::TooLarge { .. }
-            | Error::Flag { .. }
-            | Error::Parse { .. }
-            | Error::DeviceNotFound { .. }
-            | Error::Io { .. }
-            | Error::HostOutOfMemory { .. }
-            | Error::CapacityExceeded { .. }
-            | Error::Unsupported { .. }
-            | Error::NoPlatform
-    )
+    e.is_usage_error()
 }
 
 /// Ends an example: `Ok(true)` is success, `Ok(false)` prints `mismatch` (what differed

@@ -193,6 +193,18 @@ pub enum Error {
         /// What it accepts.
         expected: String,
     },
+    /// Another rank of a distributed call (over MPI) failed: every rank returns this, so none
+    /// waits for the failed one. The failed rank itself returns its own error.
+    #[error("rank {rank}: {message}")]
+    RankFailed {
+        /// The rank that failed (the lowest, where several did).
+        rank: usize,
+        /// Its error, as it printed it.
+        message: String,
+        /// Whether its error was the caller's (bad arguments or input), so every rank exits as
+        /// the failed one does.
+        usage: bool,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -292,6 +304,27 @@ impl Error {
         matches!(
             self,
             Error::InvalidArgument(_) | Error::OutOfRange { .. } | Error::TooLarge { .. }
+        )
+    }
+
+    /// Whether the error comes from what the user gave (flags, files, names, sizes, the
+    /// memory and devices the machine offers) rather than from the run itself: the programs
+    /// exit with 2 for these, 1 for the rest.
+    pub fn is_usage_error(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidArgument(_)
+                | Error::OutOfRange { .. }
+                | Error::TooLarge { .. }
+                | Error::Flag { .. }
+                | Error::Parse { .. }
+                | Error::DeviceNotFound { .. }
+                | Error::Io { .. }
+                | Error::HostOutOfMemory { .. }
+                | Error::CapacityExceeded { .. }
+                | Error::Unsupported { .. }
+                | Error::NoPlatform
+                | Error::RankFailed { usage: true, .. }
         )
     }
 

@@ -1,0 +1,457 @@
+//! Distributed batch k-selection: the k-th smallest key of every row of a list set whose
+//! keys sit on several ranks, in either of the two layouts a user has ([`Layout`]).
+//!
+//! - **Rows owned by ranks** ([`select_owned`]): each rank holds whole rows and selects them
+//!   with everything it has (its [`KSelector`]: its devices and latency threads, in any
+//!   [`Mode`]); the answers are gathered on rank 0 in row order, or left where they are.
+//!   Messages: one small gather of per-rank figures, and the answers (4 bytes a row).
+//! - **Rows spread across ranks** ([`select_spread`]): every row's keys are cut over the
+//!   ranks. MSD radix select where each 8-bit digit pass is local histograms of every row at
+//!   once, one `MPI_Allreduce` of all of them, and every rank keeping the bucket that holds
+//!   each row's k-th (the same bucket everywhere: every rank sees the same sums). After four
+//!   passes the digits are the answer, on every rank, identical to one host's. The first pass
+//!   reads the keys; it keeps each row's bucket (about 1/256 of the keys on spread-out data),
+//!   and the later passes read only that. Messages: 4 passes × rows × 256 counts of 4 bytes,
+//!   whatever the keys' number (rows are taken [`ROWS_PER_ROUND`] at a time).
+//!
+//! Both check their arguments on every rank and agree on failures ([`Cluster::agree`]), so a
+//! bad row on one rank ends the call on every rank with an error naming it.
+
+use std::time::Instant;
+
+use asym_runtime::{Error, Mode, Named, Result};
+use asym_structures::{KSelector, Key, SelectStats, Sublists};
+use mpi::datatype::Equivalence;
+use rayon::prelude::*;
+
+use crate::cluster::Cluster;
+
+/// How the rows of a distributed selection sit on the ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Whole rows on each rank, rank 0's first.
+    Owned,
+    /// Every row's keys cut over the ranks.
+    Spread,
+}
+
+impl Named for Layout {
+    const KIND: &'static str = "layout";
+    const ALL: &'static [Layout] = &[Layout::Owned, Layout::Spread];
+    fn name(self) -> &'static str {
+        match self {
+            Layout::Owned => "owned",
+            Layout::Spread => "spread",
+        }
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the answers of an owned-rows selection end up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answers {
+    /// Every row's answer on rank 0, in row order (the others keep theirs).
+    OnRoot,
+    /// Each rank keeps the answers of its own rows.
+    InPlace,
+}
+
+/// What one rank did in a distributed call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankReport {
+    /// The rank.
+    pub rank: usize,
+    /// Rows it selected (owned) or held a part of (spread).
+    pub rows: u64,
+    /// Keys it held.
+    pub keys: u64,
+    /// Seconds of its own work (selecting, or counting and keeping).
+    pub busy_s: f64,
+    /// Seconds it spent in collectives (waiting for the others included).
+    pub collective_s: f64,
+}
+
+/// The answers of a distributed selection on this rank, and what every rank did.
+#[derive(Clone, Debug, Default)]
+pub struct Selection<K> {
+    /// The answers this rank holds: owned, every row's on rank 0 with [`Answers::OnRoot`]
+    /// (none elsewhere), or this rank's rows' with [`Answers::InPlace`]; spread, every row's
+    /// on every rank.
+    pub answers: Vec<K>,
+    /// The index of `answers[0]` among all rows.
+    pub first_row: usize,
+    /// Rows over all ranks.
+    pub rows: usize,
+    /// Every rank's report, in rank order (on every rank).
+    pub ranks: Vec<RankReport>,
+    /// This rank's own selection statistics (owned layout; default for spread).
+    pub local: SelectStats,
+}
+
+/// Seconds spent so far in collectives, for a rank's report.
+#[derive(Default)]
+struct Clock {
+    collective_s: f64,
+}
+
+impl Clock {
+    fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let out = f();
+        self.collective_s += t.elapsed().as_secs_f64();
+        out
+    }
+}
+
+/// Every rank's report, gathered on every rank.
+fn gather_reports(cluster: &Cluster, mine: &RankReport) -> Result<Vec<RankReport>> {
+    let figures = [
+        mine.rows as f64,
+        mine.keys as f64,
+        mine.busy_s,
+        mine.collective_s,
+    ];
+    let all = cluster.all_gather_varcount("gathering the ranks' reports", &figures)?;
+    Ok(all
+        .chunks_exact(4)
+        .enumerate()
+        .map(|(rank, f)| RankReport {
+            rank,
+            rows: f[0] as u64,
+            keys: f[1] as u64,
+            busy_s: f[2],
+            collective_s: f[3],
+        })
+        .collect())
+}
+
+/// Checks that every rank passed the same `k` (and `what` else the caller names).
+fn check_same(cluster: &Cluster, what: &str, value: u64) -> Result<()> {
+    if cluster.same_everywhere(&format!("checking that the ranks agree on {what}"), value) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "the ranks passed different values of {what} (every rank must pass the same)"
+        )))
+    }
+}
+
+/// Selects the k-th smallest key of every row when each rank holds whole rows: this rank's
+/// rows are `local` cut by `sublists` (no keys: no rows), rank 0's rows first. Each rank
+/// selects its own with `selector` in `mode`; `answers` says where the results go.
+///
+/// A collective: every rank calls it with the same `k`, `mode` and `answers`.
+pub fn select_owned<K: Key + Equivalence>(
+    cluster: &Cluster,
+    selector: &KSelector,
+    local: &[K],
+    sublists: &Sublists,
+    k: usize,
+    mode: Mode,
+    answers: Answers,
+) -> Result<Selection<K>> {
+    check_same(cluster, "k", k as u64)?;
+    let mode_code = Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0) as u64;
+    check_same(cluster, "the mode", mode_code)?;
+    let mut clock = Clock::default();
+    let started = Instant::now();
+    let selected = if local.is_empty() {
+        empty_rows(sublists).map(|()| (Vec::new(), SelectStats::default()))
+    } else {
+        selector.select_with_stats(local, sublists, k, mode)
+    };
+    let busy_s = started.elapsed().as_secs_f64();
+    let (mine, stats) = clock.time(|| cluster.agree("selecting the rows", selected))?;
+    let firsts = clock.time(|| cluster.all_gather("counting the rows", mine.len() as u64));
+    let first_row = firsts[..cluster.rank()].iter().sum::<u64>() as usize;
+    let rows = firsts.iter().sum::<u64>() as usize;
+    let answers = match answers {
+        Answers::InPlace => mine,
+        Answers::OnRoot => clock
+            .time(|| cluster.gather_to_root("gathering the answers", &mine))?
+            .unwrap_or_default(),
+    };
+    let report = RankReport {
+        rank: cluster.rank(),
+        rows: firsts[cluster.rank()],
+        keys: local.len() as u64,
+        busy_s,
+        collective_s: clock.collective_s,
+    };
+    Ok(Selection {
+        first_row: if cluster.is_root() { 0 } else { first_row },
+        rows,
+        ranks: gather_reports(cluster, &report)?,
+        local: stats,
+        answers,
+    })
+}
+
+/// A rank with no keys has no rows: its cut must say so too.
+fn empty_rows(sublists: &Sublists) -> Result<()> {
+    match sublists {
+        Sublists::Equal(len) if *len > 0 => Ok(()),
+        Sublists::Offsets(o) if o.iter().all(|&x| x == 0) => Ok(()),
+        _ => Err(Error::InvalidArgument(format!(
+            "this rank holds no keys, but its cut {sublists:?} names rows"
+        ))),
+    }
+}
+
+/// Rows one round of the spread layout takes at most: its histograms are this many KiB.
+pub const ROWS_PER_ROUND: usize = 1 << 15;
+const BUCKETS: usize = 256;
+/// Keys one counting task takes, so that a few long rows still use every thread.
+const TASK_KEYS: usize = 1 << 16;
+
+/// The key's image whose unsigned order is the key's order.
+#[inline(always)]
+fn image<K: Key>(x: K) -> u32 {
+    (x.to_ordered() as u32) ^ 0x8000_0000
+}
+
+/// Selects the k-th smallest key of every row when every row's keys are cut over the ranks:
+/// this rank's part of row `i` is `local[offsets[i]..offsets[i + 1]]` (it may be empty).
+/// Every rank returns every row's answer, identical to one host's selection of the rows.
+///
+/// A collective: every rank calls it with the same number of rows and the same `k`.
+pub fn select_spread<K: Key>(
+    cluster: &Cluster,
+    local: &[K],
+    offsets: &[usize],
+    k: usize,
+) -> Result<Selection<K>> {
+    let checked = check_offsets(offsets, local.len());
+    cluster.agree("checking the rows", checked)?;
+    let rows = offsets.len() - 1;
+    check_same(cluster, "the number of rows", rows as u64)?;
+    check_same(cluster, "k", k as u64)?;
+    let mut clock = Clock::default();
+    let lens: Vec<u64> = offsets.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
+    let totals = clock.time(|| cluster.all_reduce_sum("summing the row lengths", &lens));
+    check_totals(&totals, k)?;
+    let mut busy_s = 0.0;
+    let mut answers = Vec::with_capacity(rows);
+    for first in (0..rows).step_by(ROWS_PER_ROUND) {
+        let end = (first + ROWS_PER_ROUND).min(rows);
+        answers.extend(spread_round(
+            cluster,
+            &mut clock,
+            &mut busy_s,
+            local,
+            &offsets[first..=end],
+            k,
+        ));
+    }
+    let report = RankReport {
+        rank: cluster.rank(),
+        rows: lens.iter().filter(|&&l| l > 0).count() as u64,
+        keys: local.len() as u64,
+        busy_s,
+        collective_s: clock.collective_s,
+    };
+    Ok(Selection {
+        answers,
+        first_row: 0,
+        rows,
+        ranks: gather_reports(cluster, &report)?,
+        local: SelectStats::default(),
+    })
+}
+
+fn check_offsets(offsets: &[usize], keys: usize) -> Result<()> {
+    if offsets.is_empty() || offsets[0] != 0 || offsets[offsets.len() - 1] != keys {
+        return Err(Error::InvalidArgument(format!(
+            "row offsets must start at 0 and end at {keys} (this rank's keys)"
+        )));
+    }
+    if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
+        return Err(Error::InvalidArgument(format!(
+            "row offsets decrease at row {i} ({} then {})",
+            offsets[i],
+            offsets[i + 1]
+        )));
+    }
+    Ok(())
+}
+
+fn check_totals(totals: &[u64], k: usize) -> Result<()> {
+    if totals.is_empty() {
+        return Err(Error::InvalidArgument("there are no rows".into()));
+    }
+    if let Some((i, &t)) = totals.iter().enumerate().min_by_key(|(_, &t)| t) {
+        if k == 0 || k as u64 > t {
+            return Err(Error::out_of_range(
+                "k",
+                k,
+                format!("must be 1 to the shortest row's length over all ranks (row {i}: {t})"),
+            ));
+        }
+    }
+    if let Some((i, &t)) = totals
+        .iter()
+        .enumerate()
+        .find(|(_, &t)| t > u32::MAX as u64)
+    {
+        return Err(Error::TooLarge {
+            what: format!("keys of row {i} over all ranks"),
+            size: t,
+            limit: u32::MAX as u64,
+        });
+    }
+    Ok(())
+}
+
+/// One round of rows: four digit passes, each counted here, summed over the ranks, and
+/// narrowed to the k-th's bucket. Returns the rows' answers.
+fn spread_round<K: Key>(
+    cluster: &Cluster,
+    clock: &mut Clock,
+    busy_s: &mut f64,
+    local: &[K],
+    offsets: &[usize],
+    k: usize,
+) -> Vec<K> {
+    let rows = offsets.len() - 1;
+    // Rank of the k-th within each row's current bucket (1-based), and the digits fixed.
+    let mut rank_in_bucket = vec![k as u32; rows];
+    let mut prefix = vec![0u32; rows];
+    let mut kept: Vec<Vec<u32>> = Vec::new();
+    for pass in 0..4u32 {
+        let shift = 24 - 8 * pass;
+        let t = Instant::now();
+        let hist = if pass == 0 {
+            count_first(local, offsets)
+        } else {
+            count_kept(&kept, shift)
+        };
+        *busy_s += t.elapsed().as_secs_f64();
+        let sums = clock.time(|| cluster.all_reduce_sum("summing a digit's histograms", &hist));
+        for (row, h) in sums.chunks_exact(BUCKETS).enumerate() {
+            let (bucket, below) = pick(h, rank_in_bucket[row]);
+            rank_in_bucket[row] -= below;
+            prefix[row] = prefix[row] << 8 | bucket;
+        }
+        if pass == 3 {
+            break;
+        }
+        let t = Instant::now();
+        if pass == 0 {
+            kept = keep_first(local, offsets, &prefix);
+        } else {
+            kept.par_iter_mut().zip(&prefix).for_each(|(c, &p)| {
+                c.retain(|&x| x >> shift == p);
+            });
+        }
+        *busy_s += t.elapsed().as_secs_f64();
+    }
+    prefix
+        .iter()
+        .map(|&p| K::from_ordered((p ^ 0x8000_0000) as i32))
+        .collect()
+}
+
+/// The bucket holding the `rank`-th (1-based) of a histogram, and how many lie below it.
+fn pick(h: &[u32], rank: u32) -> (u32, u32) {
+    let mut below = 0u32;
+    for (b, &c) in h.iter().enumerate() {
+        if below + c >= rank {
+            return (b as u32, below);
+        }
+        below += c;
+    }
+    // Unreachable while every rank counted its keys (the sums hold `rank` keys at least).
+    (BUCKETS as u32 - 1, below)
+}
+
+/// The top digit's histogram of every row of the round, rows side by side.
+fn count_first<K: Key>(local: &[K], offsets: &[usize]) -> Vec<u32> {
+    let rows = offsets.len() - 1;
+    let mut hist = vec![0u32; rows * BUCKETS];
+    // Tasks: (row, part) with at most TASK_KEYS keys each, so long rows spread over threads.
+    let tasks: Vec<(usize, usize, usize)> = (0..rows)
+        .flat_map(|r| {
+            let (a, b) = (offsets[r], offsets[r + 1]);
+            (a..b)
+                .step_by(TASK_KEYS)
+                .map(move |s| (r, s, (s + TASK_KEYS).min(b)))
+        })
+        .collect();
+    let counted: Vec<(usize, [u32; BUCKETS])> = tasks
+        .par_iter()
+        .map(|&(r, a, b)| {
+            let mut h = [0u32; BUCKETS];
+            for &x in &local[a..b] {
+                h[(image(x) >> 24) as usize] += 1;
+            }
+            (r, h)
+        })
+        .collect();
+    for (r, h) in counted {
+        for (into, c) in hist[r * BUCKETS..(r + 1) * BUCKETS].iter_mut().zip(h) {
+            *into += c;
+        }
+    }
+    hist
+}
+
+/// Each row's keys in the bucket its top digit `prefix` names, as images.
+fn keep_first<K: Key>(local: &[K], offsets: &[usize], prefix: &[u32]) -> Vec<Vec<u32>> {
+    (0..offsets.len() - 1)
+        .into_par_iter()
+        .map(|r| {
+            local[offsets[r]..offsets[r + 1]]
+                .iter()
+                .map(|&x| image(x))
+                .filter(|&i| i >> 24 == prefix[r])
+                .collect()
+        })
+        .collect()
+}
+
+/// The histogram of the digit at `shift` over each row's kept keys.
+fn count_kept(kept: &[Vec<u32>], shift: u32) -> Vec<u32> {
+    let mut hist = vec![0u32; kept.len() * BUCKETS];
+    hist.par_chunks_mut(BUCKETS).zip(kept).for_each(|(h, c)| {
+        for &x in c {
+            h[((x >> shift) & 0xff) as usize] += 1;
+        }
+    });
+    hist
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pick_finds_the_bucket_of_a_rank() {
+        let mut h = [0u32; BUCKETS];
+        h[3] = 2;
+        h[7] = 5;
+        assert_eq!(pick(&h, 1), (3, 0));
+        assert_eq!(pick(&h, 2), (3, 0));
+        assert_eq!(pick(&h, 3), (7, 2));
+        assert_eq!(pick(&h, 7), (7, 2));
+    }
+
+    #[test]
+    fn layouts_round_trip_through_names() {
+        for &l in Layout::ALL {
+            assert_eq!(Layout::from_name(l.name()), Some(l));
+        }
+    }
+
+    #[test]
+    fn offsets_are_checked() {
+        assert!(check_offsets(&[0, 2, 1, 3], 3).is_err());
+        assert!(check_offsets(&[0, 2], 3).is_err());
+        assert!(check_offsets(&[], 0).is_err());
+        assert!(check_offsets(&[0, 0, 3, 3], 3).is_ok());
+    }
+}
