@@ -11,5 +11,6 @@ bash scripts/setup.sh
 export RUST_BACKTRACE=1
 cargo build --release --bins --benches
 cargo test --workspace
+cargo test -p asym-apps --features mpi --test mpi
 ASYM_SVM=coarse cargo test -p asym-runtime -p asym-structures -p asym-apps -p asym -p asym-mpi
 POCL_DEVICES="pthread pthread" cargo test -p asym-runtime --test device_set

@@ -9,7 +9,9 @@
 //! - [`workload`]: the list seed's positional workload generator; [`peers`]: what a user would
 //!   pick instead of asym for k-selection;
 //! - [`soak`]: every structure under mixed batches and injected device failures;
-//! - [`cli`] and [`progress`]: what the programs share on their command lines.
+//! - [`ranks`]: what the programs share as ranks of an MPI job (`--features mpi`);
+//! - [`cli`] and [`progress`]: what the programs share on their command lines; [`rng`]: the
+//!   generators behind generated inputs.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
@@ -19,7 +21,8 @@ pub mod io;
 pub mod knapsack;
 pub mod peers;
 pub mod progress;
-mod rng;
+pub mod ranks;
+pub mod rng;
 pub mod soak;
 pub mod sssp;
 pub mod workload;

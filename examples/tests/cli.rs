@@ -1731,3 +1731,20 @@ fn device_sets_spread_verify_and_report_shares() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("after the devices taken before it"), "{err}");
 }
+
+/// A build without MPI launched as one of several ranks would run the whole job once per
+/// rank: it refuses, saying how to build one that joins.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_build_without_mpi_refuses_to_run_as_a_rank() {
+    let (code, _, err) = run_with_env(
+        "batch_kselect",
+        &["--total-log2", "12"],
+        &[("OMPI_COMM_WORLD_SIZE", "4")],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("4 MPI ranks") && err.contains("--features mpi"),
+        "{err}"
+    );
+}

@@ -19,7 +19,9 @@
 use std::time::{Duration, Instant};
 
 use asym_runtime::backoff::Backoff;
-use asym_runtime::{CpuTopology, Error, LatencyPool, PoolOptions, Result};
+use asym_runtime::{
+    CpuTopology, DeviceSet, Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions,
+};
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Equivalence, Partition, PartitionMut};
 use mpi::environment::Universe;
@@ -33,9 +35,6 @@ pub const TIMEOUT_ENV: &str = "ASYM_MPI_TIMEOUT_S";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// The exit status of a job a stalled rank ends.
 const EXIT_STALLED: i32 = 1;
-/// The launchers' variables that give the job's rank count: OpenMPI's, then PMI's (MPICH,
-/// Slurm).
-const SIZE_VARS: [&str; 2] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"];
 /// Elements per piece of one reduction: MPI counts are `i32`.
 const REDUCE_PIECE: usize = 1 << 28;
 
@@ -69,9 +68,7 @@ impl Cluster {
     /// The rank count the launcher (mpirun, srun) gave this process, from its environment,
     /// without starting MPI; `None` when it was not started by one.
     pub fn launched_ranks() -> Option<usize> {
-        SIZE_VARS
-            .iter()
-            .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+        asym_runtime::env::launched_ranks()
     }
 
     /// Starts MPI (asking for `MPI_THREAD_MULTIPLE`; asym calls it from one thread) and
@@ -156,6 +153,19 @@ impl Cluster {
         share_of(&usable, place, ranks)
     }
 
+    /// This rank's device among those `spec` names (`None`: `ASYM_DEVICE`, else the first
+    /// GPU, else the first CPU device; see [`DeviceSet::open`]): with several, the one at
+    /// its place on its host, round-robin, so that the ranks of a host with one GPU each
+    /// take one GPU each.
+    pub fn device(&self, spec: Option<&str>) -> Result<Runtime> {
+        let profiles = DeviceSet::choose(spec)?;
+        let (place, _) = self.local;
+        match profiles.get(place % profiles.len().max(1)) {
+            Some(p) => Runtime::open_with(p.clone(), &RuntimeOptions::default()),
+            None => Err(Error::NoPlatform),
+        }
+    }
+
     /// A latency pool on this rank's share of its host ([`Cluster::cpus`]): `threads` of
     /// them (default: one per CPU of the share), pinned to it.
     pub fn latency_pool(&self, threads: Option<usize>) -> Result<LatencyPool> {
@@ -210,6 +220,12 @@ impl Cluster {
     /// others in a collective.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
+    }
+
+    /// Waits until every rank is here (a start line for timings).
+    pub fn barrier(&self, step: &str) {
+        let req = self.world.immediate_barrier();
+        self.wait(step, req);
     }
 
     /// Every rank's `value`, in rank order.

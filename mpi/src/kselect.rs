@@ -155,15 +155,30 @@ pub fn select_owned<K: Key + Equivalence>(
     mode: Mode,
     answers: Answers,
 ) -> Result<Selection<K>> {
-    check_same(cluster, "k", k as u64)?;
     let mode_code = Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0) as u64;
     check_same(cluster, "the mode", mode_code)?;
+    select_owned_with(cluster, local, sublists, k, answers, |keys, cut| {
+        selector.select_with_stats(keys, cut, k, mode)
+    })
+}
+
+/// [`select_owned`] where `select` selects this rank's rows (its keys and cut, when it has
+/// any): any method, mode or strategy of the caller's.
+pub fn select_owned_with<K: Key + Equivalence>(
+    cluster: &Cluster,
+    local: &[K],
+    sublists: &Sublists,
+    k: usize,
+    answers: Answers,
+    select: impl FnOnce(&[K], &Sublists) -> Result<(Vec<K>, SelectStats)>,
+) -> Result<Selection<K>> {
+    check_same(cluster, "k", k as u64)?;
     let mut clock = Clock::default();
     let started = Instant::now();
     let selected = if local.is_empty() {
         empty_rows(sublists).map(|()| (Vec::new(), SelectStats::default()))
     } else {
-        selector.select_with_stats(local, sublists, k, mode)
+        select(local, sublists)
     };
     let busy_s = started.elapsed().as_secs_f64();
     let (mine, stats) = clock.time(|| cluster.agree("selecting the rows", selected))?;

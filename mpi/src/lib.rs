@@ -23,4 +23,6 @@ pub mod kselect;
 pub mod launcher;
 
 pub use cluster::{Cluster, TIMEOUT_ENV};
-pub use kselect::{select_owned, select_spread, Answers, Layout, RankReport, Selection};
+pub use kselect::{
+    select_owned, select_owned_with, select_spread, Answers, Layout, RankReport, Selection,
+};

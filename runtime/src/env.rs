@@ -43,6 +43,19 @@ pub fn switch(name: &str) -> Result<bool> {
     }
 }
 
+/// The launchers' variables that give an MPI job's rank count: OpenMPI's, then PMI's (MPICH,
+/// Slurm).
+const RANKS_VARS: [&str; 2] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"];
+
+/// The rank count an MPI launcher (mpirun, srun) gave this process, read from its
+/// environment without starting MPI; `None` when no launcher started it. Programs built
+/// without MPI use it to refuse a launch they cannot join.
+pub fn launched_ranks() -> Option<usize> {
+    RANKS_VARS
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

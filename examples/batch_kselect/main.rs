@@ -27,9 +27,12 @@ use asym_structures::{Cooperation, KSelector, SelectStats, Strategy, Sublists};
 use clap::Parser;
 
 use asym_apps::cli;
+
+#[cfg(feature = "mpi")]
+mod distributed;
 use asym_apps::progress;
+use asym_apps::rng;
 use progress::Progress;
-use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
 
@@ -130,6 +133,11 @@ struct Args {
     /// Print one JSON object per mode and length instead of a table.
     #[arg(long)]
     json: bool,
+    /// Under `mpirun -np N` (N > 1, a build with `--features mpi`): owned (each rank selects
+    /// whole rows, rank 0's first) or spread (every row's keys cut over the ranks: radix
+    /// select with one allreduce of histograms per digit; cpu mode).
+    #[arg(long, default_value = "owned")]
+    layout: String,
 }
 
 /// What was run: one of the modes, or a peer.
@@ -193,16 +201,12 @@ struct Row {
     stats: Option<SelectStats>,
 }
 
+/// `total` random int32 keys: the first of the key stream of `seed`.
 fn generate(total: usize, seed: u64) -> Vec<i32> {
     let mut v = vec![0i32; total];
     v.par_chunks_mut(1 << 16)
         .enumerate()
-        .for_each(|(i, chunk)| {
-            let mut rng = rand::rngs::SmallRng::seed_from_u64(
-                seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            );
-            chunk.iter_mut().for_each(|x| *x = rng.gen());
-        });
+        .for_each(|(i, chunk)| rng::key_stream(seed, (i << 16) as u64, chunk));
     v
 }
 
@@ -668,6 +672,34 @@ struct Keys {
     n: usize,
 }
 
+/// The number of keys `--total-log2` asks to generate.
+fn generated_total(args: &Args) -> Result<usize> {
+    if args.total_log2 > 31 {
+        return Err(Error::flag("--total-log2", args.total_log2, "at most 31"));
+    }
+    Ok(1usize << args.total_log2)
+}
+
+/// The sub-list lengths to run on `total` generated keys: `--sublist`, else 2^11, 2^13, ...,
+/// 2^21, those that fit.
+fn generated_lengths(args: &Args, total: usize) -> Result<Vec<usize>> {
+    let lengths: Vec<usize> = match args.sublist {
+        Some(s) => vec![s],
+        None => (11..=21)
+            .step_by(2)
+            .map(|e| 1usize << e)
+            .filter(|&l| l <= total)
+            .collect(),
+    };
+    if lengths.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "2^{} keys hold no default sub-list (the shortest is 2^11); pass --sublist",
+            args.total_log2
+        )));
+    }
+    Ok(lengths)
+}
+
 /// Reads `--input` or generates `2^--total-log2` keys.
 fn keys(args: &Args) -> Result<Keys> {
     let keys = match &args.input {
@@ -698,24 +730,8 @@ fn keys(args: &Args) -> Result<Keys> {
             }
         }
         None => {
-            if args.total_log2 > 31 {
-                return Err(Error::flag("--total-log2", args.total_log2, "at most 31"));
-            }
-            let total = 1usize << args.total_log2;
-            let lengths: Vec<usize> = match args.sublist {
-                Some(s) => vec![s],
-                None => (11..=21)
-                    .step_by(2)
-                    .map(|e| 1usize << e)
-                    .filter(|&l| l <= total)
-                    .collect(),
-            };
-            if lengths.is_empty() {
-                return Err(Error::InvalidArgument(format!(
-                    "2^{} keys hold no default sub-list (the shortest is 2^11); pass --sublist",
-                    args.total_log2
-                )));
-            }
+            let total = generated_total(args)?;
+            let lengths = generated_lengths(args, total)?;
             Keys {
                 array: npy::NpyArray {
                     dtype: Dtype::I32,
@@ -805,6 +821,14 @@ fn run(args: &Args) -> Result<bool> {
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
+    #[cfg(feature = "mpi")]
+    if asym_runtime::env::launched_ranks().is_some_and(|n| n > 1) {
+        return distributed::main(&args);
+    }
+    #[cfg(not(feature = "mpi"))]
+    if let Some(n) = asym_runtime::env::launched_ranks().filter(|&n| n > 1) {
+        return cli::finish("batch_kselect", "", Err(asym_apps::ranks::unsupported(n)));
+    }
     cli::finish(
         "batch_kselect",
         "some answers differ from select_nth_unstable",

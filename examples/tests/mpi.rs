@@ -1,0 +1,277 @@
+//! The programs as ranks of an MPI job (`--features mpi`, launched by mpirun): the same
+//! answers as one host in every layout and mode, on both SVM transports, from generated keys
+//! and from a file; rank 0 alone prints and writes; a bad flag or a failed rank ends every
+//! rank with one message and one exit code.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use asym_apps::io::npy;
+use asym_mpi::launcher::mpirun;
+
+const KSELECT: &str = env!("CARGO_BIN_EXE_batch_kselect");
+const BOUND: Duration = Duration::from_secs(300);
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("asym-mpi-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Waits for `cmd`, killing it past [`BOUND`].
+fn bounded(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            panic!("{cmd:?} hung past {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn ranks(n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = mpirun(n, KSELECT);
+    cmd.args(args).envs(env.iter().copied());
+    bounded(cmd)
+}
+
+fn one_host(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(KSELECT);
+    cmd.args(args).envs(env.iter().copied());
+    bounded(cmd)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn assert_ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Runs `args` on one host and on `n` ranks in `layout`, each writing `--output`, and
+/// compares the files byte for byte.
+fn same_as_one_host(n: usize, layout: &str, args: &[&str], env: &[(&str, &str)]) {
+    let tag = format!("{n}-{layout}-{}", args.join("_").replace(['/', '.'], ""));
+    let (single, multi) = (
+        tmp(&format!("one-{tag}.npy")),
+        tmp(&format!("ranks-{tag}.npy")),
+    );
+    let mut one_args = args.to_vec();
+    one_args.extend(["--no-peers", "--output", single.to_str().unwrap()]);
+    assert_ok(&one_host(&one_args, env), "one host");
+    let mut rank_args = args.to_vec();
+    rank_args.extend(["--layout", layout, "--output", multi.to_str().unwrap()]);
+    let out = ranks(n, &rank_args, env);
+    assert_ok(&out, &format!("{n} ranks, {layout}"));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("over {n} MPI ranks")), "{stdout}");
+    assert!(!stdout.contains(" NO "), "{stdout}");
+    let (a, b) = (
+        std::fs::read(&single).unwrap(),
+        std::fs::read(&multi).unwrap(),
+    );
+    assert!(
+        a == b,
+        "{n} ranks, {layout}, {args:?}: answers differ from one host's"
+    );
+}
+
+#[test]
+fn owned_rows_answer_as_one_host_in_every_mode() {
+    for n in [2, 4] {
+        for mode in ["cpu", "gpu", "coop"] {
+            let args = [
+                "--total-log2",
+                "15",
+                "--sublist",
+                "1024",
+                "--k",
+                "100",
+                "--mode",
+                mode,
+            ];
+            same_as_one_host(n, "owned", &args, &[]);
+        }
+    }
+}
+
+#[test]
+fn owned_rows_answer_as_one_host_on_the_coarse_transport() {
+    for mode in ["gpu", "coop"] {
+        let args = ["--total-log2", "14", "--sublist", "2048", "--mode", mode];
+        same_as_one_host(4, "owned", &args, &[("ASYM_SVM", "coarse")]);
+    }
+}
+
+#[test]
+fn spread_rows_answer_as_one_host() {
+    for n in [2, 3, 4] {
+        for k in ["1", "77", "4096"] {
+            let args = [
+                "--total-log2",
+                "15",
+                "--sublist",
+                "4096",
+                "--k",
+                k,
+                "--mode",
+                "cpu",
+                "--strategy",
+                "radix",
+            ];
+            same_as_one_host(n, "spread", &args, &[]);
+        }
+    }
+}
+
+#[test]
+fn more_ranks_than_rows_and_rows_shorter_than_ranks() {
+    // 2 rows on 4 ranks (owned: two ranks hold none); rows of 3 keys on 4 ranks (spread: a
+    // rank holds no key of a row).
+    let input = tmp("short.npy");
+    let keys: Vec<u32> = (0..24u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
+        .collect();
+    npy::write(&input, &keys).unwrap();
+    let file = input.to_str().unwrap();
+    let args = [
+        "--input",
+        file,
+        "--sublist",
+        "12",
+        "--k",
+        "5",
+        "--mode",
+        "cpu",
+    ];
+    same_as_one_host(4, "owned", &args, &[]);
+    let args = [
+        "--input",
+        file,
+        "--sublist",
+        "3",
+        "--k",
+        "2",
+        "--mode",
+        "cpu",
+    ];
+    same_as_one_host(4, "spread", &args, &[]);
+}
+
+#[test]
+fn a_float_file_answers_as_one_host_in_both_layouts() {
+    let input = tmp("keys-f32.npy");
+    let keys: Vec<f32> = (0..6000)
+        .map(|i| match i % 97 {
+            0 => f32::NAN,
+            1 => -0.0,
+            2 => f32::NEG_INFINITY,
+            _ => ((i * 7919) % 1013) as f32 - 500.5,
+        })
+        .collect();
+    npy::write(&input, &keys).unwrap();
+    let file = input.to_str().unwrap();
+    for layout in ["owned", "spread"] {
+        let args = [
+            "--input",
+            file,
+            "--sublist",
+            "600",
+            "--k",
+            "61",
+            "--mode",
+            "cpu",
+        ];
+        same_as_one_host(3, layout, &args, &[]);
+    }
+}
+
+#[test]
+fn json_rows_carry_the_ranks_and_their_shares() {
+    let out = ranks(
+        2,
+        &[
+            "--total-log2",
+            "14",
+            "--sublist",
+            "2048",
+            "--mode",
+            "cpu",
+            "--strategy",
+            "radix",
+            "--json",
+        ],
+        &[],
+    );
+    assert_ok(&out, "json");
+    let stdout = text(&out.stdout);
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(rows.len(), 1, "rank 0 alone prints: {stdout}");
+    let row = &rows[0];
+    assert_eq!(row["ranks"], 2);
+    assert_eq!(row["verified"], true);
+    let per_rank = row["per_rank"].as_array().unwrap();
+    assert_eq!(per_rank.len(), 2);
+    let share: f64 = per_rank.iter().map(|p| p["share"].as_f64().unwrap()).sum();
+    assert!((share - 1.0).abs() < 1e-9, "{share}");
+    assert_eq!(per_rank[1]["rows"], 4);
+}
+
+#[test]
+fn a_bad_flag_is_told_once_and_every_rank_exits_2() {
+    let out = ranks(4, &["--total-log2", "15", "--sublist", "1000"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.matches("not a multiple of 1000").count(),
+        1,
+        "{stderr}"
+    );
+    let out = ranks(2, &["--layout", "spread", "--mode", "gpu"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--layout spread"));
+}
+
+#[test]
+fn an_output_rank_0_cannot_write_ends_every_rank_before_the_run() {
+    let out = ranks(
+        2,
+        &[
+            "--total-log2",
+            "12",
+            "--sublist",
+            "2048",
+            "--mode",
+            "cpu",
+            "--output",
+            "/nonexistent/kth.npy",
+        ],
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/nonexistent"), "{stderr}");
+    assert!(
+        text(&out.stdout).is_empty(),
+        "nothing ran: {}",
+        text(&out.stdout)
+    );
+}
