@@ -47,6 +47,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 #[derive(Clone, Copy, PartialEq)]
 enum Job {
     Owned(Runner),
+    /// Owned rows already in each rank's device memory (uploaded once, untimed).
+    OwnedResident,
     Spread,
 }
 
@@ -54,6 +56,7 @@ impl Job {
     fn name(self) -> String {
         match self {
             Job::Owned(r) => r.name(),
+            Job::OwnedResident => Runner::Resident.name(),
             Job::Spread => "cpu:radix".into(),
         }
     }
@@ -92,19 +95,22 @@ struct Asked {
 
 fn check_flags(args: &Args) -> Result<Asked> {
     let layout: Layout = cli::word("--layout", &args.layout)?;
-    if args.resident {
+    if args.resident && layout == Layout::Spread {
         return Err(Error::flag(
             "--resident",
             "",
-            "not under MPI (each rank selects keys in its host memory)",
+            "with --layout owned (spread rows are counted on the latency threads)",
         ));
     }
     let modes = cli::words::<Mode>("--mode", &args.mode)?;
     let jobs: Vec<Job> = match layout {
         Layout::Owned => super::plan_runners(args, &modes)?
             .into_iter()
-            .filter(|r| r.selection().is_some())
-            .map(Job::Owned)
+            .filter_map(|r| match r {
+                Runner::Resident => Some(Job::OwnedResident),
+                r if r.selection().is_some() => Some(Job::Owned(r)),
+                _ => None,
+            })
             .collect(),
         Layout::Spread if modes.contains(&Mode::CpuOnly) => vec![Job::Spread],
         Layout::Spread => {
@@ -143,6 +149,7 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
     cluster.agree("checking --output", writable)?;
     let needs_device = jobs.iter().any(|j| match j {
         Job::Owned(r) => r.selection().is_some_and(|(m, _)| m.uses_device()),
+        Job::OwnedResident => true,
         Job::Spread => false,
     });
     let rt = if needs_device {
@@ -168,13 +175,17 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
                 .iter()
                 .filter_map(|j| match j {
                     Job::Owned(r) => Some(*r),
-                    Job::Spread => None,
+                    _ => None,
                 })
                 .collect();
-            super::resolve_bridges(args, runners, &selector)
+            let mut resolved: Vec<Job> = super::resolve_bridges(args, runners, &selector)
                 .into_iter()
                 .map(Job::Owned)
-                .collect()
+                .collect();
+            if jobs.contains(&Job::OwnedResident) {
+                resolved.push(Job::OwnedResident);
+            }
+            resolved
         }
         Layout::Spread => jobs,
     };
@@ -279,7 +290,7 @@ impl Plan<'_> {
         }
         if let (Some(path), Some((job, answers))) = (&self.args.output, last) {
             let all = match job {
-                Job::Owned(_) => self
+                Job::Owned(_) | Job::OwnedResident => self
                     .cluster
                     .gather_to_root("gathering the answers", &answers)?,
                 Job::Spread => self.cluster.is_root().then_some(answers),
@@ -303,8 +314,27 @@ impl Plan<'_> {
         k: usize,
     ) -> Result<(Row, Vec<K>)> {
         let cluster = self.cluster;
+        let resident = match (job, self.selector.runtime()) {
+            (Job::OwnedResident, Some(rt)) if !local.is_empty() => {
+                let upload = rt.alloc::<K>(local.len()).and_then(|mut buf| {
+                    buf.write(local)?;
+                    Ok(buf)
+                });
+                Some(cluster.agree("uploading the keys", upload)?)
+            }
+            _ => None,
+        };
         let call = || -> Result<asym_mpi::Selection<K>> {
             match job {
+                Job::OwnedResident => {
+                    let cut = Sublists::Equal(len);
+                    select_owned_with(cluster, local, &cut, k, Answers::InPlace, |_, cut| {
+                        match &resident {
+                            Some(buf) => self.selector.select_svm(buf, cut, k),
+                            None => Err(Error::InvalidArgument("no keys uploaded".into())),
+                        }
+                    })
+                }
                 Job::Owned(runner) => {
                     let (mode, cooperation) = runner
                         .selection()
@@ -336,7 +366,7 @@ impl Plan<'_> {
             None
         } else {
             let ok = match job {
-                Job::Owned(_) => owned_ok(local, len, k, &got.answers),
+                Job::Owned(_) | Job::OwnedResident => owned_ok(local, len, k, &got.answers),
                 Job::Spread => spread_ok(cluster, local, offsets, k, &got.answers),
             };
             Some(cluster.all_reduce_min("checking the answers", &[ok as u8])[0] == 1)

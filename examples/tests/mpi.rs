@@ -108,6 +108,19 @@ fn owned_rows_answer_as_one_host_in_every_mode() {
             same_as_one_host(n, "owned", &args, &[]);
         }
     }
+    // Keys resident in each rank's device memory.
+    let args = [
+        "--total-log2",
+        "15",
+        "--sublist",
+        "2048",
+        "--mode",
+        "gpu",
+        "--strategy",
+        "radix",
+        "--resident",
+    ];
+    same_as_one_host(3, "owned", &args, &[]);
 }
 
 #[test]

@@ -57,7 +57,8 @@ pub use runtime::{
 };
 pub use spread::DeviceSet;
 pub use sys::{
-    copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe, DeviceBuffer,
-    RemoveOnInterrupt, SvmAtomicElement, SvmBuffer, SvmElement, SvmKind, SvmMap, SvmReadMap,
+    copy_bits_streaming, copy_bits_streaming_par, exit_quietly_on_broken_pipe,
+    pin_current_thread_to, DeviceBuffer, RemoveOnInterrupt, SvmAtomicElement, SvmBuffer,
+    SvmElement, SvmKind, SvmMap, SvmReadMap,
 };
 pub use transport::{Transport, SVM_ENV};

@@ -8,6 +8,29 @@ pub(crate) fn current_cpu() -> Option<usize> {
     usize::try_from(cpu).ok()
 }
 
+/// Keeps the calling thread, and the threads it starts from now on, to `cpus` (OS ids);
+/// `false` where the OS refuses (an id past the machine, none usable) or cannot pin.
+pub fn pin_current_thread_to(cpus: &[usize]) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: cpu_set_t is plain data (a bit array) for which all-zero is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let room = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        for &c in cpus.iter().filter(|&&c| c < room) {
+            // SAFETY: CPU_SET writes bit `c` of `set`, which holds `room` bits, c < room.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size passed,
+        // which the kernel only reads.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpus;
+        false
+    }
+}
+
 /// Makes a write to a closed pipe end the process quietly, as it does for other Unix tools
 /// (`example | head`), instead of Rust's default (SIGPIPE ignored, so `println!` panics on
 /// the broken pipe). For command-line programs' `main`; a library leaves the signal alone.
