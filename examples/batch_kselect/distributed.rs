@@ -82,7 +82,8 @@ struct Plan<'a> {
     layout: Layout,
     jobs: Vec<Job>,
     selector: KSelector,
-    device: String,
+    /// Every rank's device (label and OpenCL device id place), in rank order.
+    devices: Vec<String>,
 }
 
 /// What the flags ask for, checked without a word between the ranks (every rank sees the
@@ -152,15 +153,18 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
         Job::OwnedResident => true,
         Job::Spread => false,
     });
-    let rt = if needs_device {
+    let (rt, device) = if needs_device {
         let opened = cluster.device(args.device.as_deref());
-        Some(cluster.agree("opening this rank's device", opened)?)
+        let (rt, at, of) = cluster.agree("opening this rank's device", opened)?;
+        let label = format!(
+            "{} (device {at} of {of}) on {}",
+            rt.profile().label(),
+            cluster.host()
+        );
+        (Some(rt), label)
     } else {
-        None
+        (None, format!("no device, on {}", cluster.host()))
     };
-    let device = rt
-        .as_ref()
-        .map_or_else(|| "none".into(), |rt| rt.profile().label());
     let made = cluster.latency_pool(args.threads).and_then(|pool| {
         let mut s = configure(KSelector::new(rt, pool, args.d)?, args)?;
         if let Some(n) = args.staging_threads {
@@ -189,13 +193,19 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
         }
         Layout::Spread => jobs,
     };
+    let line = format!("{device}\n");
+    let all = cluster.all_gather_varcount("gathering the ranks' devices", line.as_bytes())?;
+    let devices = String::from_utf8_lossy(&all)
+        .lines()
+        .map(str::to_string)
+        .collect();
     let plan = Plan {
         args,
         cluster,
         layout,
         jobs,
         selector,
-        device,
+        devices,
     };
     match generated {
         Some((total, lengths)) => {
@@ -389,7 +399,7 @@ impl Plan<'_> {
             for r in rows {
                 let line = json!({
                     "mode": r.job.name(), "layout": self.layout.name(), "ranks": ranks,
-                    "device": self.device, "threads_per_rank": self.selector.pool().len(),
+                    "devices": self.devices, "threads_per_rank": self.selector.pool().len(),
                     "n": n, "sublist": r.sublist, "k": r.k, "d": self.selector.d(),
                     "dtype": dtype.descr(), "ms": r.ms, "mkeys_per_s": n as f64 / r.ms / 1e3,
                     "verified": r.verified,
@@ -407,13 +417,15 @@ impl Plan<'_> {
         }
         asym_apps::report!(
             "batch k-selection over {ranks} MPI ranks ({} layout): {n} {} keys, d = {}, {} \
-             latency threads per rank, rank 0's device: {}",
+             latency threads per rank",
             self.layout,
             dtype.descr(),
             self.selector.d(),
             self.selector.pool().len(),
-            self.device
         );
+        for (rank, device) in self.devices.iter().enumerate() {
+            asym_apps::report!("rank {rank}: {device}");
+        }
         let mut table = cli::Table::new(&[
             ">sublist",
             ">k",

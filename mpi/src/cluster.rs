@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use asym_runtime::backoff::Backoff;
 use asym_runtime::{
-    CpuTopology, DeviceSet, Error, LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions,
+    list_devices, select_device, CpuTopology, DeviceKind, DeviceProfile, DeviceSet, Error,
+    LatencyPool, PoolOptions, Result, Runtime, RuntimeOptions, DEVICE_ENV,
 };
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Equivalence, Partition, PartitionMut};
@@ -167,15 +168,53 @@ impl Cluster {
         share_of(&usable, place, ranks)
     }
 
-    /// This rank's device among those `spec` names (`None`: `ASYM_DEVICE`, else the first
-    /// GPU, else the first CPU device; see [`DeviceSet::open`]): with several, the one at
-    /// its place on its host, round-robin, so that the ranks of a host with one GPU each
-    /// take one GPU each.
-    pub fn device(&self, spec: Option<&str>) -> Result<Runtime> {
-        let profiles = DeviceSet::choose(spec)?;
+    /// This rank's device: among the devices `spec` names, the one at its place on its
+    /// host, round-robin, so that the ranks of a host with several GPUs take one each. A
+    /// name fragment names every device it matches (`nvidia`: each NVIDIA GPU); `all` and
+    /// comma-separated lists as [`DeviceSet::choose`]; `None` reads `ASYM_DEVICE`, else
+    /// takes every GPU, else the first CPU device.
+    ///
+    /// Returns the device with its place among the candidates and their number.
+    pub fn device(&self, spec: Option<&str>) -> Result<(Runtime, usize, usize)> {
+        let spec = spec
+            .map(str::to_string)
+            .or_else(|| std::env::var(DEVICE_ENV).ok())
+            .filter(|s| !s.trim().is_empty());
+        let candidates: Vec<DeviceProfile> = match spec.as_deref().map(str::trim) {
+            Some(s) if s.contains(',') || s.eq_ignore_ascii_case("all") => {
+                DeviceSet::choose(Some(s))?
+            }
+            Some(s) => {
+                let matching: Vec<_> = list_devices()?
+                    .into_iter()
+                    .filter(|d| d.matches(s))
+                    .collect();
+                if matching.is_empty() {
+                    vec![select_device(Some(s))?]
+                } else {
+                    matching
+                }
+            }
+            None => {
+                let gpus: Vec<_> = list_devices()?
+                    .into_iter()
+                    .filter(|d| d.kind == DeviceKind::Gpu)
+                    .collect();
+                if gpus.is_empty() {
+                    vec![select_device(None)?]
+                } else {
+                    gpus
+                }
+            }
+        };
         let (place, _) = self.local;
-        match profiles.get(place % profiles.len().max(1)) {
-            Some(p) => Runtime::open_with(p.clone(), &RuntimeOptions::default()),
+        let at = place % candidates.len().max(1);
+        match candidates.get(at) {
+            Some(p) => Ok((
+                Runtime::open_with(p.clone(), &RuntimeOptions::default())?,
+                at,
+                candidates.len(),
+            )),
             None => Err(Error::NoPlatform),
         }
     }

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use asym_mpi::{select_owned, select_spread, Answers, Cluster};
-use asym_runtime::{DeviceSet, Error, Mode, Result};
+use asym_runtime::{Error, Mode, Result};
 use asym_structures::{KSelector, Key, Sublists};
 use mpi::datatype::Equivalence;
 use rand::{Rng, SeedableRng};
@@ -357,13 +357,14 @@ fn run(cluster: &Cluster, f: &Flags) -> Result<bool> {
         ));
     }
     let set = if chosen.iter().any(|c| !c.spread && c.mode.uses_device()) {
-        Some(cluster.agree("opening the devices", DeviceSet::open(f.device.as_deref()))?)
+        let opened = cluster.device(f.device.as_deref()).map(|(rt, ..)| rt);
+        Some(cluster.agree("opening this rank's device", opened)?)
     } else {
         None
     };
     let selector = |mode: Mode| -> Result<KSelector> {
         let rt = if mode.uses_device() {
-            set.as_ref().and_then(|s| s.members().first().cloned())
+            set.clone()
         } else {
             None
         };
