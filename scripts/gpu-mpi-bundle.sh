@@ -49,6 +49,9 @@ export PATH=$here/bin:$root/bin:$PATH
 export LD_LIBRARY_PATH=$root/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu/openmpi/lib:${LD_LIBRARY_PATH:-}
 export OPAL_PREFIX=$root
 export OPAL_LIBDIR=$root/lib/x86_64-linux-gnu/openmpi/lib
+# PMIx looks for its plugins where Debian puts them: here, not a different system PMIx's.
+export PMIX_INSTALL_PREFIX=$root/lib/x86_64-linux-gnu/pmix2
+export PMIX_MCA_mca_base_component_path=$root/lib/x86_64-linux-gnu/pmix2/lib/pmix
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One host: shared memory between the ranks, no network transports (UCX, libfabric).
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2

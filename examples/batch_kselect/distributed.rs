@@ -408,7 +408,7 @@ impl Plan<'_> {
                     "per_rank": r.ranks.iter().map(|p| json!({
                         "rank": p.rank, "rows": p.rows, "keys": p.keys,
                         "share": p.keys as f64 / n as f64, "busy_ms": p.busy_s * 1e3,
-                        "collective_ms": p.collective_s * 1e3,
+                        "waited_ms": p.waited_s * 1e3,
                     })).collect::<Vec<_>>(),
                 });
                 asym_apps::report!("{line}");
@@ -433,7 +433,7 @@ impl Plan<'_> {
             ">ms",
             ">Mkeys/s",
             ">slowest busy ms",
-            ">most in collectives ms",
+            ">most waited ms",
             "verified",
             "rows per rank",
         ]);
@@ -447,7 +447,7 @@ impl Plan<'_> {
                 format!("{:.2}", r.ms),
                 format!("{:.1}", n as f64 / r.ms / 1e3),
                 format!("{:.2}", most(|p| p.busy_s)),
-                format!("{:.2}", most(|p| p.collective_s)),
+                format!("{:.2}", most(|p| p.waited_s)),
                 match r.verified {
                     Some(true) => "yes",
                     Some(false) => "NO",

@@ -243,6 +243,12 @@ impl Cluster {
 
     /// Waits for `req` with back-off; past the bound, ends the job naming `step`.
     fn wait<'a, D: ?Sized, S: Scope<'a>>(&self, step: &str, mut req: Request<'a, D, S>) {
+        // MPI moves a nonblocking collective on only inside MPI_Test, on every rank: a rank
+        // that sleeps between tests holds up the others' next round. So a wait tests without
+        // sleeping while a collective's usual latency lasts, then yields the core (to a rank
+        // sharing it, on an oversubscribed host), and sleeps only past that.
+        const TEST_ONLY: Duration = Duration::from_micros(200);
+        const YIELDING: Duration = Duration::from_millis(20);
         let start = Instant::now();
         let mut backoff = Backoff::new();
         loop {
@@ -251,10 +257,15 @@ impl Cluster {
                 Err(pending) => req = pending,
             }
             let waited = start.elapsed();
-            if waited >= self.timeout {
+            if waited < TEST_ONLY {
+                std::hint::spin_loop();
+            } else if waited < YIELDING {
+                std::thread::yield_now();
+            } else if waited >= self.timeout {
                 self.abort_stalled(step, waited);
+            } else {
+                backoff.snooze_within(waited);
             }
-            backoff.snooze_within(waited);
         }
     }
 
@@ -459,16 +470,35 @@ impl Cluster {
     /// failed. All succeeded: `local` comes back. Otherwise the lowest failed rank returns
     /// its own error and every other rank [`Error::RankFailed`] with its message.
     pub fn agree<T>(&self, step: &str, local: Result<T>) -> Result<T> {
-        let failed = if local.is_err() {
-            self.rank as u64
-        } else {
-            u64::MAX
+        self.agree_gathering(step, local, &[]).map(|(v, _)| v)
+    }
+
+    /// [`Cluster::agree`] that also gathers every rank's `record` (all of one length), in
+    /// rank order, in the same collective: a call's closing round (its figures, its counts)
+    /// costs no more than its agreement.
+    pub fn agree_gathering<T>(
+        &self,
+        step: &str,
+        local: Result<T>,
+        record: &[u64],
+    ) -> Result<(T, Vec<Vec<u64>>)> {
+        let mut mine = Vec::with_capacity(record.len() + 1);
+        mine.push(local.is_err() as u64);
+        mine.extend_from_slice(record);
+        let mut all = vec![0u64; mine.len() * self.size];
+        scope(|s| {
+            let req = self
+                .world
+                .immediate_all_gather_into(s, &mine[..], &mut all[..]);
+            self.wait(step, req);
+        });
+        let records: Vec<Vec<u64>> = all
+            .chunks_exact(mine.len())
+            .map(|c| c[1..].to_vec())
+            .collect();
+        let Some(rank) = all.chunks_exact(mine.len()).position(|c| c[0] == 1) else {
+            return local.map(|v| (v, records));
         };
-        let lowest = self.all_reduce_min(step, &[failed])[0];
-        if lowest == u64::MAX {
-            return local;
-        }
-        let rank = lowest as usize;
         let mut payload = Vec::new();
         if let (true, Err(e)) = (rank == self.rank, &local) {
             payload.push(e.is_usage_error() as u8);
@@ -477,7 +507,7 @@ impl Cluster {
         let payload = self.broadcast_bytes(step, rank, payload);
         if rank == self.rank {
             self.told.set(true);
-            return local;
+            return local.map(|v| (v, records));
         }
         Err(Error::RankFailed {
             rank,

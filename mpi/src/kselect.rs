@@ -72,8 +72,9 @@ pub struct RankReport {
     pub keys: u64,
     /// Seconds of its own work (selecting, or counting and keeping).
     pub busy_s: f64,
-    /// Seconds it spent in collectives (waiting for the others included).
-    pub collective_s: f64,
+    /// Seconds it waited for the others: in the spread layout, its time in collectives; in
+    /// the owned layout (one closing round), the slowest rank's busy time less its own.
+    pub waited_s: f64,
 }
 
 /// The answers of a distributed selection on this rank, and what every rank did.
@@ -114,7 +115,7 @@ fn gather_reports(cluster: &Cluster, mine: &RankReport) -> Result<Vec<RankReport
         mine.rows as f64,
         mine.keys as f64,
         mine.busy_s,
-        mine.collective_s,
+        mine.waited_s,
     ];
     let all = cluster.all_gather_varcount("gathering the ranks' reports", &figures)?;
     Ok(all
@@ -125,20 +126,9 @@ fn gather_reports(cluster: &Cluster, mine: &RankReport) -> Result<Vec<RankReport
             rows: f[0] as u64,
             keys: f[1] as u64,
             busy_s: f[2],
-            collective_s: f[3],
+            waited_s: f[3],
         })
         .collect())
-}
-
-/// Checks that every rank passed the same `k` (and `what` else the caller names).
-fn check_same(cluster: &Cluster, what: &str, value: u64) -> Result<()> {
-    if cluster.same_everywhere(&format!("checking that the ranks agree on {what}"), value) {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "the ranks passed different values of {what} (every rank must pass the same)"
-        )))
-    }
 }
 
 /// Selects the k-th smallest key of every row when each rank holds whole rows: this rank's
@@ -156,10 +146,15 @@ pub fn select_owned<K: Key + Equivalence>(
     answers: Answers,
 ) -> Result<Selection<K>> {
     let mode_code = Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0) as u64;
-    check_same(cluster, "the mode", mode_code)?;
-    select_owned_with(cluster, local, sublists, k, answers, |keys, cut| {
-        selector.select_with_stats(keys, cut, k, mode)
-    })
+    owned(
+        cluster,
+        local,
+        sublists,
+        k,
+        ("the mode", mode_code),
+        answers,
+        |keys, cut| selector.select_with_stats(keys, cut, k, mode),
+    )
 }
 
 /// [`select_owned`] where `select` selects this rank's rows (its keys and cut, when it has
@@ -172,39 +167,77 @@ pub fn select_owned_with<K: Key + Equivalence>(
     answers: Answers,
     select: impl FnOnce(&[K], &Sublists) -> Result<(Vec<K>, SelectStats)>,
 ) -> Result<Selection<K>> {
-    check_same(cluster, "k", k as u64)?;
-    let mut clock = Clock::default();
+    owned(cluster, local, sublists, k, ("", 0), answers, select)
+}
+
+/// The owned layout: select here, then one round that agrees on failures, checks that the
+/// ranks passed the same `k` and `same` value, and gathers every rank's rows and times;
+/// then the answers to rank 0 where asked.
+fn owned<K: Key + Equivalence>(
+    cluster: &Cluster,
+    local: &[K],
+    sublists: &Sublists,
+    k: usize,
+    same: (&str, u64),
+    answers: Answers,
+    select: impl FnOnce(&[K], &Sublists) -> Result<(Vec<K>, SelectStats)>,
+) -> Result<Selection<K>> {
     let started = Instant::now();
     let selected = if local.is_empty() {
         empty_rows(sublists).map(|()| (Vec::new(), SelectStats::default()))
     } else {
         select(local, sublists)
     };
-    let busy_s = started.elapsed().as_secs_f64();
-    let (mine, stats) = clock.time(|| cluster.agree("selecting the rows", selected))?;
-    let firsts = clock.time(|| cluster.all_gather("counting the rows", mine.len() as u64));
-    let first_row = firsts[..cluster.rank()].iter().sum::<u64>() as usize;
-    let rows = firsts.iter().sum::<u64>() as usize;
+    let busy = started.elapsed();
+    let rows_here = selected.as_ref().map_or(0, |(v, _)| v.len() as u64);
+    let record = [
+        k as u64,
+        same.1,
+        rows_here,
+        local.len() as u64,
+        busy.as_nanos() as u64,
+    ];
+    let ((mine, stats), records) =
+        cluster.agree_gathering("selecting the rows", selected, &record)?;
+    if records.iter().any(|r| r[0] != k as u64) {
+        return Err(differ("k"));
+    }
+    if records.iter().any(|r| r[1] != same.1) {
+        return Err(differ(same.0));
+    }
+    let first_row = records[..cluster.rank()].iter().map(|r| r[2]).sum::<u64>() as usize;
+    let rows = records.iter().map(|r| r[2]).sum::<u64>() as usize;
+    let slowest = records.iter().map(|r| r[4]).max().unwrap_or(0);
+    let ranks = records
+        .iter()
+        .enumerate()
+        .map(|(rank, r)| RankReport {
+            rank,
+            rows: r[2],
+            keys: r[3],
+            busy_s: r[4] as f64 * 1e-9,
+            waited_s: (slowest - r[4]) as f64 * 1e-9,
+        })
+        .collect();
     let answers = match answers {
         Answers::InPlace => mine,
-        Answers::OnRoot => clock
-            .time(|| cluster.gather_to_root("gathering the answers", &mine))?
+        Answers::OnRoot => cluster
+            .gather_to_root("gathering the answers", &mine)?
             .unwrap_or_default(),
-    };
-    let report = RankReport {
-        rank: cluster.rank(),
-        rows: firsts[cluster.rank()],
-        keys: local.len() as u64,
-        busy_s,
-        collective_s: clock.collective_s,
     };
     Ok(Selection {
         first_row: if cluster.is_root() { 0 } else { first_row },
         rows,
-        ranks: gather_reports(cluster, &report)?,
+        ranks,
         local: stats,
         answers,
     })
+}
+
+fn differ(what: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "the ranks passed different values of {what} (every rank must pass the same)"
+    ))
 }
 
 /// A rank with no keys has no rows: its cut must say so too.
@@ -242,10 +275,15 @@ pub fn select_spread<K: Key>(
     k: usize,
 ) -> Result<Selection<K>> {
     let checked = check_offsets(offsets, local.len());
-    cluster.agree("checking the rows", checked)?;
-    let rows = offsets.len() - 1;
-    check_same(cluster, "the number of rows", rows as u64)?;
-    check_same(cluster, "k", k as u64)?;
+    let rows = offsets.len().saturating_sub(1);
+    let ((), records) =
+        cluster.agree_gathering("checking the rows", checked, &[rows as u64, k as u64])?;
+    if records.iter().any(|r| r[0] != rows as u64) {
+        return Err(differ("the number of rows"));
+    }
+    if records.iter().any(|r| r[1] != k as u64) {
+        return Err(differ("k"));
+    }
     let mut clock = Clock::default();
     let lens: Vec<u64> = offsets.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
     let totals = clock.time(|| cluster.all_reduce_sum("summing the row lengths", &lens));
@@ -268,7 +306,7 @@ pub fn select_spread<K: Key>(
         rows: lens.iter().filter(|&&l| l > 0).count() as u64,
         keys: local.len() as u64,
         busy_s,
-        collective_s: clock.collective_s,
+        waited_s: clock.collective_s,
     };
     Ok(Selection {
         answers,
@@ -357,7 +395,7 @@ fn spread_round<K: Key>(
         }
         let t = Instant::now();
         if pass == 0 {
-            kept = keep_first(local, offsets, &prefix);
+            kept = keep_first(local, offsets, &prefix, &hist);
         } else {
             kept.par_iter_mut().zip(&prefix).for_each(|(c, &p)| {
                 c.retain(|&x| x >> shift == p);
@@ -399,13 +437,7 @@ fn count_first<K: Key>(local: &[K], offsets: &[usize]) -> Vec<u32> {
         .collect();
     let counted: Vec<(usize, [u32; BUCKETS])> = tasks
         .par_iter()
-        .map(|&(r, a, b)| {
-            let mut h = [0u32; BUCKETS];
-            for &x in &local[a..b] {
-                h[(image(x) >> 24) as usize] += 1;
-            }
-            (r, h)
-        })
+        .map(|&(r, a, b)| (r, count_top(&local[a..b])))
         .collect();
     for (r, h) in counted {
         for (into, c) in hist[r * BUCKETS..(r + 1) * BUCKETS].iter_mut().zip(h) {
@@ -415,16 +447,45 @@ fn count_first<K: Key>(local: &[K], offsets: &[usize]) -> Vec<u32> {
     hist
 }
 
-/// Each row's keys in the bucket its top digit `prefix` names, as images.
-fn keep_first<K: Key>(local: &[K], offsets: &[usize], prefix: &[u32]) -> Vec<Vec<u32>> {
+/// The top digit's histogram of `keys`, counted in four lanes so that neighbouring keys of
+/// one bucket do not wait on each other's increments.
+fn count_top<K: Key>(keys: &[K]) -> [u32; BUCKETS] {
+    let mut h = [[0u32; BUCKETS]; 4];
+    let mut chunks = keys.chunks_exact(4);
+    for c in &mut chunks {
+        for lane in 0..4 {
+            h[lane][(image(c[lane]) >> 24) as usize] += 1;
+        }
+    }
+    for &x in chunks.remainder() {
+        h[0][(image(x) >> 24) as usize] += 1;
+    }
+    let mut out = h[0];
+    for b in 0..BUCKETS {
+        out[b] += h[1][b] + h[2][b] + h[3][b];
+    }
+    out
+}
+
+/// Each row's keys in the bucket its top digit `prefix` names, as images; `hist` (this
+/// rank's counts) sizes each row's part exactly.
+fn keep_first<K: Key>(
+    local: &[K],
+    offsets: &[usize],
+    prefix: &[u32],
+    hist: &[u32],
+) -> Vec<Vec<u32>> {
     (0..offsets.len() - 1)
         .into_par_iter()
         .map(|r| {
-            local[offsets[r]..offsets[r + 1]]
-                .iter()
-                .map(|&x| image(x))
-                .filter(|&i| i >> 24 == prefix[r])
-                .collect()
+            let mut kept = Vec::with_capacity(hist[r * BUCKETS + prefix[r] as usize] as usize);
+            for &x in &local[offsets[r]..offsets[r + 1]] {
+                let i = image(x);
+                if i >> 24 == prefix[r] {
+                    kept.push(i);
+                }
+            }
+            kept
         })
         .collect()
 }
