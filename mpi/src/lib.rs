@@ -8,6 +8,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | [`cluster`] | the job's ranks, bounded collectives, agreement on failures |
+//! | [`heap`] | the heap's key ranges across ranks, and a sample sort across ranks |
 //! | [`kselect`] | distributed batch k-selection, rows owned by ranks or spread across them |
 //! | [`launcher`] | the `mpirun` command line of the tests and scripts |
 //!
@@ -19,10 +20,12 @@
 #![forbid(unsafe_code)]
 
 pub mod cluster;
+pub mod heap;
 pub mod kselect;
 pub mod launcher;
 
 pub use cluster::{Cluster, TIMEOUT_ENV};
+pub use heap::{sample_sort, DistributedHeap, RankKey};
 pub use kselect::{
     select_owned, select_owned_with, select_spread, Answers, Layout, RankReport, Selection,
 };

@@ -15,8 +15,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use asym_mpi::{select_owned, select_spread, Answers, Cluster};
-use asym_runtime::{Error, Mode, Result};
-use asym_structures::{KSelector, Key, Sublists};
+use asym_runtime::{Error, Mode, Result, Runtime};
+use asym_structures::{heap_for, HeapOptions, KSelector, Key, Sublists};
 use mpi::datatype::Equivalence;
 use rand::{Rng, SeedableRng};
 
@@ -256,6 +256,88 @@ fn run_case<K: Key + Equivalence>(
     Ok(!cluster.is_root() || same(&got.answers, &reference))
 }
 
+/// The heap and sort cases: name, keys, whose keys.
+const HEAP_CASES: [&str; 8] = [
+    "heap-random",
+    "heap-device",
+    "heap-dups",
+    "heap-skew",
+    "heap-one-rank",
+    "sort-random",
+    "sort-dups",
+    "sort-one-rank",
+];
+
+/// The keys rank `rank` inserts in `round` of heap case `name` (the same on every rank).
+fn heap_keys(name: &str, round: usize, rank: usize, ranks: usize) -> Vec<u32> {
+    let n = match name {
+        _ if name.ends_with("one-rank") && rank + 1 != ranks => 0,
+        "heap-random" | "heap-device" if round == 1 && rank == 0 => 0,
+        _ => 3000 + 997 * round + 37 * rank,
+    };
+    let mut rng = rand::rngs::SmallRng::seed_from_u64((round * 1000 + rank) as u64);
+    (0..n)
+        .map(|_| {
+            let x: u32 = rng.gen();
+            match name {
+                "heap-dups" | "sort-dups" => x % 5,
+                "heap-skew" if round > 0 => (1 << 31) | (x >> 12),
+                "heap-skew" => x >> 12,
+                _ => x,
+            }
+        })
+        .collect()
+}
+
+/// A heap or sort case; `Ok(true)` when rank 0's gathered answers are the reference's.
+fn run_heap_case(cluster: &Cluster, name: &str, rt: Option<&Runtime>) -> Result<bool> {
+    let (me, ranks) = (cluster.rank(), cluster.size());
+    if name.starts_with("sort") {
+        let mine = heap_keys(name, 0, me, ranks);
+        let sorted = asym_mpi::sample_sort(cluster, &mine)?;
+        let ordered = sorted.windows(2).all(|w| w[0] <= w[1]);
+        let all = cluster.gather_to_root("gathering the sorted ranges", &sorted)?;
+        let mut want: Vec<u32> = (0..ranks)
+            .flat_map(|r| heap_keys(name, 0, r, ranks))
+            .collect();
+        want.sort_unstable();
+        return Ok(ordered && all.is_none_or(|a| a == want));
+    }
+    // Each rank's range in a heap on its latency threads, or on its device.
+    let mode = if name == "heap-device" {
+        Mode::GpuOnly
+    } else {
+        Mode::CpuOnly
+    };
+    let pool = cluster.agree("starting the latency threads", cluster.latency_pool(None))?;
+    let local = heap_for::<u32>(mode, &HeapOptions::new(64), Some(&pool), rt);
+    let local = cluster.agree("making the local heap", local)?;
+    let mut heap = asym_mpi::DistributedHeap::new(cluster, local)?;
+    let mut reference = std::collections::BinaryHeap::new();
+    let mut ok = true;
+    for (round, n) in [500usize, 0, 7777, 3].into_iter().enumerate() {
+        heap.insert(&heap_keys(name, round, me, ranks))?;
+        for r in 0..ranks {
+            reference.extend(
+                heap_keys(name, round, r, ranks)
+                    .into_iter()
+                    .map(std::cmp::Reverse),
+            );
+        }
+        ok &= heap.len() == reference.len();
+        let got = heap.delete_min_to_root(n)?;
+        let want: Vec<u32> = (0..n).map_while(|_| reference.pop().map(|r| r.0)).collect();
+        ok &= got.is_none_or(|g| g == want);
+    }
+    if name == "heap-skew" && ranks > 1 {
+        ok &= heap.rebalances() >= 1;
+    }
+    let rest = heap.delete_min_to_root(usize::MAX)?;
+    let want: Vec<u32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
+    ok &= rest.is_none_or(|g| g == want) && heap.is_empty();
+    Ok(ok)
+}
+
 fn same<K: Key>(a: &[K], b: &[K]) -> bool {
     a.len() == b.len()
         && a.iter()
@@ -342,21 +424,29 @@ fn run(cluster: &Cluster, f: &Flags) -> Result<bool> {
     if f.list {
         if cluster.is_root() {
             all.iter().for_each(|c| println!("{}", c.name));
+            HEAP_CASES.iter().for_each(|c| println!("{c}"));
         }
         return Ok(true);
     }
+    let heaps: Vec<&str> = HEAP_CASES
+        .iter()
+        .copied()
+        .filter(|c| f.case.as_deref().is_none_or(|n| n == *c))
+        .collect();
     let chosen: Vec<&Case> = all
         .iter()
         .filter(|c| f.case.as_deref().is_none_or(|n| n == c.name))
         .collect();
-    if chosen.is_empty() {
+    if chosen.is_empty() && heaps.is_empty() {
         return Err(Error::flag(
             "--case",
             f.case.clone().unwrap_or_default(),
             "a name of --list",
         ));
     }
-    let set = if chosen.iter().any(|c| !c.spread && c.mode.uses_device()) {
+    let set = if chosen.iter().any(|c| !c.spread && c.mode.uses_device())
+        || heaps.contains(&"heap-device")
+    {
         let opened = cluster.device(f.device.as_deref()).map(|(rt, ..)| rt);
         Some(cluster.agree("opening this rank's device", opened)?)
     } else {
@@ -386,6 +476,15 @@ fn run(cluster: &Cluster, f: &Flags) -> Result<bool> {
                 cluster.size(),
                 if everywhere { "ok" } else { "DIFFERS" }
             );
+        }
+        ok &= everywhere;
+    }
+    for name in heaps {
+        let agreed = cluster.agree(name, run_heap_case(cluster, name, set.as_ref()))?;
+        let everywhere = cluster.all_reduce_min(name, &[agreed as u8])[0] == 1;
+        if cluster.is_root() {
+            let verdict = if everywhere { "ok" } else { "DIFFERS" };
+            println!("{name:<34} {} ranks  {verdict}", cluster.size());
         }
         ok &= everywhere;
     }
