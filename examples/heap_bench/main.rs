@@ -26,6 +26,9 @@
 //! equal share each, what spreading costs where the set would not spread); the other gpu
 //! rows run on the first device.
 //!
+//! Under `mpirun -np N` (N > 1, a build with `--features mpi`) it runs on the heap's key
+//! ranges across the ranks and the sample sort across them (`distributed.rs`).
+//!
 //! `--mode coop` runs the Cooperative heap: the device holds the bulk and merges full batches
 //! (flushes of inserts, refills of `--refill` keys), the latency threads serve the smallest
 //! keys and the small inserts from a host-side top without a launch.
@@ -49,6 +52,8 @@ use serde_json::json;
 
 use asym_apps::cli;
 
+#[cfg(feature = "mpi")]
+mod distributed;
 mod runs;
 use runs::*;
 
@@ -773,6 +778,14 @@ fn run(args: &Args) -> Result<bool> {
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
+    #[cfg(feature = "mpi")]
+    if asym_runtime::env::launched_ranks().is_some_and(|n| n > 1) {
+        return distributed::main(&args);
+    }
+    #[cfg(not(feature = "mpi"))]
+    if let Some(n) = asym_runtime::env::launched_ranks().filter(|&n| n > 1) {
+        return cli::finish("heap_bench", "", Err(asym_apps::ranks::unsupported(n)));
+    }
     cli::finish(
         "heap_bench",
         "a run lost, duplicated or misordered keys",

@@ -288,3 +288,52 @@ fn an_output_rank_0_cannot_write_ends_every_rank_before_the_run() {
         text(&out.stdout)
     );
 }
+
+const HEAP: &str = env!("CARGO_BIN_EXE_heap_bench");
+
+#[test]
+fn the_heap_over_ranks_returns_every_key_once_in_order() {
+    for n in [2, 4] {
+        let mut cmd = mpirun(n, HEAP);
+        cmd.args([
+            "--keys-log2",
+            "14",
+            "--batch",
+            "256,2048",
+            "--mode",
+            "cpu,gpu",
+            "--pattern",
+            "all",
+            "--json",
+        ]);
+        let out = bounded(cmd);
+        assert_ok(&out, &format!("heap_bench on {n} ranks"));
+        let stdout = text(&out.stdout);
+        let rows: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        // 3 patterns × (2 batches × 2 modes + the sort).
+        assert_eq!(rows.len(), 15, "{stdout}");
+        for row in &rows {
+            assert_eq!(row["verified"], true, "{row}");
+            assert_eq!(row["ranks"], n);
+            let share: f64 = row["per_rank"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["share"].as_f64().unwrap())
+                .sum();
+            assert!((share - 1.0).abs() < 1e-9, "{row}");
+        }
+    }
+}
+
+#[test]
+fn the_heap_s_one_host_flags_are_refused_under_mpi() {
+    let mut cmd = mpirun(2, HEAP);
+    cmd.args(["--mixed"]);
+    let out = bounded(cmd);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr).matches("not under MPI").count(), 1);
+}
