@@ -1,10 +1,12 @@
 //! heap_bench as one rank of an MPI job (a build with `--features mpi`, launched by
-//! `mpirun -np N` with N > 1): insert N keys, then delete them all in batches, on the heap's
-//! key ranges across ranks (`DistributedHeap`: each rank's range in the heap of `--mode` on its
+//! `mpirun -np N` with N > 1): insert N keys, then delete them all, on the heap's key ranges
+//! across ranks (`DistributedHeap`: each rank's range in the heap of `--mode` on its
 //! latency threads or device), and the bulk sort across ranks (`sample_sort`).
 //!
 //! Rank r makes its share of the keys (keys r·N/P up to (r+1)·N/P of the pattern; random keys
-//! from the counter-based key stream). Every run is checked: each rank's deletions ascend,
+//! from the counter-based key stream). The deletes are calls of `--delete` keys (default: all
+//! of them in one call, as the one-host device rows do); each call takes the ranks in range
+//! order, so calls smaller than a rank's range run on one rank at a time. Every run is checked: each rank's deletions ascend,
 //! each batch's parts ascend from rank to rank and lie above the batch before, and every key
 //! comes back once (counts and sums over all ranks).
 
@@ -72,6 +74,9 @@ fn check_flags(args: &Args) -> Result<Asked> {
             "at most 32 under MPI",
         ));
     }
+    if args.delete == Some(0) {
+        return Err(Error::flag("--delete", 0, "at least 1 key per call"));
+    }
     let batches = cli::numbers("--batch", &args.batch)?;
     if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
         return Err(Error::flag("--batch", b, "K must be a power of two"));
@@ -126,7 +131,10 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
                 let local = cluster.agree("making this rank's heap", made)?;
                 let heap = DistributedHeap::new(cluster, local)?;
                 let what = format!("{}:ranges", mode.name());
-                rows.push(insert_delete(cluster, heap, &mine, batch, what, pattern)?);
+                let delete = args.delete;
+                rows.push(insert_delete(
+                    cluster, heap, &mine, batch, delete, what, pattern,
+                )?);
             }
         }
         rows.push(sort_row(cluster, &mine, pattern)?);
@@ -152,6 +160,7 @@ fn insert_delete(
     mut heap: DistributedHeap<'_, u32>,
     mine: &[u32],
     batch: usize,
+    delete: Option<usize>,
     what: String,
     pattern: &'static str,
 ) -> Result<Row> {
@@ -167,8 +176,9 @@ fn insert_delete(
     let mut last = 0u32;
     cluster.barrier("starting a timed run");
     let t = Instant::now();
+    let per_call = delete.unwrap_or(usize::MAX);
     while !heap.is_empty() {
-        let part = heap.delete_min(batch)?;
+        let part = heap.delete_min(per_call)?;
         tally.ascending &=
             part.first().is_none_or(|&f| f >= last) && part.windows(2).all(|w| w[0] <= w[1]);
         last = part.last().copied().unwrap_or(last);

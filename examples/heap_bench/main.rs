@@ -141,6 +141,10 @@ struct Args {
     /// One JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
+    /// Under mpirun (a build with `--features mpi`): keys per delete call (default: every key
+    /// in one call).
+    #[arg(long)]
+    delete: Option<usize>,
 }
 
 struct Row {
@@ -296,6 +300,13 @@ struct Plan {
 
 impl Plan {
     fn new(args: &Args) -> Result<Self> {
+        if let Some(d) = args.delete {
+            return Err(Error::flag(
+                "--delete",
+                d,
+                "under mpirun only (one host deletes as each row says)",
+            ));
+        }
         let batches = cli::numbers("--batch", &args.batch)?;
         if let Some(&b) = batches.iter().find(|b| !b.is_power_of_two()) {
             return Err(Error::flag("--batch", b, "K must be a power of two"));

@@ -330,7 +330,13 @@ fn the_heap_over_ranks_returns_every_key_once_in_order() {
 }
 
 #[test]
-fn the_heap_s_one_host_flags_are_refused_under_mpi() {
+fn the_heap_deletes_in_one_call_and_refuses_one_host_flags() {
+    // And deletes of every key in one call (the default).
+    let mut cmd = mpirun(3, HEAP);
+    cmd.args(["--keys-log2", "13", "--mode", "cpu,coop", "--json"]);
+    let out = bounded(cmd);
+    assert_ok(&out, "heap_bench, one delete call");
+    assert!(!text(&out.stdout).contains("\"verified\":false"));
     let mut cmd = mpirun(2, HEAP);
     cmd.args(["--mixed"]);
     let out = bounded(cmd);
