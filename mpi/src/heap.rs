@@ -51,27 +51,44 @@ fn choose_splitters<T: RankKey>(cluster: &Cluster, keys: &[T]) -> Result<Option<
     Ok(Some((1..p).map(|r| all[r * all.len() / p]).collect()))
 }
 
+/// Keys one routing task bins at a time.
+const ROUTE_CHUNK: usize = 1 << 16;
+
 /// Sends every key of `keys` to the rank whose range holds it (one `MPI_Alltoallv`);
-/// returns what this rank received.
+/// returns what this rank received. The binning runs on every thread: each chunk of keys is
+/// binned by destination, then each destination's part of the send buffer is filled from
+/// the chunks' bins in order.
 fn route<T: RankKey>(cluster: &Cluster, keys: &[T], splitters: &[T]) -> Result<Vec<T>> {
     let p = cluster.size();
-    let dest: Vec<usize> = keys
-        .par_iter()
-        .map(|k| splitters.partition_point(|s| s <= k).min(p - 1))
+    let bins: Vec<Vec<Vec<T>>> = keys
+        .par_chunks(ROUTE_CHUNK)
+        .map(|chunk| {
+            let mut bins = vec![Vec::new(); p];
+            for k in chunk {
+                bins[splitters.partition_point(|s| s <= k).min(p - 1)].push(*k);
+            }
+            bins
+        })
         .collect();
     let mut offsets = vec![0usize; p + 1];
-    for &d in &dest {
-        offsets[d + 1] += 1;
+    for (d, at) in (0..p).zip(1..) {
+        offsets[at] = offsets[d] + bins.iter().map(|b| b[d].len()).sum::<usize>();
     }
-    for r in 0..p {
-        offsets[r + 1] += offsets[r];
-    }
-    let mut at = offsets.clone();
     let mut send = vec![T::default(); keys.len()];
-    for (k, &d) in keys.iter().zip(&dest) {
-        send[at[d]] = *k;
-        at[d] += 1;
+    let mut parts = Vec::with_capacity(p);
+    let mut rest = &mut send[..];
+    for d in 0..p {
+        let (part, tail) = rest.split_at_mut(offsets[d + 1] - offsets[d]);
+        parts.push(part);
+        rest = tail;
     }
+    parts.into_par_iter().enumerate().for_each(|(d, part)| {
+        let mut at = 0;
+        for b in &bins {
+            part[at..at + b[d].len()].copy_from_slice(&b[d]);
+            at += b[d].len();
+        }
+    });
     let (received, _) =
         cluster.all_to_all_varcount("routing keys to their ranges", &send, &offsets)?;
     Ok(received)
