@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Stages what the MPI runs need on a machine without MPI and without a package registry (the
-# lent GPU machines): batch_kselect, heap_bench and mpi_selfcheck built with MPI, and Debian's OpenMPI 4.1
-# runtime unpacked beside them (apt-get download + dpkg -x of openmpi-bin, libopenmpi3 and
-# what they need, less the libraries such a machine has and what the runs do not load), in
-# .gpu/mpi (ignored by git, about 20 MiB).
+# lent GPU machines): batch_kselect, heap_bench and mpi_selfcheck built with MPI, and
+# Debian's OpenMPI 4.1 runtime unpacked beside them (apt-get download + dpkg -x of
+# openmpi-bin, libopenmpi3 and what they need, less the libraries such a machine has and what
+# the runs do not load), in .gpu/mpi (ignored by git, about 50 MiB: links become files).
 #
 # On that machine, from a copy of this working tree with .gpu beside it:
 #   source .gpu/mpi/env.sh                 # PATH, LD_LIBRARY_PATH, OPAL_PREFIX, root flags
@@ -55,6 +55,7 @@ export PMIX_MCA_mca_base_component_path=$root/lib/x86_64-linux-gnu/pmix2/lib/pmi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One host: shared memory between the ranks, no network transports (UCX, libfabric).
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2
+export PMIX_MCA_pcompress_base_silence_warning=1
 ENV
 git rev-parse --short HEAD >.gpu/mpi/COMMIT 2>/dev/null || echo unknown >.gpu/mpi/COMMIT
 du -sh .gpu/mpi
