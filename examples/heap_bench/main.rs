@@ -789,13 +789,11 @@ fn run(args: &Args) -> Result<bool> {
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
-    #[cfg(feature = "mpi")]
-    if asym_runtime::env::launched_ranks().is_some_and(|n| n > 1) {
-        return distributed::main(&args);
-    }
-    #[cfg(not(feature = "mpi"))]
-    if let Some(n) = asym_runtime::env::launched_ranks().filter(|&n| n > 1) {
-        return cli::finish("heap_bench", "", Err(asym_apps::ranks::unsupported(n)));
+    match asym_apps::ranks::as_ranks("heap_bench") {
+        Err(code) => return code,
+        #[cfg(feature = "mpi")]
+        Ok(true) => return distributed::main(&args),
+        _ => {}
     }
     cli::finish(
         "heap_bench",

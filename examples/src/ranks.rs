@@ -2,7 +2,21 @@
 //! with `--features mpi`): refusing a launch a build without MPI cannot join, and ending a
 //! run so that one rank tells what happened and every rank exits with the same code.
 
+use std::process::ExitCode;
+
 use asym_runtime::Error;
+
+/// Whether `program` runs as one of several ranks: `Ok(true)` when an MPI launcher started it
+/// with more than one rank and it was built with MPI; `Ok(false)` for a run on one host;
+/// the exit code of a build without MPI launched as a rank, which refuses (it would run the
+/// whole job once per rank).
+pub fn as_ranks(program: &str) -> Result<bool, ExitCode> {
+    match asym_runtime::env::launched_ranks().filter(|&n| n > 1) {
+        None => Ok(false),
+        Some(_) if cfg!(feature = "mpi") => Ok(true),
+        Some(n) => Err(crate::cli::finish(program, "", Err(unsupported(n)))),
+    }
+}
 
 /// The error of a program built without MPI and launched as one of `ranks` ranks: each
 /// rank would otherwise run the whole job on its own.

@@ -4,11 +4,11 @@
 //! rank with one message and one exit code.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 use asym_apps::io::npy;
-use asym_mpi::launcher::mpirun;
+use asym_mpi::launcher::{mpirun, run_bounded};
 
 const KSELECT: &str = env!("CARGO_BIN_EXE_batch_kselect");
 const BOUND: Duration = Duration::from_secs(300);
@@ -20,21 +20,11 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 /// Waits for `cmd`, killing it past [`BOUND`].
-fn bounded(mut cmd: Command) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("{cmd:?} hung past {BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+fn bounded(cmd: Command) -> Output {
+    let shown = format!("{cmd:?}");
+    run_bounded(cmd, BOUND)
+        .expect("starts")
+        .unwrap_or_else(|| panic!("{shown} hung past {BOUND:?}"))
 }
 
 fn ranks(n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {

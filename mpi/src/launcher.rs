@@ -1,6 +1,7 @@
 //! Starting a job from a program or a test: the `mpirun` command line asym uses.
 
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// `mpirun -np ranks program`, with what a small or shared machine needs: more ranks than
 /// cores allowed (`--oversubscribe`), no binding by the launcher (each rank pins its latency
@@ -17,4 +18,20 @@ pub fn mpirun(ranks: usize, program: impl AsRef<std::ffi::OsStr>) -> Command {
         // Shared memory and self only: no probing of network interfaces on one host.
         .env("OMPI_MCA_btl", "self,vader");
     cmd
+}
+
+/// Runs `cmd` with its output captured, killing it past `bound`: `None` when it had to be
+/// killed (a hung job), else its output.
+pub fn run_bounded(mut cmd: Command, bound: Duration) -> std::io::Result<Option<Output>> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let start = Instant::now();
+    while child.try_wait()?.is_none() {
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().map(Some)
 }

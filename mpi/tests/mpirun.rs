@@ -3,10 +3,10 @@
 //! with bad input, a rank that stops answering, a rank that dies): every job ends, in
 //! bounded time, with an error that names the rank.
 
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use asym_mpi::launcher::mpirun;
+use asym_mpi::launcher::{mpirun, run_bounded};
 
 const SELFCHECK: &str = env!("CARGO_BIN_EXE_mpi_selfcheck");
 /// No job here takes more than a few seconds; past this one is hung.
@@ -15,22 +15,10 @@ const BOUND: Duration = Duration::from_secs(120);
 /// Runs `mpi_selfcheck args` on `ranks` ranks with `env`, killing it past [`BOUND`].
 fn job(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = mpirun(ranks, SELFCHECK);
-    cmd.args(args)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .expect("mpirun runs (scripts/setup.sh installs OpenMPI)");
-    let start = Instant::now();
-    while child.try_wait().expect("wait on mpirun").is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("mpirun -np {ranks} mpi_selfcheck {args:?} hung past {BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("mpirun's output")
+    cmd.args(args).envs(env.iter().copied());
+    run_bounded(cmd, BOUND)
+        .expect("mpirun runs (scripts/setup.sh installs OpenMPI)")
+        .unwrap_or_else(|| panic!("mpirun -np {ranks} mpi_selfcheck {args:?} hung past {BOUND:?}"))
 }
 
 fn text(b: &[u8]) -> String {
