@@ -124,7 +124,7 @@ pub fn write_whole_with(
 struct Temporary {
     path: PathBuf,
     renamed: bool,
-    _on_interrupt: RemoveOnInterrupt,
+    on_interrupt: RemoveOnInterrupt,
 }
 
 impl Drop for Temporary {
@@ -143,11 +143,11 @@ fn replace(
     let path = temporary_beside(file);
     // Registered before it exists, so no instant passes with the file on disk unregistered.
     let mut tmp = Temporary {
-        _on_interrupt: RemoveOnInterrupt::new(&path),
+        on_interrupt: RemoveOnInterrupt::new(&path),
         path,
         renamed: false,
     };
-    let created = create_temporary(&tmp.path)?;
+    let created = tmp.on_interrupt.creating(|| create_temporary(&tmp.path))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, created);
     fill(&mut out)?;
     out.flush()?;

@@ -93,12 +93,36 @@ const CLEANUP_SLOTS: usize = 32;
 static CLEANUP: [std::sync::atomic::AtomicPtr<libc::c_char>; CLEANUP_SLOTS] =
     [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; CLEANUP_SLOTS];
 static CLEANUP_HANDLER: std::sync::Once = std::sync::Once::new();
+/// The handshake between a thread creating a registered file and a handler running on
+/// another thread (Dekker's, all SeqCst): a creator counts itself in `CREATING`, then reads
+/// `DYING`; the handler sets `DYING`, then waits for `CREATING` to drain before it unlinks.
+/// Either the creator sees `DYING` and creates nothing, or the handler sees the creator and
+/// unlinks after its file exists; without it a file created while another thread's handler
+/// unlinks would outlive the process.
+static CREATING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static DYING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// How long a handler waits for creations in flight: bounded, since the handler may be
+/// running on the creating thread itself (whose creation then cannot finish).
+const CREATING_WAIT_MS: u32 = 200;
 const CLEANUP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// Removes every registered file, then dies of `signal` as it would have without the handler
 /// (the shell sees the usual status, 130 for Ctrl-C).
 extern "C" fn remove_files_and_die(signal: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
+    DYING.store(true, SeqCst);
+    let pause = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    for _ in 0..CREATING_WAIT_MS {
+        if CREATING.load(SeqCst) == 0 {
+            break;
+        }
+        // SAFETY: nanosleep is async-signal-safe; `pause` is a valid timespec and the
+        // remainder pointer may be null.
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+    }
     for slot in &CLEANUP {
         // Lock-free atomics are async-signal-safe; `swap` makes each path removed once.
         let path = slot.swap(std::ptr::null_mut(), SeqCst);
@@ -169,6 +193,26 @@ impl RemoveOnInterrupt {
         RemoveOnInterrupt {
             slot: slot.map(|i| (i, raw as usize)),
         }
+    }
+}
+
+impl RemoveOnInterrupt {
+    /// Runs `create`, which makes the registered file, so that an interrupt handled on another
+    /// thread meanwhile cannot miss it: the handler waits for it to return before removing
+    /// the file, and once the process is dying `create` is not run (an `Interrupted` error).
+    pub fn creating<T>(&self, create: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+        use std::sync::atomic::Ordering::SeqCst;
+        CREATING.fetch_add(1, SeqCst);
+        let out = if DYING.load(SeqCst) {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "the process is ending on a signal",
+            ))
+        } else {
+            create()
+        };
+        CREATING.fetch_sub(1, SeqCst);
+        out
     }
 }
 
