@@ -145,7 +145,7 @@ fn standard_output_devices_and_links_are_written_where_they_point() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// list_ops with several modes writes one file: the list every mode reached.
+/// list_ops with several modes writes one file: the first mode's final list.
 #[test]
 fn several_modes_write_one_final_list() {
     let dir = folder("list");
@@ -166,7 +166,7 @@ fn several_modes_write_one_final_list() {
     assert!(both.lines().all(|l| l.parse::<i32>().is_ok()) && both.lines().count() > 0);
     assert_eq!(
         both, alone,
-        "the list every mode reached is the sequential one"
+        "the file holds the first mode's (sequential) list"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
