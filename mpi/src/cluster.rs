@@ -530,12 +530,6 @@ impl Cluster {
             _ => None,
         }
     }
-
-    /// Whether every rank passed the same `value` (one allreduce of its minimum and maximum).
-    pub fn same_everywhere(&self, step: &str, value: u64) -> bool {
-        let both = self.all_reduce_min(step, &[value, u64::MAX - value]);
-        both[0] == value && u64::MAX - both[1] == value
-    }
 }
 
 /// Rank `place` of `ranks` on a host's share of `usable` CPUs.
