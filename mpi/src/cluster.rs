@@ -356,7 +356,7 @@ impl Cluster {
     ) -> Result<Vec<T>> {
         let lens = self.all_gather(step, local.len() as u64);
         let (counts, displs) = partition(&lens, step)?;
-        let mut out = vec![T::default(); lens.iter().sum::<u64>() as usize];
+        let mut out = receive_buffer(lens.iter().sum::<u64>() as usize);
         let mut recv = PartitionMut::new(&mut out[..], &counts[..], &displs[..]);
         scope(|s| {
             let req = self
@@ -383,7 +383,7 @@ impl Cluster {
             });
             return Ok(None);
         }
-        let mut out = vec![T::default(); lens.iter().sum::<u64>() as usize];
+        let mut out = receive_buffer(lens.iter().sum::<u64>() as usize);
         let mut recv = PartitionMut::new(&mut out[..], &counts[..], &displs[..]);
         scope(|s| {
             let req = root.immediate_gather_varcount_into_root(s, local, &mut recv);
@@ -429,7 +429,7 @@ impl Cluster {
         });
         let (send_counts, send_displs) = partition(&send_lens, step)?;
         let (recv_counts, recv_displs) = partition(&recv_lens, step)?;
-        let mut out = vec![T::default(); recv_lens.iter().sum::<u64>() as usize];
+        let mut out = receive_buffer(recv_lens.iter().sum::<u64>() as usize);
         let sent = Partition::new(send, &send_counts[..], &send_displs[..]);
         let mut recv = PartitionMut::new(&mut out[..], &recv_counts[..], &recv_displs[..]);
         scope(|s| {
@@ -563,6 +563,18 @@ fn partition(lens: &[u64], step: &str) -> Result<(Vec<Count>, Vec<Count>)> {
         at += l;
     }
     Ok((counts, displs))
+}
+
+/// A receive buffer of `len` items whose address no send buffer shares. OpenMPI 4.1's
+/// nonblocking collectives (libnbc) take a send buffer at the receive buffer's address for an
+/// in-place call, and two empty vectors of one type share one dangling address: an
+/// `Ialltoallv` where a rank sent and received nothing then never completed on any rank
+/// (3 ranks, at the first exchange with data after empty ones). A real allocation, even for
+/// no items, has an address of its own.
+fn receive_buffer<T: Default + Clone>(len: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(len.max(1));
+    out.resize(len, T::default());
+    out
 }
 
 #[cfg(test)]

@@ -256,8 +256,8 @@ fn run_case<K: Key + Equivalence>(
     Ok(!cluster.is_root() || same(&got.answers, &reference))
 }
 
-/// The heap and sort cases: name, keys, whose keys.
-const HEAP_CASES: [&str; 8] = [
+/// The heap, sort and exchange cases.
+const HEAP_CASES: [&str; 9] = [
     "heap-random",
     "heap-device",
     "heap-dups",
@@ -266,6 +266,7 @@ const HEAP_CASES: [&str; 8] = [
     "sort-random",
     "sort-dups",
     "sort-one-rank",
+    "exchange-sparse",
 ];
 
 /// The keys rank `rank` inserts in `round` of heap case `name` (the same on every rank).
@@ -292,6 +293,9 @@ fn heap_keys(name: &str, round: usize, rank: usize, ranks: usize) -> Vec<u32> {
 /// A heap or sort case; `Ok(true)` when rank 0's gathered answers are the reference's.
 fn run_heap_case(cluster: &Cluster, name: &str, rt: Option<&Runtime>) -> Result<bool> {
     let (me, ranks) = (cluster.rank(), cluster.size());
+    if name == "exchange-sparse" {
+        return sparse_exchanges(cluster);
+    }
     if name.starts_with("sort") {
         let mine = heap_keys(name, 0, me, ranks);
         let sorted = asym_mpi::sample_sort(cluster, &mine)?;
@@ -335,6 +339,37 @@ fn run_heap_case(cluster: &Cluster, name: &str, rt: Option<&Runtime>) -> Result<
     let rest = heap.delete_min_to_root(usize::MAX)?;
     let want: Vec<u32> = std::iter::from_fn(|| reference.pop().map(|r| r.0)).collect();
     ok &= rest.is_none_or(|g| g == want) && heap.is_empty();
+    Ok(ok)
+}
+
+/// Rounds of `all_to_all_varcount` where most ranks send and receive nothing (a distributed
+/// search's exchanges far from its frontier): each rank gets exactly what was sent to it.
+/// Empty buffers at one address once made such an exchange hang on every rank.
+fn sparse_exchanges(cluster: &Cluster) -> Result<bool> {
+    let (me, ranks) = (cluster.rank(), cluster.size());
+    // Round `round`: rank r sends `count(round, r, d)` words to rank d.
+    let count = |round: usize, r: usize, d: usize| match round % 5 {
+        0 | 1 => 0,
+        2 if r == 0 && d == 1 % ranks => 3 + round % 4,
+        3 if (r + 1) % ranks == d => round % 3,
+        4 if d == r => 1,
+        _ => 0,
+    };
+    let word = |round: usize, r: usize, i: usize| (round * 1000 + r * 10 + i) as u64;
+    let mut ok = true;
+    for round in 0..200 {
+        let mut send = Vec::new();
+        let mut offsets = vec![0];
+        for d in 0..ranks {
+            send.extend((0..count(round, me, d)).map(|i| word(round, me, i)));
+            offsets.push(send.len());
+        }
+        let (got, _) = cluster.all_to_all_varcount("a sparse exchange", &send, &offsets)?;
+        let want: Vec<u64> = (0..ranks)
+            .flat_map(|r| (0..count(round, r, me)).map(move |i| word(round, r, i)))
+            .collect();
+        ok &= got == want;
+    }
     Ok(ok)
 }
 
