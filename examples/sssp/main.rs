@@ -31,6 +31,9 @@
 //! the latency threads as one more worker (`coop-set`, `coop-set:together`), and its
 //! delta-stepping on the set's first device.
 
+#[cfg(feature = "mpi")]
+mod distributed;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -166,6 +169,10 @@ struct Args {
     /// default one per compute unit).
     #[arg(long, hide = true)]
     resident_groups: Option<usize>,
+    /// Under MPI: vertices per block dealt to the ranks in turn (default: BLOCK of
+    /// `sssp::distributed`; the vertex count or more gives one contiguous range per rank).
+    #[arg(long, value_parser = cli::count(1, u32::MAX as u64))]
+    rank_block: Option<usize>,
 }
 
 struct Row {
@@ -971,5 +978,11 @@ impl Report<'_> {
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
     let args = Args::parse();
+    match asym_apps::ranks::as_ranks("sssp") {
+        Err(code) => return code,
+        #[cfg(feature = "mpi")]
+        Ok(true) => return distributed::main(&args),
+        _ => {}
+    }
     cli::finish("sssp", "distances differ from Dijkstra's", run(&args))
 }

@@ -11,6 +11,7 @@ use asym_apps::io::npy;
 use asym_mpi::launcher::{mpirun, run_bounded};
 
 const KSELECT: &str = env!("CARGO_BIN_EXE_batch_kselect");
+const SSSP: &str = env!("CARGO_BIN_EXE_sssp");
 const BOUND: Duration = Duration::from_secs(300);
 
 fn tmp(name: &str) -> PathBuf {
@@ -28,13 +29,21 @@ fn bounded(cmd: Command) -> Output {
 }
 
 fn ranks(n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = mpirun(n, KSELECT);
+    ranks_of(KSELECT, n, args, env)
+}
+
+fn ranks_of(program: &str, n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = mpirun(n, program);
     cmd.args(args).envs(env.iter().copied());
     bounded(cmd)
 }
 
 fn one_host(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(KSELECT);
+    one_host_of(KSELECT, args, env)
+}
+
+fn one_host_of(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(program);
     cmd.args(args).envs(env.iter().copied());
     bounded(cmd)
 }
@@ -332,4 +341,173 @@ fn the_heap_deletes_in_one_call_and_refuses_one_host_flags() {
     let out = bounded(cmd);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr).matches("not under MPI").count(), 1);
+}
+
+/// Runs sssp with `args` on one host (cpu) and on `n` ranks, each writing `--output`; the
+/// files must be byte-identical and every rank row checked against Dijkstra.
+fn sssp_as_one_host(n: usize, args: &[&str], env: &[(&str, &str)]) {
+    let tag = format!("sssp-{n}-{}", args.join("_").replace(['/', '.'], ""));
+    let (single, multi) = (
+        tmp(&format!("one-{tag}.txt")),
+        tmp(&format!("ranks-{tag}.txt")),
+    );
+    // One host's cpu rows are the reference whatever modes the ranks run.
+    let mut one_args: Vec<&str> = args.to_vec();
+    match one_args.iter().position(|&a| a == "--mode") {
+        Some(i) => one_args[i + 1] = "cpu",
+        None => one_args.extend(["--mode", "cpu"]),
+    }
+    one_args.extend(["--output", single.to_str().unwrap()]);
+    assert_ok(&one_host_of(SSSP, &one_args, env), "one host");
+    let mut rank_args = args.to_vec();
+    rank_args.extend(["--output", multi.to_str().unwrap()]);
+    let out = ranks_of(SSSP, n, &rank_args, env);
+    assert_ok(&out, &format!("sssp on {n} ranks, {args:?}"));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("over {n} MPI ranks")), "{stdout}");
+    assert!(stdout.contains("= Dijkstra"), "{stdout}");
+    assert!(!stdout.contains("DIFFERENT"), "{stdout}");
+    let (a, b) = (
+        std::fs::read(&single).unwrap(),
+        std::fs::read(&multi).unwrap(),
+    );
+    assert!(
+        a == b,
+        "sssp on {n} ranks, {args:?}: distances differ from one host's"
+    );
+}
+
+#[test]
+fn sssp_over_ranks_answers_as_one_host() {
+    for n in [2, 3, 4] {
+        for mode in ["cpu", "gpu"] {
+            // Small blocks: every rank owns many pieces of the graph.
+            let kron = ["--scale", "11", "--mode", mode, "--rank-block", "64"];
+            sssp_as_one_host(n, &kron, &[]);
+        }
+    }
+    let geo = ["--gen", "geo", "--n", "5000", "--mode", "cpu,gpu"];
+    sssp_as_one_host(4, &geo, &[]);
+    // One range per rank, the graph's own numbering, several widths, repeated searches.
+    let given = [
+        "--scale",
+        "10",
+        "--vertex-order",
+        "given",
+        "--rank-block",
+        "100000",
+        "--delta",
+        "1,auto",
+        "--repeat",
+        "3",
+        "--mode",
+        "cpu",
+    ];
+    sssp_as_one_host(3, &given, &[]);
+}
+
+#[test]
+fn sssp_over_ranks_on_the_coarse_transport() {
+    let args = ["--scale", "10", "--mode", "gpu", "--rank-block", "32"];
+    sssp_as_one_host(3, &args, &[("ASYM_SVM", "coarse")]);
+}
+
+#[test]
+fn sssp_over_more_ranks_than_vertices_with_unreachable_and_zero_weights() {
+    // Vertices 1..=3 in a chain with a zero-weight edge, 4 unreachable, 5 isolated: 4 ranks,
+    // blocks of 1, so rank 0 owns vertices 1 and 5 and the chain crosses every rank.
+    let graph = tmp("tiny.gr");
+    std::fs::write(&graph, "p sp 5 4\na 1 2 0\na 2 3 7\na 3 2 1\na 4 1 2\n").unwrap();
+    let path = graph.to_str().unwrap();
+    for source in ["1", "4", "5"] {
+        let args = [
+            "--input",
+            path,
+            "--source",
+            source,
+            "--rank-block",
+            "1",
+            "--mode",
+            "cpu,gpu",
+        ];
+        sssp_as_one_host(4, &args, &[]);
+    }
+}
+
+#[test]
+fn sssp_over_ranks_tells_a_bad_flag_or_file_once() {
+    let out = ranks_of(SSSP, 3, &["--scale", "8", "--mode", "coop"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.matches("cpu or gpu under MPI").count(),
+        1,
+        "{stderr}"
+    );
+    let bad = tmp("bad.gr");
+    std::fs::write(&bad, "p sp 3 1\na 1 9 4\n").unwrap();
+    let out = ranks_of(SSSP, 2, &["--input", bad.to_str().unwrap()], &[]);
+    let stderr = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("sssp:").count(), 1, "{stderr}");
+}
+
+#[test]
+fn sssp_json_rows_carry_the_ranks_and_their_work() {
+    let out = ranks_of(SSSP, 2, &["--scale", "10", "--mode", "cpu", "--json"], &[]);
+    assert_ok(&out, "sssp --json on 2 ranks");
+    let rows: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["ranks"], 2);
+    assert_eq!(row["verified"], true);
+    let per_rank = row["per_rank"].as_array().unwrap();
+    assert_eq!(per_rank.len(), 2);
+    let edges: u64 = per_rank.iter().map(|p| p["edges"].as_u64().unwrap()).sum();
+    assert_eq!(Some(edges), row["edges"].as_u64());
+    let visited: u64 = per_rank
+        .iter()
+        .map(|p| p["visited"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(visited), row["visited"].as_u64());
+}
+
+#[test]
+fn a_block_cyclic_partition_deals_every_vertex_once() {
+    use asym_apps::sssp::distributed::VertexPartition;
+    for (n, parts, block) in [
+        (0, 1, 1),
+        (1, 4, 1),
+        (10, 3, 2),
+        (1000, 4, 64),
+        (1001, 3, 7),
+    ] {
+        let p = VertexPartition::block_cyclic(n, parts, block).unwrap();
+        let mut seen = vec![0u32; n];
+        let mut by_rank = Vec::new();
+        for part in 0..parts {
+            let owned: Vec<usize> = p.owned(part).collect();
+            assert_eq!(owned.len(), p.owned_count(part), "{n} {parts} {block}");
+            for (i, &v) in owned.iter().enumerate() {
+                assert_eq!(p.owner(v as u32), part);
+                assert_eq!(p.local(v as u32), i);
+                seen[v] += 1;
+            }
+            by_rank.extend(owned.iter().map(|&v| v as u64 * 3));
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{n} {parts} {block}");
+        let assembled = p.assemble(&by_rank).unwrap();
+        assert!(assembled
+            .iter()
+            .enumerate()
+            .all(|(v, &x)| x == v as u64 * 3));
+    }
+    assert!(VertexPartition::block_cyclic(10, 0, 4).is_err());
+    assert!(VertexPartition::block_cyclic(10, 2, 4)
+        .unwrap()
+        .assemble(&[1u32; 9])
+        .is_err());
 }

@@ -219,6 +219,39 @@ impl Graph {
         (&self.offsets, &self.targets, &self.weights)
     }
 
+    /// The part of this graph that the vertices `keep` accepts own: every vertex stays
+    /// (numbers mean the same in the part), but only the edges leaving kept vertices are
+    /// kept; any other vertex has none. A rank of a distributed search keeps this much.
+    pub fn rows_of(&self, keep: impl Fn(usize) -> bool) -> Result<Graph> {
+        let n = self.vertices();
+        let kept: u64 = (0..n)
+            .filter(|&v| keep(v))
+            .map(|v| (self.offsets[v + 1] - self.offsets[v]) as u64)
+            .sum();
+        host_memory::ensure_available(
+            kept * 8 + n as u64 * 4,
+            &format!("a part of {kept} of the graph's {} edges", self.edges()),
+        )?;
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut targets = Vec::with_capacity(kept as usize);
+        let mut weights = Vec::with_capacity(kept as usize);
+        offsets.push(0u32);
+        for v in 0..n {
+            if keep(v) {
+                let (a, b) = (self.offsets[v] as usize, self.offsets[v + 1] as usize);
+                targets.extend_from_slice(&self.targets[a..b]);
+                weights.extend_from_slice(&self.weights[a..b]);
+            }
+            offsets.push(targets.len() as u32);
+        }
+        Ok(Graph {
+            offsets,
+            targets,
+            weights,
+            self_loops: 0,
+        })
+    }
+
     /// The largest edge weight (0 for a graph without edges).
     pub fn max_weight(&self) -> u32 {
         self.weights.iter().copied().max().unwrap_or(0)

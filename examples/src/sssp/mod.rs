@@ -30,6 +30,8 @@ pub mod coop_delta;
 pub mod cpu;
 pub mod delta;
 pub mod device;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod front;
 pub mod near_far;
 pub mod spread;
@@ -286,7 +288,7 @@ pub(crate) fn distances_par(
         .map(|v| answer_distance(word(v), &overflow))
         .collect_into_vec(&mut out);
     if overflow.into_inner() {
-        return Err(overflow_error(graph));
+        return Err(overflow_error(graph.max_weight()));
     }
     Ok(out)
 }
@@ -304,7 +306,7 @@ pub(crate) fn distances_into(
         .with_min_len(1 << 14)
         .for_each(|(v, d)| *d = answer_distance(word(v), &overflow));
     if overflow.into_inner() {
-        return Err(overflow_error(graph));
+        return Err(overflow_error(graph.max_weight()));
     }
     Ok(())
 }
@@ -345,7 +347,7 @@ pub(crate) fn distances_in_place(graph: &Graph, words: &mut [u64]) -> Result<()>
         *first = answer_distance(d, &overflow);
     }
     if overflow.into_inner() {
-        return Err(overflow_error(graph));
+        return Err(overflow_error(graph.max_weight()));
     }
     Ok(())
 }
@@ -431,12 +433,11 @@ pub(crate) fn filled_huge<T: Send>(n: usize, make: impl Fn() -> T + Sync + Send)
 }
 
 /// The error a search gives when a distance would not fit its 32-bit words.
-pub(crate) fn overflow_error(graph: &Graph) -> Error {
+pub(crate) fn overflow_error(max_weight: u32) -> Error {
     Error::InvalidArgument(format!(
         "a shortest distance reaches {DISTANCE_LIMIT} (2^32 - 2), the most the parallel \
-         searches' 32-bit distances hold (the largest weight here is {}; scale the weights \
-         down)",
-        graph.max_weight()
+         searches' 32-bit distances hold (the largest weight here is {max_weight}; scale the weights \
+         down)"
     ))
 }
 

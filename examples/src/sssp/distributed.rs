@@ -1,0 +1,596 @@
+//! Delta-stepping across the ranks of an MPI job (a build with `--features mpi`): each vertex
+//! belongs to one rank (a 1-D partition, as in Graph500's reference SSSP: blocks of
+//! consecutive vertices dealt to the ranks in turn, [`VertexPartition`]), each rank expands
+//! only the vertices it owns, and the relaxations of edges into another rank's vertices
+//! travel in one batched `MPI_Alltoallv` per bucket phase.
+//!
+//! A phase is bulk-synchronous:
+//! 1. every rank takes its live entries of the open bucket (the lowest bucket any rank holds)
+//!    and expands them on its own engine: its latency threads ([`PartEngine::Threads`]) or
+//!    its device ([`PartEngine::Device`], the frontier kernels of `kernels/sssp.cl`), both
+//!    over [`Graph::rows_of`], the part of the graph its vertices own; own vertices that drop
+//!    back into the open bucket are expanded in further local rounds until none does (a
+//!    road-like graph's bucket is mostly one rank's: 370 phases became 40 on 200,000
+//!    vertices over 3 ranks);
+//! 2. the vertices whose distance dropped come back as `(distance, vertex)`: those the rank
+//!    owns go into its buckets, the others into one message per owner, and one
+//!    `MPI_Alltoallv` delivers them;
+//! 3. each rank lowers its own vertices to what arrived (the same atomic minimum as a local
+//!    relaxation: on the device `sssp_merge`), files those that dropped, and one
+//!    `MPI_Allreduce` finds the next open bucket (the same one while any rank refilled it)
+//!    and whether any rank failed.
+//!
+//! Each rank's engine keeps a distance word for every vertex of the graph, not only its own:
+//! for another rank's vertex it holds the shortest distance this rank has sent there, so a
+//! relaxation that would not lower it is never sent, and within a phase each remote vertex
+//! is sent at most once (the stamp that queues a vertex once per iteration). The host keeps,
+//! for its own vertices, the distance each was last filed with: an entry whose distance is no
+//! longer the vertex's is stale and skipped, so each vertex enters a frontier once per
+//! distance it reaches.
+//!
+//! Failures: a rank whose engine fails keeps taking part in the phase's exchange (sending
+//! nothing) and says so in the closing `Allreduce`; every rank then ends with the failed
+//! rank's error ([`Cluster::agree`]). Every collective has the cluster's bound.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use asym_mpi::Cluster;
+use asym_runtime::{Error, LatencyPool, Result, Runtime};
+
+use super::cpu::expand_slice;
+use super::device::DeviceSssp;
+use super::{answer_distance, atomic_words, lower, lowered, next_iteration, overflow_error, Pair};
+use crate::graph::Graph;
+
+/// Frontiers with fewer edges than this are expanded on the calling thread: waking the
+/// latency threads costs more than the edges (a road-like graph's phases are mostly small).
+const INLINE_EDGES: usize = 4096;
+
+/// Vertices per block of a [`VertexPartition`]: blocks of consecutive vertices are dealt to
+/// the ranks in turn. In breadth-first order (the program's default) a block is a piece of
+/// one distance shell, so each rank holds a piece of every shell and the search's wave runs
+/// on every rank at once; contiguous ranges (one per rank, cut by edges) held one band of
+/// shells each, and the wave crossed the ranks one after another (2 ranks on a 200,000-vertex
+/// geometric graph: half of each rank's time waiting).
+pub const BLOCK: usize = 1024;
+
+/// Which rank owns each vertex: blocks of [`BLOCK`] consecutive vertices dealt to the ranks
+/// in turn (block-cyclic, as a 1-D distribution of a graph whose numbering has locality).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VertexPartition {
+    vertices: usize,
+    parts: usize,
+    block: usize,
+}
+
+impl VertexPartition {
+    /// `vertices` dealt in blocks of `block` to `parts` ranks.
+    pub fn block_cyclic(vertices: usize, parts: usize, block: usize) -> Result<Self> {
+        if parts == 0 || block == 0 || u32::try_from(vertices).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "{vertices} vertices in blocks of {block} over {parts} parts: both at least 1 \
+                 and vertices below 2^32"
+            )));
+        }
+        Ok(VertexPartition {
+            vertices,
+            parts,
+            block,
+        })
+    }
+
+    /// Ranks (parts).
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// Vertices of the whole graph.
+    pub fn vertices(&self) -> usize {
+        self.vertices
+    }
+
+    /// The rank that owns vertex `v`.
+    pub fn owner(&self, v: u32) -> usize {
+        (v as usize / self.block) % self.parts
+    }
+
+    /// `v`'s place among its owner's vertices (in increasing order).
+    pub fn local(&self, v: u32) -> usize {
+        let v = v as usize;
+        (v / (self.block * self.parts)) * self.block + v % self.block
+    }
+
+    /// The vertices rank `part` owns, in increasing order.
+    pub fn owned(&self, part: usize) -> impl Iterator<Item = usize> + '_ {
+        let stride = self.block * self.parts;
+        (part * self.block..self.vertices)
+            .step_by(stride)
+            .flat_map(move |start| start..(start + self.block).min(self.vertices))
+    }
+
+    /// How many vertices rank `part` owns.
+    pub fn owned_count(&self, part: usize) -> usize {
+        let stride = self.block * self.parts;
+        let full = self.vertices / stride * self.block;
+        let rest = self.vertices % stride;
+        full + rest.saturating_sub(part * self.block).min(self.block)
+    }
+
+    /// Every rank's values of its own vertices, concatenated in rank order, put back in
+    /// vertex order.
+    pub fn assemble<T: Copy + Default>(&self, by_rank: &[T]) -> Result<Vec<T>> {
+        if by_rank.len() != self.vertices {
+            return Err(Error::InvalidArgument(format!(
+                "{} values gathered for {} vertices",
+                by_rank.len(),
+                self.vertices
+            )));
+        }
+        let mut out = vec![T::default(); self.vertices];
+        let mut at = 0;
+        for part in 0..self.parts {
+            for v in self.owned(part) {
+                out[v] = by_rank[at];
+                at += 1;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What each rank expands its part on.
+#[derive(Clone, Copy, Debug)]
+pub enum PartEngine<'a> {
+    /// The rank's pinned latency threads (small frontiers on the calling thread).
+    Threads(&'a LatencyPool),
+    /// The rank's device: its part of the graph, the distances and the frontiers in SVM.
+    Device(&'a Runtime),
+}
+
+/// What one rank did in a search.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankSsspStats {
+    /// Vertices this rank owns.
+    pub vertices: u64,
+    /// Edges leaving this rank's vertices.
+    pub edges: u64,
+    /// Bucket phases (the same on every rank).
+    pub phases: u64,
+    /// Buckets opened (the same on every rank).
+    pub buckets: u64,
+    /// Local rounds (expansions of a frontier) on this rank.
+    pub rounds: u64,
+    /// Vertices expanded here.
+    pub visited: u64,
+    /// Frontier entries the engine skipped as stale.
+    pub stale: u64,
+    /// Relaxations sent to other ranks.
+    pub sent: u64,
+    /// Relaxations received.
+    pub received: u64,
+    /// Time expanding, filing and merging (this rank's own work).
+    pub busy: Duration,
+    /// Time in the exchanges and the closing reductions (waiting for the others included).
+    pub waited: Duration,
+}
+
+impl RankSsspStats {
+    /// The record [`Cluster::agree_gathering`] carries: counts, then times in nanoseconds.
+    pub fn record(&self) -> Vec<u64> {
+        vec![
+            self.vertices,
+            self.edges,
+            self.visited,
+            self.sent,
+            self.received,
+            self.busy.as_nanos() as u64,
+            self.waited.as_nanos() as u64,
+        ]
+    }
+
+    /// The stats a [`RankSsspStats::record`] came from (phases, buckets and stale not carried).
+    pub fn from_record(record: &[u64]) -> Self {
+        let at = |i: usize| record.get(i).copied().unwrap_or(0);
+        RankSsspStats {
+            vertices: at(0),
+            edges: at(1),
+            visited: at(2),
+            sent: at(3),
+            received: at(4),
+            busy: Duration::from_nanos(at(5)),
+            waited: Duration::from_nanos(at(6)),
+            ..Default::default()
+        }
+    }
+}
+
+/// One rank's result: the distance words of the vertices it owns (`u32::MAX` unreached) and
+/// what it did.
+#[derive(Clone, Debug)]
+pub struct RankSearch {
+    /// Distance words of the vertices this rank owns ([`VertexPartition::owned`]).
+    pub words: Vec<u32>,
+    /// Counters and times.
+    pub stats: RankSsspStats,
+}
+
+/// Shortest distances from `source` (0-based) by delta-stepping with buckets `delta` wide,
+/// across every rank of `cluster`: `part` is this rank's [`Graph::rows_of`] its vertices in
+/// `partition`. Call on every rank with the same `partition`, `source` and `delta`.
+pub fn shortest_paths(
+    cluster: &Cluster,
+    part: &Graph,
+    partition: &VertexPartition,
+    source: usize,
+    delta: u32,
+    engine: PartEngine<'_>,
+) -> Result<RankSearch> {
+    let me = cluster.rank();
+    let checked = check(cluster, part, partition, source, delta);
+    let made = checked.and_then(|()| PartState::new(engine, part, source));
+    let mut state = cluster.agree("sssp: set up each rank's part", made)?;
+    let mut front = Front::new(partition, me, delta);
+    if partition.owner(source as u32) == me {
+        front.file(0, source as u32);
+    }
+    let mut stats = RankSsspStats {
+        vertices: partition.owned_count(me) as u64,
+        edges: part.edges() as u64,
+        ..Default::default()
+    };
+    let mut failure: Option<Error> = None;
+    let mut open = next_bucket(cluster, &mut front, &mut failure, &mut stats)?;
+    let mut last_bucket = None;
+    while let Some(bucket) = open {
+        stats.phases += 1;
+        if last_bucket != Some(bucket) {
+            stats.buckets += 1;
+            last_bucket = Some(bucket);
+        }
+        let started = Instant::now();
+        let mut outbox = Outbox::new(cluster.size());
+        // The rank settles its part of the bucket as far as it can alone before it meets the
+        // others: own vertices that drop back into the open bucket are expanded in further
+        // local rounds (GAP's bin fusion, across ranks), their remote relaxations gathered
+        // for the one exchange.
+        let mut frontier = front.take(bucket);
+        while failure.is_none() && !frontier.is_empty() {
+            match state.expand(&frontier) {
+                Ok((dropped, visited, stale)) => {
+                    stats.visited += visited;
+                    stats.stale += stale;
+                    stats.rounds += 1;
+                    for (d, v) in dropped {
+                        match partition.owner(v) {
+                            owner if owner == me => front.file(d, v),
+                            owner => outbox.add(owner, d, v),
+                        }
+                    }
+                }
+                Err(e) => failure = Some(e),
+            }
+            frontier = front.take(bucket);
+        }
+        let (words, offsets) = outbox.seal();
+        stats.sent += words.len() as u64;
+        stats.busy += started.elapsed();
+        let exchanging = Instant::now();
+        let (arrived, _) = cluster.all_to_all_varcount("sssp: relaxations", &words, &offsets)?;
+        stats.waited += exchanging.elapsed();
+        let merging = Instant::now();
+        stats.received += arrived.len() as u64;
+        if failure.is_none() && !arrived.is_empty() {
+            let pairs: Vec<Pair> = arrived.iter().map(|&w| unpack(w)).collect();
+            match state.merge(&pairs) {
+                Ok(dropped) => dropped.into_iter().for_each(|(d, v)| front.file(d, v)),
+                Err(e) => failure = Some(e),
+            }
+        }
+        stats.busy += merging.elapsed();
+        open = next_bucket(cluster, &mut front, &mut failure, &mut stats)?;
+    }
+    let words = state.words(partition.owned(me));
+    let words = cluster.agree("sssp: read the distances", words)?;
+    Ok(RankSearch { words, stats })
+}
+
+/// The answer as [`Graph::dijkstra`] gives it, gathered on rank 0 (`None` on the others)
+/// from every rank's [`RankSearch::words`]; `max_weight` (the graph's largest weight) goes
+/// into an overflow's error.
+pub fn gather_distances(
+    cluster: &Cluster,
+    partition: &VertexPartition,
+    words: &[u32],
+    max_weight: u32,
+) -> Result<Option<Vec<u64>>> {
+    let all = cluster.gather_to_root("sssp: gather the distances", words)?;
+    let converted = all.map_or(Ok(None), |by_rank| {
+        let words = partition.assemble(&by_rank)?;
+        let overflow = std::sync::atomic::AtomicBool::new(false);
+        let out: Vec<u64> = words
+            .iter()
+            .map(|&d| answer_distance(d, &overflow))
+            .collect();
+        if overflow.into_inner() {
+            Err(overflow_error(max_weight))
+        } else {
+            Ok(Some(out))
+        }
+    });
+    cluster.agree("sssp: distances in range", converted)
+}
+
+/// The same arguments everywhere are the caller's promise; these are what a rank can check.
+fn check(
+    cluster: &Cluster,
+    part: &Graph,
+    partition: &VertexPartition,
+    source: usize,
+    delta: u32,
+) -> Result<()> {
+    if partition.parts() != cluster.size() || part.vertices() != partition.vertices() {
+        return Err(Error::InvalidArgument(format!(
+            "a partition into {} parts of {} vertices for {} ranks and a part of {} vertices",
+            partition.parts(),
+            partition.vertices(),
+            cluster.size(),
+            part.vertices()
+        )));
+    }
+    if delta == 0 {
+        return Err(Error::InvalidArgument(
+            "a bucket width of 0: at least 1".into(),
+        ));
+    }
+    part.check_source(source)
+}
+
+/// Agrees on the next bucket to open (`None`: the search is over) and on whether any rank
+/// failed, in one `Allreduce`; a failure ends the search on every rank with its error.
+fn next_bucket(
+    cluster: &Cluster,
+    front: &mut Front<'_>,
+    failure: &mut Option<Error>,
+    stats: &mut RankSsspStats,
+) -> Result<Option<u32>> {
+    let t = Instant::now();
+    let local = [
+        front.first_live().unwrap_or(u32::MAX),
+        failure.is_none() as u32,
+    ];
+    let global = cluster.all_reduce_min("sssp: next bucket", &local);
+    stats.waited += t.elapsed();
+    if global[1] == 0 {
+        let mine = failure.take().map_or(Ok(()), Err);
+        cluster.agree("sssp: a rank failed", mine)?;
+        return Err(Error::InvalidArgument(
+            "a rank reported a failure that agreement did not find".into(),
+        ));
+    }
+    Ok((global[0] != u32::MAX).then_some(global[0]))
+}
+
+/// A rank's buckets of its own vertices, with the distance each vertex was last filed with.
+struct Front<'p> {
+    partition: &'p VertexPartition,
+    delta: u32,
+    /// Last filed distance of each own vertex, by [`VertexPartition::local`] (`u32::MAX`:
+    /// never).
+    best: Vec<u32>,
+    buckets: BTreeMap<u32, Vec<Pair>>,
+    /// The lowest bucket and its length when it was last found to hold a live entry, so
+    /// that a bucket waiting while others work is not scanned every phase.
+    checked: Option<(u32, usize)>,
+}
+
+impl<'p> Front<'p> {
+    fn new(partition: &'p VertexPartition, part: usize, delta: u32) -> Self {
+        Front {
+            partition,
+            delta,
+            best: vec![u32::MAX; partition.owned_count(part)],
+            buckets: BTreeMap::new(),
+            checked: None,
+        }
+    }
+
+    /// Files own vertex `v` at distance `d` unless it was filed at `d` or below already.
+    fn file(&mut self, d: u32, v: u32) {
+        let best = &mut self.best[self.partition.local(v)];
+        if d < *best {
+            *best = d;
+            self.buckets.entry(d / self.delta).or_default().push((d, v));
+        }
+    }
+
+    fn live(&self, (d, v): Pair) -> bool {
+        self.best[self.partition.local(v)] == d
+    }
+
+    /// The live entries of `bucket`, which leaves the buckets.
+    fn take(&mut self, bucket: u32) -> Vec<Pair> {
+        let mut entries = self.buckets.remove(&bucket).unwrap_or_default();
+        entries.retain(|&e| self.live(e));
+        entries
+    }
+
+    /// The lowest bucket holding a live entry (emptied buckets are dropped on the way).
+    fn first_live(&mut self) -> Option<u32> {
+        loop {
+            let (&key, entries) = self.buckets.iter().next()?;
+            if self.checked == Some((key, entries.len())) {
+                return Some(key);
+            }
+            let mut entries = self.buckets.remove(&key).expect("the first key is there");
+            entries.retain(|&e| self.live(e));
+            if !entries.is_empty() {
+                self.checked = Some((key, entries.len()));
+                self.buckets.insert(key, entries);
+                return Some(key);
+            }
+        }
+    }
+}
+
+/// Relaxations bound for other ranks, grouped by owner.
+struct Outbox {
+    by_rank: Vec<Vec<u64>>,
+}
+
+impl Outbox {
+    fn new(ranks: usize) -> Self {
+        Outbox {
+            by_rank: vec![Vec::new(); ranks],
+        }
+    }
+
+    fn add(&mut self, rank: usize, d: u32, v: u32) {
+        self.by_rank[rank].push(((d as u64) << 32) | v as u64);
+    }
+
+    /// The words in rank order and each rank's offsets.
+    fn seal(self) -> (Vec<u64>, Vec<usize>) {
+        let mut offsets = Vec::with_capacity(self.by_rank.len() + 1);
+        offsets.push(0);
+        let total = self.by_rank.iter().map(Vec::len).sum();
+        let mut words = Vec::with_capacity(total);
+        for part in self.by_rank {
+            words.extend_from_slice(&part);
+            offsets.push(words.len());
+        }
+        (words, offsets)
+    }
+}
+
+fn unpack(word: u64) -> Pair {
+    ((word >> 32) as u32, word as u32)
+}
+
+/// A rank's engine with its distance and stamp words for every vertex.
+enum PartState<'a> {
+    Threads {
+        graph: &'a Graph,
+        pool: &'a LatencyPool,
+        dist: Vec<AtomicU32>,
+        stamp: Vec<AtomicU32>,
+        iteration: u32,
+    },
+    Device {
+        sssp: Box<DeviceSssp<'a>>,
+        iteration: u32,
+    },
+}
+
+impl<'a> PartState<'a> {
+    fn new(engine: PartEngine<'a>, part: &'a Graph, source: usize) -> Result<Self> {
+        Ok(match engine {
+            PartEngine::Threads(pool) => {
+                let dist = atomic_words(part.vertices(), u32::MAX);
+                // Every rank holds the source at 0: true everywhere, and no rank sends it more.
+                dist[source].store(0, Relaxed);
+                PartState::Threads {
+                    graph: part,
+                    pool,
+                    dist,
+                    stamp: atomic_words(part.vertices(), 0),
+                    iteration: 0,
+                }
+            }
+            PartEngine::Device(rt) => {
+                let mut sssp = Box::new(DeviceSssp::new(rt, part)?);
+                sssp.reset(source)?;
+                PartState::Device { sssp, iteration: 0 }
+            }
+        })
+    }
+
+    /// Expands `frontier` (own vertices, each once): the vertices whose distance dropped as
+    /// `(distance, vertex)`, each once, and (visited, stale).
+    fn expand(&mut self, frontier: &[Pair]) -> Result<(Vec<Pair>, u64, u64)> {
+        match self {
+            PartState::Threads {
+                graph,
+                pool,
+                dist,
+                stamp,
+                iteration,
+            } => {
+                *iteration = next_iteration(*iteration)?;
+                let edges: usize = frontier.iter().map(|&(_, v)| graph.out_degree(v)).sum();
+                if edges >= INLINE_EDGES && pool.len() > 1 {
+                    return expand_slice(graph, pool, dist, stamp, frontier, *iteration);
+                }
+                Ok(expand_here(graph, dist, stamp, frontier, *iteration))
+            }
+            PartState::Device { sssp, iteration } => {
+                *iteration = next_iteration(*iteration)?;
+                sssp.write_frontier(frontier)?;
+                let (next, visited, stale) = sssp.expand_range(0, frontier.len(), *iteration)?;
+                Ok((sssp.read_frontier(next)?, visited, stale))
+            }
+        }
+    }
+
+    /// Lowers own vertices to the distances other ranks sent: those that dropped.
+    fn merge(&mut self, arrived: &[Pair]) -> Result<Vec<Pair>> {
+        match self {
+            PartState::Threads { dist, .. } => Ok(arrived
+                .iter()
+                .copied()
+                .filter(|&(d, v)| lowered(dist, v, d))
+                .collect()),
+            PartState::Device { sssp, iteration } => {
+                *iteration = next_iteration(*iteration)?;
+                sssp.begin_iteration()?;
+                sssp.merge_launch(arrived, *iteration)?;
+                let (next, _, _) = sssp.finish_iteration()?;
+                sssp.read_frontier(next)
+            }
+        }
+    }
+
+    /// The distance words of `vertices`.
+    fn words(&mut self, vertices: impl Iterator<Item = usize>) -> Result<Vec<u32>> {
+        match self {
+            PartState::Threads { dist, .. } => {
+                Ok(vertices.map(|v| dist[v].load(Relaxed)).collect())
+            }
+            PartState::Device { sssp, .. } => {
+                let all = sssp.read_raw_distances()?;
+                Ok(vertices.map(|v| all[v]).collect())
+            }
+        }
+    }
+}
+
+/// [`expand_slice`] on the calling thread alone.
+fn expand_here(
+    graph: &Graph,
+    dist: &[AtomicU32],
+    stamp: &[AtomicU32],
+    frontier: &[Pair],
+    iteration: u32,
+) -> (Vec<Pair>, u64, u64) {
+    let mut queued = Vec::new();
+    let (mut visited, mut stale) = (0u64, 0u64);
+    for &(key, u) in frontier {
+        let du = dist[u as usize].load(Relaxed);
+        if key > du {
+            stale += 1;
+            continue;
+        }
+        visited += 1;
+        for (v, w) in graph.neighbors(u) {
+            if lower(dist, stamp, v, du, w, iteration) {
+                queued.push(v);
+            }
+        }
+    }
+    let next = queued
+        .into_iter()
+        .map(|v| (dist[v as usize].load(Relaxed), v))
+        .collect();
+    (next, visited, stale)
+}
