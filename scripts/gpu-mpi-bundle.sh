@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stages what the MPI runs need on a machine without MPI and without a package registry (the
-# lent GPU machines): batch_kselect, heap_bench and mpi_selfcheck built with MPI, and
+# lent GPU machines): batch_kselect, heap_bench, sssp and mpi_selfcheck built with MPI,
+# Graph500's reference SSSP where GRAPH500_SRC names a clone (scripts/build-graph500.sh), and
 # Debian's OpenMPI 4.1 runtime unpacked beside them (apt-get download + dpkg -x of
 # openmpi-bin, libopenmpi3 and what they need, less the libraries such a machine has and what
 # the runs do not load), in .gpu/mpi (ignored by git, about 50 MiB: links become files).
@@ -14,9 +15,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 rm -rf .gpu/mpi
 mkdir -p .gpu/mpi/bin .gpu/mpi/debs
-cargo build --release -p asym-apps --features mpi --bin batch_kselect --bin heap_bench
+cargo build --release -p asym-apps --features mpi --bin batch_kselect --bin heap_bench --bin sssp
 cargo build --release -p asym-mpi --bin mpi_selfcheck
-cp target/release/batch_kselect target/release/heap_bench target/release/mpi_selfcheck .gpu/mpi/bin/
+cp target/release/{batch_kselect,heap_bench,sssp,mpi_selfcheck} .gpu/mpi/bin/
+if [[ -n ${GRAPH500_SRC:-} ]]; then
+  bash scripts/build-graph500.sh "$GRAPH500_SRC" .gpu/mpi/bin >/dev/null
+  rm -f .gpu/mpi/bin/build.log
+fi
 strip --strip-all .gpu/mpi/bin/*
 # The runtime's closure, less what every Linux machine has (libc, its neighbours), what the
 # runs never load (installers' tools, XML topology import and its ICU), and OpenCL's loader.
