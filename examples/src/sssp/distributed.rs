@@ -33,13 +33,13 @@
 //! rank's error ([`Cluster::agree`]). Every collective has the cluster's bound.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use asym_mpi::Cluster;
 use asym_runtime::{Error, LatencyPool, Result, Runtime};
+use rayon::prelude::*;
 
-use super::cpu::expand_slice;
 use super::device::DeviceSssp;
 use super::{answer_distance, atomic_words, lower, lowered, next_iteration, overflow_error, Pair};
 use crate::graph::Graph;
@@ -47,6 +47,9 @@ use crate::graph::Graph;
 /// Frontiers with fewer edges than this are expanded on the calling thread: waking the
 /// latency threads costs more than the edges (a road-like graph's phases are mostly small).
 const INLINE_EDGES: usize = 4096;
+/// Host work on fewer items than this (filtering a bucket, merging what arrived, splitting a
+/// device's dropped vertices by owner) stays on the calling thread.
+const PARALLEL_MIN: usize = 1 << 14;
 
 /// Vertices per block of a [`VertexPartition`]: blocks of consecutive vertices are dealt to
 /// the ranks in turn. In breadth-first order (the program's default) a block is a piece of
@@ -257,17 +260,13 @@ pub fn shortest_paths(
         // for the one exchange.
         let mut frontier = front.take(bucket);
         while failure.is_none() && !frontier.is_empty() {
-            match state.expand(&frontier) {
-                Ok((dropped, visited, stale)) => {
-                    stats.visited += visited;
-                    stats.stale += stale;
+            match state.expand(&frontier, partition, me) {
+                Ok(dropped) => {
+                    stats.visited += dropped.visited;
+                    stats.stale += dropped.stale;
                     stats.rounds += 1;
-                    for (d, v) in dropped {
-                        match partition.owner(v) {
-                            owner if owner == me => front.file(d, v),
-                            owner => outbox.add(owner, d, v),
-                        }
-                    }
+                    dropped.own.iter().for_each(|part| front.file_all(part));
+                    outbox.take_from(dropped.remote);
                 }
                 Err(e) => failure = Some(e),
             }
@@ -282,9 +281,9 @@ pub fn shortest_paths(
         let merging = Instant::now();
         stats.received += arrived.len() as u64;
         if failure.is_none() && !arrived.is_empty() {
-            let pairs: Vec<Pair> = arrived.iter().map(|&w| unpack(w)).collect();
+            let pairs: Vec<Pair> = arrived.par_iter().map(|&w| unpack(w)).collect();
             match state.merge(&pairs) {
-                Ok(dropped) => dropped.into_iter().for_each(|(d, v)| front.file(d, v)),
+                Ok(dropped) => front.file_all(&dropped),
                 Err(e) => failure = Some(e),
             }
         }
@@ -398,10 +397,34 @@ impl<'p> Front<'p> {
 
     /// Files own vertex `v` at distance `d` unless it was filed at `d` or below already.
     fn file(&mut self, d: u32, v: u32) {
-        let best = &mut self.best[self.partition.local(v)];
-        if d < *best {
+        self.file_all(&[(d, v)]);
+    }
+
+    /// [`Front::file`] for each pair; consecutive pairs of one bucket (most of a round's, on
+    /// a graph whose bucket holds most of the search) look the bucket up once.
+    fn file_all(&mut self, pairs: &[Pair]) {
+        let mut hot: Option<(u32, Vec<Pair>)> = None;
+        for &(d, v) in pairs {
+            let best = &mut self.best[self.partition.local(v)];
+            if d >= *best {
+                continue;
+            }
             *best = d;
-            self.buckets.entry(d / self.delta).or_default().push((d, v));
+            let key = d / self.delta;
+            match &mut hot {
+                Some((k, entries)) if *k == key => entries.push((d, v)),
+                _ => {
+                    if let Some((k, entries)) = hot.take() {
+                        self.buckets.insert(k, entries);
+                    }
+                    let mut entries = self.buckets.remove(&key).unwrap_or_default();
+                    entries.push((d, v));
+                    hot = Some((key, entries));
+                }
+            }
+        }
+        if let Some((k, entries)) = hot {
+            self.buckets.insert(k, entries);
         }
     }
 
@@ -411,9 +434,11 @@ impl<'p> Front<'p> {
 
     /// The live entries of `bucket`, which leaves the buckets.
     fn take(&mut self, bucket: u32) -> Vec<Pair> {
-        let mut entries = self.buckets.remove(&bucket).unwrap_or_default();
-        entries.retain(|&e| self.live(e));
-        entries
+        let entries = self.buckets.remove(&bucket).unwrap_or_default();
+        if entries.len() < PARALLEL_MIN {
+            return entries.into_iter().filter(|&e| self.live(e)).collect();
+        }
+        entries.into_par_iter().filter(|&e| self.live(e)).collect()
     }
 
     /// The lowest bucket holding a live entry (emptied buckets are dropped on the way).
@@ -446,8 +471,17 @@ impl Outbox {
         }
     }
 
-    fn add(&mut self, rank: usize, d: u32, v: u32) {
-        self.by_rank[rank].push(((d as u64) << 32) | v as u64);
+    /// Appends lists of packed relaxations, `lists[i][r]` bound for rank `r`.
+    fn take_from(&mut self, lists: Vec<Vec<Vec<u64>>>) {
+        for list in lists {
+            for (rank, words) in list.into_iter().enumerate() {
+                if self.by_rank[rank].is_empty() {
+                    self.by_rank[rank] = words;
+                } else {
+                    self.by_rank[rank].extend_from_slice(&words);
+                }
+            }
+        }
     }
 
     /// The words in rank order and each rank's offsets.
@@ -506,9 +540,14 @@ impl<'a> PartState<'a> {
         })
     }
 
-    /// Expands `frontier` (own vertices, each once): the vertices whose distance dropped as
-    /// `(distance, vertex)`, each once, and (visited, stale).
-    fn expand(&mut self, frontier: &[Pair]) -> Result<(Vec<Pair>, u64, u64)> {
+    /// Expands `frontier` (own vertices, each once): the vertices whose distance dropped,
+    /// each once, split into this rank's and the others' (packed, by owner).
+    fn expand(
+        &mut self,
+        frontier: &[Pair],
+        partition: &VertexPartition,
+        me: usize,
+    ) -> Result<Dropped> {
         match self {
             PartState::Threads {
                 graph,
@@ -520,15 +559,19 @@ impl<'a> PartState<'a> {
                 *iteration = next_iteration(*iteration)?;
                 let edges: usize = frontier.iter().map(|&(_, v)| graph.out_degree(v)).sum();
                 if edges >= INLINE_EDGES && pool.len() > 1 {
-                    return expand_slice(graph, pool, dist, stamp, frontier, *iteration);
+                    return expand_on_threads(
+                        graph, pool, dist, stamp, frontier, *iteration, partition, me,
+                    );
                 }
-                Ok(expand_here(graph, dist, stamp, frontier, *iteration))
+                let (next, visited, stale) = expand_here(graph, dist, stamp, frontier, *iteration);
+                Ok(Dropped::split(next, visited, stale, partition, me))
             }
             PartState::Device { sssp, iteration } => {
                 *iteration = next_iteration(*iteration)?;
                 sssp.write_frontier(frontier)?;
                 let (next, visited, stale) = sssp.expand_range(0, frontier.len(), *iteration)?;
-                Ok((sssp.read_frontier(next)?, visited, stale))
+                let next = sssp.read_frontier(next)?;
+                Ok(Dropped::split(next, visited, stale, partition, me))
             }
         }
     }
@@ -537,7 +580,8 @@ impl<'a> PartState<'a> {
     fn merge(&mut self, arrived: &[Pair]) -> Result<Vec<Pair>> {
         match self {
             PartState::Threads { dist, .. } => Ok(arrived
-                .iter()
+                .par_iter()
+                .with_min_len(PARALLEL_MIN)
                 .copied()
                 .filter(|&(d, v)| lowered(dist, v, d))
                 .collect()),
@@ -565,7 +609,134 @@ impl<'a> PartState<'a> {
     }
 }
 
-/// [`expand_slice`] on the calling thread alone.
+/// What a round lowered: own vertices as `(distance, vertex)` (in pieces), the others'
+/// packed `distance << 32 | vertex` by owner (in pieces, `remote[i][rank]`).
+struct Dropped {
+    own: Vec<Vec<Pair>>,
+    remote: Vec<Vec<Vec<u64>>>,
+    visited: u64,
+    stale: u64,
+}
+
+impl Dropped {
+    /// Splits `next` by owner (on rayon's threads when it is long).
+    fn split(
+        next: Vec<Pair>,
+        visited: u64,
+        stale: u64,
+        partition: &VertexPartition,
+        me: usize,
+    ) -> Self {
+        let ranks = partition.parts();
+        let pieces: Vec<(Vec<Pair>, Vec<Vec<u64>>)> = next
+            .par_chunks(PARALLEL_MIN.max(next.len().div_ceil(64)).max(1))
+            .map(|chunk| {
+                let mut own = Vec::new();
+                let mut remote = vec![Vec::new(); ranks];
+                for &(d, v) in chunk {
+                    match partition.owner(v) {
+                        owner if owner == me => own.push((d, v)),
+                        owner => remote[owner].push(pack(d, v)),
+                    }
+                }
+                (own, remote)
+            })
+            .collect();
+        let (own, remote) = pieces.into_iter().unzip();
+        Dropped {
+            own,
+            remote,
+            visited,
+            stale,
+        }
+    }
+}
+
+/// Expands `frontier` on `pool`'s threads (chunks claimed from one counter, as
+/// [`cpu`](super::cpu) does); each thread keeps the vertices it queued by owner, and after
+/// every thread has finished (so that each distance read is final) turns its own lists into
+/// pairs and packed words.
+#[allow(clippy::too_many_arguments)]
+fn expand_on_threads(
+    graph: &Graph,
+    pool: &LatencyPool,
+    dist: &[AtomicU32],
+    stamp: &[AtomicU32],
+    frontier: &[Pair],
+    iteration: u32,
+    partition: &VertexPartition,
+    me: usize,
+) -> Result<Dropped> {
+    const CHUNK: usize = 64;
+    let ranks = partition.parts();
+    let next_chunk = AtomicUsize::new(0);
+    let queued = pool.broadcast_scoped(|_| {
+        let mut by_owner: Vec<Vec<u32>> = vec![Vec::new(); ranks];
+        let (mut visited, mut stale) = (0u64, 0u64);
+        loop {
+            let start = next_chunk.fetch_add(CHUNK, Relaxed);
+            if start >= frontier.len() {
+                break;
+            }
+            for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
+                let du = dist[u as usize].load(Relaxed);
+                if key > du {
+                    stale += 1;
+                    continue;
+                }
+                visited += 1;
+                for (v, w) in graph.neighbors(u) {
+                    if lower(dist, stamp, v, du, w, iteration) {
+                        by_owner[partition.owner(v)].push(v);
+                    }
+                }
+            }
+        }
+        (std::sync::Mutex::new(by_owner), visited, stale)
+    })?;
+    // The join above orders every lowering before these reads (see `cpu`).
+    let next_part = AtomicUsize::new(0);
+    let parts = pool.broadcast_scoped(|_| {
+        let mut done = Vec::new();
+        loop {
+            let i = next_part.fetch_add(1, Relaxed);
+            let Some((lists, _, _)) = queued.get(i) else {
+                break;
+            };
+            let lists = std::mem::take(&mut *lists.lock().unwrap_or_else(|p| p.into_inner()));
+            let own = lists[me]
+                .iter()
+                .map(|&v| (dist[v as usize].load(Relaxed), v))
+                .collect();
+            let remote = lists
+                .iter()
+                .enumerate()
+                .map(|(r, l)| match r == me {
+                    true => Vec::new(),
+                    false => l
+                        .iter()
+                        .map(|&v| pack(dist[v as usize].load(Relaxed), v))
+                        .collect(),
+                })
+                .collect();
+            done.push((own, remote));
+        }
+        done
+    })?;
+    let (own, remote) = parts.into_iter().flatten().unzip();
+    Ok(Dropped {
+        own,
+        remote,
+        visited: queued.iter().map(|q| q.1).sum(),
+        stale: queued.iter().map(|q| q.2).sum(),
+    })
+}
+
+fn pack(d: u32, v: u32) -> u64 {
+    ((d as u64) << 32) | v as u64
+}
+
+/// [`expand_on_threads`] on the calling thread alone, the dropped vertices as pairs.
 fn expand_here(
     graph: &Graph,
     dist: &[AtomicU32],
