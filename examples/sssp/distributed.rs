@@ -17,7 +17,7 @@ use asym_apps::graph::Relabeling;
 use asym_apps::io::output;
 use asym_apps::progress::Progress;
 use asym_apps::sssp::distributed::{
-    gather_distances, shortest_paths, PartEngine, RankSsspStats, VertexPartition, BLOCK,
+    gather_distances, PartEngine, RankSssp, RankSsspStats, VertexPartition, BLOCK,
 };
 use asym_apps::sssp::{check_distances, delta};
 use asym_apps::{cli, ranks};
@@ -245,17 +245,10 @@ fn measure(
     engine: PartEngine<'_>,
     width: u32,
 ) -> Result<(Row, Option<Vec<u64>>)> {
-    let search = || {
-        shortest_paths(
-            cluster,
-            &prep.part,
-            &prep.partition,
-            prep.source,
-            width,
-            engine,
-        )
-    };
-    // Untimed: builds the device's program and warms the part's pages.
+    // Untimed: the part's upload (the device's program built) and a first search, which
+    // warms the part's pages.
+    let mut rank = RankSssp::new(cluster, &prep.part, &prep.partition, engine)?;
+    let mut search = || rank.shortest_paths(prep.source, width);
     search()?;
     let mut done: Vec<(f64, RankSsspStats, Vec<Vec<u64>>)> = Vec::new();
     let mut check = Ok(());

@@ -219,21 +219,76 @@ pub struct RankSearch {
     pub stats: RankSsspStats,
 }
 
-/// Shortest distances from `source` (0-based) by delta-stepping with buckets `delta` wide,
-/// across every rank of `cluster`: `part` is this rank's [`Graph::rows_of`] its vertices in
-/// `partition`. Call on every rank with the same `partition`, `source` and `delta`.
-pub fn shortest_paths(
+/// One rank's part of a distributed search, set up once for searches from any source: its
+/// [`Graph::rows_of`] on its engine (for a device, uploaded).
+pub struct RankSssp<'a> {
+    cluster: &'a Cluster,
+    part: &'a Graph,
+    partition: &'a VertexPartition,
+    state: PartState<'a>,
+}
+
+impl std::fmt::Debug for RankSssp<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RankSssp")
+            .field("rank", &self.cluster.rank())
+            .field("edges", &self.part.edges())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> RankSssp<'a> {
+    /// Sets up this rank's `part` (its vertices' edges in `partition`) on `engine`; every rank
+    /// calls it together and every rank fails where one does.
+    pub fn new(
+        cluster: &'a Cluster,
+        part: &'a Graph,
+        partition: &'a VertexPartition,
+        engine: PartEngine<'a>,
+    ) -> Result<Self> {
+        let made = check(cluster, part, partition).and_then(|()| PartState::new(engine, part));
+        let state = cluster.agree("sssp: set up each rank's part", made)?;
+        Ok(RankSssp {
+            cluster,
+            part,
+            partition,
+            state,
+        })
+    }
+
+    /// Shortest distances from `source` (0-based) by delta-stepping with buckets `delta`
+    /// wide, across every rank: call on every rank with the same `source` and `delta`.
+    pub fn shortest_paths(&mut self, source: usize, delta: u32) -> Result<RankSearch> {
+        let checked = if delta == 0 {
+            Err(Error::InvalidArgument(
+                "a bucket width of 0: at least 1".into(),
+            ))
+        } else {
+            self.part.check_source(source)
+        };
+        let reset = checked.and_then(|()| self.state.reset(source));
+        self.cluster.agree("sssp: start a search", reset)?;
+        search(
+            self.cluster,
+            self.partition,
+            &mut self.state,
+            self.part,
+            source,
+            delta,
+        )
+    }
+}
+
+/// The search loop of [`RankSssp::shortest_paths`], the engine reset for `source`.
+fn search(
     cluster: &Cluster,
-    part: &Graph,
     partition: &VertexPartition,
+    state: &mut PartState<'_>,
+    part: &Graph,
     source: usize,
     delta: u32,
-    engine: PartEngine<'_>,
 ) -> Result<RankSearch> {
     let me = cluster.rank();
-    let checked = check(cluster, part, partition, source, delta);
-    let made = checked.and_then(|()| PartState::new(engine, part, source));
-    let mut state = cluster.agree("sssp: set up each rank's part", made)?;
     let mut front = Front::new(partition, me, delta);
     if partition.owner(source as u32) == me {
         front.file(0, source as u32);
@@ -322,13 +377,7 @@ pub fn gather_distances(
 }
 
 /// The same arguments everywhere are the caller's promise; these are what a rank can check.
-fn check(
-    cluster: &Cluster,
-    part: &Graph,
-    partition: &VertexPartition,
-    source: usize,
-    delta: u32,
-) -> Result<()> {
+fn check(cluster: &Cluster, part: &Graph, partition: &VertexPartition) -> Result<()> {
     if partition.parts() != cluster.size() || part.vertices() != partition.vertices() {
         return Err(Error::InvalidArgument(format!(
             "a partition into {} parts of {} vertices for {} ranks and a part of {} vertices",
@@ -338,12 +387,7 @@ fn check(
             part.vertices()
         )));
     }
-    if delta == 0 {
-        return Err(Error::InvalidArgument(
-            "a bucket width of 0: at least 1".into(),
-        ));
-    }
-    part.check_source(source)
+    Ok(())
 }
 
 /// Agrees on the next bucket to open (`None`: the search is over) and on whether any rank
@@ -518,26 +562,39 @@ enum PartState<'a> {
 }
 
 impl<'a> PartState<'a> {
-    fn new(engine: PartEngine<'a>, part: &'a Graph, source: usize) -> Result<Self> {
+    fn new(engine: PartEngine<'a>, part: &'a Graph) -> Result<Self> {
         Ok(match engine {
-            PartEngine::Threads(pool) => {
-                let dist = atomic_words(part.vertices(), u32::MAX);
-                // Every rank holds the source at 0: true everywhere, and no rank sends it more.
-                dist[source].store(0, Relaxed);
-                PartState::Threads {
-                    graph: part,
-                    pool,
-                    dist,
-                    stamp: atomic_words(part.vertices(), 0),
-                    iteration: 0,
-                }
-            }
-            PartEngine::Device(rt) => {
-                let mut sssp = Box::new(DeviceSssp::new(rt, part)?);
-                sssp.reset(source)?;
-                PartState::Device { sssp, iteration: 0 }
-            }
+            PartEngine::Threads(pool) => PartState::Threads {
+                graph: part,
+                pool,
+                dist: atomic_words(part.vertices(), u32::MAX),
+                stamp: atomic_words(part.vertices(), 0),
+                iteration: 0,
+            },
+            PartEngine::Device(rt) => PartState::Device {
+                sssp: Box::new(DeviceSssp::new(rt, part)?),
+                iteration: 0,
+            },
         })
+    }
+
+    /// Every distance unknown but `source`'s: every rank holds the source at 0 (true
+    /// everywhere, and no rank sends it anything). Stamps stay: the iteration counts on.
+    fn reset(&mut self, source: usize) -> Result<()> {
+        match self {
+            PartState::Threads { dist, .. } => {
+                dist.par_iter()
+                    .with_min_len(PARALLEL_MIN)
+                    .for_each(|d| d.store(u32::MAX, Relaxed));
+                dist[source].store(0, Relaxed);
+                Ok(())
+            }
+            PartState::Device { sssp, iteration } => {
+                // The device's reset clears its stamps too.
+                *iteration = 0;
+                sssp.reset(source)
+            }
+        }
     }
 
     /// Expands `frontier` (own vertices, each once): the vertices whose distance dropped,
