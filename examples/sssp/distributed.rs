@@ -3,8 +3,9 @@
 //! ([`asym_apps::sssp::distributed`]), every rank expanding the vertices it owns on its
 //! latency threads (`--mode cpu`) or its device (`--mode gpu`, one device per rank on a host).
 //!
-//! Every rank reads or generates the same graph and renumbers it the same way, deals its
-//! vertices to the ranks in blocks, and keeps only the edges its own vertices own; rank 0 keeps
+//! Every rank reads or generates the same graph and renumbers it the same way, gives each
+//! rank a range of vertices (or blocks dealt in turn, `--rank-block`), and keeps only the
+//! edges its own vertices own; rank 0 keeps
 //! the whole graph for Dijkstra's reference, prints the table and writes `--output` (the
 //! distances the ranks found, in the graph's own numbering). A row is a mode and a bucket
 //! width: `--repeat` searches after one untimed search, each gathered and checked against
@@ -17,7 +18,7 @@ use asym_apps::graph::Relabeling;
 use asym_apps::io::output;
 use asym_apps::progress::Progress;
 use asym_apps::sssp::distributed::{
-    gather_distances, PartEngine, RankSssp, RankSsspStats, VertexPartition, BLOCK,
+    gather_distances, PartEngine, RankSssp, RankSsspStats, VertexPartition,
 };
 use asym_apps::sssp::{check_distances, delta};
 use asym_apps::{cli, ranks};
@@ -112,11 +113,10 @@ fn prepare(cluster: &Cluster, args: &Args) -> Result<Prepared> {
             widths.push(w);
         }
     }
-    let partition = VertexPartition::block_cyclic(
-        graph.vertices(),
-        cluster.size(),
-        args.rank_block.unwrap_or(BLOCK),
-    )?;
+    let partition = match args.rank_block {
+        Some(block) => VertexPartition::block_cyclic(graph.vertices(), cluster.size(), block)?,
+        None => VertexPartition::ranges(graph.vertices(), cluster.size())?,
+    };
     let me = cluster.rank();
     let part = graph.rows_of(|v| partition.owner(v as u32) == me)?;
     let reference = if cluster.is_root() {
@@ -329,13 +329,16 @@ fn print(args: &Args, cluster: &Cluster, prep: &Prepared, devices: &[String], ro
     }
     asym_apps::report!(
         "{}: {} vertices, {} edges, source {}, {} reached, delta-stepping over {ranks} MPI \
-         ranks (vertices dealt in blocks of {}); Dijkstra {:.2} ms",
+         ranks ({}); Dijkstra {:.2} ms",
         prep.name,
         prep.vertices,
         prep.edges,
         prep.given_source + 1,
         reached,
-        args.rank_block.unwrap_or(BLOCK),
+        match args.rank_block {
+            Some(b) => format!("vertices dealt in blocks of {b}"),
+            None => "one range of vertices per rank".to_string(),
+        },
         dijkstra_ms
     );
     for (rank, device) in devices.iter().enumerate() {

@@ -169,8 +169,8 @@ struct Args {
     /// default one per compute unit).
     #[arg(long, hide = true)]
     resident_groups: Option<usize>,
-    /// Under MPI: vertices per block dealt to the ranks in turn (default: BLOCK of
-    /// `sssp::distributed`; the vertex count or more gives one contiguous range per rank).
+    /// Under MPI: vertices per block dealt to the ranks in turn (default: one range of
+    /// vertices per rank).
     #[arg(long, value_parser = cli::count(1, u32::MAX as u64))]
     rank_block: Option<usize>,
 }
