@@ -208,9 +208,11 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
             (_, _, Some(rt)) => PartEngine::Device(rt),
             _ => unreachable!("the pool and the device follow the modes"),
         };
+        // Untimed: the part's upload (the device's program built), once per mode.
+        let mut rank = RankSssp::new(cluster, &prep.part, &prep.partition, engine)?;
         for &width in &prep.widths {
             progress.bar.set_message(format!("{mode} delta {width}"));
-            let (row, answer) = measure(cluster, args, &prep, mode, engine, width)?;
+            let (row, answer) = measure(cluster, args, &prep, mode, &mut rank, width)?;
             first_answer = first_answer.or(answer);
             rows.push(row);
             progress.step(format!("{mode} delta {width}"));
@@ -242,12 +244,10 @@ fn measure(
     args: &Args,
     prep: &Prepared,
     mode: Mode,
-    engine: PartEngine<'_>,
+    rank: &mut RankSssp<'_>,
     width: u32,
 ) -> Result<(Row, Option<Vec<u64>>)> {
-    // Untimed: the part's upload (the device's program built) and a first search, which
-    // warms the part's pages.
-    let mut rank = RankSssp::new(cluster, &prep.part, &prep.partition, engine)?;
+    // Untimed: a first search, which warms the part's pages.
     let mut search = || rank.shortest_paths(prep.source, width);
     search()?;
     let mut done: Vec<(f64, RankSsspStats, Vec<Vec<u64>>)> = Vec::new();

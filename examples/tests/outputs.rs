@@ -43,7 +43,7 @@ fn an_interrupt_during_the_final_write_leaves_the_old_file_and_no_temporary() {
             break;
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_sssp"))
-            .args(["--scale", "19", "--mode", "cpu", "--save-graph"])
+            .args(["--scale", "18", "--mode", "cpu", "--save-graph"])
             .arg(&target)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -112,26 +112,10 @@ pub(super) fn expand_slice(
     let next_chunk = AtomicUsize::new(0);
     let parts = pool.broadcast_scoped(|_| {
         let mut queued = Vec::new();
-        let (mut visited, mut stale) = (0u64, 0u64);
-        loop {
-            let start = next_chunk.fetch_add(CHUNK, Relaxed);
-            if start >= frontier.len() {
-                break;
-            }
-            for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
-                let du = dist[u as usize].load(Relaxed);
-                if key > du {
-                    stale += 1;
-                    continue;
-                }
-                visited += 1;
-                for (v, w) in graph.neighbors(u) {
-                    if lower(dist, stamp, v, du, w, iteration) {
-                        queued.push(v);
-                    }
-                }
-            }
-        }
+        let (visited, stale) =
+            expand_claimed(graph, dist, stamp, frontier, &next_chunk, iteration, |v| {
+                queued.push(v)
+            });
         (queued, visited, stale)
     })?;
     let total: usize = parts.iter().map(|p| p.0.len()).sum();
@@ -147,4 +131,39 @@ pub(super) fn expand_slice(
         stale += st;
     }
     Ok((next, visited, stale))
+}
+
+/// Expands chunks of [`CHUNK`] entries of `frontier`, each claimed from `next_chunk`, until
+/// none is left, with stamp `iteration`; `queued(v)` for each vertex this call lowered and is
+/// the first in the iteration to queue. Returns (visited, stale). One thread alone, with a
+/// counter of its own, expands the whole frontier.
+pub(super) fn expand_claimed(
+    graph: &Graph,
+    dist: &[AtomicU32],
+    stamp: &[AtomicU32],
+    frontier: &[Pair],
+    next_chunk: &AtomicUsize,
+    iteration: u32,
+    mut queued: impl FnMut(u32),
+) -> (u64, u64) {
+    let (mut visited, mut stale) = (0u64, 0u64);
+    loop {
+        let start = next_chunk.fetch_add(CHUNK, Relaxed);
+        if start >= frontier.len() {
+            return (visited, stale);
+        }
+        for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
+            let du = dist[u as usize].load(Relaxed);
+            if key > du {
+                stale += 1;
+                continue;
+            }
+            visited += 1;
+            for (v, w) in graph.neighbors(u) {
+                if lower(dist, stamp, v, du, w, iteration) {
+                    queued(v);
+                }
+            }
+        }
+    }
 }

@@ -11,7 +11,7 @@
 //!    over [`Graph::rows_of`], the part of the graph its vertices own; own vertices that drop
 //!    back into the open bucket are expanded in further local rounds until none does (a
 //!    road-like graph's bucket is mostly one rank's: 370 phases became 17 on 200,000
-//!    vertices over 3 ranks);
+//!    vertices over 3 ranks, dev machine);
 //! 2. the vertices whose distance dropped come back as `(distance, vertex)`: those the rank
 //!    owns go into its buckets, the others into one message per owner, and one
 //!    `MPI_Alltoallv` delivers them;
@@ -40,8 +40,9 @@ use asym_mpi::Cluster;
 use asym_runtime::{Error, LatencyPool, Result, Runtime};
 use rayon::prelude::*;
 
+use super::cpu::expand_claimed;
 use super::device::DeviceSssp;
-use super::{answer_distance, atomic_words, lower, lowered, next_iteration, overflow_error, Pair};
+use super::{answer_distance, atomic_words, lowered, next_iteration, overflow_error, Pair};
 use crate::graph::Graph;
 
 /// Frontiers with fewer edges than this are expanded on the calling thread: waking the
@@ -728,31 +729,14 @@ fn expand_on_threads(
     partition: &VertexPartition,
     me: usize,
 ) -> Result<Dropped> {
-    const CHUNK: usize = 64;
     let ranks = partition.parts();
     let next_chunk = AtomicUsize::new(0);
     let queued = pool.broadcast_scoped(|_| {
         let mut by_owner: Vec<Vec<u32>> = vec![Vec::new(); ranks];
-        let (mut visited, mut stale) = (0u64, 0u64);
-        loop {
-            let start = next_chunk.fetch_add(CHUNK, Relaxed);
-            if start >= frontier.len() {
-                break;
-            }
-            for &(key, u) in &frontier[start..(start + CHUNK).min(frontier.len())] {
-                let du = dist[u as usize].load(Relaxed);
-                if key > du {
-                    stale += 1;
-                    continue;
-                }
-                visited += 1;
-                for (v, w) in graph.neighbors(u) {
-                    if lower(dist, stamp, v, du, w, iteration) {
-                        by_owner[partition.owner(v)].push(v);
-                    }
-                }
-            }
-        }
+        let (visited, stale) =
+            expand_claimed(graph, dist, stamp, frontier, &next_chunk, iteration, |v| {
+                by_owner[partition.owner(v)].push(v)
+            });
         (std::sync::Mutex::new(by_owner), visited, stale)
     })?;
     // The join above orders every lowering before these reads (see `cpu`).
@@ -797,7 +781,8 @@ fn pack(d: u32, v: u32) -> u64 {
     ((d as u64) << 32) | v as u64
 }
 
-/// [`expand_on_threads`] on the calling thread alone, the dropped vertices as pairs.
+/// [`expand_on_threads`]'s expansion on the calling thread alone, the dropped vertices as
+/// pairs.
 fn expand_here(
     graph: &Graph,
     dist: &[AtomicU32],
@@ -806,20 +791,15 @@ fn expand_here(
     iteration: u32,
 ) -> (Vec<Pair>, u64, u64) {
     let mut queued = Vec::new();
-    let (mut visited, mut stale) = (0u64, 0u64);
-    for &(key, u) in frontier {
-        let du = dist[u as usize].load(Relaxed);
-        if key > du {
-            stale += 1;
-            continue;
-        }
-        visited += 1;
-        for (v, w) in graph.neighbors(u) {
-            if lower(dist, stamp, v, du, w, iteration) {
-                queued.push(v);
-            }
-        }
-    }
+    let (visited, stale) = expand_claimed(
+        graph,
+        dist,
+        stamp,
+        frontier,
+        &AtomicUsize::new(0),
+        iteration,
+        |v| queued.push(v),
+    );
     let next = queued
         .into_iter()
         .map(|v| (dist[v as usize].load(Relaxed), v))
