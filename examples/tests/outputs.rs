@@ -8,9 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Linux's number of SIGINT.
-const SIGINT: i32 = 2;
-
 fn folder(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("asym-outputs-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -59,14 +56,16 @@ fn an_interrupt_during_the_final_write_leaves_the_old_file_and_no_temporary() {
             if child.try_wait().unwrap().is_some() {
                 break;
             }
-            std::thread::sleep(Duration::from_micros(200));
+            std::thread::sleep(Duration::from_micros(50));
         }
         if seen {
-            let sent = Command::new("kill")
-                .args(["-INT", &child.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(sent.success());
+            // Sent from this process: spawning `kill` takes long enough on a loaded machine
+            // for the write to finish first every time.
+            let pid = libc::pid_t::try_from(child.id()).unwrap();
+            // SAFETY: kill(2) takes plain integers and touches no memory of ours; `child` is
+            // not yet reaped, so the pid still names it.
+            let sent = unsafe { libc::kill(pid, libc::SIGINT) };
+            assert_eq!(sent, 0, "{}", std::io::Error::last_os_error());
         }
         let status = child.wait().unwrap();
         assert_eq!(
@@ -74,7 +73,7 @@ fn an_interrupt_during_the_final_write_leaves_the_old_file_and_no_temporary() {
             ["graph.gr"],
             "attempt {attempt}: a temporary was left behind"
         );
-        if status.signal() == Some(SIGINT) {
+        if status.signal() == Some(libc::SIGINT) {
             caught += 1;
             assert_eq!(std::fs::read(&target).unwrap(), b"the old graph\n");
         } else {
