@@ -168,6 +168,7 @@ impl Kernel {
         buffer: &SvmBuffer<T>,
     ) -> Result<&mut Self> {
         let index = index.index_in(self)?;
+        self.check_context(buffer.shared(), &format!("argument {index}"))?;
         sys::set_kernel_arg_svm(self.cl()?, index, buffer.shared())?;
         self.remember_svm(index, Some(buffer.shared().clone()));
         Ok(self)
@@ -210,6 +211,7 @@ impl Kernel {
     /// Declares that the kernel follows pointers stored in memory into `buffer` (a
     /// pointer-linked structure), so the device makes it available (`clSetKernelExecInfo`).
     pub fn use_indirect_svm<T: SvmElement>(&mut self, buffer: &SvmBuffer<T>) -> Result<&mut Self> {
+        self.check_context(buffer.shared(), "an indirectly reached buffer")?;
         if !self
             .indirect
             .iter()
@@ -220,6 +222,19 @@ impl Kernel {
         let list: Vec<&SvmAlloc> = self.indirect.iter().map(|a| a.as_ref()).collect();
         sys::set_kernel_exec_info_svm_ptrs(self.cl()?, &list)?;
         Ok(self)
+    }
+
+    /// Refuses an allocation of another context: its pointer means nothing to this
+    /// kernel's device (a launch would read or write memory it does not own).
+    fn check_context(&self, alloc: &SvmAlloc, what: &str) -> Result<()> {
+        if self.rt.owns(alloc) {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "kernel {}: {what} is an SVM buffer of another runtime (another OpenCL context); \
+             allocate it on the kernel's runtime or one that shares its context",
+            self.name
+        )))
     }
 
     /// Launches `global` work-items in work-groups of `local` on the runtime's main queue.

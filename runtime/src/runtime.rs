@@ -197,6 +197,11 @@ impl Runtime {
         &self.inner.faults
     }
 
+    /// Whether `alloc` was made in this runtime's context.
+    pub(crate) fn owns(&self, alloc: &crate::sys::SvmAlloc) -> bool {
+        alloc.in_context(&self.inner.context)
+    }
+
     /// The device's profile.
     pub fn profile(&self) -> &DeviceProfile {
         &self.inner.profile

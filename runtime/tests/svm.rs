@@ -390,6 +390,28 @@ fn kernels_follow_pointers_stored_in_svm() {
     }
 }
 
+/// A buffer of one runtime is refused as an argument of another runtime's kernel (another
+/// context: its pointer means nothing there), directly or reached through a pointer; a
+/// runtime sharing the context (another queue) takes it.
+#[test]
+fn buffers_of_another_context_are_refused() {
+    let t = common::transports()[0];
+    let (rt, other) = (common::runtime(t), common::runtime(t));
+    let theirs = other.alloc::<u32>(64).unwrap();
+    let mut k = rt.kernel(&asym_kernels::RUNTIME, "asym_add_one").unwrap();
+    let got = k.arg_svm("data", &theirs).map(|_| ());
+    assert!(
+        matches!(&got, Err(e) if e.is_argument_error() && e.to_string().contains("another runtime")),
+        "{got:?}"
+    );
+    let got = k.use_indirect_svm(&theirs).map(|_| ());
+    assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
+    let mut mine = rt.with_new_queue().unwrap().alloc::<u32>(64).unwrap();
+    mine.write(&[1; 64]).unwrap();
+    add_one_on_device(&rt, &mine);
+    assert_eq!(mine.read().unwrap(), vec![2; 64]);
+}
+
 /// A new buffer larger than one device fill's or copy's piece (1 GiB) starts zeroed in every
 /// piece, also where the memory held other values before (a buffer of the same size, filled
 /// and dropped just before, which the allocator may hand back), and copies in and out of it

@@ -323,6 +323,12 @@ impl SvmAlloc {
         )
     }
 
+    /// Whether the allocation was made in `context` (a kernel of another context must not
+    /// be handed its pointer).
+    pub(crate) fn in_context(&self, context: &Context) -> bool {
+        self.context.as_ptr() == context.as_ptr()
+    }
+
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
