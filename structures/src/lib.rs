@@ -45,8 +45,8 @@ pub use gheap::{
 };
 pub use key::Key;
 pub use kselect::{
-    select_one, Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, SelectStats,
-    SpreadKeys, Strategy, Sublists,
+    select_one, Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, PartCount,
+    SelectStats, SpreadKeys, Strategy, Sublists,
 };
 pub use list::{
     unique_values, BatchReport, ListCheck, ListKind, ListMap, ListOp, ListOptions, ListView,

@@ -66,6 +66,8 @@ pub struct KSelector {
     resident: resident::ResidentCache,
     /// The range split's device buffers, kept while later calls fit in them.
     range: range_split::RangeCache,
+    /// The part count's device site, kept while later calls fit in it.
+    part: part::PartCache,
     /// The devices of a set beyond one (empty on one device): see `spread.rs`.
     members: Vec<spread::Member>,
     /// Whole-call speeds over the set, together and alone.
@@ -106,6 +108,7 @@ impl KSelector {
             stages: Default::default(),
             resident: Default::default(),
             range: Default::default(),
+            part: Default::default(),
             members: Vec::new(),
             set_plans: Default::default(),
             failures: std::sync::Mutex::new(asym_runtime::spread::Failures::new(Vec::new())),
@@ -852,6 +855,7 @@ mod device;
 mod device_radix;
 mod learned;
 mod options;
+mod part;
 
 mod radix;
 mod range_split;
@@ -862,5 +866,6 @@ mod stats;
 use claims::{claim_sublists, Claims, Job, Progress, SPLIT_FROM};
 use learned::{bucket, CoopPlan, Learned};
 pub use options::{Cooperation, DeviceStaging, DeviceUpdate, Strategy, Sublists};
+pub use part::PartCount;
 pub use spread::SpreadKeys;
 pub use stats::{DeviceTimes, SelectStats};

@@ -1,0 +1,173 @@
+//! A part of every sub-list counted and kept on the device while the rest is counted
+//! elsewhere (here: on the host, as another rank would): the answers finished from both
+//! sides' kept keys against `select_nth_unstable` on the whole sub-lists.
+
+mod common;
+
+use asym_structures::{KSelector, Key};
+use rand::{Rng, SeedableRng};
+
+fn image<K: Key>(x: K) -> u32 {
+    (x.to_ordered() as u32) ^ 0x8000_0000
+}
+
+/// The k-th of every sub-list whose first part (`dev_offs` into `dev_keys`, on the device)
+/// and second part (`host[i]`) are counted apart and merged, as ranks do.
+fn select_in_two_parts<K: Key>(
+    sel: &KSelector,
+    dev_keys: &[K],
+    dev_offs: &[usize],
+    host: &[Vec<K>],
+    k: usize,
+) -> Vec<K> {
+    let rt = sel.runtime().unwrap().clone();
+    let mut buf = rt.alloc::<K>(dev_keys.len().max(1)).unwrap();
+    buf.write_range(0, dev_keys).unwrap();
+    let count = sel.count_part_svm(&buf, dev_offs).unwrap();
+    let mut merged = count.histograms().to_vec();
+    for (m, part) in merged.iter_mut().zip(host) {
+        for &x in part {
+            m[(image(x) >> 24) as usize] += 1;
+        }
+    }
+    let kept = count.keep(&merged, k).unwrap();
+    kept.into_iter()
+        .zip(host)
+        .zip(&merged)
+        .map(|((mut kept, part), m)| {
+            // The bucket holding the k-th, and the keys of the sub-list below it.
+            let mut below = 0usize;
+            let bucket = (0..256)
+                .find(|&b| {
+                    below += m[b] as usize;
+                    below >= k
+                })
+                .unwrap() as u32;
+            below -= m[bucket as usize] as usize;
+            kept.extend(part.iter().map(|&x| image(x)).filter(|i| i >> 24 == bucket));
+            assert_eq!(
+                kept.len(),
+                m[bucket as usize] as usize,
+                "every key of the bucket kept"
+            );
+            assert!(
+                kept.iter().all(|i| i >> 24 == bucket),
+                "only keys of the bucket kept"
+            );
+            kept.sort_unstable();
+            K::from_ordered((kept[k - 1 - below] ^ 0x8000_0000) as i32)
+        })
+        .collect()
+}
+
+#[test]
+fn parts_counted_apart_select_as_whole_sub_lists() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        for tile in [256usize, 1 << 16] {
+            let sel = common::selector(t, 8).with_radix_tile(tile).unwrap();
+            // Sub-list lengths and the device's share of each (0: all on the host, 1: all
+            // on the device), not powers of two.
+            for (len, share) in [
+                (1usize, 1.0),
+                (7, 0.5),
+                (1000, 0.3),
+                (1000, 0.0),
+                (5001, 0.9),
+            ] {
+                let subs = 6;
+                let cases: Vec<(&str, Vec<i32>)> = vec![
+                    ("random", (0..len * subs).map(|_| rng.gen()).collect()),
+                    ("sorted", (0..(len * subs) as i32).collect()),
+                    ("reverse", (0..(len * subs) as i32).rev().collect()),
+                    ("all equal", vec![-3; len * subs]),
+                    (
+                        "duplicates",
+                        (0..len * subs).map(|_| rng.gen_range(-2..3)).collect(),
+                    ),
+                ];
+                for (name, data) in cases {
+                    let cut = ((len as f64 * share).round() as usize).min(len);
+                    // The device buffer starts with keys of no sub-list: offsets from 3.
+                    let mut dev_keys = vec![i32::MIN; 3];
+                    let mut dev_offs = vec![3usize];
+                    let mut host = Vec::new();
+                    for row in data.chunks(len) {
+                        dev_keys.extend_from_slice(&row[..cut]);
+                        dev_offs.push(dev_keys.len());
+                        host.push(row[cut..].to_vec());
+                    }
+                    let offs: Vec<usize> = (0..=subs).map(|i| i * len).collect();
+                    for k in [1, (len / 10).max(1), len] {
+                        let want = common::reference(&data, &offs, k);
+                        let got = select_in_two_parts(&sel, &dev_keys, &dev_offs, &host, k);
+                        assert_eq!(
+                            got, want,
+                            "{t} tile {tile} {name} len {len} share {share} k {k}"
+                        );
+                    }
+                }
+            }
+            // Floats in total order (NaN last, -0.0 before 0.0).
+            let floats: Vec<f32> = (0..3000)
+                .map(|i| match i % 5 {
+                    0 => -0.0,
+                    1 => f32::NAN,
+                    2 => 0.0,
+                    _ => rng.gen_range(-1e3f32..1e3),
+                })
+                .collect();
+            let host: Vec<Vec<f32>> = floats.chunks(1000).map(|r| r[400..].to_vec()).collect();
+            let dev: Vec<f32> = floats
+                .chunks(1000)
+                .flat_map(|r| r[..400].to_vec())
+                .collect();
+            for k in [1, 500, 1000] {
+                let want = common::reference(&floats, &[0, 1000, 2000, 3000], k);
+                let got = select_in_two_parts(&sel, &dev, &[0, 400, 800, 1200], &host, k);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{t} floats k {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_offsets_and_merged_counts_are_refused() {
+    let sel = common::selector(asym_runtime::Transport::Fine, 8);
+    let rt = sel.runtime().unwrap().clone();
+    let mut buf = rt.alloc::<i32>(100).unwrap();
+    buf.write(&(0..100).collect::<Vec<i32>>()).unwrap();
+    for offs in [vec![0usize], vec![0, 101], vec![0, 50, 40, 100]] {
+        let got = sel.count_part_svm(&buf, &offs);
+        assert!(
+            matches!(&got, Err(e) if e.is_argument_error()),
+            "{offs:?}: {got:?}"
+        );
+    }
+    let count = sel.count_part_svm(&buf, &[0, 50, 100]).unwrap();
+    assert_eq!(count.histograms().len(), 2);
+    let own = count.histograms().to_vec();
+    // A second count while this one is open is refused, not a deadlock.
+    let got = sel.count_part_svm(&buf, &[0, 1]);
+    assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
+    // One histogram for two sub-lists, fewer keys than this part holds, k past the keys.
+    let got = count.keep(&own[..1], 1);
+    assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
+    let count = sel.count_part_svm(&buf, &[0, 50, 100]).unwrap();
+    let mut fewer = own.clone();
+    fewer[1][128] -= 1;
+    let got = count.keep(&fewer, 1);
+    assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
+    let count = sel.count_part_svm(&buf, &[0, 50, 100]).unwrap();
+    let got = count.keep(&own, 51);
+    assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
+    // The site still serves a good call after the refusals.
+    let count = sel.count_part_svm(&buf, &[0, 50, 100]).unwrap();
+    let kept = count.keep(&own, 50).unwrap();
+    assert_eq!(
+        kept.iter().map(Vec::len).sum::<usize>(),
+        100,
+        "0..100 share one top digit"
+    );
+}
