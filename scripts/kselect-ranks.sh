@@ -9,7 +9,9 @@
 # by environment: RANKS ("1 2 4"), LOG2_PER_RANK (22: keys per rank), THREADS (1: latency
 # threads per rank), MODE (cpu), STRATEGY (radix), SUBLIST (8192: owned rows), SPREAD_ROWS
 # (16: rows of the spread layout, each N times longer on N ranks), REPEAT (5), EXTRA (more
-# flags, e.g. "--device nvidia --resident"). Prints a table of weak-scaling efficiencies
+# flags of the owned rows, e.g. "--device nvidia --resident"), SPREAD_MODE (cpu: the spread
+# rows' mode, and its one-host baseline's), SPREAD_EXTRA (more flags of those), LAYOUTS
+# ("owned spread": which layouts run). Prints a table of weak-scaling efficiencies
 # (time on 1 rank / time on N ranks) and writes every JSON row to OUT.
 set -euo pipefail
 bin=${1:-target/release}
@@ -22,8 +24,12 @@ strategy=${STRATEGY:-radix}
 sublist=${SUBLIST:-8192}
 spread_rows_log2=$(python3 -c "import math; print(int(math.log2(${SPREAD_ROWS:-16})))")
 repeat=${REPEAT:-5}
+spread_mode=${SPREAD_MODE:-cpu}
+layouts=${LAYOUTS:-owned spread}
 # shellcheck disable=SC2206
 extra=(${EXTRA:-})
+# shellcheck disable=SC2206
+spread_extra=(${SPREAD_EXTRA:-})
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
 common=(--mode "$mode" --strategy "$strategy" --no-peers --repeat "$repeat" --json "${extra[@]}")
 tag() { sed "s/^{/{\"ranks\":$1,\"layout\":\"$2\",\"threads_total\":$3,/"; }
@@ -33,18 +39,23 @@ for n in $ranks; do
   total=$((per + log2n))
   long=$((total - spread_rows_log2))
   # One host, the same total keys, the threads of all the ranks.
-  "$bin/batch_kselect" --total-log2 "$total" --sublist "$sublist" --threads $((n * threads)) "${common[@]}" |
-    tag 1 one-host $((n * threads)) >>"$out"
-  "$bin/batch_kselect" --total-log2 "$total" --sublist $((1 << long)) --threads $((n * threads)) \
-    --mode cpu --strategy radix --no-peers --repeat "$repeat" --json | tag 1 one-host-long $((n * threads)) >>"$out"
-  if ((n > 1)); then
-    mpirun --oversubscribe --bind-to none -np "$n" "$bin/batch_kselect" --layout owned \
-      --total-log2 "$total" --sublist "$sublist" --threads "$threads" "${common[@]}" |
-      sed "s/^{/{\"threads_total\":$((n * threads)),/" >>"$out"
-    mpirun --oversubscribe --bind-to none -np "$n" "$bin/batch_kselect" --layout spread \
-      --total-log2 "$total" --sublist $((1 << long)) --threads "$threads" --mode cpu \
-      --strategy radix --no-peers --repeat "$repeat" --json |
-      sed "s/^{/{\"threads_total\":$((n * threads)),/" >>"$out"
+  if [[ " $layouts " == *" owned "* ]]; then
+    "$bin/batch_kselect" --total-log2 "$total" --sublist "$sublist" --threads $((n * threads)) "${common[@]}" |
+      tag 1 one-host $((n * threads)) >>"$out"
+    if ((n > 1)); then
+      mpirun --oversubscribe --bind-to none -np "$n" "$bin/batch_kselect" --layout owned \
+        --total-log2 "$total" --sublist "$sublist" --threads "$threads" "${common[@]}" |
+        sed "s/^{/{\"threads_total\":$((n * threads)),/" >>"$out"
+    fi
+  fi
+  if [[ " $layouts " == *" spread "* ]]; then
+    spread=(--total-log2 "$total" --sublist $((1 << long)) --mode "$spread_mode" --strategy radix
+      --no-peers --repeat "$repeat" --json "${spread_extra[@]}")
+    "$bin/batch_kselect" "${spread[@]}" --threads $((n * threads)) | tag 1 one-host-long $((n * threads)) >>"$out"
+    if ((n > 1)); then
+      mpirun --oversubscribe --bind-to none -np "$n" "$bin/batch_kselect" --layout spread \
+        "${spread[@]}" --threads "$threads" | sed "s/^{/{\"threads_total\":$((n * threads)),/" >>"$out"
+    fi
   fi
 done
 python3 - "$out" "$threads" <<'PY'

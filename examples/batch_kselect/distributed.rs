@@ -5,8 +5,9 @@
 //! count allows) and each rank selects its own with its latency threads and its device (on a
 //! host with several GPUs, one each) in every `--mode`, strategy and cooperation.
 //! `--layout spread`: every row's keys are cut over the ranks and radix select joins them
-//! with one allreduce of histograms per digit (cpu mode: the histograms are counted on the
-//! latency threads). Generated keys come from the counter-based key stream, each rank making
+//! with one allreduce of histograms per digit (cpu mode: a rank's part is counted on its
+//! latency threads; gpu mode: the first digit on its device, staged in every call or, with
+//! `--resident`, uploaded once). Generated keys come from the counter-based key stream, each rank making
 //! only its part; an `--input` file is read by every rank, which keeps its part.
 //!
 //! Every rank checks its own part (owned: `select_nth_unstable` on its rows; spread: how
@@ -20,7 +21,10 @@ use asym_apps::io::npy::{self, Dtype, NpyElement};
 use asym_apps::io::output;
 use asym_apps::progress::Progress;
 use asym_apps::{cli, peers, ranks, rng};
-use asym_mpi::{select_owned_with, select_spread, Answers, Cluster, Layout, RankReport};
+use asym_mpi::{
+    select_owned_with, select_spread, select_spread_part, Answers, Cluster, Layout, RankReport,
+    SpreadPart,
+};
 use asym_runtime::{Error, Mode, Named, Result};
 use asym_structures::{KSelector, Key, SelectStats, Sublists};
 use mpi::datatype::Equivalence;
@@ -49,7 +53,13 @@ enum Job {
     Owned(Runner),
     /// Owned rows already in each rank's device memory (uploaded once, untimed).
     OwnedResident,
+    /// Spread rows counted on each rank's latency threads.
     Spread,
+    /// Spread rows counted on each rank's device: its part staged there in every call, or
+    /// already resident (uploaded once, untimed).
+    SpreadDevice {
+        resident: bool,
+    },
 }
 
 impl Job {
@@ -58,6 +68,8 @@ impl Job {
             Job::Owned(r) => r.name(),
             Job::OwnedResident => Runner::Resident.name(),
             Job::Spread => "cpu:radix".into(),
+            Job::SpreadDevice { resident: false } => "gpu:radix".into(),
+            Job::SpreadDevice { resident: true } => Runner::Resident.name(),
         }
     }
 }
@@ -96,13 +108,6 @@ struct Asked {
 
 fn check_flags(args: &Args) -> Result<Asked> {
     let layout: Layout = cli::word("--layout", &args.layout)?;
-    if args.resident && layout == Layout::Spread {
-        return Err(Error::flag(
-            "--resident",
-            "",
-            "with --layout owned (spread rows are counted on the latency threads)",
-        ));
-    }
     let modes = cli::words::<Mode>("--mode", &args.mode)?;
     let jobs: Vec<Job> = match layout {
         Layout::Owned => super::plan_runners(args, &modes)?
@@ -113,14 +118,7 @@ fn check_flags(args: &Args) -> Result<Asked> {
                 _ => None,
             })
             .collect(),
-        Layout::Spread if modes.contains(&Mode::CpuOnly) => vec![Job::Spread],
-        Layout::Spread => {
-            return Err(Error::flag(
-                "--mode",
-                &args.mode,
-                "cpu with --layout spread (its histograms are counted on the latency threads)",
-            ))
-        }
+        Layout::Spread => spread_jobs(args, &modes)?,
     };
     let generated = match args.input {
         Some(_) => None,
@@ -134,6 +132,39 @@ fn check_flags(args: &Args) -> Result<Asked> {
         jobs,
         generated,
     })
+}
+
+/// The spread layout's jobs: a rank's part counted on its latency threads (cpu) or on its
+/// device (gpu: staged in every call; with `--resident`, also uploaded once).
+fn spread_jobs(args: &Args, modes: &[Mode]) -> Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for &mode in modes {
+        match mode {
+            Mode::CpuOnly => jobs.push(Job::Spread),
+            Mode::GpuOnly => {
+                jobs.push(Job::SpreadDevice { resident: false });
+                if args.resident {
+                    jobs.push(Job::SpreadDevice { resident: true });
+                }
+            }
+            _ => {
+                return Err(Error::flag(
+                    "--mode",
+                    &args.mode,
+                    "cpu or gpu with --layout spread (a rank's part of the rows is counted on \
+                     its latency threads or on its device)",
+                ))
+            }
+        }
+    }
+    if args.resident && !modes.contains(&Mode::GpuOnly) {
+        return Err(Error::flag(
+            "--resident",
+            "",
+            "with --mode gpu when --layout is spread (the device counts resident keys)",
+        ));
+    }
+    Ok(jobs)
 }
 
 fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
@@ -150,7 +181,7 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
     cluster.agree("checking --output", writable)?;
     let needs_device = jobs.iter().any(|j| match j {
         Job::Owned(r) => r.selection().is_some_and(|(m, _)| m.uses_device()),
-        Job::OwnedResident => true,
+        Job::OwnedResident | Job::SpreadDevice { .. } => true,
         Job::Spread => false,
     });
     let (rt, device) = if needs_device {
@@ -303,7 +334,7 @@ impl Plan<'_> {
                 Job::Owned(_) | Job::OwnedResident => self
                     .cluster
                     .gather_to_root("gathering the answers", &answers)?,
-                Job::Spread => self.cluster.is_root().then_some(answers),
+                Job::Spread | Job::SpreadDevice { .. } => self.cluster.is_root().then_some(answers),
             };
             let written = match all {
                 Some(values) => npy::write(path, &values),
@@ -334,7 +365,19 @@ impl Plan<'_> {
             }
             _ => None,
         };
-        let call = || -> Result<asym_mpi::Selection<K>> {
+        let mut spread_keys = match (job, self.selector.runtime()) {
+            (Job::SpreadDevice { resident }, Some(rt)) => {
+                let upload = rt.alloc::<K>(local.len().max(1)).and_then(|mut buf| {
+                    if resident {
+                        buf.write_range(0, local)?;
+                    }
+                    Ok(buf)
+                });
+                Some(cluster.agree("uploading the keys", upload)?)
+            }
+            _ => None,
+        };
+        let mut call = || -> Result<asym_mpi::Selection<K>> {
             match job {
                 Job::OwnedResident => {
                     let cut = Sublists::Equal(len);
@@ -357,6 +400,19 @@ impl Plan<'_> {
                     })
                 }
                 Job::Spread => select_spread(cluster, local, offsets, k),
+                Job::SpreadDevice { resident } => {
+                    let Some(keys) = spread_keys.as_mut() else {
+                        return Err(Error::InvalidArgument("no device keys".into()));
+                    };
+                    if !resident {
+                        cluster.agree("staging the keys", keys.write_range(0, local))?;
+                    }
+                    let part = SpreadPart::Device {
+                        selector: &self.selector,
+                        keys,
+                    };
+                    select_spread_part(cluster, part, offsets, k)
+                }
             }
         };
         call()?;
@@ -377,7 +433,9 @@ impl Plan<'_> {
         } else {
             let ok = match job {
                 Job::Owned(_) | Job::OwnedResident => owned_ok(local, len, k, &got.answers),
-                Job::Spread => spread_ok(cluster, local, offsets, k, &got.answers),
+                Job::Spread | Job::SpreadDevice { .. } => {
+                    spread_ok(cluster, local, offsets, k, &got.answers)
+                }
             };
             Some(cluster.all_reduce_min("checking the answers", &[ok as u8])[0] == 1)
         };

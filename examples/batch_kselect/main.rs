@@ -135,7 +135,8 @@ struct Args {
     json: bool,
     /// Under `mpirun -np N` (N > 1, a build with `--features mpi`): owned (each rank selects
     /// whole rows, rank 0's first) or spread (every row's keys cut over the ranks: radix
-    /// select with one allreduce of histograms per digit; cpu mode).
+    /// select with one allreduce of histograms per digit; cpu: a rank counts its part on its
+    /// latency threads, gpu: on its device).
     #[arg(long, default_value = "owned")]
     layout: String,
 }

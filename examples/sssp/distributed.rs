@@ -209,7 +209,8 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
             _ => unreachable!("the pool and the device follow the modes"),
         };
         // Untimed: the part's upload (the device's program built), once per mode.
-        let mut rank = RankSssp::new(cluster, &prep.part, &prep.partition, engine)?;
+        let mut rank = RankSssp::new(cluster, &prep.part, &prep.partition, engine)?
+            .with_rounds_per_phase(args.rank_rounds)?;
         for &width in &prep.widths {
             progress.bar.set_message(format!("{mode} delta {width}"));
             let (row, answer) = measure(cluster, args, &prep, mode, &mut rank, width)?;
@@ -309,7 +310,7 @@ fn print(args: &Args, cluster: &Cluster, prep: &Prepared, devices: &[String], ro
                 "source": prep.given_source + 1, "source_searched": prep.source + 1,
                 "vertex_order": args.vertex_order.trim(), "reached": reached,
                 "mode": r.mode.to_string(), "order": "delta", "delta": r.width,
-                "ranks": ranks, "devices": devices,
+                "ranks": ranks, "devices": devices, "rank_rounds": args.rank_rounds,
                 "ms": r.ms, "runs": r.runs, "ms_min": r.ms_min, "ms_max": r.ms_max,
                 "phases": r.phases, "buckets": r.buckets, "visited": visited,
                 "sent": sent, "dijkstra_ms": dijkstra_ms,

@@ -173,6 +173,10 @@ struct Args {
     /// vertices per rank).
     #[arg(long, value_parser = cli::count(1, u32::MAX as u64))]
     rank_block: Option<usize>,
+    /// Under MPI: local rounds a rank runs in one bucket phase before the exchange (default:
+    /// until its part of the bucket settles as far as it can see).
+    #[arg(long, value_parser = cli::count(1, u32::MAX as u64))]
+    rank_rounds: Option<usize>,
 }
 
 struct Row {

@@ -151,6 +151,45 @@ fn spread_rows_answer_as_one_host() {
     }
 }
 
+/// Each rank's part counted on its device: staged in every call, or resident; rows long
+/// enough to be tiled and short ones; both transports.
+#[test]
+fn spread_rows_counted_on_devices_answer_as_one_host() {
+    for (n, sublist, k, resident) in [
+        (2, "65536", "6553", false),
+        (3, "4096", "1", true),
+        (4, "2048", "2048", false),
+    ] {
+        let mut args = vec![
+            "--total-log2",
+            "17",
+            "--sublist",
+            sublist,
+            "--k",
+            k,
+            "--mode",
+            "gpu",
+            "--strategy",
+            "radix",
+        ];
+        if resident {
+            args.push("--resident");
+        }
+        same_as_one_host(n, "spread", &args, &[]);
+    }
+    let args = [
+        "--total-log2",
+        "15",
+        "--sublist",
+        "8192",
+        "--mode",
+        "gpu",
+        "--strategy",
+        "radix",
+    ];
+    same_as_one_host(2, "spread", &args, &[("ASYM_SVM", "coarse")]);
+}
+
 #[test]
 fn more_ranks_than_rows_and_rows_shorter_than_ranks() {
     // 2 rows on 4 ranks (owned: two ranks hold none); rows of 3 keys on 4 ranks (spread: a
@@ -198,7 +237,7 @@ fn a_float_file_answers_as_one_host_in_both_layouts() {
         .collect();
     npy::write(&input, &keys).unwrap();
     let file = input.to_str().unwrap();
-    for layout in ["owned", "spread"] {
+    for (layout, mode) in [("owned", "cpu"), ("spread", "cpu"), ("spread", "gpu")] {
         let args = [
             "--input",
             file,
@@ -207,7 +246,7 @@ fn a_float_file_answers_as_one_host_in_both_layouts() {
             "--k",
             "61",
             "--mode",
-            "cpu",
+            mode,
         ];
         same_as_one_host(3, layout, &args, &[]);
     }
@@ -257,9 +296,16 @@ fn a_bad_flag_is_told_once_and_every_rank_exits_2() {
         1,
         "{stderr}"
     );
-    let out = ranks(2, &["--layout", "spread", "--mode", "gpu"], &[]);
+    let out = ranks(2, &["--layout", "spread", "--mode", "coop"], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--layout spread"));
+    let out = ranks(
+        2,
+        &["--layout", "spread", "--mode", "cpu", "--resident"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--resident"));
 }
 
 #[test]
@@ -404,6 +450,20 @@ fn sssp_over_ranks_answers_as_one_host() {
         "cpu",
     ];
     sssp_as_one_host(3, &given, &[]);
+    // One or two local rounds per phase: the rest of a bucket waits for the next phase.
+    for (mode, rounds) in [("cpu", "1"), ("gpu", "2")] {
+        let bounded = [
+            "--gen",
+            "geo",
+            "--n",
+            "3000",
+            "--mode",
+            mode,
+            "--rank-rounds",
+            rounds,
+        ];
+        sssp_as_one_host(2, &bounded, &[]);
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@
 
 use std::time::Instant;
 
-use asym_runtime::{Error, Mode, Named, Result};
+use asym_runtime::{Error, Mode, Named, Result, SvmBuffer};
 use asym_structures::{KSelector, Key, SelectStats, Sublists};
 use mpi::datatype::Equivalence;
 use rayon::prelude::*;
@@ -263,6 +263,48 @@ fn image<K: Key>(x: K) -> u32 {
     (x.to_ordered() as u32) ^ 0x8000_0000
 }
 
+/// Where this rank's part of the spread rows is, and so what counts it.
+#[derive(Clone, Copy, Debug)]
+pub enum SpreadPart<'a, K: Key> {
+    /// In host memory: counted and kept on the rank's threads (rayon's pool).
+    Host(&'a [K]),
+    /// In SVM on `selector`'s device: the first pass counted and kept there by the device
+    /// radix's kernels ([`KSelector::count_part_svm`]), the host reading back the kept keys.
+    Device {
+        /// The selector whose device holds `keys`.
+        selector: &'a KSelector,
+        /// This rank's keys.
+        keys: &'a SvmBuffer<K>,
+    },
+}
+
+impl<K: Key> SpreadPart<'_, K> {
+    /// Checks the row offsets into this part: from 0, never decreasing, ending at the host
+    /// part's length or within the device buffer (which may be longer than the rows).
+    fn check(&self, offsets: &[usize]) -> Result<()> {
+        let (keys, whole) = match self {
+            SpreadPart::Host(keys) => (keys.len(), true),
+            SpreadPart::Device { keys, .. } => (keys.len(), false),
+        };
+        let end = offsets.last().copied();
+        let fits = end.is_some_and(|e| if whole { e == keys } else { e <= keys });
+        if offsets.first() != Some(&0) || !fits {
+            let to = if whole { "end at" } else { "end within" };
+            return Err(Error::InvalidArgument(format!(
+                "row offsets must start at 0 and {to} {keys} (this rank's keys)"
+            )));
+        }
+        if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
+            return Err(Error::InvalidArgument(format!(
+                "row offsets decrease at row {i} ({} then {})",
+                offsets[i],
+                offsets[i + 1]
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Selects the k-th smallest key of every row when every row's keys are cut over the ranks:
 /// this rank's part of row `i` is `local[offsets[i]..offsets[i + 1]]` (it may be empty).
 /// Every rank returns every row's answer, identical to one host's selection of the rows.
@@ -274,7 +316,18 @@ pub fn select_spread<K: Key>(
     offsets: &[usize],
     k: usize,
 ) -> Result<Selection<K>> {
-    let checked = check_offsets(offsets, local.len());
+    select_spread_part(cluster, SpreadPart::Host(local), offsets, k)
+}
+
+/// [`select_spread`] with this rank's part where it is: in host memory or in SVM on a
+/// device ([`SpreadPart`]). Ranks may mix the two.
+pub fn select_spread_part<K: Key>(
+    cluster: &Cluster,
+    part: SpreadPart<'_, K>,
+    offsets: &[usize],
+    k: usize,
+) -> Result<Selection<K>> {
+    let checked = part.check(offsets);
     let rows = offsets.len().saturating_sub(1);
     let ((), records) =
         cluster.agree_gathering("checking the rows", checked, &[rows as u64, k as u64])?;
@@ -292,19 +345,18 @@ pub fn select_spread<K: Key>(
     let mut answers = Vec::with_capacity(rows);
     for first in (0..rows).step_by(ROWS_PER_ROUND) {
         let end = (first + ROWS_PER_ROUND).min(rows);
-        answers.extend(spread_round(
+        let mut round = SpreadRound {
             cluster,
-            &mut clock,
-            &mut busy_s,
-            local,
-            &offsets[first..=end],
-            k,
-        ));
+            clock: &mut clock,
+            busy_s: &mut busy_s,
+            failed: None,
+        };
+        answers.extend(round.run(part, &offsets[first..=end], k)?);
     }
     let report = RankReport {
         rank: cluster.rank(),
         rows: lens.iter().filter(|&&l| l > 0).count() as u64,
-        keys: local.len() as u64,
+        keys: offsets.last().copied().unwrap_or(0) as u64,
         busy_s,
         waited_s: clock.collective_s,
     };
@@ -315,22 +367,6 @@ pub fn select_spread<K: Key>(
         ranks: gather_reports(cluster, &report)?,
         local: SelectStats::default(),
     })
-}
-
-fn check_offsets(offsets: &[usize], keys: usize) -> Result<()> {
-    if offsets.is_empty() || offsets[0] != 0 || offsets[offsets.len() - 1] != keys {
-        return Err(Error::InvalidArgument(format!(
-            "row offsets must start at 0 and end at {keys} (this rank's keys)"
-        )));
-    }
-    if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
-        return Err(Error::InvalidArgument(format!(
-            "row offsets decrease at row {i} ({} then {})",
-            offsets[i],
-            offsets[i + 1]
-        )));
-    }
-    Ok(())
 }
 
 fn check_totals(totals: &[u64], k: usize) -> Result<()> {
@@ -361,52 +397,106 @@ fn check_totals(totals: &[u64], k: usize) -> Result<()> {
 }
 
 /// One round of rows: four digit passes, each counted here, summed over the ranks, and
-/// narrowed to the k-th's bucket. Returns the rows' answers.
-fn spread_round<K: Key>(
-    cluster: &Cluster,
-    clock: &mut Clock,
-    busy_s: &mut f64,
-    local: &[K],
-    offsets: &[usize],
-    k: usize,
-) -> Vec<K> {
-    let rows = offsets.len() - 1;
-    // Rank of the k-th within each row's current bucket (1-based), and the digits fixed.
-    let mut rank_in_bucket = vec![k as u32; rows];
-    let mut prefix = vec![0u32; rows];
-    let mut kept: Vec<Vec<u32>> = Vec::new();
-    for pass in 0..4u32 {
-        let shift = 24 - 8 * pass;
+/// narrowed to the k-th's bucket.
+///
+/// A device step can fail on one rank only; that rank keeps taking part in the sums (with
+/// its failure flagged in one extra word of each), so every rank learns of it at the next
+/// sum and leaves with the error ([`Cluster::agree`]) instead of waiting for it.
+struct SpreadRound<'c> {
+    cluster: &'c Cluster,
+    clock: &'c mut Clock,
+    busy_s: &'c mut f64,
+    /// This rank's first failure in the round.
+    failed: Option<Error>,
+}
+
+impl SpreadRound<'_> {
+    /// The rows' answers.
+    fn run<K: Key>(
+        &mut self,
+        part: SpreadPart<'_, K>,
+        offsets: &[usize],
+        k: usize,
+    ) -> Result<Vec<K>> {
+        let rows = offsets.len() - 1;
+        // Rank of the k-th within each row's current bucket (1-based), and the digits fixed.
+        let mut rank_in_bucket = vec![k as u32; rows];
+        let mut prefix = vec![0u32; rows];
         let t = Instant::now();
-        let hist = if pass == 0 {
-            count_first(local, offsets)
-        } else {
-            count_kept(&kept, shift)
+        let (mut hist, counted) = match part {
+            SpreadPart::Host(local) => (count_first(local, offsets), None),
+            SpreadPart::Device { selector, keys } => match selector.count_part_svm(keys, offsets) {
+                Ok(c) => (c.histograms().concat(), Some(c)),
+                Err(e) => {
+                    self.failed = Some(e);
+                    (vec![0; rows * BUCKETS], None)
+                }
+            },
         };
-        *busy_s += t.elapsed().as_secs_f64();
-        let sums = clock.time(|| cluster.all_reduce_sum("summing a digit's histograms", &hist));
-        for (row, h) in sums.chunks_exact(BUCKETS).enumerate() {
-            let (bucket, below) = pick(h, rank_in_bucket[row]);
-            rank_in_bucket[row] -= below;
-            prefix[row] = prefix[row] << 8 | bucket;
-        }
-        if pass == 3 {
-            break;
-        }
+        *self.busy_s += t.elapsed().as_secs_f64();
+        let sums = self.sum(&mut hist)?;
+        narrow(&sums, &mut rank_in_bucket, &mut prefix);
         let t = Instant::now();
-        if pass == 0 {
-            kept = keep_first(local, offsets, &prefix, &hist);
-        } else {
-            kept.par_iter_mut().zip(&prefix).for_each(|(c, &p)| {
-                c.retain(|&x| x >> shift == p);
-            });
+        let mut kept = match (part, counted) {
+            (SpreadPart::Host(local), _) => keep_first(local, offsets, &prefix, &hist),
+            (SpreadPart::Device { .. }, Some(counted)) => {
+                let merged: Vec<[u32; BUCKETS]> = sums
+                    .chunks_exact(BUCKETS)
+                    .map(|c| c.try_into().expect("chunks of a histogram"))
+                    .collect();
+                counted.keep(&merged, k).unwrap_or_else(|e| {
+                    self.failed = Some(e);
+                    vec![Vec::new(); rows]
+                })
+            }
+            (SpreadPart::Device { .. }, None) => vec![Vec::new(); rows],
+        };
+        *self.busy_s += t.elapsed().as_secs_f64();
+        for pass in 1..4u32 {
+            let shift = 24 - 8 * pass;
+            let t = Instant::now();
+            let mut hist = count_kept(&kept, shift);
+            *self.busy_s += t.elapsed().as_secs_f64();
+            let sums = self.sum(&mut hist)?;
+            narrow(&sums, &mut rank_in_bucket, &mut prefix);
+            if pass < 3 {
+                let t = Instant::now();
+                kept.par_iter_mut().zip(&prefix).for_each(|(c, &p)| {
+                    c.retain(|&x| x >> shift == p);
+                });
+                *self.busy_s += t.elapsed().as_secs_f64();
+            }
         }
-        *busy_s += t.elapsed().as_secs_f64();
+        Ok(prefix
+            .iter()
+            .map(|&p| K::from_ordered((p ^ 0x8000_0000) as i32))
+            .collect())
     }
-    prefix
-        .iter()
-        .map(|&p| K::from_ordered((p ^ 0x8000_0000) as i32))
-        .collect()
+
+    /// Every rank's histograms added up, with one word more that counts the ranks that
+    /// failed; if any did, every rank leaves with the lowest failed rank's error.
+    fn sum(&mut self, hist: &mut Vec<u32>) -> Result<Vec<u32>> {
+        hist.push(self.failed.is_some() as u32);
+        let cluster = self.cluster;
+        let mut sums = self
+            .clock
+            .time(|| cluster.all_reduce_sum("summing a digit's histograms", hist));
+        hist.pop();
+        if sums.pop().unwrap_or(0) > 0 {
+            let local = self.failed.take().map_or(Ok(()), Err);
+            cluster.agree("counting a digit", local)?;
+        }
+        Ok(sums)
+    }
+}
+
+/// Fixes the digit each row's summed histogram `sums` places its k-th in.
+fn narrow(sums: &[u32], rank_in_bucket: &mut [u32], prefix: &mut [u32]) {
+    for (row, h) in sums.chunks_exact(BUCKETS).enumerate() {
+        let (bucket, below) = pick(h, rank_in_bucket[row]);
+        rank_in_bucket[row] -= below;
+        prefix[row] = prefix[row] << 8 | bucket;
+    }
 }
 
 /// The bucket holding the `rank`-th (1-based) of a histogram, and how many lie below it.
@@ -525,9 +615,12 @@ mod tests {
 
     #[test]
     fn offsets_are_checked() {
-        assert!(check_offsets(&[0, 2, 1, 3], 3).is_err());
-        assert!(check_offsets(&[0, 2], 3).is_err());
-        assert!(check_offsets(&[], 0).is_err());
-        assert!(check_offsets(&[0, 0, 3, 3], 3).is_ok());
+        let keys = [1i32, 2, 3];
+        let host = SpreadPart::Host(&keys[..]);
+        assert!(host.check(&[0, 2, 1, 3]).is_err());
+        assert!(host.check(&[0, 2]).is_err());
+        assert!(host.check(&[1, 3]).is_err());
+        assert!(SpreadPart::Host(&keys[..0]).check(&[]).is_err());
+        assert!(host.check(&[0, 0, 3, 3]).is_ok());
     }
 }

@@ -27,5 +27,6 @@ pub mod launcher;
 pub use cluster::{Cluster, TIMEOUT_ENV};
 pub use heap::{sample_sort, DistributedHeap, RankKey};
 pub use kselect::{
-    select_owned, select_owned_with, select_spread, Answers, Layout, RankReport, Selection,
+    select_owned, select_owned_with, select_spread, select_spread_part, Answers, Layout,
+    RankReport, Selection, SpreadPart,
 };

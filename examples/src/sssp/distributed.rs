@@ -231,6 +231,9 @@ pub struct RankSssp<'a> {
     part: &'a Graph,
     partition: &'a VertexPartition,
     state: PartState<'a>,
+    /// Local rounds a rank runs in one phase before it meets the others (`None`: until its
+    /// part of the bucket is settled as far as it can see).
+    rounds_per_phase: Option<usize>,
 }
 
 impl std::fmt::Debug for RankSssp<'_> {
@@ -258,7 +261,22 @@ impl<'a> RankSssp<'a> {
             part,
             partition,
             state,
+            rounds_per_phase: None,
         })
+    }
+
+    /// Bounds the local rounds a rank runs in one phase (at least 1): fewer rounds expand
+    /// fewer vertices with distances the other ranks are about to lower, at the price of
+    /// more phases. `None` (the default): a rank runs until no own vertex drops back into
+    /// the open bucket.
+    pub fn with_rounds_per_phase(mut self, rounds: Option<usize>) -> Result<Self> {
+        if rounds == Some(0) {
+            return Err(Error::InvalidArgument(
+                "0 local rounds per phase: at least 1 (or no bound)".into(),
+            ));
+        }
+        self.rounds_per_phase = rounds;
+        Ok(self)
     }
 
     /// Shortest distances from `source` (0-based) by delta-stepping with buckets `delta`
@@ -273,26 +291,37 @@ impl<'a> RankSssp<'a> {
         };
         let reset = checked.and_then(|()| self.state.reset(source));
         self.cluster.agree("sssp: start a search", reset)?;
-        search(
-            self.cluster,
-            self.partition,
-            &mut self.state,
-            self.part,
-            source,
+        let how = SearchSetup {
+            partition: self.partition,
+            part: self.part,
             delta,
-        )
+            rounds_per_phase: self.rounds_per_phase.unwrap_or(usize::MAX),
+        };
+        search(self.cluster, &how, &mut self.state, source)
     }
+}
+
+/// What a search runs on and how.
+struct SearchSetup<'a> {
+    partition: &'a VertexPartition,
+    part: &'a Graph,
+    delta: u32,
+    rounds_per_phase: usize,
 }
 
 /// The search loop of [`RankSssp::shortest_paths`], the engine reset for `source`.
 fn search(
     cluster: &Cluster,
-    partition: &VertexPartition,
+    how: &SearchSetup<'_>,
     state: &mut PartState<'_>,
-    part: &Graph,
     source: usize,
-    delta: u32,
 ) -> Result<RankSearch> {
+    let SearchSetup {
+        partition,
+        part,
+        delta,
+        ..
+    } = *how;
     let me = cluster.rank();
     let mut front = Front::new(partition, me, delta);
     if partition.owner(source as u32) == me {
@@ -317,9 +346,16 @@ fn search(
         // The rank settles its part of the bucket as far as it can alone before it meets the
         // others: own vertices that drop back into the open bucket are expanded in further
         // local rounds (GAP's bin fusion, across ranks), their remote relaxations gathered
-        // for the one exchange.
+        // for the one exchange; at most `rounds_per_phase` of them, the rest of the bucket
+        // left for the next phase.
         let mut frontier = front.take(bucket);
+        let mut rounds = 0;
         while failure.is_none() && !frontier.is_empty() {
+            if rounds == how.rounds_per_phase {
+                front.put_back(bucket, frontier);
+                break;
+            }
+            rounds += 1;
             match state.expand(&frontier, partition, me) {
                 Ok(dropped) => {
                     stats.visited += dropped.visited;
@@ -488,6 +524,14 @@ impl<'p> Front<'p> {
             return entries.into_iter().filter(|&e| self.live(e)).collect();
         }
         entries.into_par_iter().filter(|&e| self.live(e)).collect()
+    }
+
+    /// Returns live entries [`Front::take`] took from `bucket` (and entries filed since).
+    fn put_back(&mut self, bucket: u32, mut entries: Vec<Pair>) {
+        if let Some(filed) = self.buckets.remove(&bucket) {
+            entries.extend(filed);
+        }
+        self.buckets.insert(bucket, entries);
     }
 
     /// The lowest bucket holding a live entry (emptied buckets are dropped on the way).

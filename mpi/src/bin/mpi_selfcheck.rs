@@ -14,7 +14,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use asym_mpi::{select_owned, select_spread, Answers, Cluster};
+use asym_mpi::{select_owned, select_spread, select_spread_part, Answers, Cluster, SpreadPart};
 use asym_runtime::{Error, Mode, Result, Runtime};
 use asym_structures::{heap_for, HeapOptions, KSelector, Key, Sublists};
 use mpi::datatype::Equivalence;
@@ -67,6 +67,9 @@ struct Case {
     cut: Cut,
     mode: Mode,
     dtype: &'static str,
+    /// Rank 1 has no device for a device case: every rank must leave with an error naming
+    /// it.
+    fault: bool,
 }
 
 const fn case(name: &'static str, spread: bool, rows: usize, len: usize, k: usize) -> Case {
@@ -80,6 +83,7 @@ const fn case(name: &'static str, spread: bool, rows: usize, len: usize, k: usiz
         cut: Cut::Even,
         mode: Mode::CpuOnly,
         dtype: "i32",
+        fault: false,
     }
 }
 
@@ -158,6 +162,48 @@ fn cases() -> Vec<Case> {
             8,
             3,
         ),
+        // Each rank's part counted on its device (coop: even ranks on the host, odd ones on
+        // the device, in one call).
+        Case {
+            mode: Mode::GpuOnly,
+            cut: Cut::Ragged,
+            ..case("spread-gpu", true, 9, 70_001, 35_000)
+        },
+        Case {
+            mode: Mode::GpuOnly,
+            keys: Keys::Duplicates,
+            ..case("spread-gpu-dups", true, 5, 3_001, 1)
+        },
+        Case {
+            mode: Mode::GpuOnly,
+            cut: Cut::NoneOnRankOne,
+            ..case("spread-gpu-rank-without-keys", true, 5, 900, 900)
+        },
+        Case {
+            mode: Mode::GpuOnly,
+            dtype: "f32",
+            ..case("spread-gpu-f32", true, 4, 5_000, 2_500)
+        },
+        Case {
+            mode: Mode::GpuOnly,
+            ..case(
+                "spread-gpu-many-rows",
+                true,
+                asym_mpi::kselect::ROWS_PER_ROUND + 5,
+                8,
+                3,
+            )
+        },
+        Case {
+            mode: Mode::Cooperative,
+            cut: Cut::Ragged,
+            ..case("spread-mixed", true, 6, 20_000, 19_999)
+        },
+        Case {
+            mode: Mode::GpuOnly,
+            fault: true,
+            ..case("spread-gpu-rank-1-without-device", true, 3, 1_000, 10)
+        },
     ]
 }
 
@@ -238,8 +284,11 @@ fn run_case<K: Key + Equivalence>(
             local.extend_from_slice(&row_keys(row)[points[me]..points[me + 1]]);
             offsets.push(local.len());
         }
-        let got = select_spread(cluster, &local, &offsets, c.k)?;
-        return Ok(same(&got.answers, &reference));
+        if !c.mode.uses_device() {
+            let got = select_spread(cluster, &local, &offsets, c.k)?;
+            return Ok(same(&got.answers, &reference));
+        }
+        return spread_on_devices(cluster, c, &local, &offsets, &reference, selector);
     }
     let points = cut(c, c.rows, ranks, seed);
     let local: Vec<K> = (points[me]..points[me + 1]).flat_map(row_keys).collect();
@@ -254,6 +303,51 @@ fn run_case<K: Key + Equivalence>(
         Answers::OnRoot,
     )?;
     Ok(!cluster.is_root() || same(&got.answers, &reference))
+}
+
+/// A spread case whose parts are counted on the ranks' devices (coop: the odd ranks'; a
+/// fault case: rank 1 counts its device keys through a selector without a device).
+fn spread_on_devices<K: Key + Equivalence>(
+    cluster: &Cluster,
+    c: &Case,
+    local: &[K],
+    offsets: &[usize],
+    reference: &[K],
+    selector: &dyn Fn(Mode) -> Result<KSelector>,
+) -> Result<bool> {
+    let me = cluster.rank();
+    let on_host = c.mode == Mode::Cooperative && me % 2 == 0;
+    let made = selector(Mode::GpuOnly).and_then(|sel| {
+        let rt = sel
+            .runtime()
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument("a device case without a device".into()))?;
+        let mut keys = rt.alloc::<K>(local.len().max(1))?;
+        keys.write_range(0, local)?;
+        if c.fault && me == 1 {
+            return Ok((KSelector::new(None, cluster.latency_pool(None)?, 8)?, keys));
+        }
+        Ok((sel, keys))
+    });
+    let (sel, keys) = cluster.agree("uploading this rank's keys", made)?;
+    let part = if on_host {
+        SpreadPart::Host(local)
+    } else {
+        SpreadPart::Device {
+            selector: &sel,
+            keys: &keys,
+        }
+    };
+    let got = select_spread_part(cluster, part, offsets, c.k);
+    if !c.fault {
+        return Ok(same(&got?.answers, reference));
+    }
+    // Rank 1 leaves with its own error, every other rank with rank 1's.
+    Ok(match got {
+        Err(Error::RankFailed { rank, .. }) => rank == 1 && me != 1,
+        Err(_) => me == 1,
+        Ok(_) => cluster.size() == 1,
+    })
 }
 
 /// The heap, sort and exchange cases.
@@ -479,9 +573,7 @@ fn run(cluster: &Cluster, f: &Flags) -> Result<bool> {
             "a name of --list",
         ));
     }
-    let set = if chosen.iter().any(|c| !c.spread && c.mode.uses_device())
-        || heaps.contains(&"heap-device")
-    {
+    let set = if chosen.iter().any(|c| c.mode.uses_device()) || heaps.contains(&"heap-device") {
         let opened = cluster.device(f.device.as_deref()).map(|(rt, ..)| rt);
         Some(cluster.agree("opening this rank's device", opened)?)
     } else {
