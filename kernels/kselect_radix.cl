@@ -348,3 +348,59 @@ void radix_finish(__global const uint *scratch, __global const uint *tiles,
     uint v = radix_rank(l, rank);
     if (lid == 0) answers[sub] = (int)(v ^ 0x80000000u);
 }
+
+/* After radix_keep, for a host that takes the kept keys (a range split with the latency
+ * threads, a part of sub-lists counted across ranks): packs every tile's kept keys,
+ * scratch[start .. start + kept[t]], to packed[at ..] where at is the sum of kept[0 .. t), so
+ * the kept keys of all tiles lie together in tile order (each sub-list's in one run) and
+ * the host reads them in one piece instead of one read per tile. One work-group per tile
+ * sums its own `at` (a strided sum over the work-items, then lane 0 adds those up).
+ *
+ * Memory ordering: kept and scratch were written by radix_keep, an earlier launch on the
+ * same in-order queue; packed is written here only and read by the host after the launch
+ * completes. Tiles write disjoint ranges of packed.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_compact(__global const uint *scratch, __global const uint *tiles,
+                   __global const uint *kept, __global uint *packed) {
+    __local uint sums[WG];
+    __local uint at_;
+    const uint t = get_group_id(0), lid = get_local_id(0);
+    uint s = 0u;
+    for (uint i = lid; i < t; i += WG) s += kept[i];
+    sums[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        uint at = 0u;
+        for (uint i = 0; i < WG; ++i) at += sums[i];
+        at_ = at;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint at = at_, start = tiles[3 * t + 1], n = kept[t];
+    for (uint i = lid; i < n; i += WG) packed[at + i] = scratch[start + i];
+}
+
+/* After radix_keep, for a part of sub-lists counted across ranks once the second digit is
+ * fixed too: takes from every tile's kept keys those whose top 16 bits are want[sub] (the
+ * two digits fixed for its sub-list) into packed[base[sub] ..], in any order (selection does
+ * not care): about 1/65,536 of the keys come back instead of 1/256. table holds want[subs],
+ * base[subs] (from this part's own second-digit counts, so each sub-list's range is exact)
+ * and fill[subs] (zeroed by the host; each taken key claims a slot with one atomic).
+ *
+ * Memory ordering: kept and scratch come from radix_keep (an earlier launch, same in-order
+ * queue); fill is only incremented here (relaxed atomics: the slot index is all they order)
+ * and packed is read by the host after the launch completes.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_take(__global const uint *scratch, __global const uint *tiles,
+                __global const uint *kept, __global uint *table, uint subs,
+                __global uint *packed) {
+    const uint t = get_group_id(0), lid = get_local_id(0);
+    const uint sub = tiles[3 * t], start = tiles[3 * t + 1], n = kept[t];
+    const uint want = table[sub], base = table[subs + sub];
+    __global uint *fill = table + 2 * subs + sub;
+    for (uint i = lid; i < n; i += WG) {
+        const uint v = scratch[start + i];
+        if ((v >> 16) == want) packed[base + atomic_inc(fill)] = v;
+    }
+}

@@ -149,8 +149,8 @@ pub const KSELECT: KernelSource =
 
 /// Radix select on the device (keys resident in SVM or staged): one work-group per sub-list
 /// (`kselect_radix`), or a work-group per tile of a long sub-list with global histograms
-/// (`radix_clear`, `radix_count`, `radix_keep`, `radix_finish`); built with `-DWG=` and
-/// `-DKEY_MAP=`.
+/// (`radix_clear`, `radix_count`, `radix_keep`, `radix_finish`; `radix_compact` and
+/// `radix_take` pack kept keys for a host that takes them); built with `-DWG=` and `-DKEY_MAP=`.
 pub const KSELECT_RADIX: KernelSource =
     KernelSource::new("kselect_radix.cl", include_str!("../kselect_radix.cl"))
         .with_params(KSELECT_RADIX_PARAMS);
@@ -235,6 +235,11 @@ const KSELECT_RADIX_PARAMS: &[KernelParams] = &[
             "kept",
             "answers",
         ],
+    ),
+    KernelParams::new("radix_compact", &["scratch", "tiles", "kept", "packed"]),
+    KernelParams::new(
+        "radix_take",
+        &["scratch", "tiles", "kept", "table", "subs", "packed"],
     ),
 ];
 

@@ -436,36 +436,60 @@ impl SpreadRound<'_> {
         *self.busy_s += t.elapsed().as_secs_f64();
         let sums = self.sum(&mut hist)?;
         narrow(&sums, &mut rank_in_bucket, &mut prefix);
+        // The first digit's bucket kept: on the host as images, on the device where the
+        // keys are (its second-digit counts come back, the keys once that digit is fixed).
         let t = Instant::now();
-        let mut kept = match (part, counted) {
-            (SpreadPart::Host(local), _) => keep_first(local, offsets, &prefix, &hist),
+        let (mut kept, mut on_device) = (Vec::new(), None);
+        let mut hist = match (part, counted) {
+            (SpreadPart::Host(local), _) => {
+                kept = keep_first(local, offsets, &prefix, &hist);
+                count_kept(&kept, 16)
+            }
             (SpreadPart::Device { .. }, Some(counted)) => {
                 let merged: Vec<[u32; BUCKETS]> = sums
                     .chunks_exact(BUCKETS)
                     .map(|c| c.try_into().expect("chunks of a histogram"))
                     .collect();
-                counted.keep(&merged, k).unwrap_or_else(|e| {
-                    self.failed = Some(e);
-                    vec![Vec::new(); rows]
-                })
+                match counted.keep(&merged, k) {
+                    Ok(device_kept) => {
+                        let second = device_kept.histograms().concat();
+                        on_device = Some(device_kept);
+                        second
+                    }
+                    Err(e) => {
+                        self.failed = Some(e);
+                        vec![0; rows * BUCKETS]
+                    }
+                }
             }
-            (SpreadPart::Device { .. }, None) => vec![Vec::new(); rows],
+            (SpreadPart::Device { .. }, None) => vec![0; rows * BUCKETS],
         };
         *self.busy_s += t.elapsed().as_secs_f64();
         for pass in 1..4u32 {
             let shift = 24 - 8 * pass;
-            let t = Instant::now();
-            let mut hist = count_kept(&kept, shift);
-            *self.busy_s += t.elapsed().as_secs_f64();
+            if pass > 1 {
+                let t = Instant::now();
+                hist = count_kept(&kept, shift);
+                *self.busy_s += t.elapsed().as_secs_f64();
+            }
             let sums = self.sum(&mut hist)?;
             narrow(&sums, &mut rank_in_bucket, &mut prefix);
-            if pass < 3 {
-                let t = Instant::now();
+            if pass == 3 {
+                break;
+            }
+            let t = Instant::now();
+            if let Some(device_kept) = on_device.take() {
+                let digits: Vec<u32> = prefix.iter().map(|p| p & 0xff).collect();
+                kept = device_kept.take(&digits).unwrap_or_else(|e| {
+                    self.failed = Some(e);
+                    vec![Vec::new(); rows]
+                });
+            } else {
                 kept.par_iter_mut().zip(&prefix).for_each(|(c, &p)| {
                     c.retain(|&x| x >> shift == p);
                 });
-                *self.busy_s += t.elapsed().as_secs_f64();
             }
+            *self.busy_s += t.elapsed().as_secs_f64();
         }
         Ok(prefix
             .iter()

@@ -46,7 +46,7 @@ pub use gheap::{
 pub use key::Key;
 pub use kselect::{
     select_one, Cooperation, DeviceStaging, DeviceTimes, DeviceUpdate, KSelector, PartCount,
-    SelectStats, SpreadKeys, Strategy, Sublists,
+    PartKept, SelectStats, SpreadKeys, Strategy, Sublists,
 };
 pub use list::{
     unique_values, BatchReport, ListCheck, ListKind, ListMap, ListOp, ListOptions, ListView,

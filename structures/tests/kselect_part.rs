@@ -11,14 +11,29 @@ fn image<K: Key>(x: K) -> u32 {
     (x.to_ordered() as u32) ^ 0x8000_0000
 }
 
+/// The bucket of a histogram holding the `rank`-th (1-based), and the count below it.
+fn locate(h: &[u32; 256], rank: usize) -> (u32, usize) {
+    let mut below = 0usize;
+    for (b, &c) in h.iter().enumerate() {
+        if below + c as usize >= rank {
+            return (b as u32, below);
+        }
+        below += c as usize;
+    }
+    panic!("a histogram of {below} keys has no {rank}-th");
+}
+
 /// The k-th of every sub-list whose first part (`dev_offs` into `dev_keys`, on the device)
-/// and second part (`host[i]`) are counted apart and merged, as ranks do.
+/// and second part (`host[i]`) are counted apart and merged, as ranks do: once (the device
+/// hands back every kept key) or, with `twice`, a second time for the second digit (the
+/// device hands back only the keys of both digits).
 fn select_in_two_parts<K: Key>(
     sel: &KSelector,
     dev_keys: &[K],
     dev_offs: &[usize],
     host: &[Vec<K>],
     k: usize,
+    twice: bool,
 ) -> Vec<K> {
     let rt = sel.runtime().unwrap().clone();
     let mut buf = rt.alloc::<K>(dev_keys.len().max(1)).unwrap();
@@ -31,31 +46,61 @@ fn select_in_two_parts<K: Key>(
         }
     }
     let kept = count.keep(&merged, k).unwrap();
-    kept.into_iter()
-        .zip(host)
-        .zip(&merged)
-        .map(|((mut kept, part), m)| {
-            // The bucket holding the k-th, and the keys of the sub-list below it.
-            let mut below = 0usize;
-            let bucket = (0..256)
-                .find(|&b| {
-                    below += m[b] as usize;
-                    below >= k
-                })
-                .unwrap() as u32;
-            below -= m[bucket as usize] as usize;
-            kept.extend(part.iter().map(|&x| image(x)).filter(|i| i >> 24 == bucket));
-            assert_eq!(
-                kept.len(),
-                m[bucket as usize] as usize,
-                "every key of the bucket kept"
-            );
+    let top: Vec<(u32, usize)> = merged.iter().map(|m| locate(m, k)).collect();
+    // The host part's keys of the top bucket, and (twice) the second digit.
+    let mut host_kept: Vec<Vec<u32>> = host
+        .iter()
+        .zip(&top)
+        .map(|(part, &(b, _))| {
+            part.iter()
+                .map(|&x| image(x))
+                .filter(|i| i >> 24 == b)
+                .collect()
+        })
+        .collect();
+    let (dev_kept, fixed) = if twice {
+        let mut second = kept.histograms().to_vec();
+        for (h, part) in second.iter_mut().zip(&host_kept) {
+            for &i in part {
+                h[((i >> 16) & 0xff) as usize] += 1;
+            }
+        }
+        let picked: Vec<(u32, usize)> = second
+            .iter()
+            .zip(&top)
+            .map(|(h, &(_, below))| {
+                let (d, more) = locate(h, k - below);
+                (d, below + more)
+            })
+            .collect();
+        let digits: Vec<u32> = picked.iter().map(|p| p.0).collect();
+        let taken = kept.take(&digits).unwrap();
+        for (part, (&(b, _), &(d, _))) in host_kept.iter_mut().zip(top.iter().zip(&picked)) {
+            part.retain(|i| i >> 16 == (b << 8 | d));
+        }
+        let fixed = top
+            .iter()
+            .zip(&picked)
+            .map(|(&(b, _), &(d, below))| (b << 8 | d, 16, below))
+            .collect::<Vec<_>>();
+        (taken, fixed)
+    } else {
+        let fixed = top.iter().map(|&(b, below)| (b, 24, below)).collect();
+        (kept.all().unwrap(), fixed)
+    };
+    dev_kept
+        .into_iter()
+        .zip(host_kept)
+        .zip(fixed)
+        .map(|((mut keys, part), (prefix, shift, below))| {
+            keys.extend(part);
             assert!(
-                kept.iter().all(|i| i >> 24 == bucket),
-                "only keys of the bucket kept"
+                keys.iter().all(|i| i >> shift == prefix),
+                "only keys of the bucket"
             );
-            kept.sort_unstable();
-            K::from_ordered((kept[k - 1 - below] ^ 0x8000_0000) as i32)
+            keys.sort_unstable();
+            assert!(keys.len() >= k - below, "every key of the bucket kept");
+            K::from_ordered((keys[k - 1 - below] ^ 0x8000_0000) as i32)
         })
         .collect()
 }
@@ -100,11 +145,14 @@ fn parts_counted_apart_select_as_whole_sub_lists() {
                     let offs: Vec<usize> = (0..=subs).map(|i| i * len).collect();
                     for k in [1, (len / 10).max(1), len] {
                         let want = common::reference(&data, &offs, k);
-                        let got = select_in_two_parts(&sel, &dev_keys, &dev_offs, &host, k);
-                        assert_eq!(
-                            got, want,
-                            "{t} tile {tile} {name} len {len} share {share} k {k}"
-                        );
+                        for twice in [false, true] {
+                            let got =
+                                select_in_two_parts(&sel, &dev_keys, &dev_offs, &host, k, twice);
+                            assert_eq!(
+                                got, want,
+                                "{t} tile {tile} {name} len {len} share {share} k {k} {twice}"
+                            );
+                        }
                     }
                 }
             }
@@ -124,9 +172,12 @@ fn parts_counted_apart_select_as_whole_sub_lists() {
                 .collect();
             for k in [1, 500, 1000] {
                 let want = common::reference(&floats, &[0, 1000, 2000, 3000], k);
-                let got = select_in_two_parts(&sel, &dev, &[0, 400, 800, 1200], &host, k);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&want), "{t} floats k {k}");
+                for twice in [false, true] {
+                    let offs = [0, 400, 800, 1200];
+                    let got = select_in_two_parts(&sel, &dev, &offs, &host, k, twice);
+                    assert_eq!(bits(&got), bits(&want), "{t} floats k {k} {twice}");
+                }
             }
         }
     }
@@ -164,10 +215,13 @@ fn bad_offsets_and_merged_counts_are_refused() {
     assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
     // The site still serves a good call after the refusals.
     let count = sel.count_part_svm(&buf, &[0, 50, 100]).unwrap();
-    let kept = count.keep(&own, 50).unwrap();
-    assert_eq!(
-        kept.iter().map(Vec::len).sum::<usize>(),
-        100,
-        "0..100 share one top digit"
-    );
+    let kept = count.keep(&own, 50).unwrap().all().unwrap();
+    let kept: usize = kept.iter().map(Vec::len).sum();
+    assert_eq!(kept, 100, "0..100 share one top digit");
+    // Second digits: one per sub-list, each 0 to 255.
+    for digits in [vec![0u32], vec![0, 256]] {
+        let count = sel.count_part_svm(&buf, &[0, 50, 100]).unwrap();
+        let got = count.keep(&own, 50).unwrap().take(&digits);
+        assert!(matches!(&got, Err(e) if e.is_argument_error()), "{got:?}");
+    }
 }

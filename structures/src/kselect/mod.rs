@@ -866,6 +866,6 @@ mod stats;
 use claims::{claim_sublists, Claims, Job, Progress, SPLIT_FROM};
 use learned::{bucket, CoopPlan, Learned};
 pub use options::{Cooperation, DeviceStaging, DeviceUpdate, Strategy, Sublists};
-pub use part::PartCount;
+pub use part::{PartCount, PartKept};
 pub use spread::SpreadKeys;
 pub use stats::{DeviceTimes, SelectStats};

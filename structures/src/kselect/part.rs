@@ -1,19 +1,24 @@
 //! Radix select of sub-lists whose keys are partly elsewhere: this process holds one part of
 //! every sub-list in SVM, others (other ranks of an MPI job) hold the rest, and the
-//! selection's first digit pass is split around a merge the caller does
-//! ([`KSelector::count_part_svm`], then [`PartCount::keep`]).
+//! selection's first two digit passes are split around merges the caller does
+//! ([`KSelector::count_part_svm`], [`PartCount::keep`], [`PartKept::take`]).
 //!
 //! 1. The device counts the top digit of every part (`radix_clear`, `radix_count`: a
 //!    work-group per tile, the keys read where they are).
 //! 2. The caller adds every holder's counts per sub-list (an `MPI_Allreduce`) and hands the
 //!    sums back; the device keeps its parts' keys in the bucket holding each sub-list's k-th
 //!    (`radix_keep`, which picks the bucket from the summed counts exactly as every other
-//!    holder does) and the host reads them back: about 1/256 of the keys for spread-out keys.
+//!    holder does), counting their second digit on the way.
+//! 3. The caller sums those second-digit counts too and names each sub-list's second digit;
+//!    the device packs the kept keys of both digits (`radix_take`) and the host reads them in
+//!    one piece: about 1/65,536 of the keys for spread-out keys. (Or, for a caller that
+//!    merges once, [`PartKept::all`] packs every kept key: about 1/256.)
 //!
-//! The caller finishes the last three digits on the kept keys with every holder's. The
+//! The caller finishes the last digits on the keys that came back, with every holder's. The
 //! scratch, tile tables and kernels are kept between calls while the key type, work-group
 //! size and sizes fit, as the resident path keeps its own.
 
+use std::marker::PhantomData;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use asym_runtime::{Error, Result, SvmBuffer, SvmElement};
@@ -149,16 +154,17 @@ impl KSelector {
     }
 }
 
-impl<K: Key> PartCount<'_, K> {
+impl<'a, K: Key> PartCount<'a, K> {
     /// This part's top-digit histogram of every sub-list.
     pub fn histograms(&self) -> &[[u32; 256]] {
         &self.histograms
     }
 
     /// Keeps this part's keys in the bucket holding the `k`-th smallest (1-based) of each
-    /// sub-list as `merged` (every part's histograms added up) places it, and returns them
-    /// by sub-list as order images (`to_ordered() as u32 ^ 0x8000_0000`).
-    pub fn keep(mut self, merged: &[[u32; 256]], k: usize) -> Result<Vec<Vec<u32>>> {
+    /// sub-list as `merged` (every part's histograms added up) places it, on the device; the
+    /// kept keys' second-digit histograms come back ([`PartKept::histograms`]), the keys
+    /// stay there until [`PartKept::take`] or [`PartKept::all`].
+    pub fn keep(mut self, merged: &[[u32; 256]], k: usize) -> Result<PartKept<'a, K>> {
         let subs = self.histograms.len();
         if merged.len() != subs {
             return Err(Error::InvalidArgument(format!(
@@ -177,14 +183,107 @@ impl<K: Key> PartCount<'_, K> {
         }
         let s = self.site.as_mut().expect("filled by the count");
         s.bind(self.keys)?;
-        let kept = s
+        let second = s
             .radix
             .launch_keep(merged, k)
             .and_then(|l| l.wait_timed().map(drop))
-            .and_then(|()| s.radix.kept_keys(&mut s.scratch, subs));
+            .and_then(|()| s.radix.second_histograms(subs));
         s.radix.unbind_keys(&s.scratch)?;
-        kept
+        let histograms = second?;
+        let picked = merged.iter().map(|m| pick_top(m, k)).collect::<Vec<u32>>();
+        for (i, (h, own)) in histograms.iter().zip(&self.histograms).enumerate() {
+            let kept: u32 = h.iter().sum();
+            if kept != own[picked[i] as usize] {
+                return Err(Error::corrupted(
+                    "a part's keep",
+                    format!(
+                        "sub-list {i}: {kept} keys kept of the {} in the k-th's bucket",
+                        own[picked[i] as usize]
+                    ),
+                ));
+            }
+        }
+        Ok(PartKept {
+            site: self.site,
+            top: picked,
+            histograms,
+            key: PhantomData,
+        })
     }
+}
+
+/// This part's keys of the bucket holding each sub-list's k-th, kept on the device
+/// ([`PartCount::keep`]), with their second-digit histograms.
+pub struct PartKept<'a, K: Key> {
+    site: MutexGuard<'a, Option<PartSite>>,
+    /// The top digit each sub-list's k-th has.
+    top: Vec<u32>,
+    histograms: Vec<[u32; 256]>,
+    key: PhantomData<K>,
+}
+
+impl<K: Key> std::fmt::Debug for PartKept<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartKept")
+            .field("sublists", &self.histograms.len())
+            .finish()
+    }
+}
+
+impl<K: Key> PartKept<'_, K> {
+    /// The second-digit histogram of each sub-list's kept keys (this part's).
+    pub fn histograms(&self) -> &[[u32; 256]] {
+        &self.histograms
+    }
+
+    /// The kept keys whose second digit is `second[s]` for sub-list s (where every part's
+    /// second-digit histograms added up place its k-th), by sub-list, as order images
+    /// (`to_ordered() as u32 ^ 0x8000_0000`): about 1/65,536 of a part's keys for spread-out
+    /// keys, packed on the device and read back in one piece.
+    pub fn take(mut self, second: &[u32]) -> Result<Vec<Vec<u32>>> {
+        let subs = self.histograms.len();
+        if second.len() != subs || second.iter().any(|&d| d > 255) {
+            return Err(Error::InvalidArgument(format!(
+                "{} second digits (each 0 to 255) for {subs} sub-lists",
+                second.len()
+            )));
+        }
+        let want: Vec<u32> = self
+            .top
+            .iter()
+            .zip(second)
+            .map(|(&t, &d)| t << 8 | d)
+            .collect();
+        let counts: Vec<u32> = self
+            .histograms
+            .iter()
+            .zip(second)
+            .map(|(h, &d)| h[d as usize])
+            .collect();
+        let s = self.site.as_mut().expect("filled by the count");
+        s.radix.take_keys(&want, &counts)
+    }
+
+    /// Every kept key, by sub-list, as order images: about 1/256 of a part's keys for
+    /// spread-out keys (a caller that merges once).
+    pub fn all(mut self) -> Result<Vec<Vec<u32>>> {
+        let subs = self.histograms.len();
+        let s = self.site.as_mut().expect("filled by the count");
+        s.radix.kept_keys(subs)
+    }
+}
+
+/// The top digit's bucket holding the `k`-th (1-based) of a histogram, as `radix_keep` picks
+/// it from the same counts.
+fn pick_top(h: &[u32; 256], k: usize) -> u32 {
+    let mut below = 0u64;
+    for (b, &c) in h.iter().enumerate() {
+        below += c as u64;
+        if below >= k as u64 {
+            return b as u32;
+        }
+    }
+    255
 }
 
 fn check_offsets(offsets: &[usize], keys: usize) -> Result<()> {

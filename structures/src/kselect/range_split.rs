@@ -34,6 +34,9 @@ struct RangeBuffers {
     made_for: (String, usize),
     keys: SvmBuffer<i32>,
     offsets: SvmBuffer<u32>,
+    /// Where `radix_keep` keeps each tile's keys: owned here, reached only through the
+    /// kernels' bindings.
+    #[allow(dead_code)]
     scratch: SvmBuffer<u32>,
     answers: SvmBuffer<i32>,
     dev: DeviceRadix,
@@ -132,11 +135,7 @@ impl KSelector {
             *cache = Some(RangeBuffers::new(rt, &program, wg, made_for, total_dev, n)?);
         }
         let RangeBuffers {
-            keys,
-            offsets,
-            scratch,
-            dev,
-            ..
+            keys, offsets, dev, ..
         } = cache.as_mut().expect("filled above");
         offsets.write_range(0, &dev_offs.iter().map(|&o| o as u32).collect::<Vec<_>>())?;
         let threads = self.pool.len();
@@ -176,7 +175,7 @@ impl KSelector {
                 let launch = dev.launch_keep(&merged, job.k)?;
                 let launches = launch.len();
                 launch.wait_timed()?;
-                Ok((dev.kept_keys(scratch, n)?, launches))
+                Ok((dev.kept_keys(n)?, launches))
             },
             || {
                 self.pool.broadcast_scoped(|w| {
