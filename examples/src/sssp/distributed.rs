@@ -42,6 +42,7 @@ use rayon::prelude::*;
 
 use super::cpu::expand_claimed;
 use super::device::DeviceSssp;
+pub use super::partition::VertexPartition;
 use super::{answer_distance, atomic_words, lowered, next_iteration, overflow_error, Pair};
 use crate::graph::Graph;
 
@@ -51,102 +52,6 @@ const INLINE_EDGES: usize = 4096;
 /// Host work on fewer items than this (filtering a bucket, merging what arrived, splitting a
 /// device's dropped vertices by owner) stays on the calling thread.
 const PARALLEL_MIN: usize = 1 << 14;
-
-/// Which rank owns each vertex: blocks of consecutive vertices dealt to the ranks in turn
-/// (block-cyclic; blocks of `vertices / parts` give one range per rank,
-/// [`VertexPartition::ranges`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VertexPartition {
-    vertices: usize,
-    parts: usize,
-    block: usize,
-}
-
-impl VertexPartition {
-    /// One contiguous range of about `vertices / parts` per rank (blocks that large): the
-    /// default. In breadth-first order a range is a band of distance shells, and on a
-    /// road-like graph (4,194,304 vertices over 4 ranks of 4 threads, H200x4 host) ranges
-    /// took 348 ms where blocks of 131,072 took 473 and of 1,024 1,150 ms: smaller blocks
-    /// spread the search's wave over the ranks but cut many more edges (17,552 relaxations
-    /// sent against 163,083 and 11.9 M) and expand vertices again when better distances
-    /// arrive late.
-    pub fn ranges(vertices: usize, parts: usize) -> Result<Self> {
-        Self::block_cyclic(vertices, parts, vertices.div_ceil(parts.max(1)).max(1))
-    }
-
-    /// `vertices` dealt in blocks of `block` to `parts` ranks in turn.
-    pub fn block_cyclic(vertices: usize, parts: usize, block: usize) -> Result<Self> {
-        if parts == 0 || block == 0 || u32::try_from(vertices).is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "{vertices} vertices in blocks of {block} over {parts} parts: both at least 1 \
-                 and vertices below 2^32"
-            )));
-        }
-        Ok(VertexPartition {
-            vertices,
-            parts,
-            block,
-        })
-    }
-
-    /// Ranks (parts).
-    pub fn parts(&self) -> usize {
-        self.parts
-    }
-
-    /// Vertices of the whole graph.
-    pub fn vertices(&self) -> usize {
-        self.vertices
-    }
-
-    /// The rank that owns vertex `v`.
-    pub fn owner(&self, v: u32) -> usize {
-        (v as usize / self.block) % self.parts
-    }
-
-    /// `v`'s place among its owner's vertices (in increasing order).
-    pub fn local(&self, v: u32) -> usize {
-        let v = v as usize;
-        (v / (self.block * self.parts)) * self.block + v % self.block
-    }
-
-    /// The vertices rank `part` owns, in increasing order.
-    pub fn owned(&self, part: usize) -> impl Iterator<Item = usize> + '_ {
-        let stride = self.block * self.parts;
-        (part * self.block..self.vertices)
-            .step_by(stride)
-            .flat_map(move |start| start..(start + self.block).min(self.vertices))
-    }
-
-    /// How many vertices rank `part` owns.
-    pub fn owned_count(&self, part: usize) -> usize {
-        let stride = self.block * self.parts;
-        let full = self.vertices / stride * self.block;
-        let rest = self.vertices % stride;
-        full + rest.saturating_sub(part * self.block).min(self.block)
-    }
-
-    /// Every rank's values of its own vertices, concatenated in rank order, put back in
-    /// vertex order.
-    pub fn assemble<T: Copy + Default>(&self, by_rank: &[T]) -> Result<Vec<T>> {
-        if by_rank.len() != self.vertices {
-            return Err(Error::InvalidArgument(format!(
-                "{} values gathered for {} vertices",
-                by_rank.len(),
-                self.vertices
-            )));
-        }
-        let mut out = vec![T::default(); self.vertices];
-        let mut at = 0;
-        for part in 0..self.parts {
-            for v in self.owned(part) {
-                out[v] = by_rank[at];
-                at += 1;
-            }
-        }
-        Ok(out)
-    }
-}
 
 /// What each rank expands its part on.
 #[derive(Clone, Copy, Debug)]

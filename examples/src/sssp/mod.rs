@@ -34,6 +34,7 @@ pub mod device;
 pub mod distributed;
 pub mod front;
 pub mod near_far;
+pub mod partition;
 pub mod spread;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
