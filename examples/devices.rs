@@ -224,6 +224,6 @@ fn run(args: &Args) -> Result<()> {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     cli::finish("devices", "", run(&args).map(|()| true))
 }

@@ -533,7 +533,7 @@ fn print_table(rows: &[Row]) {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     cli::finish(
         "knapsack",
         "an optimum differs from dynamic programming",

@@ -402,6 +402,6 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     cli::finish("list_ops", "a run broke the list's invariants", run(&args))
 }

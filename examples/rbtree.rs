@@ -394,6 +394,6 @@ fn report(args: &Args, rt: &Runtime, pool: &LatencyPool, rows: &[Row]) {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     cli::finish("rbtree", "an answer differs from BTreeMap's", run(&args))
 }

@@ -214,7 +214,7 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     cli::finish(
         "soak",
         "keys were lost or a check failed (see the table)",

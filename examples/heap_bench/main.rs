@@ -788,7 +788,7 @@ fn run(args: &Args) -> Result<bool> {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     match asym_apps::ranks::as_ranks("heap_bench") {
         Err(code) => return code,
         #[cfg(feature = "mpi")]

@@ -126,6 +126,19 @@ pub fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
 /// standard output, so that the output stays clean.
 static REPORT_TO_STDERR: AtomicBool = AtomicBool::new(false);
 
+/// The program's arguments, or the end of the program: `--help` and `--version` print, a bad
+/// argument prints its error and exits 2 (clap's own handling), except that on ranks other
+/// than 0 of an MPI job nothing is printed, so the job tells a bad argument once.
+pub fn parse_args<T: clap::Parser>() -> T {
+    match T::try_parse() {
+        Ok(args) => args,
+        Err(e) if asym_runtime::env::launched_rank().is_some_and(|r| r > 0) => {
+            std::process::exit(e.exit_code())
+        }
+        Err(e) => e.exit(),
+    }
+}
+
 /// Sends the program's report to standard error from now on (see [`report`]).
 pub fn report_to_stderr() {
     REPORT_TO_STDERR.store(true, Relaxed);

@@ -981,7 +981,7 @@ impl Report<'_> {
 
 fn main() -> ExitCode {
     asym_runtime::exit_quietly_on_broken_pipe();
-    let args = Args::parse();
+    let args: Args = cli::parse_args();
     match asym_apps::ranks::as_ranks("sssp") {
         Err(code) => return code,
         #[cfg(feature = "mpi")]

@@ -296,6 +296,15 @@ fn a_bad_flag_is_told_once_and_every_rank_exits_2() {
         1,
         "{stderr}"
     );
+    // A flag the parser refuses, before MPI starts: told by rank 0 alone too.
+    let out = ranks(4, &["--sublist", "12x"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("invalid value '12x'").count(), 1, "{stderr}");
+    let out = ranks_of(SSSP, 3, &["--no-such-flag"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("unexpected argument").count(), 1, "{stderr}");
     let out = ranks(2, &["--layout", "spread", "--mode", "coop"], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--layout spread"));

@@ -56,6 +56,18 @@ pub fn launched_ranks() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
+/// Variables a launcher sets to this process's rank, in the order they are read.
+const RANK_VARS: [&str; 2] = ["OMPI_COMM_WORLD_RANK", "PMI_RANK"];
+
+/// This process's rank in the job an MPI launcher started, read from its environment
+/// without starting MPI; `None` when no launcher started it. A program whose arguments are
+/// wrong tells it once, from rank 0, before MPI starts.
+pub fn launched_rank() -> Option<usize> {
+    RANK_VARS
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
