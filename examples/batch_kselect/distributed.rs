@@ -7,8 +7,10 @@
 //! `--layout spread`: every row's keys are cut over the ranks and radix select joins them
 //! with one allreduce of histograms per digit (cpu mode: a rank's part is counted on its
 //! latency threads; gpu mode: the first digit on its device, staged in every call or, with
-//! `--resident`, uploaded once). Generated keys come from the counter-based key stream, each rank making
-//! only its part; an `--input` file is read by every rank, which keeps its part.
+//! `--resident`, uploaded once). Generated keys come from the counter-based key stream, each
+//! rank making only its part; each rank reads only its part of an `--input` file (positional
+//! reads of a regular file in row order; standard input and column-major files are read
+//! whole).
 //!
 //! Every rank checks its own part (owned: `select_nth_unstable` on its rows; spread: how
 //! many of its keys lie below and at each answer, summed over the ranks), rank 0 prints the
@@ -30,7 +32,9 @@ use asym_structures::{KSelector, Key, SelectStats, Sublists};
 use mpi::datatype::Equivalence;
 use serde_json::json;
 
-use super::{configure, generated_lengths, generated_total, keys, median, Args, Runner};
+use super::{
+    configure, generated_lengths, generated_total, input_row_length, median, Args, Runner,
+};
 
 /// Runs batch_kselect as this rank of the job.
 pub(crate) fn main(args: &Args) -> ExitCode {
@@ -242,19 +246,20 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
         Some((total, lengths)) => {
             let seed = args.seed;
             plan.run::<i32>(total, &lengths, Dtype::I32, &|start, out| {
-                rng::key_stream(seed, start as u64, out)
+                rng::key_stream(seed, start as u64, out);
+                Ok(())
             })
         }
         None => {
-            let read = keys(args);
-            let file = cluster.agree("reading --input", read)?;
+            // Each rank reads only its own keys of the file (positional reads).
+            let file = cluster.agree("reading --input", open_input(args))?;
+            let len = [input_row_length(&file.shape, args.sublist)?];
             macro_rules! go {
-                ($t:ty) => {{
-                    let all = file.array.to_vec::<$t>()?;
-                    plan.run::<$t>(file.n, &file.lengths, file.dtype, &|start, out| {
-                        out.copy_from_slice(&all[start..start + out.len()])
+                ($t:ty) => {
+                    plan.run::<$t>(file.len(), &len, file.dtype, &|start, out| {
+                        file.read_into(start, out)
                     })
-                }};
+                };
             }
             match file.dtype {
                 Dtype::I32 => go!(i32),
@@ -265,8 +270,22 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
     }
 }
 
+/// `--input` opened for reading parts, its row length checked.
+fn open_input(args: &Args) -> Result<npy::NpyFile> {
+    let path = args
+        .input
+        .as_deref()
+        .ok_or_else(|| Error::InvalidArgument("no --input".into()))?;
+    let file = npy::open(path)?;
+    input_row_length(&file.shape, args.sublist)?;
+    if file.is_empty() {
+        return Err(Error::InvalidArgument("the input is empty".into()));
+    }
+    Ok(file)
+}
+
 /// Keys `start..start + out.len()` of the whole input, into `out`.
-type Source<'a, K> = &'a dyn Fn(usize, &mut [K]);
+type Source<'a, K> = &'a dyn Fn(usize, &mut [K]) -> Result<()>;
 
 /// This rank's part of `n` keys cut into rows of `len`: the keys, and where each of its rows
 /// (owned) or row parts (spread) starts.
@@ -276,7 +295,7 @@ fn part<K: Key>(
     n: usize,
     len: usize,
     source: Source<K>,
-) -> (Vec<K>, Vec<usize>) {
+) -> Result<(Vec<K>, Vec<usize>)> {
     let (me, ranks) = (cluster.rank(), cluster.size());
     let rows = n / len;
     let pieces: Vec<(usize, usize)> = match layout {
@@ -293,12 +312,25 @@ fn part<K: Key>(
     let mut offsets = Vec::with_capacity(pieces.len() + 1);
     let mut at = 0;
     offsets.push(0);
-    for (a, b) in pieces {
-        source(a, &mut keys[at..at + (b - a)]);
+    for (a, b) in &pieces {
         at += b - a;
         offsets.push(at);
     }
-    (keys, offsets)
+    // Pieces that follow each other in the input (an owned rank's rows) are read as one.
+    let (mut at, mut run) = (0, None::<(usize, usize)>);
+    for (a, b) in pieces.into_iter().chain([(usize::MAX, usize::MAX)]) {
+        match run {
+            Some((s, e)) if e == a => run = Some((s, b)),
+            _ => {
+                if let Some((s, e)) = run {
+                    source(s, &mut keys[at..at + (e - s)])?;
+                    at += e - s;
+                }
+                run = Some((a, b));
+            }
+        }
+    }
+    Ok((keys, offsets))
 }
 
 impl Plan<'_> {
@@ -317,7 +349,8 @@ impl Plan<'_> {
             let k = self.args.k.unwrap_or((len / 10).max(1));
             let fits = Sublists::Equal(len).count(n, k);
             self.cluster.agree("checking the rows", fits)?;
-            let (local, offsets) = part(self.layout, self.cluster, n, len, source);
+            let parted = part(self.layout, self.cluster, n, len, source);
+            let (local, offsets) = self.cluster.agree("reading this rank's keys", parted)?;
             for &job in &self.jobs {
                 progress.step(format!("{} sub-list {len}", job.name()));
                 let (row, answers) = self.measure(job, &local, &offsets, len, k)?;

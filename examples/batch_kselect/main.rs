@@ -673,6 +673,23 @@ struct Keys {
     n: usize,
 }
 
+/// The row length of an `--input` of `shape`: a 2-D file's rows, or `--sublist` for a 1-D
+/// list (which a 2-D file's `--sublist` must agree with).
+fn input_row_length(shape: &[usize], sublist: Option<usize>) -> Result<usize> {
+    match (shape, sublist) {
+        (&[_, cols], None) => Ok(cols),
+        (&[_, cols], Some(s)) if s != cols => Err(Error::flag(
+            "--sublist",
+            s,
+            format!("disagrees with the file's rows of {cols}"),
+        )),
+        (_, Some(s)) => Ok(s),
+        _ => Err(Error::InvalidArgument(
+            "a 1-D --input needs --sublist LEN".into(),
+        )),
+    }
+}
+
 /// The number of keys `--total-log2` asks to generate.
 fn generated_total(args: &Args) -> Result<usize> {
     if args.total_log2 > 31 {
@@ -706,22 +723,7 @@ fn keys(args: &Args) -> Result<Keys> {
     let keys = match &args.input {
         Some(path) => {
             let array = npy::read(path)?;
-            let len = match (array.shape.as_slice(), args.sublist) {
-                (&[_, cols], None) => cols,
-                (&[_, cols], Some(s)) if s != cols => {
-                    return Err(Error::flag(
-                        "--sublist",
-                        s,
-                        format!("disagrees with the file's rows of {cols}"),
-                    ))
-                }
-                (_, Some(s)) => s,
-                _ => {
-                    return Err(Error::InvalidArgument(
-                        "a 1-D --input needs --sublist LEN".into(),
-                    ))
-                }
-            };
+            let len = input_row_length(&array.shape, args.sublist)?;
             Keys {
                 dtype: array.dtype,
                 lengths: vec![len],

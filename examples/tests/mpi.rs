@@ -296,6 +296,23 @@ fn a_bad_flag_is_told_once_and_every_rank_exits_2() {
         1,
         "{stderr}"
     );
+    // A file shorter than its header says: every rank finds out, rank 0 tells.
+    let short = tmp("short-data.npy");
+    let mut bytes = std::fs::read({
+        npy::write(&short, &[7i32; 64]).unwrap();
+        &short
+    })
+    .unwrap();
+    bytes.truncate(bytes.len() - 8);
+    std::fs::write(&short, bytes).unwrap();
+    let out = ranks(
+        3,
+        &["--input", short.to_str().unwrap(), "--sublist", "8"],
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("needs 256 bytes").count(), 1, "{stderr}");
     // A flag the parser refuses, before MPI starts: told by rank 0 alone too.
     let out = ranks(4, &["--sublist", "12x"], &[]);
     let stderr = text(&out.stderr);

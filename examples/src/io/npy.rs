@@ -124,6 +124,135 @@ pub fn read(path: &Path) -> Result<NpyArray> {
     read_from(input.reader(), &name, size)
 }
 
+/// A `.npy` file opened for reading parts of it ([`open`]): its header read and checked, its
+/// data left where it is when the file is a regular file in row order (each part read with a
+/// positional read), else read whole.
+#[derive(Debug)]
+pub struct NpyFile {
+    /// Element type.
+    pub dtype: Dtype,
+    /// Shape: `[n]` or `[rows, cols]`.
+    pub shape: Vec<usize>,
+    name: String,
+    data: NpyData,
+}
+
+#[derive(Debug)]
+enum NpyData {
+    /// A regular file in row order, its data from byte `start`.
+    Disk {
+        file: std::fs::File,
+        start: u64,
+        big_endian: bool,
+    },
+    /// Standard input, a pipe, or a column-major file: read whole.
+    Memory(Vec<u32>),
+}
+
+/// Opens a `.npy` file (or `-`) for reading parts of it ([`NpyFile::read_into`]): a rank of a
+/// distributed job reads only its own.
+pub fn open(path: &Path) -> Result<NpyFile> {
+    let name = super::input::name_of(path);
+    let whole = |array: NpyArray| NpyFile {
+        dtype: array.dtype,
+        shape: array.shape,
+        name: name.clone(),
+        data: NpyData::Memory(array.bits),
+    };
+    let regular = path != Path::new("-") && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !regular {
+        return read(path).map(whole);
+    }
+    let mut input = Input::open(path)?;
+    let size = input.size();
+    let header = read_header(input.reader(), &name, size)?;
+    if header.fortran_order && header.shape.len() == 2 {
+        return read(path).map(whole);
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::Io {
+        path: name.clone(),
+        source: e,
+    })?;
+    Ok(NpyFile {
+        dtype: header.dtype,
+        shape: header.shape,
+        name,
+        data: NpyData::Disk {
+            file,
+            start: header.data_start,
+            big_endian: header.big_endian,
+        },
+    })
+}
+
+impl NpyFile {
+    /// Elements in the file.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the file holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Elements `first..first + out.len()` (in row order) into `out`, as `T` (the dtype must
+    /// match).
+    pub fn read_into<T: NpyElement>(&self, first: usize, out: &mut [T]) -> Result<()> {
+        if self.dtype != T::DTYPE {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds {:?}, not {:?}",
+                self.name,
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        let end = first.checked_add(out.len()).filter(|&e| e <= self.len());
+        let Some(end) = end else {
+            return Err(Error::out_of_range(
+                "elements to read",
+                format!("{first}..{}", first.saturating_add(out.len())),
+                format!("within the {} elements of {}", self.len(), self.name),
+            ));
+        };
+        if out.is_empty() {
+            return Ok(());
+        }
+        match &self.data {
+            NpyData::Memory(bits) => {
+                for (o, &b) in out.iter_mut().zip(&bits[first..end]) {
+                    *o = T::from_bits(b);
+                }
+            }
+            NpyData::Disk {
+                file,
+                start,
+                big_endian,
+            } => {
+                use std::os::unix::fs::FileExt;
+                let mut bytes = vec![0u8; (out.len() * 4).min(1 << 22)];
+                for (i, piece) in out.chunks_mut(bytes.len() / 4).enumerate() {
+                    let at = start + ((first + i * (bytes.len() / 4)) * 4) as u64;
+                    let buf = &mut bytes[..piece.len() * 4];
+                    file.read_exact_at(buf, at).map_err(|e| Error::Io {
+                        path: self.name.clone(),
+                        source: e,
+                    })?;
+                    for (o, c) in piece.iter_mut().zip(buf.chunks_exact(4)) {
+                        let b = [c[0], c[1], c[2], c[3]];
+                        *o = T::from_bits(if *big_endian {
+                            u32::from_be_bytes(b)
+                        } else {
+                            u32::from_le_bytes(b)
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads an array from the bytes of a whole `.npy` file (`name` for messages).
 pub fn parse(bytes: &[u8], name: &str) -> Result<NpyArray> {
     read_from(&mut &bytes[..], name, Some(bytes.len() as u64))
@@ -166,9 +295,28 @@ fn dtype_of(descr: &str) -> Option<(Dtype, bool)> {
     ))
 }
 
+/// What a `.npy` header says: the elements' type, byte order and layout, and where the data
+/// starts.
+struct Header {
+    dtype: Dtype,
+    big_endian: bool,
+    fortran_order: bool,
+    shape: Vec<usize>,
+    /// Bytes of data the shape needs.
+    needed: usize,
+    /// The data's first byte in the file.
+    data_start: u64,
+}
+
 /// Reads an array from `reader` (`size`: the whole input's bytes, where known), every length
 /// bounded before it is buffered.
 fn read_from(reader: &mut dyn Read, name: &str, size: Option<u64>) -> Result<NpyArray> {
+    let header = read_header(reader, name, size)?;
+    read_data(reader, &header, name)
+}
+
+/// Reads and checks a header, leaving `reader` at the data.
+fn read_header(reader: &mut dyn Read, name: &str, size: Option<u64>) -> Result<Header> {
     let mut preamble = [0u8; 12];
     let got = read_exactly(reader, &mut preamble[..10], name)?;
     if got < 10 || &preamble[..6] != MAGIC {
@@ -250,6 +398,26 @@ fn read_from(reader: &mut dyn Read, name: &str, size: Option<u64>) -> Result<Npy
             format!("shape {shape_text} needs {needed} bytes of data, the file has {have}"),
         ));
     }
+    Ok(Header {
+        dtype,
+        big_endian,
+        fortran_order: header.fortran_order,
+        shape,
+        needed,
+        data_start: (start + header_len) as u64,
+    })
+}
+
+/// Reads the data `header` describes from `reader`, which stands at its first byte.
+fn read_data(reader: &mut dyn Read, header: &Header, name: &str) -> Result<NpyArray> {
+    let Header {
+        dtype,
+        big_endian,
+        needed,
+        ..
+    } = *header;
+    let shape = header.shape.clone();
+    let shape_text = format!("{shape:?}");
     let mut bits: Vec<u32> = host_memory::try_with_capacity(
         needed / 4,
         &format!("the {} elements of {name}", needed / 4),
@@ -359,6 +527,53 @@ mod tests {
         v.extend_from_slice(h.as_bytes());
         v.extend_from_slice(data);
         v
+    }
+
+    /// Parts read from an opened file match the whole read, for every layout: row order on
+    /// disk (positional reads, little- and big-endian, every header version), column order
+    /// (read whole); empty parts are fine, parts past the end and other dtypes are refused.
+    #[test]
+    fn parts_of_an_opened_file_match_the_whole() {
+        let p = std::env::temp_dir().join(format!("asym-npy-parts-{}.npy", std::process::id()));
+        let values: Vec<u32> = (0..10_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let le: Vec<u8> = values.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let be: Vec<u8> = values.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let rows = "{'descr': '<u4', 'fortran_order': False, 'shape': (100, 100), }\n";
+        let big = "{'descr': '>u4', 'fortran_order': False, 'shape': (10000,), }\n";
+        let cols = "{'descr': '<u4', 'fortran_order': True, 'shape': (100, 100), }\n";
+        for (major, header, data) in [
+            (1, rows, &le),
+            (3, rows, &le),
+            (2, big, &be),
+            (1, cols, &le),
+        ] {
+            std::fs::write(&p, make(major, header, data)).unwrap();
+            let whole = read(&p).unwrap();
+            let file = open(&p).unwrap();
+            assert_eq!((file.dtype, &file.shape), (whole.dtype, &whole.shape));
+            assert_eq!(file.len(), 10_000);
+            for (first, len) in [(0, 10_000), (0, 1), (9_999, 1), (1234, 4321), (500, 0)] {
+                let mut got = vec![0u32; len];
+                file.read_into(first, &mut got).unwrap();
+                assert_eq!(
+                    got,
+                    whole.bits[first..first + len],
+                    "{header} {first}+{len}"
+                );
+            }
+            let mut past = vec![0u32; 2];
+            assert!(file.read_into(9_999, &mut past).is_err(), "{header}");
+            assert!(file.read_into(usize::MAX, &mut past).is_err(), "{header}");
+            assert!(
+                file.read_into(0, &mut [0i32; 3]).is_err(),
+                "{header}: another dtype"
+            );
+        }
+        std::fs::write(&p, b"not npy").unwrap();
+        assert!(open(&p).is_err());
+        std::fs::remove_file(&p).unwrap();
     }
 
     #[test]
