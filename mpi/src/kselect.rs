@@ -11,8 +11,11 @@
 //!   each row's k-th (the same bucket everywhere: every rank sees the same sums). After four
 //!   passes the digits are the answer, on every rank, identical to one host's. The first pass
 //!   reads the keys; it keeps each row's bucket (about 1/256 of the keys on spread-out data),
-//!   and the later passes read only that. Messages: 4 passes × rows × 256 counts of 4 bytes,
-//!   whatever the keys' number (rows are taken [`ROWS_PER_ROUND`] at a time).
+//!   and the later passes read only that. A rank's part may be in host memory or on its
+//!   device ([`SpreadPart`]): there the first digit is counted and kept by the device radix
+//!   and the second counted on the way, and only the keys of both digits come back.
+//!   Messages: 4 passes × rows × 256 counts of 4 bytes, whatever the keys' number (rows are
+//!   taken [`ROWS_PER_ROUND`] at a time).
 //!
 //! Both check their arguments on every rank and agree on failures ([`Cluster::agree`]), so a
 //! bad row on one rank ends the call on every rank with an error naming it.
@@ -268,8 +271,9 @@ fn image<K: Key>(x: K) -> u32 {
 pub enum SpreadPart<'a, K: Key> {
     /// In host memory: counted and kept on the rank's threads (rayon's pool).
     Host(&'a [K]),
-    /// In SVM on `selector`'s device: the first pass counted and kept there by the device
-    /// radix's kernels ([`KSelector::count_part_svm`]), the host reading back the kept keys.
+    /// In SVM on `selector`'s device: the first digit counted and kept there by the device
+    /// radix's kernels, the second counted on the way ([`KSelector::count_part_svm`]), and
+    /// only the keys of both digits read back.
     Device {
         /// The selector whose device holds `keys`.
         selector: &'a KSelector,
