@@ -36,6 +36,18 @@ pub(super) fn radix_options<K: Key>(wg: usize) -> String {
     format!("-DWG={wg} -DKEY_MAP={}", K::KEY_MAP)
 }
 
+/// The work-group size and what a site that always runs tiled is made for (the build
+/// options for keys of type `K`, and the tile size: `tile`, or the default for 0).
+pub(super) fn tiled_spec<K: Key>(
+    rt: &Runtime,
+    work_group: Option<usize>,
+    tile: usize,
+) -> Result<(usize, (String, usize))> {
+    let wg = radix_work_group(rt, work_group)?;
+    let tile = if tile == 0 { DEFAULT_TILE } else { tile };
+    Ok((wg, (radix_options::<K>(wg), tile)))
+}
+
 /// The radix program built with `options` ([`radix_options`]), from the runtime's cache.
 pub(super) fn radix_program(rt: &Runtime, options: &str) -> Result<Program> {
     rt.program_with(&asym_kernels::KSELECT_RADIX, options)

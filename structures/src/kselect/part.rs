@@ -23,9 +23,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use asym_runtime::{Error, Result, SvmBuffer, SvmElement};
 
-use super::device_radix::{
-    radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers, DEFAULT_TILE,
-};
+use super::device_radix::{radix_program, tiled_spec, DeviceRadix, RadixBuffers};
 use super::{KSelector, Key};
 
 /// The device site of the last part count, kept while later calls fit in it.
@@ -86,13 +84,8 @@ impl KSelector {
         let rt = self.device_runtime()?;
         check_offsets(offsets, keys.len())?;
         let subs = offsets.len() - 1;
-        let wg = radix_work_group(rt, self.work_group)?;
-        let tile = if self.radix_tile == 0 {
-            DEFAULT_TILE
-        } else {
-            self.radix_tile
-        };
-        let made_for = (radix_options::<K>(wg), tile);
+        let (wg, made_for) = tiled_spec::<K>(rt, self.work_group, self.radix_tile)?;
+        let tile = made_for.1;
         // A part count holds the site until its keep: a second one on this selector while
         // the first is open would wait for ever, so it is refused.
         let mut site = match self.part.0.try_lock() {

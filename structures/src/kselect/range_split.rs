@@ -20,9 +20,7 @@ use std::sync::Mutex;
 
 use asym_runtime::{Error, Program, Result, Runtime, SvmBuffer};
 
-use super::device_radix::{
-    radix_options, radix_program, radix_work_group, DeviceRadix, RadixBuffers, DEFAULT_TILE,
-};
+use super::device_radix::{radix_program, tiled_spec, DeviceRadix, RadixBuffers};
 use super::{beside, radix, Job, KSelector, Key, SelectStats};
 
 /// The device buffers of the last range split, kept while later calls fit in them.
@@ -112,13 +110,7 @@ impl KSelector {
             ));
         }
         let started = Instant::now();
-        let wg = radix_work_group(rt, self.work_group)?;
-        let tile = if self.radix_tile == 0 {
-            DEFAULT_TILE
-        } else {
-            self.radix_tile
-        };
-        let made_for = (radix_options::<K>(wg), tile);
+        let (wg, made_for) = tiled_spec::<K>(rt, self.work_group, self.radix_tile)?;
         let mut cache = self.range.0.lock().map_err(|_| {
             Error::thread_lost(
                 "a range-split selection",
