@@ -260,12 +260,6 @@ const BUCKETS: usize = 256;
 /// Keys one counting task takes, so that a few long rows still use every thread.
 const TASK_KEYS: usize = 1 << 16;
 
-/// The key's image whose unsigned order is the key's order.
-#[inline(always)]
-fn image<K: Key>(x: K) -> u32 {
-    (x.to_ordered() as u32) ^ 0x8000_0000
-}
-
 /// Where this rank's part of the spread rows is, and so what counts it.
 #[derive(Clone, Copy, Debug)]
 pub enum SpreadPart<'a, K: Key> {
@@ -495,10 +489,7 @@ impl SpreadRound<'_> {
             }
             *self.busy_s += t.elapsed().as_secs_f64();
         }
-        Ok(prefix
-            .iter()
-            .map(|&p| K::from_ordered((p ^ 0x8000_0000) as i32))
-            .collect())
+        Ok(prefix.iter().map(|&p| K::from_image(p)).collect())
     }
 
     /// Every rank's histograms added up, with one word more that counts the ranks that
@@ -572,11 +563,11 @@ fn count_top<K: Key>(keys: &[K]) -> [u32; BUCKETS] {
     let mut chunks = keys.chunks_exact(4);
     for c in &mut chunks {
         for lane in 0..4 {
-            h[lane][(image(c[lane]) >> 24) as usize] += 1;
+            h[lane][(c[lane].to_image() >> 24) as usize] += 1;
         }
     }
     for &x in chunks.remainder() {
-        h[0][(image(x) >> 24) as usize] += 1;
+        h[0][(x.to_image() >> 24) as usize] += 1;
     }
     let mut out = h[0];
     for b in 0..BUCKETS {
@@ -598,7 +589,7 @@ fn keep_first<K: Key>(
         .map(|r| {
             let mut kept = Vec::with_capacity(hist[r * BUCKETS + prefix[r] as usize] as usize);
             for &x in &local[offsets[r]..offsets[r + 1]] {
-                let i = image(x);
+                let i = x.to_image();
                 if i >> 24 == prefix[r] {
                     kept.push(i);
                 }

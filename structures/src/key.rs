@@ -15,6 +15,18 @@ pub trait Key: SvmElement + std::fmt::Debug + PartialEq {
     fn to_ordered(self) -> i32;
     /// Inverse of [`Key::to_ordered`].
     fn from_ordered(v: i32) -> Self;
+    /// The key's unsigned image: the ordered form with its sign bit flipped, so that
+    /// unsigned order, and a radix's digits most significant first, is the key's order (the
+    /// device radix hands kept keys back as images).
+    #[inline(always)]
+    fn to_image(self) -> u32 {
+        (self.to_ordered() as u32) ^ 0x8000_0000
+    }
+    /// Inverse of [`Key::to_image`].
+    #[inline(always)]
+    fn from_image(image: u32) -> Self {
+        Self::from_ordered((image ^ 0x8000_0000) as i32)
+    }
     /// The key's order (total), for references and tests.
     fn cmp_keys(a: &Self, b: &Self) -> std::cmp::Ordering {
         a.to_ordered().cmp(&b.to_ordered())

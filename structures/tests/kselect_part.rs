@@ -7,10 +7,6 @@ mod common;
 use asym_structures::{KSelector, Key};
 use rand::{Rng, SeedableRng};
 
-fn image<K: Key>(x: K) -> u32 {
-    (x.to_ordered() as u32) ^ 0x8000_0000
-}
-
 /// The bucket of a histogram holding the `rank`-th (1-based), and the count below it.
 fn locate(h: &[u32; 256], rank: usize) -> (u32, usize) {
     let mut below = 0usize;
@@ -42,7 +38,7 @@ fn select_in_two_parts<K: Key>(
     let mut merged = count.histograms().to_vec();
     for (m, part) in merged.iter_mut().zip(host) {
         for &x in part {
-            m[(image(x) >> 24) as usize] += 1;
+            m[(x.to_image() >> 24) as usize] += 1;
         }
     }
     let kept = count.keep(&merged, k).unwrap();
@@ -53,7 +49,7 @@ fn select_in_two_parts<K: Key>(
         .zip(&top)
         .map(|(part, &(b, _))| {
             part.iter()
-                .map(|&x| image(x))
+                .map(|&x| x.to_image())
                 .filter(|i| i >> 24 == b)
                 .collect()
         })
@@ -100,7 +96,7 @@ fn select_in_two_parts<K: Key>(
             );
             keys.sort_unstable();
             assert!(keys.len() >= k - below, "every key of the bucket kept");
-            K::from_ordered((keys[k - 1 - below] ^ 0x8000_0000) as i32)
+            K::from_image(keys[k - 1 - below])
         })
         .collect()
 }

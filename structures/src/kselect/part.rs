@@ -230,8 +230,8 @@ impl<K: Key> PartKept<'_, K> {
     }
 
     /// The kept keys whose second digit is `second[s]` for sub-list s (where every part's
-    /// second-digit histograms added up place its k-th), by sub-list, as order images
-    /// (`to_ordered() as u32 ^ 0x8000_0000`): about 1/65,536 of a part's keys for spread-out
+    /// second-digit histograms added up place its k-th), by sub-list, as images
+    /// ([`Key::to_image`]): about 1/65,536 of a part's keys for spread-out
     /// keys, packed on the device and read back in one piece.
     pub fn take(mut self, second: &[u32]) -> Result<Vec<Vec<u32>>> {
         let subs = self.histograms.len();
@@ -257,8 +257,8 @@ impl<K: Key> PartKept<'_, K> {
         s.radix.take_keys(&want, &counts)
     }
 
-    /// Every kept key, by sub-list, as order images: about 1/256 of a part's keys for
-    /// spread-out keys (a caller that merges once).
+    /// Every kept key, by sub-list, as images ([`Key::to_image`]): about 1/256 of a part's
+    /// keys for spread-out keys (a caller that merges once).
     pub fn all(mut self) -> Result<Vec<Vec<u32>>> {
         let subs = self.histograms.len();
         let s = self.site.as_mut().expect("filled by the count");

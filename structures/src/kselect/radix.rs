@@ -41,12 +41,6 @@ fn zeroed(hist: &mut Vec<[u32; BUCKETS]>) -> &mut [[u32; BUCKETS]] {
     hist
 }
 
-/// The key's ordered image as an unsigned word.
-#[inline(always)]
-fn image<K: Key>(x: K) -> u32 {
-    (x.to_ordered() as u32) ^ 0x8000_0000
-}
-
 /// Counts `digit(image)` over `keys` into four histograms, then sums them into `hist[0]`.
 #[inline(always)]
 fn count<T: Copy>(keys: &[T], hist: &mut [[u32; BUCKETS]], digit: impl Fn(T) -> usize) {
@@ -90,7 +84,9 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
     let mut k = k - 1;
     if list.len() <= SMALL {
         scratch.candidates.clear();
-        scratch.candidates.extend(list.iter().map(|&x| image(x)));
+        scratch
+            .candidates
+            .extend(list.iter().map(|&x| x.to_image()));
         return finish(&mut scratch.candidates, k);
     }
     if list.len() >= ONE_READ_FROM {
@@ -101,7 +97,7 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
     // First digit over the sub-list as it is.
     let top = 32 - DIGIT_BITS;
     let hist = zeroed(&mut scratch.hist);
-    count(list, hist, |x: K| (image(x) >> top) as usize);
+    count(list, hist, |x: K| (x.to_image() >> top) as usize);
     let (bucket, below) = find(&hist[0], k);
     let size = hist[0][bucket] as usize;
     k -= below;
@@ -111,7 +107,7 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
         // The k-th is the only key with this digit: find it.
         return list
             .iter()
-            .map(|&x| image(x))
+            .map(|&x| x.to_image())
             .find(|v| v >> top == bucket as u32)
             .map_or(0, to_i32);
     }
@@ -146,7 +142,7 @@ fn select_one_read<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratch) -> 
     for b in 0..SAMPLE_BLOCKS {
         let start = b * (len - block) / (SAMPLE_BLOCKS - 1);
         for &x in &list[start..start + block] {
-            sample[(image(x) >> top) as usize] += 1;
+            sample[(x.to_image() >> top) as usize] += 1;
         }
     }
     let m = (SAMPLE_BLOCKS * block) as f64;
@@ -174,7 +170,7 @@ fn select_one_read<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratch) -> 
         let mut vals = [0u32; 16];
         let mut mask = 0u32;
         for (j, &x) in block.iter().enumerate() {
-            vals[j] = image(x);
+            vals[j] = x.to_image();
             mask |= u32::from((vals[j] >> top).wrapping_sub(lo) <= width) << j;
         }
         for q in vals.chunks_exact(4) {
@@ -189,7 +185,7 @@ fn select_one_read<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratch) -> 
         }
     }
     for &x in blocks.remainder() {
-        let v = image(x);
+        let v = x.to_image();
         h0[(v >> top) as usize] += 1;
         if (v >> top).wrapping_sub(lo) <= width {
             candidates.push(v);
@@ -250,7 +246,7 @@ pub(crate) fn finish_digits(
 pub(crate) fn top_histogram<K: Key>(chunk: &[K], scratch: &mut RadixScratch) -> [u32; BUCKETS] {
     let top = 32 - DIGIT_BITS;
     let hist = zeroed(&mut scratch.hist);
-    count(chunk, hist, |x: K| (image(x) >> top) as usize);
+    count(chunk, hist, |x: K| (x.to_image() >> top) as usize);
     hist[0]
 }
 
@@ -273,7 +269,7 @@ fn gather<K: Key>(keys: &[K], digit: u32, shift: u32, out: &mut Vec<u32>) {
         let mut vals = [0u32; 16];
         let mut mask = 0u32;
         for (j, &x) in block.iter().enumerate() {
-            vals[j] = image(x);
+            vals[j] = x.to_image();
             mask |= u32::from(vals[j] >> shift == digit) << j;
         }
         while mask != 0 {
@@ -285,7 +281,7 @@ fn gather<K: Key>(keys: &[K], digit: u32, shift: u32, out: &mut Vec<u32>) {
         blocks
             .remainder()
             .iter()
-            .map(|&x| image(x))
+            .map(|&x| x.to_image())
             .filter(|v| v >> shift == digit),
     );
 }
