@@ -61,8 +61,7 @@ fn a_signal_during_the_final_write_leaves_the_old_file_and_no_temporary() {
             std::thread::sleep(Duration::from_micros(50));
         }
         if seen {
-            // Sent from this process: spawning `kill` takes long enough on a loaded machine
-            // for the write to finish first every time.
+            // Sent from this process, the moment the temporary appears.
             let pid = libc::pid_t::try_from(child.id()).unwrap();
             // SAFETY: kill(2) takes plain integers and touches no memory of ours; `child` is
             // not yet reaped, so the pid still names it.
@@ -73,7 +72,7 @@ fn a_signal_during_the_final_write_leaves_the_old_file_and_no_temporary() {
         assert_eq!(
             entries(&dir),
             ["graph.gr"],
-            "attempt {attempt}: a temporary was left behind"
+            "attempt {attempt}: a temporary was left behind (the program ended {status:?})"
         );
         if status.signal() == Some(libc::SIGTERM) {
             caught += 1;
