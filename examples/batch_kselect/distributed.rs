@@ -252,8 +252,8 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
         }
         None => {
             // Each rank reads only its own keys of the file (positional reads).
-            let file = cluster.agree("reading --input", open_input(args))?;
-            let len = [input_row_length(&file.shape, args.sublist)?];
+            let (file, len) = cluster.agree("reading --input", open_input(args))?;
+            let len = [len];
             macro_rules! go {
                 ($t:ty) => {
                     plan.run::<$t>(file.len(), &len, file.dtype, &|start, out| {
@@ -270,18 +270,18 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
     }
 }
 
-/// `--input` opened for reading parts, its row length checked.
-fn open_input(args: &Args) -> Result<npy::NpyFile> {
+/// `--input` opened for reading parts, and its row length.
+fn open_input(args: &Args) -> Result<(npy::NpyFile, usize)> {
     let path = args
         .input
         .as_deref()
         .ok_or_else(|| Error::InvalidArgument("no --input".into()))?;
     let file = npy::open(path)?;
-    input_row_length(&file.shape, args.sublist)?;
+    let len = input_row_length(&file.shape, args.sublist)?;
     if file.is_empty() {
         return Err(Error::InvalidArgument("the input is empty".into()));
     }
-    Ok(file)
+    Ok((file, len))
 }
 
 /// Keys `start..start + out.len()` of the whole input, into `out`.

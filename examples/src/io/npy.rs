@@ -239,12 +239,7 @@ impl NpyFile {
                         source: e,
                     })?;
                     for (o, c) in piece.iter_mut().zip(buf.chunks_exact(4)) {
-                        let b = [c[0], c[1], c[2], c[3]];
-                        *o = T::from_bits(if *big_endian {
-                            u32::from_be_bytes(b)
-                        } else {
-                            u32::from_le_bytes(b)
-                        });
+                        *o = T::from_bits(word(c, *big_endian));
                     }
                 }
             }
@@ -426,15 +421,11 @@ fn read_data(reader: &mut dyn Read, header: &Header, name: &str) -> Result<NpyAr
     while bits.len() * 4 < needed {
         let want = (needed - bits.len() * 4).min(chunk.len());
         let got = read_exactly(reader, &mut chunk[..want], name)?;
-        let word = |c: &[u8]| {
-            let b = [c[0], c[1], c[2], c[3]];
-            if big_endian {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
-        };
-        bits.extend(chunk[..got - got % 4].chunks_exact(4).map(word));
+        bits.extend(
+            chunk[..got - got % 4]
+                .chunks_exact(4)
+                .map(|c| word(c, big_endian)),
+        );
         if got < want {
             return Err(bad(
                 name,
@@ -449,6 +440,17 @@ fn read_data(reader: &mut dyn Read, header: &Header, name: &str) -> Result<NpyAr
         bits = column_major_to_rows(&bits, shape[0], shape[1]);
     }
     Ok(NpyArray { dtype, shape, bits })
+}
+
+/// The element whose 4 bytes are `c`, in the file's byte order.
+#[inline]
+fn word(c: &[u8], big_endian: bool) -> u32 {
+    let b = [c[0], c[1], c[2], c[3]];
+    if big_endian {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    }
 }
 
 /// A `rows x cols` array stored column after column, rearranged row after row.

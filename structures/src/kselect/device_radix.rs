@@ -308,13 +308,18 @@ impl DeviceRadix {
     /// The top-digit histogram of each of the `subs` sub-lists counted by
     /// [`DeviceRadix::launch_count`] (after its launches finished).
     pub(super) fn top_histograms(&mut self, subs: usize) -> Result<Vec<[u32; 256]>> {
+        self.digit_histograms(subs, 0)
+    }
+
+    /// The histograms of digit `digit` (0: top, 1: second) of the `subs` sub-lists.
+    fn digit_histograms(&mut self, subs: usize, digit: usize) -> Result<Vec<[u32; 256]>> {
         let words = self.hist.read_range(0, HIST_WORDS * subs)?;
         Ok(words
             .chunks(HIST_WORDS)
             .map(|c| {
-                let mut top = [0u32; 256];
-                top.copy_from_slice(&c[..256]);
-                top
+                c[256 * digit..256 * (digit + 1)]
+                    .try_into()
+                    .expect("a histogram of 256 counters")
             })
             .collect())
     }
@@ -371,11 +376,7 @@ impl DeviceRadix {
     /// After [`DeviceRadix::launch_keep`] finished: the second-digit histogram of each of
     /// the `subs` sub-lists' kept keys (`radix_keep` counts it as it keeps).
     pub(super) fn second_histograms(&mut self, subs: usize) -> Result<Vec<[u32; 256]>> {
-        let words = self.hist.read_range(0, HIST_WORDS * subs)?;
-        Ok(words
-            .chunks(HIST_WORDS)
-            .map(|c| c[256..].try_into().expect("a histogram of 256 counters"))
-            .collect())
+        self.digit_histograms(subs, 1)
     }
 
     /// After [`DeviceRadix::launch_keep`] finished: the kept keys whose top 16 bits are
