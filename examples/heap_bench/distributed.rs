@@ -126,8 +126,12 @@ fn run(cluster: &Cluster, args: &Args) -> Result<bool> {
         let mine = share(cluster, pattern, asked.n, args.seed);
         for &batch in &asked.batches {
             for &mode in &asked.modes {
-                let made =
-                    heap_for::<u32>(mode, &HeapOptions::new(batch), Some(&pool), rt.as_ref());
+                let made = heap_for::<u32>(
+                    mode,
+                    &HeapOptions::new(batch),
+                    Some((&pool).into()),
+                    rt.as_ref(),
+                );
                 let local = cluster.agree("making this rank's heap", made)?;
                 let heap = DistributedHeap::new(cluster, local)?;
                 let what = format!("{}:ranges", mode.name());

@@ -114,7 +114,7 @@ impl<'a> HeapSubject<'a> {
     pub fn on_device(mode: Mode, rt: &Runtime, pool: &'a LatencyPool) -> Result<Self> {
         let mut options = HeapOptions::new(16);
         options.refill = 256;
-        let heap = heap_for::<u32>(mode, &options, Some(pool), Some(rt))?;
+        let heap = heap_for::<u32>(mode, &options, Some(pool.into()), Some(rt))?;
         Ok(HeapSubject {
             name: format!("heap ({})", mode.name()),
             rt: vec![rt.clone()],

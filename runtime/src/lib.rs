@@ -47,8 +47,8 @@ pub use error::{status_name, Error, Result, Side};
 pub use faults::{FaultPoint, Faults};
 pub use kernel::{ArgIndex, Kernel, Launch, Queue};
 pub use latency::{
-    BarrierGuard, CacheInfo, CpuTopology, LatencyPool, PoolOptions, SpinBarrier, WorkerInfo,
-    THREADS_ENV,
+    BarrierGuard, CacheInfo, CpuTopology, LatencyPool, PoolOptions, PoolRef, SpinBarrier,
+    WorkerInfo, THREADS_ENV,
 };
 pub use mode::Mode;
 pub use named::Named;

@@ -27,6 +27,15 @@ pub trait Key: SvmElement + std::fmt::Debug + PartialEq {
     fn from_image(image: u32) -> Self {
         Self::from_ordered((image ^ 0x8000_0000) as i32)
     }
+    /// `keys` as their ordered forms without a copy, where a key is its own ordered form
+    /// (`i32`); `None` for the others, which map each key.
+    fn as_ordered(keys: &[Self]) -> Option<&[i32]>
+    where
+        Self: Sized,
+    {
+        let _ = keys;
+        None
+    }
     /// The key's order (total), for references and tests.
     fn cmp_keys(a: &Self, b: &Self) -> std::cmp::Ordering {
         a.to_ordered().cmp(&b.to_ordered())
@@ -43,6 +52,9 @@ impl Key for i32 {
     #[inline]
     fn from_ordered(v: i32) -> Self {
         v
+    }
+    fn as_ordered(keys: &[i32]) -> Option<&[i32]> {
+        Some(keys)
     }
 }
 

@@ -479,9 +479,13 @@ fn the_heap_is_whole_in_every_device_placement() {
             for point in FaultPoint::ALL.iter().copied() {
                 let what = format!("{t} coop {}", point.name());
                 let setup = || {
-                    let mut heap =
-                        heap_for::<u32>(Mode::Cooperative, &options, Some(&pool), Some(&rt))
-                            .unwrap();
+                    let mut heap = heap_for::<u32>(
+                        Mode::Cooperative,
+                        &options,
+                        Some((&pool).into()),
+                        Some(&rt),
+                    )
+                    .unwrap();
                     heap.insert(&before).unwrap();
                     heap.delete_min(0).unwrap();
                     std::cell::RefCell::new(heap)

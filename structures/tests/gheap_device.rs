@@ -86,7 +86,8 @@ fn the_heap_of_every_mode_matches_binary_heap() {
     for t in common::transports() {
         let rt = common::runtime(t);
         for mode in Mode::ALL {
-            let mut heap = heap_for::<i32>(mode, &options, Some(&pool), Some(&rt)).unwrap();
+            let mut heap =
+                heap_for::<i32>(mode, &options, Some((&pool).into()), Some(&rt)).unwrap();
             let mut want = BinaryHeap::new();
             for round in 0..6 {
                 let n = rng.gen_range(0..700);

@@ -104,6 +104,31 @@ fn sort_edges(targets: &mut [u32], weights: &mut [u32], pairs: &mut Vec<(u32, u3
     }
 }
 
+/// Removes every edge `v -> v` from a CSR in place (offsets moved down to match), returning
+/// how many there were.
+fn drop_self_loops(offsets: &mut [u32], targets: &mut Vec<u32>, weights: &mut Vec<u32>) -> u64 {
+    let mut kept = 0usize;
+    let mut start = 0usize;
+    for v in 0..offsets.len() - 1 {
+        let end = offsets[v + 1] as usize;
+        offsets[v] = kept as u32;
+        for e in start..end {
+            if targets[e] as usize != v {
+                targets[kept] = targets[e];
+                weights[kept] = weights[e];
+                kept += 1;
+            }
+        }
+        start = end;
+    }
+    let dropped = (targets.len() - kept) as u64;
+    let last = offsets.len() - 1;
+    offsets[last] = kept as u32;
+    targets.truncate(kept);
+    weights.truncate(kept);
+    dropped
+}
+
 impl Graph {
     /// The graph on `vertices` vertices with `edges` (each added in both directions when
     /// `undirected`). Self-loops are dropped and counted.
@@ -171,6 +196,63 @@ impl Graph {
                 put(v, u, w);
             }
         }
+        par_each_vertex(&offsets, &mut targets, &mut weights, |_, t, w, scratch| {
+            sort_edges(t, w, scratch)
+        });
+        Ok(Graph {
+            offsets,
+            targets,
+            weights,
+            self_loops,
+        })
+    }
+
+    /// The graph of a compressed sparse row form as scipy and Graph500 write it: the edges of
+    /// vertex `v` are `offsets[v]..offsets[v + 1]` of `targets` and `weights` (in any order;
+    /// parallel edges kept). Offsets must start at 0, never decrease and end at the number of
+    /// edges; self-loops are dropped and counted.
+    pub fn from_csr(offsets: Vec<u32>, targets: Vec<u32>, weights: Vec<u32>) -> Result<Self> {
+        let vertices = offsets.len().checked_sub(1).ok_or_else(|| {
+            Error::InvalidArgument(
+                "the row offsets are empty: a CSR has one more than its rows".into(),
+            )
+        })?;
+        if vertices >= u32::MAX as usize || targets.len() >= u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{vertices} vertices and {} edges: graphs take fewer than 2^32 - 1 of each",
+                targets.len()
+            )));
+        }
+        if weights.len() != targets.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} edge targets but {} weights",
+                targets.len(),
+                weights.len()
+            )));
+        }
+        if offsets[0] != 0 || offsets[vertices] as usize != targets.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the row offsets run from {} to {}: they must run from 0 to the {} edges",
+                offsets[0],
+                offsets[vertices],
+                targets.len()
+            )));
+        }
+        if let Some(v) = offsets.windows(2).position(|w| w[1] < w[0]) {
+            return Err(Error::InvalidArgument(format!(
+                "the row offsets decrease at row {v} ({} then {})",
+                offsets[v],
+                offsets[v + 1]
+            )));
+        }
+        if let Some(e) = targets.iter().position(|&t| t as usize >= vertices) {
+            return Err(Error::InvalidArgument(format!(
+                "edge {e} leads to vertex {}, outside 0..{vertices}",
+                targets[e]
+            )));
+        }
+        let (mut offsets, mut targets, mut weights) = (offsets, targets, weights);
+        let self_loops = drop_self_loops(&mut offsets, &mut targets, &mut weights);
         par_each_vertex(&offsets, &mut targets, &mut weights, |_, t, w, scratch| {
             sort_edges(t, w, scratch)
         });
@@ -300,5 +382,56 @@ impl Graph {
             }
         }
         Ok(dist)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CSR in any edge order, with self-loops, gives the graph its edge list gives.
+    #[test]
+    fn from_csr_matches_from_edges() {
+        let n = 37u32;
+        let mut x = 12345u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        let edges: Vec<Edge> = (0..300)
+            .map(|_| (next() % n, next() % n, next() % 100))
+            .collect();
+        let mut rows: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n as usize];
+        for &(u, v, w) in edges.iter().rev() {
+            rows[u as usize].push((v, w));
+        }
+        let mut offsets = vec![0u32];
+        let (mut targets, mut weights) = (Vec::new(), Vec::new());
+        for r in &rows {
+            targets.extend(r.iter().map(|e| e.0));
+            weights.extend(r.iter().map(|e| e.1));
+            offsets.push(targets.len() as u32);
+        }
+        let from_csr = Graph::from_csr(offsets, targets, weights).unwrap();
+        let from_edges = Graph::from_edges(n as usize, &edges, false).unwrap();
+        assert!(from_edges.self_loops() > 0);
+        assert_eq!(from_csr, from_edges);
+    }
+
+    #[test]
+    fn from_csr_refuses_malformed_rows() {
+        let bad = [
+            (vec![], vec![], vec![]),
+            (vec![1, 1], vec![0], vec![1]),
+            (vec![0, 2, 1], vec![0, 1], vec![1, 1]),
+            (vec![0, 1], vec![5], vec![1]),
+            (vec![0, 1], vec![0], vec![]),
+        ];
+        for (o, t, w) in bad {
+            let e = Graph::from_csr(o.clone(), t, w).unwrap_err();
+            assert!(e.is_argument_error(), "{o:?}: {e}");
+        }
     }
 }

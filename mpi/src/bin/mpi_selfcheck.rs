@@ -408,7 +408,7 @@ fn run_heap_case(cluster: &Cluster, name: &str, rt: Option<&Runtime>) -> Result<
         Mode::CpuOnly
     };
     let pool = cluster.agree("starting the latency threads", cluster.latency_pool(None))?;
-    let local = heap_for::<u32>(mode, &HeapOptions::new(64), Some(&pool), rt);
+    let local = heap_for::<u32>(mode, &HeapOptions::new(64), Some((&pool).into()), rt);
     let local = cluster.agree("making the local heap", local)?;
     let mut heap = asym_mpi::DistributedHeap::new(cluster, local)?;
     let mut reference = std::collections::BinaryHeap::new();

@@ -12,5 +12,5 @@ mod pool;
 mod topology;
 
 pub use barrier::{BarrierGuard, SpinBarrier};
-pub use pool::{LatencyPool, PoolOptions, WorkerInfo, THREADS_ENV};
+pub use pool::{LatencyPool, PoolOptions, PoolRef, WorkerInfo, THREADS_ENV};
 pub use topology::{CacheInfo, CpuTopology};

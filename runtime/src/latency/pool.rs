@@ -95,6 +95,39 @@ fn panic_message(p: &Box<dyn Any + Send>) -> String {
     }
 }
 
+/// A latency pool a structure keeps using: borrowed for the structure's lifetime, or shared
+/// through an `Arc` by structures that must own what they use (a heap held by a Python
+/// object, say).
+#[derive(Debug, Clone)]
+pub enum PoolRef<'a> {
+    /// A pool that outlives the structure.
+    Borrowed(&'a LatencyPool),
+    /// A pool kept alive by every structure holding it.
+    Shared(std::sync::Arc<LatencyPool>),
+}
+
+impl std::ops::Deref for PoolRef<'_> {
+    type Target = LatencyPool;
+    fn deref(&self) -> &LatencyPool {
+        match self {
+            PoolRef::Borrowed(p) => p,
+            PoolRef::Shared(p) => p,
+        }
+    }
+}
+
+impl<'a> From<&'a LatencyPool> for PoolRef<'a> {
+    fn from(pool: &'a LatencyPool) -> Self {
+        PoolRef::Borrowed(pool)
+    }
+}
+
+impl From<std::sync::Arc<LatencyPool>> for PoolRef<'static> {
+    fn from(pool: std::sync::Arc<LatencyPool>) -> Self {
+        PoolRef::Shared(pool)
+    }
+}
+
 impl LatencyPool {
     /// A pool of `threads` threads (`None`: `ASYM_LATENCY_THREADS`, else one per usable CPU),
     /// the other options at their defaults: what a `--threads` flag asks for.

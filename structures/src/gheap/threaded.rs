@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use asym_runtime::{Error, LatencyPool, Mode, Named, Result, Runtime};
+use asym_runtime::{Error, Mode, Named, PoolRef, Result, Runtime};
 
 use super::{
     BatchHeap, ConcurrentGeneralizedHeap, CooperativeConfig, CooperativeHeap,
@@ -18,15 +18,16 @@ const FIRST_NODES: usize = 1024;
 /// insert's batches split over the threads, a delete's DELs taken by ticket.
 pub struct ThreadedHeap<'a, T> {
     heap: ConcurrentGeneralizedHeap<T>,
-    pool: &'a LatencyPool,
+    pool: PoolRef<'a>,
 }
 
 impl<'a, T: Ord + Copy + Default + Send + Sync> ThreadedHeap<'a, T> {
-    /// An empty heap of batches of `batch` keys on `pool`'s threads.
-    pub fn new(pool: &'a LatencyPool, batch: usize) -> Result<Self> {
+    /// An empty heap of batches of `batch` keys on `pool`'s threads (borrowed, or shared
+    /// through an `Arc`).
+    pub fn new(pool: impl Into<PoolRef<'a>>, batch: usize) -> Result<Self> {
         Ok(ThreadedHeap {
             heap: ConcurrentGeneralizedHeap::new(batch, FIRST_NODES)?,
-            pool,
+            pool: pool.into(),
         })
     }
 }
@@ -120,9 +121,9 @@ impl HeapOptions {
 pub fn heap_for<'a, T: DeviceHeapKey + Ord + Default + Send + Sync>(
     mode: Mode,
     options: &HeapOptions,
-    pool: Option<&'a LatencyPool>,
+    pool: Option<PoolRef<'a>>,
     rt: Option<&Runtime>,
-) -> Result<Box<dyn BatchHeap<T> + 'a>> {
+) -> Result<Box<dyn BatchHeap<T> + Send + 'a>> {
     let device = DeviceHeapConfig {
         batch: options.batch,
         ..options.device.clone()

@@ -40,7 +40,7 @@ use device::{min_known, ClaimPolicy, Copier, DeviceOutcome, DevicePlan, DeviceSh
 /// Batch k-selection on a runtime (optional: CpuOnly needs none) and a latency pool.
 pub struct KSelector {
     rt: Option<Runtime>,
-    pool: LatencyPool,
+    pool: std::sync::Arc<LatencyPool>,
     d: usize,
     work_group: Option<usize>,
     device_update: DeviceUpdate,
@@ -86,12 +86,17 @@ impl std::fmt::Debug for KSelector {
 }
 
 impl KSelector {
-    /// A selector with heaps of arity `d` (2, 4, 8, 16, 32 or 64).
-    pub fn new(rt: Option<Runtime>, pool: LatencyPool, d: usize) -> Result<Self> {
+    /// A selector with heaps of arity `d` (2, 4, 8, 16, 32 or 64) on `pool`'s threads (owned,
+    /// or an `Arc` shared with other structures).
+    pub fn new(
+        rt: Option<Runtime>,
+        pool: impl Into<std::sync::Arc<LatencyPool>>,
+        d: usize,
+    ) -> Result<Self> {
         check_d(d)?;
         Ok(KSelector {
             rt,
-            pool,
+            pool: pool.into(),
             d,
             work_group: None,
             device_update: DeviceUpdate::default(),
