@@ -39,6 +39,10 @@ impl<T: Ord + Copy + Default + Send + Sync> BatchHeap<T> for ThreadedHeap<'_, T>
         if needed > self.heap.max_nodes() {
             self.heap.grow(needed.max(2 * self.heap.max_nodes()));
         }
+        if keys.len() <= k {
+            // One batch: one thread's work, done here rather than waking the pool.
+            return self.heap.insert(keys);
+        }
         let (heap, threads) = (&self.heap, self.pool.len());
         let share = keys.len().div_ceil(threads).next_multiple_of(k);
         let results = self.pool.broadcast_scoped(|w| {
@@ -56,6 +60,10 @@ impl<T: Ord + Copy + Default + Send + Sync> BatchHeap<T> for ThreadedHeap<'_, T>
         let n = n.min(heap.len());
         // One DEL of at most K keys per ticket; the last ticket takes the remainder.
         let dels = n.div_ceil(k);
+        if dels <= 1 {
+            // One DEL: done here rather than waking the pool.
+            return heap.delete_min(n);
+        }
         let ticket = AtomicUsize::new(0);
         let parts = self.pool.broadcast_scoped(|_| -> Result<Vec<T>> {
             let mut mine = Vec::new();

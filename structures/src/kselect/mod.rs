@@ -37,6 +37,9 @@ use crate::dheap::{check_d, DHeap};
 use crate::key::Key;
 use device::{min_known, ClaimPolicy, Copier, DeviceOutcome, DevicePlan, DeviceShape, StageCache};
 
+/// Keys below which the latency threads' side of a call runs on the calling thread.
+const INLINE_KEYS: usize = 1 << 14;
+
 /// Batch k-selection on a runtime (optional: CpuOnly needs none) and a latency pool.
 pub struct KSelector {
     rt: Option<Runtime>,
@@ -709,27 +712,35 @@ impl KSelector {
     }
 
     /// The latency threads' side; the last `leave` threads sit out, so the device's driver
-    /// thread and staging copies have cores of their own.
+    /// thread and staging copies have cores of their own. A call of fewer than
+    /// [`INLINE_KEYS`] keys runs on the calling thread: waking the pool would cost more
+    /// than the selection.
     fn cpu_workers_leaving<K: Key>(&self, job: &Job<'_, K>, leave: usize) -> Result<usize> {
-        let d = self.d;
-        let radix = job.cpu_strategy == Strategy::Radix;
+        if leave == 0 && job.data.len() < INLINE_KEYS {
+            return self.cpu_worker(job);
+        }
         let counts = self.pool.broadcast_scoped(|w| -> Result<usize> {
             if w.index + leave >= w.threads {
                 return Ok(0);
             }
-            if radix {
-                let mut scratch = radix::RadixScratch::default();
-                return Ok(claim_sublists(job, |list| {
-                    radix::select_one(list, job.k, &mut scratch)
-                }));
-            }
-            let mut heap = DHeap::<i32>::with_capacity(d, job.k)?;
-            let mut first = Vec::with_capacity(job.k);
-            Ok(claim_sublists(job, |list| {
-                select_one(list, job.k, &mut heap, &mut first)
-            }))
+            self.cpu_worker(job)
         })?;
         counts.into_iter().sum()
+    }
+
+    /// One latency thread's loop: claim sub-lists and select them until none is left.
+    fn cpu_worker<K: Key>(&self, job: &Job<'_, K>) -> Result<usize> {
+        if job.cpu_strategy == Strategy::Radix {
+            let mut scratch = radix::RadixScratch::default();
+            return Ok(claim_sublists(job, |list| {
+                radix::select_one(list, job.k, &mut scratch)
+            }));
+        }
+        let mut heap = DHeap::<i32>::with_capacity(self.d, job.k)?;
+        let mut first = Vec::with_capacity(job.k);
+        Ok(claim_sublists(job, |list| {
+            select_one(list, job.k, &mut heap, &mut first)
+        }))
     }
 
     /// Cooperative by kind: every sub-list on an ad-heap shared by both kinds of cores.

@@ -71,6 +71,9 @@ pub(crate) const RED: u32 = 1;
 pub(crate) const H_ROOT: usize = N_LEFT;
 pub(crate) const H_COUNT: usize = 1;
 
+/// Searches below which [`RbTree::search_on_threads`] runs on the calling thread.
+const INLINE_SEARCHES: usize = 256;
+
 /// Longest walk a device search takes before it calls the tree damaged: twice the height
 /// bound of a red-black tree of 2^32 nodes.
 const MAX_DEPTH: u32 = 128;
@@ -260,6 +263,11 @@ impl<K: Key> RbTree<K> {
         let header = self.header;
         let mut map = self.arena.map()?;
         let view = map.view();
+        if keys.len() < INLINE_SEARCHES {
+            // A few searches: done here rather than waking the pool.
+            let nodes = ops::Nodes::new(view, header)?;
+            return keys.iter().map(|&k| nodes.search(k.to_ordered())).collect();
+        }
         let share = keys.len().div_ceil(pool.len().max(1)).max(1);
         let parts = pool.broadcast_scoped(|w| -> Result<Vec<Option<u64>>> {
             let start = (w.index * share).min(keys.len());
