@@ -9,6 +9,11 @@
 #   .gpu/bin/bench-kselect --bench                          # a criterion bench
 # (bench.sh registers NVIDIA's OpenCL driver with the ICD loader where only PoCL is listed.)
 # Extra arguments go to cargo (for example --features X).
+#
+# With GPU_PYTHON=/path/to/pythonX.Y (the GPU machine's Python version, here from pyenv) it
+# also builds the Python package's wheel for that interpreter into .gpu/wheels; there:
+#   python3 -m pip install --no-deps --target /tmp/asym-py .gpu/wheels/*.whl
+#   PYTHONPATH=/tmp/asym-py python3 python/bench.py --device nvidia ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -28,6 +33,11 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and "bench" in m["target"]["kind"]:
         shutil.copy2(m["executable"], os.path.join(".gpu/bin", "bench-" + m["target"]["name"]))
 '
+if [[ -n ${GPU_PYTHON:-} ]]; then
+  mkdir -p .gpu/wheels
+  .venv/bin/python -m pip install -q --disable-pip-version-check maturin
+  (cd python && ../.venv/bin/maturin build --release -q -i "$GPU_PYTHON" --out ../.gpu/wheels)
+fi
 # Release builds keep debug info (profile.release debug = 1): strip the staged copies.
 strip --strip-all .gpu/bin/* 2>/dev/null || true
 git rev-parse --short HEAD >.gpu/COMMIT 2>/dev/null || echo unknown >.gpu/COMMIT

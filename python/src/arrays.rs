@@ -1,5 +1,5 @@
 //! numpy arrays in: keys by dtype ([`KeyType`], [`with_keys`]) and integer or float vectors
-//! ([`counts`], [`weights_u32`]).
+//! ([`counts`], [`u32s`], [`weights_u32`]).
 //!
 //! Keys are read in C order whatever the array's layout: a C-contiguous array is read in
 //! place, any other (a Fortran-ordered matrix, a strided view) is copied first, so nothing
@@ -8,6 +8,7 @@
 
 use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use crate::errors;
 
@@ -154,32 +155,70 @@ pub fn counts(obj: &Bound<'_, PyAny>, what: &str, max: u64) -> PyResult<Vec<u64>
     Ok(values)
 }
 
+/// `obj` as a 1-D vector of `u32` in `0..=max` (any integer dtype): what CSR offsets and
+/// indices are. int32, uint32, int64 and uint64 arrays are read in place and checked by
+/// rayon's threads with the GIL released; other integer dtypes go through [`counts`].
+pub fn u32s(obj: &Bound<'_, PyAny>, what: &str, max: u32) -> PyResult<Vec<u32>> {
+    let a = one_dim(obj, what)?;
+    match dtype_name(&a)?.as_str() {
+        "int32" => narrow::<i32>(&a, what, max),
+        "uint32" => narrow::<u32>(&a, what, max),
+        "int64" => narrow::<i64>(&a, what, max),
+        "uint64" => narrow::<u64>(&a, what, max),
+        _ => Ok(counts(obj, what, max as u64)?
+            .into_iter()
+            .map(|v| v as u32)
+            .collect()),
+    }
+}
+
+/// The elements of `a` (dtype `T`, an integer) as `u32`, each checked to lie in `0..=max`.
+fn narrow<T>(a: &Bound<'_, PyUntypedArray>, what: &str, max: u32) -> PyResult<Vec<u32>>
+where
+    T: Element + Copy + Send + Sync + TryInto<u32> + std::fmt::Display,
+{
+    with_keys(a, |values: &[T]| {
+        let fits = |v: T| v.try_into().ok().filter(|&x: &u32| x <= max);
+        let converted: Option<Vec<u32>> = a.py().detach(|| {
+            values.par_iter().map(|&v| fits(v)).collect()
+        });
+        converted.ok_or_else(|| {
+            let i = values.iter().position(|&v| fits(v).is_none()).unwrap_or(0);
+            errors::value(format!(
+                "{what}: element {i} is {}, outside 0..={max}",
+                values[i]
+            ))
+        })
+    })
+}
+
 /// Edge weights as the searches take them: whole numbers in `0..=u32::MAX`, of any integer
 /// dtype or a float dtype holding whole numbers (scipy's matrices are float64).
 pub fn weights_u32(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
     const WHAT: &str = "edge weights";
     let a = one_dim(obj, WHAT)?;
     if dtype_kind(&a)? != "f" {
-        return Ok(counts(obj, WHAT, u32::MAX as u64)?
-            .into_iter()
-            .map(|w| w as u32)
-            .collect());
+        return u32s(obj, WHAT, u32::MAX);
     }
-    let floats = keys_vec::<f64>(&as_type(&a, "float64")?)?;
-    floats
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| {
-            if w >= 0.0 && w <= u32::MAX as f64 && w.fract() == 0.0 {
-                Ok(w as u32)
-            } else {
-                Err(errors::value(format!(
-                    "{WHAT} must be whole numbers from 0 to 2^32 - 1: edge {i} weighs {w} \
-                     (scale and round them, e.g. numpy.rint(w * 1000))"
-                )))
-            }
+    let floats = if dtype_name(&a)? == "float64" {
+        a
+    } else {
+        as_type(&a, "float64")?
+    };
+    with_keys(&floats, |w: &[f64]| {
+        let whole = |x: f64| (x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0).then_some(x as u32);
+        let converted: Option<Vec<u32>> = floats
+            .py()
+            .detach(|| w.par_iter().map(|&x| whole(x)).collect());
+        converted.ok_or_else(|| {
+            let i = w.iter().position(|&x| whole(x).is_none()).unwrap_or(0);
+            errors::value(format!(
+                "{WHAT} must be whole numbers from 0 to 2^32 - 1: edge {i} weighs {} \
+                 (scale and round them, e.g. numpy.rint(w * 1000))",
+                w[i]
+            ))
         })
-        .collect()
+    })
 }
 
 fn one_dim<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyUntypedArray>> {

@@ -63,8 +63,8 @@ pub fn sssp<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let choice = Choice::parse(mode)?;
     let (indptr, indices, weights) = csr_parts(graph)?;
-    let offsets = arrays::counts(&indptr, "indptr", u32::MAX as u64 - 1)?;
-    let targets = arrays::counts(&indices, "indices", u32::MAX as u64 - 1)?;
+    let offsets = arrays::u32s(&indptr, "indptr", u32::MAX - 1)?;
+    let targets = arrays::u32s(&indices, "indices", u32::MAX - 1)?;
     let weights = arrays::weights_u32(&weights)?;
     if source < 0 {
         return Err(errors::value(format!(
@@ -74,11 +74,7 @@ pub fn sssp<'py>(
     let engine = engine_for(py, device)?;
     let mode = engine.mode(choice, Work::Sssp).map_err(errors::to_py)?;
     let distances = work(py, move || {
-        let graph = Graph::from_csr(
-            offsets.into_iter().map(|o| o as u32).collect(),
-            targets.into_iter().map(|t| t as u32).collect(),
-            weights,
-        )?;
+        let graph = Graph::from_csr(offsets, targets, weights)?;
         let mut front =
             Sssp::new(&graph, SsspOptions::default()).with_latency_threads(engine.pool());
         if mode != Mode::CpuOnly {

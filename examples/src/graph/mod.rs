@@ -107,6 +107,15 @@ fn sort_edges(targets: &mut [u32], weights: &mut [u32], pairs: &mut Vec<(u32, u3
 /// Removes every edge `v -> v` from a CSR in place (offsets moved down to match), returning
 /// how many there were.
 fn drop_self_loops(offsets: &mut [u32], targets: &mut Vec<u32>, weights: &mut Vec<u32>) -> u64 {
+    use rayon::prelude::*;
+    let any = (0..offsets.len() - 1).into_par_iter().any(|v| {
+        targets[offsets[v] as usize..offsets[v + 1] as usize]
+            .iter()
+            .any(|&t| t as usize == v)
+    });
+    if !any {
+        return 0;
+    }
     let mut kept = 0usize;
     let mut start = 0usize;
     for v in 0..offsets.len() - 1 {
