@@ -36,7 +36,7 @@ for line in sys.stdin:
 if [[ -n ${GPU_PYTHON:-} ]]; then
   mkdir -p .gpu/wheels
   .venv/bin/python -m pip install -q --disable-pip-version-check maturin
-  (cd python && ../.venv/bin/maturin build --release -q -i "$GPU_PYTHON" --out ../.gpu/wheels)
+  (cd python && ../.venv/bin/maturin build --release -q --auditwheel skip -i "$GPU_PYTHON" --out ../.gpu/wheels)
 fi
 # Release builds keep debug info (profile.release debug = 1): strip the staged copies.
 strip --strip-all .gpu/bin/* 2>/dev/null || true
