@@ -13,7 +13,7 @@
 # With GPU_PYTHON=/path/to/pythonX.Y (the GPU machine's Python version, here from pyenv) it
 # also builds the Python package's wheel for that interpreter into .gpu/wheels; there:
 #   python3 -m pip install --no-deps --target /tmp/asym-py .gpu/wheels/*.whl
-#   PYTHONPATH=/tmp/asym-py python3 python/bench.py --device nvidia ...
+#   PYTHONPATH=/tmp/asym-py python3 python/benchmarks/bench.py --device nvidia ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

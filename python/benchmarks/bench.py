@@ -2,9 +2,9 @@
 timed from Python with every conversion included (median of --repeat runs after one
 warm-up), every answer checked against the peer's.
 
-    python python/bench.py                     # every set at the dev sizes, a table
-    python python/bench.py --json > out.jsonl  # one JSON object per row
-    python python/bench.py --device nvidia --keys-log2 26 --resident-log2 28 \\
+    python python/benchmarks/bench.py                     # every set at the dev sizes, a table
+    python python/benchmarks/bench.py --json > out.jsonl  # one JSON object per row
+    python python/benchmarks/bench.py --device nvidia --keys-log2 26 --resident-log2 28 \\
         --sort-log2 26 --graph geo.gr --tree-log2 20   # the GPU machine's sizes
 
 Sets: kselect (host keys, numpy.partition along rows), resident (keys in device memory,
