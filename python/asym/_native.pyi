@@ -58,7 +58,12 @@ class Heap:
     """A priority queue of int32, uint32 or float32 keys, in batches."""
 
     def __init__(
-        self, dtype: KeyDType, mode: Mode = "auto", device: Device = None, batch: int = 1024
+        self,
+        dtype: KeyDType,
+        mode: Mode = "auto",
+        device: Device = None,
+        batch: int = 1024,
+        capacity: int = 0,
     ) -> None: ...
     def insert(self, keys: npt.ArrayLike) -> None: ...
     def delete_min(self, n: int) -> Keys: ...

@@ -24,14 +24,17 @@ const BATCH: usize = 1024;
 
 type AnyHeap = Box<dyn BatchHeap<i32> + Send>;
 
-/// A new empty heap of `mode` on `engine`.
-fn new_heap(engine: &Engine, mode: Mode, batch: usize) -> Result<AnyHeap> {
+/// A new empty heap of `mode` on `engine` with room for `capacity` keys from the start (it
+/// grows past them; growing a large heap copies it).
+fn new_heap(engine: &Engine, mode: Mode, batch: usize, capacity: usize) -> Result<AnyHeap> {
     let pool: Option<PoolRef<'static>> = Some(engine.pool().clone().into());
     let rt = match mode {
         Mode::CpuOnly => None,
         _ => Some(engine.runtime()?),
     };
-    heap_for::<i32>(mode, &HeapOptions::new(batch), pool, rt)
+    let mut options = HeapOptions::new(batch);
+    options.device.initial_nodes = options.device.initial_nodes.max(capacity / batch + 2);
+    heap_for::<i32>(mode, &options, pool, rt)
 }
 
 /// `keys` in their ordered `i32` form, by rayon's threads.
@@ -39,9 +42,9 @@ fn to_ordered<T: Key + Sync>(keys: &[T]) -> Vec<i32> {
     keys.par_iter().map(|&k| k.to_ordered()).collect()
 }
 
-/// Ordered keys back as `T`.
+/// Ordered keys back as `T` (in place for `i32`).
 fn from_ordered<T: Key + Send>(keys: Vec<i32>) -> Vec<T> {
-    keys.into_par_iter().map(T::from_ordered).collect()
+    T::from_ordered_vec(keys)
 }
 
 /// Inserts `keys` (dtype `T`) into `heap`, mapping them where `T` is not `i32`.
@@ -67,6 +70,9 @@ fn insert_keys<T: Key + Sync>(heap: &mut AnyHeap, keys: &[T]) -> Result<()> {
 ///     The device or runtime to run on.
 /// batch : int, optional
 ///     Keys per heap node, a power of two (default 1024).
+/// capacity : int, optional
+///     Keys to make room for from the start (the heap grows past them, but growing a large
+///     heap copies it).
 ///
 /// Examples
 /// --------
@@ -86,19 +92,20 @@ pub struct Heap {
 #[pymethods]
 impl Heap {
     #[new]
-    #[pyo3(signature = (dtype, mode = "auto", device = None, batch = BATCH))]
+    #[pyo3(signature = (dtype, mode = "auto", device = None, batch = BATCH, capacity = 0))]
     fn new(
         py: Python<'_>,
         dtype: &Bound<'_, PyAny>,
         mode: &str,
         device: Option<&Bound<'_, PyAny>>,
         batch: usize,
+        capacity: usize,
     ) -> PyResult<Self> {
         let key_type = KeyType::of_dtype(dtype, "a heap's dtype")?;
         let choice = Choice::parse(mode)?;
         let engine = engine_for(py, device)?;
         let mode = engine.mode(choice, Work::Heap).map_err(errors::to_py)?;
-        let heap = work(py, || new_heap(&engine, mode, batch))?;
+        let heap = work(py, || new_heap(&engine, mode, batch, capacity))?;
         Ok(Heap {
             key_type,
             mode,
@@ -217,7 +224,7 @@ pub fn sort<'py>(
                 return Ok(Vec::new());
             }
             let mut heap = work(py, || {
-                let mut heap = new_heap(&engine, mode, BATCH)?;
+                let mut heap = new_heap(&engine, mode, BATCH, keys.len())?;
                 insert_keys(&mut heap, keys)?;
                 Ok(heap)
             })?;

@@ -36,6 +36,15 @@ pub trait Key: SvmElement + std::fmt::Debug + PartialEq {
         let _ = keys;
         None
     }
+    /// Keys back from their ordered forms: in place where a key is its own ordered form
+    /// (`i32`), else each mapped by rayon's threads.
+    fn from_ordered_vec(ordered: Vec<i32>) -> Vec<Self>
+    where
+        Self: Sized + Send,
+    {
+        use rayon::prelude::*;
+        ordered.into_par_iter().map(Self::from_ordered).collect()
+    }
     /// The key's order (total), for references and tests.
     fn cmp_keys(a: &Self, b: &Self) -> std::cmp::Ordering {
         a.to_ordered().cmp(&b.to_ordered())
@@ -55,6 +64,9 @@ impl Key for i32 {
     }
     fn as_ordered(keys: &[i32]) -> Option<&[i32]> {
         Some(keys)
+    }
+    fn from_ordered_vec(ordered: Vec<i32>) -> Vec<i32> {
+        ordered
     }
 }
 

@@ -25,8 +25,13 @@ impl<'a, T: Ord + Copy + Default + Send + Sync> ThreadedHeap<'a, T> {
     /// An empty heap of batches of `batch` keys on `pool`'s threads (borrowed, or shared
     /// through an `Arc`).
     pub fn new(pool: impl Into<PoolRef<'a>>, batch: usize) -> Result<Self> {
+        Self::with_nodes(pool, batch, FIRST_NODES)
+    }
+
+    /// An empty heap with room for `nodes` nodes from the start (it grows past them).
+    pub fn with_nodes(pool: impl Into<PoolRef<'a>>, batch: usize, nodes: usize) -> Result<Self> {
         Ok(ThreadedHeap {
-            heap: ConcurrentGeneralizedHeap::new(batch, FIRST_NODES)?,
+            heap: ConcurrentGeneralizedHeap::new(batch, nodes.max(FIRST_NODES))?,
             pool: pool.into(),
         })
     }
@@ -145,7 +150,11 @@ pub fn heap_for<'a, T: DeviceHeapKey + Ord + Default + Send + Sync>(
     Ok(match mode {
         Mode::CpuOnly => {
             let pool = pool.ok_or_else(|| missing("the latency threads"))?;
-            Box::new(ThreadedHeap::new(pool, options.batch)?)
+            Box::new(ThreadedHeap::with_nodes(
+                pool,
+                options.batch,
+                options.device.initial_nodes,
+            )?)
         }
         Mode::GpuOnly => {
             let rt = rt.ok_or_else(|| missing("a device"))?;
