@@ -179,9 +179,9 @@ where
 {
     with_keys(a, |values: &[T]| {
         let fits = |v: T| v.try_into().ok().filter(|&x: &u32| x <= max);
-        let converted: Option<Vec<u32>> = a.py().detach(|| {
-            values.par_iter().map(|&v| fits(v)).collect()
-        });
+        let converted: Option<Vec<u32>> = a
+            .py()
+            .detach(|| values.par_iter().map(|&v| fits(v)).collect());
         converted.ok_or_else(|| {
             let i = values.iter().position(|&v| fits(v).is_none()).unwrap_or(0);
             errors::value(format!(
@@ -206,7 +206,8 @@ pub fn weights_u32(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         as_type(&a, "float64")?
     };
     with_keys(&floats, |w: &[f64]| {
-        let whole = |x: f64| (x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0).then_some(x as u32);
+        let whole =
+            |x: f64| (x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0).then_some(x as u32);
         let converted: Option<Vec<u32>> = floats
             .py()
             .detach(|| w.par_iter().map(|&x| whole(x)).collect());

@@ -33,6 +33,9 @@ pub struct Engine {
     pool: Arc<LatencyPool>,
     selector: KSelector,
     set: Option<DeviceSet>,
+    /// The heap `asym.sort` keeps for the next sort (making and freeing one of 2^26 keys on
+    /// the GPU machine's coarse SVM costs 5-10 times the sort).
+    pub(crate) sort_heap: Mutex<Option<crate::heap::KeptHeap>>,
 }
 
 impl Engine {
@@ -56,6 +59,7 @@ impl Engine {
             pool,
             selector,
             set,
+            sort_heap: Mutex::new(None),
         })
     }
 

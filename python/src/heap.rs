@@ -37,6 +37,36 @@ fn new_heap(engine: &Engine, mode: Mode, batch: usize, capacity: usize) -> Resul
     heap_for::<i32>(mode, &options, pool, rt)
 }
 
+/// An empty heap kept between sorts on one engine: its mode and the keys it has room for.
+pub struct KeptHeap {
+    mode: Mode,
+    capacity: usize,
+    heap: AnyHeap,
+}
+
+/// A heap of `mode` with room for `n` keys: the engine's kept one where it fits, else new.
+fn sort_heap(engine: &Engine, mode: Mode, n: usize) -> Result<(AnyHeap, usize)> {
+    let kept = call::locked(&engine.sort_heap, "the sort heap")?.take();
+    match kept {
+        Some(k) if k.mode == mode && k.capacity >= n && k.heap.is_empty() => {
+            Ok((k.heap, k.capacity))
+        }
+        _ => Ok((new_heap(engine, mode, BATCH, n)?, n)),
+    }
+}
+
+/// Keeps `heap` (empty after a whole sort) for the engine's next sort.
+fn keep_sort_heap(engine: &Engine, mode: Mode, capacity: usize, heap: AnyHeap) -> Result<()> {
+    if heap.is_empty() {
+        *call::locked(&engine.sort_heap, "the sort heap")? = Some(KeptHeap {
+            mode,
+            capacity,
+            heap,
+        });
+    }
+    Ok(())
+}
+
 /// `keys` in their ordered `i32` form, by rayon's threads.
 fn to_ordered<T: Key + Sync>(keys: &[T]) -> Vec<i32> {
     keys.par_iter().map(|&k| k.to_ordered()).collect()
@@ -178,7 +208,9 @@ impl Heap {
 }
 
 /// A sorted copy of ``a``, through the generalized heap: every key inserted in one batch,
-/// then all deleted in one (the device heap sorts such batches whole, its bulk path).
+/// then all deleted in one (the device heap sorts such batches whole, its bulk path). The
+/// empty heap is kept for the next sort of as many keys or fewer on the same runtime and
+/// mode (making one costs more than a sort on a GPU), and its memory with it.
 ///
 /// Parameters
 /// ----------
@@ -223,14 +255,18 @@ pub fn sort<'py>(
             if keys.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut heap = work(py, || {
-                let mut heap = new_heap(&engine, mode, BATCH, keys.len())?;
+            let (mut heap, capacity) = work(py, || {
+                let (mut heap, capacity) = sort_heap(&engine, mode, keys.len())?;
                 insert_keys(&mut heap, keys)?;
-                Ok(heap)
+                Ok((heap, capacity))
             })?;
             py.check_signals()?;
             let n = keys.len();
-            work(py, move || Ok(from_ordered(heap.delete_min(n)?)))
+            work(py, || {
+                let sorted = heap.delete_min(n)?;
+                keep_sort_heap(&engine, mode, capacity, heap)?;
+                Ok(from_ordered(sorted))
+            })
         })?;
         Ok(PyArray1::from_vec(py, sorted).into_any())
     })

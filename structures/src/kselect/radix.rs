@@ -89,11 +89,6 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
             .extend(list.iter().map(|&x| x.to_image()));
         return finish(&mut scratch.candidates, k);
     }
-    if list.len() >= ONE_READ_FROM {
-        if let Some(answer) = select_one_read(list, k, scratch) {
-            return answer;
-        }
-    }
     // First digit over the sub-list as it is.
     let top = 32 - DIGIT_BITS;
     let hist = zeroed(&mut scratch.hist);
@@ -117,90 +112,6 @@ pub(crate) fn select_one<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratc
     candidates.reserve(size);
     gather(list, bucket as u32, top, candidates);
     finish_digits(scratch, k, prefix, shift)
-}
-
-/// Sub-lists at least this long are selected in one read where a sample allows. Shorter ones
-/// are re-read from cache, and there the sample and the wider pass cost more than the second
-/// read saves (docs/decisions.md).
-const ONE_READ_FROM: usize = 1 << 21;
-/// Keys of a piece of the one-read pass: 16 KiB of `u32`, in L1 when they are read again.
-const ONE_READ_PIECE: usize = 4096;
-/// Sample blocks, each 1/1024 of the sub-list, spread evenly over it: 1/32 of the keys.
-const SAMPLE_BLOCKS: usize = 32;
-
-/// One read of the keys instead of two, where a sample narrows the k-th's top digit: the
-/// top digits of an evenly spread sample (32 blocks, 1/32 of the keys) give the k-th's
-/// rank within a window of buckets (four standard deviations of the sample's rank estimate
-/// either side), and one pass counts every key's top digit while keeping the keys in that
-/// window. If the counted histogram puts the k-th in the window, its bucket's keys are among
-/// the kept ones; if not (a sample fooled by the keys' order), the bucket is gathered by a
-/// second pass. `None` when the window would keep more than 1/16 of the keys (few distinct
-/// top digits): the caller's two passes are cheaper then. `k` is 0-based.
-fn select_one_read<K: Key>(list: &[K], k: usize, scratch: &mut RadixScratch) -> Option<i32> {
-    let top = 32 - DIGIT_BITS;
-    let len = list.len();
-    let block = len / 1024;
-    let mut sample = [0u32; BUCKETS];
-    for b in 0..SAMPLE_BLOCKS {
-        let start = b * (len - block) / (SAMPLE_BLOCKS - 1);
-        for &x in &list[start..start + block] {
-            sample[(x.to_image() >> top) as usize] += 1;
-        }
-    }
-    let m = (SAMPLE_BLOCKS * block) as f64;
-    let p = (k as f64 + 0.5) / len as f64;
-    let spread = 4.0 * (p * (1.0 - p) / m).sqrt() + 2.0 / m;
-    let lo_rank = ((p - spread).max(0.0) * m) as usize;
-    let hi_rank = (((p + spread).min(1.0) * m) as usize).min(m as usize - 1);
-    let (lo, _) = find(&sample, lo_rank);
-    let (hi, _) = find(&sample, hi_rank);
-    let window: u32 = sample[lo..=hi].iter().sum();
-    if window as f64 > m / 16.0 {
-        return None;
-    }
-    // One pass: count every key's top digit, keep the keys whose top digit is in lo..=hi.
-    let (lo, width) = (lo as u32, (hi - lo) as u32);
-    let candidates = &mut scratch.candidates;
-    candidates.clear();
-    let hist = zeroed(&mut scratch.hist);
-    let (h0, rest) = hist.split_at_mut(1);
-    let (h1, rest) = rest.split_at_mut(1);
-    let (h2, h3) = rest.split_at_mut(1);
-    let (h0, h1, h2, h3) = (&mut h0[0], &mut h1[0], &mut h2[0], &mut h3[0]);
-    // Pieces small enough to stay in L1: each is counted, then its window's keys gathered
-    // from cache, so memory is read once. (Counting and marking in one loop over the same
-    // 16 keys made the compiler extract vector lanes one by one: 5x slower than two passes.)
-    for piece in list.chunks(ONE_READ_PIECE) {
-        let mut quads = piece.chunks_exact(4);
-        for q in &mut quads {
-            h0[(q[0].to_image() >> top) as usize] += 1;
-            h1[(q[1].to_image() >> top) as usize] += 1;
-            h2[(q[2].to_image() >> top) as usize] += 1;
-            h3[(q[3].to_image() >> top) as usize] += 1;
-        }
-        for &x in quads.remainder() {
-            h0[(x.to_image() >> top) as usize] += 1;
-        }
-        gather_where(piece, candidates, |v| (v >> top).wrapping_sub(lo) <= width);
-    }
-    for b in 0..BUCKETS {
-        h0[b] += h1[b] + h2[b] + h3[b];
-    }
-    let (bucket, below) = find(h0, k);
-    let size = h0[bucket] as usize;
-    if (bucket as u32).wrapping_sub(lo) <= width {
-        candidates.retain(|&v| v >> top == bucket as u32);
-    } else {
-        candidates.clear();
-        candidates.reserve(size);
-        gather(list, bucket as u32, top, candidates);
-    }
-    Some(finish_digits(
-        scratch,
-        k - below,
-        (bucket as u32) << top,
-        top,
-    ))
 }
 
 /// Finishes a selection whose digits above `shift` are fixed (`prefix`): the candidates in
@@ -256,20 +167,13 @@ pub(crate) fn gather_bucket<K: Key>(chunk: &[K], bucket: usize) -> Vec<u32> {
 /// keys match, so this replaces a branch per key by one per block.
 #[inline(always)]
 fn gather<K: Key>(keys: &[K], digit: u32, shift: u32, out: &mut Vec<u32>) {
-    gather_where(keys, out, |v| v >> shift == digit)
-}
-
-/// Appends to `out` the images of `keys` that `keep` accepts, in blocks of 16 as
-/// [`gather`] describes (`keep` must be cheap and branch-free).
-#[inline(always)]
-fn gather_where<K: Key>(keys: &[K], out: &mut Vec<u32>, keep: impl Fn(u32) -> bool) {
     let mut blocks = keys.chunks_exact(16);
     for block in &mut blocks {
         let mut vals = [0u32; 16];
         let mut mask = 0u32;
         for (j, &x) in block.iter().enumerate() {
             vals[j] = x.to_image();
-            mask |= u32::from(keep(vals[j])) << j;
+            mask |= u32::from(vals[j] >> shift == digit) << j;
         }
         while mask != 0 {
             out.push(vals[mask.trailing_zeros() as usize]);
@@ -281,7 +185,7 @@ fn gather_where<K: Key>(keys: &[K], out: &mut Vec<u32>, keep: impl Fn(u32) -> bo
             .remainder()
             .iter()
             .map(|&x| x.to_image())
-            .filter(|&v| keep(v)),
+            .filter(|v| v >> shift == digit),
     );
 }
 
@@ -326,59 +230,6 @@ mod tests {
     /// The one-read path against `select_nth_unstable`: the k-th inside the sampled window,
     /// outside it (keys whose order fools the sample: a second pass), and declined (few
     /// distinct top digits).
-    #[test]
-    fn one_read_selection_is_right_in_and_out_of_its_window() {
-        let mut scratch = RadixScratch::default();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
-        let len = 1 << 18;
-        let random: Vec<i32> = (0..len).map(|_| next() as i32).collect();
-        let sorted: Vec<i32> = (0..len as i32).map(|i| i.wrapping_mul(1 << 13)).collect();
-        // The sampled blocks (each 1/1024 of the list, at 32 evenly spread places) hold
-        // negative keys, everything between them positive ones: the sample puts the k-th far
-        // too low, and the pass must gather its bucket again.
-        let block = len / 1024;
-        let fooling: Vec<i32> = (0..len)
-            .map(|i| {
-                let in_sample = (0..SAMPLE_BLOCKS).any(|b| {
-                    let start = b * (len - block) / (SAMPLE_BLOCKS - 1);
-                    (start..start + block).contains(&i)
-                });
-                let r = (next() >> 33) as i32;
-                if in_sample {
-                    -1 - r
-                } else {
-                    r
-                }
-            })
-            .collect();
-        let few: Vec<i32> = (0..len).map(|i| (i % 3) as i32).collect();
-        let mut answered = 0;
-        for (name, list) in [
-            ("random", &random),
-            ("sorted", &sorted),
-            ("fooling", &fooling),
-        ] {
-            for k in [1, 2, len / 10, len / 2, len - 1, len] {
-                let got = select_one_read(list, k - 1, &mut scratch);
-                if let Some(v) = got {
-                    assert_eq!(v, reference(list, k), "{name} k {k}");
-                    answered += 1;
-                }
-            }
-        }
-        assert!(
-            answered >= 15,
-            "the one-read path answered {answered} of 18"
-        );
-        assert_eq!(select_one_read(&few, len / 2, &mut scratch), None);
-    }
-
     #[test]
     fn matches_select_nth_on_adversarial_lists() {
         let mut scratch = RadixScratch::default();
