@@ -81,7 +81,8 @@ def sssp(
     source: int,
     mode: Mode = "auto",
     device: Device = None,
-) -> npt.NDArray[np.float64]:
+    stats: bool = False,
+) -> Union[npt.NDArray[np.float64], Tuple[npt.NDArray[np.float64], dict[str, object]]]:
     """Shortest path lengths from ``source`` (inf where unreachable)."""
 
 def knapsack(

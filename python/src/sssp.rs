@@ -4,10 +4,13 @@ use asym_apps::graph::{Graph, UNREACHABLE};
 use asym_apps::sssp::delta::auto_delta;
 use asym_apps::sssp::front::{Sssp, SsspOptions};
 use asym_apps::sssp::Order;
-use asym_runtime::Mode;
+use std::time::Instant;
+
+use asym_runtime::{Mode, Named};
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
+use rayon::prelude::*;
 
 use crate::arrays;
 use crate::call::work;
@@ -33,12 +36,18 @@ use crate::errors;
 ///     ``auto``: ``gpu`` on a GPU, else ``cpu``.
 /// device : str or asym.Runtime, optional
 ///     The device or runtime to run on.
+/// stats : bool, optional
+///     Also return where the time went: a dict of milliseconds (``read`` the arrays,
+///     ``build`` the graph, ``search`` in all, of which ``compute`` the search proper and
+///     ``setup`` its arrays on the device or threads, ``release`` the graph and the
+///     device's copy) and counters (``vertices``, ``edges``, ``iterations``, ``relaxed``).
 ///
 /// Returns
 /// -------
 /// numpy.ndarray
 ///     float64 distances, ``inf`` where no path leads, as
-///     ``scipy.sparse.csgraph.dijkstra(graph, indices=source)`` gives them.
+///     ``scipy.sparse.csgraph.dijkstra(graph, indices=source)`` gives them; with
+///     ``stats=True``, the tuple ``(distances, stats)``.
 ///
 /// Raises
 /// ------
@@ -53,15 +62,17 @@ use crate::errors;
 /// >>> asym.sssp(g, 0)
 /// array([0., 3., 1.])
 #[pyfunction]
-#[pyo3(signature = (graph, source, mode = "auto", device = None))]
+#[pyo3(signature = (graph, source, mode = "auto", device = None, stats = false))]
 pub fn sssp<'py>(
     py: Python<'py>,
     graph: &Bound<'py, PyAny>,
     source: i64,
     mode: &str,
     device: Option<&Bound<'py, PyAny>>,
+    stats: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let choice = Choice::parse(mode)?;
+    let started = Instant::now();
     let (indptr, indices, weights) = csr_parts(graph)?;
     let offsets = arrays::u32s(&indptr, "indptr", u32::MAX - 1)?;
     let targets = arrays::u32s(&indices, "indices", u32::MAX - 1)?;
@@ -73,8 +84,12 @@ pub fn sssp<'py>(
     }
     let engine = engine_for(py, device)?;
     let mode = engine.mode(choice, Work::Sssp).map_err(errors::to_py)?;
-    let distances = work(py, move || {
+    let read_ms = ms(started);
+    let (distances, times) = work(py, move || {
+        let t = Instant::now();
         let graph = Graph::from_csr(offsets, targets, weights)?;
+        let build_ms = ms(t);
+        let t = Instant::now();
         let mut front =
             Sssp::new(&graph, SsspOptions::default()).with_latency_threads(engine.pool());
         if mode != Mode::CpuOnly {
@@ -84,19 +99,69 @@ pub fn sssp<'py>(
             width: auto_delta(&graph),
         };
         let run = front.shortest_paths(source as usize, mode, order)?.run;
-        Ok(run
+        let search_ms = ms(t);
+        let distances: Vec<f64> = run
             .distances
-            .into_iter()
-            .map(|d| {
+            .par_iter()
+            .map(|&d| {
                 if d == UNREACHABLE {
                     f64::INFINITY
                 } else {
                     d as f64
                 }
             })
-            .collect::<Vec<f64>>())
+            .collect();
+        let counts = (graph.vertices(), graph.edges());
+        let t = Instant::now();
+        drop(front);
+        drop(graph);
+        let times = Times {
+            build_ms,
+            search_ms,
+            compute_ms: run.stats.compute_time.as_secs_f64() * 1e3,
+            setup_ms: run.stats.transfer_time.as_secs_f64() * 1e3,
+            release_ms: ms(t),
+            vertices: counts.0,
+            edges: counts.1,
+            iterations: run.stats.iterations,
+            relaxed: run.stats.relaxed,
+        };
+        Ok((distances, times))
     })?;
-    Ok(PyArray1::from_vec(py, distances).into_any())
+    let distances = PyArray1::from_vec(py, distances).into_any();
+    if !stats {
+        return Ok(distances);
+    }
+    let d = PyDict::new(py);
+    d.set_item("mode", mode.name())?;
+    d.set_item("read", read_ms)?;
+    d.set_item("build", times.build_ms)?;
+    d.set_item("search", times.search_ms)?;
+    d.set_item("compute", times.compute_ms)?;
+    d.set_item("setup", times.setup_ms)?;
+    d.set_item("release", times.release_ms)?;
+    d.set_item("vertices", times.vertices)?;
+    d.set_item("edges", times.edges)?;
+    d.set_item("iterations", times.iterations)?;
+    d.set_item("relaxed", times.relaxed)?;
+    Ok(PyTuple::new(py, [distances, d.into_any()])?.into_any())
+}
+
+/// Where a search's time went, ms, and its counters.
+struct Times {
+    build_ms: f64,
+    search_ms: f64,
+    compute_ms: f64,
+    setup_ms: f64,
+    release_ms: f64,
+    vertices: usize,
+    edges: usize,
+    iterations: u64,
+    relaxed: u64,
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
 }
 
 /// `indptr`, `indices` and the weights of a scipy sparse matrix (checked square) or of a
