@@ -179,16 +179,23 @@ where
 {
     with_keys(a, |values: &[T]| {
         let fits = |v: T| v.try_into().ok().filter(|&x: &u32| x <= max);
-        let converted: Option<Vec<u32>> = a
+        // Checked first, then converted by an indexed collect (written in place by rayon's
+        // threads): collecting `Option`s cannot know the length and copies through lists.
+        let bad = a
             .py()
-            .detach(|| values.par_iter().map(|&v| fits(v)).collect());
-        converted.ok_or_else(|| {
-            let i = values.iter().position(|&v| fits(v).is_none()).unwrap_or(0);
-            errors::value(format!(
+            .detach(|| values.par_iter().position_any(|&v| fits(v).is_none()));
+        if let Some(i) = bad {
+            return Err(errors::value(format!(
                 "{what}: element {i} is {}, outside 0..={max}",
                 values[i]
-            ))
-        })
+            )));
+        }
+        Ok(a.py().detach(|| {
+            values
+                .par_iter()
+                .map(|&v| fits(v).unwrap_or_default())
+                .collect()
+        }))
     })
 }
 
@@ -206,19 +213,16 @@ pub fn weights_u32(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         as_type(&a, "float64")?
     };
     with_keys(&floats, |w: &[f64]| {
-        let whole =
-            |x: f64| (x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0).then_some(x as u32);
-        let converted: Option<Vec<u32>> = floats
-            .py()
-            .detach(|| w.par_iter().map(|&x| whole(x)).collect());
-        converted.ok_or_else(|| {
-            let i = w.iter().position(|&x| whole(x).is_none()).unwrap_or(0);
-            errors::value(format!(
+        let whole = |x: f64| x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0;
+        let py = floats.py();
+        if let Some(i) = py.detach(|| w.par_iter().position_any(|&x| !whole(x))) {
+            return Err(errors::value(format!(
                 "{WHAT} must be whole numbers from 0 to 2^32 - 1: edge {i} weighs {} \
                  (scale and round them, e.g. numpy.rint(w * 1000))",
                 w[i]
-            ))
-        })
+            )));
+        }
+        Ok(py.detach(|| w.par_iter().map(|&x| x as u32).collect()))
     })
 }
 

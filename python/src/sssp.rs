@@ -33,7 +33,8 @@ use crate::errors;
 /// mode : {"auto", "cpu", "gpu", "coop"}, optional
 ///     ``cpu``: delta-stepping on the latency threads; ``gpu``: on the device (near-far
 ///     work lists); ``coop``: rounds moved between both by their measured speed.
-///     ``auto``: ``gpu`` on a GPU, else ``cpu``.
+///     ``auto``: ``cpu`` (each call uploads the graph, which costs a GPU more than its
+///     faster search saves: ``stats=True`` shows the parts).
 /// device : str or asym.Runtime, optional
 ///     The device or runtime to run on.
 /// stats : bool, optional

@@ -254,7 +254,8 @@ impl Graph {
                 offsets[v + 1]
             )));
         }
-        if let Some(e) = targets.iter().position(|&t| t as usize >= vertices) {
+        use rayon::prelude::*;
+        if let Some(e) = targets.par_iter().position_any(|&t| t as usize >= vertices) {
             return Err(Error::InvalidArgument(format!(
                 "edge {e} leads to vertex {}, outside 0..{vertices}",
                 targets[e]
