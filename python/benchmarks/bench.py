@@ -84,6 +84,10 @@ class Report:
 
 
 def commit():
+    """The commit the package was built from: ASYM_COMMIT where the caller knows it (a wheel
+    carried to another machine), else this checkout's HEAD."""
+    if os.environ.get("ASYM_COMMIT"):
+        return os.environ["ASYM_COMMIT"]
     try:
         here = os.path.dirname(os.path.abspath(__file__))
         return subprocess.run(
@@ -91,7 +95,7 @@ def commit():
             capture_output=True, text=True, check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("ASYM_COMMIT", "unknown")
+        return "unknown"
 
 
 def progress(what):
