@@ -178,6 +178,7 @@ where
     T: Element + Copy + Send + Sync + TryInto<u32> + std::fmt::Display,
 {
     with_keys(a, |values: &[T]| {
+        room_for_u32s(values.len(), what)?;
         let fits = |v: T| v.try_into().ok().filter(|&x: &u32| x <= max);
         // Checked first, then converted by an indexed collect (written in place by rayon's
         // threads): collecting `Option`s cannot know the length and copies through lists.
@@ -213,6 +214,7 @@ pub fn weights_u32(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         as_type(&a, "float64")?
     };
     with_keys(&floats, |w: &[f64]| {
+        room_for_u32s(w.len(), WHAT)?;
         let whole = |x: f64| x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0;
         let py = floats.py();
         if let Some(i) = py.detach(|| w.par_iter().position_any(|&x| !whole(x))) {
@@ -224,6 +226,11 @@ pub fn weights_u32(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         }
         Ok(py.detach(|| w.par_iter().map(|&x| x as u32).collect()))
     })
+}
+
+/// Checks that the host can hold `len` more `u32` (a `MemoryError` rather than an abort).
+fn room_for_u32s(len: usize, what: &str) -> PyResult<()> {
+    asym_runtime::host_memory::ensure_available(len as u64 * 4, what).map_err(errors::to_py)
 }
 
 fn one_dim<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyUntypedArray>> {

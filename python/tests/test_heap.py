@@ -65,3 +65,12 @@ def test_heap_bad_arguments():
     with pytest.raises(TypeError, match="float64"):
         asym.sort(np.zeros(3))
     assert "asym.Heap(dtype=int32" in repr(heap)
+    with pytest.raises(ValueError, match="power of two"):
+        asym.Heap(np.int32, mode="cpu", batch=100)
+
+
+@pytest.mark.parametrize("mode, capacity", [("cpu", 2**44), ("gpu", 2**40)])
+def test_a_capacity_the_machine_cannot_hold_is_a_memory_error(mode, capacity):
+    # Terabytes of lock words or of SVM: refused before anything is allocated.
+    with pytest.raises(MemoryError):
+        asym.Heap(np.int32, mode=mode, capacity=capacity)

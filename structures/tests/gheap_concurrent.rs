@@ -160,7 +160,7 @@ fn a_full_heap_refuses_inserts_and_can_grow() {
         Err(Error::CapacityExceeded { capacity: 11, .. })
     ));
     assert_eq!(heap.len(), 10);
-    heap.grow(3);
+    heap.grow(3).unwrap();
     heap.insert(&[11, 12]).unwrap();
     assert_eq!(heap.delete_min(12).unwrap(), (1..=12).collect::<Vec<i32>>());
     assert!(matches!(

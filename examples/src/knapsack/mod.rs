@@ -535,7 +535,7 @@ pub fn solve_concurrent(
             });
         }
         nodes = nodes.saturating_mul(2).max(needed).min(max_nodes);
-        heap.grow(nodes);
+        heap.grow(nodes)?;
         waiting = overflow;
     }
     Ok(BnbStats {

@@ -178,6 +178,8 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
             // lock words until it is used.
             keys: Vec::new(),
         };
+        let mut nodes = Vec::new();
+        add_nodes(&mut nodes, tree_slots(max_nodes.max(1)) - 1)?;
         Ok(ConcurrentGeneralizedHeap {
             batch,
             root: Mutex::new(Root {
@@ -185,9 +187,7 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
                 partial: Vec::with_capacity(batch),
                 count: 0,
             }),
-            nodes: (1..tree_slots(max_nodes.max(1)))
-                .map(|_| Mutex::new(node()))
-                .collect(),
+            nodes,
             max_nodes: max_nodes.max(1),
             timeout: Duration::from_secs(30),
             direction: InsertDirection::TopDown,
@@ -233,15 +233,14 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
         }
     }
 
-    /// Room for `max_nodes` full nodes in all (between phases: needs exclusive access).
-    pub fn grow(&mut self, max_nodes: usize) {
+    /// Room for `max_nodes` full nodes in all (between phases: needs exclusive access). An
+    /// error where the host cannot hold their lock words; the heap is unchanged then.
+    pub fn grow(&mut self, max_nodes: usize) -> Result<()> {
+        let slots = tree_slots(self.max_nodes.max(max_nodes));
+        let more = slots.saturating_sub(1 + self.nodes.len());
+        add_nodes(&mut self.nodes, more)?;
         self.max_nodes = self.max_nodes.max(max_nodes);
-        while self.nodes.len() + 1 < tree_slots(self.max_nodes) {
-            self.nodes.push(Mutex::new(Node {
-                state: State::Empty,
-                keys: Vec::new(),
-            }));
-        }
+        Ok(())
     }
 
     /// Inserts `keys` as INS operations of at most `K` keys each. Fails with
@@ -646,4 +645,22 @@ impl<T: Ord + Copy + Default + Send> ConcurrentGeneralizedHeap<T> {
             parent = Parent::Node(child);
         }
     }
+}
+
+/// Appends `count` empty nodes to `nodes`, checked against the host's memory and reserved
+/// fallibly first (a capacity the host cannot hold is an error, not an abort).
+fn add_nodes<T>(nodes: &mut Vec<Mutex<Node<T>>>, count: usize) -> Result<()> {
+    let what = format!("the lock words of {count} more generalized heap nodes");
+    let bytes = (count as u64).saturating_mul(std::mem::size_of::<Mutex<Node<T>>>() as u64);
+    asym_runtime::host_memory::ensure_available(bytes, &what)?;
+    nodes
+        .try_reserve_exact(count)
+        .map_err(|_| Error::OutOfMemory(what))?;
+    nodes.extend((0..count).map(|_| {
+        Mutex::new(Node {
+            state: State::Empty,
+            keys: Vec::new(),
+        })
+    }));
+    Ok(())
 }

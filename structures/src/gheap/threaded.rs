@@ -42,7 +42,7 @@ impl<T: Ord + Copy + Default + Send + Sync> BatchHeap<T> for ThreadedHeap<'_, T>
         let k = self.heap.batch();
         let needed = (self.heap.len() + keys.len()) / k + 1;
         if needed > self.heap.max_nodes() {
-            self.heap.grow(needed.max(2 * self.heap.max_nodes()));
+            self.heap.grow(needed.max(2 * self.heap.max_nodes()))?;
         }
         if keys.len() <= k {
             // One batch: one thread's work, done here rather than waking the pool.
