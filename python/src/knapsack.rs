@@ -110,7 +110,12 @@ pub fn knapsack<'py>(
                 .collect(),
             capacity: capacity as u64,
         };
-        let free_profit: u64 = free.iter().map(|&i| profits[i]).sum();
+        let too_much =
+            || asym_runtime::Error::InvalidArgument("the items' total profit exceeds 2^64".into());
+        let free_profit = free
+            .iter()
+            .try_fold(0u64, |sum, &i| sum.checked_add(profits[i]))
+            .ok_or_else(too_much)?;
         let mut front = Knapsack::new(SolveOptions {
             time_limit,
             ..Default::default()
@@ -139,7 +144,8 @@ pub fn knapsack<'py>(
             all.sort_unstable();
             all
         });
-        Ok((optimum + free_profit, items, proved))
+        let optimum = optimum.checked_add(free_profit).ok_or_else(too_much)?;
+        Ok((optimum, items, proved))
     })?;
     let items = items.map(|v| PyArray1::from_vec(py, v).into_any());
     Ok((optimum, items, proved))

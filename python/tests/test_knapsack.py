@@ -56,6 +56,8 @@ def test_edge_cases(mode):
         (([1, 2], [1, 1], -3), ValueError, "capacity"),
         (([1.5, 2], [1, 1], 3), TypeError, "integers"),
         (([[1, 2]], [[1, 1]], 3), ValueError, "one-dimensional"),
+        (([0] * 5, [2**62] * 5, 3), ValueError, "exceeds 2\\^64"),
+        (([2**62] * 10, [2**62] * 10, 2**62), ValueError, "exceeds 2\\^64"),
     ],
 )
 def test_bad_arguments(args, error, text):
