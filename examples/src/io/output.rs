@@ -75,14 +75,19 @@ impl Destination {
 pub fn check_writable(path: &Path) -> Result<()> {
     match Destination::of(path)? {
         Destination::Stdout => crate::cli::report_to_stderr(),
-        // The folder must take the temporary the write will make: made and removed now.
+        // The folder must take the temporary the write will make: made and removed now,
+        // registered like the real one (a signal between the two must not leave it behind).
         Destination::Replace(file) => {
             let probe = temporary_beside(&file);
-            create_temporary(&probe).map_err(|e| Error::Io {
-                path: path.display().to_string(),
-                source: e,
-            })?;
+            let on_interrupt = RemoveOnInterrupt::new(&probe);
+            on_interrupt
+                .creating(|| create_temporary(&probe))
+                .map_err(|e| Error::Io {
+                    path: path.display().to_string(),
+                    source: e,
+                })?;
             let _ = std::fs::remove_file(&probe);
+            drop(on_interrupt);
         }
         Destination::Stream(_) => {}
     }
