@@ -20,7 +20,9 @@ where
 {
     match py.detach(move || catch_unwind(AssertUnwindSafe(f))) {
         Ok(result) => result.map_err(errors::to_py),
-        Err(panic) => Err(errors::internal(&panic_text(panic.as_ref()))),
+        Err(panic) => Err(errors::internal(&asym_runtime::panic_message(
+            panic.as_ref(),
+        ))),
     }
 }
 
@@ -50,6 +52,17 @@ pub fn batch_keys() -> usize {
     BATCH_KEYS.load(Relaxed)
 }
 
+/// Runs `f` on `0..len` in ranges of [`batch_keys`] as [`batches`] runs its batches.
+pub fn in_ranges<F>(py: Python<'_>, len: usize, mut f: F) -> PyResult<()>
+where
+    F: FnMut(std::ops::Range<usize>) -> Result<()> + Send,
+{
+    let per = batch_keys();
+    batches(py, len.div_ceil(per), |i| {
+        f(i * per..((i + 1) * per).min(len))
+    })
+}
+
 /// Sets the keys a batch of a long call holds (at least 1), returning the previous value:
 /// for tests of the batch boundaries.
 #[pyfunction]
@@ -67,14 +80,4 @@ pub fn locked<'a, T>(m: &'a Mutex<T>, what: &str) -> Result<MutexGuard<'a, T>> {
             "an earlier call on it stopped with an internal error; make a new one",
         )
     })
-}
-
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".into()
-    }
 }

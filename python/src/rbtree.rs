@@ -122,9 +122,8 @@ impl RBTree {
             };
             let mut new = 0usize;
             let (mode, pool) = (self.mode, self.engine.pool());
-            let per = call::batch_keys();
-            call::batches(py, items.len().div_ceil(per), |i| {
-                let part = &items[i * per..((i + 1) * per).min(items.len())];
+            call::in_ranges(py, items.len(), |range| {
+                let part = &items[range];
                 let done = self.with(|t: &mut RbTree<T>| t.insert_in(mode, part, pool))?;
                 new += done.iter().filter(|d| **d == Inserted::New).count();
                 Ok(())
@@ -141,9 +140,8 @@ impl RBTree {
         arrays::with_keys(a, |keys: &[T]| {
             let mut removed = 0usize;
             let (mode, pool) = (self.mode, self.engine.pool());
-            let per = call::batch_keys();
-            call::batches(py, keys.len().div_ceil(per), |i| {
-                let part = &keys[i * per..((i + 1) * per).min(keys.len())];
+            call::in_ranges(py, keys.len(), |range| {
+                let part = &keys[range];
                 let done = self.with(|t: &mut RbTree<T>| t.delete_in(mode, part, pool))?;
                 removed += done.iter().filter(|d| **d == Deleted::Removed).count();
                 Ok(())
@@ -160,9 +158,8 @@ impl RBTree {
         arrays::with_keys(a, |keys: &[T]| {
             let (mut found, mut values) = (Vec::with_capacity(keys.len()), Vec::new());
             let (mode, pool) = (self.mode, self.engine.pool());
-            let per = call::batch_keys();
-            call::batches(py, keys.len().div_ceil(per), |i| {
-                let part = &keys[i * per..((i + 1) * per).min(keys.len())];
+            call::in_ranges(py, keys.len(), |range| {
+                let part = &keys[range];
                 let answers: Vec<Option<u64>> = self.with(|t: &mut RbTree<T>| match mode {
                     Mode::CpuOnly => t.search_on_threads(part, pool),
                     _ => Ok(t

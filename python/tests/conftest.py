@@ -64,7 +64,7 @@ def rng(request):
     return np.random.default_rng(seed)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def runtime():
     return asym.Runtime()
 

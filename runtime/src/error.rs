@@ -412,3 +412,15 @@ pub fn status_name(code: i32) -> String {
         None => format!("unknown status {code}"),
     }
 }
+
+/// A caught panic's message (the text of a `&str` or `String` payload), for the errors that
+/// report a panic instead of passing it on.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}

@@ -43,7 +43,7 @@ mod transport;
 
 pub use asym_kernels::{KernelParams, KernelSource};
 pub use device::{list_devices, select_device, DeviceKind, DeviceProfile, SvmLevel, DEVICE_ENV};
-pub use error::{status_name, Error, Result, Side};
+pub use error::{panic_message, status_name, Error, Result, Side};
 pub use faults::{FaultPoint, Faults};
 pub use kernel::{ArgIndex, Kernel, Launch, Queue};
 pub use latency::{

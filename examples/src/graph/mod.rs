@@ -205,15 +205,9 @@ impl Graph {
                 put(v, u, w);
             }
         }
-        par_each_vertex(&offsets, &mut targets, &mut weights, |_, t, w, scratch| {
-            sort_edges(t, w, scratch)
-        });
-        Ok(Graph {
-            offsets,
-            targets,
-            weights,
-            self_loops,
-        })
+        Ok(Graph::with_sorted_edges(
+            offsets, targets, weights, self_loops,
+        ))
     }
 
     /// The graph of a compressed sparse row form as scipy and Graph500 write it: the edges of
@@ -263,15 +257,28 @@ impl Graph {
         }
         let (mut offsets, mut targets, mut weights) = (offsets, targets, weights);
         let self_loops = drop_self_loops(&mut offsets, &mut targets, &mut weights);
+        Ok(Graph::with_sorted_edges(
+            offsets, targets, weights, self_loops,
+        ))
+    }
+
+    /// The graph of a CSR whose rows' edges are in any order: each row sorted by target,
+    /// then weight, on rayon's threads.
+    fn with_sorted_edges(
+        offsets: Vec<u32>,
+        mut targets: Vec<u32>,
+        mut weights: Vec<u32>,
+        self_loops: u64,
+    ) -> Graph {
         par_each_vertex(&offsets, &mut targets, &mut weights, |_, t, w, scratch| {
             sort_edges(t, w, scratch)
         });
-        Ok(Graph {
+        Graph {
             offsets,
             targets,
             weights,
             self_loops,
-        })
+        }
     }
 
     /// Number of vertices.

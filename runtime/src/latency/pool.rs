@@ -12,7 +12,6 @@
 //! `POCL_MAX_PTHREAD_COUNT=<cores - pool threads>` set before the program starts. Every spin
 //! in asym backs off (see `backoff.rs`), so oversubscription costs time, never liveness.
 
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -82,16 +81,6 @@ impl std::fmt::Debug for LatencyPool {
         f.debug_struct("LatencyPool")
             .field("cpus", &self.pinned_cpus())
             .finish()
-    }
-}
-
-fn panic_message(p: &Box<dyn Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".into()
     }
 }
 
@@ -314,7 +303,7 @@ impl LatencyPool {
                     first_panic.get_or_insert(Error::LatencyThreadPanicked {
                         thread: i,
                         cpu: self.workers[i].info.pinned_cpu,
-                        message: panic_message(&p),
+                        message: crate::panic_message(p.as_ref()),
                     });
                     out[i] = None;
                 }
@@ -362,7 +351,7 @@ impl LatencyPool {
                     return Err(Error::LatencyThreadPanicked {
                         thread: i,
                         cpu: self.workers[i].info.pinned_cpu,
-                        message: panic_message(&p),
+                        message: crate::panic_message(p.as_ref()),
                     })
                 }
                 None => {
@@ -404,7 +393,7 @@ impl LatencyPool {
             Ok(Err(p)) => Err(Error::LatencyThreadPanicked {
                 thread: index,
                 cpu: w.info.pinned_cpu,
-                message: panic_message(&p),
+                message: crate::panic_message(p.as_ref()),
             }),
             Err(_) => Err(Error::Stalled {
                 side: Side::Host,
