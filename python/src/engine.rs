@@ -131,9 +131,9 @@ pub enum Work {
     /// The generalized heap and `sort`: the device heap on a GPU, else the latency threads.
     Heap,
     /// Shortest paths from a graph in host memory: the latency threads' delta-stepping. A
-    /// call that uploads the graph pays more for it than the device's search saves (H200:
-    /// 33.5 M edges, upload and release ~240 ms, search 22 ms on the device, 80-90 ms on
-    /// 16 threads).
+    /// call that uploads the graph pays more for it than the device's search saves (H200,
+    /// 33.5 M edges: the device's search call 204-272 ms with the upload, 46-61 ms to release;
+    /// 97-108 ms on 16 threads).
     Sssp,
     /// The red-black tree's batches: the device on a GPU, else the latency threads.
     Tree,
