@@ -94,6 +94,30 @@ pub fn key_type(a: &Bound<'_, PyUntypedArray>, what: &str) -> PyResult<KeyType> 
     KeyType::named(&name, what)
 }
 
+/// `obj` as a 1-D array of keys: of the key type a structure holds where `holds` names one
+/// (`(its key type, the structure)`), else of any key type.
+pub fn keys_1d<'py>(
+    obj: &Bound<'py, PyAny>,
+    holds: Option<(KeyType, &str)>,
+) -> PyResult<(Bound<'py, PyUntypedArray>, KeyType)> {
+    let a = ndarray(obj)?;
+    let kt = key_type(&a, "keys")?;
+    if let Some((held, holder)) = holds.filter(|(held, _)| *held != kt) {
+        return Err(errors::type_error(format!(
+            "{holder} holds {} keys, not {}",
+            held.name(),
+            kt.name()
+        )));
+    }
+    if a.ndim() != 1 {
+        return Err(errors::value(format!(
+            "keys must be a 1-D array, not one of shape {:?}",
+            a.shape()
+        )));
+    }
+    Ok((a, kt))
+}
+
 /// Runs `f` on the elements of `a` (dtype `T`, already checked) in C order: in place where
 /// `a` is C-contiguous, else on a copy.
 pub fn with_keys<T: Element + Copy, R>(

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use asym_runtime::{Mode, Named, PoolRef, Result};
 use asym_structures::{heap_for, BatchHeap, HeapOptions, Key};
-use numpy::{PyArray1, PyUntypedArrayMethods};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
@@ -70,11 +70,6 @@ fn keep_sort_heap(engine: &Engine, mode: Mode, capacity: usize, heap: AnyHeap) -
 /// `keys` in their ordered `i32` form, by rayon's threads.
 fn to_ordered<T: Key + Sync>(keys: &[T]) -> Vec<i32> {
     keys.par_iter().map(|&k| k.to_ordered()).collect()
-}
-
-/// Ordered keys back as `T` (in place for `i32`).
-fn from_ordered<T: Key + Send>(keys: Vec<i32>) -> Vec<T> {
-    T::from_ordered_vec(keys)
 }
 
 /// Inserts `keys` (dtype `T`) into `heap`, mapping them where `T` is not `i32`.
@@ -145,21 +140,7 @@ impl Heap {
 
     /// Inserts every key of ``keys`` (a 1-D array of the heap's dtype; any layout).
     fn insert(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let a = arrays::ndarray(keys)?;
-        let kt = arrays::key_type(&a, "keys")?;
-        if kt != self.key_type {
-            return Err(errors::type_error(format!(
-                "this heap holds {} keys, not {}",
-                self.key_type.name(),
-                kt.name()
-            )));
-        }
-        if a.ndim() != 1 {
-            return Err(errors::value(format!(
-                "insert takes a 1-D array, not one of shape {:?}",
-                a.shape()
-            )));
-        }
+        let (a, kt) = arrays::keys_1d(keys, Some((self.key_type, "this heap")))?;
         by_key_type!(kt, T => arrays::with_keys(&a, |keys: &[T]| {
             work(py, || {
                 let mut heap = call::locked(&self.heap, "the heap")?;
@@ -173,7 +154,7 @@ impl Heap {
     fn delete_min<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyAny>> {
         let out = work(py, || call::locked(&self.heap, "the heap")?.delete_min(n))?;
         by_key_type!(self.key_type, T => {
-            let keys: Vec<T> = py.detach(|| from_ordered(out));
+            let keys: Vec<T> = py.detach(|| T::from_ordered_vec(out));
             Ok(PyArray1::from_vec(py, keys).into_any())
         })
     }
@@ -240,14 +221,7 @@ pub fn sort<'py>(
     device: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let choice = Choice::parse(mode)?;
-    let a = arrays::ndarray(a)?;
-    let kt = arrays::key_type(&a, "keys")?;
-    if a.ndim() != 1 {
-        return Err(errors::value(format!(
-            "asym.sort sorts a 1-D array, not one of shape {:?}",
-            a.shape()
-        )));
-    }
+    let (a, kt) = arrays::keys_1d(a, None)?;
     let engine = engine_for(py, device)?;
     let mode = engine.mode(choice, Work::Heap).map_err(errors::to_py)?;
     by_key_type!(kt, T => {
@@ -265,7 +239,7 @@ pub fn sort<'py>(
             work(py, || {
                 let sorted = heap.delete_min(n)?;
                 keep_sort_heap(&engine, mode, capacity, heap)?;
-                Ok(from_ordered(sorted))
+                Ok(T::from_ordered_vec(sorted))
             })
         })?;
         Ok(PyArray1::from_vec(py, sorted).into_any())

@@ -98,9 +98,9 @@ pub fn kselect<'py>(
 
 /// How the keys are cut into rows.
 enum Cut {
-    /// No rows at all (a 2-D array with none): the answer is empty once `k` fits the row
-    /// length given.
-    NoRows(Option<usize>),
+    /// No rows at all (a 2-D array with none, or no keys cut by a length): the answer is
+    /// empty once `k` fits the row length given.
+    NoRows(usize),
     /// Rows as the selector takes them.
     Rows(Sublists),
 }
@@ -119,7 +119,7 @@ impl Cut {
                             )));
                         }
                         if *len == 0 {
-                            return Ok(Cut::NoRows(Some(n as usize)));
+                            return Ok(Cut::NoRows(n as usize));
                         }
                         return Ok(Cut::Rows(Sublists::Equal(n as usize)));
                     }
@@ -142,7 +142,7 @@ impl Cut {
                     }
                 }
                 if *rows == 0 {
-                    Ok(Cut::NoRows(Some(*cols)))
+                    Ok(Cut::NoRows(*cols))
                 } else {
                     Ok(Cut::Rows(Sublists::Equal(*cols)))
                 }
@@ -187,7 +187,7 @@ impl Cut {
     /// Checks the whole cut against `total` keys and `k` before any batch runs.
     fn check(&self, total: usize, k: usize) -> Result<()> {
         match self {
-            Cut::NoRows(Some(len)) if k > *len => Err(asym_runtime::Error::out_of_range(
+            Cut::NoRows(len) if k > *len => Err(asym_runtime::Error::out_of_range(
                 "k =",
                 k,
                 format!("out of range: the rows hold {len} keys"),

@@ -91,22 +91,7 @@ impl RBTree {
 
     /// `keys` checked to be a 1-D array of the tree's dtype.
     fn keys<'py>(&self, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
-        let a = arrays::ndarray(keys)?;
-        let kt = arrays::key_type(&a, "keys")?;
-        if kt != self.key_type {
-            return Err(errors::type_error(format!(
-                "this tree holds {} keys, not {}",
-                self.key_type.name(),
-                kt.name()
-            )));
-        }
-        if a.ndim() != 1 {
-            return Err(errors::value(format!(
-                "keys must be a 1-D array, not one of shape {:?}",
-                a.shape()
-            )));
-        }
-        Ok(a)
+        Ok(arrays::keys_1d(keys, Some((self.key_type, "this tree")))?.0)
     }
 
     fn insert_as<T: TreeKey>(
