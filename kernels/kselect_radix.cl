@@ -41,8 +41,9 @@
  * each (RANK_CAP^2 / WG comparisons per work-item at most). */
 #define RANK_CAP 256
 
-/* Work-items that take part in the bucket pick: one per bucket, or fewer with B each. */
-#define PICKERS (WG < RADIX_BUCKETS ? WG : RADIX_BUCKETS)
+/* Work-items that take part in the bucket pick: 32 (one warp on NVIDIA) with 8 buckets each,
+ * or all of a smaller work-group with more. */
+#define PICKERS (WG < 32 ? WG : 32)
 #define PER_PICKER (RADIX_BUCKETS / PICKERS)
 
 /* The state a work-group shares in local memory while it fixes digits. */
@@ -57,29 +58,25 @@ typedef struct {
 
 /* After a counting pass (every work-item calls it): finds the bucket holding `*rank` and
  * fixes the digit at `shift`; every work-item then takes the new prefix, mask and rank
- * within the bucket, and returns how many keys the bucket holds. The pick is parallel:
- * each picker sums PER_PICKER buckets, an inclusive scan (Hillis-Steele, log2(PICKERS)
- * steps) over the sums finds the one picker whose range holds the rank, and it walks its
- * own buckets. The first barrier ends the counting, the last publishes the choice; `chosen`
- * is written again only after later barriers. */
+ * within the bucket, and returns how many keys the bucket holds. Each picker sums its
+ * PER_PICKER buckets; then each adds up the sums below its own (at most 31 reads of words
+ * every picker reads alike) and the one whose range holds the rank walks its buckets. Three
+ * barriers in all (a log-step scan took nineteen, which cost short sub-lists more than
+ * their loads): the first ends the counting, the second publishes the sums, the last the
+ * choice; `chosen` is written again only after later barriers. */
 inline uint radix_fix(__local radix_local *l, uint *prefix, uint *mask, uint *rank, int shift) {
     const uint lid = get_local_id(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-    uint own = 0u;
     if (lid < PICKERS) {
+        uint own = 0u;
         for (uint j = 0; j < PER_PICKER; ++j) own += l->hist[lid * PER_PICKER + j];
         l->scan[lid] = own;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint off = 1; off < PICKERS; off <<= 1) {
-        uint add = (lid < PICKERS && lid >= off) ? l->scan[lid - off] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid < PICKERS) l->scan[lid] += add;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
     if (lid < PICKERS) {
-        uint below = l->scan[lid] - own;
-        if (below <= *rank && *rank < l->scan[lid]) {
+        uint below = 0u;
+        for (uint j = 0; j < lid; ++j) below += l->scan[j];
+        if (below <= *rank && *rank < below + l->scan[lid]) {
             uint b = lid * PER_PICKER;
             for (; b < lid * PER_PICKER + PER_PICKER - 1; ++b) {
                 if (below + l->hist[b] > *rank) break;
@@ -135,9 +132,50 @@ inline void radix_zero(__local radix_local *l) {
     } while (0)
 
 #define KEY_IMAGE(i) ((uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u)
+#define RAW_IMAGE(x) ((uint)ASYM_ORDERED(x) ^ 0x80000000u)
+
+/* Runs BODY once for every key of keys[start, end) with `v` its unsigned image, the keys
+ * shared among the work-group's work-items. The 16-byte aligned middle is read as int4, two
+ * per work-item per step, so eight keys per work-item are in flight at once: a loop of single
+ * loads that each feed a local atomic keeps about one load in flight per work-item and reads
+ * at half the memory's bandwidth. The head and tail (fewer than four keys each) take one
+ * load per work-item. Needs `keys` 16-byte aligned (SVM allocations are 128-byte aligned). */
+#define RADIX_EACH(start, end, BODY)                                                     \
+    do {                                                                                 \
+        const uint s_ = (start), e_ = (end), lid_ = get_local_id(0);                     \
+        const uint a0_ = min(e_, (s_ + 3u) & ~3u);                                       \
+        const uint a1_ = max(a0_, e_ & ~3u);                                             \
+        if (lid_ < a0_ - s_) { const uint v = KEY_IMAGE(s_ + lid_); BODY; }              \
+        if (lid_ < e_ - a1_) { const uint v = KEY_IMAGE(a1_ + lid_); BODY; }             \
+        __global const int4 *vec_ = (__global const int4 *)(keys + a0_);                 \
+        const uint nv_ = (a1_ - a0_) >> 2;                                               \
+        for (uint q_ = lid_; q_ < nv_; q_ += 2u * WG) {                                  \
+            const bool two_ = q_ + WG < nv_;                                             \
+            const int4 x_ = vec_[q_];                                                    \
+            const int4 y_ = two_ ? vec_[q_ + WG] : (int4)(0);                            \
+            { const uint v = RAW_IMAGE(x_.s0); BODY; }                                   \
+            { const uint v = RAW_IMAGE(x_.s1); BODY; }                                   \
+            { const uint v = RAW_IMAGE(x_.s2); BODY; }                                   \
+            { const uint v = RAW_IMAGE(x_.s3); BODY; }                                   \
+            if (two_) {                                                                  \
+                { const uint v = RAW_IMAGE(y_.s0); BODY; }                               \
+                { const uint v = RAW_IMAGE(y_.s1); BODY; }                               \
+                { const uint v = RAW_IMAGE(y_.s2); BODY; }                               \
+                { const uint v = RAW_IMAGE(y_.s3); BODY; }                               \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
 
 /* Keys per work-item a sub-list may have to be held in registers (kselect_radix). */
 #define KEEP 8
+
+/* Pass 2's work for one key `v` (the unsigned image) of a range whose scratch slice starts at
+ * `base`: a key in the k-th's bucket is kept and its second digit counted. */
+#define RADIX_KEEP_BODY(base)                                                            \
+    if ((v & mask) == prefix) {                                                          \
+        scratch[(base) + atomic_inc(&l->kept)] = v;                                      \
+        atomic_inc(&l->hist[(v >> 16) & 0xffu]);                                         \
+    }
 #define SCRATCH_IMAGE(i) (scratch[i])
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -157,18 +195,37 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
     uint mine[KEEP];
     /* Pass 1: the top digit over every key. */
     radix_zero(l);
+    /* Bit j: mine[j] holds a key. */
+    uint valid = 0u;
     if (in_regs) {
+        /* A sub-list that starts and ends on 16-byte bounds is read as int4 (KEEP / 4 loads
+         * per work-item). */
+        if (((start | len) & 3u) == 0u) {
+            __global const int4 *vec = (__global const int4 *)(keys + start);
 #pragma unroll
-        for (uint j = 0; j < KEEP; ++j) {
-            const uint i = lid + j * WG;
-            mine[j] = i < len ? KEY_IMAGE(start + i) : 0u;
+            for (uint h = 0; h < KEEP / 4; ++h) {
+                const uint q = lid + h * WG;
+                const bool in = 4u * q < len;
+                const int4 x = in ? vec[q] : (int4)(0);
+                mine[4 * h] = RAW_IMAGE(x.s0);
+                mine[4 * h + 1] = RAW_IMAGE(x.s1);
+                mine[4 * h + 2] = RAW_IMAGE(x.s2);
+                mine[4 * h + 3] = RAW_IMAGE(x.s3);
+                valid |= (in ? 0xfu : 0u) << (4 * h);
+            }
+        } else {
+#pragma unroll
+            for (uint j = 0; j < KEEP; ++j) {
+                const uint i = lid + j * WG;
+                mine[j] = i < len ? KEY_IMAGE(start + i) : 0u;
+                valid |= (uint)(i < len) << j;
+            }
         }
 #pragma unroll
         for (uint j = 0; j < KEEP; ++j)
-            if (lid + j * WG < len) atomic_inc(&l->hist[mine[j] >> 24]);
+            if ((valid >> j) & 1u) atomic_inc(&l->hist[mine[j] >> 24]);
     } else {
-#pragma unroll 4
-        for (uint i = start + lid; i < end; i += WG) atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
+        RADIX_EACH(start, end, atomic_inc(&l->hist[v >> 24]));
     }
     uint c = radix_fix(l, &prefix, &mask, &rank, 24);
     radix_zero(l);
@@ -177,10 +234,10 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
         if (in_regs) {
 #pragma unroll
             for (uint j = 0; j < KEEP; ++j)
-                if (lid + j * WG < len && (mine[j] & mask) == prefix)
+                if (((valid >> j) & 1u) && (mine[j] & mask) == prefix)
                     l->cand[atomic_inc(&l->kept)] = mine[j];
         } else {
-            RADIX_GATHER(KEY_IMAGE, start, end);
+            RADIX_EACH(start, end, if ((v & mask) == prefix) l->cand[atomic_inc(&l->kept)] = v);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         uint v = radix_rank(l, rank);
@@ -193,20 +250,13 @@ void kselect_radix(__global const int *keys, __global const uint *offsets, uint 
 #pragma unroll
         for (uint j = 0; j < KEEP; ++j) {
             const uint v = mine[j];
-            if (lid + j * WG < len && (v & mask) == prefix) {
+            if (((valid >> j) & 1u) && (v & mask) == prefix) {
                 scratch[start + atomic_inc(&l->kept)] = v;
                 atomic_inc(&l->hist[(v >> 16) & 0xffu]);
             }
         }
     } else {
-#pragma unroll 4
-        for (uint i = start + lid; i < end; i += WG) {
-            uint v = KEY_IMAGE(i);
-            if ((v & mask) == prefix) {
-                scratch[start + atomic_inc(&l->kept)] = v;
-                atomic_inc(&l->hist[(v >> 16) & 0xffu]);
-            }
-        }
+        RADIX_EACH(start, end, RADIX_KEEP_BODY(start));
     }
     c = radix_fix(l, &prefix, &mask, &rank, 16);
     const uint stop = start + l->kept;
@@ -279,9 +329,7 @@ void radix_count(__global const int *keys, __global const uint *tiles, __global 
     const uint t = get_group_id(0);
     const uint sub = tiles[3 * t], start = tiles[3 * t + 1], end = tiles[3 * t + 2];
     radix_zero(l);
-#pragma unroll 4
-    for (uint i = start + get_local_id(0); i < end; i += WG)
-        atomic_inc(&l->hist[KEY_IMAGE(i) >> 24]);
+    RADIX_EACH(start, end, atomic_inc(&l->hist[v >> 24]));
     radix_publish(l, hist + 2 * RADIX_BUCKETS * sub);
 }
 
@@ -297,14 +345,7 @@ void radix_keep(__global const int *keys, __global const uint *tiles, uint k,
     radix_load(l, h);
     radix_fix(l, &prefix, &mask, &rank, 24);
     radix_zero(l);
-#pragma unroll 4
-    for (uint i = start + get_local_id(0); i < end; i += WG) {
-        uint v = KEY_IMAGE(i);
-        if ((v & mask) == prefix) {
-            scratch[start + atomic_inc(&l->kept)] = v;
-            atomic_inc(&l->hist[(v >> 16) & 0xffu]);
-        }
-    }
+    RADIX_EACH(start, end, RADIX_KEEP_BODY(start));
     radix_publish(l, h + RADIX_BUCKETS);
     if (get_local_id(0) == 0) kept[t] = l->kept;
 }

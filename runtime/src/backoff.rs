@@ -49,6 +49,7 @@ impl Backoff {
         if self.step <= YIELD_LIMIT {
             return self.snooze();
         }
+        crate::sys::fine_timer_slack();
         let exp = (self.step - YIELD_LIMIT).min(6);
         let cap = (waited / 64).max(Duration::from_micros(16));
         std::thread::sleep(Duration::from_micros(16u64 << exp).min(cap));

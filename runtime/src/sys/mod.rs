@@ -21,7 +21,7 @@ pub(crate) use cl::{
 };
 pub(crate) use device_buffer::set_kernel_arg_buffer;
 pub use device_buffer::DeviceBuffer;
-pub(crate) use os::{advise_huge_pages, current_cpu, memory_rlimits};
+pub(crate) use os::{advise_huge_pages, current_cpu, fine_timer_slack, memory_rlimits};
 pub use os::{
     exit_quietly_on_broken_pipe, pin_current_thread_to, u64s_as_atomic_u32_pairs, RemoveOnInterrupt,
 };
