@@ -5,6 +5,7 @@ from the JSON lines that `batch_kselect --json` prints. Usage:
     python3 docs/plot_kselect.py OUT.png "TITLE" results/a.jsonl [results/b.jsonl ...]
 
 Rows from several files are merged (a file's rows get a suffix with its d when d differs).
+Rows marked "partial" (a peer's step that does not yet give the k-th) are left out.
 """
 import json
 import sys
@@ -22,6 +23,7 @@ def main():
     rows_all = []
     for f in files:
         rows = [json.loads(line) for line in open(f) if line.startswith("{")]
+        rows = [r for r in rows if not r.get("partial")]
         rows_all.append(rows)
         ds.update(r["d"] for r in rows if "d" in r)
     for rows in rows_all:

@@ -166,8 +166,16 @@ inline void radix_zero(__local radix_local *l) {
         }                                                                                \
     } while (0)
 
-/* Keys per work-item a sub-list may have to be held in registers (kselect_radix). */
+/* Keys per work-item a sub-list may have to be held in registers (kselect_radix): 2048
+ * keys per work-group up to 256 work-items (the host runs sub-lists of at most 2048 keys on
+ * 64), 8 each above; at most 32 (one bit each in `valid`), a multiple of 4 (int4 loads). */
+#if WG >= 256
 #define KEEP 8
+#elif WG >= 64
+#define KEEP (2048 / WG)
+#else
+#define KEEP 32
+#endif
 
 /* Pass 2's work for one key `v` (the unsigned image) of a range whose scratch slice starts at
  * `base`: a key in the k-th's bucket is kept and its second digit counted. */

@@ -43,14 +43,26 @@ fi
 if python3 -c "import torch" 2>/dev/null; then
     python3 scripts/torch_topk.py "$keys" >"$out/torch.jsonl"
 fi
+# One file in batch_kselect's --json shape ("mode" peer:<method>; "partial" marks CUB's top-k
+# alone, which returns the k smallest but not yet the k-th), and a table.
 python3 - "$out" <<'PY'
 import glob, json, os, sys
-rows = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
-    for line in open(f):
+out = sys.argv[1]
+rows = []
+for f in ("asym", "cub", "topk", "torch"):
+    path = os.path.join(out, f + ".jsonl")
+    for line in open(path) if os.path.exists(path) else []:
         r = json.loads(line)
-        name = r.get("method") or r.get("mode")
-        rows.setdefault(r["sublist"], {})[name] = (r["ms"], r.get("verified"))
-for length, got in sorted(rows.items()):
-    print(length, "  ".join(f"{m} {ms:.3f}{'' if ok else ' UNVERIFIED'}" for m, (ms, ok) in sorted(got.items())))
+        if "method" in r:
+            r = {"mode": "peer:" + r["method"].replace("-", "_"), "sublist": r["sublist"],
+                 "k": r["k"], "n": r["keys"], "ms": r["ms"], "min_ms": r["min_ms"],
+                 "verified": r["verified"], "device": r["device"],
+                 **({"partial": True} if r["method"].endswith("-only") else {})}
+        rows.append(r)
+with open(os.path.join(out, "kselect-gpu-peers.jsonl"), "w") as f:
+    for r in rows:
+        f.write(json.dumps(r, separators=(",", ":")) + "\n")
+for length in sorted({r["sublist"] for r in rows}):
+    got = sorted((r["mode"], r["ms"], r["verified"]) for r in rows if r["sublist"] == length)
+    print(length, "  ".join(f"{m} {ms:.3f}{'' if ok else ' UNVERIFIED'}" for m, ms, ok in got))
 PY

@@ -217,7 +217,8 @@ impl DevicePlan {
             .max(p.compute_units as usize * 4)
             .clamp(1, n);
         if method == Strategy::Radix {
-            let wg = radix_work_group(rt, wg)?;
+            let longest = longest_sublist(job.offs);
+            let wg = radix_work_group(rt, wg, longest)?;
             return Ok(DevicePlan {
                 rt: rt.clone(),
                 method,

@@ -17,16 +17,33 @@ use super::Key;
 /// device's limit that asym runs on.
 const RADIX_WG: usize = 256;
 
+/// Sub-lists at most this long run whole on work-groups of [`SHORT_WG`] work-items, which
+/// hold the keys in registers (the kernel's KEEP = 2048 / WG keys each, read once): a
+/// short sub-list costs its work-group's fixed steps (barriers, the bucket pick) more than
+/// its loads, and a small work-group makes those steps cheap.
+const SHORT_SUBLIST: usize = 2048;
+const SHORT_WG: usize = 64;
+
 /// Keys per tile when the selector does not set one: see docs/decisions.md for the sweep.
 pub(super) const DEFAULT_TILE: usize = 1 << 16;
 
 /// Counters per sub-list in the global histograms (two digits of 256 buckets).
 const HIST_WORDS: usize = 512;
 
-/// The radix kernel's work-group size on `rt`'s device (`requested`, else 256 or the
-/// device's limit), checked against its limits.
-pub(super) fn radix_work_group(rt: &Runtime, requested: Option<usize>) -> Result<usize> {
-    let wg = requested.unwrap_or_else(|| RADIX_WG.min(rt.profile().max_work_group_size).max(1));
+/// The radix kernel's work-group size on `rt`'s device for sub-lists at most `longest` keys
+/// long (`requested`, else 64 up to [`SHORT_SUBLIST`] keys and 256 above, or the device's
+/// limit), checked against its limits.
+pub(super) fn radix_work_group(
+    rt: &Runtime,
+    requested: Option<usize>,
+    longest: usize,
+) -> Result<usize> {
+    let default = if longest <= SHORT_SUBLIST {
+        SHORT_WG
+    } else {
+        RADIX_WG
+    };
+    let wg = requested.unwrap_or_else(|| default.min(rt.profile().max_work_group_size).max(1));
     rt.check_work_group(wg, "run radix select")?;
     Ok(wg)
 }
@@ -43,7 +60,8 @@ pub(super) fn tiled_spec<K: Key>(
     work_group: Option<usize>,
     tile: usize,
 ) -> Result<(usize, (String, usize))> {
-    let wg = radix_work_group(rt, work_group)?;
+    // Tiles are long: the work-group for long sub-lists.
+    let wg = radix_work_group(rt, work_group, usize::MAX)?;
     let tile = if tile == 0 { DEFAULT_TILE } else { tile };
     Ok((wg, (radix_options::<K>(wg), tile)))
 }

@@ -74,7 +74,11 @@ impl KSelector {
                 u32::MAX,
             ));
         }
-        let wg = radix_work_group(rt, self.work_group)?;
+        let longest = match sublists {
+            Sublists::Equal(len) => *len,
+            Sublists::Offsets(o) => longest_sublist(o),
+        };
+        let wg = radix_work_group(rt, self.work_group, longest)?;
         let made_for = (radix_options::<K>(wg), self.radix_tile);
         let started = Instant::now();
         let mut cache = resident.0.lock().map_err(|_| {
