@@ -2,10 +2,11 @@
 """Plots batch k-selection throughput against sub-list length, one line per mode and peer,
 from the JSON lines that `batch_kselect --json` prints. Usage:
 
-    python3 docs/plot_kselect.py OUT.png "TITLE" results/a.jsonl [results/b.jsonl ...]
+    python3 docs/plot_kselect.py OUT.png "TITLE" results/a.jsonl [results/b.jsonl ...] [--without M1,M2]
 
 Rows from several files are merged (a file's rows get a suffix with its d when d differs).
-Rows marked "partial" (a peer's step that does not yet give the k-th) are left out.
+Rows marked "partial" (a peer's step that does not yet give the k-th) are left out, and so
+are modes that start with a prefix given to --without (a set plotted on its own elsewhere).
 """
 import json
 import sys
@@ -17,13 +18,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    out, title, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    without = []
+    if "--without" in args:
+        at = args.index("--without")
+        without = args[at + 1].split(",")
+        del args[at : at + 2]
+    out, title, files = args[0], args[1], args[2:]
     series = {}
     ds = set()
     rows_all = []
     for f in files:
         rows = [json.loads(line) for line in open(f) if line.startswith("{")]
-        rows = [r for r in rows if not r.get("partial")]
+        rows = [
+            r
+            for r in rows
+            if not r.get("partial") and not any(r["mode"].startswith(w) for w in without)
+        ]
         rows_all.append(rows)
         ds.update(r["d"] for r in rows if "d" in r)
     for rows in rows_all:
