@@ -25,8 +25,11 @@ def test_devices_and_runtime(runtime):
         asym.Runtime(threads=0)
 
 
-def test_the_gil_is_released_while_a_call_works(rng, small_batches):
-    rows = rng.integers(0, 1 << 30, (200, 4096), dtype=np.int32)
+def test_the_gil_is_released_while_a_call_works(rng):
+    # Default batches: each call detaches from the interpreter once for all its work. (With
+    # batches of microseconds, CPython's GIL hand-over, up to its 5 ms switch interval, would
+    # decide how often another thread runs, not the call.)
+    rows = rng.integers(0, 1 << 30, (2000, 4096), dtype=np.int32)
     ticks = []
     done = threading.Event()
 
@@ -46,20 +49,29 @@ def test_the_gil_is_released_while_a_call_works(rng, small_batches):
         done.set()
         t.join()
     during = [x for x in ticks if start < x < end]
-    # Another Python thread ran while the calls worked (the calls last tens of ms).
+    # Another Python thread ran while the calls worked (tens of ms in all).
     assert len(during) >= 3, (len(during), end - start)
 
 
+def _warm_call_at_least(rows, seconds):
+    """Rows doubled until a warm CpuOnly call on them takes `seconds` (at most 2^26 keys);
+    the rows and that call's time."""
+    while True:
+        whole = float("inf")
+        for _ in range(2):  # the first call of a process also starts the latency threads
+            start = time.perf_counter()
+            asym.kselect(rows, 100, mode="cpu")
+            whole = min(whole, time.perf_counter() - start)
+        if whole >= seconds or rows.size >= 1 << 26:
+            return rows, whole
+        rows = np.concatenate([rows, rows])
+
+
 def test_ctrl_c_stops_a_long_call_at_a_batch_boundary(rng, small_batches):
-    # 4,000 batches: tens of ms, so the interrupt's thread wakes well within the call.
-    rows = rng.integers(0, 1 << 30, (4000, 4096), dtype=np.int32)
-    # A warm call's time (the first call of a process also starts the latency threads,
-    # which would put the interrupt after the end of the call it is meant to stop).
-    whole = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        asym.kselect(rows, 100, mode="cpu")
-        whole = min(whole, time.perf_counter() - start)
+    # A call of 50 ms or more: the interrupt's thread needs the GIL to raise it, which a call
+    # of many tiny batches hands over only every few ms.
+    rows = rng.integers(0, 1 << 30, (1000, 4096), dtype=np.int32)
+    rows, whole = _warm_call_at_least(rows, 0.05)
     timer = threading.Timer(whole / 10, _thread.interrupt_main)
     timer.start()
     start = time.perf_counter()

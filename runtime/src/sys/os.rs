@@ -268,3 +268,21 @@ pub(crate) fn memory_rlimits() -> (Option<u64>, Option<u64>) {
     };
     (soft(libc::RLIMIT_AS), soft(libc::RLIMIT_DATA))
 }
+
+#[cfg(test)]
+mod tests {
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_waiting_thread_gets_a_fine_timer_slack() {
+        // SAFETY: PR_GET_TIMERSLACK takes no arguments and returns the calling thread's slack.
+        let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+        std::thread::spawn(move || {
+            super::fine_timer_slack();
+            assert_eq!(slack(), 1000);
+            super::fine_timer_slack();
+            assert_eq!(slack(), 1000);
+        })
+        .join()
+        .unwrap();
+    }
+}

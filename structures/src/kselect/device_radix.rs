@@ -527,7 +527,25 @@ fn cut_tiles(offs: &[usize], tile: usize) -> (Vec<u32>, Vec<u32>) {
 
 #[cfg(test)]
 mod tests {
-    use super::cut_tiles;
+    use super::{cut_tiles, radix_work_group, RADIX_WG, SHORT_SUBLIST, SHORT_WG};
+
+    #[test]
+    fn short_sub_lists_get_the_small_work_group_unless_one_is_asked_for() {
+        let device = asym_runtime::select_device(None).expect("an OpenCL device");
+        let rt = asym_runtime::Runtime::open(device, None, None).expect("runtime");
+        let max = rt.profile().max_work_group_size;
+        assert_eq!(
+            radix_work_group(&rt, None, SHORT_SUBLIST).unwrap(),
+            SHORT_WG.min(max)
+        );
+        assert_eq!(radix_work_group(&rt, None, 1).unwrap(), SHORT_WG.min(max));
+        assert_eq!(
+            radix_work_group(&rt, None, SHORT_SUBLIST + 1).unwrap(),
+            RADIX_WG.min(max)
+        );
+        assert_eq!(radix_work_group(&rt, Some(128), 1).unwrap(), 128);
+        assert!(radix_work_group(&rt, Some(max * 2), 1).is_err());
+    }
 
     #[test]
     fn tiles_cover_every_key_once_and_stay_within_the_size() {
