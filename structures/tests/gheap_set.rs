@@ -250,8 +250,9 @@ fn lanes(
     SpreadHeap::lanes(rt, lanes, &config).expect("lanes")
 }
 
-/// Lanes of one device, each its own queue and heap: insert-all + delete-all through the
-/// seed's operations on every edge-case pattern, both insert directions, each transport.
+/// Lanes of one device, each its own heap (and queue, on a GPU): insert-all + delete-all
+/// through the seed's operations on every edge-case pattern, both insert directions, each
+/// transport.
 #[test]
 fn lanes_of_one_device_run_the_seed_operations_and_sort() {
     let mut rng = rng();
@@ -334,7 +335,7 @@ fn lane_counts_out_of_range_are_refused() {
             other => panic!("{bad} lanes: {other:?}"),
         }
     }
-    // One lane is one heap on its own queue.
+    // One lane is one heap.
     let h = SpreadHeap::<i32>::lanes(rt, 1, &DeviceHeapConfig::new(32)).unwrap();
     h.insert(&[3, 1, 2]).unwrap();
     assert_eq!(h.delete_min(5).unwrap(), vec![1, 2, 3]);

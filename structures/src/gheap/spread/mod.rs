@@ -40,7 +40,7 @@ use std::time::Instant;
 use asym_runtime::faults::retry_once;
 use asym_runtime::host_memory::huge_page_vec;
 use asym_runtime::spread::{Failures, MemberReport, SpeedModel, Worker};
-use asym_runtime::{DeviceSet, Error, Result, Runtime};
+use asym_runtime::{DeviceKind, DeviceSet, Error, Result, Runtime};
 use rayon::prelude::*;
 
 use super::device_heap::{DeviceGeneralizedHeap, DeviceHeapConfig, DeviceHeapKey, DeviceHeapStats};
@@ -112,8 +112,12 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
     }
 
     /// An empty heap of `lanes` device heaps of `config` on `rt`'s one device, each holding a
-    /// range of the key values and running on its own queue ([`Runtime::with_new_queue`]):
-    /// a call whose keys span several ranges runs every lane's part on the device at once.
+    /// range of the key values and, on a GPU, running on its own queue
+    /// ([`Runtime::with_new_queue`]): a call whose keys span several ranges runs every lane's
+    /// part on the device at once. On a CPU device the lanes share `rt`'s queue: one kernel
+    /// there already runs on every core, and PoCL 3.1 (Debian 12's) aborts the process when
+    /// one kernel runs from two queues at once with different grid sizes (its compiled-kernel
+    /// cache releases the wrong entry, `pocl_release_dlhandle_cache`).
     /// The seed's operations pass a heap's root lock from work-group to work-group, one INS
     /// or DEL after another, so one heap's pipeline leaves most of a large GPU idle; `lanes`
     /// heaps are `lanes` pipelines, each shallower. A call whose keys all fall in one range
@@ -141,8 +145,16 @@ impl<T: DeviceHeapKey + Sync> SpreadHeap<T> {
             config.work_groups = Some((groups / lanes).max(LANE_MIN_GROUPS).min(groups));
         }
         let label = rt.profile().label();
+        let own_queues = rt.profile().kind != DeviceKind::Cpu;
         let members = (0..lanes)
-            .map(|i| Ok((rt.with_new_queue()?, format!("{label} lane {i}"))))
+            .map(|i| {
+                let lane = if own_queues {
+                    rt.with_new_queue()?
+                } else {
+                    rt.clone()
+                };
+                Ok((lane, format!("{label} lane {i}")))
+            })
             .collect::<Result<Vec<_>>>()?;
         Self::with_members(members, &config)
     }
