@@ -13,17 +13,18 @@
  * Algorithm (per sub-list of n keys, 1 <= k <= n): one pass per 8-bit digit of the key's
  * unsigned image (the ordered int32 form with its sign bit flipped, so unsigned order is the
  * keys' order), most significant first. A pass zeroes a 256-counter histogram in local
- * memory, every work-item counts the digit of its keys (strided by WG, so a warp's loads are
- * coalesced) among those that match the digits fixed so far, and the work-group picks the
- * bucket holding the k-th by a scan over per-work-item sums (radix_fix), fixing one more
- * digit and the rank within it. Once the k-th's bucket holds at most RANK_CAP keys they are
+ * memory, every work-item counts the digit of its keys (int4 vectors strided by WG, so a warp's
+ * loads are coalesced and eight keys per work-item are in flight: RADIX_EACH) among those
+ * that match the digits fixed so far, and the work-group picks the bucket holding the k-th
+ * from 32 pickers' sums (radix_fix), fixing one more digit and the rank within it. Once the k-th's bucket holds at most RANK_CAP keys they are
  * gathered into local memory and ranked directly (radix_rank): for spread-out keys in short
  * sub-lists that is right after the first digit, so the sub-list is read twice and the
  * bucket picked once. Otherwise the second pass keeps the bucket (about 1/256 of the keys)
  * in the group's slice of a scratch buffer as long as the keys, counting the second digit on
  * the way, and the later digits read only the kept keys; after four digits the image is the
- * answer. A sub-list of at most KEEP keys per work-item is read once into registers (its
- * loads in flight together) and its second pass reads them there.
+ * answer. A sub-list of at most KEEP keys per work-item (2048 keys on the 64 work-items the
+ * host gives sub-lists that short) is read once into registers, its loads in flight
+ * together, and its second pass reads them there.
  *
  * Memory ordering: the histogram and the kept count live in local memory and are shared
  * within the work-group only; local atomics count and hand out scratch slots, and local
@@ -131,8 +132,8 @@ inline void radix_zero(__local radix_local *l) {
         }                                                                                \
     } while (0)
 
-#define KEY_IMAGE(i) ((uint)ASYM_ORDERED(keys[i]) ^ 0x80000000u)
 #define RAW_IMAGE(x) ((uint)ASYM_ORDERED(x) ^ 0x80000000u)
+#define KEY_IMAGE(i) RAW_IMAGE(keys[i])
 
 /* Runs BODY once for every key of keys[start, end) with `v` its unsigned image, the keys
  * shared among the work-group's work-items. The 16-byte aligned middle is read as int4, two

@@ -53,16 +53,9 @@ if [[ -n $only ]]; then
   workloads=("${chosen[@]}")
 fi
 
-# On a GPU machine whose image registers only PoCL with the ICD loader, register NVIDIA's
-# driver too (it is installed, just not listed).
-if [[ ! -f /etc/OpenCL/vendors/nvidia.icd ]] && ldconfig -p 2>/dev/null | grep -q libnvidia-opencl.so.1; then
-  if [[ -w /etc/OpenCL/vendors || ( $(id -u) -eq 0 ) ]]; then
-    mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
-  else
-    echo "bench.sh: NVIDIA's OpenCL driver is not registered; run as root or:" >&2
-    echo "  echo libnvidia-opencl.so.1 | sudo tee /etc/OpenCL/vendors/nvidia.icd" >&2
-  fi
-fi
+# NVIDIA's OpenCL driver registered where only PoCL is listed.
+source scripts/nvidia-icd.sh
+register_nvidia_icd bench.sh
 
 if [[ -z $machine ]]; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)

@@ -21,9 +21,8 @@ shift $(($# < 2 ? $# : 2))
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [[ -d /etc/OpenCL/vendors ]] && ! grep -rqs nvidia /etc/OpenCL/vendors; then
-    echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd 2>/dev/null || true
-fi
+source scripts/nvidia-icd.sh
+register_nvidia_icd kselect-vs-gpu-peers.sh
 keys=$tmp/keys.npy
 python3 scripts/torch_topk.py --write "$keys" --total-log2 28
 # The peers compile (about a minute) while asym runs.
