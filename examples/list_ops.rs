@@ -56,6 +56,10 @@ struct Args {
     /// coop: the device's share of the operations (0 to 1).
     #[arg(long, default_value_t = 0.5)]
     device_share: f64,
+    /// gpu and coop: work-items per work-group of the launch, which share one walk of the
+    /// list (default: 256, or the device's largest if smaller).
+    #[arg(long, value_parser = cli::count(1, 1 << 16))]
+    work_group: Option<usize>,
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -162,6 +166,7 @@ fn list_run(
     };
     let options = ListOptions {
         device_share: args.device_share,
+        work_group: args.work_group,
     };
     // An arena the device cannot hold is what the sizes asked for (exit 2), not a failure.
     let mut list =
@@ -229,6 +234,7 @@ fn print_json(workload: &Workload, runs: &[Run], seq_ms: f64, at: &Setting) {
                 "cas_retries": r.report.as_ref().map(|b| b.cas_retries),
                 "reclaimed": r.report.as_ref().map(|b| b.reclaimed),
                 "device_ops": r.report.as_ref().map(|b| b.device_ops),
+                "work_group": r.report.as_ref().and_then(|b| b.work_group),
                 "final_len": r.final_len,
                 "arena": r.arena.as_ref().map(|a| json!({
                     "capacity_bytes": a.capacity_bytes, "bytes_in_use": a.bytes_in_use,

@@ -23,7 +23,8 @@
  *   Positional list (the seed's workload: insert a value right after the node holding a
  *   target, remove the node holding a value): a scan from the head finds the first unmarked
  *   node holding the value; remove marks it and tries one unlinking CAS on the predecessor
- *   it came from (a cleanup pass unlinks what is left, as in the seed).
+ *   it came from (a cleanup pass unlinks what is left, as in the seed). The work-items of a
+ *   work-group share one scan (lf_positional_group).
  *
  * Safe reclamation: retired nodes go on the list's retire stack (push-only while operations
  * run: a head value never repeats, so there is no ABA) and are freed by the host only at a
@@ -172,29 +173,6 @@ inline uint lf_search(lf_list *l, int key, uint *left) {
     return LF_MARK;
 }
 
-/* The first unmarked node holding `value` (0 if none), its predecessor and its (unmarked)
- * successor as read. LF_MARK when the walk passed max_steps. */
-inline uint lf_find_value(lf_list *l, int value, uint *prev, uint *succ) {
-    uint p = l->root;
-    uint cur = lf_unmarked(lf_next(l, p));
-    uint steps = 0;
-    while (cur != 0u) {
-        const lf_step s = lf_read(l, cur);
-        if (!lf_marked(s.next) && s.value == value) {
-            *prev = p;
-            *succ = s.next;
-            return cur;
-        }
-        p = cur;
-        cur = lf_unmarked(s.next);
-        if (++steps > l->max_steps) {
-            l->error = LF_ERR_BOUND;
-            return LF_MARK;
-        }
-    }
-    return 0u;
-}
-
 inline uint lf_new_node(lf_list *l, int value, uint hint) {
     uint n = asym_malloc(l->a, LF_NODE_BYTES, hint);
     if (n != 0u) {
@@ -204,35 +182,21 @@ inline uint lf_new_node(lf_list *l, int value, uint hint) {
     return n;
 }
 
-/* Links a new node holding `value` behind a place found by `how`: LF_LINK_AFTER the first
- * node holding `x` (positional insert-after), LF_LINK_SORTED between the nodes around key `x`
- * (ordered-set insert, failing when `x` is present); retries with a fresh search when the CAS
- * loses. The node is allocated only once a place is found: most of the seed's inserts name a
- * target already removed, and allocating first made each of them a malloc and a free (the
- * free lists' contention then dominated the H200's time). A node allocated for a CAS that
- * lost is kept for the next try, and freed (never published) if the place disappears. */
-#define LF_LINK_AFTER 0u
-#define LF_LINK_SORTED 1u
-inline uint lf_link(lf_list *l, uint how, int x, int value, uint hint) {
+/* The ordered-set insert: links a new node holding `key` between the nodes around it,
+ * failing when `key` is present; retries with a fresh search when the CAS loses. The node is
+ * allocated only once a place is found, kept for the next try when a CAS loses. */
+inline uint lf_set_insert(lf_list *l, int key, uint hint) {
     uint node = 0u;
     for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
-        uint pred, succ, other;
-        bool found;
-        if (how == LF_LINK_AFTER) {
-            pred = lf_find_value(l, x, &other, &succ);
-            if (pred == LF_MARK) break;
-            found = pred != 0u;
-        } else {
-            succ = lf_search(l, x, &pred);
-            if (succ == LF_MARK) break;
-            found = succ == 0u || lf_value(l, succ) != x;
-        }
-        if (!found) {
+        uint pred;
+        const uint succ = lf_search(l, key, &pred);
+        if (succ == LF_MARK) break;
+        if (succ != 0u && lf_value(l, succ) == key) {
             if (node != 0u) asym_free(l->a, node, hint);
             return LF_FAILED;
         }
         if (node == 0u) {
-            node = lf_new_node(l, value, hint);
+            node = lf_new_node(l, key, hint);
             if (node == 0u) return LF_NO_MEMORY;
         }
         asym_store_relaxed(lf_word(l, node, LF_NEXT), succ);
@@ -242,19 +206,101 @@ inline uint lf_link(lf_list *l, uint how, int x, int value, uint hint) {
     return LF_ERR_BOUND;
 }
 
-inline uint lf_remove_value(lf_list *l, int value) {
-    for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
-        uint prev, succ;
-        uint cur = lf_find_value(l, value, &prev, &succ);
-        if (cur == LF_MARK) break;
-        if (cur == 0u) return LF_FAILED;
-        if (lf_cas_next(l, cur, succ, succ | LF_MARK)) {
-            if (lf_cas_next(l, prev, cur, succ)) lf_retire(l, cur);
-            return LF_DONE;
+/* The positional operations, once the group's walk reached `cur` holding the operation's
+ * target unmarked (`pred` the node it came from, `succ` cur's next word as read). Removes
+ * mark cur's next word (the linearization point) and try one unlinking CAS on pred; inserts
+ * link a new node after cur. A CAS lost to an insert after cur is retried on cur with its
+ * new successor; one lost to a remove of cur (its next word now marked) returns
+ * LF_SEARCHING: the operation goes on searching further along the walk, as a walk of its own
+ * that read cur after the remove would. `*node` keeps an insert's allocated node between
+ * tries. */
+#define LF_SEARCHING 0xffffffffu /* not a result code: still searching */
+inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint cur, uint succ,
+                             uint *node, uint hint) {
+    if (kind == LF_OP_INSERT_AFTER && *node == 0u) {
+        *node = lf_new_node(l, value, hint);
+        if (*node == 0u) return LF_NO_MEMORY;
+    }
+    uint res = LF_ERR_BOUND;
+    for (uint tries = 0; tries < LF_MAX_RETRIES && res == LF_ERR_BOUND; ++tries) {
+        bool won;
+        if (kind == LF_OP_REMOVE_VALUE) {
+            won = lf_cas_next(l, cur, succ, succ | LF_MARK);
+            if (won && lf_cas_next(l, pred, cur, succ)) lf_retire(l, cur);
+        } else {
+            asym_store_relaxed(lf_word(l, *node, LF_NEXT), succ);
+            won = lf_cas_next(l, cur, succ, *node);
+        }
+        if (won) {
+            res = LF_DONE;
+        } else {
+            succ = lf_next(l, cur);
+            if (lf_marked(succ)) res = LF_SEARCHING;
         }
     }
-    l->error = LF_ERR_BOUND;
-    return LF_ERR_BOUND;
+    if (res == LF_ERR_BOUND) l->error = LF_ERR_BOUND;
+    return res;
+}
+
+/* The positional list's batch: one walk per work-group, shared by all its work-items. Every
+ * operation scans from the head for the first unmarked node holding its target, so a
+ * work-item per walk makes the device's work-items all read the same nodes at about the same
+ * time: each node's line takes a request from every warp, one L2 slice serves them in turn,
+ * and a step costs that queue rather than a load's latency. Here the group's first work-item
+ * (the leader) reads each step (value and next word, lf_read) into local memory, and every
+ * work-item whose target it holds acts on it at once (lf_positional_at); the walk ends when no
+ * work-item of the group is searching, at the end of the list or past max_steps.
+ *
+ * Each operation sees what a walk of its own would see, read by the leader on its behalf in
+ * the same order; acting on a node within the step that read it keeps the window between
+ * finding a node and its CAS as short as a lone walk's. A lane past n (the last group) takes
+ * part in the barriers only. The step buffer is double-buffered by step parity, so one barrier
+ * a step orders the leader's writes before the group's reads and those reads before the
+ * leader's next write to the same slot; `left` only falls, so the leader's read of it (one
+ * step late at worst) costs at most a step more. Local memory: `step` 2 × LF_STEP_WORDS words,
+ * `left` 1. */
+#define LF_STEP_WORDS 4u /* node, value, next word, go (0: the walk ends; 2: passed max_steps) */
+inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active,
+                                __local uint *step, __local uint *left) {
+    const bool leader = get_local_id(0) == 0u;
+    const bool op = active && (kind == LF_OP_REMOVE_VALUE || kind == LF_OP_INSERT_AFTER);
+    uint r = op ? LF_SEARCHING : (active ? LF_ERR_KIND : LF_FAILED);
+    uint node = 0u; /* an insert's new node, allocated when its target is found */
+    if (leader) *left = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (op) atomic_inc(left);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint pred = l->root, walked = 0u, parity = 0u, go;
+    uint next = leader ? lf_unmarked(lf_next(l, l->root)) : 0u; /* the leader's cursor */
+    do {
+        __local uint *s = step + parity * LF_STEP_WORDS;
+        parity ^= 1u;
+        if (leader) {
+            uint g = next != 0u && atomic_add(left, 0u) != 0u ? 1u : 0u;
+            if (g != 0u && ++walked > l->max_steps) g = 2u;
+            lf_step st = {0u, 0};
+            if (g == 1u) st = lf_read(l, next);
+            s[0] = next;
+            s[1] = (uint)st.value;
+            s[2] = st.next;
+            s[3] = g;
+            next = lf_unmarked(st.next);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        go = s[3];
+        const uint cur = s[0], cur_next = s[2];
+        if (go == 2u && r == LF_SEARCHING) r = LF_ERR_BOUND;
+        if (go == 1u && r == LF_SEARCHING && !lf_marked(cur_next) && (int)s[1] == x) {
+            r = lf_positional_at(l, kind, y, pred, cur, cur_next, &node, get_global_id(0));
+            if (r != LF_SEARCHING) atomic_dec(left);
+        }
+        pred = cur;
+    } while (go == 1u);
+    if (r == LF_SEARCHING) r = LF_FAILED;
+    if (r == LF_ERR_BOUND) l->error = LF_ERR_BOUND;
+    /* An insert whose target is gone frees the node it allocated (never published). */
+    if (r != LF_DONE && node != 0u) asym_free(l->a, node, get_global_id(0));
+    return r;
 }
 
 inline uint lf_set_remove(lf_list *l, int key) {
@@ -295,26 +341,28 @@ inline uint lf_set_contains(lf_list *l, int key) {
 
 /* One work-item per operation: ops[3i] kind, ops[3i+1], ops[3i+2] its two values;
  * results[i] one of LF_FAILED .. LF_ERR_KIND. `positional` (1) or ordered set (0) says which
- * kinds this list takes. */
+ * kinds this list takes; a positional list's work-groups share their walks
+ * (lf_positional_group), an ordered set's work-items walk alone. */
 __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
                          uint root, uint max_steps, uint positional,
                          __global const uint *ops, __global uint *results, uint n,
                          __global uint *launch_stats) {
-    uint i = get_global_id(0);
-    if (i >= n) return;
+    __local uint step[2u * LF_STEP_WORDS];
+    __local uint left;
+    const uint i = get_global_id(0);
     lf_list l = {{ctl, heap, sb_class}, root, max_steps, 0u, 0u};
-    uint kind = ops[3u * i];
-    int x = (int)ops[3u * i + 1u];
-    int y = (int)ops[3u * i + 2u];
+    const bool active = i < n;
+    const uint kind = active ? ops[3u * i] : 0u;
+    const int x = active ? (int)ops[3u * i + 1u] : 0;
+    const int y = active ? (int)ops[3u * i + 2u] : 0;
     uint r;
-    if ((kind <= LF_OP_INSERT_AFTER) != (positional != 0u)) {
-        r = LF_ERR_KIND;
-    } else if (kind == LF_OP_REMOVE_VALUE) {
-        r = lf_remove_value(&l, x);
-    } else if (kind == LF_OP_INSERT_AFTER) {
-        r = lf_link(&l, LF_LINK_AFTER, x, y, i);
+    if (positional != 0u) {
+        /* Every work-item of the group, past n too, reaches the walk's barriers. */
+        r = lf_positional_group(&l, kind, x, y, active, step, &left);
+    } else if (!active) {
+        return;
     } else if (kind == LF_OP_SET_INSERT) {
-        r = lf_link(&l, LF_LINK_SORTED, x, x, i);
+        r = lf_set_insert(&l, x, i);
     } else if (kind == LF_OP_SET_REMOVE) {
         r = lf_set_remove(&l, x);
     } else if (kind == LF_OP_SET_CONTAINS) {
@@ -322,6 +370,7 @@ __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint
     } else {
         r = LF_ERR_KIND;
     }
+    if (!active) return;
     results[i] = r;
     /* The launch's counters go to a small buffer of their own, so that the host reads them
      * without mapping the arena. */

@@ -222,7 +222,7 @@ impl Subject for ListSubject<'_> {
         } else {
             Mode::Cooperative
         };
-        let options = ListOptions { device_share: 0.5 };
+        let options = ListOptions::default();
         let report = self.list.apply(&ops, mode, options, Some(self.pool))?;
         // Operations on one key within a batch take effect in some order: its net count of
         // inserts and removals done decides where it ends.

@@ -50,6 +50,6 @@ pub use kselect::{
 };
 pub use list::{
     unique_values, BatchReport, ListCheck, ListKind, ListMap, ListOp, ListOptions, ListView,
-    LockFreeList, OpStatus,
+    LockFreeList, OpStatus, LIST_CPU_WORK_GROUP, LIST_WORK_GROUP,
 };
 pub use rbtree::{Deleted, Found, Inserted, RbTree, TreeReport, UpdateStats};

@@ -199,7 +199,7 @@ fn the_list_is_whole_after_a_failure_at_any_step() {
                     .unwrap();
                     std::cell::RefCell::new(list)
                 };
-                let options = ListOptions { device_share: 0.5 };
+                let options = ListOptions::default();
                 let steps = at_every_step(
                     &rt,
                     point,

@@ -24,7 +24,10 @@ fn pool(threads: usize) -> LatencyPool {
 const MODES: [Mode; 3] = Mode::ALL;
 
 /// Half of a Cooperative batch on each side.
-const HALF: ListOptions = ListOptions { device_share: 0.5 };
+const HALF: ListOptions = ListOptions {
+    device_share: 0.5,
+    work_group: None,
+};
 
 /// The sequential reference of one ordered-set operation.
 fn set_apply(set: &mut BTreeSet<i32>, op: ListOp) -> OpStatus {
@@ -247,6 +250,41 @@ fn seed_workload_keeps_the_seeds_invariants_in_every_mode() {
 }
 
 #[test]
+fn positional_walks_agree_for_every_work_group_size() {
+    // A launch's work-group shares one walk of a positional list: groups of one, of a size
+    // that does not divide the batch, and larger than the batch give the same invariants.
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for wg in [1, 7, 64, 256] {
+            let (values, ops) = seed_workload(&mut rng, 500, 200);
+            let mut list = LockFreeList::positional_from(&rt, &values, ops.len()).unwrap();
+            let options = ListOptions {
+                work_group: Some(wg),
+                ..HALF
+            };
+            let r = list.apply(&ops, Mode::GpuOnly, options, None).unwrap();
+            assert_eq!(r.work_group, Some(wg));
+            let fin = list.values().unwrap();
+            check_positional(&values, &ops, &r.statuses, &fin);
+            assert_clean(&mut list, &format!("{t} work-groups of {wg}"));
+        }
+        let mut list = LockFreeList::positional_from(&rt, &[1, 2], 4).unwrap();
+        for wg in [0, 1 << 20] {
+            let options = ListOptions {
+                work_group: Some(wg),
+                ..HALF
+            };
+            let e = list
+                .apply(&[ListOp::RemoveValue(1)], Mode::GpuOnly, options, None)
+                .unwrap_err();
+            assert!(e.to_string().contains("work-group"), "{e}");
+        }
+        assert_eq!(list.values().unwrap(), [1, 2], "a refused batch changes nothing");
+    }
+}
+
+#[test]
 fn seed_hazards() {
     let p = pool(3);
     for t in common::transports() {
@@ -390,7 +428,10 @@ fn bad_input_is_refused() {
         .apply(
             &[ListOp::Insert(1)],
             Mode::Cooperative,
-            ListOptions { device_share: 1.5 },
+            ListOptions {
+                device_share: 1.5,
+                ..HALF
+            },
             None,
         )
         .unwrap_err();

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use asym_kernels::{cl_defines, ClConst};
 use asym_runtime::faults::retry_once;
-use asym_runtime::{Error, Kernel, LatencyPool, Mode, Result, Runtime, SvmBuffer, Transport};
+use asym_runtime::{
+    DeviceKind, Error, Kernel, LatencyPool, Mode, Result, Runtime, SvmBuffer, Transport,
+};
 
 use crate::arena::{ArenaMap, ArenaStats, SvmArena};
 pub use view::ListView;
@@ -149,12 +151,28 @@ impl OpStatus {
 pub struct ListOptions {
     /// The device's share of a Cooperative batch's operations, 0 to 1.
     pub device_share: f64,
+    /// Work-items per work-group of a launch; on a positional list they share one walk
+    /// (`list.cl`'s `lf_positional_group`). `None`: [`LIST_WORK_GROUP`] on a GPU,
+    /// [`LIST_CPU_WORK_GROUP`] on a CPU device, capped at the device's largest.
+    pub work_group: Option<usize>,
 }
 
+/// The launch's work-group size on a GPU when [`ListOptions::work_group`] is `None`
+/// (docs/benchmarks/list.md has the sweep it comes from).
+pub const LIST_WORK_GROUP: usize = 256;
+
+/// The default on a CPU device: a barrier there switches between all the group's
+/// work-items, so large groups cost more than the walks they share (PoCL, 2 cores: the seed's
+/// experiment 2.0 s with groups of 64, 19 s with 256).
+pub const LIST_CPU_WORK_GROUP: usize = 64;
+
 impl Default for ListOptions {
-    /// Half the operations on each side.
+    /// Half the operations on each side, default work-groups.
     fn default() -> Self {
-        ListOptions { device_share: 0.5 }
+        ListOptions {
+            device_share: 0.5,
+            work_group: None,
+        }
     }
 }
 
@@ -177,6 +195,8 @@ pub struct BatchReport {
     pub elapsed: Duration,
     /// Of which the launch, start to finish (None without a launch).
     pub device_time: Option<Duration>,
+    /// The launch's work-group size (None without a launch).
+    pub work_group: Option<usize>,
     /// Nodes freed back to the arena after the batch.
     pub reclaimed: usize,
 }
@@ -385,15 +405,20 @@ impl LockFreeList {
             }
         };
         let mut statuses = vec![OpStatus::Failed; ops.len()];
+        let work_group = match dev_ops.is_empty() {
+            true => None,
+            false => Some(self.work_group(options.work_group)?),
+        };
         let started = Instant::now();
-        let (device_time, cas_retries) = if dev_ops.is_empty() {
-            let retries = match pool {
-                Some(pool) => self.run_host(pool, host_ops, &mut statuses[split..])?,
-                None => 0,
-            };
-            (None, retries)
-        } else {
-            self.run_device_and_host(dev_ops, pool, host_ops, &mut statuses)?
+        let (device_time, cas_retries) = match work_group {
+            None => {
+                let retries = match pool {
+                    Some(pool) => self.run_host(pool, host_ops, &mut statuses[split..])?,
+                    None => 0,
+                };
+                (None, retries)
+            }
+            Some(wg) => self.run_device_and_host(dev_ops, wg, pool, host_ops, &mut statuses)?,
         };
         let elapsed = started.elapsed();
         // The batch has taken effect: its report is not given up for a failed map.
@@ -408,16 +433,38 @@ impl LockFreeList {
             cas_retries,
             elapsed,
             device_time,
+            work_group,
             reclaimed,
         })
     }
 
-    /// The launch of `dev_ops` and, on the fine transport at the same time, the CPU threads'
+    /// The work-group size of a launch: `requested`, or the default capped at the device's
+    /// largest; a request the device cannot run is an error.
+    fn work_group(&self, requested: Option<usize>) -> Result<usize> {
+        let rt = self.arena.runtime();
+        match requested {
+            Some(0) => Err(Error::out_of_range("list work-group size", 0, "at least 1")),
+            Some(wg) => {
+                rt.check_work_group(wg, "run a list batch")?;
+                Ok(wg)
+            }
+            None => {
+                let wg = match rt.profile().kind {
+                    DeviceKind::Cpu => LIST_CPU_WORK_GROUP,
+                    _ => LIST_WORK_GROUP,
+                };
+                Ok(wg.min(rt.profile().max_work_group_size.max(1)))
+            }
+        }
+    }
+
+    /// The launch of `dev_ops` (work-groups of `wg`) and, on the fine transport at the same time, the CPU threads'
     /// `host_ops` (on the coarse one, after the launch). Returns the launch's time and the
     /// lost CASes of both.
     fn run_device_and_host(
         &mut self,
         dev_ops: &[ListOp],
+        wg: usize,
         pool: Option<&LatencyPool>,
         host_ops: &[ListOp],
         statuses: &mut [OpStatus],
@@ -458,7 +505,6 @@ impl LockFreeList {
             .arg_svm("results", results)?
             .arg_scalar("n", n)?
             .arg_svm("launch_stats", launch_stats)?;
-        let wg = 64;
         let t0 = Instant::now();
         let mut launch = kernel.launch(dev_ops.len().div_ceil(wg) * wg, Some(wg))?;
         let (dev_status, host_status) = statuses.split_at_mut(dev_ops.len());
