@@ -276,10 +276,13 @@ inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active
         __local uint *s = step + parity * LF_STEP_WORDS;
         parity ^= 1u;
         if (leader) {
-            uint g = next != 0u && atomic_add(left, 0u) != 0u ? 1u : 0u;
+            uint g = next != 0u ? 1u : 0u;
             if (g != 0u && ++walked > l->max_steps) g = 2u;
             lf_step st = {0u, 0};
             if (g == 1u) st = lf_read(l, next);
+            /* Read after the load is issued, so the two overlap; a step read for a group
+             * that has just finished is only a wasted load. */
+            if (g == 1u && atomic_add(left, 0u) == 0u) g = 0u;
             s[0] = next;
             s[1] = (uint)st.value;
             s[2] = st.next;

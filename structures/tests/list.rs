@@ -280,7 +280,11 @@ fn positional_walks_agree_for_every_work_group_size() {
                 .unwrap_err();
             assert!(e.to_string().contains("work-group"), "{e}");
         }
-        assert_eq!(list.values().unwrap(), [1, 2], "a refused batch changes nothing");
+        assert_eq!(
+            list.values().unwrap(),
+            [1, 2],
+            "a refused batch changes nothing"
+        );
     }
 }
 

@@ -486,16 +486,9 @@ impl LockFreeList {
         launch_stats.write(&[0, 0])?;
         let (root, steps) = (self.root, max_steps(&self.arena));
         let positional = u32::from(self.kind == ListKind::Positional);
-        if self.kernel.is_none() {
-            let opts = format!(
-                "{} -DARENA_NO_KERNELS=1 {}",
-                self.arena.layout().cl_defines(),
-                cl_defines(KERNEL_CONSTANTS)
-            );
-            let program = rt.program_with(&asym_kernels::LIST, &opts)?;
-            self.kernel = Some(Kernel::from_program(&rt, &program, "list_apply")?);
-        }
+        self.build_kernel()?;
         let kernel = self.kernel.as_mut().expect("built above");
+        // Every launch: a grown arena has new buffers.
         self.arena.set_args(kernel)?;
         kernel
             .arg_scalar("root", root)?
@@ -558,9 +551,11 @@ impl LockFreeList {
         Ok((device_time, u64::from(retries) + host_retries))
     }
 
-    /// Allocates the buffers a launch of `ops` operations uses (they are kept and grown on
-    /// demand; a batch that finds them large enough allocates no SVM).
+    /// Builds the launch's kernel and allocates the buffers a launch of `ops` operations uses
+    /// (they are kept and grown on demand; a batch that finds them large enough allocates no
+    /// SVM).
     pub fn reserve_batch(&mut self, ops: usize) -> Result<()> {
+        self.build_kernel()?;
         if self.staging.as_ref().is_none_or(|s| s.results.len() < ops) {
             self.staging = None;
             let rt = self.arena.runtime();
@@ -570,6 +565,21 @@ impl LockFreeList {
                 results: rt.alloc::<u32>(n)?,
                 stats: rt.alloc::<u32>(2)?,
             });
+        }
+        Ok(())
+    }
+
+    /// The launch's kernel, built on first use.
+    fn build_kernel(&mut self) -> Result<()> {
+        if self.kernel.is_none() {
+            let rt = self.arena.runtime();
+            let opts = format!(
+                "{} -DARENA_NO_KERNELS=1 {}",
+                self.arena.layout().cl_defines(),
+                cl_defines(KERNEL_CONSTANTS)
+            );
+            let program = rt.program_with(&asym_kernels::LIST, &opts)?;
+            self.kernel = Some(Kernel::from_program(rt, &program, "list_apply")?);
         }
         Ok(())
     }
