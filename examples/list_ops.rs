@@ -57,7 +57,7 @@ struct Args {
     #[arg(long, default_value_t = 0.5)]
     device_share: f64,
     /// gpu and coop: work-items per work-group of the launch, which share one walk of the
-    /// list (default: 256, or the device's largest if smaller).
+    /// list (default: 512 on a GPU, 64 on a CPU device, or the device's largest if smaller).
     #[arg(long, value_parser = cli::count(1, 1 << 16))]
     work_group: Option<usize>,
     /// Latency threads (default: every CPU).

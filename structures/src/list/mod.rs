@@ -159,7 +159,7 @@ pub struct ListOptions {
 
 /// The launch's work-group size on a GPU when [`ListOptions::work_group`] is `None`
 /// (docs/benchmarks/list.md has the sweep it comes from).
-pub const LIST_WORK_GROUP: usize = 256;
+pub const LIST_WORK_GROUP: usize = 512;
 
 /// The default on a CPU device: a barrier there switches between all the group's
 /// work-items, so large groups cost more than the walks they share (PoCL, 2 cores: the seed's
