@@ -602,7 +602,8 @@ pub const ALLOC: KernelSource = KernelSource::new("alloc.cl", include_str!("../a
     .with_params(ALLOC_PARAMS);
 
 /// Harris's lock-free list on allocator nodes (ordered set and positional operations), one
-/// work-item per operation; builds on [`ALLOC`].
+/// work-item per operation, a positional list's work-groups sharing one walk; builds on
+/// [`ALLOC`].
 pub const LIST: KernelSource =
     KernelSource::with_deps("list.cl", include_str!("../list.cl"), &[ALLOC])
         .taking(&["LF_"])

@@ -1,5 +1,6 @@
 //! Harris's lock-free linked list on nodes from the SVM allocator ([`crate::arena`]), run by
-//! kernels (one work-item per operation, `kernels/list.cl`) and by CPU threads
+//! kernels (one work-item per operation, a positional list's work-groups sharing one walk of
+//! it: `kernels/list.cl`) and by CPU threads
 //! ([`ListView`]) on the same list: at the same time on the fine transport, between launches
 //! on the coarse one.
 //!
@@ -373,7 +374,7 @@ impl LockFreeList {
     }
 
     /// Runs `ops` concurrently in `mode` (CpuOnly: the latency threads of `pool`; GpuOnly: one
-    /// launch, a work-item per operation; Cooperative: split by `options.device_share`), then
+    /// launch, a work-item per operation in work-groups of `options.work_group`; Cooperative: split by `options.device_share`), then
     /// reclaims the nodes the batch retired.
     pub fn apply(
         &mut self,
