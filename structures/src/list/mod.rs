@@ -246,6 +246,8 @@ struct Staging {
     ops: SvmBuffer<u32>,
     results: SvmBuffer<u32>,
     stats: SvmBuffer<u32>,
+    /// The results' host copy, kept with the buffers (its pages touched once).
+    codes: Vec<u32>,
 }
 
 impl std::fmt::Debug for LockFreeList {
@@ -473,7 +475,6 @@ impl LockFreeList {
         let n = u32::try_from(dev_ops.len())
             .map_err(|_| Error::too_large("operations on the device", dev_ops.len(), u32::MAX))?;
         let rt = self.arena.runtime().clone();
-        let words: Vec<u32> = dev_ops.iter().flat_map(|o| o.encode()).collect();
         self.reserve_batch(dev_ops.len())?;
         // Taken out for the call (the coarse path below needs `&mut self` for the host's
         // share) and put back at the end; an error drops it.
@@ -482,8 +483,17 @@ impl LockFreeList {
             ops: op_buf,
             results,
             stats: launch_stats,
+            codes,
         } = &mut staging;
-        op_buf.copy_from_host(0, &words)?;
+        // Encoded straight into the mapped buffer: no host copy of the words to allocate
+        // (fresh pages) and hand to the driver's staging.
+        {
+            let mut map = op_buf.map_range_for_overwrite(0, 3 * dev_ops.len())?;
+            for (words, op) in map.chunks_exact_mut(3).zip(dev_ops) {
+                words.copy_from_slice(&op.encode());
+            }
+            map.unmap()?;
+        }
         launch_stats.write(&[0, 0])?;
         let (root, steps) = (self.root, max_steps(&self.arena));
         let positional = u32::from(self.kind == ListKind::Positional);
@@ -517,10 +527,9 @@ impl LockFreeList {
             (None, Some(pool)) => self.run_host(pool, host_ops, host_status)?,
             (None, None) => 0,
         };
-        for (s, r) in dev_status
-            .iter_mut()
-            .zip(retry_once(|| results.read_range(0, dev_ops.len()))?)
-        {
+        let codes = &mut codes[..dev_ops.len()];
+        retry_once(|| results.read_range_into(0, codes))?;
+        for (s, &r) in dev_status.iter_mut().zip(codes.iter()) {
             *s = match (OpStatus::from_code(r), r) {
                 (Some(status), _) => status,
                 (None, LF_ERR_KIND) => {
@@ -565,6 +574,7 @@ impl LockFreeList {
                 ops: rt.alloc::<u32>(3 * n)?,
                 results: rt.alloc::<u32>(n)?,
                 stats: rt.alloc::<u32>(2)?,
+                codes: vec![0; n],
             });
         }
         Ok(())
