@@ -490,6 +490,111 @@ fn linearizable(
 
 /// Small histories of a kernel and CPU threads on one ordered set (at the same time on the
 /// fine transport), each checked for a linearization.
+/// The sequential reference of one positional operation on `list` (values unique).
+fn positional_apply(list: &mut Vec<i32>, op: ListOp) -> OpStatus {
+    let at = |list: &Vec<i32>, v: i32| list.iter().position(|&x| x == v);
+    match op {
+        ListOp::RemoveValue(v) => match at(list, v) {
+            Some(i) => {
+                list.remove(i);
+                OpStatus::Done
+            }
+            None => OpStatus::Failed,
+        },
+        ListOp::InsertAfter { target, value } => match at(list, target) {
+            Some(i) => {
+                list.insert(i + 1, value);
+                OpStatus::Done
+            }
+            None => OpStatus::Failed,
+        },
+        _ => unreachable!("positional operations only"),
+    }
+}
+
+/// Whether some order of `ops` applied one at a time to `list` gives `statuses` and `fin`.
+fn positional_linearizable(
+    list: &[i32],
+    ops: &[ListOp],
+    statuses: &[OpStatus],
+    fin: &[i32],
+    used: &mut Vec<bool>,
+) -> bool {
+    if used.iter().all(|&u| u) {
+        return list == fin;
+    }
+    for i in 0..ops.len() {
+        if used[i] {
+            continue;
+        }
+        let mut next = list.to_vec();
+        if positional_apply(&mut next, ops[i]) != statuses[i] {
+            continue;
+        }
+        used[i] = true;
+        let found = positional_linearizable(&next, ops, statuses, fin, used);
+        used[i] = false;
+        if found {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn small_positional_histories_are_linearizable() {
+    // Seven operations in one work-group's shared walk (and half of them on the threads in
+    // Cooperative mode): removes of initial or inserted values, inserts after either.
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    let p = pool(2);
+    for t in common::transports() {
+        let rt: Runtime = common::runtime(t);
+        for round in 0..120 {
+            let initial: Vec<i32> = (0..4).collect();
+            let mut list = LockFreeList::positional_from(&rt, &initial, 16).unwrap();
+            let some_value = |rng: &mut rand::rngs::StdRng| match rng.gen_range(0..3) {
+                0 => 10 + rng.gen_range(0..7),
+                _ => rng.gen_range(0..4),
+            };
+            let ops: Vec<ListOp> = (0..7)
+                .map(|i| match rng.gen_range(0..2) {
+                    0 => ListOp::RemoveValue(some_value(&mut rng)),
+                    _ => ListOp::InsertAfter {
+                        target: some_value(&mut rng),
+                        value: 10 + i,
+                    },
+                })
+                .collect();
+            let mode = if round % 2 == 0 {
+                Mode::GpuOnly
+            } else {
+                Mode::Cooperative
+            };
+            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
+            let fin = list.values().unwrap();
+            let mut used = vec![false; ops.len()];
+            assert!(
+                positional_linearizable(&initial, &ops, &r.statuses, &fin, &mut used),
+                "{t} {mode:?}: no linearization of {ops:?} -> {:?}, final {fin:?}",
+                r.statuses
+            );
+        }
+        // The check can fail: an insert after a value no order makes present is refused.
+        let ops = [ListOp::InsertAfter {
+            target: 9,
+            value: 10,
+        }];
+        let mut used = vec![false];
+        assert!(!positional_linearizable(
+            &[1],
+            &ops,
+            &[OpStatus::Done],
+            &[1, 10],
+            &mut used
+        ));
+    }
+}
+
 #[test]
 fn small_concurrent_histories_are_linearizable() {
     let mut rng = rand::rngs::StdRng::from_entropy();
