@@ -376,8 +376,8 @@ impl LockFreeList {
     }
 
     /// Runs `ops` concurrently in `mode` (CpuOnly: the latency threads of `pool`; GpuOnly: one
-    /// launch, a work-item per operation in work-groups of `options.work_group`; Cooperative: split by `options.device_share`), then
-    /// reclaims the nodes the batch retired.
+    /// launch, a work-item per operation in work-groups of `options.work_group`; Cooperative:
+    /// split by `options.device_share`), then reclaims the nodes the batch retired.
     pub fn apply(
         &mut self,
         ops: &[ListOp],
@@ -408,9 +408,10 @@ impl LockFreeList {
             }
         };
         let mut statuses = vec![OpStatus::Failed; ops.len()];
-        let work_group = match dev_ops.is_empty() {
-            true => None,
-            false => Some(self.work_group(options.work_group)?),
+        let work_group = if dev_ops.is_empty() {
+            None
+        } else {
+            Some(self.work_group(options.work_group)?)
         };
         let started = Instant::now();
         let (device_time, cas_retries) = match work_group {
@@ -461,9 +462,9 @@ impl LockFreeList {
         }
     }
 
-    /// The launch of `dev_ops` (work-groups of `wg`) and, on the fine transport at the same time, the CPU threads'
-    /// `host_ops` (on the coarse one, after the launch). Returns the launch's time and the
-    /// lost CASes of both.
+    /// The launch of `dev_ops` (work-groups of `wg`) and, on the fine transport at the same
+    /// time, the CPU threads' `host_ops` (on the coarse one, after the launch). Returns the
+    /// launch's time and the lost CASes of both.
     fn run_device_and_host(
         &mut self,
         dev_ops: &[ListOp],
