@@ -5,7 +5,8 @@
  * queued again since) has every edge relaxed (load-balanced over the work-group, see
  * sssp_expand): new = min(dist[u] + w, LIMIT), atomic minimum into dist[v]; when that lowered
  * dist[v], an exchange of stamp[v] with this iteration's number decides which work-item
- * appends v to `next` (each vertex at most once per iteration). `sssp_pairs` then turns
+ * appends v to `next` (each vertex at most once per iteration), its group taking one block of
+ * slots for all it appends at a time (sssp_append). `sssp_pairs` then turns
  * `next` into the following frontier with each vertex's final distance of the iteration.
  * Distances saturate at LIMIT (2^32 - 2): a saturated path never beats a real distance, and
  * the host reports a vertex left at LIMIT as an overflow.
@@ -20,7 +21,8 @@
  * while it runs (the host reads them between launches), so relaxed atomics suffice: the
  * atomic minimum's result alone says whether this work-item lowered the distance, the
  * exchange's result alone says whether v was already queued this iteration, and the counter's
- * fetch-add gives each appended vertex its own slot. The plain pre-check of dist[v] (a
+ * fetch-add gives each group's appended vertices their own block of slots (the group's
+ * barriers order its local list before the copy out). The plain pre-check of dist[v] (a
  * volatile load) may read an old value: it only skips work when the value read is already
  * ≤ new, and distances only decrease, so it never skips a needed update. The launch boundary
  * orders everything before `sssp_pairs` reads dist.
@@ -82,18 +84,34 @@ __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint 
     }
 }
 
-/* Relaxes edge `edge` from a vertex at distance du: the atomic minimum into dist[v], and v
- * queued once per iteration (the stamp exchange) when this lowered it. */
-inline void sssp_relax(__global const uint *targets, __global const uint *weights,
-                       __global uint *dist, __global uint *stamp, __global uint *next,
-                       __global uint *counters, uint iteration, uint edge, uint du) {
+/* Relaxes edge `edge` from a vertex at distance du: the atomic minimum into dist[v]; returns
+ * whether v is to be queued (this lowered dist[v] and won the stamp exchange, so v is queued
+ * once per iteration), with v in *queued. */
+inline bool sssp_relax(__global const uint *targets, __global const uint *weights,
+                       __global uint *dist, __global uint *stamp, uint iteration, uint edge,
+                       uint du, uint *queued) {
     uint v = targets[edge];
     uint nd = (uint)min((ulong)du + (ulong)weights[edge], (ulong)SSSP_LIMIT);
-    if (nd < asym_load_relaxed(&dist[v]) &&
-        nd < asym_fetch_min_relaxed(&dist[v], nd) &&
-        asym_exchange_relaxed(&stamp[v], iteration) != iteration) {
-        next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
-    }
+    *queued = v;
+    return nd < asym_load_relaxed(&dist[v]) && nd < asym_fetch_min_relaxed(&dist[v], nd) &&
+           asym_exchange_relaxed(&stamp[v], iteration) != iteration;
+}
+
+/* Appends the vertices the group's work-items queued (v where `push`) to `next` with one
+ * fetch-add on the shared length for the whole group: a fetch-add per vertex made every
+ * vertex queued in an iteration take its turn at that one word. Every work-item of the
+ * group calls it with the group's other work-items (barriers); lappend holds WG + 2 words. */
+inline void sssp_append(__global uint *next, __global uint *counters, bool push, uint v,
+                        __local uint *lappend, uint lid) {
+    __local uint *count = lappend + WG, *at = lappend + WG + 1u;
+    barrier(CLK_LOCAL_MEM_FENCE); /* the previous call's copies are done */
+    if (lid == 0u) *count = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (push) lappend[atomic_inc(count)] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0u && *count != 0u) *at = asym_fetch_add(&counters[SSSP_NEXT_LEN], *count);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < *count) next[*at + lid] = lappend[lid];
 }
 
 /* Load balance: a work-group takes WG entries at a time, stores each vertex's edge range in
@@ -110,7 +128,7 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
                           __global uint *stamp, __global const ulong *frontier, uint first,
                           uint flen, __global uint *next, __global uint *counters,
                           uint iteration, __global uint *chunks, uint chunk_cap) {
-    __local uint lstart[WG], ldist[WG], lscan[WG];
+    __local uint lstart[WG], ldist[WG], lscan[WG], lappend[WG + 2];
     __local uint visited, stale;
     uint lid = get_local_id(0);
     if (lid == 0) {
@@ -158,10 +176,16 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
         ldist[lid] = du;
         lscan[lid] = deg;
         uint total = sssp_scan(lscan, lid);
-        for (uint e = lid; e < total; e += WG) {
-            uint lo;
-            uint edge = sssp_edge(lscan, lstart, e, WG, &lo);
-            sssp_relax(targets, weights, dist, stamp, next, counters, iteration, edge, ldist[lo]);
+        /* `total` is the group's: every work-item takes every trip (sssp_append's barriers). */
+        for (uint e0 = 0u; e0 < total; e0 += WG) {
+            const uint e = e0 + lid;
+            uint lo, v = 0u;
+            bool push = false;
+            if (e < total) {
+                uint edge = sssp_edge(lscan, lstart, e, WG, &lo);
+                push = sssp_relax(targets, weights, dist, stamp, iteration, edge, ldist[lo], &v);
+            }
+            sssp_append(next, counters, push, v, lappend, lid);
         }
         /* The next round overwrites the local arrays. */
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -178,12 +202,18 @@ __kernel void sssp_expand_chunks(__global const uint *targets, __global const ui
                                  __global uint *dist, __global uint *stamp,
                                  __global uint *next, __global uint *counters,
                                  uint iteration, __global const uint *chunks, uint chunk_cap) {
+    __local uint lappend[WG + 2];
+    const uint lid = get_local_id(0);
     const uint count = min(counters[SSSP_CHUNKS], chunk_cap);
     for (uint c = get_group_id(0); c < count; c += get_num_groups(0)) {
         __global const uint *ch = chunks + 4u * c;
         const uint du = ch[1], from = ch[2], len = ch[3];
-        for (uint e = get_local_id(0); e < len; e += WG) {
-            sssp_relax(targets, weights, dist, stamp, next, counters, iteration, from + e, du);
+        for (uint e0 = 0u; e0 < len; e0 += WG) {
+            uint v = 0u;
+            const bool push = e0 + lid < len &&
+                              sssp_relax(targets, weights, dist, stamp, iteration, from + e0 + lid,
+                                         du, &v);
+            sssp_append(next, counters, push, v, lappend, lid);
         }
     }
 }
