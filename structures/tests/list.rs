@@ -442,49 +442,53 @@ fn bad_input_is_refused() {
     assert!(e.is_argument_error(), "{e}");
 }
 
-/// Whether some order of `ops` applied sequentially to `initial` gives `statuses` and `fin`.
-/// All operations of a batch overlap in time, so any order is a candidate linearization.
-fn linearizable(
-    initial: &BTreeSet<i32>,
+/// Whether some order of `ops` applied one at a time to `initial` by `apply` (the sequential
+/// reference) gives `statuses` and `fin`. All operations of a batch overlap in time, so any
+/// order is a candidate linearization.
+fn linearizable<S: Clone + PartialEq>(
+    initial: &S,
     ops: &[ListOp],
     statuses: &[OpStatus],
-    fin: &BTreeSet<i32>,
+    fin: &S,
+    apply: fn(&mut S, ListOp) -> OpStatus,
 ) -> bool {
-    fn go(
-        set: &mut BTreeSet<i32>,
+    fn go<S: Clone + PartialEq>(
+        state: &S,
         ops: &[ListOp],
         st: &[OpStatus],
-        used: &mut Vec<bool>,
+        used: &mut [bool],
         left: usize,
-        fin: &BTreeSet<i32>,
+        fin: &S,
+        apply: fn(&mut S, ListOp) -> OpStatus,
     ) -> bool {
         if left == 0 {
-            return set == fin;
+            return state == fin;
         }
         for i in 0..ops.len() {
             if used[i] {
                 continue;
             }
-            let mut next = set.clone();
-            if set_apply(&mut next, ops[i]) != st[i] {
+            let mut next = state.clone();
+            if apply(&mut next, ops[i]) != st[i] {
                 continue;
             }
             used[i] = true;
-            if go(&mut next, ops, st, used, left - 1, fin) {
+            let found = go(&next, ops, st, used, left - 1, fin, apply);
+            used[i] = false;
+            if found {
                 return true;
             }
-            used[i] = false;
         }
         false
     }
-    let mut used = vec![false; ops.len()];
     go(
-        &mut initial.clone(),
+        initial,
         ops,
         statuses,
-        &mut used,
+        &mut vec![false; ops.len()],
         ops.len(),
         fin,
+        apply,
     )
 }
 
@@ -510,35 +514,6 @@ fn positional_apply(list: &mut Vec<i32>, op: ListOp) -> OpStatus {
         },
         _ => unreachable!("positional operations only"),
     }
-}
-
-/// Whether some order of `ops` applied one at a time to `list` gives `statuses` and `fin`.
-fn positional_linearizable(
-    list: &[i32],
-    ops: &[ListOp],
-    statuses: &[OpStatus],
-    fin: &[i32],
-    used: &mut Vec<bool>,
-) -> bool {
-    if used.iter().all(|&u| u) {
-        return list == fin;
-    }
-    for i in 0..ops.len() {
-        if used[i] {
-            continue;
-        }
-        let mut next = list.to_vec();
-        if positional_apply(&mut next, ops[i]) != statuses[i] {
-            continue;
-        }
-        used[i] = true;
-        let found = positional_linearizable(&next, ops, statuses, fin, used);
-        used[i] = false;
-        if found {
-            return true;
-        }
-    }
-    false
 }
 
 #[test]
@@ -572,9 +547,8 @@ fn small_positional_histories_are_linearizable() {
             };
             let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
             let fin = list.values().unwrap();
-            let mut used = vec![false; ops.len()];
             assert!(
-                positional_linearizable(&initial, &ops, &r.statuses, &fin, &mut used),
+                linearizable(&initial, &ops, &r.statuses, &fin, positional_apply),
                 "{t} {mode:?}: no linearization of {ops:?} -> {:?}, final {fin:?}",
                 r.statuses
             );
@@ -584,13 +558,12 @@ fn small_positional_histories_are_linearizable() {
             target: 9,
             value: 10,
         }];
-        let mut used = vec![false];
-        assert!(!positional_linearizable(
-            &[1],
+        assert!(!linearizable(
+            &vec![1],
             &ops,
             &[OpStatus::Done],
-            &[1, 10],
-            &mut used
+            &vec![1, 10],
+            positional_apply
         ));
     }
 }
@@ -620,7 +593,7 @@ fn small_concurrent_histories_are_linearizable() {
             let r = list.apply(&ops, Mode::Cooperative, HALF, Some(&p)).unwrap();
             let fin: BTreeSet<i32> = list.values().unwrap().into_iter().collect();
             assert!(
-                linearizable(&initial, &ops, &r.statuses, &fin),
+                linearizable(&initial, &ops, &r.statuses, &fin, set_apply),
                 "{t}: no linearization of {ops:?} -> {:?}, final {fin:?} from {initial:?}",
                 r.statuses
             );
@@ -635,7 +608,8 @@ fn small_concurrent_histories_are_linearizable() {
                 &initial,
                 &ops,
                 &[OpStatus::Done, OpStatus::Done],
-                &[1].into()
+                &[1].into(),
+                set_apply
             ));
         }
     }
