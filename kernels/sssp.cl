@@ -100,18 +100,27 @@ inline bool sssp_relax(__global const uint *targets, __global const uint *weight
 /* Appends the vertices the group's work-items queued (v where `push`) to `next` with one
  * fetch-add on the shared length for the whole group: a fetch-add per vertex made every
  * vertex queued in an iteration take its turn at that one word. Every work-item of the
- * group calls it with the group's other work-items (barriers); lappend holds WG + 2 words. */
+ * group calls it with the group's other work-items, `round` counting the group's calls.
+ * lappend: two lists of WG words and two (count, offset) pairs, one of each per round parity,
+ * so two barriers a round suffice: a round's list and count are written after the barrier
+ * that ended the copy out of the round before that used them, and work-item 0 clears the
+ * other parity's count once every work-item has passed this round's first barrier (so the
+ * previous round's copy is done). SSSP_APPEND_INIT clears both counts at a launch's start. */
+#define SSSP_APPEND_WORDS (2u * WG + 4u)
+#define SSSP_APPEND_INIT(lappend) ((lappend)[2u * WG] = (lappend)[2u * WG + 1u] = 0u)
 inline void sssp_append(__global uint *next, __global uint *counters, bool push, uint v,
-                        __local uint *lappend, uint lid) {
-    __local uint *count = lappend + WG, *at = lappend + WG + 1u;
-    barrier(CLK_LOCAL_MEM_FENCE); /* the previous call's copies are done */
-    if (lid == 0u) *count = 0u;
+                        __local uint *lappend, uint lid, uint round) {
+    const uint p = round & 1u;
+    __local uint *list = lappend + p * WG, *count = lappend + 2u * WG, *at = count + 2u;
+    if (push) list[atomic_inc(&count[p])] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (push) lappend[atomic_inc(count)] = v;
+    if (lid == 0u) {
+        const uint c = count[p];
+        at[p] = c != 0u ? asym_fetch_add(&counters[SSSP_NEXT_LEN], c) : 0u;
+        count[p ^ 1u] = 0u;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0u && *count != 0u) *at = asym_fetch_add(&counters[SSSP_NEXT_LEN], *count);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < *count) next[*at + lid] = lappend[lid];
+    if (lid < count[p]) next[at[p] + lid] = list[lid];
 }
 
 /* Load balance: a work-group takes WG entries at a time, stores each vertex's edge range in
@@ -128,12 +137,13 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
                           __global uint *stamp, __global const ulong *frontier, uint first,
                           uint flen, __global uint *next, __global uint *counters,
                           uint iteration, __global uint *chunks, uint chunk_cap) {
-    __local uint lstart[WG], ldist[WG], lscan[WG], lappend[WG + 2];
+    __local uint lstart[WG], ldist[WG], lscan[WG], lappend[SSSP_APPEND_WORDS];
     __local uint visited, stale;
-    uint lid = get_local_id(0);
+    uint lid = get_local_id(0), round = 0u;
     if (lid == 0) {
         visited = 0u;
         stale = 0u;
+        SSSP_APPEND_INIT(lappend);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     uint stride = get_num_groups(0) * WG;
@@ -185,7 +195,7 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
                 uint edge = sssp_edge(lscan, lstart, e, WG, &lo);
                 push = sssp_relax(targets, weights, dist, stamp, iteration, edge, ldist[lo], &v);
             }
-            sssp_append(next, counters, push, v, lappend, lid);
+            sssp_append(next, counters, push, v, lappend, lid, round++);
         }
         /* The next round overwrites the local arrays. */
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -202,8 +212,11 @@ __kernel void sssp_expand_chunks(__global const uint *targets, __global const ui
                                  __global uint *dist, __global uint *stamp,
                                  __global uint *next, __global uint *counters,
                                  uint iteration, __global const uint *chunks, uint chunk_cap) {
-    __local uint lappend[WG + 2];
+    __local uint lappend[SSSP_APPEND_WORDS];
     const uint lid = get_local_id(0);
+    uint round = 0u;
+    if (lid == 0u) SSSP_APPEND_INIT(lappend);
+    barrier(CLK_LOCAL_MEM_FENCE);
     const uint count = min(counters[SSSP_CHUNKS], chunk_cap);
     for (uint c = get_group_id(0); c < count; c += get_num_groups(0)) {
         __global const uint *ch = chunks + 4u * c;
@@ -213,7 +226,7 @@ __kernel void sssp_expand_chunks(__global const uint *targets, __global const ui
             const bool push = e0 + lid < len &&
                               sssp_relax(targets, weights, dist, stamp, iteration, from + e0 + lid,
                                          du, &v);
-            sssp_append(next, counters, push, v, lappend, lid);
+            sssp_append(next, counters, push, v, lappend, lid, round++);
         }
     }
 }
