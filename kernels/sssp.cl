@@ -67,14 +67,41 @@ inline uint sssp_owner(__local const uint *lscan, uint e, uint width) {
     return lo;
 }
 
+/* sssp_owner searching from entry `from` on (one that owns an earlier edge, or 0): it
+ * gallops first, so an edge a few entries past `from` costs a few steps. A work-item's
+ * successive edges of a batch lie WG apart, usually a few entries on in a Kronecker
+ * frontier's short lists, and on one entry along a hub's. */
+inline uint sssp_owner_from(__local const uint *lscan, uint e, uint from, uint width) {
+    uint lo = from, hi = from, step = 1u;
+    while (hi < width - 1u && lscan[hi] <= e) {
+        lo = hi + 1u;
+        hi = min(hi + step, width - 1u);
+        step <<= 1;
+    }
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1;
+        if (lscan[mid] > e) {
+            hi = mid;
+        } else {
+            lo = mid + 1u;
+        }
+    }
+    return lo;
+}
+
 /* Edge e of the batch's concatenated edge lists (lscan: their inclusive scan, lstart: each
  * entry's first edge): its index in the graph, and in *owner the entry it leaves. */
-inline uint sssp_edge(__local const uint *lscan, __local const uint *lstart, uint e,
-                      uint width, uint *owner) {
-    uint lo = sssp_owner(lscan, e, width);
+inline uint sssp_edge_at(__local const uint *lscan, __local const uint *lstart, uint e,
+                         uint lo, uint *owner) {
     uint before = (lo == 0u) ? 0u : lscan[lo - 1u];
     *owner = lo;
     return lstart[lo] + (e - before);
+}
+
+/* sssp_edge_at with the owner searched for over the whole scan of `width` entries. */
+inline uint sssp_edge(__local const uint *lscan, __local const uint *lstart, uint e,
+                      uint width, uint *owner) {
+    return sssp_edge_at(lscan, lstart, e, sssp_owner(lscan, e, width), owner);
 }
 
 __kernel void sssp_init(__global uint *dist, __global uint *stamp, uint n, uint source) {
@@ -187,12 +214,14 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
         lscan[lid] = deg;
         uint total = sssp_scan(lscan, lid);
         /* `total` is the group's: every work-item takes every trip (sssp_append's barriers). */
+        uint lo = 0u; /* the owner of this work-item's last edge (the next one's is not before) */
         for (uint e0 = 0u; e0 < total; e0 += WG) {
             const uint e = e0 + lid;
-            uint lo, v = 0u;
+            uint v = 0u;
             bool push = false;
             if (e < total) {
-                uint edge = sssp_edge(lscan, lstart, e, WG, &lo);
+                lo = sssp_owner_from(lscan, e, lo, WG);
+                uint edge = sssp_edge_at(lscan, lstart, e, lo, &lo);
                 push = sssp_relax(targets, weights, dist, stamp, iteration, edge, ldist[lo], &v);
             }
             sssp_append(next, counters, push, v, lappend, lid, round++);
