@@ -17,7 +17,7 @@ use asym_apps::io::output;
 use asym_apps::workload::{SequentialList, Workload};
 use asym_runtime::{host_memory, Error, LatencyPool, Mode, Result, Runtime};
 use asym_structures::ArenaStats;
-use asym_structures::{BatchReport, ListOptions, LockFreeList, OpStatus};
+use asym_structures::{BatchReport, ListOptions, LockFreeList, OpStatus, LIST_WALK_WINDOW_MAX};
 use clap::Parser;
 use serde_json::json;
 
@@ -60,6 +60,10 @@ struct Args {
     /// list (default: 512 on a GPU, 64 on a CPU device, or the device's largest if smaller).
     #[arg(long, value_parser = cli::count(1, 1 << 16))]
     work_group: Option<usize>,
+    /// gpu and coop: nodes the shared walk reads between two barriers of its work-group
+    /// (default 16).
+    #[arg(long, value_parser = cli::count(1, LIST_WALK_WINDOW_MAX as u64))]
+    walk_window: Option<usize>,
     /// Latency threads (default: every CPU).
     #[arg(long)]
     threads: Option<usize>,
@@ -167,6 +171,7 @@ fn list_run(
     let options = ListOptions {
         device_share: args.device_share,
         work_group: args.work_group,
+        walk_window: args.walk_window,
     };
     // An arena the device cannot hold is what the sizes asked for (exit 2), not a failure.
     let mut list =
@@ -235,6 +240,7 @@ fn print_json(workload: &Workload, runs: &[Run], seq_ms: f64, at: &Setting) {
                 "reclaimed": r.report.as_ref().map(|b| b.reclaimed),
                 "device_ops": r.report.as_ref().map(|b| b.device_ops),
                 "work_group": r.report.as_ref().and_then(|b| b.work_group),
+                "walk_window": r.report.as_ref().and_then(|b| b.walk_window),
                 "final_len": r.final_len,
                 "arena": r.arena.as_ref().map(|a| json!({
                     "capacity_bytes": a.capacity_bytes, "bytes_in_use": a.bytes_in_use,

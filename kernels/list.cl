@@ -247,25 +247,30 @@ inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint c
  * work-item per walk makes the device's work-items all read the same nodes at about the same
  * time: each node's line takes a request from every warp, one L2 slice serves them in turn,
  * and a step costs that queue rather than a load's latency. Here the group's first work-item
- * (the leader) reads each step (value and next word, lf_read) into local memory, and every
- * work-item whose target it holds acts on it at once (lf_positional_at); the walk ends when no
+ * (the leader) reads the walk a window of `window` nodes at a time (value and next word of
+ * each, lf_read) into local memory, and every work-item then scans the window for its target
+ * and acts on the first unmarked node holding it (lf_positional_at); the walk ends when no
  * work-item of the group is searching, at the end of the list or past max_steps.
  *
  * Each operation sees what a walk of its own would see, read by the leader on its behalf in
- * the same order; acting on a node within the step that read it keeps the window between
- * finding a node and its CAS as short as a lone walk's. A lane past n (the last group) takes
- * part in the barriers only. The step buffer is double-buffered by step parity, so one barrier
- * a step orders the leader's writes before the group's reads and those reads before the
- * leader's next write to the same slot; `left` only falls, so the leader's read of it (one
- * step late at worst) costs at most a step more. Local memory: `step` 2 × LF_STEP_WORDS words,
- * `left` 1. The loop tests its exit at the bottom, after the barrier (PoCL's work-group
- * compiler rejected a `break` out of the middle of a loop holding a barrier).
+ * the same order, up to `window` steps earlier than it acts: a CAS that finds the node
+ * changed since is retried on its fresh successor or, when the node was removed, goes on
+ * searching (lf_positional_at), as a lone walk whose CAS lost would. A window of one is a
+ * barrier per node; a window of W makes the leader's dependent loads follow each other
+ * without a barrier between them and costs every work-item a scan of W local entries. A lane
+ * past n (the last group) takes part in the barriers only. The window buffer is
+ * double-buffered by parity, so one barrier a window orders the leader's writes before the
+ * group's reads and those reads before the leader's next write to the same slot; `left` only
+ * falls, so the leader's read of it (one window late at worst) costs at most a window more.
+ * Local memory: `step` 2 × LF_WINDOW_WORDS words, `left` 1. The loop tests its exit at the
+ * bottom, after the barrier (PoCL's work-group compiler rejected a `break` out of the middle
+ * of a loop holding a barrier).
  *
  * On the H200 (docs/benchmarks/list.md): the seed's experiment took 12.3 ms with a walk per
- * work-item, 5.4 in groups of 512; one walk of its 10,000 nodes alone takes 3.9 ms, 0.39 µs a
- * dependent step. */
-#define LF_STEP_WORDS 4u /* node, value, next word, go (0: the walk ends; 2: passed max_steps) */
-inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active,
+ * work-item, 5.4 in groups of 512 with a window of one; one walk of its 10,000 nodes alone,
+ * a barrier per node, takes 3.9 ms, 0.39 µs a dependent step. */
+#define LF_WINDOW_WORDS (3u * LF_WINDOW_MAX + 2u) /* (node, value, next) per step; count; go */
+inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active, uint window,
                                 __local uint *step, __local uint *left) {
     const bool leader = get_local_id(0) == 0u;
     const bool op = active && (kind == LF_OP_REMOVE_VALUE || kind == LF_OP_INSERT_AFTER);
@@ -278,31 +283,43 @@ inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active
     uint pred = l->root, walked = 0u, parity = 0u, go;
     uint next = leader ? lf_unmarked(lf_next(l, l->root)) : 0u; /* the leader's cursor */
     do {
-        __local uint *s = step + parity * LF_STEP_WORDS;
+        __local uint *s = step + parity * LF_WINDOW_WORDS;
         parity ^= 1u;
         if (leader) {
-            uint g = next != 0u ? 1u : 0u;
-            if (g != 0u && ++walked > l->max_steps) g = 2u;
-            lf_step st = {0u, 0};
-            if (g == 1u) st = lf_read(l, next);
-            /* Read after the load is issued, so the two overlap; a step read for a group
-             * that has just finished is only a wasted load. */
-            if (g == 1u && atomic_add(left, 0u) == 0u) g = 0u;
-            s[0] = next;
-            s[1] = (uint)st.value;
-            s[2] = st.next;
-            s[3] = g;
-            next = lf_unmarked(st.next);
+            /* go: 1 the walk goes on after this window, 0 it ends with it, 2 it passed
+             * max_steps after the window's nodes. */
+            uint g = atomic_add(left, 0u) != 0u ? 1u : 0u, count = 0u;
+            while (g == 1u && count < window && next != 0u) {
+                if (++walked > l->max_steps) {
+                    g = 2u;
+                } else {
+                    const lf_step st = lf_read(l, next);
+                    s[3u * count] = next;
+                    s[3u * count + 1u] = (uint)st.value;
+                    s[3u * count + 2u] = st.next;
+                    ++count;
+                    next = lf_unmarked(st.next);
+                }
+            }
+            if (g == 1u && next == 0u) g = 0u;
+            s[3u * LF_WINDOW_MAX] = count;
+            s[3u * LF_WINDOW_MAX + 1u] = g;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        go = s[3];
-        const uint cur = s[0], cur_next = s[2];
-        if (go == 2u && r == LF_SEARCHING) r = LF_ERR_BOUND;
-        if (go == 1u && r == LF_SEARCHING && !lf_marked(cur_next) && (int)s[1] == x) {
-            r = lf_positional_at(l, kind, y, pred, cur, cur_next, &node, get_global_id(0));
-            if (r != LF_SEARCHING) atomic_dec(left);
+        const uint count = s[3u * LF_WINDOW_MAX];
+        go = s[3u * LF_WINDOW_MAX + 1u];
+        for (uint j = 0u; j < count; ++j) {
+            const uint cur = s[3u * j];
+            if (r == LF_SEARCHING && (int)s[3u * j + 1u] == x) {
+                const uint cur_next = s[3u * j + 2u];
+                if (!lf_marked(cur_next)) {
+                    r = lf_positional_at(l, kind, y, pred, cur, cur_next, &node, get_global_id(0));
+                    if (r != LF_SEARCHING) atomic_dec(left);
+                }
+            }
+            pred = cur;
         }
-        pred = cur;
+        if (go == 2u && r == LF_SEARCHING) r = LF_ERR_BOUND;
     } while (go == 1u);
     if (r == LF_SEARCHING) r = LF_FAILED;
     if (r == LF_ERR_BOUND) l->error = LF_ERR_BOUND;
@@ -352,10 +369,10 @@ inline uint lf_set_contains(lf_list *l, int key) {
  * kinds this list takes; a positional list's work-groups share their walks
  * (lf_positional_group), an ordered set's work-items walk alone. */
 __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
-                         uint root, uint max_steps, uint positional,
+                         uint root, uint max_steps, uint positional, uint window,
                          __global const uint *ops, __global uint *results, uint n,
                          __global uint *launch_stats) {
-    __local uint step[2u * LF_STEP_WORDS];
+    __local uint step[2u * LF_WINDOW_WORDS];
     __local uint left;
     const uint i = get_global_id(0);
     lf_list l = {{ctl, heap, sb_class}, root, max_steps, 0u, 0u};
@@ -366,7 +383,7 @@ __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint
     uint r;
     if (positional != 0u) {
         /* Every work-item of the group, past n too, reaches the walk's barriers. */
-        r = lf_positional_group(&l, kind, x, y, active, step, &left);
+        r = lf_positional_group(&l, kind, x, y, active, window, step, &left);
     } else if (!active) {
         return;
     } else if (kind == LF_OP_SET_INSERT) {

@@ -283,6 +283,7 @@ const LIST_PARAMS: &[KernelParams] = &[KernelParams::new(
         "root",
         "max_steps",
         "positional",
+        "window",
         "ops",
         "results",
         "n",

@@ -50,6 +50,7 @@ pub use kselect::{
 };
 pub use list::{
     unique_values, BatchReport, ListCheck, ListKind, ListMap, ListOp, ListOptions, ListView,
-    LockFreeList, OpStatus, LIST_CPU_WORK_GROUP, LIST_WORK_GROUP,
+    LockFreeList, OpStatus, LIST_CPU_WORK_GROUP, LIST_WALK_WINDOW, LIST_WALK_WINDOW_MAX,
+    LIST_WORK_GROUP,
 };
 pub use rbtree::{Deleted, Found, Inserted, RbTree, TreeReport, UpdateStats};

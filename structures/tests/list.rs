@@ -8,7 +8,9 @@ mod common;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use asym_runtime::{Error, LatencyPool, Mode, PoolOptions, Runtime, Transport};
-use asym_structures::{ListKind, ListOp, ListOptions, LockFreeList, OpStatus};
+use asym_structures::{
+    ListKind, ListOp, ListOptions, LockFreeList, OpStatus, LIST_WALK_WINDOW_MAX,
+};
 use proptest::prelude::*;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -27,6 +29,7 @@ const MODES: [Mode; 3] = Mode::ALL;
 const HALF: ListOptions = ListOptions {
     device_share: 0.5,
     work_group: None,
+    walk_window: None,
 };
 
 /// The sequential reference of one ordered-set operation.
@@ -252,33 +255,50 @@ fn seed_workload_keeps_the_seeds_invariants_in_every_mode() {
 #[test]
 fn positional_walks_agree_for_every_work_group_size() {
     // A launch's work-group shares one walk of a positional list: groups of one, of a size
-    // that does not divide the batch, and larger than the batch give the same invariants.
+    // that does not divide the batch, and larger than the batch, with windows of one node, of
+    // a size that does not divide the list, and the largest, give the same invariants.
     let mut rng = rand::rngs::StdRng::from_entropy();
     for t in common::transports() {
         let rt = common::runtime(t);
-        for wg in [1, 7, 64, 256] {
+        for (wg, window) in [
+            (1, 1),
+            (7, 3),
+            (64, 1),
+            (64, LIST_WALK_WINDOW_MAX),
+            (256, 16),
+        ] {
             let (values, ops) = seed_workload(&mut rng, 500, 200);
             let mut list = LockFreeList::positional_from(&rt, &values, ops.len()).unwrap();
             let options = ListOptions {
                 work_group: Some(wg),
+                walk_window: Some(window),
                 ..HALF
             };
             let r = list.apply(&ops, Mode::GpuOnly, options, None).unwrap();
-            assert_eq!(r.work_group, Some(wg));
+            assert_eq!((r.work_group, r.walk_window), (Some(wg), Some(window)));
             let fin = list.values().unwrap();
             check_positional(&values, &ops, &r.statuses, &fin);
-            assert_clean(&mut list, &format!("{t} work-groups of {wg}"));
+            assert_clean(
+                &mut list,
+                &format!("{t} work-groups of {wg}, window {window}"),
+            );
         }
         let mut list = LockFreeList::positional_from(&rt, &[1, 2], 4).unwrap();
-        for wg in [0, 1 << 20] {
+        for (wg, window, word) in [
+            (Some(0), None, "work-group"),
+            (Some(1 << 20), None, "work-group"),
+            (None, Some(0), "window"),
+            (None, Some(LIST_WALK_WINDOW_MAX + 1), "window"),
+        ] {
             let options = ListOptions {
-                work_group: Some(wg),
+                work_group: wg,
+                walk_window: window,
                 ..HALF
             };
             let e = list
                 .apply(&[ListOp::RemoveValue(1)], Mode::GpuOnly, options, None)
                 .unwrap_err();
-            assert!(e.to_string().contains("work-group"), "{e}");
+            assert!(e.to_string().contains(word), "{e}");
         }
         assert_eq!(
             list.values().unwrap(),
@@ -545,7 +565,13 @@ fn small_positional_histories_are_linearizable() {
             } else {
                 Mode::Cooperative
             };
-            let r = list.apply(&ops, mode, HALF, Some(&p)).unwrap();
+            // Windows of one node and of several: a work-item acts up to a window after the
+            // leader read its node.
+            let options = ListOptions {
+                walk_window: Some([1, 2, 5][round % 3]),
+                ..HALF
+            };
+            let r = list.apply(&ops, mode, options, Some(&p)).unwrap();
             let fin = list.values().unwrap();
             assert!(
                 linearizable(&initial, &ops, &r.statuses, &fin, positional_apply),

@@ -74,6 +74,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::uint("LF_NO_MEMORY", OpStatus::OutOfMemory as u64),
     ClConst::uint("LF_ERR_BOUND", LF_ERR_BOUND as u64),
     ClConst::uint("LF_ERR_KIND", LF_ERR_KIND as u64),
+    ClConst::uint("LF_WINDOW_MAX", LIST_WALK_WINDOW_MAX as u64),
 ];
 
 /// What a list holds and which operations it takes.
@@ -156,6 +157,10 @@ pub struct ListOptions {
     /// (`list.cl`'s `lf_positional_group`). `None`: [`LIST_WORK_GROUP`] on a GPU,
     /// [`LIST_CPU_WORK_GROUP`] on a CPU device, capped at the device's largest.
     pub work_group: Option<usize>,
+    /// Nodes a positional list's shared walk reads between two barriers of its work-group,
+    /// 1 to [`LIST_WALK_WINDOW_MAX`] (`list.cl`'s `lf_positional_group`). `None`:
+    /// [`LIST_WALK_WINDOW`].
+    pub walk_window: Option<usize>,
 }
 
 /// The launch's work-group size on a GPU when [`ListOptions::work_group`] is `None`
@@ -167,12 +172,34 @@ pub const LIST_WORK_GROUP: usize = 512;
 /// experiment 2.0 s with groups of 64, 19 s with 256).
 pub const LIST_CPU_WORK_GROUP: usize = 64;
 
+/// The shared walk's window when [`ListOptions::walk_window`] is `None`
+/// (docs/benchmarks/list.md has the sweep it comes from).
+pub const LIST_WALK_WINDOW: usize = 16;
+
+/// The largest window a walk takes (the kernel's local buffer holds two of them).
+pub const LIST_WALK_WINDOW_MAX: usize = 64;
+
+/// The window a launch's walks read: `requested` checked against 1..=[`LIST_WALK_WINDOW_MAX`],
+/// or [`LIST_WALK_WINDOW`].
+fn walk_window(requested: Option<usize>) -> Result<u32> {
+    let w = requested.unwrap_or(LIST_WALK_WINDOW);
+    if !(1..=LIST_WALK_WINDOW_MAX).contains(&w) {
+        return Err(Error::out_of_range(
+            "list walk window",
+            w,
+            format!("1 to {LIST_WALK_WINDOW_MAX}"),
+        ));
+    }
+    Ok(w as u32)
+}
+
 impl Default for ListOptions {
     /// Half the operations on each side, default work-groups.
     fn default() -> Self {
         ListOptions {
             device_share: 0.5,
             work_group: None,
+            walk_window: None,
         }
     }
 }
@@ -198,6 +225,8 @@ pub struct BatchReport {
     pub device_time: Option<Duration>,
     /// The launch's work-group size (None without a launch).
     pub work_group: Option<usize>,
+    /// The nodes its walks read between two barriers (None without a launch).
+    pub walk_window: Option<usize>,
     /// Nodes freed back to the arena after the batch.
     pub reclaimed: usize,
 }
@@ -407,6 +436,7 @@ impl LockFreeList {
                 ))
             }
         };
+        let window = walk_window(options.walk_window)?;
         let mut statuses = vec![OpStatus::Failed; ops.len()];
         let work_group = if dev_ops.is_empty() {
             None
@@ -422,7 +452,10 @@ impl LockFreeList {
                 };
                 (None, retries)
             }
-            Some(wg) => self.run_device_and_host(dev_ops, wg, pool, host_ops, &mut statuses)?,
+            Some(wg) => {
+                let launch = (wg, window);
+                self.run_device_and_host(dev_ops, launch, pool, host_ops, &mut statuses)?
+            }
         };
         let elapsed = started.elapsed();
         // The batch has taken effect: its report is not given up for a failed map.
@@ -438,6 +471,7 @@ impl LockFreeList {
             elapsed,
             device_time,
             work_group,
+            walk_window: work_group.map(|_| window as usize),
             reclaimed,
         })
     }
@@ -462,13 +496,13 @@ impl LockFreeList {
         }
     }
 
-    /// The launch of `dev_ops` (work-groups of `wg`) and, on the fine transport at the same
-    /// time, the CPU threads' `host_ops` (on the coarse one, after the launch). Returns the
-    /// launch's time and the lost CASes of both.
+    /// The launch of `dev_ops` (work-groups of `wg`, walks reading `window` nodes a barrier)
+    /// and, on the fine transport at the same time, the CPU threads' `host_ops` (on the coarse
+    /// one, after the launch). Returns the launch's time and the lost CASes of both.
     fn run_device_and_host(
         &mut self,
         dev_ops: &[ListOp],
-        wg: usize,
+        (wg, window): (usize, u32),
         pool: Option<&LatencyPool>,
         host_ops: &[ListOp],
         statuses: &mut [OpStatus],
@@ -506,6 +540,7 @@ impl LockFreeList {
             .arg_scalar("root", root)?
             .arg_scalar("max_steps", steps)?
             .arg_scalar("positional", positional)?
+            .arg_scalar("window", window)?
             .arg_svm("ops", op_buf)?
             .arg_svm("results", results)?
             .arg_scalar("n", n)?
