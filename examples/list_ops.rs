@@ -61,7 +61,7 @@ struct Args {
     #[arg(long, value_parser = cli::count(1, 1 << 16))]
     work_group: Option<usize>,
     /// gpu and coop: nodes the shared walk reads between two barriers of its work-group
-    /// (default 16).
+    /// (default 32).
     #[arg(long, value_parser = cli::count(1, LIST_WALK_WINDOW_MAX as u64))]
     walk_window: Option<usize>,
     /// Latency threads (default: every CPU).

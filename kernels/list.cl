@@ -112,21 +112,25 @@ inline bool lf_cas_next(lf_list *l, uint node, uint expected, uint desired) {
     return ok;
 }
 
-inline void lf_retire(lf_list *l, uint node) {
+/* Pushes the chain first .. last (linked through their LF_RETIRE words, last's to be set
+ * here), `count` nodes, onto the retire stack with one CAS. */
+inline void lf_retire_chain(lf_list *l, uint first, uint last, uint count) {
     __global uint *top = lf_word(l, l->root, LF_RETIRED);
     for (uint tries = 0; tries < LF_MAX_RETRIES; ++tries) {
         uint h = asym_load_acquire(top);
-        asym_store_relaxed(lf_word(l, node, LF_RETIRE), h);
+        asym_store_relaxed(lf_word(l, last, LF_RETIRE), h);
 #ifndef ASYM_FINE
         asym_fence();
 #endif
-        if (asym_cas(top, h, node)) {
-            asym_fetch_add(lf_word(l, l->root, LF_RETIRED_N), 1u);
+        if (asym_cas(top, h, first)) {
+            asym_fetch_add(lf_word(l, l->root, LF_RETIRED_N), count);
             return;
         }
     }
     l->error = LF_ERR_BOUND;
 }
+
+inline void lf_retire(lf_list *l, uint node) { lf_retire_chain(l, node, node, 1u); }
 
 /* Harris's search: right = the first unmarked node with value >= key (0 at the end),
  * *left = its unmarked predecessor, adjacent when it returns. Returns LF_MARK (not a handle)
@@ -216,7 +220,7 @@ inline uint lf_set_insert(lf_list *l, int key, uint hint) {
  * tries. */
 #define LF_SEARCHING 0xffffffffu /* not a result code: still searching */
 inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint cur, uint succ,
-                             uint *node, uint hint) {
+                             uint *node, uint *retired, uint hint) {
     if (kind == LF_OP_INSERT_AFTER && *node == 0u) {
         *node = lf_new_node(l, value, hint);
         if (*node == 0u) return LF_NO_MEMORY;
@@ -226,7 +230,13 @@ inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint c
         bool won;
         if (kind == LF_OP_REMOVE_VALUE) {
             won = lf_cas_next(l, cur, succ, succ | LF_MARK);
-            if (won && lf_cas_next(l, pred, cur, succ)) lf_retire(l, cur);
+            if (won && lf_cas_next(l, pred, cur, succ)) {
+#if defined(ASYM_FINE) || defined(ASYM_NVIDIA)
+                *retired = cur; /* on the retire stack with the group's chain */
+#else
+                lf_retire(l, cur); /* see lf_group_retire */
+#endif
+            }
         } else {
             asym_store_relaxed(lf_word(l, *node, LF_NEXT), succ);
             won = lf_cas_next(l, cur, succ, *node);
@@ -266,12 +276,12 @@ inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint c
  * bottom, after the barrier (PoCL's work-group compiler rejected a `break` out of the middle
  * of a loop holding a barrier).
  *
- * On the H200 (docs/benchmarks/list.md): the seed's experiment took 12.3 ms with a walk per
- * work-item, 5.4 in groups of 512 with a window of one; one walk of its 10,000 nodes alone,
- * a barrier per node, takes 3.9 ms, 0.39 µs a dependent step. */
+ * On the H200 (docs/benchmarks/list.md): one walk of the seed's 10,000 nodes alone takes
+ * 5.3 ms with a window of one node (a barrier per node), 2.6 ms with 64 (0.26 µs a
+ * dependent load); the seed's experiment 7.1–7.5 ms and 2.9–3.0 ms of device time. */
 #define LF_WINDOW_WORDS (3u * LF_WINDOW_MAX + 2u) /* (node, value, next) per step; count; go */
 inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active, uint window,
-                                __local uint *step, __local uint *left) {
+                                __local uint *step, __local uint *left, uint *retired) {
     const bool leader = get_local_id(0) == 0u;
     const bool op = active && (kind == LF_OP_REMOVE_VALUE || kind == LF_OP_INSERT_AFTER);
     uint r = op ? LF_SEARCHING : (active ? LF_ERR_KIND : LF_FAILED);
@@ -308,17 +318,19 @@ inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint count = s[3u * LF_WINDOW_MAX];
         go = s[3u * LF_WINDOW_MAX + 1u];
-        for (uint j = 0u; j < count; ++j) {
-            const uint cur = s[3u * j];
-            if (r == LF_SEARCHING && (int)s[3u * j + 1u] == x) {
-                const uint cur_next = s[3u * j + 2u];
-                if (!lf_marked(cur_next)) {
-                    r = lf_positional_at(l, kind, y, pred, cur, cur_next, &node, get_global_id(0));
-                    if (r != LF_SEARCHING) atomic_dec(left);
-                }
+        /* The scan finds the next entry holding the target unmarked with nothing else in its
+         * loop, and the operation acts outside it: a lane acting inside the scan would hold
+         * its warp's other lanes at every later entry. */
+        for (uint j = 0u; r == LF_SEARCHING && j < count; ++j) {
+            while (j < count && ((int)s[3u * j + 1u] != x || lf_marked(s[3u * j + 2u]))) ++j;
+            if (j < count) {
+                const uint at_pred = j > 0u ? s[3u * (j - 1u)] : pred;
+                r = lf_positional_at(l, kind, y, at_pred, s[3u * j], s[3u * j + 2u], &node,
+                                     retired, get_global_id(0));
+                if (r != LF_SEARCHING) atomic_dec(left);
             }
-            pred = cur;
         }
+        if (count > 0u) pred = s[3u * (count - 1u)];
         if (go == 2u && r == LF_SEARCHING) r = LF_ERR_BOUND;
     } while (go == 1u);
     if (r == LF_SEARCHING) r = LF_FAILED;
@@ -364,6 +376,38 @@ inline uint lf_set_contains(lf_list *l, int key) {
     return LF_FAILED;
 }
 
+/* The nodes a positional batch's work-group unlinked (`retired`: each work-item's, or 0) go
+ * on the retire stack as one chain: one CAS on the stack's top word per group, where a CAS
+ * per node made 10,000 removes queue on that word. Every work-item of the group calls it;
+ * the chain is linked in local memory's order of arrival. `chain`: top, bottom, count.
+ *
+ * Only on the fine transport and NVIDIA: PoCL 3.1's coarse build (OpenCL C 1.2 atomics) ran
+ * the work-item-0 block after the second barrier once per work-item, pushing the chain
+ * several times (a cycle in the retire stack), and lost words written after the walk's loop;
+ * there each remove retires its node where it unlinks it (lf_positional_at), which on a CPU
+ * device's few cores costs no queue. */
+inline void lf_group_retire(lf_list *l, uint retired, __local uint *chain) {
+#if !defined(ASYM_FINE) && !defined(ASYM_NVIDIA)
+    return;
+#endif
+    if (get_local_id(0) == 0u) {
+        chain[0] = 0u;
+        chain[1] = 0u;
+        chain[2] = 0u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (retired != 0u) {
+        const uint below = atomic_xchg(&chain[0], retired);
+        asym_store_relaxed(lf_word(l, retired, LF_RETIRE), below);
+        if (below == 0u) chain[1] = retired;
+        atomic_inc(&chain[2]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (get_local_id(0) == 0u && chain[0] != 0u) {
+        lf_retire_chain(l, chain[0], chain[1], chain[2]);
+    }
+}
+
 /* One work-item per operation: ops[3i] kind, ops[3i+1], ops[3i+2] its two values;
  * results[i] one of LF_FAILED .. LF_ERR_KIND. `positional` (1) or ordered set (0) says which
  * kinds this list takes; a positional list's work-groups share their walks
@@ -373,7 +417,7 @@ __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint
                          __global const uint *ops, __global uint *results, uint n,
                          __global uint *launch_stats) {
     __local uint step[2u * LF_WINDOW_WORDS];
-    __local uint left;
+    __local uint left, chain[3];
     const uint i = get_global_id(0);
     lf_list l = {{ctl, heap, sb_class}, root, max_steps, 0u, 0u};
     const bool active = i < n;
@@ -383,7 +427,9 @@ __kernel void list_apply(__global ulong *ctl, __global uint *heap, __global uint
     uint r;
     if (positional != 0u) {
         /* Every work-item of the group, past n too, reaches the walk's barriers. */
-        r = lf_positional_group(&l, kind, x, y, active, window, step, &left);
+        uint retired = 0u;
+        r = lf_positional_group(&l, kind, x, y, active, window, step, &left, &retired);
+        lf_group_retire(&l, retired, chain);
     } else if (!active) {
         return;
     } else if (kind == LF_OP_SET_INSERT) {

@@ -174,7 +174,7 @@ pub const LIST_CPU_WORK_GROUP: usize = 64;
 
 /// The shared walk's window when [`ListOptions::walk_window`] is `None`
 /// (docs/benchmarks/list.md has the sweep it comes from).
-pub const LIST_WALK_WINDOW: usize = 16;
+pub const LIST_WALK_WINDOW: usize = 32;
 
 /// The largest window a walk takes (the kernel's local buffer holds two of them).
 pub const LIST_WALK_WINDOW_MAX: usize = 64;
