@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Plots the lock-free list seed's experiment from `list_ops --json` lines: time per mode for
 10,000 and 40,000 initial nodes (100,000 operations; the fastest run of each mode), and the
-CPU mode's time against the number of pinned threads. Usage:
+CPU mode's time against the number of pinned threads (from SCALING.jsonl when given: a
+thread sweep of its own run, with its single-threaded list). Usage:
 
-    python3 docs/plot_list.py OUT.png RESULTS.jsonl
+    python3 docs/plot_list.py OUT.png RESULTS.jsonl [SCALING.jsonl]
 """
 import json
 import sys
@@ -14,10 +15,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def load(path):
+    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
+    return [r for r in rows if r["verified"]]
+
+
 def main():
     out, path = sys.argv[1], sys.argv[2]
-    rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    rows = [r for r in rows if r["verified"]]
+    rows = load(path)
+    scaling = load(sys.argv[3]) if len(sys.argv) > 3 else rows
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     modes = ["seq", "cpu", "gpu", "coop"]
     most = max(r["threads"] for r in rows if r["mode"] == "cpu")
@@ -41,17 +47,18 @@ def main():
     ax[0].set_ylabel("ms for 100,000 operations (log)")
     ax[0].set_title("The seed's experiment, every run verified")
     ax[0].legend()
-    threads = sorted({r["threads"] for r in rows if r["mode"] == "cpu"})
-    cpu = [min(r["ms"] for r in rows if r["mode"] == "cpu" and r["threads"] == t
+    threads = sorted({r["threads"] for r in scaling if r["mode"] == "cpu"})
+    cpu = [min(r["ms"] for r in scaling if r["mode"] == "cpu" and r["threads"] == t
                and r["initial"] == 10000) for t in threads]
-    seq = min(r["ms"] for r in rows if r["mode"] == "seq" and r["initial"] == 10000)
+    seq = min(r["ms"] for r in scaling if r["mode"] == "seq" and r["initial"] == 10000)
     ax[1].plot(threads, cpu, "o-", label="concurrent list, CPU threads")
     ax[1].axhline(seq, color="grey", ls="--", label="single-threaded list")
     ax[1].set_xscale("log", base=2)
     ax[1].set_yscale("log")
     ax[1].set_xlabel("pinned threads")
     ax[1].set_ylabel("ms (log)")
-    ax[1].set_title("CpuOnly scaling, 10,000 nodes / 100,000 ops")
+    commit = scaling[0].get("commit", "")
+    ax[1].set_title(f"CpuOnly scaling, 10,000 nodes / 100,000 ops {commit}".rstrip())
     ax[1].legend()
     fig.suptitle(f"Lock-free list on SVM — {path.split('/')[-1].removesuffix('.jsonl')}")
     fig.tight_layout()

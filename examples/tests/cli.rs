@@ -1207,6 +1207,10 @@ fn list_ops_reads_the_seeds_files_verifies_and_names_bad_lines() {
     assert!(!ok && stderr.contains("--device-share"), "{stderr}");
     let (ok, _, stderr) = run_example("list_ops", &["--nodes", n]);
     assert!(!ok && stderr.contains("--ops"), "{stderr}");
+    for bad in ["0", "65"] {
+        let (ok, _, stderr) = run_example("list_ops", &["--walk-window", bad, "--mode", "gpu"]);
+        assert!(!ok && stderr.contains("--walk-window"), "{bad}: {stderr}");
+    }
     for f in [nodes, ops, out] {
         let _ = std::fs::remove_file(f);
     }
