@@ -276,9 +276,9 @@ inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint c
  * bottom, after the barrier (PoCL's work-group compiler rejected a `break` out of the middle
  * of a loop holding a barrier).
  *
- * On the H200 (docs/benchmarks/list.md): one walk of the seed's 10,000 nodes alone takes
- * 5.3 ms with a window of one node (a barrier per node), 2.6 ms with 64 (0.26 µs a
- * dependent load); the seed's experiment 7.1–7.5 ms and 2.9–3.0 ms of device time. */
+ * On the H200 (docs/benchmarks/list.md), groups of 512: one walk of the seed's 10,000 nodes
+ * alone takes 5.4 ms with a window of one node (a barrier per node), 2.6 ms with 32 or 64
+ * (0.26 µs a dependent load); the seed's experiment 7.3–7.6 ms and 3.0 ms of device time. */
 #define LF_WINDOW_WORDS (3u * LF_WINDOW_MAX + 2u) /* (node, value, next) per step; count; go */
 inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active, uint window,
                                 __local uint *step, __local uint *left, uint *retired) {
@@ -318,9 +318,9 @@ inline uint lf_positional_group(lf_list *l, uint kind, int x, int y, bool active
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint count = s[3u * LF_WINDOW_MAX];
         go = s[3u * LF_WINDOW_MAX + 1u];
-        /* The scan finds the next entry holding the target unmarked with nothing else in its
-         * loop, and the operation acts outside it: a lane acting inside the scan would hold
-         * its warp's other lanes at every later entry. */
+        /* The inner loop finds the next entry holding the target unmarked (a local load and
+         * a compare an entry); the operation acts outside it and, when it goes on
+         * searching, the scan resumes after that entry. */
         for (uint j = 0u; r == LF_SEARCHING && j < count; ++j) {
             while (j < count && ((int)s[3u * j + 1u] != x || lf_marked(s[3u * j + 2u]))) ++j;
             if (j < count) {
