@@ -219,6 +219,13 @@ inline uint lf_set_insert(lf_list *l, int key, uint hint) {
  * that read cur after the remove would. `*node` keeps an insert's allocated node between
  * tries. */
 #define LF_SEARCHING 0xffffffffu /* not a result code: still searching */
+/* Whether a positional batch's removes retire their nodes as one chain per work-group
+ * (lf_group_retire) or each its own (lf_retire). */
+#if defined(ASYM_FINE) || defined(ASYM_NVIDIA)
+#define LF_GROUP_RETIRE 1
+#else
+#define LF_GROUP_RETIRE 0
+#endif
 inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint cur, uint succ,
                              uint *node, uint *retired, uint hint) {
     if (kind == LF_OP_INSERT_AFTER && *node == 0u) {
@@ -231,10 +238,10 @@ inline uint lf_positional_at(lf_list *l, uint kind, int value, uint pred, uint c
         if (kind == LF_OP_REMOVE_VALUE) {
             won = lf_cas_next(l, cur, succ, succ | LF_MARK);
             if (won && lf_cas_next(l, pred, cur, succ)) {
-#if defined(ASYM_FINE) || defined(ASYM_NVIDIA)
+#if LF_GROUP_RETIRE
                 *retired = cur; /* on the retire stack with the group's chain */
 #else
-                lf_retire(l, cur); /* see lf_group_retire */
+                lf_retire(l, cur);
 #endif
             }
         } else {
@@ -381,15 +388,14 @@ inline uint lf_set_contains(lf_list *l, int key) {
  * per node made 10,000 removes queue on that word. Every work-item of the group calls it;
  * the chain is linked in local memory's order of arrival. `chain`: top, bottom, count.
  *
- * Only on the fine transport and NVIDIA: PoCL 3.1's coarse build (OpenCL C 1.2 atomics) ran
- * the work-item-0 block after the second barrier once per work-item, pushing the chain
- * several times (a cycle in the retire stack), and lost words written after the walk's loop;
- * there each remove retires its node where it unlinks it (lf_positional_at), which on a CPU
- * device's few cores costs no queue. */
+ * Only where LF_GROUP_RETIRE is set (the fine transport, NVIDIA): PoCL 3.1's coarse build
+ * (OpenCL C 1.2 atomics) ran the work-item-0 block after the second barrier once per
+ * work-item, pushing the chain several times (a cycle in the retire stack, caught by
+ * structures/tests/list.rs), and a push by the group's last work-item to arrive, with no
+ * barrier, left the stack and its count disagreeing; there each remove retires its node
+ * where it unlinks it (lf_positional_at), as before the chain. */
 inline void lf_group_retire(lf_list *l, uint retired, __local uint *chain) {
-#if !defined(ASYM_FINE) && !defined(ASYM_NVIDIA)
-    return;
-#endif
+#if LF_GROUP_RETIRE
     if (get_local_id(0) == 0u) {
         chain[0] = 0u;
         chain[1] = 0u;
@@ -406,6 +412,7 @@ inline void lf_group_retire(lf_list *l, uint retired, __local uint *chain) {
     if (get_local_id(0) == 0u && chain[0] != 0u) {
         lf_retire_chain(l, chain[0], chain[1], chain[2]);
     }
+#endif
 }
 
 /* One work-item per operation: ops[3i] kind, ops[3i+1], ops[3i+2] its two values;
