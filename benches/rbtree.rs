@@ -8,7 +8,8 @@
 //!
 //! `ASYM_BENCH_BUILD_LOG2` sets the keys of the build group (default 16, at most the tree's).
 //! `ASYM_DEVICE` picks the device. Half the queries are keys of the tree, half random; the
-//! device searches them as they come and sorted.
+//! device searches them in its default order, grouped by subtree (routed), as they come, and
+//! sorted on the host beforehand.
 //!
 //! The range-count group counts the keys of 2^16 ranges (about 64 keys each) on the device
 //! beside `BTreeMap::range` over rayon's threads.
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use asym::runtime::{LatencyPool, Mode, Named, Runtime};
-use asym::structures::RbTree;
+use asym::structures::{RbTree, SearchOrder};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -61,15 +62,24 @@ fn rbtree(c: &mut Criterion) {
     dev_keys.write(&queries).expect("upload queries");
     let mut values = rt.alloc::<u64>(q).expect("value buffer");
     let mut status = rt.alloc::<u32>(q).expect("status buffer");
-    g.bench_function(BenchmarkId::new("gpu_resident", q), |b| {
-        b.iter(|| {
-            tree.search_svm(&dev_keys, &mut values, &mut status)
-                .expect("search")
-        })
-    });
-    // The same queries in ascending order, the form the resident updates take: neighbouring
-    // work-items walk shared paths, so a warp's loads coalesce and the tree's lines are read
-    // from memory about once per batch instead of once per query.
+    // The default (`SearchOrder::Auto`), then each order forced.
+    for (name, order) in [
+        ("gpu_resident", SearchOrder::Auto),
+        ("gpu_resident_routed", SearchOrder::Routed),
+        ("gpu_resident_arrival", SearchOrder::Arrival),
+    ] {
+        tree.set_search_order(order);
+        g.bench_function(BenchmarkId::new(name, q), |b| {
+            b.iter(|| {
+                tree.search_svm(&dev_keys, &mut values, &mut status)
+                    .expect("search")
+            })
+        });
+    }
+    // The same queries sorted on the host beforehand (not timed), the form the resident
+    // updates take, searched as they come: neighbouring work-items walk shared paths, so a
+    // warp's loads coalesce and the tree's lines are read from memory about once per batch.
+    // The bound a routed search approaches.
     let mut ascending = queries.clone();
     ascending.sort_unstable();
     let mut dev_sorted = rt.alloc::<i32>(q).expect("query buffer");
@@ -80,6 +90,7 @@ fn rbtree(c: &mut Criterion) {
                 .expect("search")
         })
     });
+    tree.set_search_order(SearchOrder::Auto);
     g.bench_function(BenchmarkId::new("gpu_from_host", q), |b| {
         b.iter(|| tree.search_on_device(&queries).expect("search"))
     });

@@ -178,6 +178,20 @@ inline ulong asym_fetch_add64(__global ulong *p, ulong v) {
 #error "KEY_MAP must be 0, 1 or 2"
 #endif
 
+/* Inclusive prefix sum of every work-item's `v` over a work-group of `wg` into scan[0..wg)
+ * (Hillis-Steele, log2(wg) steps): deterministic, in work-item order. All wg work-items must
+ * call it; scan is readable by all on return. */
+inline void asym_inclusive_scan(__local uint *scan, uint lid, uint wg, uint v) {
+    scan[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < wg; off <<= 1) {
+        const uint add = lid >= off ? scan[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        scan[lid] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 /* Device-side back-off for spin loops: wait a little longer each call (capped), re-reading
  * memory through a volatile load so the loop is not optimised away. There is no sleep in
  * OpenCL C; on a CPU device (PoCL) the OS still preempts a spinning work-group, and the host

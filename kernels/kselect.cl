@@ -143,20 +143,6 @@ inline void kselect_update_root_serial(HEAP_PARAMS, int x, uint k) {
     HSET(i, x);
 }
 
-/* Inclusive prefix sum of every work-item's `v` over the work-group into scan[0..WG)
- * (Hillis-Steele, log2(WG) steps): deterministic, in work-item order. All WG work-items must
- * call it; scan is readable by all on return. */
-inline void kselect_inclusive_scan(__local uint *scan, uint lid, uint v) {
-    scan[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint off = 1; off < WG; off <<= 1) {
-        const uint add = lid >= off ? scan[lid - off] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        scan[lid] += add;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-}
-
 /* Heapifies the first k words, deepest internal level first (level starts: s0 = 0,
  * s(L+1) = D*s(L) + 1), the work-group sifting a level's nodes at once. */
 inline void kselect_heapify(HEAP_PARAMS, uint k, uint lid) {
@@ -233,7 +219,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
             xs[j] = idx < n ? ASYM_ORDERED(list[idx]) : INT_MAX;
             cnt += xs[j] < r ? 1u : 0u;
         }
-        kselect_inclusive_scan(scan, lid, cnt);
+        asym_inclusive_scan(scan, lid, WG, cnt);
         uint pos = scan[lid] - cnt;
 #pragma unroll
         for (uint j = 0; j < PER; ++j) {
@@ -265,7 +251,7 @@ kernel void kselect_dheap(__global const int *data, __global const uint *offsets
         int x = INT_MAX;
         if (idx < n) x = ASYM_ORDERED(list[idx]);
         const uint flag = x < r ? 1u : 0u;
-        kselect_inclusive_scan(scan, lid, flag);
+        asym_inclusive_scan(scan, lid, WG, flag);
         /* Unconditional store: non-candidates park in their own slot past WG (see top). */
         cand[flag ? scan[lid] - 1u : WG + lid] = x;
         const uint nc = scan[WG - 1];

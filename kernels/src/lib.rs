@@ -315,6 +315,46 @@ const RBTREE_PARAMS: &[KernelParams] = &[
         ],
     ),
     KernelParams::new(
+        "rb_route_top",
+        &["ctl", "heap", "sb_class", "header", "levels", "top"],
+    ),
+    KernelParams::new(
+        "rb_route",
+        &[
+            "keys", "n", "levels", "tile", "top", "route", "counts", "ltop", "hist",
+        ],
+    ),
+    KernelParams::new("rb_route_offsets", &["counts", "cursor", "buckets", "scan"]),
+    KernelParams::new(
+        "rb_route_place",
+        &[
+            "keys",
+            "route",
+            "n",
+            "levels",
+            "tile",
+            "cursor",
+            "order_keys",
+            "at",
+            "base",
+            "rank",
+        ],
+    ),
+    KernelParams::new(
+        "rb_route_answer",
+        &[
+            "at",
+            "n",
+            "routed_values",
+            "routed_status",
+            "routed_found",
+            "values",
+            "status",
+            "found_keys",
+            "lower_bound",
+        ],
+    ),
+    KernelParams::new(
         "rb_range_count",
         &[
             "ctl",

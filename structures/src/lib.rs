@@ -53,4 +53,4 @@ pub use list::{
     LockFreeList, OpStatus, LIST_CPU_WORK_GROUP, LIST_WALK_WINDOW, LIST_WALK_WINDOW_MAX,
     LIST_WORK_GROUP,
 };
-pub use rbtree::{Deleted, Found, Inserted, RbTree, TreeReport, UpdateStats};
+pub use rbtree::{Deleted, Found, Inserted, RbTree, SearchOrder, TreeReport, UpdateStats};

@@ -374,3 +374,75 @@ fn device_build_matches_btreemap_and_keeps_every_invariant() {
         }
     }
 }
+
+/// Device searches in every query order (grouped by subtree on the device, as they come, and
+/// the automatic choice) against `BTreeMap`: trees empty, of one key, small and past the
+/// automatic threshold; queries random, sorted, reversed, all equal, with duplicates, one and
+/// none; batches growing and shrinking (the routing scratch is reused and regrown, and its
+/// counts must be clear again after every search); lower bounds and resident queries too;
+/// both transports.
+#[test]
+fn routed_searches_match_btreemap_in_every_order() {
+    use asym_structures::{Found, SearchOrder};
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        for m in [0usize, 1, 1000, SearchOrder::AUTO_MIN_KEYS + 3] {
+            let span = (m as i32).max(8) * 4;
+            let items: Vec<(i32, u64)> = (0..m)
+                .map(|i| (rng.gen_range(-span..span), i as u64))
+                .collect();
+            let reference: BTreeMap<i32, u64> = items.iter().copied().collect();
+            let mut tree = RbTree::<i32>::new(rt, m).unwrap();
+            tree.build_on_device(&items).unwrap();
+            let random = |n: usize, rng: &mut rand::rngs::StdRng| -> Vec<i32> {
+                (0..n).map(|_| rng.gen_range(-span - 9..span + 9)).collect()
+            };
+            let mut sorted = random(SearchOrder::AUTO_MIN_QUERIES + 17, &mut rng);
+            sorted.sort_unstable();
+            let reversed: Vec<i32> = sorted.iter().rev().copied().collect();
+            let batches = [
+                random(SearchOrder::AUTO_MIN_QUERIES + 5, &mut rng),
+                random(3001, &mut rng),
+                sorted,
+                reversed,
+                vec![items.first().map_or(5, |x| x.0); 70_000],
+                random(40, &mut rng).repeat(2000),
+                vec![rng.gen()],
+                Vec::new(),
+            ];
+            for order in [SearchOrder::Routed, SearchOrder::Arrival, SearchOrder::Auto] {
+                tree.set_search_order(order);
+                assert_eq!(tree.search_order(), order);
+                for (b, probes) in batches.iter().enumerate() {
+                    let what = format!("tree of {m}, {order:?}, batch {b}");
+                    let got = tree.search_on_device(probes).unwrap();
+                    for (p, g) in probes.iter().zip(&got) {
+                        let want = reference.get(p).map_or(Found::Absent, |&v| Found::Value(v));
+                        assert_eq!(*g, want, "{what}: search of {p}");
+                    }
+                    assert_eq!(got.len(), probes.len(), "{what}");
+                    let got = tree.lower_bound_on_device(probes).unwrap();
+                    for (p, g) in probes.iter().zip(&got) {
+                        let want = reference.range(p..).next().map(|(&k, &v)| (k, v));
+                        assert_eq!(*g, want, "{what}: lower bound of {p}");
+                    }
+                }
+                // Resident: the answers land in each query's own slot.
+                let probes = &batches[0];
+                let mut keys = rt.alloc::<i32>(probes.len()).unwrap();
+                keys.write(probes).unwrap();
+                let mut values = rt.alloc::<u64>(probes.len()).unwrap();
+                let mut status = rt.alloc::<u32>(probes.len()).unwrap();
+                tree.search_svm(&keys, &mut values, &mut status).unwrap();
+                let (values, status) = (values.read().unwrap(), status.read().unwrap());
+                for (i, p) in probes.iter().enumerate() {
+                    match reference.get(p) {
+                        Some(&v) => assert_eq!((status[i], values[i]), (1, v), "resident {p}"),
+                        None => assert_eq!(status[i], 0, "resident {p}"),
+                    }
+                }
+            }
+            tree.validate().unwrap();
+        }
+    }
+}

@@ -15,6 +15,48 @@ use crate::key::Key;
 /// Work-items per work-group of the search.
 const SEARCH_WG: usize = 256;
 
+/// Deepest level a routed search groups its queries by (2^12 subtrees: the top array and a
+/// count per subtree fill 32 KiB of local memory).
+pub(super) const ROUTE_MAX_LEVELS: u32 = 12;
+/// Keys below a routed search's subtrees, about: the level is chosen so a subtree holds this
+/// many. Finer subtrees share fewer levels a warp, coarser ones cost the listing more
+/// scattered writes; 2^14 was the fastest at 2^22 and 2^26 keys (H200, levels 8 to 12).
+const ROUTE_SUBTREE_KEYS_LOG2: u32 = 14;
+/// Queries per subtree a routed search wants at least, on average (fewer, and counting the
+/// subtrees costs more than grouping saves).
+const ROUTE_QUERIES_PER_SUBTREE_LOG2: u32 = 4;
+/// Most queries a work-group of the routing kernels takes (each adds its counts to the
+/// global ones with one atomic per subtree: the larger the tile, the fewer).
+const ROUTE_TILE_MAX: usize = 1 << 14;
+
+/// How a device search orders a batch's queries before walking the tree
+/// ([`RbTree::set_search_order`]; the answers land in each query's own slot either way).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchOrder {
+    /// [`SearchOrder::Routed`] for batches of at least [`SearchOrder::AUTO_MIN_QUERIES`]
+    /// queries into trees of at least [`SearchOrder::AUTO_MIN_KEYS`] keys,
+    /// [`SearchOrder::Arrival`] otherwise.
+    #[default]
+    Auto,
+    /// Work-item `i` walks query `i`: the least work, and the right choice for queries
+    /// sorted already, but in a tree larger than the device's cache neighbouring
+    /// work-items read scattered nodes at nearly every level.
+    Arrival,
+    /// The queries are grouped first by the subtree they enter a few levels down (a
+    /// counting sort on the device: three more launches and 8 bytes of scratch a query), so
+    /// a warp walks one subtree and its nodes are read from memory about once a batch.
+    Routed,
+}
+
+impl SearchOrder {
+    /// [`SearchOrder::Auto`] routes batches of at least this many queries ...
+    pub const AUTO_MIN_QUERIES: usize = 1 << 16;
+    /// ... into trees of at least this many keys (smaller trees stay in the device's cache,
+    /// where arrival order costs little: on the H200 routing won from 2^20 keys and tied at
+    /// 2^18).
+    pub const AUTO_MIN_KEYS: usize = 1 << 19;
+}
+
 /// Staging and answer buffers of the host-slice search, kept between calls.
 pub(super) struct SearchBuffers {
     keys: SvmBuffer<i32>,
@@ -22,6 +64,58 @@ pub(super) struct SearchBuffers {
     status: SvmBuffer<u32>,
     /// The keys lower-bound queries found (ordered form).
     found: SvmBuffer<i32>,
+}
+
+/// A routed search's device words, kept by the tree between calls (grown for a longer
+/// batch).
+pub(super) struct RouteScratch {
+    /// The tree's top levels as an implicit array (`rb_route_top`).
+    top: SvmBuffer<i32>,
+    /// Each query's subtree; then, once placed, the routed search's status answers.
+    route: SvmBuffer<u32>,
+    /// The queries' keys, subtree by subtree, and each query's slot there.
+    order_keys: SvmBuffer<i32>,
+    at: SvmBuffer<u32>,
+    /// The routed search's value answers, and its keys found for lower bounds (allocated by
+    /// the first lower bound).
+    values: SvmBuffer<u64>,
+    found: Option<SvmBuffer<i32>>,
+    /// Queries per subtree (zero between searches: the offsets kernel clears it).
+    counts: SvmBuffer<u32>,
+    /// Each subtree's next free slot in `order_keys`.
+    cursor: SvmBuffer<u32>,
+}
+
+impl RouteScratch {
+    fn new(rt: &asym_runtime::Runtime, n: usize) -> Result<Self> {
+        let buckets = 1usize << ROUTE_MAX_LEVELS;
+        let mut counts = rt.alloc::<u32>(buckets)?;
+        counts.write(&vec![0; buckets])?;
+        Ok(RouteScratch {
+            top: rt.alloc::<i32>(buckets)?,
+            route: rt.alloc::<u32>(n)?,
+            order_keys: rt.alloc::<i32>(n)?,
+            at: rt.alloc::<u32>(n)?,
+            values: rt.alloc::<u64>(n)?,
+            found: None,
+            counts,
+            cursor: rt.alloc::<u32>(buckets)?,
+        })
+    }
+}
+
+/// Levels a routed search of `queries` into a tree of `keys` groups by: subtrees of about
+/// 2^ROUTE_SUBTREE_KEYS_LOG2 keys, at least 2^ROUTE_QUERIES_PER_SUBTREE_LOG2 queries each on
+/// average, two local words a subtree within `local_bytes`, 1 to [`ROUTE_MAX_LEVELS`].
+fn route_levels(keys: usize, queries: usize, local_bytes: u64) -> u32 {
+    let log2 = |x: u64| u64::BITS - 1 - x.max(1).leading_zeros();
+    let by_keys = log2(keys as u64).saturating_sub(ROUTE_SUBTREE_KEYS_LOG2);
+    let by_queries = log2(queries as u64).saturating_sub(ROUTE_QUERIES_PER_SUBTREE_LOG2);
+    let by_local = log2(local_bytes / 8);
+    by_keys
+        .min(by_queries)
+        .min(by_local)
+        .clamp(1, ROUTE_MAX_LEVELS)
 }
 
 /// What a device search found for one query.
@@ -245,8 +339,29 @@ impl<K: Key> RbTree<K> {
         result
     }
 
+    /// How device searches order their queries from now on (default [`SearchOrder::Auto`]).
+    pub fn set_search_order(&mut self, order: SearchOrder) {
+        self.search_order = order;
+    }
+
+    /// How device searches order their queries.
+    pub fn search_order(&self) -> SearchOrder {
+        self.search_order
+    }
+
+    /// Whether a search of `n` queries is routed.
+    fn routes(&self, n: usize) -> bool {
+        match self.search_order {
+            SearchOrder::Arrival => false,
+            SearchOrder::Routed => true,
+            SearchOrder::Auto => {
+                n >= SearchOrder::AUTO_MIN_QUERIES && self.len >= SearchOrder::AUTO_MIN_KEYS
+            }
+        }
+    }
+
     /// Launches `kernel` (`rb_search` or `rb_lower_bound`) over the first `n` keys of
-    /// `keys` and waits for it.
+    /// `keys` (routed first where [`RbTree::search_order`] says) and waits for it.
     fn launch<T: asym_runtime::SvmElement>(
         &mut self,
         kernel_name: &str,
@@ -269,20 +384,58 @@ impl<K: Key> RbTree<K> {
             None => rt.alloc::<u32>(1)?,
         };
         damage.write(&[0])?;
+        // The routing launches run before the search on the in-order queue and the answers'
+        // gather after it; all are waited for together (dropping one would wait for it alone).
+        let (scratch, mut launches) = if self.routes(n) {
+            self.route(keys, n, found.is_some())?
+        } else {
+            (None, Vec::new())
+        };
         self.arena.set_args(&mut kernel)?;
         kernel
             .arg_scalar("header", self.header)?
-            .arg_svm("keys", keys)?
             .arg_scalar("n", n32)?
-            .arg_svm("values", values)?
-            .arg_svm("status", status)?
             .arg_svm("damaged", &damage)?;
-        if let Some(found) = found {
-            kernel.arg_svm("found_keys", found)?;
+        // Routed, the search reads the keys in routed order and answers in that order into
+        // the scratch; otherwise straight from and into the caller's buffers.
+        match &scratch {
+            Some(r) => {
+                kernel
+                    .arg_svm("keys", &r.order_keys)?
+                    .arg_svm("values", &r.values)?
+                    .arg_svm("status", &r.route)?;
+                if let (Some(_), Some(routed)) = (found, &r.found) {
+                    kernel.arg_svm("found_keys", routed)?;
+                }
+            }
+            None => {
+                kernel
+                    .arg_svm("keys", keys)?
+                    .arg_svm("values", values)?
+                    .arg_svm("status", status)?;
+                if let Some(found) = found {
+                    kernel.arg_svm("found_keys", found)?;
+                }
+            }
         }
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
-        let done = kernel.launch(n.div_ceil(wg) * wg, Some(wg))?.wait();
+        let mut done = kernel
+            .launch_unflushed(n.div_ceil(wg) * wg, Some(wg))
+            .map(|l| launches.push(l));
+        if let (Some(r), true) = (&scratch, done.is_ok()) {
+            done = self
+                .route_answers(r, n, values, status, found)
+                .map(|l| launches.push(l));
+        }
+        for l in launches {
+            let waited = l.wait();
+            done = done.and(waited);
+        }
         drop(kernel);
+        // A failed routing launch may leave the counts dirty: the scratch is dropped then.
+        if done.is_ok() {
+            self.route_scratch = scratch;
+        }
         let damaged_walks = damage.read();
         self.damage = Some(damage);
         done?;
@@ -290,6 +443,117 @@ impl<K: Key> RbTree<K> {
             return Err(damaged());
         }
         Ok(())
+    }
+
+    /// Enqueues the routing of the first `n` keys (`rb_route_top`, `rb_route`,
+    /// `rb_route_offsets`, `rb_route_place`) without waiting: the scratch whose `order_keys`
+    /// lists the queries' keys subtree by subtree (and `at` each one's slot there) once the
+    /// launches have run, and the launches. No scratch (an arrival-order search) where the device has no memory for it.
+    fn route<T: asym_runtime::SvmElement>(
+        &mut self,
+        keys: &SvmBuffer<T>,
+        n: usize,
+        lower_bound: bool,
+    ) -> Result<(Option<RouteScratch>, Vec<asym_runtime::Launch>)> {
+        let rt = self.arena.runtime().clone();
+        let scratch = match self.route_scratch.take() {
+            Some(r) if r.route.len() >= n => Ok(r),
+            old => {
+                drop(old);
+                RouteScratch::new(&rt, n)
+            }
+        };
+        let scratch = scratch.and_then(|mut r| {
+            if lower_bound && r.found.is_none() {
+                r.found = Some(rt.alloc::<i32>(r.route.len())?);
+            }
+            Ok(r)
+        });
+        let scratch = match scratch {
+            Ok(r) => r,
+            Err(Error::OutOfMemory(_)) => return Ok((None, Vec::new())),
+            Err(e) => return Err(e),
+        };
+        let n32 = n as u32; // checked by the caller
+        let levels = route_levels(self.len, n, rt.profile().local_mem_bytes);
+        let buckets = 1usize << levels;
+        let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
+        // Tiles of at most ROUTE_TILE_MAX queries, at least 256 of them where the batch allows.
+        let tile = (n.div_ceil(256).div_ceil(wg) * wg).clamp(wg, ROUTE_TILE_MAX);
+        let groups = n.div_ceil(tile);
+        let tile32 = tile as u32;
+        let mut top = self.kernel("rb_route_top")?;
+        self.arena.set_args(&mut top)?;
+        top.arg_scalar("header", self.header)?
+            .arg_scalar("levels", levels)?
+            .arg_svm("top", &scratch.top)?;
+        let mut walk = self.kernel("rb_route")?;
+        walk.arg_svm("keys", keys)?
+            .arg_scalar("n", n32)?
+            .arg_scalar("levels", levels)?
+            .arg_scalar("tile", tile32)?
+            .arg_svm("top", &scratch.top)?
+            .arg_svm("route", &scratch.route)?
+            .arg_svm("counts", &scratch.counts)?
+            .arg_local::<i32>("ltop", buckets)?
+            .arg_local::<u32>("hist", buckets)?;
+        let mut offsets = self.kernel("rb_route_offsets")?;
+        offsets
+            .arg_svm("counts", &scratch.counts)?
+            .arg_svm("cursor", &scratch.cursor)?
+            .arg_scalar("buckets", buckets as u32)?
+            .arg_local::<u32>("scan", wg)?;
+        let mut place = self.kernel("rb_route_place")?;
+        place
+            .arg_svm("keys", keys)?
+            .arg_svm("route", &scratch.route)?
+            .arg_scalar("n", n32)?
+            .arg_scalar("levels", levels)?
+            .arg_scalar("tile", tile32)?
+            .arg_svm("cursor", &scratch.cursor)?
+            .arg_svm("order_keys", &scratch.order_keys)?
+            .arg_svm("at", &scratch.at)?
+            .arg_local::<u32>("base", buckets)?
+            .arg_local::<u32>("rank", buckets)?;
+        let mut launches = Vec::with_capacity(5);
+        launches.push(top.launch_unflushed(buckets.div_ceil(wg) * wg, Some(wg))?);
+        launches.push(walk.launch_unflushed(groups * wg, Some(wg))?);
+        launches.push(offsets.launch_unflushed(wg, Some(wg))?);
+        launches.push(place.launch_unflushed(groups * wg, Some(wg))?);
+        Ok((Some(scratch), launches))
+    }
+
+    /// Enqueues `rb_route_answer`: each query's answer gathered from the routed search's.
+    fn route_answers(
+        &self,
+        r: &RouteScratch,
+        n: usize,
+        values: &SvmBuffer<u64>,
+        status: &SvmBuffer<u32>,
+        found: Option<&SvmBuffer<i32>>,
+    ) -> Result<asym_runtime::Launch> {
+        let mut answer = self.kernel("rb_route_answer")?;
+        answer
+            .arg_svm("at", &r.at)?
+            .arg_scalar("n", n as u32)?
+            .arg_svm("routed_values", &r.values)?
+            .arg_svm("routed_status", &r.route)?
+            .arg_svm("values", values)?
+            .arg_svm("status", status)?;
+        match (found, &r.found) {
+            (Some(found), Some(routed)) => answer
+                .arg_svm("routed_found", routed)?
+                .arg_svm("found_keys", found)?
+                .arg_scalar("lower_bound", 1u32)?,
+            // Not read without lower bounds; any buffers of the runtime will do.
+            _ => answer
+                .arg_svm("routed_found", &r.at)?
+                .arg_svm("found_keys", &r.at)?
+                .arg_scalar("lower_bound", 0u32)?,
+        };
+        let rt = self.arena.runtime();
+        let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
+        answer.launch(n.div_ceil(wg) * wg, Some(wg))
     }
 }
 

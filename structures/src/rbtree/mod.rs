@@ -15,7 +15,8 @@
 //! [`update`] has the protocol, [`tx`] its memory-ordering argument. A batch into an empty
 //! tree is built whole ([`RbTree::build_on_device`]). Queries: [`RbTree::search_svm`],
 //! [`RbTree::search_on_device`], [`RbTree::search_on_threads`],
-//! [`RbTree::lower_bound_on_device`], [`RbTree::range_count_on_device`].
+//! [`RbTree::lower_bound_on_device`], [`RbTree::range_count_on_device`]; a large batch is
+//! grouped by subtree on the device before the walks ([`SearchOrder`]).
 //!
 //! **Host path**: [`RbTree::insert_batch`] (an existing key gets the new value),
 //! [`RbTree::delete_batch`] (a missing key is reported per operation, not an error),
@@ -45,7 +46,7 @@ use asym_runtime::{Error, Result, Runtime};
 
 use crate::arena::{ArenaStats, SvmArena};
 use crate::key::Key;
-pub use device::Found;
+pub use device::{Found, SearchOrder};
 pub use update::UpdateStats;
 pub use validate::TreeReport;
 
@@ -98,6 +99,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_LOCK", N_LOCK as u64),
     ClConst::uint("RB_RED", RED as u64),
     ClConst::uint("RB_MAX_DEPTH", MAX_DEPTH as u64),
+    ClConst::uint("RB_ROUTE_MAX_LEVELS", device::ROUTE_MAX_LEVELS as u64),
     ClConst::uint("RB_FOUND", FOUND as u64),
     ClConst::uint("RB_ABSENT", ABSENT as u64),
     ClConst::uint("RB_DAMAGED", DAMAGED as u64),
@@ -144,6 +146,9 @@ pub struct RbTree<K: Key> {
     len: usize,
     /// The device search's staging and result buffers, kept between calls.
     search: Option<device::SearchBuffers>,
+    /// How device searches order their queries, and the routed order's scratch.
+    search_order: SearchOrder,
+    route_scratch: Option<device::RouteScratch>,
     /// The device search's count of damaged walks (one word).
     damage: Option<asym_runtime::SvmBuffer<u32>>,
     /// What the last concurrent update did.
@@ -200,6 +205,8 @@ impl<K: Key> RbTree<K> {
             header,
             len: 0,
             search: None,
+            search_order: SearchOrder::Auto,
+            route_scratch: None,
             damage: None,
             last_update: UpdateStats::default(),
             update_scratch: None,
