@@ -23,7 +23,7 @@ use std::time::Instant;
 use asym_apps::io::output;
 use asym_apps::io::tree_files::{self, TreeOps};
 use asym_runtime::{host_memory, Error, LatencyPool, Mode, Named, Result, Runtime};
-use asym_structures::{Deleted, Found, RbTree};
+use asym_structures::{Deleted, Found, RbTree, SearchOrder};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -64,6 +64,10 @@ struct Args {
     /// comma-separated, or all.
     #[arg(long, default_value = "all")]
     mode: String,
+    /// How the device orders a batch of searches: auto (grouped by subtree for large
+    /// batches into large trees), routed (always grouped) or arrival (as they come).
+    #[arg(long, default_value = "auto", value_parser = cli::parse_word::<SearchOrder>)]
+    search_order: SearchOrder,
     /// OpenCL device: part of its platform or device name.
     #[arg(long)]
     device: Option<String>,
@@ -206,6 +210,7 @@ fn run(args: &Args) -> Result<bool> {
     let mut last: Option<(Vec<i32>, Vec<bool>)> = None;
     for &mode in &modes {
         let mut tree = RbTree::<i32>::new(&rt, initial.len() + ops.inserts.len())?;
+        tree.set_search_order(args.search_order);
         let mut reference: BTreeMap<i32, u64> = BTreeMap::new();
         let mut phase = |name: &'static str, n: usize, ms: f64, ok: Option<bool>, detail| {
             all_ok &= ok.unwrap_or(true);
@@ -305,13 +310,13 @@ fn run(args: &Args) -> Result<bool> {
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let hits = found.iter().filter(|f| **f).count();
         let ok = check.then(|| found == peer_found && reference == map);
-        phase(
-            "search",
-            ops.searches.len(),
-            ms,
-            ok,
-            format!("{hits} found"),
-        );
+        let detail = if side.uses_device() {
+            let order = tree.search_order_for(ops.searches.len());
+            format!("{hits} found, {} order", order.name())
+        } else {
+            format!("{hits} found")
+        };
+        phase("search", ops.searches.len(), ms, ok, detail);
         last = Some((tree.entries()?.into_iter().map(|(k, _)| k).collect(), found));
     }
     progress.bar.finish_and_clear();

@@ -1487,7 +1487,8 @@ fn sizes_outputs_and_environment_are_usage_errors() {
 /// The red-black tree example: a generated run checked in every mode; the files of a user
 /// (initial keys, a batch of operations) give the final keys and the search answers in file
 /// order, a missing delete is reported, not an error; a malformed line names its file and
-/// line; an unknown mode or a share outside 0..1 is a usage error.
+/// line; device searches verify in every order and say which ran; an unknown mode or search
+/// order or a share outside 0..1 is a usage error.
 #[test]
 fn rbtree_runs_checks_and_reads_files() {
     let (ok, stdout, err) = run_example(
@@ -1506,6 +1507,36 @@ fn rbtree_runs_checks_and_reads_files() {
         }
     }
     assert!(rows.iter().any(|r| r["mode"] == "peer:btreemap"));
+    // Device searches in each order, verified; the row says which order ran.
+    for (flag, ran) in [
+        ("routed", "routed"),
+        ("arrival", "arrival"),
+        ("auto", "arrival"),
+    ] {
+        let (ok, stdout, err) = run_example(
+            "rbtree",
+            &[
+                "--initial-count",
+                "2000",
+                "--ops-count",
+                "2000",
+                "--mode",
+                "gpu",
+                "--search-order",
+                flag,
+                "--json",
+            ],
+        );
+        assert!(ok, "{err}");
+        let rows = json_rows(&stdout);
+        let row = rows
+            .iter()
+            .find(|r| r["mode"] == "gpu" && r["phase"] == "search")
+            .unwrap_or_else(|| panic!("no gpu search row: {stdout}"));
+        assert_eq!(row["verified"], true, "{row}");
+        let detail = row["detail"].as_str().unwrap_or_default();
+        assert!(detail.ends_with(&format!("{ran} order")), "{flag}: {row}");
+    }
 
     let initial = tmp("rb-initial.txt");
     std::fs::write(&initial, "5\n1\n# a comment\n9\n").unwrap();
@@ -1549,6 +1580,7 @@ fn rbtree_runs_checks_and_reads_files() {
     assert!(err.contains("rb-bad-ops.txt") && err.contains('3'), "{err}");
     for args in [
         &["--mode", "sideways"][..],
+        &["--search-order", "sideways"][..],
         &["--search-share", "2"][..],
         &["--initial", "/nonexistent/keys.txt"][..],
     ] {

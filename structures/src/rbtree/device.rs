@@ -48,6 +48,19 @@ pub enum SearchOrder {
     Routed,
 }
 
+impl asym_runtime::Named for SearchOrder {
+    const KIND: &'static str = "search order";
+    const ALL: &'static [SearchOrder] =
+        &[SearchOrder::Auto, SearchOrder::Routed, SearchOrder::Arrival];
+    fn name(self) -> &'static str {
+        match self {
+            SearchOrder::Auto => "auto",
+            SearchOrder::Routed => "routed",
+            SearchOrder::Arrival => "arrival",
+        }
+    }
+}
+
 impl SearchOrder {
     /// [`SearchOrder::Auto`] routes batches of at least this many queries ...
     pub const AUTO_MIN_QUERIES: usize = 1 << 16;
@@ -349,14 +362,20 @@ impl<K: Key> RbTree<K> {
         self.search_order
     }
 
-    /// Whether a search of `n` queries is routed.
-    fn routes(&self, n: usize) -> bool {
-        match self.search_order {
+    /// The order a device search of `queries` queries takes now: [`SearchOrder::Routed`] or
+    /// [`SearchOrder::Arrival`] ([`SearchOrder::Auto`] resolved by the batch and the tree).
+    pub fn search_order_for(&self, queries: usize) -> SearchOrder {
+        let routed = match self.search_order {
             SearchOrder::Arrival => false,
             SearchOrder::Routed => true,
             SearchOrder::Auto => {
-                n >= SearchOrder::AUTO_MIN_QUERIES && self.len >= SearchOrder::AUTO_MIN_KEYS
+                queries >= SearchOrder::AUTO_MIN_QUERIES && self.len >= SearchOrder::AUTO_MIN_KEYS
             }
+        };
+        if routed {
+            SearchOrder::Routed
+        } else {
+            SearchOrder::Arrival
         }
     }
 
@@ -386,7 +405,7 @@ impl<K: Key> RbTree<K> {
         damage.write(&[0])?;
         // The routing launches run before the search on the in-order queue and the answers'
         // gather after it; all are waited for together (dropping one would wait for it alone).
-        let (scratch, mut launches) = if self.routes(n) {
+        let (scratch, mut launches) = if self.search_order_for(n) == SearchOrder::Routed {
             self.route(keys, n, found.is_some())?
         } else {
             (None, Vec::new())
