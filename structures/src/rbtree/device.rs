@@ -802,8 +802,13 @@ impl<K: Key> Rounds for DeviceRounds<K> {
 
     fn locate_apply(&mut self) -> Result<Counts> {
         self.reset()?;
-        self.launch_locate()?.wait()?;
-        self.launch_apply(None)?.wait()?;
+        // The apply reads what the locate wrote: the in-order queue runs them in turn, so
+        // one wait covers both (a wait between them cost a round 30-40 µs on the H200).
+        let locate = self.locate.launch_unflushed(self.global, Some(self.wg))?;
+        let applied = self.launch_apply(None).and_then(|a| a.wait());
+        let located = locate.wait();
+        located?;
+        applied?;
         self.counts()
     }
 }
