@@ -380,7 +380,7 @@ fn device_build_matches_btreemap_and_keeps_every_invariant() {
 /// automatic threshold; queries random, sorted, reversed, all equal, with duplicates, one and
 /// none; batches growing and shrinking (the routing scratch is reused and regrown, and its
 /// counts must be clear again after every search); lower bounds and resident queries too;
-/// both transports.
+/// the automatic choice routing a batch past its threshold; both transports.
 #[test]
 fn routed_searches_match_btreemap_in_every_order() {
     use asym_structures::{Found, SearchOrder};
@@ -388,20 +388,23 @@ fn routed_searches_match_btreemap_in_every_order() {
     for rt in common::shared_runtimes() {
         for m in [0usize, 1, 1000, SearchOrder::AUTO_MIN_KEYS + 3] {
             let span = (m as i32).max(8) * 4;
+            // Distinct keys, one in each step of four, so the tree holds all m.
             let items: Vec<(i32, u64)> = (0..m)
-                .map(|i| (rng.gen_range(-span..span), i as u64))
+                .map(|i| (4 * i as i32 - span + rng.gen_range(0..4), i as u64))
                 .collect();
             let reference: BTreeMap<i32, u64> = items.iter().copied().collect();
             let mut tree = RbTree::<i32>::new(rt, m).unwrap();
             tree.build_on_device(&items).unwrap();
+            assert_eq!(tree.len(), m);
             let random = |n: usize, rng: &mut rand::rngs::StdRng| -> Vec<i32> {
                 (0..n).map(|_| rng.gen_range(-span - 9..span + 9)).collect()
             };
-            let mut sorted = random(SearchOrder::AUTO_MIN_QUERIES + 17, &mut rng);
+            let mut sorted = random(70_017, &mut rng);
             sorted.sort_unstable();
             let reversed: Vec<i32> = sorted.iter().rev().copied().collect();
+            let large = random(SearchOrder::AUTO_MIN_QUERIES + 5, &mut rng);
             let batches = [
-                random(SearchOrder::AUTO_MIN_QUERIES + 5, &mut rng),
+                random(70_003, &mut rng),
                 random(3001, &mut rng),
                 sorted,
                 reversed,
@@ -410,22 +413,29 @@ fn routed_searches_match_btreemap_in_every_order() {
                 vec![rng.gen()],
                 Vec::new(),
             ];
-            for order in [SearchOrder::Routed, SearchOrder::Arrival, SearchOrder::Auto] {
+            let check = |tree: &mut RbTree<i32>, probes: &[i32], what: &str| {
+                let got = tree.search_on_device(probes).unwrap();
+                assert_eq!(got.len(), probes.len(), "{what}");
+                for (p, g) in probes.iter().zip(&got) {
+                    let want = reference.get(p).map_or(Found::Absent, |&v| Found::Value(v));
+                    assert_eq!(*g, want, "{what}: search of {p}");
+                }
+                let got = tree.lower_bound_on_device(probes).unwrap();
+                for (p, g) in probes.iter().zip(&got) {
+                    let want = reference.range(p..).next().map(|(&k, &v)| (k, v));
+                    assert_eq!(*g, want, "{what}: lower bound of {p}");
+                }
+            };
+            for order in [SearchOrder::Routed, SearchOrder::Arrival] {
                 tree.set_search_order(order);
                 assert_eq!(tree.search_order(), order);
                 for (b, probes) in batches.iter().enumerate() {
-                    let what = format!("tree of {m}, {order:?}, batch {b}");
-                    let got = tree.search_on_device(probes).unwrap();
-                    for (p, g) in probes.iter().zip(&got) {
-                        let want = reference.get(p).map_or(Found::Absent, |&v| Found::Value(v));
-                        assert_eq!(*g, want, "{what}: search of {p}");
-                    }
-                    assert_eq!(got.len(), probes.len(), "{what}");
-                    let got = tree.lower_bound_on_device(probes).unwrap();
-                    for (p, g) in probes.iter().zip(&got) {
-                        let want = reference.range(p..).next().map(|(&k, &v)| (k, v));
-                        assert_eq!(*g, want, "{what}: lower bound of {p}");
-                    }
+                    check(
+                        &mut tree,
+                        probes,
+                        &format!("tree of {m}, {order:?}, batch {b}"),
+                    );
+                    assert_eq!(tree.search_order_for(probes.len()), order);
                 }
                 // Resident: the answers land in each query's own slot.
                 let probes = &batches[0];
@@ -441,6 +451,22 @@ fn routed_searches_match_btreemap_in_every_order() {
                         None => assert_eq!(status[i], 0, "resident {p}"),
                     }
                 }
+            }
+            // The automatic choice: routed past both thresholds, in arrival order below.
+            tree.set_search_order(SearchOrder::Auto);
+            let big = m >= SearchOrder::AUTO_MIN_KEYS;
+            let want = |routed: bool| match routed {
+                true => SearchOrder::Routed,
+                false => SearchOrder::Arrival,
+            };
+            assert_eq!(tree.search_order_for(large.len()), want(big));
+            assert_eq!(tree.search_order_for(batches[0].len()), want(false));
+            if big {
+                check(
+                    &mut tree,
+                    &large,
+                    &format!("tree of {m}, Auto, large batch"),
+                );
             }
             tree.validate().unwrap();
         }

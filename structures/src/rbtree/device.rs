@@ -62,12 +62,13 @@ impl asym_runtime::Named for SearchOrder {
 }
 
 impl SearchOrder {
-    /// [`SearchOrder::Auto`] routes batches of at least this many queries ...
-    pub const AUTO_MIN_QUERIES: usize = 1 << 16;
+    /// [`SearchOrder::Auto`] routes batches of at least this many queries (routing costs
+    /// five launches more, about 0.1 ms on the H200: smaller batches lost there) ...
+    pub const AUTO_MIN_QUERIES: usize = 1 << 20;
     /// ... into trees of at least this many keys (smaller trees stay in the device's cache,
-    /// where arrival order costs little: on the H200 routing won from 2^20 keys and tied at
-    /// 2^18).
-    pub const AUTO_MIN_KEYS: usize = 1 << 19;
+    /// where arrival order costs little: on the H200 routing tied at 2^20 keys and 2^20
+    /// queries and won beyond).
+    pub const AUTO_MIN_KEYS: usize = 1 << 20;
 }
 
 /// Staging and answer buffers of the host-slice search, kept between calls.
@@ -97,14 +98,27 @@ pub(super) struct RouteScratch {
     counts: SvmBuffer<u32>,
     /// Each subtree's next free slot in `order_keys`.
     cursor: SvmBuffer<u32>,
+    /// The routing kernels, made once per scratch (their arguments keep the last search's
+    /// buffers alive until the next one or the tree's drop).
+    top_kernel: Kernel,
+    walk_kernel: Kernel,
+    offsets_kernel: Kernel,
+    place_kernel: Kernel,
+    answer_kernel: Kernel,
 }
 
 impl RouteScratch {
-    fn new(rt: &asym_runtime::Runtime, n: usize) -> Result<Self> {
+    fn new<K: Key>(tree: &RbTree<K>, n: usize) -> Result<Self> {
+        let rt = tree.arena.runtime();
         let buckets = 1usize << ROUTE_MAX_LEVELS;
         let mut counts = rt.alloc::<u32>(buckets)?;
         counts.write(&vec![0; buckets])?;
         Ok(RouteScratch {
+            top_kernel: tree.kernel("rb_route_top")?,
+            walk_kernel: tree.kernel("rb_route")?,
+            offsets_kernel: tree.kernel("rb_route_offsets")?,
+            place_kernel: tree.kernel("rb_route_place")?,
+            answer_kernel: tree.kernel("rb_route_answer")?,
             top: rt.alloc::<i32>(buckets)?,
             route: rt.alloc::<u32>(n)?,
             order_keys: rt.alloc::<i32>(n)?,
@@ -405,7 +419,7 @@ impl<K: Key> RbTree<K> {
         damage.write(&[0])?;
         // The routing launches run before the search on the in-order queue and the answers'
         // gather after it; all are waited for together (dropping one would wait for it alone).
-        let (scratch, mut launches) = if self.search_order_for(n) == SearchOrder::Routed {
+        let (mut scratch, mut launches) = if self.search_order_for(n) == SearchOrder::Routed {
             self.route(keys, n, found.is_some())?
         } else {
             (None, Vec::new())
@@ -441,7 +455,7 @@ impl<K: Key> RbTree<K> {
         let mut done = kernel
             .launch_unflushed(n.div_ceil(wg) * wg, Some(wg))
             .map(|l| launches.push(l));
-        if let (Some(r), true) = (&scratch, done.is_ok()) {
+        if let (Some(r), true) = (scratch.as_mut(), done.is_ok()) {
             done = self
                 .route_answers(r, n, values, status, found)
                 .map(|l| launches.push(l));
@@ -479,7 +493,7 @@ impl<K: Key> RbTree<K> {
             Some(r) if r.route.len() >= n => Ok(r),
             old => {
                 drop(old);
-                RouteScratch::new(&rt, n)
+                RouteScratch::new(self, n)
             }
         };
         let scratch = scratch.and_then(|mut r| {
@@ -488,7 +502,7 @@ impl<K: Key> RbTree<K> {
             }
             Ok(r)
         });
-        let scratch = match scratch {
+        let mut scratch = match scratch {
             Ok(r) => r,
             Err(Error::OutOfMemory(_)) => return Ok((None, Vec::new())),
             Err(e) => return Err(e),
@@ -501,57 +515,59 @@ impl<K: Key> RbTree<K> {
         let tile = (n.div_ceil(256).div_ceil(wg) * wg).clamp(wg, ROUTE_TILE_MAX);
         let groups = n.div_ceil(tile);
         let tile32 = tile as u32;
-        let mut top = self.kernel("rb_route_top")?;
-        self.arena.set_args(&mut top)?;
+        let r = &mut scratch;
+        let top = &mut r.top_kernel;
+        self.arena.set_args(top)?;
         top.arg_scalar("header", self.header)?
             .arg_scalar("levels", levels)?
-            .arg_svm("top", &scratch.top)?;
-        let mut walk = self.kernel("rb_route")?;
+            .arg_svm("top", &r.top)?;
+        let walk = &mut r.walk_kernel;
         walk.arg_svm("keys", keys)?
             .arg_scalar("n", n32)?
             .arg_scalar("levels", levels)?
             .arg_scalar("tile", tile32)?
-            .arg_svm("top", &scratch.top)?
-            .arg_svm("route", &scratch.route)?
-            .arg_svm("counts", &scratch.counts)?
+            .arg_svm("top", &r.top)?
+            .arg_svm("route", &r.route)?
+            .arg_svm("counts", &r.counts)?
             .arg_local::<i32>("ltop", buckets)?
             .arg_local::<u32>("hist", buckets)?;
-        let mut offsets = self.kernel("rb_route_offsets")?;
-        offsets
-            .arg_svm("counts", &scratch.counts)?
-            .arg_svm("cursor", &scratch.cursor)?
+        r.offsets_kernel
+            .arg_svm("counts", &r.counts)?
+            .arg_svm("cursor", &r.cursor)?
             .arg_scalar("buckets", buckets as u32)?
             .arg_local::<u32>("scan", wg)?;
-        let mut place = self.kernel("rb_route_place")?;
-        place
+        r.place_kernel
             .arg_svm("keys", keys)?
-            .arg_svm("route", &scratch.route)?
+            .arg_svm("route", &r.route)?
             .arg_scalar("n", n32)?
             .arg_scalar("levels", levels)?
             .arg_scalar("tile", tile32)?
-            .arg_svm("cursor", &scratch.cursor)?
-            .arg_svm("order_keys", &scratch.order_keys)?
-            .arg_svm("at", &scratch.at)?
+            .arg_svm("cursor", &r.cursor)?
+            .arg_svm("order_keys", &r.order_keys)?
+            .arg_svm("at", &r.at)?
             .arg_local::<u32>("base", buckets)?
             .arg_local::<u32>("rank", buckets)?;
         let mut launches = Vec::with_capacity(5);
-        launches.push(top.launch_unflushed(buckets.div_ceil(wg) * wg, Some(wg))?);
-        launches.push(walk.launch_unflushed(groups * wg, Some(wg))?);
-        launches.push(offsets.launch_unflushed(wg, Some(wg))?);
-        launches.push(place.launch_unflushed(groups * wg, Some(wg))?);
+        launches.push(
+            r.top_kernel
+                .launch_unflushed(buckets.div_ceil(wg) * wg, Some(wg))?,
+        );
+        launches.push(r.walk_kernel.launch_unflushed(groups * wg, Some(wg))?);
+        launches.push(r.offsets_kernel.launch_unflushed(wg, Some(wg))?);
+        launches.push(r.place_kernel.launch_unflushed(groups * wg, Some(wg))?);
         Ok((Some(scratch), launches))
     }
 
     /// Enqueues `rb_route_answer`: each query's answer gathered from the routed search's.
     fn route_answers(
         &self,
-        r: &RouteScratch,
+        r: &mut RouteScratch,
         n: usize,
         values: &SvmBuffer<u64>,
         status: &SvmBuffer<u32>,
         found: Option<&SvmBuffer<i32>>,
     ) -> Result<asym_runtime::Launch> {
-        let mut answer = self.kernel("rb_route_answer")?;
+        let answer = &mut r.answer_kernel;
         answer
             .arg_svm("at", &r.at)?
             .arg_scalar("n", n as u32)?
