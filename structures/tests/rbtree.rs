@@ -225,6 +225,29 @@ fn lower_bounds_range_counts_and_key_types() {
     }
 }
 
+/// Searches `probes` from resident SVM buffers and checks every answer, in its query's own
+/// slot, against `reference`; returns the query buffer.
+fn check_resident_search(
+    rt: &asym_runtime::Runtime,
+    tree: &mut RbTree<i32>,
+    reference: &BTreeMap<i32, u64>,
+    probes: &[i32],
+) -> asym_runtime::SvmBuffer<i32> {
+    let mut keys = rt.alloc::<i32>(probes.len()).unwrap();
+    keys.write(probes).unwrap();
+    let mut values = rt.alloc::<u64>(probes.len()).unwrap();
+    let mut status = rt.alloc::<u32>(probes.len()).unwrap();
+    tree.search_svm(&keys, &mut values, &mut status).unwrap();
+    let (values, status) = (values.read().unwrap(), status.read().unwrap());
+    for (i, p) in probes.iter().enumerate() {
+        match reference.get(p) {
+            Some(&v) => assert_eq!((status[i], values[i]), (1, v), "resident {p}"),
+            None => assert_eq!(status[i], 0, "resident {p}"),
+        }
+    }
+    keys
+}
+
 /// The device search and lower bound and the latency threads' search against `BTreeMap`:
 /// present and absent
 /// keys, every key type, queries from a host slice and resident in SVM (answers left there),
@@ -274,18 +297,7 @@ fn device_search_matches_btreemap() {
             );
         }
         // Resident queries: keys, values and flags in SVM.
-        let mut keys = rt.alloc::<i32>(probes.len()).unwrap();
-        keys.write(&probes).unwrap();
-        let mut values = rt.alloc::<u64>(probes.len()).unwrap();
-        let mut status = rt.alloc::<u32>(probes.len()).unwrap();
-        tree.search_svm(&keys, &mut values, &mut status).unwrap();
-        let (values, status) = (values.read().unwrap(), status.read().unwrap());
-        for (i, p) in probes.iter().enumerate() {
-            match reference.get(p) {
-                Some(&v) => assert_eq!((status[i], values[i]), (1, v), "resident {p}"),
-                None => assert_eq!(status[i], 0, "resident {p}"),
-            }
-        }
+        let keys = check_resident_search(rt, &mut tree, &reference, &probes);
         let mut short = rt.alloc::<u32>(3).unwrap();
         let mut values = rt.alloc::<u64>(probes.len()).unwrap();
         assert!(tree.search_svm(&keys, &mut values, &mut short).is_err());
@@ -438,19 +450,7 @@ fn routed_searches_match_btreemap_in_every_order() {
                     assert_eq!(tree.search_order_for(probes.len()), order);
                 }
                 // Resident: the answers land in each query's own slot.
-                let probes = &batches[0];
-                let mut keys = rt.alloc::<i32>(probes.len()).unwrap();
-                keys.write(probes).unwrap();
-                let mut values = rt.alloc::<u64>(probes.len()).unwrap();
-                let mut status = rt.alloc::<u32>(probes.len()).unwrap();
-                tree.search_svm(&keys, &mut values, &mut status).unwrap();
-                let (values, status) = (values.read().unwrap(), status.read().unwrap());
-                for (i, p) in probes.iter().enumerate() {
-                    match reference.get(p) {
-                        Some(&v) => assert_eq!((status[i], values[i]), (1, v), "resident {p}"),
-                        None => assert_eq!(status[i], 0, "resident {p}"),
-                    }
-                }
+                check_resident_search(rt, &mut tree, &reference, &batches[0]);
             }
             // The automatic choice: routed past both thresholds, in arrival order below.
             tree.set_search_order(SearchOrder::Auto);
