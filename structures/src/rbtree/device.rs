@@ -43,8 +43,9 @@ pub enum SearchOrder {
     /// work-items read scattered nodes at nearly every level.
     Arrival,
     /// The queries are grouped first by the subtree they enter a few levels down (a
-    /// counting sort on the device: three more launches and 8 bytes of scratch a query), so
-    /// a warp walks one subtree and its nodes are read from memory about once a batch.
+    /// counting sort on the device: five more launches and 20 bytes of scratch a query, 24
+    /// for lower bounds), so a warp walks one subtree and its nodes are read from memory
+    /// about once a batch.
     Routed,
 }
 
@@ -481,7 +482,8 @@ impl<K: Key> RbTree<K> {
     /// Enqueues the routing of the first `n` keys (`rb_route_top`, `rb_route`,
     /// `rb_route_offsets`, `rb_route_place`) without waiting: the scratch whose `order_keys`
     /// lists the queries' keys subtree by subtree (and `at` each one's slot there) once the
-    /// launches have run, and the launches. No scratch (an arrival-order search) where the device has no memory for it.
+    /// launches have run, and the launches. No scratch (an arrival-order search) where the
+    /// device has no memory for it.
     fn route<T: asym_runtime::SvmElement>(
         &mut self,
         keys: &SvmBuffer<T>,
