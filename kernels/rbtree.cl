@@ -196,11 +196,12 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
  * (RB_OP_OLD); otherwise it records the gap its key falls in: the node whose NIL child is
  * the gap, that node's version (its lock word) and the side. The header is a node whose
  * left link is the root (RB_ROOT == RB_LEFT), so an empty tree's gap is the header's left.
- * The batch's keys in one gap are consecutive in the batch: a binary search for the gap's
- * bounds (the last keys the walk turned right and left at) finds them, and only the middle
- * one (or the first after it whose transaction did not overflow) is eligible this round. A run of m keys in one gap (ascending keys past the largest,
- * all keys in one subtree) therefore goes in in log2(m) rounds, not m: each insert splits
- * its gap in two. A delete records its node and version (a missing key is RB_OP_OLD).
+ * The batch's keys in one gap are consecutive in the batch: a galloping search out from the
+ * operation's own index for the gap's bounds (the last keys the walk turned right and left
+ * at) finds them, and only the middle one (or the first after it whose transaction did not
+ * overflow) is eligible this round. A run of m keys in one gap (ascending keys past the
+ * largest, all keys in one subtree) therefore goes in in log2(m) rounds, not m: each insert
+ * splits its gap in two. A delete records its node and version (a missing key is RB_OP_OLD).
  *
  * rb_apply runs each eligible pending operation as a transaction (rb_tx): it reads nodes
  * into private slots, remembering each node's version, and runs the textbook insert or
@@ -480,19 +481,55 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
     return true;
 }
 
-/* The first index in keys[0, n) whose key is above `bound` (n if none). */
-inline uint rb_first_above(__global const int *keys, uint n, int bound) {
-    uint lo = 0, hi = n;
-    while (lo < hi) {
+/* The round words a launch counts into (set `phase` of the two in `rounds`). Its first
+ * work-item leaves the other set fresh for the next launch, so the host reads one set while
+ * the next round counts into the other, and no host write resets them between rounds (a
+ * blocking write a round). Plain stores: the next launch, or the host after the wait, sees
+ * them at the kernel boundary. */
+inline __global uint *rb_round_words(__global uint *rounds, uint phase) {
+    if (get_global_id(0) == 0u) {
+        __global uint *next = rounds + (phase ^ 1u) * RB_R_WORDS;
+        for (uint w = 0; w < RB_R_WORDS; ++w) next[w] = w == RB_R_FIRST ? 0xffffffffu : 0u;
+    }
+    return rounds + phase * RB_R_WORDS;
+}
+
+/* The bounds of the run of batch keys in one gap, searched out from an operation's own
+ * index i (its key lies in the gap): galloping away from i, then a binary search in the
+ * last step's bracket. A run of m keys costs about 2 log2(m) reads near i, where a binary
+ * search over the whole batch cost 2 log2(n) dependent reads (most runs hold one key). */
+
+/* The first index j <= i whose key is above `bound` (keys[i] is). */
+inline uint rb_run_first(__global const int *keys, uint i, int bound) {
+    uint hi = i, lo = 0u;
+    for (uint step = 1u; hi >= step; step <<= 1) {
+        const uint probe = hi - step;
+        if (ASYM_ORDERED(keys[probe]) <= bound) {
+            lo = probe + 1u;
+            break;
+        }
+        hi = probe;
+    }
+    while (lo < hi) { /* keys[hi] > bound throughout */
         const uint mid = lo + (hi - lo) / 2u;
         if (ASYM_ORDERED(keys[mid]) > bound) hi = mid; else lo = mid + 1u;
     }
     return lo;
 }
 
-/* The first index in keys[0, n) whose key is not below `bound` (n if none). */
-inline uint rb_first_from(__global const int *keys, uint n, int bound) {
-    uint lo = 0, hi = n;
+/* The first index j > i in [0, n) whose key is not below `bound` (n if none; keys[i] is
+ * below it). */
+inline uint rb_run_end(__global const int *keys, uint n, uint i, int bound) {
+    uint lo = i, hi = n;
+    for (uint step = 1u; n - lo > step; step <<= 1) {
+        const uint probe = lo + step;
+        if (ASYM_ORDERED(keys[probe]) >= bound) {
+            hi = probe;
+            break;
+        }
+        lo = probe;
+    }
+    ++lo; /* keys[lo - 1] < bound; keys[hi] >= bound or hi == n */
     while (lo < hi) {
         const uint mid = lo + (hi - lo) / 2u;
         if (ASYM_ORDERED(keys[mid]) >= bound) hi = mid; else lo = mid + 1u;
@@ -501,32 +538,38 @@ inline uint rb_first_from(__global const int *keys, uint n, int bound) {
 }
 
 /* One locate pass over operations [op_lo, op_hi) of a batch of n keys (raw bits, mapped by
- * ASYM_ORDERED; the gap's run is searched in all n; see the section comment). `fresh` makes it
- * a pass before the first round that only resets the operations' words and checks the order. where[3i] the gap's node (insert) or the key's
- * node (delete), where[3i + 1] its version, where[3i + 2] bit 0 the side (1: right), bit 1
- * eligible this round. Round words: pending and eligible operations counted, the first
- * eligible one's index kept (atomic_min), damaged walks counted. */
+ * ASYM_ORDERED; the gap's run is searched out from each operation's index; see the
+ * section comment). `fresh` makes it a pass before the first round that only resets the
+ * operations' words and the spare count and checks the order (the first round counts into
+ * the same round words, so the host reads the check with the round's counts). where[3i] the
+ * gap's node (insert) or the key's node (delete), where[3i + 1] its version, where[3i + 2]
+ * bit 0 the side (1: right), bit 1 eligible this round. Round words: pending and eligible
+ * operations counted, the first eligible one's index kept (atomic_min), damaged walks
+ * counted. */
 __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         __global const uint *sb_class, uint header, uint heap_words,
                         uint deleting, __global const int *keys, __global const ulong *values,
                         uint n, uint op_lo, uint op_hi, __global uint *state,
                         __global uint *where, __global uint *handles,
-                        __global uint *round, uint fresh) {
+                        __global uint *rounds, uint phase, uint fresh,
+                        __global uint *spare_ctl) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
+    __global uint *round = rb_round_words(rounds, phase);
+    if (fresh && get_global_id(0) == 0u) spare_ctl[0] = spare_ctl[1] = 0u;
     const uint i = op_lo + get_global_id(0);
     if (i >= op_hi) return;
     const int key = ASYM_ORDERED(keys[i]);
     if (fresh) {
-        /* A pass before the first round: every operation pending, no node taken yet, and
-         * the batch's order checked (the gap runs and the merged keys rely on it) before
-         * anything changes. */
+        /* A pass before the first round: every operation pending, no node taken yet, no
+         * spare node counted, and the batch's order checked (the gap runs and the merged
+         * keys rely on it): the first round's launches change nothing when it failed. */
         state[i] = RB_OP_PENDING;
         handles[i] = RB_NIL;
         if (i > 0u && ASYM_ORDERED(keys[i - 1u]) >= key) atomic_inc(round + RB_R_UNSORTED);
         return;
     }
-    if (state[i] != RB_OP_PENDING) return;
+    if (round[RB_R_UNSORTED] != 0u || state[i] != RB_OP_PENDING) return;
     uint x = heap[header + RB_ROOT], parent = RB_NIL, side = 0u;
     int lo = 0, hi = 0;
     bool has_lo = false, has_hi = false;
@@ -539,8 +582,8 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
             const uint node = parent == RB_NIL ? header : parent;
             where[3u * i] = node;
             where[3u * i + 1u] = heap[node + RB_LOCK];
-            const uint first = has_lo ? rb_first_above(keys, n, lo) : 0u;
-            const uint end = has_hi ? rb_first_from(keys, n, hi) : n;
+            const uint first = has_lo ? rb_run_first(keys, i, lo) : 0u;
+            const uint end = has_hi ? rb_run_end(keys, n, i, hi) : n;
             /* The middle key of the run, or the first after it that a transaction can
              * hold (keys past an overflowed one need not wait for the host). */
             uint pick = first + (end - 1u - first) / 2u;
@@ -604,10 +647,11 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
                        __global const int *keys, __global const ulong *values, uint n,
                        uint op_lo, uint op_hi, __global uint *state,
                        __global const uint *where, __global uint *handles,
-                       __global uint *round, uint only, __global uint *spare,
+                       __global uint *rounds, uint phase, uint only, __global uint *spare,
                        __global uint *spare_ctl, uint spare_len, uint spare_cap) {
+    __global uint *round = rb_round_words(rounds, phase);
     const uint i = op_lo + get_global_id(0);
-    if (i >= op_hi || state[i] != RB_OP_PENDING) return;
+    if (i >= op_hi || round[RB_R_UNSORTED] != 0u || state[i] != RB_OP_PENDING) return;
     const uint w = where[3u * i + 2u];
     if (!(w & 2u) || (only != RB_TX_NONE && i != only)) return;
     const rb_mem m = {heap, heap_words, header};

@@ -256,19 +256,44 @@ fn resident_batches_match_btreemap_and_refuse_unsorted_keys() {
                 first_bad.map(|i| (got[i], want[i]))
             );
         }
-        // Keys out of order: refused before any change.
+        // Keys out of order, one of them in the tree (an insert would replace its value):
+        // refused before any change, inserts and deletes alike.
         let before = tree.entries().unwrap();
+        let present = before[before.len() / 2].0;
+        let absent = (i32::MIN..).find(|k| before.binary_search_by_key(k, |e| e.0).is_err());
+        let absent = absent.unwrap();
         let mut kb = rt.alloc::<i32>(3).unwrap();
-        kb.write(&[5, 3, 9]).unwrap();
+        kb.write(&[present, absent, 9]).unwrap();
         let mut vb = rt.alloc::<u64>(3).unwrap();
         vb.write(&[1, 2, 3]).unwrap();
         let mut out = rt.alloc::<u32>(3).unwrap();
         let e = tree.insert_svm(&mut kb, &mut vb, &mut out).unwrap_err();
         assert!(e.to_string().contains("strictly increasing"), "{e}");
         assert_eq!(tree.entries().unwrap(), before);
+        let e = tree.delete_svm(&mut kb, &mut out).unwrap_err();
+        assert!(e.to_string().contains("strictly increasing"), "{e}");
+        assert_eq!(tree.entries().unwrap(), before);
+        tree.validate().unwrap();
+        // The next batches run as usual.
+        let mut kb = rt.alloc::<i32>(2).unwrap();
+        kb.write(&[absent, present]).unwrap();
+        let mut vb = rt.alloc::<u64>(2).unwrap();
+        vb.write(&[11, 12]).unwrap();
+        let mut out = rt.alloc::<u32>(2).unwrap();
+        tree.insert_svm(&mut kb, &mut vb, &mut out).unwrap();
+        assert_eq!(out.read().unwrap(), [1, 2]);
+        let mut want = before.clone();
+        want.iter_mut().find(|e| e.0 == present).unwrap().1 = 12;
+        want.insert(0, (absent, 11));
+        want.sort_unstable();
+        assert_eq!(tree.entries().unwrap(), want);
+        tree.delete_svm(&mut kb, &mut out).unwrap();
+        assert_eq!(out.read().unwrap(), [1, 1]);
+        want.retain(|e| e.0 != absent && e.0 != present);
+        assert_eq!(tree.entries().unwrap(), want);
         tree.validate().unwrap();
         // Mismatched lengths.
-        let mut short = rt.alloc::<u32>(2).unwrap();
+        let mut short = rt.alloc::<u32>(1).unwrap();
         assert!(tree.insert_svm(&mut kb, &mut vb, &mut short).is_err());
     }
 }

@@ -601,9 +601,15 @@ pub(super) struct UpdateScratch<K: Key> {
     place: SvmBuffer<u32>,
     /// The node each insert took from the arena.
     handles: SvmBuffer<u32>,
-    round: SvmBuffer<u32>,
+    /// Two sets of round words: a round counts into one while the other is left fresh by
+    /// the round's launches (`rb_round_words`).
+    rounds: SvmBuffer<u32>,
+    /// The set the last batch's launches left fresh (`None`: unknown, written before use).
+    fresh_set: Option<u32>,
     /// Spare nodes taken by inserts ([0]) and put back by deletes ([1]) in this batch.
     spare_ctl: SvmBuffer<u32>,
+    /// `rb_locate` and `rb_apply`, made once (their arguments are set for each batch).
+    kernels: Option<(Kernel, Kernel)>,
     /// The host-slice path's copies of the batch and its outcomes.
     keys: Option<SvmBuffer<K>>,
     values: Option<SvmBuffer<u64>>,
@@ -615,8 +621,10 @@ impl<K: Key> UpdateScratch<K> {
         Ok(UpdateScratch {
             place: rt.alloc::<u32>(3 * n.max(1))?,
             handles: rt.alloc::<u32>(n.max(1))?,
-            round: rt.alloc::<u32>(R_WORDS)?,
+            rounds: rt.alloc::<u32>(2 * R_WORDS)?,
+            fresh_set: None,
             spare_ctl: rt.alloc::<u32>(2)?,
+            kernels: None,
             keys: None,
             values: None,
             state: None,
@@ -630,20 +638,31 @@ impl<K: Key> UpdateScratch<K> {
 
 /// The device's side of a batch's rounds: the two kernels (`rb_locate`, `rb_apply`) with
 /// their arguments set once, over the batch's keys, values and states in SVM.
+///
+/// No host write happens between a batch's launches: the first pass (resetting the
+/// operations' words and the spare count, checking the keys' order) is enqueued ahead of the
+/// first round and read with its counts, and each round counts into the set of round words
+/// the previous round's launches left fresh (`UpdateScratch::rounds`).
 pub(super) struct DeviceRounds<K: Key> {
     locate: Kernel,
     apply: Kernel,
     scratch: UpdateScratch<K>,
     ops: std::ops::Range<usize>,
-    global: usize,
     wg: usize,
+    /// The set of round words this round counts into.
+    phase: u32,
+    /// Whether a round has begun (the first counts into the first pass's set).
+    begun: bool,
+    /// The first pass, in flight until the first round's counts are read.
+    first_pass: Option<asym_runtime::Launch>,
     pub(super) commits: u64,
     pub(super) overflows: u64,
 }
 
 impl<K: Key> DeviceRounds<K> {
     /// Prepares the kernels for operations `ops` of a batch of `n` keys (raw bits of `K`,
-    /// strictly increasing), its values (inserts) and its outcome words.
+    /// strictly increasing: the first round's counts report keys that are not), its values
+    /// (inserts) and its outcome words, and enqueues the first pass.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         tree: &mut RbTree<K>,
@@ -655,35 +674,27 @@ impl<K: Key> DeviceRounds<K> {
         ops: std::ops::Range<usize>,
     ) -> Result<Self> {
         let rt = tree.arena.runtime().clone();
-        let scratch = match tree.update_scratch.take() {
-            Some(s) if s.fits(n) => s,
-            _ => UpdateScratch::new(&rt, n)?,
-        };
-        let mut scratch = scratch;
-        scratch.spare_ctl.copy_from_host(0, &[0u32, 0])?;
-        // Deletes put their nodes on the spare stack: room for all of them.
-        let want = tree.spare_len + if deleting { n } else { 0 };
-        let cap = tree.spare.as_ref().map_or(0, |s| s.len());
-        if want > cap || cap == 0 {
-            let mut grown = rt.alloc::<u32>(want.max(cap * 2).max(1024))?;
-            if tree.spare_len > 0 {
-                let old = tree
-                    .spare
-                    .as_mut()
-                    .ok_or_else(|| {
-                        Error::corrupted(
-                            "the red-black tree",
-                            "the tree's spare nodes went missing",
-                        )
-                    })?
-                    .read_range(0, tree.spare_len)?;
-                grown.write_range(0, &old)?;
+        let (mut scratch, kernels) = match tree.update_scratch.take() {
+            Some(mut s) if s.fits(n) => {
+                let k = s.kernels.take();
+                (s, k)
             }
-            tree.spare = Some(grown);
-        }
-        let spare = tree.spare.as_ref().ok_or_else(|| {
-            Error::corrupted("the red-black tree", "the tree's spare nodes went missing")
-        })?;
+            Some(mut s) => {
+                let k = s.kernels.take();
+                (UpdateScratch::new(&rt, n)?, k)
+            }
+            None => (UpdateScratch::new(&rt, n)?, None),
+        };
+        let phase = match scratch.fresh_set.take() {
+            Some(set) => set,
+            None => {
+                let both = [fresh_counts(), fresh_counts()].concat();
+                scratch.rounds.copy_from_host(0, &both)?;
+                0
+            }
+        };
+        tree.grow_spare(deleting, n)?;
+        let spare = tree.spare.as_ref().ok_or_else(spare_missing)?;
         let (spare_len, spare_cap) = (
             u32::try_from(tree.spare_len).unwrap_or(u32::MAX),
             u32::try_from(spare.len()).unwrap_or(u32::MAX),
@@ -692,10 +703,12 @@ impl<K: Key> DeviceRounds<K> {
             .map_err(|_| Error::InvalidArgument("an arena past 2^32 words".into()))?;
         let (lo, hi) = (ops.start as u32, ops.end as u32);
         let deleting = u32::from(deleting);
-        // Both kernels take the same first fifteen arguments: the arena, the tree, the batch
+        let (mut locate, mut apply) = match kernels {
+            Some(k) => k,
+            None => (tree.kernel("rb_locate")?, tree.kernel("rb_apply")?),
+        };
+        // Both kernels take the same first sixteen arguments: the arena, the tree, the batch
         // and the round's words.
-        let mut locate = tree.kernel("rb_locate")?;
-        let mut apply = tree.kernel("rb_apply")?;
         for k in [&mut locate, &mut apply] {
             tree.arena.set_args(k)?;
             k.arg_scalar("header", tree.header)?
@@ -709,67 +722,92 @@ impl<K: Key> DeviceRounds<K> {
                 .arg_svm("state", state)?
                 .arg_svm("where", &scratch.place)?
                 .arg_svm("handles", &scratch.handles)?
-                .arg_svm("round", &scratch.round)?;
+                .arg_svm("rounds", &scratch.rounds)?
+                .arg_scalar("phase", phase)?
+                .arg_svm("spare_ctl", &scratch.spare_ctl)?;
         }
-        // rb_locate: the first pass is the fresh one. rb_apply: every eligible operation,
-        // and the spare stack.
-        locate.arg_scalar("fresh", 1u32)?;
+        // rb_apply: every eligible operation, and the spare stack.
         apply
             .arg_scalar("only", u32::MAX)?
             .arg_svm("spare", spare)?
-            .arg_svm("spare_ctl", &scratch.spare_ctl)?
             .arg_scalar("spare_len", spare_len)?
             .arg_scalar("spare_cap", spare_cap)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         let global = ops.len().max(1).div_ceil(wg) * wg;
-        let mut rounds = DeviceRounds {
+        locate.arg_scalar("fresh", 1u32)?;
+        let first_pass = locate.launch(global, Some(wg));
+        // Set before returning either way: a kernel in the cache is always a round's.
+        locate.arg_scalar("fresh", 0u32)?;
+        Ok(DeviceRounds {
             locate,
             apply,
             scratch,
             ops,
-            global,
             wg,
+            phase,
+            begun: false,
+            first_pass: Some(first_pass?),
             commits: 0,
             overflows: 0,
-        };
-        // A first pass resets the operations' words and checks the keys' order before
-        // anything changes (the locate would write the values of keys present).
-        rounds.reset()?;
-        rounds
-            .locate
-            .launch(rounds.global, Some(rounds.wg))?
-            .wait()?;
-        let c = rounds.counts()?;
-        rounds.locate.arg_scalar("fresh", 0u32)?;
+        })
+    }
+
+    /// Waits for the first pass (the first round's counts do; a caller about to touch the
+    /// tree beside the device's launches waits first).
+    pub(super) fn wait_first_pass(&mut self) -> Result<()> {
+        match self.first_pass.take() {
+            Some(launch) => launch.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// Begins a round (before its launches): it counts into the set of round words the
+    /// last launches left fresh, or, the first, into the first pass's.
+    pub(super) fn reset(&mut self) -> Result<()> {
+        if self.begun {
+            self.phase ^= 1;
+        }
+        self.begun = true;
+        // Known fresh again only once this round's counts are read.
+        self.scratch.fresh_set = None;
+        self.locate.arg_scalar("phase", self.phase)?;
+        self.apply.arg_scalar("phase", self.phase)?;
+        Ok(())
+    }
+
+    /// Work-items for the batch's operations (at least one work-group).
+    fn global(&self) -> usize {
+        self.ops.len().max(1).div_ceil(self.wg) * self.wg
+    }
+
+    pub(super) fn launch_locate(&mut self) -> Result<asym_runtime::Launch> {
+        let global = self.global();
+        self.locate.launch(global, Some(self.wg))
+    }
+
+    pub(super) fn launch_apply(&mut self, only: Option<u32>) -> Result<asym_runtime::Launch> {
+        let global = self.global();
+        self.apply.arg_scalar("only", only.unwrap_or(u32::MAX))?;
+        self.apply.launch(global, Some(self.wg))
+    }
+
+    /// The round's counts (its launches waited for). Keys out of order, which the first
+    /// pass counted, are an error: the round's launches changed nothing then.
+    pub(super) fn counts(&mut self) -> Result<Counts> {
+        self.wait_first_pass()?;
+        let at = self.phase as usize * R_WORDS;
+        let words = self.scratch.rounds.read_range(at, R_WORDS)?;
+        // The round's launches left the other set fresh for the next round or batch.
+        self.scratch.fresh_set = Some(self.phase ^ 1);
+        let mut c = fresh_counts();
+        c.copy_from_slice(&words);
         if c[R_UNSORTED] != 0 {
-            tree.update_scratch = Some(rounds.scratch);
             return Err(Error::InvalidArgument(format!(
                 "a resident batch of tree operations must hold strictly increasing keys; {} \
                  keys are not above the one before",
                 c[R_UNSORTED]
             )));
         }
-        Ok(rounds)
-    }
-
-    /// Resets the round words (the first of a round's launches).
-    pub(super) fn reset(&mut self) -> Result<()> {
-        self.scratch.round.copy_from_host(0, &fresh_counts())
-    }
-
-    pub(super) fn launch_locate(&mut self) -> Result<asym_runtime::Launch> {
-        self.locate.launch(self.global, Some(self.wg))
-    }
-
-    pub(super) fn launch_apply(&mut self, only: Option<u32>) -> Result<asym_runtime::Launch> {
-        self.apply.arg_scalar("only", only.unwrap_or(u32::MAX))?;
-        self.apply.launch(self.global, Some(self.wg))
-    }
-
-    pub(super) fn counts(&mut self) -> Result<Counts> {
-        let words = self.scratch.round.read_range(0, R_WORDS)?;
-        let mut c = fresh_counts();
-        c.copy_from_slice(&words);
         self.commits += u64::from(c[R_COMMITTED]);
         self.overflows += u64::from(c[R_OVERFLOW]);
         Ok(c)
@@ -788,7 +826,12 @@ impl<K: Key> DeviceRounds<K> {
     /// Settles the batch's spare nodes with the tree (inserts took from the top of the
     /// stack, deletes put theirs after it) and gives the scratch words back to the tree.
     pub(super) fn settle(mut self, tree: &mut RbTree<K>, deleting: bool) -> Result<()> {
-        let ctl = self.scratch.spare_ctl.read_range(0, 2);
+        // (A set is marked fresh only by a round whose counts were read: a launch that
+        // failed may not have written it.)
+        let ctl = self
+            .wait_first_pass()
+            .and_then(|()| self.scratch.spare_ctl.read_range(0, 2));
+        self.scratch.kernels = Some((self.locate, self.apply));
         tree.update_scratch = Some(self.scratch);
         let ctl = ctl?;
         if deleting {
@@ -822,7 +865,8 @@ impl<K: Key> Rounds for DeviceRounds<K> {
         self.reset()?;
         // The apply reads what the locate wrote: the in-order queue runs them in turn, so
         // one wait covers both (a wait between them cost a round 30-40 µs on the H200).
-        let locate = self.locate.launch_unflushed(self.global, Some(self.wg))?;
+        let global = self.global();
+        let locate = self.locate.launch_unflushed(global, Some(self.wg))?;
         let applied = self.launch_apply(None).and_then(|a| a.wait());
         let located = locate.wait();
         located?;
@@ -860,6 +904,27 @@ impl<K: Key> RbTree<K> {
         stats.finish_ms = t.elapsed().as_secs_f64() * 1e3;
         self.keep_scratch(rounds, batch.deleting, keys, values, state)?;
         out
+    }
+
+    /// Grows the spare stack to hold what it holds and, for deletes, every node of a
+    /// batch of `n` (deletes put their nodes there).
+    fn grow_spare(&mut self, deleting: bool, n: usize) -> Result<()> {
+        let want = self.spare_len + if deleting { n } else { 0 };
+        let cap = self.spare.as_ref().map_or(0, |s| s.len());
+        if want > cap || cap == 0 {
+            let rt = self.arena.runtime().clone();
+            let mut grown = rt.alloc::<u32>(want.max(cap * 2).max(1024))?;
+            if self.spare_len > 0 {
+                let old = self
+                    .spare
+                    .as_mut()
+                    .ok_or_else(spare_missing)?
+                    .read_range(0, self.spare_len)?;
+                grown.write_range(0, &old)?;
+            }
+            self.spare = Some(grown);
+        }
+        Ok(())
     }
 
     /// Keeps a finished batch's buffers for the next one.
@@ -916,6 +981,10 @@ impl<K: Key> RbTree<K> {
         }
         Ok((keys, values, state))
     }
+}
+
+fn spare_missing() -> Error {
+    Error::corrupted("the red-black tree", "the tree's spare nodes went missing")
 }
 
 fn damaged() -> Error {

@@ -117,6 +117,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_R_DAMAGED", update::R_DAMAGED as u64),
     ClConst::int("RB_R_OOM", update::R_OOM as u64),
     ClConst::int("RB_R_UNSORTED", update::R_UNSORTED as u64),
+    ClConst::uint("RB_R_WORDS", update::R_WORDS as u64),
 ];
 
 /// What an insert did.

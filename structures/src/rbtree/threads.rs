@@ -598,7 +598,10 @@ impl<K: Key> RbTree<K> {
         let split = ((n as f64 * self.coop.device_share).round() as usize).min(n);
         let t = Instant::now();
         let (keys, values, mut state) = self.slice_buffers(batch)?;
-        let device = DeviceRounds::new(self, n, batch.deleting, &keys, &values, &state, 0..split)?;
+        let mut device =
+            DeviceRounds::new(self, n, batch.deleting, &keys, &values, &state, 0..split)?;
+        // The threads work on the tree beside the device's launches: the first pass first.
+        device.wait_first_pass()?;
         stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
         let header = self.header;
         let spare = std::mem::take(&mut self.host_spare);
