@@ -482,14 +482,14 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
 }
 
 /* The round words a launch counts into (set `phase` of the two in `rounds`). Its first
- * work-item leaves the other set fresh for the next launch, so the host reads one set while
- * the next round counts into the other, and no host write resets them between rounds (a
- * blocking write a round). Plain stores: the next launch, or the host after the wait, sees
- * them at the kernel boundary. */
+ * work-item leaves the other set fresh (as fresh_counts() on the host) for the next launch,
+ * so the host reads one set while the next round counts into the other, and no host write
+ * resets them between rounds (a blocking write a round). Plain stores: the next launch, or
+ * the host after the wait, sees them at the kernel boundary. */
 inline __global uint *rb_round_words(__global uint *rounds, uint phase) {
     if (get_global_id(0) == 0u) {
         __global uint *next = rounds + (phase ^ 1u) * RB_R_WORDS;
-        for (uint w = 0; w < RB_R_WORDS; ++w) next[w] = w == RB_R_FIRST ? 0xffffffffu : 0u;
+        for (uint w = 0; w < RB_R_WORDS; ++w) next[w] = w == RB_R_FIRST ? RB_R_NO_FIRST : 0u;
     }
     return rounds + phase * RB_R_WORDS;
 }

@@ -58,20 +58,21 @@ done
 python3 - "$out" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
-rows = {}
+rows = {}  # graph -> row name -> {"ms": [...], "ok": bool}
+def add(graph, name, ms, ok):
+    row = rows.setdefault(graph, {}).setdefault(name, {"ms": [], "ok": True})
+    row["ms"].append(ms)
+    row["ok"] = row["ok"] and ok
 for line in open(f"{out}/asym.jsonl"):
     r = json.loads(line)
     if r.get("mode") == "gpu":
-        rows.setdefault(r["peer_graph"], []).append((f"asym {r['order']}", [r["ms"]], r["verified"]))
+        add(r["peer_graph"], f"asym {r['order']}", r["ms"], r["verified"])
 for line in open(f"{out}/gardenia.jsonl"):
     r = json.loads(line)
-    runs = rows.setdefault(r["peer_graph"], [])
-    if not runs or runs[-1][0] != r["variant"]:
-        runs.append((r["variant"], [], True))
-    runs[-1][1].append(r["ms"])
-    runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] and r["verified"])
-for graph, runs in rows.items():
+    add(r["peer_graph"], r["variant"], r["ms"], r["verified"])
+for graph, by_name in rows.items():
     print(graph)
-    for name, ms, ok in runs:
-        print(f"  {name:28} median {statistics.median(ms):10.2f} ms  min {min(ms):10.2f}  verified {ok}")
+    for name, row in by_name.items():
+        ms = row["ms"]
+        print(f"  {name:28} median {statistics.median(ms):10.2f} ms  min {min(ms):10.2f}  verified {row['ok']}")
 PY

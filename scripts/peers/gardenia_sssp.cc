@@ -190,8 +190,11 @@ int main(int argc, char** argv) {
   for (int64_t d : reference)
     if (d >= 0) reached++, farthest = std::max(farthest, d);
   if (farthest >= (int64_t)(kDistInf)) fail("distances too large for the solvers' int");
+#ifdef GARDENIA_ARRAYS
   std::vector<int> rowptr32(g.rowptr.begin(), g.rowptr.end());
+#else
   Graph graph(g.vertices, (int64_t)g.colidx.size(), g.rowptr.data(), g.colidx.data());
+#endif
   for (int trial = 0; trial < repeat; trial++) {
     std::vector<DistT> dist(g.vertices, DistT(kDistInf));
     std::string out = captured([&] {

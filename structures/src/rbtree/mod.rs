@@ -111,6 +111,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_R_PENDING", update::R_PENDING as u64),
     ClConst::int("RB_R_ELIGIBLE", update::R_ELIGIBLE as u64),
     ClConst::int("RB_R_FIRST", update::R_FIRST as u64),
+    ClConst::uint("RB_R_NO_FIRST", update::R_NO_FIRST as u64),
     ClConst::int("RB_R_COMMITTED", update::R_COMMITTED as u64),
     ClConst::int("RB_R_CONFLICTS", update::R_CONFLICTS as u64),
     ClConst::int("RB_R_OVERFLOW", update::R_OVERFLOW as u64),

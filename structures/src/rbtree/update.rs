@@ -39,8 +39,10 @@ pub(super) const OP_OVERFLOW: u32 = 3;
 /// Round counters (words of the round buffer).
 pub(super) const R_PENDING: usize = 0;
 pub(super) const R_ELIGIBLE: usize = 1;
-/// The first eligible operation's index (`u32::MAX` if none).
+/// The first eligible operation's index ([`R_NO_FIRST`] if none).
 pub(super) const R_FIRST: usize = 2;
+/// `R_FIRST` of a round with no eligible operation (fresh round words).
+pub(super) const R_NO_FIRST: u32 = u32::MAX;
 pub(super) const R_COMMITTED: usize = 3;
 pub(super) const R_CONFLICTS: usize = 4;
 pub(super) const R_OVERFLOW: usize = 5;
@@ -56,7 +58,7 @@ pub(super) type Counts = [u32; R_WORDS];
 /// Fresh counts: zeros, and no first eligible operation.
 pub(super) fn fresh_counts() -> Counts {
     let mut c = [0; R_WORDS];
-    c[R_FIRST] = u32::MAX;
+    c[R_FIRST] = R_NO_FIRST;
     c
 }
 
