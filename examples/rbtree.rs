@@ -233,9 +233,10 @@ fn run(args: &Args) -> Result<bool> {
         let rounds = |t: &RbTree<i32>| {
             let s = t.last_update();
             format!(
-                "{} rounds, {} conflicts, {} on host; ms: sort {:.1}, setup {:.1}, rounds {:.1}, \
-                 finish {:.1}",
+                "{} rounds ({} over the pending list), {} conflicts, {} on host; ms: sort {:.1}, \
+                 setup {:.1}, rounds {:.1}, finish {:.1}",
                 s.rounds,
+                s.listed_rounds,
                 s.conflicts,
                 s.finished_on_host,
                 s.sort_ms,

@@ -202,6 +202,9 @@ __kernel void rb_build(__global const ulong *ctl, __global uint *heap,
  * overflow) is eligible this round. A run of m keys in one gap (ascending keys past the
  * largest, all keys in one subtree) therefore goes in in log2(m) rounds, not m: each insert
  * splits its gap in two. A delete records its node and version (a missing key is RB_OP_OLD).
+ * The first round runs over the whole batch; in a long batch each round then lists the
+ * operations still pending (rb_pending, at the end of the file), and the next round's
+ * launches run over that list only.
  *
  * rb_apply runs each eligible pending operation as a transaction (rb_tx): it reads nodes
  * into private slots, remembering each node's version, and runs the textbook insert or
@@ -494,6 +497,15 @@ inline __global uint *rb_round_words(__global uint *rounds, uint phase) {
     return rounds + phase * RB_R_WORDS;
 }
 
+/* The operation a work-item of a round runs: op_lo + its index over the slice [op_lo,
+ * op_hi) of the batch, or, in a round over the pending list (rb_pending), list[its index]
+ * of the `listed` entries; RB_TX_NONE past the end. */
+inline uint rb_op_index(__global const uint *list, uint listed, uint op_lo, uint op_hi) {
+    const uint g = get_global_id(0);
+    if (listed != 0u) return g < listed ? list[g] : RB_TX_NONE;
+    return g < op_hi - op_lo ? op_lo + g : RB_TX_NONE;
+}
+
 /* The bounds of the run of batch keys in one gap, searched out from an operation's own
  * index i (its key lies in the gap): galloping away from i, then a binary search in the
  * last step's bracket. A run of m keys costs about 2 log2(m) reads near i, where a binary
@@ -552,13 +564,13 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         uint n, uint op_lo, uint op_hi, __global uint *state,
                         __global uint *where, __global uint *handles,
                         __global uint *rounds, uint phase, uint fresh,
-                        __global uint *spare_ctl) {
+                        __global uint *spare_ctl, __global const uint *list, uint listed) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
     __global uint *round = rb_round_words(rounds, phase);
     if (fresh && get_global_id(0) == 0u) spare_ctl[0] = spare_ctl[1] = 0u;
-    const uint i = op_lo + get_global_id(0);
-    if (i >= op_hi) return;
+    const uint i = rb_op_index(list, listed, op_lo, op_hi);
+    if (i == RB_TX_NONE) return;
     const int key = ASYM_ORDERED(keys[i]);
     if (fresh) {
         /* A pass before the first round: every operation pending, no node taken yet, no
@@ -648,10 +660,11 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
                        uint op_lo, uint op_hi, __global uint *state,
                        __global const uint *where, __global uint *handles,
                        __global uint *rounds, uint phase, uint only, __global uint *spare,
-                       __global uint *spare_ctl, uint spare_len, uint spare_cap) {
+                       __global uint *spare_ctl, uint spare_len, uint spare_cap,
+                       __global const uint *list, uint listed) {
     __global uint *round = rb_round_words(rounds, phase);
-    const uint i = op_lo + get_global_id(0);
-    if (i >= op_hi || round[RB_R_UNSORTED] != 0u || state[i] != RB_OP_PENDING) return;
+    const uint i = rb_op_index(list, listed, op_lo, op_hi);
+    if (i == RB_TX_NONE || round[RB_R_UNSORTED] != 0u || state[i] != RB_OP_PENDING) return;
     const uint w = where[3u * i + 2u];
     if (!(w & 2u) || (only != RB_TX_NONE && i != only)) return;
     const rb_mem m = {heap, heap_words, header};
@@ -720,4 +733,25 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
     } else {
         atomic_inc(round + RB_R_CONFLICTS);
     }
+}
+
+/* Lists the operations still pending after a round's apply, over the same operations as
+ * the round (rb_op_index), for the next round's launches: a later round's few operations
+ * then fill whole warps instead of leaving most work-items of most warps idle behind one
+ * walk. Each work-group writes its pending operations in batch order into one block of
+ * `next`, taken by one fetch-and-add on the round word RB_R_LISTED (the list's length), so
+ * a warp holds neighbouring keys, whose walks share nodes as in the first round; the
+ * blocks land in any order. */
+__kernel void rb_pending(__global const uint *state, __global const uint *list, uint listed,
+                         uint op_lo, uint op_hi, __global uint *next,
+                         __global uint *rounds, uint phase, __local uint *scan) {
+    __local uint at;
+    __global uint *round = rb_round_words(rounds, phase);
+    const uint lid = get_local_id(0), wg = get_local_size(0);
+    const uint i = rb_op_index(list, listed, op_lo, op_hi);
+    const bool keep = i != RB_TX_NONE && state[i] == RB_OP_PENDING;
+    asym_inclusive_scan(scan, lid, wg, keep ? 1u : 0u);
+    if (lid == wg - 1u) at = scan[lid] != 0u ? atomic_add(round + RB_R_LISTED, scan[lid]) : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (keep) next[at + scan[lid] - 1u] = i;
 }

@@ -397,6 +397,8 @@ const RBTREE_PARAMS: &[KernelParams] = &[
             "phase",
             "fresh",
             "spare_ctl",
+            "list",
+            "listed",
         ],
     ),
     KernelParams::new(
@@ -423,6 +425,14 @@ const RBTREE_PARAMS: &[KernelParams] = &[
             "spare_ctl",
             "spare_len",
             "spare_cap",
+            "list",
+            "listed",
+        ],
+    ),
+    KernelParams::new(
+        "rb_pending",
+        &[
+            "state", "list", "listed", "op_lo", "op_hi", "next", "rounds", "phase", "scan",
         ],
     ),
 ];

@@ -202,6 +202,88 @@ fn stress_more_threads_than_cores() {
     }
 }
 
+/// Batches long enough that the device's later rounds run over a list of the operations
+/// still pending (`rb_pending`), with runs of keys into one gap so that there are several
+/// such rounds: staged and resident, inserts and deletes, against `BTreeMap`.
+#[test]
+fn later_device_rounds_run_over_the_pending_list() {
+    let mut rng = rand::rngs::StdRng::from_entropy();
+    for rt in common::shared_runtimes() {
+        let mut tree = RbTree::<i32>::new(rt, 256).unwrap();
+        let mut reference = BTreeMap::new();
+        let base: Vec<(i32, u64)> = (0..1 << 14).map(|k| (k * 64, 7)).collect();
+        apply(
+            Mode::GpuOnly,
+            &mut tree,
+            &mut reference,
+            &base,
+            &[],
+            shared_pool(),
+        );
+        // Random keys and runs of 200 consecutive keys in a few gaps; 70,000 operations.
+        let mut keys: Vec<i32> = (0..50_000).map(|_| rng.gen_range(-1000..1 << 20)).collect();
+        for g in 0..100 {
+            let at = rng.gen_range(0..1 << 14) * 64 + 1;
+            keys.extend(at..at + 63.min(200 - g));
+        }
+        let items: Vec<(i32, u64)> = keys.iter().map(|&k| (k, k as u64 ^ 5)).collect();
+        let dels: Vec<i32> = keys.iter().step_by(3).map(|&k| k ^ 1).collect();
+        let stats = apply(
+            Mode::GpuOnly,
+            &mut tree,
+            &mut reference,
+            &items,
+            &dels,
+            shared_pool(),
+        );
+        // (An operation missing from a list would be left to the host path.)
+        assert!(
+            stats.listed_rounds >= 2 && stats.finished_on_host == 0,
+            "{:?}: {stats:?}",
+            rt.transport()
+        );
+        // Resident: a sorted batch of new keys, then all of them deleted again.
+        let mut fresh: Vec<i32> = (0..40_000).map(|_| rng.gen_range(-(1 << 21)..0)).collect();
+        fresh.extend((1 << 21)..(1 << 21) + 2000);
+        fresh.sort_unstable();
+        fresh.dedup();
+        let n = fresh.len();
+        let mut kb = rt.alloc::<i32>(n).unwrap();
+        kb.write(&fresh).unwrap();
+        let mut vb = rt.alloc::<u64>(n).unwrap();
+        vb.write(&vec![3; n]).unwrap();
+        let mut out = rt.alloc::<u32>(n).unwrap();
+        tree.insert_svm(&mut kb, &mut vb, &mut out).unwrap();
+        let stats = tree.last_update();
+        // (An operation missing from a list would be left to the host path.)
+        assert!(
+            stats.listed_rounds >= 2 && stats.finished_on_host == 0,
+            "{:?}: {stats:?}",
+            rt.transport()
+        );
+        let got = out.read().unwrap();
+        for (i, &k) in fresh.iter().enumerate() {
+            let want = if reference.insert(k, 3).is_some() {
+                2
+            } else {
+                1
+            };
+            assert_eq!(got[i], want, "insert {k}");
+        }
+        tree.validate().unwrap();
+        let want: Vec<(i32, u64)> = reference.iter().map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(tree.entries().unwrap(), want);
+        tree.delete_svm(&mut kb, &mut out).unwrap();
+        assert!(out.read().unwrap().iter().all(|&o| o == 1));
+        for k in &fresh {
+            reference.remove(k);
+        }
+        tree.validate().unwrap();
+        let want: Vec<(i32, u64)> = reference.iter().map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(tree.entries().unwrap(), want);
+    }
+}
+
 #[test]
 fn resident_batches_match_btreemap_and_refuse_unsorted_keys() {
     let mut rng = rand::rngs::StdRng::from_entropy();

@@ -31,6 +31,7 @@
 //! bytes in use are exactly the tree's blocks (no node leaked or freed twice).
 
 mod device;
+mod device_update;
 mod ops;
 mod threads;
 mod tx;
@@ -118,6 +119,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_R_DAMAGED", update::R_DAMAGED as u64),
     ClConst::int("RB_R_OOM", update::R_OOM as u64),
     ClConst::int("RB_R_UNSORTED", update::R_UNSORTED as u64),
+    ClConst::int("RB_R_LISTED", update::R_LISTED as u64),
     ClConst::uint("RB_R_WORDS", update::R_WORDS as u64),
 ];
 
@@ -162,7 +164,7 @@ pub struct RbTree<K: Key> {
     /// The same for the latency threads' deletes and inserts (host memory).
     host_spare: Vec<u32>,
     /// The device's update buffers, kept between batches.
-    update_scratch: Option<device::UpdateScratch<K>>,
+    update_scratch: Option<device_update::UpdateScratch<K>>,
     /// Cooperative mode's split between the device and the threads.
     coop: threads::CoopPlan,
     _keys: PhantomData<K>,

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use asym_runtime::{Error, LatencyPool, Result, Side, Transport};
 
-use super::device::DeviceRounds;
+use super::device_update::DeviceRounds;
 use super::tx::{Outcome, Tx};
 use super::update::{atomic_words, fresh_counts, merge, plain, run_rounds, Batch, Counts, Rounds};
 use super::update::{UpdateStats, OP_NEW, OP_OLD, OP_OVERFLOW, OP_PENDING};

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use asym_runtime::{Error, LatencyPool, Mode, Result, Side, SvmBuffer};
 use rayon::prelude::*;
 
-use super::device::DeviceRounds;
+use super::device_update::DeviceRounds;
 use super::{Deleted, Inserted, RbTree};
 use crate::key::Key;
 
@@ -50,7 +50,9 @@ pub(super) const R_DAMAGED: usize = 6;
 pub(super) const R_OOM: usize = 7;
 /// Keys of the batch not above the one before (a resident batch must be strictly increasing).
 pub(super) const R_UNSORTED: usize = 8;
-pub(super) const R_WORDS: usize = 9;
+/// Operations `rb_pending` listed as still pending after the round (0: no list made).
+pub(super) const R_LISTED: usize = 9;
+pub(super) const R_WORDS: usize = 10;
 
 /// A round's counts.
 pub(super) type Counts = [u32; R_WORDS];
@@ -82,6 +84,9 @@ pub struct UpdateStats {
     pub rounds: u32,
     /// Rounds in which one operation ran alone (after a round without progress).
     pub solo_rounds: u32,
+    /// Device rounds that ran over the list of pending operations the round before left,
+    /// not over the whole batch.
+    pub listed_rounds: u32,
     /// Transactions committed by the device's work-items.
     pub device_commits: u64,
     /// Transactions committed by CPU threads.
@@ -411,6 +416,7 @@ impl<K: Key> RbTree<K> {
         stats.setup_ms = ms_since(t);
         let ran = run_rounds(&mut rounds, &mut stats, n);
         stats.device_commits = rounds.commits;
+        stats.listed_rounds = rounds.listed_rounds;
         let t = std::time::Instant::now();
         let handles = if ran.is_ok() && rounds.overflows > 0 && !deleting {
             Some(rounds.handles(n))
