@@ -557,14 +557,17 @@ inline uint rb_run_end(__global const int *keys, uint n, uint i, int bound) {
  * gap's node (insert) or the key's node (delete), where[3i + 1] its version, where[3i + 2]
  * bit 0 the side (1: right), bit 1 eligible this round. Round words: pending and eligible
  * operations counted, the first eligible one's index kept (atomic_min), damaged walks
- * counted. */
+ * counted. Only the first round reads the order check (`check_order`, rb_apply too): the
+ * host stops after it when keys are out of order, and a load of that word's line in every
+ * work-item of a later round cost up to 10 % (it takes every launch's atomics). */
 __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         __global const uint *sb_class, uint header, uint heap_words,
                         uint deleting, __global const int *keys, __global const ulong *values,
                         uint n, uint op_lo, uint op_hi, __global uint *state,
                         __global uint *where, __global uint *handles,
                         __global uint *rounds, uint phase, uint fresh,
-                        __global uint *spare_ctl, __global const uint *list, uint listed) {
+                        __global uint *spare_ctl, __global const uint *list, uint listed,
+                        uint check_order) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
     __global uint *round = rb_round_words(rounds, phase);
@@ -581,7 +584,7 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
         if (i > 0u && ASYM_ORDERED(keys[i - 1u]) >= key) atomic_inc(round + RB_R_UNSORTED);
         return;
     }
-    if (round[RB_R_UNSORTED] != 0u || state[i] != RB_OP_PENDING) return;
+    if ((check_order && round[RB_R_UNSORTED] != 0u) || state[i] != RB_OP_PENDING) return;
     uint x = heap[header + RB_ROOT], parent = RB_NIL, side = 0u;
     int lo = 0, hi = 0;
     bool has_lo = false, has_hi = false;
@@ -661,10 +664,12 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
                        __global const uint *where, __global uint *handles,
                        __global uint *rounds, uint phase, uint only, __global uint *spare,
                        __global uint *spare_ctl, uint spare_len, uint spare_cap,
-                       __global const uint *list, uint listed) {
+                       __global const uint *list, uint listed, uint check_order) {
     __global uint *round = rb_round_words(rounds, phase);
     const uint i = rb_op_index(list, listed, op_lo, op_hi);
-    if (i == RB_TX_NONE || round[RB_R_UNSORTED] != 0u || state[i] != RB_OP_PENDING) return;
+    if (i == RB_TX_NONE || (check_order && round[RB_R_UNSORTED] != 0u) ||
+        state[i] != RB_OP_PENDING)
+        return;
     const uint w = where[3u * i + 2u];
     if (!(w & 2u) || (only != RB_TX_NONE && i != only)) return;
     const rb_mem m = {heap, heap_words, header};

@@ -399,6 +399,7 @@ const RBTREE_PARAMS: &[KernelParams] = &[
             "spare_ctl",
             "list",
             "listed",
+            "check_order",
         ],
     ),
     KernelParams::new(
@@ -427,6 +428,7 @@ const RBTREE_PARAMS: &[KernelParams] = &[
             "spare_cap",
             "list",
             "listed",
+            "check_order",
         ],
     ),
     KernelParams::new(

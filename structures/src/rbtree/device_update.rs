@@ -174,7 +174,8 @@ impl<K: Key> DeviceRounds<K> {
                 .arg_scalar("phase", phase)?
                 .arg_svm("spare_ctl", &scratch.spare_ctl)?
                 .arg_svm("list", &scratch.lists[0])?
-                .arg_scalar("listed", 0u32)?;
+                .arg_scalar("listed", 0u32)?
+                .arg_scalar("check_order", 1u32)?;
         }
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         k.pending
@@ -226,6 +227,7 @@ impl<K: Key> DeviceRounds<K> {
     /// Begins a round (before its launches): it counts into the set of round words the
     /// last launches left fresh, or, the first, into the first pass's.
     pub(super) fn reset(&mut self) -> Result<()> {
+        let first = !self.begun;
         if self.begun {
             self.phase ^= 1;
         }
@@ -234,6 +236,9 @@ impl<K: Key> DeviceRounds<K> {
         self.scratch.fresh_set = None;
         for k in [&mut self.k.locate, &mut self.k.apply, &mut self.k.pending] {
             k.arg_scalar("phase", self.phase)?;
+        }
+        for k in [&mut self.k.locate, &mut self.k.apply] {
+            k.arg_scalar("check_order", u32::from(first))?;
         }
         Ok(())
     }
