@@ -484,25 +484,28 @@ inline bool rb_tx_commit(rb_tx *t, rb_mem m) {
     return true;
 }
 
-/* The round words a launch counts into (set `phase` of the two in `rounds`). Its first
- * work-item leaves the other set fresh (as fresh_counts() on the host) for the next launch,
- * so the host reads one set while the next round counts into the other, and no host write
- * resets them between rounds (a blocking write a round). Plain stores: the next launch, or
- * the host after the wait, sees them at the kernel boundary. */
+/* The round words a launch counts into (set `phase` of the RB_R_SETS in `rounds`, a ring:
+ * round k of a batch counts into the set after round k - 1's). Its first work-item leaves
+ * the next set fresh (as fresh_counts() on the host) for the next round, so the host reads
+ * the sets of the rounds it enqueued together while later rounds count into others, and no
+ * host write resets them between rounds (a blocking write a round). Plain stores: the next
+ * launch, or the host after the wait, sees them at the kernel boundary. */
 inline __global uint *rb_round_words(__global uint *rounds, uint phase) {
     if (get_global_id(0) == 0u) {
-        __global uint *next = rounds + (phase ^ 1u) * RB_R_WORDS;
+        __global uint *next = rounds + ((phase + 1u) % RB_R_SETS) * RB_R_WORDS;
         for (uint w = 0; w < RB_R_WORDS; ++w) next[w] = w == RB_R_FIRST ? RB_R_NO_FIRST : 0u;
     }
     return rounds + phase * RB_R_WORDS;
 }
 
 /* The operation a work-item of a round runs: op_lo + its index over the slice [op_lo,
- * op_hi) of the batch, or, in a round over the pending list (rb_pending), list[its index]
- * of the `listed` entries; RB_TX_NONE past the end. */
+ * op_hi) of the batch, or, in a round over a pending list (listed != 0; rb_pending wrote
+ * its length to list[0] and its entries after it), the entry at its index; RB_TX_NONE past
+ * the end. `listed` bounds the length: the launch's size, which the host took from an
+ * earlier list (a round's list holds a subset of the one it ran over). */
 inline uint rb_op_index(__global const uint *list, uint listed, uint op_lo, uint op_hi) {
     const uint g = get_global_id(0);
-    if (listed != 0u) return g < listed ? list[g] : RB_TX_NONE;
+    if (listed != 0u) return g < min(listed, list[0]) ? list[1u + g] : RB_TX_NONE;
     return g < op_hi - op_lo ? op_lo + g : RB_TX_NONE;
 }
 
@@ -567,11 +570,14 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         __global uint *where, __global uint *handles,
                         __global uint *rounds, uint phase, uint fresh,
                         __global uint *spare_ctl, __global const uint *list, uint listed,
-                        uint check_order) {
+                        uint check_order, __global uint *next) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
     __global uint *round = rb_round_words(rounds, phase);
-    if (fresh && get_global_id(0) == 0u) spare_ctl[0] = spare_ctl[1] = 0u;
+    if (get_global_id(0) == 0u) {
+        if (fresh) spare_ctl[0] = spare_ctl[1] = 0u;
+        next[0] = 0u; /* the length of the list this round's rb_pending writes */
+    }
     const uint i = rb_op_index(list, listed, op_lo, op_hi);
     if (i == RB_TX_NONE) return;
     const int key = ASYM_ORDERED(keys[i]);
@@ -744,9 +750,10 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
  * the round (rb_op_index), for the next round's launches: a later round's few operations
  * then fill whole warps instead of leaving most work-items of most warps idle behind one
  * walk. Each work-group writes its pending operations in batch order into one block of
- * `next`, taken by one fetch-and-add on the round word RB_R_LISTED (the list's length), so
- * a warp holds neighbouring keys, whose walks share nodes as in the first round; the
- * blocks land in any order. */
+ * `next`, taken by one fetch-and-add on its length word next[0] (which the round's
+ * rb_locate zeroed), so a warp holds neighbouring keys, whose walks share nodes as in the
+ * first round; the blocks land in any order. The round word RB_R_LISTED counts them too,
+ * for the host, which sizes the next launches by it without reading the list. */
 __kernel void rb_pending(__global const uint *state, __global const uint *list, uint listed,
                          uint op_lo, uint op_hi, __global uint *next,
                          __global uint *rounds, uint phase, __local uint *scan) {
@@ -756,7 +763,13 @@ __kernel void rb_pending(__global const uint *state, __global const uint *list, 
     const uint i = rb_op_index(list, listed, op_lo, op_hi);
     const bool keep = i != RB_TX_NONE && state[i] == RB_OP_PENDING;
     asym_inclusive_scan(scan, lid, wg, keep ? 1u : 0u);
-    if (lid == wg - 1u) at = scan[lid] != 0u ? atomic_add(round + RB_R_LISTED, scan[lid]) : 0u;
+    if (lid == wg - 1u) {
+        at = 0u;
+        if (scan[lid] != 0u) {
+            at = atomic_add(next, scan[lid]);
+            atomic_add(round + RB_R_LISTED, scan[lid]);
+        }
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (keep) next[at + scan[lid] - 1u] = i;
+    if (keep) next[1u + at + scan[lid] - 1u] = i;
 }

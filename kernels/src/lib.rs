@@ -400,6 +400,7 @@ const RBTREE_PARAMS: &[KernelParams] = &[
             "list",
             "listed",
             "check_order",
+            "next",
         ],
     ),
     KernelParams::new(

@@ -2,19 +2,24 @@
 //! `kernels/rbtree.cl`): the per-operation words kept between batches, the launches of a
 //! round and the host's reads of its counts.
 
-use asym_runtime::{Error, Kernel, Result, Side, SvmBuffer};
+use asym_runtime::{Error, Kernel, Launch, Result, Side, SvmBuffer};
 
 use super::device::SEARCH_WG;
-use super::update::R_WORDS;
 use super::update::{fresh_counts, Batch, Counts, Rounds, R_COMMITTED, R_LISTED};
 use super::update::{run_rounds, UpdateStats, OP_OVERFLOW, OP_PENDING};
 use super::update::{R_OVERFLOW, R_UNSORTED};
+use super::update::{R_SETS, R_WORDS};
 use super::{RbTree, NIL};
 use crate::key::Key;
 
 /// Rounds over fewer operations than this are not followed by a pending list: the list's
 /// launch costs more than the idle work-items it saves.
 const LIST_FROM: usize = 1 << 15;
+
+/// Rounds over a pending list enqueued before the host reads their counts (fewer than
+/// [`R_SETS`]): a read costs the host a wait and a transfer, longer than a later round's
+/// launches, and a round past the batch's end finds an empty list and does nothing.
+const LISTED_ROUNDS_AHEAD: usize = 3;
 
 /// The round kernels, made once per tree (their arguments are set for each batch).
 pub(super) struct RoundKernels {
@@ -30,15 +35,15 @@ pub(super) struct UpdateScratch<K: Key> {
     place: SvmBuffer<u32>,
     /// The node each insert took from the arena.
     handles: SvmBuffer<u32>,
-    /// Two sets of round words: a round counts into one while the other is left fresh by
-    /// the round's launches (`rb_round_words`).
+    /// [`R_SETS`] sets of round words, a ring: a round counts into one and its launches
+    /// leave the next fresh (`rb_round_words`).
     rounds: SvmBuffer<u32>,
     /// The set the last batch's launches left fresh (`None`: unknown, written before use).
     fresh_set: Option<u32>,
     /// Spare nodes taken by inserts ([0]) and put back by deletes ([1]) in this batch.
     spare_ctl: SvmBuffer<u32>,
-    /// Two lists of pending operations (`rb_pending`): a round reads one and lists
-    /// into the other.
+    /// Two lists of pending operations (`rb_pending`: the length, then the entries): a
+    /// round reads one and lists into the other.
     lists: [SvmBuffer<u32>; 2],
     kernels: Option<RoundKernels>,
     /// The host-slice path's copies of the batch and its outcomes.
@@ -52,10 +57,10 @@ impl<K: Key> UpdateScratch<K> {
         Ok(UpdateScratch {
             place: rt.alloc::<u32>(3 * n.max(1))?,
             handles: rt.alloc::<u32>(n.max(1))?,
-            rounds: rt.alloc::<u32>(2 * R_WORDS)?,
+            rounds: rt.alloc::<u32>(R_SETS * R_WORDS)?,
             fresh_set: None,
             spare_ctl: rt.alloc::<u32>(2)?,
-            lists: [rt.alloc::<u32>(n.max(1))?, rt.alloc::<u32>(n.max(1))?],
+            lists: [rt.alloc::<u32>(n + 1)?, rt.alloc::<u32>(n + 1)?],
             kernels: None,
             keys: None,
             values: None,
@@ -78,10 +83,13 @@ impl<K: Key> UpdateScratch<K> {
 /// the previous round's launches left fresh (`UpdateScratch::rounds`).
 ///
 /// The first round runs over the batch's slice; a round over at least [`LIST_FROM`]
-/// operations then lists those still pending (`rb_pending`, its length read with the
-/// round's counts), and the next round runs over that list only. A list holds every
-/// pending operation of the slice (the kernels skip the done ones), so a round without a
-/// fresh list (a small one, a single operation's) keeps the last.
+/// operations then lists those still pending (`rb_pending`: the list's length in its first
+/// word, and in the round's counts for the host), and every later round runs over the list
+/// the round before wrote. The host sizes those launches by the last length it read (each
+/// list holds a subset of the one before) and enqueues [`LISTED_ROUNDS_AHEAD`] such rounds
+/// before it reads their counts. A list holds every pending operation of the slice (the
+/// kernels skip the done ones), so a round without a fresh list (one operation alone)
+/// keeps the last.
 pub(super) struct DeviceRounds<K: Key> {
     k: RoundKernels,
     scratch: UpdateScratch<K>,
@@ -91,16 +99,19 @@ pub(super) struct DeviceRounds<K: Key> {
     phase: u32,
     /// Whether a round has begun (the first counts into the first pass's set).
     begun: bool,
-    /// Entries of the pending list the rounds run over (0: the whole slice).
+    /// At most this many entries in the pending list the rounds run over (0: the slice).
     listed: u32,
+    /// Whether the rounds run over pending lists (from the first `rb_pending` on).
+    list_mode: bool,
     /// Which of the scratch's lists that is.
     list: usize,
     /// The first pass, in flight until the first round's counts are read.
     first_pass: Option<asym_runtime::Launch>,
     pub(super) commits: u64,
     pub(super) overflows: u64,
-    /// Rounds run over a pending list.
-    pub(super) listed_rounds: u32,
+    /// Rounds begun over the slice, not a pending list (the rounds the host counted past
+    /// these ran over lists; rounds enqueued past a batch's end are not counted).
+    pub(super) slice_rounds: u32,
 }
 
 impl<K: Key> DeviceRounds<K> {
@@ -132,8 +143,8 @@ impl<K: Key> DeviceRounds<K> {
         let phase = match scratch.fresh_set.take() {
             Some(set) => set,
             None => {
-                let both = [fresh_counts(), fresh_counts()].concat();
-                scratch.rounds.copy_from_host(0, &both)?;
+                let all = [fresh_counts(); R_SETS].concat();
+                scratch.rounds.copy_from_host(0, &all)?;
                 0
             }
         };
@@ -177,6 +188,7 @@ impl<K: Key> DeviceRounds<K> {
                 .arg_scalar("listed", 0u32)?
                 .arg_scalar("check_order", 1u32)?;
         }
+        k.locate.arg_svm("next", &scratch.lists[1])?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         k.pending
             .arg_svm("state", state)?
@@ -207,11 +219,12 @@ impl<K: Key> DeviceRounds<K> {
             phase,
             begun: false,
             listed: 0,
+            list_mode: false,
             list: 0,
             first_pass: Some(first_pass?),
             commits: 0,
             overflows: 0,
-            listed_rounds: 0,
+            slice_rounds: 0,
         })
     }
 
@@ -229,7 +242,7 @@ impl<K: Key> DeviceRounds<K> {
     pub(super) fn reset(&mut self) -> Result<()> {
         let first = !self.begun;
         if self.begun {
-            self.phase ^= 1;
+            self.phase = (self.phase + 1) % R_SETS as u32;
         }
         self.begun = true;
         // Known fresh again only once this round's counts are read.
@@ -257,6 +270,7 @@ impl<K: Key> DeviceRounds<K> {
     }
 
     pub(super) fn launch_locate(&mut self) -> Result<asym_runtime::Launch> {
+        self.slice_rounds += u32::from(self.listed == 0);
         let global = self.global();
         self.k.locate.launch(global, Some(self.wg))
     }
@@ -267,10 +281,9 @@ impl<K: Key> DeviceRounds<K> {
         self.k.apply.launch(global, Some(self.wg))
     }
 
-    /// The next rounds run over the list of `listed` operations the last `rb_pending`
-    /// wrote (`listed` > 0), and the next `rb_pending` over it writes the other list.
-    fn take_list(&mut self, listed: u32) -> Result<()> {
-        self.list ^= 1;
+    /// Points the kernels at the list the next round runs over (`self.list`, at most
+    /// `listed` entries; 0: the slice) and at the other for its `rb_pending`.
+    fn set_list_args(&mut self, listed: u32) -> Result<()> {
         self.listed = listed;
         let (list, next) = (
             &self.scratch.lists[self.list],
@@ -279,20 +292,38 @@ impl<K: Key> DeviceRounds<K> {
         for k in [&mut self.k.locate, &mut self.k.apply, &mut self.k.pending] {
             k.arg_svm("list", list)?.arg_scalar("listed", listed)?;
         }
-        self.k.pending.arg_svm("next", next)?;
+        for k in [&mut self.k.locate, &mut self.k.pending] {
+            k.arg_svm("next", next)?;
+        }
         Ok(())
     }
 
     /// The round's counts (its launches waited for). Keys out of order, which the first
     /// pass counted, are an error: the round's launches changed nothing then.
     pub(super) fn counts(&mut self) -> Result<Counts> {
+        Ok(self.counts_of(1)?[0])
+    }
+
+    /// The counts of the last `rounds` rounds (their launches waited for), in order.
+    fn counts_of(&mut self, rounds: usize) -> Result<Vec<Counts>> {
         self.wait_first_pass()?;
-        let at = self.phase as usize * R_WORDS;
-        let words = self.scratch.rounds.read_range(at, R_WORDS)?;
-        // The round's launches left the other set fresh for the next round or batch.
-        self.scratch.fresh_set = Some(self.phase ^ 1);
-        let mut c = fresh_counts();
-        c.copy_from_slice(&words);
+        let words = self.scratch.rounds.read_range(0, R_SETS * R_WORDS)?;
+        // The last round's launches left the next set fresh for the next round or batch.
+        self.scratch.fresh_set = Some((self.phase + 1) % R_SETS as u32);
+        // The last round counted into `phase`, the ones before into the sets before it.
+        let first = self.phase as usize + R_SETS - (rounds - 1);
+        (first..first + rounds)
+            .map(|set| {
+                let at = set % R_SETS * R_WORDS;
+                let mut c = fresh_counts();
+                c.copy_from_slice(&words[at..at + R_WORDS]);
+                self.take_counts(c)
+            })
+            .collect()
+    }
+
+    /// A round's counts, checked for keys out of order and added to the batch's totals.
+    fn take_counts(&mut self, c: Counts) -> Result<Counts> {
         if c[R_UNSORTED] != 0 {
             return Err(Error::InvalidArgument(format!(
                 "a resident batch of tree operations must hold strictly increasing keys; {} \
@@ -354,30 +385,75 @@ impl<K: Key> Rounds for DeviceRounds<K> {
     }
 
     fn locate_apply(&mut self) -> Result<Counts> {
-        self.reset()?;
-        // Each launch reads what the one before wrote: the in-order queue runs them in
-        // turn, so one wait covers them all (a wait between them cost a round 30-40 µs on
-        // the H200).
-        let (global, wg) = (self.global(), Some(self.wg));
-        self.listed_rounds += u32::from(self.listed > 0);
-        let listing = self.domain() >= LIST_FROM;
-        let locate = self.k.locate.launch_unflushed(global, wg)?;
-        let rest = self.k.apply.arg_scalar("only", u32::MAX).and_then(|apply| {
-            if !listing {
-                return apply.launch(global, wg)?.wait();
+        Ok(self.rounds_ahead(1)?[0])
+    }
+
+    fn locate_apply_rounds(&mut self) -> Result<Vec<Counts>> {
+        let ahead = match self.listed {
+            0 => 1,
+            _ => LISTED_ROUNDS_AHEAD,
+        };
+        self.rounds_ahead(ahead)
+    }
+}
+
+impl<K: Key> DeviceRounds<K> {
+    /// Enqueues `rounds` rounds back to back (each locate, apply and, over a pending list
+    /// or a long slice, `rb_pending`), waits once, and reads their counts.
+    fn rounds_ahead(&mut self, rounds: usize) -> Result<Vec<Counts>> {
+        let mut launches = Vec::with_capacity(3 * rounds);
+        let mut enqueued = Ok(());
+        for r in 0..rounds {
+            if let Err(e) = self.enqueue_round(r + 1 == rounds, &mut launches) {
+                enqueued = Err(e);
+                break;
             }
-            let applied = apply.launch_unflushed(global, wg)?;
-            let listed = self.k.pending.launch(global, wg).and_then(|l| l.wait());
-            applied.wait().and(listed)
-        });
-        let located = locate.wait();
-        located?;
-        rest?;
-        let c = self.counts()?;
-        if listing {
-            self.take_list(c[R_LISTED])?;
         }
-        Ok(c)
+        // Each launch reads what the one before wrote: the in-order queue runs them in
+        // turn, so one wait covers them all (a wait between a round's launches cost it
+        // 30-40 µs on the H200). The others have ended by then; their errors still count.
+        let mut waited = Ok(());
+        for launch in launches.into_iter().rev() {
+            let w = launch.wait();
+            waited = waited.and(w);
+        }
+        enqueued?;
+        waited?;
+        let counts = self.counts_of(rounds)?;
+        if self.list_mode {
+            // The next rounds' launches are sized by the last list (a list holds a subset
+            // of the one its round ran over).
+            let listed = counts.last().map_or(0, |c| c[R_LISTED]);
+            self.set_list_args(listed)?;
+        }
+        Ok(counts)
+    }
+
+    /// Enqueues one round's launches (`last`: submit them).
+    fn enqueue_round(&mut self, last: bool, launches: &mut Vec<Launch>) -> Result<()> {
+        self.reset()?;
+        self.slice_rounds += u32::from(self.listed == 0);
+        let (global, wg) = (self.global(), Some(self.wg));
+        let listing = self.list_mode || self.domain() >= LIST_FROM;
+        launches.push(self.k.locate.launch_unflushed(global, wg)?);
+        let apply = self.k.apply.arg_scalar("only", u32::MAX)?;
+        launches.push(match last && !listing {
+            true => apply.launch(global, wg)?,
+            false => apply.launch_unflushed(global, wg)?,
+        });
+        if listing {
+            launches.push(match last {
+                true => self.k.pending.launch(global, wg)?,
+                false => self.k.pending.launch_unflushed(global, wg)?,
+            });
+            // The next round runs over the list this one wrote (its length bounded by the
+            // list this one ran over, or, after the slice, by the slice).
+            self.list_mode = true;
+            self.list ^= 1;
+            let bound = self.domain() as u32;
+            self.set_list_args(bound)?;
+        }
+        Ok(())
     }
 }
 
@@ -396,7 +472,7 @@ impl<K: Key> RbTree<K> {
         stats.setup_ms = t.elapsed().as_secs_f64() * 1e3;
         let ran = run_rounds(&mut rounds, stats, n);
         stats.device_commits = rounds.commits;
-        stats.listed_rounds = rounds.listed_rounds;
+        stats.listed_rounds = stats.rounds.saturating_sub(rounds.slice_rounds);
         let t = std::time::Instant::now();
         let out = ran.and_then(|()| {
             let states = state.read_range(0, n)?;

@@ -121,6 +121,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("RB_R_UNSORTED", update::R_UNSORTED as u64),
     ClConst::int("RB_R_LISTED", update::R_LISTED as u64),
     ClConst::uint("RB_R_WORDS", update::R_WORDS as u64),
+    ClConst::uint("RB_R_SETS", update::R_SETS as u64),
 ];
 
 /// What an insert did.

@@ -10,7 +10,8 @@
 //! try them, so a launch or a thread never waits for another; the loser of a conflict retries
 //! in the next round.
 //!
-//! **Progress.** The host loop reads the round's counts after each round. A round that
+//! **Progress.** The host loop reads the round's counts after each round (the device's
+//! rounds over a pending list after each few: [`Rounds::locate_apply_rounds`]). A round that
 //! committed nothing is followed by a round in which a single operation (the first eligible)
 //! runs alone: it has no one to conflict with, so it commits unless the tree is damaged or a
 //! lock was left held, and then the loop ends with [`Error::Stalled`] naming the side. The
@@ -53,6 +54,9 @@ pub(super) const R_UNSORTED: usize = 8;
 /// Operations `rb_pending` listed as still pending after the round (0: no list made).
 pub(super) const R_LISTED: usize = 9;
 pub(super) const R_WORDS: usize = 10;
+/// Sets of round words on the device, a ring (`rb_round_words`): one more than the most
+/// rounds enqueued before a read of their counts.
+pub(super) const R_SETS: usize = 4;
 
 /// A round's counts.
 pub(super) type Counts = [u32; R_WORDS];
@@ -217,6 +221,11 @@ pub(super) trait Rounds {
         merge(&mut c, &a);
         Ok(c)
     }
+    /// One or more rounds of locate and apply run back to back (a side that can run rounds
+    /// without reading their counts in between), each round's counts in order.
+    fn locate_apply_rounds(&mut self) -> Result<Vec<Counts>> {
+        Ok(vec![self.locate_apply()?])
+    }
 }
 
 /// Runs rounds until every operation is done or left to the host (see the module comment).
@@ -232,7 +241,6 @@ fn rounds_until_done(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> R
     let limit = n as u64 * 2 + 64;
     let mut rounds = 0u64;
     loop {
-        rounds += 1;
         if rounds > limit {
             return Err(Error::Stalled {
                 side: r.side(),
@@ -241,7 +249,8 @@ fn rounds_until_done(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> R
                 detail: format!("{limit} rounds of locate and apply"),
             });
         }
-        let c = if solo {
+        let ran_solo = solo;
+        let group = if solo {
             let mut l = r.locate()?;
             check_round(&l)?;
             if l[R_PENDING] == 0 || l[R_ELIGIBLE] == 0 {
@@ -250,19 +259,22 @@ fn rounds_until_done(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> R
             let a = r.apply(Some(l[R_FIRST]))?;
             merge(&mut l, &a);
             stats.solo_rounds += 1;
-            l
+            vec![l]
         } else {
-            r.locate_apply()?
+            r.locate_apply_rounds()?
         };
-        check_round(&c)?;
-        stats.rounds += 1;
-        stats.conflicts += u64::from(c[R_CONFLICTS]);
-        let progress = c[R_COMMITTED] + c[R_OVERFLOW];
-        if c[R_PENDING] == progress || c[R_ELIGIBLE] == 0 {
-            return Ok(());
-        }
-        if progress == 0 {
-            if solo {
+        // The rounds in order: the first that leaves nothing to do ends the batch (any
+        // after it found nothing to do).
+        for c in group {
+            rounds += 1;
+            check_round(&c)?;
+            stats.rounds += 1;
+            stats.conflicts += u64::from(c[R_CONFLICTS]);
+            let progress = c[R_COMMITTED] + c[R_OVERFLOW];
+            if c[R_PENDING] == progress || c[R_ELIGIBLE] == 0 {
+                return Ok(());
+            }
+            if progress == 0 && ran_solo {
                 return Err(Error::Stalled {
                     side: r.side(),
                     waiting_for: "commit a tree operation that ran alone".into(),
@@ -274,9 +286,7 @@ fn rounds_until_done(r: &mut dyn Rounds, stats: &mut UpdateStats, n: usize) -> R
                     ),
                 });
             }
-            solo = true;
-        } else {
-            solo = false;
+            solo = progress == 0;
         }
     }
 }
@@ -416,7 +426,7 @@ impl<K: Key> RbTree<K> {
         stats.setup_ms = ms_since(t);
         let ran = run_rounds(&mut rounds, &mut stats, n);
         stats.device_commits = rounds.commits;
-        stats.listed_rounds = rounds.listed_rounds;
+        stats.listed_rounds = stats.rounds.saturating_sub(rounds.slice_rounds);
         let t = std::time::Instant::now();
         let handles = if ran.is_ok() && rounds.overflows > 0 && !deleting {
             Some(rounds.handles(n))
