@@ -562,7 +562,10 @@ inline uint rb_run_end(__global const int *keys, uint n, uint i, int bound) {
  * operations counted, the first eligible one's index kept (atomic_min), damaged walks
  * counted. Only the first round reads the order check (`check_order`, rb_apply too): the
  * host stops after it when keys are out of order, and a load of that word's line in every
- * work-item of a later round cost up to 10 % (it takes every launch's atomics). */
+ * work-item of a later round cost up to 10 % (it takes every launch's atomics). The first
+ * eligible index is kept only with `find_first` (for a round run alone after one without
+ * progress, and the cooperative rounds): an atomic minimum of every eligible operation on
+ * that line cost a batch 4-7 %. */
 __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         __global const uint *sb_class, uint header, uint heap_words,
                         uint deleting, __global const int *keys, __global const ulong *values,
@@ -570,7 +573,7 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                         __global uint *where, __global uint *handles,
                         __global uint *rounds, uint phase, uint fresh,
                         __global uint *spare_ctl, __global const uint *list, uint listed,
-                        uint check_order, __global uint *next) {
+                        uint check_order, __global uint *next, uint find_first) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
     __global uint *round = rb_round_words(rounds, phase);
@@ -614,7 +617,7 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
             atomic_inc(round + RB_R_PENDING);
             if (eligible) {
                 atomic_inc(round + RB_R_ELIGIBLE);
-                atomic_min(round + RB_R_FIRST, i);
+                if (find_first) atomic_min(round + RB_R_FIRST, i);
             }
             return;
         }
@@ -627,7 +630,7 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                 where[3u * i + 2u] = 2u;
                 atomic_inc(round + RB_R_PENDING);
                 atomic_inc(round + RB_R_ELIGIBLE);
-                atomic_min(round + RB_R_FIRST, i);
+                if (find_first) atomic_min(round + RB_R_FIRST, i);
             } else {
                 heap[x + RB_VALUE_LO] = (uint)values[i];
                 heap[x + RB_VALUE_HI] = (uint)(values[i] >> 32);

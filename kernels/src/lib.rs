@@ -401,6 +401,7 @@ const RBTREE_PARAMS: &[KernelParams] = &[
             "listed",
             "check_order",
             "next",
+            "find_first",
         ],
     ),
     KernelParams::new(

@@ -188,7 +188,9 @@ impl<K: Key> DeviceRounds<K> {
                 .arg_scalar("listed", 0u32)?
                 .arg_scalar("check_order", 1u32)?;
         }
-        k.locate.arg_svm("next", &scratch.lists[1])?;
+        k.locate
+            .arg_svm("next", &scratch.lists[1])?
+            .arg_scalar("find_first", 1u32)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         k.pending
             .arg_svm("state", state)?
@@ -435,7 +437,12 @@ impl<K: Key> DeviceRounds<K> {
         self.slice_rounds += u32::from(self.listed == 0);
         let (global, wg) = (self.global(), Some(self.wg));
         let listing = self.list_mode || self.domain() >= LIST_FROM;
-        launches.push(self.k.locate.launch_unflushed(global, wg)?);
+        // The first eligible operation's index matters only to a round run alone after
+        // one without progress (and to the cooperative side's rounds).
+        self.k.locate.arg_scalar("find_first", 0u32)?;
+        let locate = self.k.locate.launch_unflushed(global, wg);
+        self.k.locate.arg_scalar("find_first", 1u32)?;
+        launches.push(locate?);
         let apply = self.k.apply.arg_scalar("only", u32::MAX)?;
         launches.push(match last && !listing {
             true => apply.launch(global, wg)?,
