@@ -667,15 +667,15 @@ pub const LIST: KernelSource =
         .taking(&["LF_"])
         .with_params(LIST_PARAMS);
 
-/// The red-black tree's device search, one work-item per query, on arena nodes, and its
-/// routing of large batches by subtree (`rbtree_route.cl`); built with the tree's `RB_*`
-/// constants and `-DKEY_MAP=`.
+/// The red-black tree's device search, one work-item per query, on arena nodes, its batched
+/// updates in rounds (`rbtree_update.cl`) and its routing of large batches by subtree
+/// (`rbtree_route.cl`); built with the tree's `RB_*` constants and `-DKEY_MAP=`.
 pub const RBTREE: KernelSource =
     KernelSource::with_deps("rbtree.cl", include_str!("../rbtree.cl"), &[ALLOC])
-        .with_parts(&[KernelSource::new(
-            "rbtree_route.cl",
-            include_str!("../rbtree_route.cl"),
-        )])
+        .with_parts(&[
+            KernelSource::new("rbtree_update.cl", include_str!("../rbtree_update.cl")),
+            KernelSource::new("rbtree_route.cl", include_str!("../rbtree_route.cl")),
+        ])
         .taking(&["RB_"])
         .with_params(RBTREE_PARAMS);
 

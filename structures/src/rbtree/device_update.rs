@@ -1,5 +1,5 @@
 //! The device's side of the update rounds (`rb_locate`, `rb_apply` and `rb_pending` in
-//! `kernels/rbtree.cl`): the per-operation words kept between batches, the launches of a
+//! `kernels/rbtree_update.cl`): the per-operation words kept between batches, the launches of a
 //! round and the host's reads of its counts.
 
 use asym_runtime::{Error, Kernel, Launch, Result, Side, SvmBuffer};

@@ -1,4 +1,4 @@
-//! The concurrent modes' transaction on the host: the same protocol as `kernels/rbtree.cl`'s
+//! The concurrent modes' transaction on the host: the same protocol as `kernels/rbtree_update.cl`'s
 //! `rb_tx` (read the section comment there for the whole argument), so CPU threads and
 //! work-items can change one tree under one locking discipline.
 //!

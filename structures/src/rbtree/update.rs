@@ -1,7 +1,7 @@
 //! Batched insert and delete in the concurrent modes: rounds of *locate* (every pending
 //! operation walks the quiescent tree to its key's node or gap) and *apply* (every eligible
 //! operation runs a transaction, [`super::tx`] on CPU threads, `rb_tx` in
-//! `kernels/rbtree.cl` on the device), until every operation is done.
+//! `kernels/rbtree_update.cl` on the device), until every operation is done.
 //!
 //! The batch is sorted by key with each key once (a key given twice: the last insert's value,
 //! the first delete removes), so the keys falling in one gap of the tree are consecutive and
