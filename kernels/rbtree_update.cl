@@ -381,17 +381,15 @@ inline uint rb_run_end(__global const int *keys, uint n, uint i, int bound) {
  * eligible index is kept only with `find_first` (for a round run alone after one without
  * progress, and the cooperative rounds): an atomic minimum of every eligible operation on
  * that line cost a batch 4-7 %. */
-__kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
-                        __global const uint *sb_class, uint header, uint heap_words,
-                        uint deleting, __global const int *keys, __global const ulong *values,
-                        uint n, uint op_lo, uint op_hi, __global uint *state,
-                        __global uint *where, __global uint *handles,
-                        __global uint *rounds, uint phase, uint fresh,
-                        __global uint *spare_ctl, __global const uint *list, uint listed,
-                        uint check_order, __global uint *next, uint find_first) {
+inline void rb_locate_one(__global uint *heap, uint header, uint heap_words, uint deleting,
+                          __global const int *keys, __global const ulong *values, uint n,
+                          uint op_lo, uint op_hi, __global uint *state, __global uint *where,
+                          __global uint *handles, __global uint *round, uint fresh,
+                          __global uint *spare_ctl, __global const uint *list, uint listed,
+                          uint check_order, __global uint *next, uint find_first,
+                          __local uint *lcount) {
     /* state[] of other operations is read (overflowed ones in the run), written only by
      * the previous apply launch. */
-    __global uint *round = rb_round_words(rounds, phase);
     if (get_global_id(0) == 0u) {
         if (fresh) spare_ctl[0] = spare_ctl[1] = 0u;
         next[0] = 0u; /* the length of the list this round's rb_pending writes */
@@ -429,9 +427,9 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
             while (pick < i && state[pick] == RB_OP_OVERFLOW) ++pick;
             const bool eligible = end > first && i == pick;
             where[3u * i + 2u] = side | (eligible ? 2u : 0u);
-            atomic_inc(round + RB_R_PENDING);
+            atomic_inc(&lcount[0]);
             if (eligible) {
-                atomic_inc(round + RB_R_ELIGIBLE);
+                atomic_inc(&lcount[1]);
                 if (find_first) atomic_min(round + RB_R_FIRST, i);
             }
             return;
@@ -443,8 +441,8 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
                 where[3u * i] = x;
                 where[3u * i + 1u] = heap[x + RB_LOCK];
                 where[3u * i + 2u] = 2u;
-                atomic_inc(round + RB_R_PENDING);
-                atomic_inc(round + RB_R_ELIGIBLE);
+                atomic_inc(&lcount[0]);
+                atomic_inc(&lcount[1]);
                 if (find_first) atomic_min(round + RB_R_FIRST, i);
             } else {
                 heap[x + RB_VALUE_LO] = (uint)values[i];
@@ -469,6 +467,31 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
     atomic_inc(round + RB_R_DAMAGED);
 }
 
+/* Pending and eligible operations are counted per work-group (local atomics) and added to
+ * the round words once a group: two atomics on that one line from every operation, and two
+ * more in rb_apply per commit, cost a batch 10-25 %. */
+__kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
+                        __global const uint *sb_class, uint header, uint heap_words,
+                        uint deleting, __global const int *keys, __global const ulong *values,
+                        uint n, uint op_lo, uint op_hi, __global uint *state,
+                        __global uint *where, __global uint *handles,
+                        __global uint *rounds, uint phase, uint fresh,
+                        __global uint *spare_ctl, __global const uint *list, uint listed,
+                        uint check_order, __global uint *next, uint find_first) {
+    __local uint lcount[2]; /* pending, eligible */
+    __global uint *round = rb_round_words(rounds, phase);
+    if (get_local_id(0) == 0u) lcount[0] = lcount[1] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    rb_locate_one(heap, header, heap_words, deleting, keys, values, n, op_lo, op_hi, state,
+                  where, handles, round, fresh, spare_ctl, list, listed, check_order, next,
+                  find_first, lcount);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0u) {
+        if (lcount[0] != 0u) atomic_add(round + RB_R_PENDING, lcount[0]);
+        if (lcount[1] != 0u) atomic_add(round + RB_R_ELIGIBLE, lcount[1]);
+    }
+}
+
 /* One apply pass over operations [op_lo, op_hi) (the batch has n keys): every eligible
  * pending operation (or only operation `only` when it is not
  * RB_TX_NONE: the host's fallback after a round without progress) runs its transaction.
@@ -479,17 +502,17 @@ __kernel void rb_locate(__global const ulong *ctl, __global uint *heap,
  * a transaction that read it fails on its moved version), or free it to the arena when the
  * stack is full. The arena's free lists are Treiber stacks: a million work-items pushing
  * and popping them in one launch spent most of the launch in compare-and-swap retries.
- * Round words count commits, conflicts, overflows, damaged trees and failed mallocs; the
- * header's count moves with each commit. */
-__kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
-                       uint header, uint heap_words, uint deleting,
-                       __global const int *keys, __global const ulong *values, uint n,
-                       uint op_lo, uint op_hi, __global uint *state,
-                       __global const uint *where, __global uint *handles,
-                       __global uint *rounds, uint phase, uint only, __global uint *spare,
-                       __global uint *spare_ctl, uint spare_len, uint spare_cap,
-                       __global const uint *list, uint listed, uint check_order) {
-    __global uint *round = rb_round_words(rounds, phase);
+ * Round words count commits (the work-group's, by rb_apply below, which also moves the
+ * header's count by them), conflicts, overflows, damaged trees and failed mallocs. */
+inline void rb_apply_one(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
+                         uint header, uint heap_words, uint deleting,
+                         __global const int *keys, __global const ulong *values,
+                         uint op_lo, uint op_hi, __global uint *state,
+                         __global const uint *where, __global uint *handles,
+                         __global uint *round, uint only, __global uint *spare,
+                         __global uint *spare_ctl, uint spare_len, uint spare_cap,
+                         __global const uint *list, uint listed, uint check_order,
+                         __local uint *lcommitted) {
     const uint i = rb_op_index(list, listed, op_lo, op_hi);
     if (i == RB_TX_NONE || (check_order && round[RB_R_UNSORTED] != 0u) ||
         state[i] != RB_OP_PENDING)
@@ -544,14 +567,11 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
     if ((t.bad & RB_TX_CONFLICT) || (t.bad != 0u && !rb_tx_current(&t, m))) t.bad = RB_TX_CONFLICT;
     if (t.bad == 0u && rb_tx_commit(&t, m)) {
         state[i] = RB_OP_NEW;
-        atomic_inc(round + RB_R_COMMITTED);
+        atomic_inc(lcommitted);
         if (deleting) {
-            atomic_dec(heap + header + RB_COUNT);
             const uint k = atomic_inc(spare_ctl + 1);
             if (spare_len + k < spare_cap) spare[spare_len + k] = z;
             else asym_free(a, z, i);
-        } else {
-            atomic_inc(heap + header + RB_COUNT);
         }
     } else if (t.bad & RB_TX_OVERFLOW) {
         /* (after an overflow every read was NIL, so impossible links may follow) */
@@ -561,6 +581,33 @@ __kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *
         atomic_inc(round + RB_R_DAMAGED);
     } else {
         atomic_inc(round + RB_R_CONFLICTS);
+    }
+}
+
+
+/* Commits are counted per work-group and added to the round words and the header's count
+ * once a group, as rb_locate's counts (the header's count is read by nothing until the
+ * launch ends). */
+__kernel void rb_apply(__global ulong *ctl, __global uint *heap, __global uint *sb_class,
+                       uint header, uint heap_words, uint deleting,
+                       __global const int *keys, __global const ulong *values, uint n,
+                       uint op_lo, uint op_hi, __global uint *state,
+                       __global const uint *where, __global uint *handles,
+                       __global uint *rounds, uint phase, uint only, __global uint *spare,
+                       __global uint *spare_ctl, uint spare_len, uint spare_cap,
+                       __global const uint *list, uint listed, uint check_order) {
+    __local uint lcommitted;
+    __global uint *round = rb_round_words(rounds, phase);
+    if (get_local_id(0) == 0u) lcommitted = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    rb_apply_one(ctl, heap, sb_class, header, heap_words, deleting, keys, values, op_lo, op_hi,
+                 state, where, handles, round, only, spare, spare_ctl, spare_len, spare_cap,
+                 list, listed, check_order, &lcommitted);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0u && lcommitted != 0u) {
+        atomic_add(round + RB_R_COMMITTED, lcommitted);
+        if (deleting) atomic_sub(heap + header + RB_COUNT, lcommitted);
+        else atomic_add(heap + header + RB_COUNT, lcommitted);
     }
 }
 
