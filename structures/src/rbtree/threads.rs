@@ -230,7 +230,29 @@ impl<'a> ThreadRounds<'a> {
         self.place[3 * i + 2].store(flags, Relaxed);
     }
 
-    /// Operation `i`'s transaction (rb_apply's, line for line).
+    /// Moves the header's count by one thread's commits of an apply phase, once a phase (a
+    /// fetch-and-add per commit from every thread took turns on one line; nothing reads the
+    /// count during the phase).
+    fn add_to_count(&self, commits: u32) -> Result<()> {
+        if commits == 0 {
+            return Ok(());
+        }
+        let count = self.word(self.header, H_COUNT).ok_or_else(|| {
+            Error::corrupted(
+                "the red-black tree",
+                "the tree header lies outside the arena",
+            )
+        })?;
+        if self.batch.deleting {
+            count.fetch_sub(commits, Relaxed);
+        } else {
+            count.fetch_add(commits, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Operation `i`'s transaction (rb_apply's, line for line, but for the header's count:
+    /// [`ThreadRounds::add_to_count`], once a phase as rb_apply moves it once a work-group).
     fn apply_one(&self, i: usize, hint: usize, c: &mut Counts, tx: &mut Tx<'a>) -> Result<()> {
         let flags = self.place[3 * i + 2].load(Relaxed);
         let node = self.place[3 * i].load(Relaxed);
@@ -278,17 +300,8 @@ impl<'a> ThreadRounds<'a> {
             Outcome::Committed => {
                 self.state[i].store(OP_NEW, Relaxed);
                 c[R_COMMITTED] += 1;
-                let count = self.word(self.header, H_COUNT).ok_or_else(|| {
-                    Error::corrupted(
-                        "the red-black tree",
-                        "the tree header lies outside the arena",
-                    )
-                })?;
                 if self.batch.deleting {
-                    count.fetch_sub(1, Relaxed);
                     self.stack(hint).push(z);
-                } else {
-                    count.fetch_add(1, Relaxed);
                 }
             }
             Outcome::Conflict => c[R_CONFLICTS] += 1,
@@ -356,14 +369,19 @@ impl Rounds for ThreadRounds<'_> {
             let mut c = fresh_counts();
             let mut tx = Tx::new(this.view, this.header);
             let start = (ops.start + w.index * share).min(ops.end);
+            let mut applied = Ok(());
             for i in start..(start + share).min(ops.end) {
                 let pending = this.state[i].load(Relaxed) == OP_PENDING;
                 let eligible = this.place[3 * i + 2].load(Relaxed) & 2 != 0;
                 if pending && eligible && only.is_none_or(|o| o as usize == i) {
-                    this.apply_one(i, w.index, &mut c, &mut tx)?;
+                    applied = this.apply_one(i, w.index, &mut c, &mut tx);
+                    if applied.is_err() {
+                        break;
+                    }
                 }
             }
-            Ok(c)
+            this.add_to_count(c[R_COMMITTED])?;
+            applied.map(|()| c)
         })?;
         let mut c = fresh_counts();
         for p in parts {
