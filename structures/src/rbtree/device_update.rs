@@ -169,7 +169,7 @@ impl<K: Key> DeviceRounds<K> {
             },
         };
         // Both kernels take the same first sixteen arguments: the arena, the tree, the batch
-        // and the round's words; and the list they run over (none yet).
+        // and the round's words.
         for k in [&mut k.locate, &mut k.apply] {
             tree.arena.set_args(k)?;
             k.arg_scalar("header", tree.header)?
@@ -186,21 +186,14 @@ impl<K: Key> DeviceRounds<K> {
                 .arg_svm("rounds", &scratch.rounds)?
                 .arg_scalar("phase", phase)?
                 .arg_svm("spare_ctl", &scratch.spare_ctl)?
-                .arg_svm("list", &scratch.lists[0])?
-                .arg_scalar("listed", 0u32)?
                 .arg_scalar("check_order", 1u32)?;
         }
-        k.locate
-            .arg_svm("next", &scratch.lists[1])?
-            .arg_scalar("find_first", 1u32)?;
+        k.locate.arg_scalar("find_first", 1u32)?;
         let wg = SEARCH_WG.min(rt.profile().max_work_group_size).max(1);
         k.pending
             .arg_svm("state", state)?
-            .arg_svm("list", &scratch.lists[0])?
-            .arg_scalar("listed", 0u32)?
             .arg_scalar("op_lo", lo)?
             .arg_scalar("op_hi", hi)?
-            .arg_svm("next", &scratch.lists[1])?
             .arg_svm("rounds", &scratch.rounds)?
             .arg_scalar("phase", phase)?
             .arg_local::<u32>("scan", wg)?;
@@ -210,12 +203,7 @@ impl<K: Key> DeviceRounds<K> {
             .arg_svm("spare", spare)?
             .arg_scalar("spare_len", spare_len)?
             .arg_scalar("spare_cap", spare_cap)?;
-        let global = ops.len().max(1).div_ceil(wg) * wg;
-        k.locate.arg_scalar("fresh", 1u32)?;
-        let first_pass = k.locate.launch(global, Some(wg));
-        // Set before returning either way: a kernel in the cache is always a round's.
-        k.locate.arg_scalar("fresh", 0u32)?;
-        Ok(DeviceRounds {
+        let mut rounds = DeviceRounds {
             k,
             scratch,
             ops,
@@ -225,11 +213,21 @@ impl<K: Key> DeviceRounds<K> {
             listed: 0,
             list_mode: false,
             list: 0,
-            first_pass: Some(first_pass?),
+            first_pass: None,
             commits: 0,
             overflows: 0,
             slice_rounds: 0,
-        })
+        };
+        // No list yet: the first rounds run over the slice.
+        rounds.set_list_args(0)?;
+        let global = rounds.global();
+        let locate = &mut rounds.k.locate;
+        locate.arg_scalar("fresh", 1u32)?;
+        let first_pass = locate.launch(global, Some(wg));
+        // Set before returning either way: a kernel in the cache is always a round's.
+        locate.arg_scalar("fresh", 0u32)?;
+        rounds.first_pass = Some(first_pass?);
+        Ok(rounds)
     }
 
     /// Waits for the first pass (the first round's counts do; a caller about to touch the
