@@ -1,20 +1,24 @@
-/* asym SSSP: one frontier expansion of the label-correcting search (structures/src/apps/sssp).
+/* asym SSSP: one frontier expansion of the label-correcting search (examples/src/sssp).
  *
- * Algorithm. The frontier is a list of (distance when queued << 32 | vertex) entries. Each
- * entry that is not stale (its distance is above the vertex's current one: the vertex was
- * queued again since) has every edge relaxed (load-balanced over the work-group, see
- * sssp_expand): new = min(dist[u] + w, LIMIT), atomic minimum into dist[v]; when that lowered
- * dist[v], an exchange of stamp[v] with this iteration's number decides which work-item
- * appends v to `next` (each vertex at most once per iteration), its group taking one block of
- * slots for all it appends at a time (sssp_append). `sssp_pairs` then turns
- * `next` into the following frontier with each vertex's final distance of the iteration.
- * Distances saturate at LIMIT (2^32 - 2): a saturated path never beats a real distance, and
- * the host reports a vertex left at LIMIT as an overflow.
+ * Algorithm. Every vertex of the frontier that is not stale has every edge relaxed
+ * (load-balanced over the work-group, see sssp_expand_batch): new = min(dist[u] + w, LIMIT),
+ * atomic minimum into dist[v]; when that lowered dist[v], an exchange of stamp[v] with this
+ * iteration's number decides which work-item appends v to `next` (each vertex at most once
+ * per iteration), its group taking one block of slots for all it appends at a time
+ * (sssp_append). Distances saturate at LIMIT (2^32 - 2): a saturated path never beats a real
+ * distance, and the host reports a vertex left at LIMIT as an overflow.
  *
- * Over a device set (structures/src/apps/sssp/spread.rs) every member keeps its own dist and
- * expands its slice [first, flen) of one frontier. The primary member's dist is the merged
- * one: `sssp_merge` lowers it to the distances the others found and queues those vertices
- * with the same stamp as `sssp_expand` (so each vertex is queued once per iteration), and
+ * The frontier comes in two forms. The whole-frontier search on one device runs
+ * `sssp_expand_list` over `next` as it is, iterations enqueued back to back, the lengths in
+ * a ring of counter sets that the host reads only every few iterations. The heap-ordered
+ * search and device sets need the distance each vertex was queued with: `sssp_pairs` turns
+ * `next` into (distance << 32 | vertex) entries, the host reads the counters after each
+ * iteration, and `sssp_expand` skips an entry whose key is above the vertex's distance.
+ *
+ * Over a device set (examples/src/sssp/spread) every member keeps its own dist and expands
+ * its slice [first, flen) of one frontier. The primary member's dist is the merged one:
+ * `sssp_merge` lowers it to the distances the others found and queues those vertices with
+ * the same stamp as `sssp_expand` (so each vertex is queued once per iteration), and
  * `sssp_apply` brings another member's dist down to the merged one before it expands again.
  *
  * Memory ordering. dist, stamp and the counters are only touched by work-items of one launch
@@ -24,8 +28,11 @@
  * fetch-add gives each group's appended vertices their own block of slots (the group's
  * barriers order its local list before the copy out). The plain pre-check of dist[v] (a
  * volatile load) may read an old value: it only skips work when the value read is already
- * ≤ new, and distances only decrease, so it never skips a needed update. The launch boundary
- * orders everything before `sssp_pairs` reads dist.
+ * ≤ new, and distances only decrease, so it never skips a needed update; a stale check reads
+ * an old stamp or distance at worst, and then expands a vertex the next iteration expands
+ * again (never skips one). Launch boundaries order one iteration's launches before the next
+ * and before `sssp_pairs` reads dist; a counter word a launch reads is written only by
+ * earlier launches (work-groups start at different times).
  */
 
 /* From the host (examples/src/sssp/device.rs, KERNEL_CONSTANTS): SSSP_LIMIT (the largest
@@ -125,8 +132,8 @@ inline bool sssp_relax(__global const uint *targets, __global const uint *weight
 }
 
 /* Appends the vertices the group's work-items queued (v where `push`) to `next` with one
- * fetch-add on the shared length for the whole group: a fetch-add per vertex made every
- * vertex queued in an iteration take its turn at that one word. Every work-item of the
+ * fetch-add on the list's length word `len` for the whole group: a fetch-add per vertex made
+ * every vertex queued in an iteration take its turn at that one word. Every work-item of the
  * group calls it with the group's other work-items, `round` counting the group's calls.
  * lappend: two lists of WG words and two (count, offset) pairs, one of each per round parity,
  * so two barriers a round suffice: a round's list and count are written after the barrier
@@ -135,7 +142,7 @@ inline bool sssp_relax(__global const uint *targets, __global const uint *weight
  * previous round's copy is done). SSSP_APPEND_INIT clears both counts at a launch's start. */
 #define SSSP_APPEND_WORDS (2u * WG + 4u)
 #define SSSP_APPEND_INIT(lappend) ((lappend)[2u * WG] = (lappend)[2u * WG + 1u] = 0u)
-inline void sssp_append(__global uint *next, __global uint *counters, bool push, uint v,
+inline void sssp_append(__global uint *next, __global uint *len, bool push, uint v,
                         __local uint *lappend, uint lid, uint round) {
     const uint p = round & 1u;
     __local uint *list = lappend + p * WG, *count = lappend + 2u * WG, *at = count + 2u;
@@ -143,91 +150,114 @@ inline void sssp_append(__global uint *next, __global uint *counters, bool push,
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0u) {
         const uint c = count[p];
-        at[p] = c != 0u ? asym_fetch_add(&counters[SSSP_NEXT_LEN], c) : 0u;
+        at[p] = c != 0u ? asym_fetch_add(len, c) : 0u;
         count[p ^ 1u] = 0u;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < count[p]) next[at[p] + lid] = list[lid];
 }
 
-/* Load balance: a work-group takes WG entries at a time, stores each vertex's edge range in
- * local memory, scans the degrees, and then its work-items stride over the concatenated edge
- * lists (each finds its vertex by binary search in the scan), so a hub's edges are shared by
- * the whole group instead of serialising one work-item. A hub's edges past its first
- * SSSP_CHUNK go to `chunks` instead, SSSP_CHUNK at a time as (vertex, distance, first edge,
- * count), for sssp_expand_chunks to spread over every group (with chunk_cap 0 nothing is
- * split): one group no longer holds the iteration up while it walks a hub's 10^5 edges.
- * Every barrier is reached by all work-items: the outer loop's trip count is the same for
- * the whole group. */
+/* A frontier vertex u at distance du with edges [start, start + deg): returns how many of
+ * them its group expands. A hub's edges past its first SSSP_CHUNK go to `chunks` instead,
+ * SSSP_CHUNK at a time as (vertex, distance, first edge, count), counted in *chunk_count, for
+ * sssp_expand_chunks to spread over every group (with chunk_cap 0 nothing is split): one
+ * group no longer holds the iteration up while it walks a hub's 10^5 edges. */
+inline uint sssp_split_hub(uint u, uint du, uint start, uint deg, __global uint *chunks,
+                           uint chunk_cap, __global uint *chunk_count) {
+    if (deg <= SSSP_CHUNK || chunk_cap == 0u) return deg;
+    const uint rest = deg - SSSP_CHUNK;
+    const uint n = (rest + SSSP_CHUNK - 1u) / SSSP_CHUNK;
+    const uint at = asym_fetch_add(chunk_count, n);
+    const bool fits = at <= chunk_cap && n <= chunk_cap - at;
+    for (uint c = 0; c < n && at + c < chunk_cap; ++c) {
+        /* A reservation past the list's end (cannot happen: each vertex is queued once per
+         * iteration and the list holds edges / SSSP_CHUNK) leaves empty chunks and the batch
+         * keeps the whole hub. */
+        __global uint *ch = chunks + 4u * (at + c);
+        ch[0] = u;
+        ch[1] = du;
+        ch[2] = start + SSSP_CHUNK * (c + 1u);
+        ch[3] = fits ? min(SSSP_CHUNK, rest - SSSP_CHUNK * c) : 0u;
+    }
+    return fits ? SSSP_CHUNK : deg;
+}
+
+/* The scratch of one group's expansion: each entry's first edge, distance and the scan of
+ * the edge counts, and sssp_append's lists. */
+typedef struct {
+    uint start[WG], dist[WG], scan[WG], append[SSSP_APPEND_WORDS];
+} SsspBatch;
+
+/* Load balance: a work-group takes WG frontier vertices at a time (work-item lid holds one
+ * at distance du whose `deg` edges to expand start at `start`; deg 0 where none), stores each
+ * one's edge range in local memory, scans the counts, and then its work-items stride over the
+ * concatenated edge lists (each finds its vertex in the scan), so a hub's edges are shared by
+ * the whole group instead of serialising one work-item. Every work-item of the group calls
+ * it, as many times (sssp_append's barriers); *round counts the group's appends. */
+inline void sssp_expand_batch(__global const uint *targets, __global const uint *weights,
+                              __global uint *dist, __global uint *stamp, __global uint *next,
+                              __global uint *next_len, uint iteration, uint start, uint deg,
+                              uint du, __local SsspBatch *b, uint lid, uint *round) {
+    b->start[lid] = start;
+    b->dist[lid] = du;
+    b->scan[lid] = deg;
+    const uint total = sssp_scan(b->scan, lid);
+    uint lo = 0u; /* the owner of this work-item's last edge (the next one's is not before) */
+    for (uint e0 = 0u; e0 < total; e0 += WG) {
+        const uint e = e0 + lid;
+        uint v = 0u;
+        bool push = false;
+        if (e < total) {
+            lo = sssp_owner_from(b->scan, e, lo, WG);
+            const uint edge = sssp_edge_at(b->scan, b->start, e, lo, &lo);
+            push = sssp_relax(targets, weights, dist, stamp, iteration, edge, b->dist[lo], &v);
+        }
+        sssp_append(next, next_len, push, v, b->append, lid, (*round)++);
+    }
+    /* The next batch overwrites the local arrays. */
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The frontier as (distance when queued, vertex) entries [first, flen): an entry is stale
+ * when its vertex's distance dropped below its key since it was queued. Appends to `next`
+ * under counters[SSSP_NEXT_LEN], hub chunks under counters[SSSP_CHUNKS]. The outer loop's
+ * trip count is the same for the whole group. */
 __kernel void sssp_expand(__global const uint *offsets, __global const uint *targets,
                           __global const uint *weights, __global uint *dist,
                           __global uint *stamp, __global const ulong *frontier, uint first,
                           uint flen, __global uint *next, __global uint *counters,
                           uint iteration, __global uint *chunks, uint chunk_cap) {
-    __local uint lstart[WG], ldist[WG], lscan[WG], lappend[SSSP_APPEND_WORDS];
+    __local SsspBatch b;
     __local uint visited, stale;
-    uint lid = get_local_id(0), round = 0u;
+    const uint lid = get_local_id(0);
+    uint round = 0u;
     if (lid == 0) {
         visited = 0u;
         stale = 0u;
-        SSSP_APPEND_INIT(lappend);
+        SSSP_APPEND_INIT(b.append);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    uint stride = get_num_groups(0) * WG;
+    const uint stride = get_num_groups(0) * WG;
     for (uint base = first + get_group_id(0) * WG; base < flen; base += stride) {
-        uint i = base + lid;
+        const uint i = base + lid;
         uint deg = 0u, start = 0u, du = 0u;
         if (i < flen) {
-            ulong entry = frontier[i];
-            uint key = (uint)(entry >> 32);
-            uint u = (uint)entry;
+            const ulong entry = frontier[i];
+            const uint key = (uint)(entry >> 32), u = (uint)entry;
             /* Loaded beside dist[u], not after it: one memory round trip less per batch. */
-            uint s0 = offsets[u], s1 = offsets[u + 1u];
+            const uint s0 = offsets[u], s1 = offsets[u + 1u];
             du = asym_load_relaxed(&dist[u]);
             if (key > du) {
                 atomic_inc(&stale);
             } else {
                 atomic_inc(&visited);
                 start = s0;
-                deg = s1 - s0;
-                if (deg > SSSP_CHUNK && chunk_cap > 0u) {
-                    const uint rest = deg - SSSP_CHUNK;
-                    const uint n = (rest + SSSP_CHUNK - 1u) / SSSP_CHUNK;
-                    const uint at = asym_fetch_add(&counters[SSSP_CHUNKS], n);
-                    const bool fits = at <= chunk_cap && n <= chunk_cap - at;
-                    for (uint c = 0; c < n && at + c < chunk_cap; ++c) {
-                        /* A reservation past the list's end (cannot happen: each vertex is
-                         * queued once per iteration and the list holds edges / SSSP_CHUNK)
-                         * leaves empty chunks and the batch keeps the whole hub. */
-                        __global uint *ch = chunks + 4u * (at + c);
-                        ch[0] = u;
-                        ch[1] = du;
-                        ch[2] = start + SSSP_CHUNK * (c + 1u);
-                        ch[3] = fits ? min(SSSP_CHUNK, rest - SSSP_CHUNK * c) : 0u;
-                    }
-                    if (fits) deg = SSSP_CHUNK;
-                }
+                deg = sssp_split_hub(u, du, s0, s1 - s0, chunks, chunk_cap,
+                                     &counters[SSSP_CHUNKS]);
             }
         }
-        lstart[lid] = start;
-        ldist[lid] = du;
-        lscan[lid] = deg;
-        uint total = sssp_scan(lscan, lid);
-        /* `total` is the group's: every work-item takes every trip (sssp_append's barriers). */
-        uint lo = 0u; /* the owner of this work-item's last edge (the next one's is not before) */
-        for (uint e0 = 0u; e0 < total; e0 += WG) {
-            const uint e = e0 + lid;
-            uint v = 0u;
-            bool push = false;
-            if (e < total) {
-                lo = sssp_owner_from(lscan, e, lo, WG);
-                uint edge = sssp_edge_at(lscan, lstart, e, lo, &lo);
-                push = sssp_relax(targets, weights, dist, stamp, iteration, edge, ldist[lo], &v);
-            }
-            sssp_append(next, counters, push, v, lappend, lid, round++);
-        }
-        /* The next round overwrites the local arrays. */
-        barrier(CLK_LOCAL_MEM_FENCE);
+        sssp_expand_batch(targets, weights, dist, stamp, next, &counters[SSSP_NEXT_LEN],
+                          iteration, start, deg, du, &b, lid, &round);
     }
     if (lid == 0) {
         asym_fetch_add(&counters[SSSP_VISITED], visited);
@@ -235,18 +265,78 @@ __kernel void sssp_expand(__global const uint *offsets, __global const uint *tar
     }
 }
 
-/* The hubs' chunks sssp_expand set aside (the launch after it on the in-order queue): one
- * group per chunk at a time, its work-items striding over the chunk's edges. */
+/* The frontier as a list of vertices, for iterations the host enqueues back to back without
+ * reading anything between them. The counters' ring holds SSSP_RING_SETS sets of
+ * (list length, hub chunks), one per iteration mod 3: this iteration's list length is in
+ * counters[in_at] (the set the iteration before appended to) and its chunk count beside it,
+ * it appends to counters[out_at] and clears the third set, counters[clear_at] (the previous
+ * iteration's, unused from here on: the next iteration appends to it). A word a launch
+ * reads is never written by it. A vertex is stale when this iteration already lowered its
+ * distance and queued it again (its stamp is this iteration's): the next iteration expands
+ * it with the lower distance. Otherwise it is expanded with its current distance, the lowest
+ * known. counters[SSSP_ROUNDS] counts the iterations that had vertices. */
+__kernel void sssp_expand_list(__global const uint *offsets, __global const uint *targets,
+                               __global const uint *weights, __global uint *dist,
+                               __global uint *stamp, __global const uint *list,
+                               __global uint *next, __global uint *counters, uint iteration,
+                               __global uint *chunks, uint chunk_cap, uint in_at, uint out_at,
+                               uint clear_at) {
+    __local SsspBatch b;
+    __local uint visited, stale;
+    const uint lid = get_local_id(0);
+    const uint flen = counters[in_at];
+    uint round = 0u;
+    if (lid == 0) {
+        visited = 0u;
+        stale = 0u;
+        SSSP_APPEND_INIT(b.append);
+        if (get_group_id(0) == 0u) {
+            counters[clear_at] = 0u;
+            counters[clear_at + 1u] = 0u;
+            if (flen != 0u) counters[SSSP_ROUNDS] += 1u;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint stride = get_num_groups(0) * WG;
+    for (uint base = get_group_id(0) * WG; base < flen; base += stride) {
+        const uint i = base + lid;
+        uint deg = 0u, start = 0u, du = 0u;
+        if (i < flen) {
+            const uint u = list[i];
+            const uint s0 = offsets[u], s1 = offsets[u + 1u];
+            du = asym_load_relaxed(&dist[u]);
+            if (asym_load_relaxed(&stamp[u]) == iteration) {
+                atomic_inc(&stale);
+            } else {
+                atomic_inc(&visited);
+                start = s0;
+                deg = sssp_split_hub(u, du, s0, s1 - s0, chunks, chunk_cap,
+                                     &counters[in_at + 1u]);
+            }
+        }
+        sssp_expand_batch(targets, weights, dist, stamp, next, &counters[out_at], iteration,
+                          start, deg, du, &b, lid, &round);
+    }
+    if (lid == 0 && flen != 0u) {
+        asym_fetch_add(&counters[SSSP_VISITED], visited);
+        asym_fetch_add(&counters[SSSP_STALE], stale);
+    }
+}
+
+/* The hubs' chunks sssp_expand or sssp_expand_list set aside (the launch after it on the
+ * in-order queue), counters[count_at] of them: one group per chunk at a time, its
+ * work-items striding over the chunk's edges, appending to `next` under counters[len_at]. */
 __kernel void sssp_expand_chunks(__global const uint *targets, __global const uint *weights,
                                  __global uint *dist, __global uint *stamp,
                                  __global uint *next, __global uint *counters,
-                                 uint iteration, __global const uint *chunks, uint chunk_cap) {
+                                 uint iteration, __global const uint *chunks, uint chunk_cap,
+                                 uint count_at, uint len_at) {
     __local uint lappend[SSSP_APPEND_WORDS];
     const uint lid = get_local_id(0);
     uint round = 0u;
     if (lid == 0u) SSSP_APPEND_INIT(lappend);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint count = min(counters[SSSP_CHUNKS], chunk_cap);
+    const uint count = min(counters[count_at], chunk_cap);
     for (uint c = get_group_id(0); c < count; c += get_num_groups(0)) {
         __global const uint *ch = chunks + 4u * c;
         const uint du = ch[1], from = ch[2], len = ch[3];
@@ -255,7 +345,7 @@ __kernel void sssp_expand_chunks(__global const uint *targets, __global const ui
             const bool push = e0 + lid < len &&
                               sssp_relax(targets, weights, dist, stamp, iteration, from + e0 + lid,
                                          du, &v);
-            sssp_append(next, counters, push, v, lappend, lid, round++);
+            sssp_append(next, &counters[len_at], push, v, lappend, lid, round++);
         }
     }
 }
@@ -298,454 +388,4 @@ __kernel void sssp_merge(__global const ulong *incoming, uint len, __global uint
             next[asym_fetch_add(&counters[SSSP_NEXT_LEN], 1u)] = v;
         }
     }
-}
-
-/* ---- Near-far delta-stepping (DeviceSssp::delta_stepping) ----
- *
- * Algorithm (Davidson et al.'s near-far, a delta-stepping with one bucket open at a time).
- * Vertices whose tentative distance is below `limit` are "near": an iteration expands the
- * near list (each vertex once: the stamp exchange as in sssp_expand) and a lowered vertex
- * joins the next near list if its new distance is below `limit`, else the far pile (once per
- * phase: `fstamp` holds the phase that last filed it). An iteration that finds the near list
- * empty opens the next bucket instead: `limit` moves up by at least delta, to past the
- * smallest distance in the far pile, and the far pile is split into the vertices now near
- * (the next near list), the vertices still far (compacted into the other far buffer, filed
- * under the next phase) and the vertices whose distance dropped below the old limit since
- * they were filed (they were near since then: dropped). The search is done when an iteration
- * finds both empty. Any limit gives exact distances (within the near list it is Bellman–Ford
- * with work lists); delta only trades iterations for re-expansions.
- *
- * Control without the host: one launch of nf_step per iteration, whatever it does, so the
- * host enqueues iterations in batches and reads `ctl` once per batch (iterations past the end
- * find `done` set and return at once). `ctl` holds the near lengths by iteration mod 3, the
- * iteration state (limit, phase, done) by iteration mod 2 — nf_step(i) reads slot i % 2 and
- * writes slot (i + 1) % 2 — and the far pile's length and minimum by phase mod 3 (a split
- * from phase p reads slot p % 3, fills slot (p + 1) % 3 and clears slot (p + 2) % 3 for the
- * split after it). A word a launch decides on is never written by that launch, only by
- * earlier ones: work-groups start at different times, and one that read a word after another
- * group changed it would decide differently (and skip its share).
- *
- * Yielding (cooperative delta-stepping, apps::sssp::coop_delta): a search can start from
- * any state the host writes (distances, a far pile, a limit; iteration numbers and phases
- * beyond every earlier one, so old stamps never match) and, with `yield_below` > 0, stops
- * at the first iteration after a split whose near list is shorter than that: it sets `done`
- * to 2 and leaves its near list and the phase's far pile for the host's latency threads,
- * which settle light buckets faster than a device iteration can. A stint's first split
- * (FRESH 2 in the starting state) does not count: the host hands over heavy buckets.
- *
- * Memory ordering as for sssp_expand: relaxed atomics within a launch, the launch boundary
- * between launches. The far minimum is the exact minimum of the far vertices' distances
- * (every lowering into the far range takes part), but the limit it gives is only a choice of
- * bucket: a wrong one would cost iterations, never a distance. */
-
-/* Control words, from the host (examples/src/sssp/near_far.rs, kernel_constants):
- * NF_NLEN       3 words: near length of iteration i at NF_NLEN + i % 3
- * NF_VISITED    2 words: vertices expanded (low, high)
- * NF_RELAXED    2 words: edges scanned (low, high)
- * NF_ERROR      non-zero: an append overran its buffer
- * NF_SPLITS     buckets opened after the first
- * NF_ROUNDS     iterations that expanded vertices
- * NF_YIELD_LEN  the near length of the iteration that yielded
- * NF_YIELD_ITER the iteration that yielded
- * NF_STATE      2 slots (iteration mod 2) of NF_SLOT words: NF_LIMIT, NF_PHASE, NF_DONE
- *               (0: go on; 1: both lists empty, done; 2: yielded), NF_FRESH (1: the
- *               previous iteration opened a bucket; 2: the next split is a stint's first,
- *               which does not count as fresh)
- * NF_FAR        3 slots (phase mod 3) of NF_SLOT words: far length, far minimum */
-
-/* Adds x to the 64-bit counter at p[0] (low), p[1] (high). */
-inline void nf_add64(__global uint *p, ulong x) {
-    uint lo = (uint)x, hi = (uint)(x >> 32);
-    if (lo != 0u) {
-        uint old = asym_fetch_add(&p[0], lo);
-        if (old + lo < old) {
-            hi += 1u;
-        }
-    }
-    if (hi != 0u) {
-        asym_fetch_add(&p[1], hi);
-    }
-}
-
-/* A group's counts (lcounts, kept by its work-item 0: vertices expanded, edges scanned, and
- * in group 0 the iterations that expanded and the buckets opened), added to the search's as
- * the launch ends. */
-inline void nf_flush_counts(__global uint *ctl, __local const ulong *lcounts) {
-    /* Every work-item of the group calls it. PoCL 3.1 ran the `first` work-item's blocks
-     * of nf_body's early returns once per work-item when code without a barrier followed
-     * them; with this barrier it keeps them to the one work-item. */
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0) {
-        nf_add64(&ctl[NF_VISITED], lcounts[0]);
-        nf_add64(&ctl[NF_RELAXED], lcounts[1]);
-        if (get_group_id(0) == 0) {
-            ctl[NF_ROUNDS] += (uint)lcounts[2];
-            ctl[NF_SPLITS] += (uint)lcounts[3];
-        }
-    }
-}
-
-/* Appends v at the slot *len hands out, or flags the overrun. */
-inline void nf_append(__global uint *list, __global uint *len, uint cap, uint v,
-                      __global uint *ctl) {
-    uint at = asym_fetch_add(len, 1u);
-    if (at < cap) {
-        list[at] = v;
-    } else {
-        asym_store_relaxed(&ctl[NF_ERROR], 1u);
-    }
-}
-
-/* Files v at distance d: into the next near list if below `limit` (once per iteration: the
- * stamp), and then also into the group's local queue while it has room (`keep`: expansions,
- * not splits), else into this phase's far pile (once per phase: fstamp), taking part in the
- * group's far minimum. */
-inline void nf_file(uint v, uint d, uint limit, uint iter, uint phase, __global uint *stamp,
-                    __global uint *fstamp, __global uint *near_out, __global uint *near_len,
-                    __global uint *far, __global uint *far_len, uint cap, __global uint *ctl,
-                    __local uint *lfar_min, bool keep, __local uint *lq, __local uint *lcount) {
-    if (d < limit) {
-        if (asym_exchange_relaxed(&stamp[v], iter) != iter) {
-            nf_append(near_out, near_len, cap, v, ctl);
-            if (keep) {
-                uint slot = atomic_inc(lcount);
-                if (slot < (uint)WG) {
-                    lq[slot] = v;
-                }
-            }
-        }
-    } else {
-        atomic_min(lfar_min, d);
-        if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
-            nf_append(far, far_len, cap, v, ctl);
-        }
-    }
-}
-
-__kernel void nf_clear(__global uint *words, uint n, uint value) {
-    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
-        words[i] = value;
-    }
-}
-
-/* One iteration (see above); every work-item of the launch calls it with the same `iter`.
- * The local arrays are the caller's (OpenCL C 1.2 declares local memory in kernels only).
- * Returns whether the search is over (done or yielded: the state it wrote for the next
- * iteration says which), the same for every work-item. */
-/* NF_NONE (from the host): a work-item holding no vertex. A group goes on with local rounds
- * only while it has scanned at most NF_LOCAL_EDGES edges in the iteration (from the host: a
- * multiple of WG). */
-
-/* The scan width of a batch of n vertices: the smallest power of two ≥ n (n ≤ WG), at least
- * 1. A near list spread over every group gives each a few vertices, and a scan over all WG
- * slots would spend most of its barriers on zeros. */
-inline uint nf_width(uint n) {
-    uint w = 1u;
-    while (w < n) {
-        w <<= 1;
-    }
-    return w;
-}
-
-/* Expands the vertices this group's work-items hold (`u`; NF_NONE: none; only the first
- * `width` work-items hold any), WG edges at a time, skipping a vertex already expanded with
- * its current distance (`expd` holds the distance each vertex was last expanded with: a plain
- * store, so two work-items racing may both expand it, which only repeats work). Lowered near
- * vertices go to the next near list and, while it has room, the group's local queue. Every
- * work-item of the group calls it; it ends with a barrier.
- *
- * Each step of the chain from a near-list entry to an appended vertex is a global-memory
- * round trip, and an iteration lasts as long as its slowest group's chain, so the chain is
- * kept short: the vertex's edge range is loaded beside its distance (not after the `expd`
- * test), and an edge's atomic minimum is not preceded by a plain load of the target's
- * distance (that pre-check saves atomics where most relaxations fail, as on Kronecker
- * frontiers, but costs a round trip on every edge of a road-like graph's short iterations). */
-inline void nf_expand_batch(uint u, uint width, __global const uint *offsets,
-                            __global const uint *targets, __global const uint *weights,
-                            __global uint *dist, __global uint *stamp, __global uint *fstamp,
-                            __global uint *expd, __global uint *near_out, __global uint *out_len,
-                            __global uint *far, __global uint *far_len, uint cap,
-                            __global uint *ctl, uint limit, uint iter, uint phase, bool keep,
-                            __local uint *lstart, __local uint *ldist, __local uint *lscan,
-                            __local uint *lsums, __local uint *lq) {
-    uint lid = get_local_id(0);
-    uint deg = 0u, start = 0u, du = 0u;
-    if (u != NF_NONE) {
-        uint first = offsets[u], end = offsets[u + 1u];
-        du = asym_load_relaxed(&dist[u]);
-        if (asym_load_relaxed(&expd[u]) != du) {
-            asym_store_relaxed(&expd[u], du);
-            start = first;
-            deg = end - first;
-            atomic_inc(&lsums[1]);
-        }
-    }
-    lstart[lid] = start;
-    ldist[lid] = du;
-    lscan[lid] = deg;
-    uint total = sssp_scan_n(lscan, lid, width);
-    if (lid == 0) {
-        lsums[2] += total;
-    }
-    for (uint e = lid; e < total; e += WG) {
-        uint lo;
-        uint edge = sssp_edge(lscan, lstart, e, width, &lo);
-        uint v = targets[edge];
-        uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
-        if (nd < asym_fetch_min_relaxed(&dist[v], nd)) {
-            nf_file(v, nd, limit, iter, phase, stamp, fstamp, near_out, out_len, far, far_len, cap,
-                    ctl, &lsums[0], keep, lq, &lsums[3]);
-        }
-    }
-    /* The next batch overwrites the local arrays. */
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
-
-/* Local rounds: the group goes on with the near vertices it lowered itself (kept in lq), up
- * to `local_rounds` hops deeper before the iteration ends. They are in the next near list
- * too, where `expd` skips them: a road-like graph's iterations are its hop depth, and a hop
- * here costs the group a few barriers, not a grid-wide step. Only while the group has
- * scanned few edges this iteration (NF_LOCAL_EDGES): a group with heavy vertices going on
- * alone would hold every other at the barrier (a Kronecker graph's hub source), and more
- * hops per iteration re-expand more vertices (docs/decisions.md). */
-inline void nf_local_rounds(uint local_rounds, __global const uint *offsets,
-                            __global const uint *targets, __global const uint *weights,
-                            __global uint *dist, __global uint *stamp, __global uint *fstamp,
-                            __global uint *expd, __global uint *near_out, __global uint *out_len,
-                            __global uint *far, __global uint *far_slot, uint cap,
-                            __global uint *ctl, uint limit, uint iter, uint phase,
-                            __local uint *lstart, __local uint *ldist, __local uint *lscan,
-                            __local uint *lsums, __local uint *lq) {
-    __local uint *lrelaxed = &lsums[2], *lcount = &lsums[3];
-    uint lid = get_local_id(0);
-    for (uint r = 0u; r < local_rounds; r++) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* Uniform: read after the barrier. */
-        uint n = (*lrelaxed <= NF_LOCAL_EDGES) ? min(*lcount, (uint)WG) : 0u;
-        if (n == 0u) {
-            break;
-        }
-        uint u = (lid < n) ? lq[lid] : NF_NONE;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) {
-            *lcount = 0u; /* seen by every work-item at the batch's first barrier */
-        }
-        nf_expand_batch(u, nf_width(n), offsets, targets, weights, dist, stamp, fstamp, expd,
-                        near_out, out_len, far, far_slot, cap, ctl, limit, iter, phase, true,
-                        lstart, ldist, lscan, lsums, lq);
-    }
-}
-
-inline bool nf_body(__global const uint *offsets, __global const uint *targets,
-                    __global const uint *weights, __global uint *dist, __global uint *stamp,
-                    __global uint *fstamp, __global uint *near0, __global uint *near1,
-                    __global uint *far0, __global uint *far1, __global uint *ctl,
-                    __global uint *expd, uint delta, uint cap, uint yield_below,
-                    uint local_rounds, uint iter, __local uint *lstart, __local uint *ldist,
-                    __local uint *lscan, __local uint *lsums, __local uint *lq,
-                    __local ulong *lcounts) {
-    __local uint *lfar_min = &lsums[0], *lvisited = &lsums[1], *lrelaxed = &lsums[2];
-    __local uint *lcount = &lsums[3];
-    uint lid = get_local_id(0);
-    bool first = get_global_id(0) == 0;
-    __global uint *st = ctl + NF_STATE + (iter & 1u) * NF_SLOT;
-    __global uint *nt = ctl + NF_STATE + ((iter + 1u) & 1u) * NF_SLOT;
-    /* Volatile loads for every word another work-group wrote: in nf_run that was during this
-     * launch (before a grid barrier), and a plain load could hit a stale line of this compute
-     * unit's non-coherent cache. */
-    uint len = asym_load_relaxed(&ctl[NF_NLEN + iter % 3u]);
-    uint limit = asym_load_relaxed(&st[NF_LIMIT]);
-    uint phase = asym_load_relaxed(&st[NF_PHASE]);
-    uint done = asym_load_relaxed(&st[NF_DONE]);
-    uint fresh = asym_load_relaxed(&st[NF_FRESH]);
-    /* All three far lengths, in the same round trip as the words above (the phase picks
-     * one). */
-    uint far0_len = asym_load_relaxed(&ctl[NF_FAR]);
-    uint far1_len = asym_load_relaxed(&ctl[NF_FAR + NF_SLOT]);
-    uint far2_len = asym_load_relaxed(&ctl[NF_FAR + 2u * NF_SLOT]);
-    __global uint *fs = ctl + NF_FAR + (phase % 3u) * NF_SLOT;
-    __global uint *near_out = (iter & 1u) ? near0 : near1;
-    __global uint *out_len = &ctl[NF_NLEN + (iter + 1u) % 3u];
-    if (first) {
-        /* Read by nobody in this launch: the near length of iteration i - 1 (now i + 2's). */
-        ctl[NF_NLEN + (iter + 2u) % 3u] = 0u;
-    }
-    uint far_len = (phase % 3u == 0u) ? far0_len : (phase % 3u == 1u) ? far1_len : far2_len;
-    if (done != 0u || (len == 0u && far_len == 0u)) {
-        if (first) {
-            nt[NF_LIMIT] = limit;
-            nt[NF_PHASE] = phase;
-            nt[NF_DONE] = (done != 0u) ? done : 1u;
-        }
-        return true; /* uniform: every work-item read the same words */
-    }
-    if (len != 0u && fresh == 1u && len < yield_below) {
-        /* A light bucket just opened: hand the search back to the host (cooperative
-         * delta-stepping), the near list of this iteration and this phase's far pile intact. */
-        if (first) {
-            nt[NF_LIMIT] = limit;
-            nt[NF_PHASE] = phase;
-            nt[NF_DONE] = 2u;
-            ctl[NF_YIELD_LEN] = len;
-            ctl[NF_YIELD_ITER] = iter;
-        }
-        return true;
-    }
-    if (lid == 0) {
-        *lfar_min = 0xffffffffu;
-        *lvisited = 0u;
-        *lrelaxed = 0u;
-        *lcount = 0u;
-    }
-    if (len == 0u) {
-        /* Open the next bucket: split the far pile of this phase. */
-        uint old = limit;
-        ulong lowest = asym_load_relaxed(&fs[1]);
-        ulong next = max((ulong)old + delta, (lowest / delta + 1ul) * delta);
-        uint new_limit = (uint)min(next, (ulong)0xffffffffu);
-        uint new_phase = phase + 1u;
-        __global uint *from = (phase & 1u) ? far1 : far0;
-        __global uint *to = (phase & 1u) ? far0 : far1;
-        __global uint *ns = ctl + NF_FAR + (new_phase % 3u) * NF_SLOT;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = get_global_id(0); i < far_len; i += get_global_size(0)) {
-            uint v = asym_load_relaxed(&from[i]);
-            uint d = asym_load_relaxed(&dist[v]);
-            if (d < old) {
-                continue; /* dropped below the old limit since it was filed: was near */
-            }
-            nf_file(v, d, new_limit, iter, new_phase, stamp, fstamp, near_out, out_len, to, &ns[0],
-                    cap, ctl, lfar_min, false, lq, lcount);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0 && *lfar_min != 0xffffffffu) {
-            asym_fetch_min_relaxed(&ns[1], *lfar_min);
-        }
-        if (first) {
-            nt[NF_LIMIT] = new_limit;
-            nt[NF_PHASE] = new_phase;
-            nt[NF_DONE] = 0u;
-            nt[NF_FRESH] = (fresh == 2u) ? 0u : 1u;
-            lcounts[3] += 1ul;
-            /* The slot the split after this one fills (last read by the split before). */
-            __global uint *later = ctl + NF_FAR + ((phase + 2u) % 3u) * NF_SLOT;
-            later[0] = 0u;
-            later[1] = 0xffffffffu;
-        }
-        return false;
-    }
-    if (first) {
-        nt[NF_LIMIT] = limit;
-        nt[NF_PHASE] = phase;
-        nt[NF_DONE] = 0u;
-        nt[NF_FRESH] = 0u;
-        lcounts[2] += 1ul;
-    }
-    __global uint *near_in = (iter & 1u) ? near1 : near0;
-    __global uint *far = (phase & 1u) ? far1 : far0;
-    /* Short lists are spread over every group (a few vertices each) rather than packed into
-     * the first groups WG at a time: an iteration's time is its slowest group's chain of
-     * dependent memory accesses, one chain per round of WG edges. */
-    uint groups = (uint)get_num_groups(0);
-    uint per = min((uint)WG, (len + groups - 1u) / groups);
-    uint stride = groups * per;
-    uint width = nf_width(per);
-    for (uint base = get_group_id(0) * per; base < len; base += stride) {
-        uint i = base + lid;
-        uint u = (lid < per && i < len) ? asym_load_relaxed(&near_in[i]) : NF_NONE;
-        nf_expand_batch(u, width, offsets, targets, weights, dist, stamp, fstamp, expd, near_out, out_len,
-                        far, &fs[0], cap, ctl, limit, iter, phase, local_rounds > 0u, lstart,
-                        ldist, lscan, lsums, lq);
-    }
-    nf_local_rounds(local_rounds, offsets, targets, weights, dist, stamp, fstamp, expd, near_out,
-                    out_len, far, &fs[0], cap, ctl, limit, iter, phase, lstart, ldist, lscan,
-                    lsums, lq);
-    if (lid == 0) {
-        /* The counters stay in the group until the launch ends (nf_flush_counts): two
-         * dependent atomics per iteration would sit on every iteration's critical path. */
-        lcounts[0] += *lvisited;
-        lcounts[1] += *lrelaxed;
-        if (*lfar_min != 0xffffffffu) {
-            asym_fetch_min_relaxed(&fs[1], *lfar_min);
-        }
-    }
-    return false;
-}
-
-__kernel void nf_step(__global const uint *offsets, __global const uint *targets,
-                      __global const uint *weights, __global uint *dist, __global uint *stamp,
-                      __global uint *fstamp, __global uint *near0, __global uint *near1,
-                      __global uint *far0, __global uint *far1, __global uint *ctl,
-                      __global uint *expd, uint delta, uint cap, uint yield_below,
-                      uint local_rounds, uint iter) {
-    __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4], lq[WG];
-    __local ulong lcounts[4];
-    if (get_local_id(0) == 0) {
-        for (uint c = 0u; c < 4u; c++) {
-            lcounts[c] = 0ul;
-        }
-    }
-    nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1, ctl, expd,
-            delta, cap, yield_below, local_rounds, iter, lstart, ldist, lscan, lsums, lq,
-            lcounts);
-    nf_flush_counts(ctl, lcounts);
-}
-
-/* ---- The same iterations in one launch (GPUs: DeviceSssp::delta_stepping's resident mode) ----
- *
- * A launch boundary per iteration costs tens of microseconds on a GPU, more than a road-like
- * graph's iteration, and such a graph needs thousands. nf_run runs `count` iterations in one
- * launch of one work-group per compute unit and puts a grid barrier (asym_grid_barrier,
- * common.cl, where its argument is written down) where the launch boundary was. Where the
- * groups are not all resident a waiting group gives up, sets NF_ABORT, and every group leaves
- * at its next barrier; the host then runs the search again one launch per iteration. The
- * barrier's counter is never reset within a stint: barrier k of a launch is passed once it
- * reaches bar_base + (k + 1) * G, bar_base (an argument) being its value when the launch
- * starts, which the host knows (G times the barriers passed before, mod 2^32). Against a
- * counter reset by the last to arrive, this saves that group's reset and its release of a
- * second word, two round trips on every iteration's critical path. */
-
-/* From the host: NF_BAR_COUNT (the grid barrier's counter), NF_ABORT (its give-up flag),
- * NF_RAN (iterations the last nf_run completed). */
-
-/* Whether every group arrived (false: a group gave up waiting; leave). */
-inline bool nf_grid_barrier(__global uint *ctl, uint target, __local uint *lflag) {
-    return asym_grid_barrier(&ctl[NF_BAR_COUNT], &ctl[NF_ABORT], target, lflag);
-}
-
-__kernel void nf_run(__global const uint *offsets, __global const uint *targets,
-                     __global const uint *weights, __global uint *dist, __global uint *stamp,
-                     __global uint *fstamp, __global uint *near0, __global uint *near1,
-                     __global uint *far0, __global uint *far1, __global uint *ctl,
-                     __global uint *expd, uint delta, uint cap, uint yield_below,
-                     uint local_rounds, uint iter, uint count, uint bar_base) {
-    __local uint lstart[WG], ldist[WG], lscan[WG], lsums[4], lq[WG], lflag;
-    __local ulong lcounts[4];
-    if (get_local_id(0) == 0) {
-        for (uint c = 0u; c < 4u; c++) {
-            lcounts[c] = 0ul;
-        }
-    }
-    uint target = bar_base;
-    uint ran = 0u;
-    for (uint k = 0u; k < count; k++) {
-        /* An iteration that finds the search over leaves at once, every group alike (they
-         * all read the words the iteration before wrote), with no barrier after it: the
-         * host reads the state it wrote for the iteration after (RAN counts it). */
-        if (nf_body(offsets, targets, weights, dist, stamp, fstamp, near0, near1, far0, far1,
-                    ctl, expd, delta, cap, yield_below, local_rounds, iter + k, lstart, ldist,
-                    lscan, lsums, lq, lcounts)) {
-            ran = k + 1u;
-            break;
-        }
-        target += (uint)get_num_groups(0);
-        if (!nf_grid_barrier(ctl, target, &lflag)) {
-            break;
-        }
-        ran = k + 1u;
-    }
-    if (get_global_id(0) == 0) {
-        ctl[NF_RAN] = ran;
-    }
-    nf_flush_counts(ctl, lcounts);
 }

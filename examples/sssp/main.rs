@@ -109,8 +109,8 @@ struct Args {
     /// or a comma-separated list of widths and `auto` (a row per width and mode).
     #[arg(long, default_value = "auto")]
     delta: String,
-    /// Delta-stepping rows: searches per row, all checked; a row shows the median time
-    /// (--json also the fastest and the slowest).
+    /// Frontier and delta-stepping rows: searches per row, all checked; a row shows the
+    /// median time (--json also the fastest and the slowest).
     #[arg(long, default_value_t = 1, value_parser = cli::count(1, 1000))]
     repeat: usize,
     /// Coop delta-stepping: rounds with this many edges or more to scan go to the device,
@@ -508,14 +508,17 @@ impl Rows<'_> {
         self.progress.step(format!("{mode} {}", order.name()));
     }
 
-    /// One search in `mode` and `order`, timed (delta-stepping: `--repeat` searches).
+    /// One search in `mode` and `order`, timed (frontier and delta-stepping: `--repeat`
+    /// searches).
     fn search(&mut self, front: &mut Sssp<'_>, row: &str, mode: Mode, order: Order) -> Result<()> {
         let source = self.source;
         let timed = match order {
-            Order::Delta { .. } => Timed::repeat(self.repeat, self.reference, || {
-                let report = front.shortest_paths(source, mode, order)?;
-                Ok((report.run, report.coop))
-            })?,
+            Order::Delta { .. } | Order::Frontier => {
+                Timed::repeat(self.repeat, self.reference, || {
+                    let report = front.shortest_paths(source, mode, order)?;
+                    Ok((report.run, report.coop))
+                })?
+            }
             _ => {
                 let t = Instant::now();
                 let report = front.shortest_paths(source, mode, order)?;
@@ -642,9 +645,12 @@ impl Wanted {
             }
         }
         if self.members == 1 {
-            // A first search builds the device heap's program (cached afterwards) and warms the
-            // graph's pages: not timed.
-            front.shortest_paths(source, Mode::GpuOnly, self.heap)?;
+            // A first search of each order builds the device heap's program (cached
+            // afterwards), has PoCL compile the kernels for their work-group size and warms
+            // the graph's pages: not timed.
+            for o in [Order::Frontier, self.heap] {
+                front.shortest_paths(source, Mode::GpuOnly, o)?;
+            }
             if self.gpu {
                 for o in [Order::Frontier, self.heap] {
                     rows.search(front, "gpu", Mode::GpuOnly, o)?;

@@ -841,6 +841,34 @@ fn device_frontier_spreads_hubs_over_every_group() {
 }
 
 #[test]
+fn device_frontier_counts_its_iterations_across_batches() {
+    // A path: the whole-frontier search expands the vertices one hop further each iteration,
+    // so from vertex 75 of 150 it takes 76 iterations (the host reads the counters after
+    // batches of 4, 8, 16 and 64 of them, the last running past the end) and expands each
+    // vertex once. A counter set of the ring cleared or read at the wrong iteration loses
+    // or repeats vertices, and the counts below differ.
+    let n = 150u32;
+    let edges: Vec<Edge> = (0..n - 1).map(|v| (v, v + 1, 1 + v % 5)).collect();
+    let g = Graph::from_edges(n as usize, &edges, true).unwrap();
+    let heap = OrderHeap::Device(DeviceHeapConfig::new(4));
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+        for (source, iterations) in [(75, 76), (0, 150), (149, 150)] {
+            let run = dev.shortest_paths(source, Order::Frontier, &heap).unwrap();
+            assert_eq!(
+                run.distances,
+                g.dijkstra(source).unwrap(),
+                "{t:?}, {source}"
+            );
+            assert_eq!(run.stats.iterations, iterations, "{t:?}, {source}");
+            assert_eq!(run.stats.visited, u64::from(n), "{t:?}, {source}");
+            assert_eq!(run.stats.stale, 0, "{t:?}, {source}");
+        }
+    }
+}
+
+#[test]
 fn device_delta_stepping_expands_a_road_like_graph_about_once_per_vertex() {
     let g = Graph::geometric(20_000, 8.0, 5).unwrap();
     let rt = common::runtime(common::transports()[0]);

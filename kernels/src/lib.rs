@@ -178,6 +178,10 @@ pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../g
 /// One frontier expansion of the label-correcting SSSP search (relaxation with atomic minima,
 /// deduplicated next frontier) and its helpers.
 pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"))
+    .with_parts(&[KernelSource::new(
+        "sssp_near_far.cl",
+        include_str!("../sssp_near_far.cl"),
+    )])
     .taking(&["SSSP_", "NF_"])
     .with_params(SSSP_PARAMS);
 
@@ -512,6 +516,25 @@ const SSSP_PARAMS: &[KernelParams] = &[
         ],
     ),
     KernelParams::new(
+        "sssp_expand_list",
+        &[
+            "offsets",
+            "targets",
+            "weights",
+            "dist",
+            "stamp",
+            "list",
+            "next",
+            "counters",
+            "iteration",
+            "chunks",
+            "chunk_cap",
+            "in_at",
+            "out_at",
+            "clear_at",
+        ],
+    ),
+    KernelParams::new(
         "sssp_expand_chunks",
         &[
             "targets",
@@ -523,6 +546,8 @@ const SSSP_PARAMS: &[KernelParams] = &[
             "iteration",
             "chunks",
             "chunk_cap",
+            "count_at",
+            "len_at",
         ],
     ),
     KernelParams::new("sssp_pairs", &["next", "len", "dist", "frontier"]),

@@ -13,7 +13,7 @@
 //!   of a Kronecker graph is as heavy as thousands of ordinary vertices, and a single thread
 //!   expands it); that round is not expanded, and its entries plus every thread's buckets
 //!   are what waits.
-//! - **On the device** (the near-far search, `kernels/sssp.cl`) from the distances and the
+//! - **On the device** (the near-far search, `kernels/sssp_near_far.cl`) from the distances and the
 //!   waiting vertices as its far pile, until a bucket opens whose near list has fewer than
 //!   [`CoopSplit::to_host`] edges by the graph's mean degree (the device does not sum
 //!   degrees); the near list and the far pile are what waits.

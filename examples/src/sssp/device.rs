@@ -1,21 +1,27 @@
-//! SSSP on the throughput device (GpuOnly): the graph, distances and frontier stay in SVM;
-//! each iteration is one launch of `sssp_expand` (and, on a graph with vertices of more than
-//! CHUNK edges, one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over
-//! every group: see `CHUNK`) and one of `sssp_pairs`
-//! (`kernels/sssp.cl`), the host reading only a few counters between them. With the heap
+//! SSSP on the throughput device (GpuOnly): the graph, distances and frontier stay in SVM.
+//! The whole-frontier search ([`Order::Frontier`]) enqueues its iterations back to back, one
+//! launch of `sssp_expand_list` each (and, on a graph with vertices of more than CHUNK edges,
+//! one of `sssp_expand_chunks`, which spreads the rest of those hubs' edges over every group:
+//! see `CHUNK`), and reads the counters only after a batch of them (`Batches`;
+//! `kernels/sssp.cl`). The heap-ordered search and device sets expand
+//! `(distance, vertex)` entries instead: one `sssp_expand` launch, the counters read, and one
+//! `sssp_pairs` launch an iteration. With the heap
 //! ([`Order::Heap`]) the frontier goes through the host into a [`DeviceGeneralizedHeap`](asym_structures::DeviceGeneralizedHeap) of
 //! `(distance, vertex)` pairs and the nearest vertices come back as the next frontier; with
 //! [`HeapPlacement::Cooperative`] it goes into a
 //! [`CooperativeHeap`](asym_structures::CooperativeHeap) instead, whose host top serves most
 //! pops without a launch.
 
+use std::time::Instant;
+
 use asym_kernels::{cl_defines, ClConst};
-use asym_runtime::{Error, Kernel, Result, Runtime, SvmBuffer};
+use asym_runtime::backoff::Deadline;
+use asym_runtime::{DeviceKind, Error, Kernel, Result, Runtime, Side, SvmBuffer};
 
 use super::near_far::NearFar;
 use super::{
     distances_into, distances_par, next_iteration, search, AnswerMemory, Order, Pair, Relaxer,
-    SsspRun,
+    SsspRun, SsspStats,
 };
 use crate::graph::Graph;
 use asym_structures::HeapPlacement;
@@ -26,7 +32,26 @@ const VISITED: usize = 1;
 const STALE: usize = 2;
 /// Chunks of hub edges queued for `sssp_expand_chunks`.
 const CHUNKS: usize = 3;
-const COUNTERS: usize = 4;
+/// Iterations of `sssp_expand_list` that had vertices.
+const ROUNDS: usize = 4;
+/// The ring of `sssp_expand_list`'s counter sets: iteration i's is [`ring_set`]`(i)`.
+const RING: usize = 5;
+/// Sets in the ring: an iteration reads its own, appends to the next one's and clears the
+/// one after that (the previous iteration's).
+const RING_SETS: usize = 3;
+/// Words of a set: the iteration's list length, then its hub chunks.
+const SET_WORDS: usize = 2;
+const COUNTERS: usize = RING + RING_SETS * SET_WORDS;
+/// Iterations a device search enqueues before it first reads its counters; each later batch
+/// is twice the one before, up to `MAX_BATCH` ([`Batches`]).
+const FIRST_BATCH: u32 = 4;
+const MAX_BATCH: u32 = 64;
+/// Groups per compute unit of an `sssp_expand_list` launch, whose list length the host does
+/// not know when it enqueues it (the kernel strides over the list): on a GPU four times the
+/// groups of WG that fill an NVIDIA SM (more groups than fit balance the load: the
+/// iteration's ragged tail is shorter), on a CPU device a few per core.
+const GROUPS_PER_GPU_UNIT: usize = 32;
+const GROUPS_PER_CPU_UNIT: usize = 8;
 /// Edges of a hub that one group expands in `sssp_expand`; the rest go to `sssp_expand_chunks`
 /// in pieces of this many, spread over every group (`kernels/sssp.cl`; the sweep:
 /// docs/decisions.md).
@@ -50,6 +75,9 @@ pub struct DeviceSssp<'g> {
     /// The current frontier as `distance << 32 | vertex`.
     frontier: SvmBuffer<u64>,
     next: SvmBuffer<u32>,
+    /// The whole-frontier search's other vertex list (`next` is the first): odd iterations
+    /// expand this one into `next`, even ones `next` into this.
+    list: SvmBuffer<u32>,
     counters: SvmBuffer<u32>,
     /// Hubs' edges past their first CHUNK, as (vertex, distance, first edge, count); sized
     /// for every vertex queued once per iteration (edges / CHUNK), one unused entry when no
@@ -58,6 +86,7 @@ pub struct DeviceSssp<'g> {
     chunk_cap: u32,
     init: Kernel,
     expand: Kernel,
+    expand_list: Kernel,
     expand_chunks: Kernel,
     pairs: Kernel,
     /// `sssp_apply` and `sssp_merge` (searches over a device set).
@@ -100,6 +129,7 @@ impl<'g> DeviceSssp<'g> {
             stamp: rt.alloc::<u32>(n)?,
             frontier: rt.alloc::<u64>(n)?,
             next: rt.alloc::<u32>(n)?,
+            list: rt.alloc::<u32>(n)?,
             counters: rt.alloc::<u32>(COUNTERS)?,
             chunks: rt.alloc::<u32>(4 * chunk_cap.max(1))?,
             chunk_cap: u32::try_from(chunk_cap).map_err(|_| {
@@ -107,6 +137,7 @@ impl<'g> DeviceSssp<'g> {
             })?,
             init: Kernel::from_program(rt, &program, "sssp_init")?,
             expand: Kernel::from_program(rt, &program, "sssp_expand")?,
+            expand_list: Kernel::from_program(rt, &program, "sssp_expand_list")?,
             expand_chunks: Kernel::from_program(rt, &program, "sssp_expand_chunks")?,
             pairs: Kernel::from_program(rt, &program, "sssp_pairs")?,
             apply: Kernel::from_program(rt, &program, "sssp_apply")?,
@@ -129,8 +160,10 @@ impl<'g> DeviceSssp<'g> {
         heap: &HeapPlacement,
     ) -> Result<SsspRun> {
         self.graph.check_source(source)?;
-        if let Order::Delta { width } = order {
-            return self.delta_stepping(source, width);
+        match order {
+            Order::Delta { width } => return self.delta_stepping(source, width),
+            Order::Frontier => return self.frontier_search(source),
+            Order::Heap { .. } => {}
         }
         self.reset(source)?;
         let mut relax = DeviceRelaxer {
@@ -139,12 +172,138 @@ impl<'g> DeviceSssp<'g> {
             len: 0,
             iteration: 0,
         };
-        match order {
-            Order::Frontier | Order::Delta { .. } => search(&mut relax, None, order, source as u32),
-            Order::Heap { batch, .. } => {
-                let mut heap = heap.build(&relax.sssp.rt, batch)?;
-                search(&mut relax, Some(heap.as_mut()), order, source as u32)
+        let Order::Heap { batch, .. } = order else {
+            unreachable!("the other orders returned above")
+        };
+        let mut heap = heap.build(&relax.sssp.rt, batch)?;
+        search(&mut relax, Some(heap.as_mut()), order, source as u32)
+    }
+
+    /// The whole-frontier search: batches of iterations enqueued back to back
+    /// (`sssp_expand_list`), the counters read after each batch until an iteration leaves
+    /// nothing queued. `transfer_time` is the reading out of the distances.
+    fn frontier_search(&mut self, source: usize) -> Result<SsspRun> {
+        self.reset(source)?;
+        let n = self.graph.vertices();
+        self.list.copy_from_host(0, &[source as u32])?;
+        let mut start = [0u32; COUNTERS];
+        start[ring_set(1)] = 1;
+        self.counters.write(&start)?;
+        let answer = AnswerMemory::start(n);
+        let started = Instant::now();
+        let mut batches = Batches::new(&self.rt);
+        let mut iteration = 0u32;
+        let counters = loop {
+            let batch = batches.next_len();
+            let mut launches = Vec::with_capacity(2 * batch as usize);
+            for k in 0..batch {
+                iteration = next_iteration(iteration)?;
+                self.list_launch(iteration, k + 1 == batch, &mut launches)?;
             }
+            for launch in launches {
+                launch.wait()?;
+            }
+            let c = self.counters.read()?;
+            let queued = c[ring_set(u64::from(iteration) + 1)] as usize;
+            if queued > n {
+                return Err(Error::corrupted(
+                    "the SSSP frontier",
+                    format!("the SSSP kernels queued {queued} vertices in a graph of {n}"),
+                ));
+            }
+            if queued == 0 {
+                break c;
+            }
+            batches.check("the SSSP frontier to empty", || {
+                format!("{} iterations, {queued} vertices queued", c[ROUNDS])
+            })?;
+        };
+        let search_time = started.elapsed();
+        let distances = self.read_distances(Some(answer))?;
+        let stats = SsspStats {
+            iterations: u64::from(counters[ROUNDS]),
+            visited: u64::from(counters[VISITED]),
+            stale: u64::from(counters[STALE]),
+            compute_time: started.elapsed(),
+            transfer_time: started.elapsed().saturating_sub(search_time),
+            ..SsspStats::default()
+        };
+        Ok(SsspRun { distances, stats })
+    }
+
+    /// Enqueues iteration `iteration` of the whole-frontier search (submitted to the device
+    /// only where `flush`), its launches pushed onto `launches`.
+    fn list_launch(
+        &mut self,
+        iteration: u32,
+        flush: bool,
+        launches: &mut Vec<asym_runtime::Launch>,
+    ) -> Result<()> {
+        let (list, next) = if iteration % 2 == 1 {
+            (&self.list, &self.next)
+        } else {
+            (&self.next, &self.list)
+        };
+        let i = u64::from(iteration);
+        let (this, after) = (ring_set(i), ring_set(i + 1));
+        self.expand_list
+            .arg_svm("offsets", &self.offsets)?
+            .arg_svm("targets", &self.targets)?
+            .arg_svm("weights", &self.weights)?
+            .arg_svm("dist", &self.dist)?
+            .arg_svm("stamp", &self.stamp)?
+            .arg_svm("list", list)?
+            .arg_svm("next", next)?
+            .arg_svm("counters", &self.counters)?
+            .arg_scalar("iteration", iteration)?
+            .arg_svm("chunks", &self.chunks)?
+            .arg_scalar("chunk_cap", self.chunk_cap)?
+            .arg_scalar("in_at", this as u32)?
+            .arg_scalar("out_at", after as u32)?
+            .arg_scalar("clear_at", ring_set(i + 2) as u32)?;
+        let global = fill_groups(&self.rt) * WG;
+        let hubs = self.chunk_cap > 0;
+        launches.push(if flush && !hubs {
+            self.expand_list.launch(global, Some(WG))?
+        } else {
+            self.expand_list.launch_unflushed(global, Some(WG))?
+        });
+        if hubs {
+            let chunks =
+                self.chunks_launch(iteration % 2 == 0, iteration, this + 1, after, flush)?;
+            launches.push(chunks);
+        }
+        Ok(())
+    }
+
+    /// An `sssp_expand_chunks` launch over the hub chunks counted in `counters[count_at]`,
+    /// appending to `list` (`into_list`) or `next` under `counters[len_at]`.
+    fn chunks_launch(
+        &mut self,
+        into_list: bool,
+        iteration: u32,
+        count_at: usize,
+        len_at: usize,
+        flush: bool,
+    ) -> Result<asym_runtime::Launch> {
+        let next = if into_list { &self.list } else { &self.next };
+        self.expand_chunks
+            .arg_svm("targets", &self.targets)?
+            .arg_svm("weights", &self.weights)?
+            .arg_svm("dist", &self.dist)?
+            .arg_svm("stamp", &self.stamp)?
+            .arg_svm("next", next)?
+            .arg_svm("counters", &self.counters)?
+            .arg_scalar("iteration", iteration)?
+            .arg_svm("chunks", &self.chunks)?
+            .arg_scalar("chunk_cap", self.chunk_cap)?
+            .arg_scalar("count_at", count_at as u32)?
+            .arg_scalar("len_at", len_at as u32)?;
+        if flush {
+            self.expand_chunks.launch(CHUNK_GROUPS * WG, Some(WG))
+        } else {
+            self.expand_chunks
+                .launch_unflushed(CHUNK_GROUPS * WG, Some(WG))
         }
     }
 }
@@ -256,18 +415,7 @@ impl DeviceSssp<'_> {
             .arg_scalar("chunk_cap", self.chunk_cap)?;
         let expanded = self.expand.launch(groups(end - first) * WG, Some(WG))?;
         if self.chunk_cap > 0 {
-            self.expand_chunks
-                .arg_svm("targets", &self.targets)?
-                .arg_svm("weights", &self.weights)?
-                .arg_svm("dist", &self.dist)?
-                .arg_svm("stamp", &self.stamp)?
-                .arg_svm("next", &self.next)?
-                .arg_svm("counters", &self.counters)?
-                .arg_scalar("iteration", iteration)?
-                .arg_svm("chunks", &self.chunks)?
-                .arg_scalar("chunk_cap", self.chunk_cap)?;
-            self.expand_chunks
-                .launch(CHUNK_GROUPS * WG, Some(WG))?
+            self.chunks_launch(false, iteration, CHUNKS, NEXT_LEN, true)?
                 .wait()?;
         }
         expanded.wait()
@@ -362,6 +510,7 @@ const KERNEL_CONSTANTS: &[ClConst] = &[
     ClConst::int("SSSP_VISITED", VISITED as u64),
     ClConst::int("SSSP_STALE", STALE as u64),
     ClConst::int("SSSP_CHUNKS", CHUNKS as u64),
+    ClConst::int("SSSP_ROUNDS", ROUNDS as u64),
     ClConst::uint("SSSP_CHUNK", CHUNK as u64),
 ];
 
@@ -379,6 +528,62 @@ pub(super) fn program(rt: &Runtime) -> Result<asym_runtime::Program> {
 
 pub(super) fn groups(items: usize) -> usize {
     items.div_ceil(WG).clamp(1, MAX_GROUPS)
+}
+
+/// Groups of a launch whose length is decided on the device: enough to fill it.
+fn fill_groups(rt: &Runtime) -> usize {
+    let profile = rt.profile();
+    let per_unit = match profile.kind {
+        DeviceKind::Gpu => GROUPS_PER_GPU_UNIT,
+        _ => GROUPS_PER_CPU_UNIT,
+    };
+    (profile.compute_units as usize * per_unit).clamp(1, MAX_GROUPS)
+}
+
+/// The batches of iterations a device search enqueues back to back between two reads of
+/// its counters: `FIRST_BATCH` iterations, then each batch twice the one before, up to
+/// `MAX_BATCH`. A batch may run past the search's end: those iterations find nothing to do
+/// (an empty launch of a few µs, where a read costs 20–40 µs on the GPU machine). Every
+/// launch ends on its own, but only the kernels' lists say when the search ends: the
+/// search as a whole is bounded by the runtime's wait bound.
+pub(super) struct Batches {
+    len: u32,
+    deadline: Deadline,
+}
+
+impl Batches {
+    pub(super) fn new(rt: &Runtime) -> Self {
+        Batches {
+            len: FIRST_BATCH,
+            deadline: Deadline::after(rt.timeout()),
+        }
+    }
+
+    /// The next batch's length.
+    pub(super) fn next_len(&mut self) -> u32 {
+        let len = self.len;
+        self.len = (len * 2).min(MAX_BATCH);
+        len
+    }
+
+    /// [`Error::Stalled`] once the search has outlasted the runtime's wait bound, waiting
+    /// for `what` (`detail`: how far it came).
+    pub(super) fn check(&self, what: &str, detail: impl FnOnce() -> String) -> Result<()> {
+        if !self.deadline.expired() {
+            return Ok(());
+        }
+        Err(Error::Stalled {
+            side: Side::Device,
+            waiting_for: what.into(),
+            waited_ms: self.deadline.waited_ms(),
+            detail: detail(),
+        })
+    }
+}
+
+/// The first word of `sssp_expand_list`'s counter set for iteration `iteration`.
+fn ring_set(iteration: u64) -> usize {
+    RING + SET_WORDS * (iteration % RING_SETS as u64) as usize
 }
 
 struct DeviceRelaxer<'s, 'g> {

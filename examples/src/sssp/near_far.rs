@@ -1,4 +1,4 @@
-//! Delta-stepping on the throughput device: the near-far search of `kernels/sssp.cl`
+//! Delta-stepping on the throughput device: the near-far search of `kernels/sssp_near_far.cl`
 //! (`nf_step`), work-efficient where the frontier search re-expands vertices
 //! whose label improves later (75 expansions per reached vertex on a road-like graph).
 //!
@@ -14,13 +14,12 @@
 use std::time::Instant;
 
 use asym_kernels::ClConst;
-use asym_runtime::backoff::Deadline;
-use asym_runtime::{DeviceKind, Error, Kernel, Launch, Result, Side, SvmBuffer};
+use asym_runtime::{DeviceKind, Error, Kernel, Launch, Result, SvmBuffer};
 
-use super::device::{groups, program, DeviceSssp, WG};
+use super::device::{groups, program, Batches, DeviceSssp, WG};
 use super::{next_iteration, AnswerMemory, SsspRun, SsspStats};
 
-// Control words (`NF_*` in kernels/sssp.cl, from `kernel_constants`).
+// Control words (`NF_*` in kernels/sssp_near_far.cl, from `kernel_constants`).
 /// Three words: the near length of iteration i at `NLEN + i % 3`.
 const NLEN: usize = 0;
 /// Two words each (low, high): vertices expanded, edges scanned.
@@ -59,7 +58,7 @@ const NO_VERTEX: u32 = u32::MAX;
 /// Edges per work-item a group may scan in an iteration and still go on with local rounds.
 const LOCAL_EDGES_PER_ITEM: u64 = 4;
 
-/// What `kernels/sssp.cl` takes from the host for the near-far search, built with
+/// What `kernels/sssp_near_far.cl` takes from the host for the near-far search, built with
 /// work-groups of `wg`.
 pub(super) fn kernel_constants(wg: usize) -> [ClConst; 20] {
     let int = |name, v: usize| ClConst::int(name, v as u64);
@@ -87,10 +86,6 @@ pub(super) fn kernel_constants(wg: usize) -> [ClConst; 20] {
     ]
 }
 
-/// Iterations enqueued before the first look at the control words; each later batch is
-/// twice as long, up to [`MAX_BATCH`]. Iterations past the end cost an empty launch each.
-const FIRST_BATCH: u32 = 4;
-const MAX_BATCH: u32 = 64;
 /// Iterations per `nf_run` launch (it stops early when the search is done).
 const RESIDENT_ITERATIONS: u32 = 4096;
 
@@ -99,7 +94,7 @@ pub(crate) struct NearFar {
     fstamp: SvmBuffer<u32>,
     /// The distance each vertex was last expanded with (`u32::MAX`: never).
     expanded: SvmBuffer<u32>,
-    /// Local rounds per iteration (`kernels/sssp.cl`'s nf_body).
+    /// Local rounds per iteration (`kernels/sssp_near_far.cl`'s nf_body).
     local_rounds: u32,
     near: [SvmBuffer<u32>; 2],
     far: [SvmBuffer<u32>; 2],
@@ -355,12 +350,10 @@ impl DeviceSssp<'_> {
     /// One `nf_step` launch per iteration, enqueued in batches, from iteration `iter`.
     fn iterate_launches(&mut self, nf: &mut NearFar, mut iter: u32) -> Result<Ended> {
         let global = nf.groups * WG;
-        // Liveness: every launch ends on its own, but the iterations only end when the
-        // kernel's lists do; a search that outlasts the runtime's wait bound is reported.
-        let deadline = Deadline::after(self.rt.timeout());
-        let mut batch = FIRST_BATCH;
+        let mut batches = Batches::new(&self.rt);
         let mut launches = 0u64;
         loop {
+            let batch = batches.next_len();
             let mut pending: Vec<Launch> = Vec::with_capacity(batch as usize);
             for _ in 0..batch {
                 nf.step.arg_scalar("iter", iter)?;
@@ -375,15 +368,14 @@ impl DeviceSssp<'_> {
             if words[STATE + (iter & 1) as usize * SLOT + DONE] != 0 {
                 return Ok(Ended::Done(words, launches, iter));
             }
-            check_deadline(&deadline, iter, &words)?;
-            batch = (batch * 2).min(MAX_BATCH);
+            batches.check(WAITING_FOR, || progress(iter, &words))?;
         }
     }
 
     /// `nf_run` launches of many iterations each, from iteration `iter`.
     fn iterate_resident(&mut self, nf: &mut NearFar, mut iter: u32) -> Result<Ended> {
         let global = nf.resident_groups * WG;
-        let deadline = Deadline::after(self.rt.timeout());
+        let batches = Batches::new(&self.rt);
         let mut launches = 0u64;
         // The stint's copy of the control words zeroed the barrier counter; every completed
         // iteration adds one arrival per group.
@@ -413,7 +405,7 @@ impl DeviceSssp<'_> {
                 return Ok(Ended::Done(words, launches, next));
             }
             iter += count;
-            check_deadline(&deadline, iter, &words)?;
+            batches.check(WAITING_FOR, || progress(iter, &words))?;
         }
     }
 }
@@ -448,17 +440,12 @@ fn stint_stats(words: &[u32; CTL_WORDS], launches: u64) -> SsspStats {
     }
 }
 
-/// The search's liveness check: [`Error::Stalled`] once it outlasts `deadline`.
-fn check_deadline(deadline: &Deadline, iter: u32, words: &[u32]) -> Result<()> {
-    if !deadline.expired() {
-        return Ok(());
-    }
-    Err(Error::Stalled {
-        side: Side::Device,
-        waiting_for: "the near-far SSSP search to empty its lists".into(),
-        waited_ms: deadline.waited_ms(),
-        detail: format!("{} iterations, {} buckets opened", iter - 1, words[SPLITS]),
-    })
+/// What a search that outlasts the runtime's wait bound was waiting for.
+const WAITING_FOR: &str = "the near-far SSSP search to empty its lists";
+
+/// How far a search came, for [`Batches::check`]'s error.
+fn progress(iter: u32, words: &[u32]) -> String {
+    format!("{} iterations, {} buckets opened", iter - 1, words[SPLITS])
 }
 
 /// Where the next device stint of a cooperative search starts: beyond every iteration and
