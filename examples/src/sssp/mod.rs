@@ -18,7 +18,10 @@
 //!
 //! Frontier entries are `(distance when queued, vertex)` pairs. An entry whose distance is
 //! above the vertex's current one is stale: the vertex was queued again when its distance
-//! dropped, so the stale entry is skipped (not expanded, not counted as visited).
+//! dropped, so the stale entry is skipped (not expanded, not counted as visited). The
+//! device's whole-frontier search keeps plain vertex lists instead (its iterations run
+//! without the host between them): there a vertex is stale when the running iteration
+//! already lowered and queued it again.
 //!
 //! The two engines run the same loop (`search`): [`cpu`] on pinned latency threads with
 //! the [`ConcurrentGeneralizedHeap`](asym_structures::ConcurrentGeneralizedHeap), [`device`] with
