@@ -493,7 +493,7 @@ impl DeviceSssp<'_> {
             Some(answer) => {
                 let mut out = answer.take();
                 debug_assert_eq!(out.len(), n);
-                distances_into(self.graph, &mut out, |v| words[v]).map(|()| out)
+                distances_into(self.graph, &mut out, words).map(|()| out)
             }
             None => distances_par(self.graph, n, |v| words[v]),
         };

@@ -297,19 +297,34 @@ pub(crate) fn distances_par(
     Ok(out)
 }
 
-/// [`distances_par`] into memory an [`AnswerMemory`] prepared (`out.len()` words).
-pub(crate) fn distances_into(
-    graph: &Graph,
-    out: &mut [u64],
-    word: impl Fn(usize) -> u32 + Sync,
-) -> Result<()> {
+/// [`distances_par`] from one word per vertex, `words`, into memory an [`AnswerMemory`]
+/// prepared (`out.len()` words, as many), a chunk per task in a loop the compiler vectorizes
+/// (not a call per word with the overflow flag's atomic store in reach).
+pub(crate) fn distances_into(graph: &Graph, out: &mut [u64], words: &[u32]) -> Result<()> {
     use rayon::prelude::*;
-    let overflow = AtomicBool::new(false);
-    out.par_iter_mut()
-        .enumerate()
-        .with_min_len(1 << 14)
-        .for_each(|(v, d)| *d = answer_distance(word(v), &overflow));
-    if overflow.into_inner() {
+    const CHUNK: usize = 1 << 15;
+    if out.len() != words.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{} distance words for an answer of {}",
+            words.len(),
+            out.len()
+        )));
+    }
+    let overflow = out
+        .par_chunks_mut(CHUNK)
+        .zip(words.par_chunks(CHUNK))
+        .map(|(out, words)| {
+            let mut overflow = false;
+            for (d, &w) in out.iter_mut().zip(words) {
+                // answer_distance's cases without a branch on the flag.
+                let w = u64::from(w);
+                overflow |= w == DISTANCE_LIMIT;
+                *d = if w >= DISTANCE_LIMIT { UNREACHABLE } else { w };
+            }
+            overflow
+        })
+        .reduce(|| false, |a, b| a | b);
+    if overflow {
         return Err(overflow_error(graph.max_weight()));
     }
     Ok(())
@@ -472,6 +487,9 @@ mod tests {
             }
             distances_in_place(&graph, &mut words).unwrap();
             assert_eq!(words, expected, "{n} vertices");
+            let mut into = vec![0; n];
+            distances_into(&graph, &mut into, &dist).unwrap();
+            assert_eq!(into, expected, "{n} vertices, into prepared memory");
         }
         let mut words = vec![u64::MAX; 3];
         host_memory::u64s_as_atomic_u32_pairs(&mut words)[1].store(DISTANCE_LIMIT as u32, Relaxed);
@@ -479,5 +497,8 @@ mod tests {
             distances_in_place(&graph, &mut words).is_err(),
             "an overflow"
         );
+        let limit = [0, DISTANCE_LIMIT as u32, u32::MAX];
+        assert!(distances_into(&graph, &mut [0; 3], &limit).is_err());
+        assert!(distances_into(&graph, &mut [0; 2], &limit).is_err());
     }
 }
