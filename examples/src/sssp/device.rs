@@ -543,9 +543,9 @@ fn fill_groups(rt: &Runtime) -> usize {
 /// The batches of iterations a device search enqueues back to back between two reads of
 /// its counters: `FIRST_BATCH` iterations, then each batch twice the one before, up to
 /// `MAX_BATCH`. A batch may run past the search's end: those iterations find nothing to do
-/// (an empty launch of a few µs, where a read costs 20–40 µs on the GPU machine). Every
-/// launch ends on its own, but only the kernels' lists say when the search ends: the
-/// search as a whole is bounded by the runtime's wait bound.
+/// (an empty launch each, where a read of the counters cost 20–40 µs in a trace on the GPU
+/// machine). Every launch ends on its own, but only the kernels' lists say when the search
+/// ends: the search as a whole is bounded by the runtime's wait bound.
 pub(super) struct Batches {
     len: u32,
     deadline: Deadline,
