@@ -49,7 +49,8 @@ const MAX_BATCH: u32 = 64;
 /// Groups per compute unit of an `sssp_expand_list` launch, whose list length the host does
 /// not know when it enqueues it (the kernel strides over the list): on a GPU four times the
 /// groups of WG that fill an NVIDIA SM (more groups than fit balance the load: the
-/// iteration's ragged tail is shorter), on a CPU device a few per core.
+/// iteration's ragged tail is shorter), on a CPU device a few per core (a choice, not
+/// measured).
 const GROUPS_PER_GPU_UNIT: usize = 32;
 const GROUPS_PER_CPU_UNIT: usize = 8;
 /// Edges of a hub that one group expands in `sssp_expand`; the rest go to `sssp_expand_chunks`
@@ -161,22 +162,21 @@ impl<'g> DeviceSssp<'g> {
     ) -> Result<SsspRun> {
         self.graph.check_source(source)?;
         match order {
-            Order::Delta { width } => return self.delta_stepping(source, width),
-            Order::Frontier => return self.frontier_search(source),
-            Order::Heap { .. } => {}
+            Order::Delta { width } => self.delta_stepping(source, width),
+            Order::Frontier => self.frontier_search(source),
+            Order::Heap { batch, .. } => {
+                self.reset(source)?;
+                let answer = AnswerMemory::start(self.graph.vertices());
+                let mut heap = heap.build(&self.rt, batch)?;
+                let mut relax = DeviceRelaxer {
+                    answer: Some(answer),
+                    sssp: self,
+                    len: 0,
+                    iteration: 0,
+                };
+                search(&mut relax, Some(heap.as_mut()), order, source as u32)
+            }
         }
-        self.reset(source)?;
-        let mut relax = DeviceRelaxer {
-            answer: Some(AnswerMemory::start(self.graph.vertices())),
-            sssp: self,
-            len: 0,
-            iteration: 0,
-        };
-        let Order::Heap { batch, .. } = order else {
-            unreachable!("the other orders returned above")
-        };
-        let mut heap = heap.build(&relax.sssp.rt, batch)?;
-        search(&mut relax, Some(heap.as_mut()), order, source as u32)
     }
 
     /// The whole-frontier search: batches of iterations enqueued back to back
@@ -220,12 +220,13 @@ impl<'g> DeviceSssp<'g> {
         };
         let search_time = started.elapsed();
         let distances = self.read_distances(Some(answer))?;
+        let compute_time = started.elapsed();
         let stats = SsspStats {
             iterations: u64::from(counters[ROUNDS]),
             visited: u64::from(counters[VISITED]),
             stale: u64::from(counters[STALE]),
-            compute_time: started.elapsed(),
-            transfer_time: started.elapsed().saturating_sub(search_time),
+            compute_time,
+            transfer_time: compute_time - search_time,
             ..SsspStats::default()
         };
         Ok(SsspRun { distances, stats })

@@ -375,6 +375,7 @@ impl DeviceSssp<'_> {
     /// `nf_run` launches of many iterations each, from iteration `iter`.
     fn iterate_resident(&mut self, nf: &mut NearFar, mut iter: u32) -> Result<Ended> {
         let global = nf.resident_groups * WG;
+        // One launch runs many iterations: of the batches, only the search's bound is used.
         let batches = Batches::new(&self.rt);
         let mut launches = 0u64;
         // The stint's copy of the control words zeroed the barrier counter; every completed
