@@ -21,7 +21,7 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 /// Waits for `cmd`, killing it past [`BOUND`].
-fn bounded(cmd: Command) -> Output {
+fn bounded(cmd: &mut Command) -> Output {
     let shown = format!("{cmd:?}");
     run_bounded(cmd, BOUND)
         .expect("starts")
@@ -35,7 +35,7 @@ fn ranks(n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
 fn ranks_of(program: &str, n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = mpirun(n, program);
     cmd.args(args).envs(env.iter().copied());
-    bounded(cmd)
+    bounded(&mut cmd)
 }
 
 fn one_host(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -45,7 +45,7 @@ fn one_host(args: &[&str], env: &[(&str, &str)]) -> Output {
 fn one_host_of(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(program);
     cmd.args(args).envs(env.iter().copied());
-    bounded(cmd)
+    bounded(&mut cmd)
 }
 
 fn text(b: &[u8]) -> String {
@@ -377,7 +377,7 @@ fn the_heap_over_ranks_returns_every_key_once_in_order() {
             "all",
             "--json",
         ]);
-        let out = bounded(cmd);
+        let out = bounded(&mut cmd);
         assert_ok(&out, &format!("heap_bench on {n} ranks"));
         let stdout = text(&out.stdout);
         let rows: Vec<serde_json::Value> = stdout
@@ -405,12 +405,12 @@ fn the_heap_deletes_in_one_call_and_refuses_one_host_flags() {
     // And deletes of every key in one call (the default).
     let mut cmd = mpirun(3, HEAP);
     cmd.args(["--keys-log2", "13", "--mode", "cpu,coop", "--json"]);
-    let out = bounded(cmd);
+    let out = bounded(&mut cmd);
     assert_ok(&out, "heap_bench, one delete call");
     assert!(!text(&out.stdout).contains("\"verified\":false"));
     let mut cmd = mpirun(2, HEAP);
     cmd.args(["--mixed"]);
-    let out = bounded(cmd);
+    let out = bounded(&mut cmd);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr).matches("not under MPI").count(), 1);
 }

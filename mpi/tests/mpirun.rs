@@ -16,7 +16,7 @@ const BOUND: Duration = Duration::from_secs(120);
 fn job(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = mpirun(ranks, SELFCHECK);
     cmd.args(args).envs(env.iter().copied());
-    run_bounded(cmd, BOUND)
+    run_bounded(&mut cmd, BOUND)
         .expect("mpirun runs (scripts/setup.sh installs OpenMPI)")
         .unwrap_or_else(|| panic!("mpirun -np {ranks} mpi_selfcheck {args:?} hung past {BOUND:?}"))
 }
