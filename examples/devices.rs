@@ -1,6 +1,7 @@
 //! Lists every OpenCL device with its profile and SVM level, then, on the selected device,
 //! checks SVM round trips host → device → host on every transport it supports and measures
-//! round-trip latency per transport, launch + finish latency and map + unmap cost.
+//! round-trip latency per transport, launch + finish latency, map + unmap cost, upload paths
+//! and the latency of one dependent global-memory access (a load, an atomic minimum).
 //!
 //! ```text
 //! cargo run --release --bin devices [-- --device NAME --json --samples N]
@@ -8,9 +9,9 @@
 
 use std::process::ExitCode;
 
-use asym_runtime::diag::{self, Summary};
+use asym_runtime::diag::{self, ChaseAccess, Summary};
 use asym_runtime::signal::pack;
-use asym_runtime::{list_devices, select_device, DeviceProfile, Result, Runtime, Transport};
+use asym_runtime::{list_devices, select_device, DeviceProfile, Error, Result, Runtime, Transport};
 use clap::Parser;
 use serde_json::{json, Value};
 
@@ -36,6 +37,11 @@ struct Args {
     /// 65536).
     #[arg(long, default_value_t = 64, value_parser = cli::count(1, 1 << 16))]
     upload_mib: usize,
+    /// MiB of the dependent-access chases (a random cycle followed link by link with loads
+    /// and with atomic minimums: the latency of one dependent access), a comma list, each
+    /// 1 to 4096; 0 skips them. 16 MiB stays in a large GPU's L2, 256 MiB does not.
+    #[arg(long, default_value = "16,256")]
+    chase_mib: String,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -50,6 +56,44 @@ struct TransportReport {
     echo: Summary,
     pingpong: Option<Summary>,
     upload: diag::UploadTimes,
+    chases: Vec<Chase>,
+}
+
+/// Nanoseconds per dependent access through a cycle of `mib` MiB.
+struct Chase {
+    mib: usize,
+    load_ns: f64,
+    atomic_ns: f64,
+}
+
+/// Links per timed chase beyond the 1,000 the difference cancels, and launches per median.
+const CHASE_LINKS: u32 = 16_384;
+const CHASE_SAMPLES: usize = 5;
+
+/// The sizes `--chase-mib` names (none for 0).
+fn chase_sizes(value: &str) -> Result<Vec<usize>> {
+    let sizes = cli::numbers("--chase-mib", value)?;
+    if sizes == [0] {
+        return Ok(Vec::new());
+    }
+    match sizes.iter().find(|&&m| !(1..=4096).contains(&m)) {
+        Some(m) => Err(Error::flag(
+            "--chase-mib",
+            m.to_string(),
+            "each size is 1 to 4096 MiB (0 alone skips the chases)",
+        )),
+        None => Ok(sizes),
+    }
+}
+
+fn chase(rt: &Runtime, mib: usize) -> Result<Chase> {
+    let mut probe = diag::ChaseProbe::new(rt, (mib << 20) / 4, 0x5eed_c4a5e)?;
+    let mut per_link = |a| probe.ns_per_link(a, CHASE_LINKS, CHASE_SAMPLES);
+    Ok(Chase {
+        mib,
+        load_ns: per_link(ChaseAccess::Load)?,
+        atomic_ns: per_link(ChaseAccess::AtomicMin)?,
+    })
 }
 
 fn summary_json(s: &Summary) -> Value {
@@ -68,7 +112,12 @@ fn profile_json(d: &DeviceProfile) -> Value {
     })
 }
 
-fn measure(device: &DeviceProfile, t: Transport, args: &Args) -> Result<TransportReport> {
+fn measure(
+    device: &DeviceProfile,
+    t: Transport,
+    args: &Args,
+    chase_mib: &[usize],
+) -> Result<TransportReport> {
     let rt = Runtime::open(device.clone(), Some(t), None)?;
     let n = args.samples.max(1);
     let round_trip = diag::svm_round_trip(&rt, args.words, 0x5eed)?;
@@ -95,8 +144,13 @@ fn measure(device: &DeviceProfile, t: Transport, args: &Args) -> Result<Transpor
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let upload = diag::upload_probe(&rt, args.upload_mib << 20, threads, 3)?;
+    let chases = chase_mib
+        .iter()
+        .map(|&mib| chase(&rt, mib))
+        .collect::<Result<Vec<_>>>()?;
     Ok(TransportReport {
         upload,
+        chases,
         transport: t,
         round_trip_ms: round_trip.as_secs_f64() * 1e3,
         words: args.words,
@@ -108,6 +162,7 @@ fn measure(device: &DeviceProfile, t: Transport, args: &Args) -> Result<Transpor
 }
 
 fn run(args: &Args) -> Result<()> {
+    let chase_mib = chase_sizes(&args.chase_mib)?;
     let devices = list_devices()?;
     let selected = select_device(args.device.as_deref())?;
     let transports: Vec<Transport> = match args.transport.as_str() {
@@ -157,7 +212,7 @@ fn run(args: &Args) -> Result<()> {
     }
     let mut reports = Vec::new();
     for &t in &transports {
-        let r = measure(&selected, t, args)?;
+        let r = measure(&selected, t, args, &chase_mib)?;
         if !args.json {
             let f = |s: &Summary| format!("{:9.2} [{:.2}, {:.2}]", s.median_us, s.p10_us, s.p90_us);
             println!("\n  {} transport", r.transport);
@@ -190,6 +245,12 @@ fn run(args: &Args) -> Result<()> {
                 u.copy_engine.as_secs_f64() * 1e3,
                 gbs(u.copy_engine)
             );
+            for c in &r.chases {
+                println!(
+                    "    dependent access, {:4} MiB cycle    load {:.0} ns, atomic minimum {:.0} ns",
+                    c.mib, c.load_ns, c.atomic_ns
+                );
+            }
         }
         reports.push(r);
     }
@@ -212,6 +273,9 @@ fn run(args: &Args) -> Result<()> {
                     "unmap_transfer_ms": r.upload.unmap_transfer.as_secs_f64() * 1e3,
                     "copy_engine_ms": r.upload.copy_engine.as_secs_f64() * 1e3,
                 },
+                "dependent_access": r.chases.iter().map(|c| json!({
+                    "mib": c.mib, "load_ns": c.load_ns, "atomic_min_ns": c.atomic_ns,
+                })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         });
         println!(

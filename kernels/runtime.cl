@@ -72,3 +72,24 @@ kernel void asym_follow_pointer(__global ulong *table, uint n) {
         target[i] += 1u;
     }
 }
+
+/* Dependent accesses: work-item 0 follows `steps` links of the cycle stored in `next`, each
+ * link's address the previous link's value, with volatile loads (`atomic` 0) or with atomic
+ * minimums by 0xffffffff that leave the word as it is and return it (`atomic` 1), and writes
+ * where it ended. The time per link is the latency a chain of dependent global-memory
+ * accesses pays per step, as a graph search's hop does (a distance, an edge, an atomic
+ * minimum); no two links can overlap. */
+kernel void asym_chase(__global uint *next, __global uint *out, uint steps, uint atomic) {
+    if (get_global_id(0) != 0) return;
+    uint v = 0u;
+    if (atomic != 0u) {
+        for (uint i = 0u; i < steps; ++i) {
+            v = asym_fetch_min_relaxed(&next[v], 0xffffffffu);
+        }
+    } else {
+        for (uint i = 0u; i < steps; ++i) {
+            v = asym_load_relaxed(&next[v]);
+        }
+    }
+    out[0] = v;
+}

@@ -405,6 +405,9 @@ struct Prepared {
     reference: Vec<u64>,
     dijkstra_ms: f64,
     reached: usize,
+    /// The shortest paths' hop depth ([`Graph::hop_depth`]): the fewest dependent steps any
+    /// search needs.
+    hop_depth: usize,
 }
 
 /// Loads or generates the graph, saves it where asked, renumbers it and runs Dijkstra.
@@ -465,6 +468,7 @@ fn prepare(args: &Args, devices: bool, progress: &mut Progress) -> Result<Prepar
     let reference = graph.dijkstra(source)?;
     let dijkstra_ms = t.elapsed().as_secs_f64() * 1e3;
     let reached = reference.iter().filter(|&&d| d != UNREACHABLE).count();
+    let hop_depth = graph.hop_depth(source, &reference)?;
     Ok(Prepared {
         name,
         graph,
@@ -475,6 +479,7 @@ fn prepare(args: &Args, devices: bool, progress: &mut Progress) -> Result<Prepar
         reference,
         dijkstra_ms,
         reached,
+        hop_depth,
     })
 }
 
@@ -867,7 +872,7 @@ impl Report<'_> {
                     "graph": p.name, "vertices": p.graph.vertices(), "edges": p.graph.edges(),
                     "source": p.given_source + 1, "source_searched": p.source + 1,
                     "vertex_order": args.vertex_order.trim(), "order_ms": p.order_ms,
-                    "reached": p.reached, "mode": r.mode, "order": r.order,
+                    "reached": p.reached, "hop_depth": p.hop_depth, "mode": r.mode, "order": r.order,
                     "threshold": args.threshold, "pop": args.pop.unwrap_or(args.threshold),
                     "batch": args.batch, "ms": r.ms, "runs": r.runs,
                     "ms_min": r.ms_min, "ms_max": r.ms_max,
@@ -893,12 +898,13 @@ impl Report<'_> {
     fn print_table(&self) {
         let p = self.prep;
         asym_apps::report!(
-            "{}: {} vertices, {} edges, source {}, {} reached{}{}",
+            "{}: {} vertices, {} edges, source {}, {} reached, hop depth {}{}{}",
             p.name,
             p.graph.vertices(),
             p.graph.edges(),
             p.given_source + 1,
             p.reached,
+            p.hop_depth,
             if p.relabeling.is_some() {
                 format!(
                     ", searched in breadth-first order (renumbered in {:.1} ms)",

@@ -331,6 +331,8 @@ fn the_default_table_and_devices_report_run() {
             "1000",
             "--upload-mib",
             "2",
+            "--chase-mib",
+            "1,2",
             "--json",
         ])
         .output()
@@ -348,6 +350,13 @@ fn the_default_table_and_devices_report_run() {
         assert!(t["upload"]["copy_engine_ms"]
             .as_f64()
             .is_some_and(|ms| ms > 0.0));
+        // Each chase ended where its cycle leads (the probe checks), one row per size.
+        let chases = t["dependent_access"].as_array().expect("dependent_access");
+        let sizes: Vec<_> = chases.iter().map(|c| c["mib"].as_u64()).collect();
+        assert_eq!(sizes, [Some(1), Some(2)], "{t}");
+        assert!(chases
+            .iter()
+            .all(|c| c["load_ns"].is_f64() && c["atomic_min_ns"].is_f64()));
     }
 }
 
@@ -904,6 +913,14 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
         assert!(delta["relaxed"].as_u64() > Some(0), "{delta}");
         assert!(delta["buckets"].as_u64() > Some(0), "{delta}");
     }
+    // A frontier search advances one hop an iteration: never fewer than the hop depth.
+    for frontier in rows.iter().filter(|r| r["order"] == "frontier") {
+        assert!(frontier["hop_depth"].as_u64() > Some(0), "{frontier}");
+        assert!(
+            frontier["iterations"].as_u64() >= frontier["hop_depth"].as_u64(),
+            "{frontier}"
+        );
+    }
     assert!(
         rows.iter()
             .any(|r| r["order"] == "heap" && r["heap_inserted"].as_u64() > Some(0)),
@@ -992,7 +1009,7 @@ fn sssp_matches_dijkstra_writes_distances_and_names_bad_lines() {
     ]);
     assert!(ok, "{err}");
     let second = json_rows(&again);
-    for key in ["vertices", "edges", "reached", "source"] {
+    for key in ["vertices", "edges", "reached", "source", "hop_depth"] {
         assert_eq!(first[0][key], second[0][key], "{key}: {stdout} / {again}");
     }
     // Searched in the given numbering or renumbered, the answers speak of the graph's own
@@ -1341,6 +1358,12 @@ fn sizes_outputs_and_environment_are_usage_errors() {
             vec!["--samples".into(), "1000000000000".into()],
             vec![],
             "--samples",
+        ),
+        (
+            "devices",
+            vec!["--chase-mib".into(), "0,4097".into()],
+            vec![],
+            "--chase-mib",
         ),
         (
             "knapsack",

@@ -199,6 +199,7 @@ const RUNTIME_PARAMS: &[KernelParams] = &[
     KernelParams::new("asym_pingpong", &["flag", "ctl", "rounds", "max_spins"]),
     KernelParams::new("asym_echo", &["to_dev", "from_dev", "ctl"]),
     KernelParams::new("asym_follow_pointer", &["table", "n"]),
+    KernelParams::new("asym_chase", &["next", "out", "steps", "atomic"]),
 ];
 
 /// The d-heap k-selection kernel.

@@ -160,6 +160,99 @@ impl LaunchProbe {
     }
 }
 
+/// The access a [`ChaseProbe`] chains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChaseAccess {
+    /// A volatile load.
+    Load,
+    /// An atomic minimum that leaves the word as it is and returns it.
+    AtomicMin,
+}
+
+/// One random cycle through `words` words of SVM, followed link by link by one work-item
+/// (`asym_chase`): each link's address is the previous link's value, so the time per link is
+/// the latency of one dependent global-memory access on the device.
+pub struct ChaseProbe {
+    device: String,
+    kernel: Kernel,
+    next: Vec<u32>,
+    out: SvmBuffer<u32>,
+    _cycle: SvmBuffer<u32>,
+}
+
+impl ChaseProbe {
+    /// Links a random cycle through `words` words (at least 2, below 2^32; Sattolo's
+    /// shuffle, so every word is on the one cycle) and writes it to SVM.
+    pub fn new(rt: &Runtime, words: usize, seed: u64) -> Result<Self> {
+        if !(2..u32::MAX as usize).contains(&words) {
+            return Err(Error::InvalidArgument(format!(
+                "a chase through {words} words: it takes 2 to 2^32 - 2"
+            )));
+        }
+        let mut next: Vec<u32> = (0..words as u32).collect();
+        let mut x = seed | 1;
+        for i in (1..words).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            next.swap(i, (x % i as u64) as usize);
+        }
+        let mut cycle = rt.alloc::<u32>(words)?;
+        cycle.write(&next)?;
+        let out = rt.alloc::<u32>(1)?;
+        let mut kernel = rt.kernel(&asym_kernels::RUNTIME, "asym_chase")?;
+        kernel.arg_svm("next", &cycle)?.arg_svm("out", &out)?;
+        Ok(ChaseProbe {
+            device: rt.profile().label(),
+            kernel,
+            next,
+            out,
+            _cycle: cycle,
+        })
+    }
+
+    /// One launch following `links` links with `access`, waited for.
+    pub fn follow(&mut self, access: ChaseAccess, links: u32) -> Result<()> {
+        self.kernel
+            .arg_scalar("steps", links)?
+            .arg_scalar("atomic", u32::from(access == ChaseAccess::AtomicMin))?;
+        self.kernel.launch(1, None)?.wait()
+    }
+
+    /// Checks that the last [`follow`](Self::follow) of `links` links ended where the cycle
+    /// leads.
+    pub fn check(&mut self, links: u32) -> Result<()> {
+        let mut want = 0u32;
+        for _ in 0..links {
+            want = self.next[want as usize];
+        }
+        let got = self.out.read()?[0];
+        if got != want {
+            return Err(Error::device_lost(
+                self.device.clone(),
+                format!(
+                    "{links} links of the chase cycle end at {want}; the device ended at {got}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Nanoseconds per link: the median time of `samples` launches of `links` + 1,000 links
+    /// less that of launches of 1,000, over `links` (the launch's own cost cancels), each
+    /// length's end checked.
+    pub fn ns_per_link(&mut self, access: ChaseAccess, links: u32, samples: usize) -> Result<f64> {
+        let mut median = |n: u32| -> Result<f64> {
+            let s = sample(1, samples, || self.follow(access, n))?;
+            self.check(n)?;
+            Ok(s.median_us)
+        };
+        let short = median(1_000)?;
+        let long = median(1_000 + links)?;
+        Ok((long - short) * 1e3 / f64::from(links.max(1)))
+    }
+}
+
 /// A buffer to time map + unmap (blocking map on coarse SVM, bookkeeping only on fine).
 pub struct MapProbe {
     buf: SvmBuffer<u32>,

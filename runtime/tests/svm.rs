@@ -750,3 +750,37 @@ fn kernel_arguments_are_set_by_name_and_checked_at_build() {
         }
     }
 }
+
+/// The dependent-access probe follows its cycle on the device with loads and with atomic
+/// minimums (which leave the cycle intact), its check refuses an end the cycle does not lead
+/// to, and a cycle of fewer than two words is refused.
+#[test]
+fn chase_probe_follows_its_cycle_and_checks_the_end() {
+    use asym_runtime::diag::{ChaseAccess, ChaseProbe};
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for words in [2usize, 3, 1000, 4099] {
+            let mut probe = ChaseProbe::new(&rt, words, words as u64).unwrap();
+            for (access, links) in [
+                (ChaseAccess::Load, 1u32),
+                (ChaseAccess::AtomicMin, 2 * words as u32 + 1),
+                (ChaseAccess::Load, 3 * words as u32 + 2),
+                (ChaseAccess::Load, 0),
+            ] {
+                probe.follow(access, links).unwrap();
+                probe.check(links).unwrap();
+            }
+            probe.follow(ChaseAccess::Load, 5).unwrap();
+            let e = probe.check(6).unwrap_err();
+            assert!(matches!(e, Error::DeviceLost { .. }), "{e}");
+            assert!(probe
+                .ns_per_link(ChaseAccess::Load, 64, 1)
+                .unwrap()
+                .is_finite());
+        }
+        let e = ChaseProbe::new(&rt, 1, 7)
+            .err()
+            .expect("one word is no cycle");
+        assert!(e.is_argument_error(), "{e}");
+    }
+}

@@ -400,6 +400,44 @@ impl Graph {
         }
         Ok(dist)
     }
+
+    /// The hop depth of the shortest paths `dist` gives from `source`: the most edges that
+    /// the fewest-edge shortest path to any reached vertex has (a breadth-first search over
+    /// the tight edges, those with `dist[u] + w == dist[v]`). No search can finish in fewer
+    /// dependent relaxation steps: a vertex's final distance comes from its predecessor's
+    /// along a shortest path. An error if `dist` is not one entry per vertex.
+    pub fn hop_depth(&self, source: usize, dist: &[u64]) -> Result<usize> {
+        self.check_source(source)?;
+        if dist.len() != self.vertices() {
+            return Err(Error::InvalidArgument(format!(
+                "{} distances for a graph of {} vertices",
+                dist.len(),
+                self.vertices()
+            )));
+        }
+        let mut hops = vec![u32::MAX; self.vertices()];
+        hops[source] = 0;
+        let (mut level, mut next, mut depth) = (vec![source as u32], Vec::new(), 0);
+        while !level.is_empty() {
+            for &u in &level {
+                let du = dist[u as usize];
+                for (v, w) in self.neighbors(u) {
+                    if hops[v as usize] == u32::MAX
+                        && du.checked_add(w as u64) == Some(dist[v as usize])
+                    {
+                        hops[v as usize] = depth + 1;
+                        next.push(v);
+                    }
+                }
+            }
+            if !next.is_empty() {
+                depth += 1;
+            }
+            std::mem::swap(&mut level, &mut next);
+            next.clear();
+        }
+        Ok(depth as usize)
+    }
 }
 
 #[cfg(test)]
@@ -450,5 +488,64 @@ mod tests {
             let e = Graph::from_csr(o.clone(), t, w).unwrap_err();
             assert!(e.is_argument_error(), "{o:?}: {e}");
         }
+    }
+
+    /// The fewest-edge shortest paths by Dijkstra on (distance, hops) pairs: the most hops.
+    fn lexicographic_depth(g: &Graph, source: usize) -> usize {
+        let mut best = vec![(UNREACHABLE, usize::MAX); g.vertices()];
+        let mut heap = BinaryHeap::new();
+        best[source] = (0, 0);
+        heap.push(Reverse((0u64, 0usize, source as u32)));
+        while let Some(Reverse((d, h, u))) = heap.pop() {
+            if (d, h) > best[u as usize] {
+                continue;
+            }
+            for (v, w) in g.neighbors(u) {
+                let key = (d + w as u64, h + 1);
+                if key < best[v as usize] {
+                    best[v as usize] = key;
+                    heap.push(Reverse((key.0, key.1, v)));
+                }
+            }
+        }
+        best.iter()
+            .filter(|b| b.0 != UNREACHABLE)
+            .map(|b| b.1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Random graphs with zero weights, duplicate edges and unreached parts, a path, a lone
+    /// vertex: the breadth-first search over tight edges agrees with the lexicographic
+    /// Dijkstra; distances of the wrong length are refused.
+    #[test]
+    fn hop_depth_matches_a_lexicographic_dijkstra() {
+        let mut x = 99u64;
+        let mut next = |m: u32| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 33) as u32) % m
+        };
+        for round in 0..40 {
+            let n = 1 + next(60);
+            let edges: Vec<Edge> = (0..next(4 * n + 1))
+                .map(|_| (next(n), next(n), next(if round % 2 == 0 { 3 } else { 50 })))
+                .collect();
+            let g = Graph::from_edges(n as usize, &edges, false).unwrap();
+            let source = next(n) as usize;
+            let dist = g.dijkstra(source).unwrap();
+            assert_eq!(
+                g.hop_depth(source, &dist).unwrap(),
+                lexicographic_depth(&g, source),
+                "round {round}: {edges:?} from {source}"
+            );
+        }
+        let path: Vec<Edge> = (0..99u32).map(|v| (v, v + 1, 7)).collect();
+        let g = Graph::from_edges(100, &path, false).unwrap();
+        assert_eq!(g.hop_depth(0, &g.dijkstra(0).unwrap()).unwrap(), 99);
+        assert_eq!(g.hop_depth(99, &g.dijkstra(99).unwrap()).unwrap(), 0);
+        let e = g.hop_depth(0, &[0, 7]).unwrap_err();
+        assert!(e.is_argument_error(), "{e}");
     }
 }
