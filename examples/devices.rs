@@ -57,6 +57,8 @@ struct TransportReport {
     pingpong: Option<Summary>,
     upload: diag::UploadTimes,
     chases: Vec<Chase>,
+    /// Microseconds per grid barrier, and its work-groups (`Err`: why none could run).
+    grid_barrier: std::result::Result<(f64, usize), String>,
 }
 
 /// Nanoseconds per dependent access through a cycle of `mib` MiB.
@@ -64,6 +66,22 @@ struct Chase {
     mib: usize,
     load_ns: f64,
     atomic_ns: f64,
+}
+
+/// Grid barriers per timed launch beyond the 100 the difference cancels, and the work-group
+/// size (near-far's).
+const BARRIERS: u32 = 2_000;
+const BARRIER_WG: usize = 256;
+
+/// Microseconds per grid barrier and the groups it spans; `Err` with the reason where the
+/// device could not keep every group resident.
+fn grid_barrier(rt: &Runtime) -> Result<std::result::Result<(f64, usize), String>> {
+    let mut probe = diag::GridBarrierProbe::new(rt, None, BARRIER_WG)?;
+    match probe.us_per_barrier(BARRIERS, CHASE_SAMPLES) {
+        Ok(us) => Ok(Ok((us, probe.groups()))),
+        Err(e @ Error::Unsupported { .. }) => Ok(Err(e.to_string())),
+        Err(e) => Err(e),
+    }
 }
 
 /// Links per timed chase beyond the 1,000 the difference cancels, and launches per median.
@@ -148,7 +166,9 @@ fn measure(
         .iter()
         .map(|&mib| chase(&rt, mib))
         .collect::<Result<Vec<_>>>()?;
+    let grid_barrier = grid_barrier(&rt)?;
     Ok(TransportReport {
+        grid_barrier,
         upload,
         chases,
         transport: t,
@@ -245,6 +265,12 @@ fn run(args: &Args) -> Result<()> {
                 u.copy_engine.as_secs_f64() * 1e3,
                 gbs(u.copy_engine)
             );
+            match &r.grid_barrier {
+                Ok((us, groups)) => {
+                    println!("    grid barrier ({groups} groups of {BARRIER_WG})     {us:9.2}")
+                }
+                Err(why) => println!("    grid barrier                      n/a ({why})"),
+            }
             for c in &r.chases {
                 println!(
                     "    dependent access, {:4} MiB cycle    load {:.0} ns, atomic minimum {:.0} ns",
@@ -272,6 +298,10 @@ fn run(args: &Args) -> Result<()> {
                     "second_write_ms": r.upload.second_write.as_secs_f64() * 1e3,
                     "unmap_transfer_ms": r.upload.unmap_transfer.as_secs_f64() * 1e3,
                     "copy_engine_ms": r.upload.copy_engine.as_secs_f64() * 1e3,
+                },
+                "grid_barrier": match &r.grid_barrier {
+                    Ok((us, groups)) => json!({"us": us, "groups": groups, "wg": BARRIER_WG}),
+                    Err(why) => json!({"error": why}),
                 },
                 "dependent_access": r.chases.iter().map(|c| json!({
                     "mib": c.mib, "load_ns": c.load_ns, "atomic_min_ns": c.atomic_ns,

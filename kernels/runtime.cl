@@ -93,3 +93,24 @@ kernel void asym_chase(__global uint *next, __global uint *out, uint steps, uint
     }
     out[0] = v;
 }
+
+/* Grid barriers (asym_grid_barrier, common.cl): every group of the launch, one per compute
+ * unit, passes `count` barriers, the counter at ctl[0] starting at `base`, and work-item 0
+ * writes how many it passed to ctl[2] (fewer when the groups were not all resident and one
+ * gave up, ctl[1]). The time per barrier is what a kernel that runs many steps in one launch
+ * pays a step to synchronise. */
+kernel void asym_grid_barriers(__global uint *ctl, uint count, uint base) {
+    __local uint lflag;
+    uint target = base;
+    uint passed = 0u;
+    for (uint k = 0u; k < count; ++k) {
+        target += (uint)get_num_groups(0);
+        if (!asym_grid_barrier(&ctl[0], &ctl[1], target, &lflag)) {
+            break;
+        }
+        passed = k + 1u;
+    }
+    if (get_global_id(0) == 0) {
+        ctl[2] = passed;
+    }
+}

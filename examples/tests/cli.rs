@@ -357,6 +357,15 @@ fn the_default_table_and_devices_report_run() {
         assert!(chases
             .iter()
             .all(|c| c["load_ns"].is_f64() && c["atomic_min_ns"].is_f64()));
+        // A time per barrier, or why the groups could not all be resident.
+        let barrier = &t["grid_barrier"];
+        assert!(
+            barrier["us"].is_f64()
+                || barrier["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("resident")),
+            "{t}"
+        );
     }
 }
 

@@ -200,6 +200,7 @@ const RUNTIME_PARAMS: &[KernelParams] = &[
     KernelParams::new("asym_echo", &["to_dev", "from_dev", "ctl"]),
     KernelParams::new("asym_follow_pointer", &["table", "n"]),
     KernelParams::new("asym_chase", &["next", "out", "steps", "atomic"]),
+    KernelParams::new("asym_grid_barriers", &["ctl", "count", "base"]),
 ];
 
 /// The d-heap k-selection kernel.

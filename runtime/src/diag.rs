@@ -253,6 +253,92 @@ impl ChaseProbe {
     }
 }
 
+/// Grid barriers over one work-group per compute unit (`asym_grid_barriers`): what a kernel
+/// that runs many steps in one launch, as near-far's resident search does, pays a step.
+pub struct GridBarrierProbe {
+    device: String,
+    kernel: Kernel,
+    ctl: SvmBuffer<u32>,
+    groups: usize,
+    wg: usize,
+    /// The barrier counter's value when the next launch starts.
+    base: u32,
+}
+
+impl GridBarrierProbe {
+    /// A probe launching `groups` groups (`None`: one per compute unit) of `wg` work-items
+    /// (at most the device's).
+    pub fn new(rt: &Runtime, groups: Option<usize>, wg: usize) -> Result<Self> {
+        let profile = rt.profile();
+        let wg = wg.clamp(1, profile.max_work_group_size.max(1));
+        let groups = groups
+            .unwrap_or(profile.compute_units as usize)
+            .clamp(1, u32::MAX as usize / wg);
+        let ctl = rt.alloc::<u32>(3)?;
+        let mut kernel = rt.kernel(&asym_kernels::RUNTIME, "asym_grid_barriers")?;
+        kernel.arg_svm("ctl", &ctl)?;
+        Ok(GridBarrierProbe {
+            device: profile.label(),
+            kernel,
+            ctl,
+            groups,
+            wg,
+            base: 0,
+        })
+    }
+
+    /// Work-groups per launch.
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// One launch passing `count` barriers, waited for.
+    pub fn pass(&mut self, count: u32) -> Result<()> {
+        self.kernel
+            .arg_scalar("count", count)?
+            .arg_scalar("base", self.base)?;
+        self.kernel
+            .launch(self.groups * self.wg, Some(self.wg))?
+            .wait()?;
+        self.base = self
+            .base
+            .wrapping_add(count.wrapping_mul(self.groups as u32));
+        Ok(())
+    }
+
+    /// Checks that the last [`pass`](Self::pass) of `count` barriers passed them all: an
+    /// [`Error::Unsupported`] when a group gave up waiting (the groups were not all resident
+    /// at once).
+    pub fn check(&mut self, count: u32) -> Result<()> {
+        let ctl = self.ctl.read()?;
+        if ctl[1] != 0 || ctl[2] != count {
+            return Err(Error::Unsupported {
+                device: self.device.clone(),
+                what: format!(
+                    "pass {count} grid barriers over {} groups ({} passed before a group gave up \
+                     waiting)",
+                    self.groups, ctl[2]
+                ),
+                lacks: "one resident work-group per compute unit".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Microseconds per barrier: the median time of `samples` launches of `count` + 100
+    /// barriers less that of launches of 100, over `count`, each length checked.
+    pub fn us_per_barrier(&mut self, count: u32, samples: usize) -> Result<f64> {
+        let mut median = |n: u32| -> Result<f64> {
+            let s = sample(1, samples, || self.pass(n))?;
+            self.check(n)?;
+            Ok(s.median_us)
+        };
+        let short = median(100)?;
+        let long = median(100 + count)?;
+        Ok((long - short) / f64::from(count.max(1)))
+    }
+}
+
 /// A buffer to time map + unmap (blocking map on coarse SVM, bookkeeping only on fine).
 pub struct MapProbe {
     buf: SvmBuffer<u32>,

@@ -784,3 +784,26 @@ fn chase_probe_follows_its_cycle_and_checks_the_end() {
         assert!(e.is_argument_error(), "{e}");
     }
 }
+
+/// The grid-barrier probe passes every barrier with one group (always resident) over
+/// launches that count on from where the last left the counter; with one group per compute
+/// unit it passes them all or says the groups were not resident (PoCL may run them one after
+/// another), never a wrong count.
+#[test]
+fn grid_barrier_probe_passes_every_barrier_or_says_why_not() {
+    use asym_runtime::diag::GridBarrierProbe;
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        let mut one = GridBarrierProbe::new(&rt, Some(1), 64).unwrap();
+        for count in [1u32, 7, 300, 0, 5] {
+            one.pass(count).unwrap();
+            one.check(count).unwrap();
+        }
+        assert!(one.us_per_barrier(50, 1).unwrap().is_finite());
+        let mut every = GridBarrierProbe::new(&rt, None, 64).unwrap();
+        match every.pass(20).and_then(|()| every.check(20)) {
+            Ok(()) => {}
+            Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{e}"),
+        }
+    }
+}
