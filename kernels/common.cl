@@ -81,6 +81,11 @@ inline uint asym_fetch_max_relaxed(__global uint *p, uint v) {
 inline uint asym_exchange_relaxed(__global uint *p, uint v) {
     return atomic_exchange_explicit((asym_atomic_uint *)p, v, memory_order_relaxed, memory_scope_device);
 }
+/* An exchange that publishes this work-item's earlier writes and sees those of the
+ * work-item whose write it replaces (acq_rel). */
+inline uint asym_exchange(__global uint *p, uint v) {
+    return atomic_exchange_explicit((asym_atomic_uint *)p, v, memory_order_acq_rel, memory_scope_device);
+}
 #else
 inline uint asym_load_acquire(__global uint *p) {
     uint v = *(volatile __global uint *)p;
@@ -111,6 +116,12 @@ inline uint asym_fetch_max_relaxed(__global uint *p, uint v) {
 }
 inline uint asym_exchange_relaxed(__global uint *p, uint v) {
     return atomic_xchg((volatile __global uint *)p, v);
+}
+inline uint asym_exchange(__global uint *p, uint v) {
+    asym_fence();
+    uint old = atomic_xchg((volatile __global uint *)p, v);
+    asym_fence();
+    return old;
 }
 #endif
 

@@ -95,6 +95,17 @@ inline void nf_append(__global uint *list, __global uint *len, uint cap, uint v,
     }
 }
 
+/* Files v at distance d (at or above the bucket's limit) into this phase's far pile, once per
+ * phase (fstamp), taking part in the group's far minimum. */
+inline void nf_file_far(uint v, uint d, uint phase, __global uint *fstamp, __global uint *far,
+                        __global uint *far_len, uint cap, __global uint *ctl,
+                        __local uint *lfar_min) {
+    atomic_min(lfar_min, d);
+    if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
+        nf_append(far, far_len, cap, v, ctl);
+    }
+}
+
 /* Files v at distance d: into the next near list if below `limit` (once per iteration: the
  * stamp), and then also into the group's local queue while it has room (`keep`: expansions,
  * not splits), else into this phase's far pile (once per phase: fstamp), taking part in the
@@ -114,10 +125,7 @@ inline void nf_file(uint v, uint d, uint limit, uint iter, uint phase, __global 
             }
         }
     } else {
-        atomic_min(lfar_min, d);
-        if (asym_exchange_relaxed(&fstamp[v], phase) != phase) {
-            nf_append(far, far_len, cap, v, ctl);
-        }
+        nf_file_far(v, d, phase, fstamp, far, far_len, cap, ctl, lfar_min);
     }
 }
 
@@ -146,6 +154,48 @@ inline uint nf_width(uint n) {
     return w;
 }
 
+/* The edges of a batch: each work-item's vertex `u` (NF_NONE: none) unless it was expanded
+ * with its current distance already (`expd`), its first edge in lstart, its distance in
+ * ldist, the scan of the degrees in lscan; counts the vertices in lsums[1] and the edges in
+ * lsums[2]; returns the edges. Every work-item of the group calls it. */
+inline uint nf_batch_edges(uint u, uint width, __global const uint *offsets,
+                           __global uint *dist, __global uint *expd, __local uint *lstart,
+                           __local uint *ldist, __local uint *lscan, __local uint *lsums) {
+    uint lid = get_local_id(0);
+    uint deg = 0u, start = 0u, du = 0u;
+    if (u != NF_NONE) {
+        uint first = offsets[u], end = offsets[u + 1u];
+        du = asym_load_relaxed(&dist[u]);
+        if (asym_load_relaxed(&expd[u]) != du) {
+            asym_store_relaxed(&expd[u], du);
+            start = first;
+            deg = end - first;
+            atomic_inc(&lsums[1]);
+        }
+    }
+    lstart[lid] = start;
+    ldist[lid] = du;
+    lscan[lid] = deg;
+    uint total = sssp_scan_n(lscan, lid, width);
+    if (lid == 0) {
+        lsums[2] += total;
+    }
+    return total;
+}
+
+/* Relaxes edge e of a batch (nf_batch_edges): the target in *v, its distance through the
+ * edge in *nd; whether that lowered the target. */
+inline bool nf_relax_edge(uint e, uint width, __local const uint *lscan,
+                          __local const uint *lstart, __local const uint *ldist,
+                          __global const uint *targets, __global const uint *weights,
+                          __global uint *dist, uint *v, uint *nd) {
+    uint lo;
+    uint edge = sssp_edge(lscan, lstart, e, width, &lo);
+    *v = targets[edge];
+    *nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
+    return *nd < asym_fetch_min_relaxed(&dist[*v], *nd);
+}
+
 /* Expands the vertices this group's work-items hold (`u`; NF_NONE: none; only the first
  * `width` work-items hold any), WG edges at a time, skipping a vertex already expanded with
  * its current distance (`expd` holds the distance each vertex was last expanded with: a plain
@@ -168,30 +218,10 @@ inline void nf_expand_batch(uint u, uint width, __global const uint *offsets,
                             __local uint *lstart, __local uint *ldist, __local uint *lscan,
                             __local uint *lsums, __local uint *lq) {
     uint lid = get_local_id(0);
-    uint deg = 0u, start = 0u, du = 0u;
-    if (u != NF_NONE) {
-        uint first = offsets[u], end = offsets[u + 1u];
-        du = asym_load_relaxed(&dist[u]);
-        if (asym_load_relaxed(&expd[u]) != du) {
-            asym_store_relaxed(&expd[u], du);
-            start = first;
-            deg = end - first;
-            atomic_inc(&lsums[1]);
-        }
-    }
-    lstart[lid] = start;
-    ldist[lid] = du;
-    lscan[lid] = deg;
-    uint total = sssp_scan_n(lscan, lid, width);
-    if (lid == 0) {
-        lsums[2] += total;
-    }
+    uint total = nf_batch_edges(u, width, offsets, dist, expd, lstart, ldist, lscan, lsums);
     for (uint e = lid; e < total; e += WG) {
-        uint lo;
-        uint edge = sssp_edge(lscan, lstart, e, width, &lo);
-        uint v = targets[edge];
-        uint nd = (uint)min((ulong)ldist[lo] + (ulong)weights[edge], (ulong)SSSP_LIMIT);
-        if (nd < asym_fetch_min_relaxed(&dist[v], nd)) {
+        uint v, nd;
+        if (nf_relax_edge(e, width, lscan, lstart, ldist, targets, weights, dist, &v, &nd)) {
             nf_file(v, nd, limit, iter, phase, stamp, fstamp, near_out, out_len, far, far_len, cap,
                     ctl, &lsums[0], keep, lq, &lsums[3]);
         }

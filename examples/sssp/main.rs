@@ -169,6 +169,10 @@ struct Args {
     /// default one per compute unit).
     #[arg(long, hide = true)]
     resident_groups: Option<usize>,
+    /// Device delta-stepping on GPUs: buckets without iterations inside them (each
+    /// work-group goes on with the vertices it lowered; for measurements).
+    #[arg(long, hide = true)]
+    async_buckets: bool,
     /// Under MPI: vertices per block dealt to the ranks in turn (default: one range of
     /// vertices per rank).
     #[arg(long, value_parser = cli::count(1, u32::MAX as u64))]
@@ -617,6 +621,7 @@ fn options(args: &Args) -> Result<SsspOptions> {
         refill: args.refill,
         coop_split,
         local_rounds: args.local_rounds,
+        async_buckets: args.async_buckets,
         resident_groups: args.resident_groups,
     })
 }

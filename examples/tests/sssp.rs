@@ -771,6 +771,56 @@ fn device_delta_stepping_in_one_launch_matches_dijkstra() {
 }
 
 #[test]
+fn device_async_buckets_match_dijkstra() {
+    // Buckets without iterations (nf_async): one group, always resident, runs every search
+    // to the end, over one launch or over launches of one and of three buckets (each
+    // starting from the state the last one left); one group per compute unit runs it where
+    // the groups are all resident and falls back to the iterations where they are not
+    // (PoCL may run them one after another). Exact either way, from random sources.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+    for t in common::transports() {
+        let rt = common::runtime(t);
+        for (name, g) in graphs(300) {
+            let source = rng.gen_range(0..g.vertices());
+            let want = g.dijkstra(source).unwrap();
+            for (groups, per_launch) in [
+                (Some(1), None),
+                (Some(1), Some(1)),
+                (Some(1), Some(3)),
+                (None, None),
+            ] {
+                let mut dev = DeviceSssp::new(&rt, &g).unwrap();
+                dev.set_resident_iterations(Some(true), groups).unwrap();
+                dev.set_async_buckets(true).unwrap();
+                if let Some(buckets) = per_launch {
+                    dev.set_iterations_per_launch(buckets).unwrap();
+                }
+                for delta in [1, delta::auto_delta(&g), u32::MAX] {
+                    let run = dev.delta_stepping(source, delta).unwrap();
+                    check_distances(&run.distances, &want).unwrap_or_else(|e| {
+                        panic!("{name}, delta {delta}, {groups:?} groups, {per_launch:?} buckets a launch, {t:?}: {e}")
+                    });
+                    let reached = want.iter().filter(|&&d| d != UNREACHABLE).count() as u64;
+                    assert!(run.stats.visited >= reached, "{name}: {:?}", run.stats);
+                    if groups == Some(1) {
+                        // Every bucket opened by a split (the first opens the source's); a
+                        // launch of b buckets passes two grid barriers a bucket.
+                        let per = per_launch.unwrap_or(4096) as u64;
+                        let launches = run.stats.buckets / per + 1;
+                        assert!(run.stats.buckets >= 1, "{name}: {:?}", run.stats);
+                        assert_eq!(
+                            run.stats.launches, launches,
+                            "{name}, {per_launch:?}: {:?}",
+                            run.stats
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn device_delta_stepping_with_local_rounds_matches_dijkstra() {
     // A work-group going on with the near vertices it lowered itself, 0 to 64 hops per
     // iteration, on both launch paths: exact whatever the hops, and no more iterations than

@@ -178,11 +178,11 @@ pub const GHEAP: KernelSource = KernelSource::new("gheap.cl", include_str!("../g
 /// One frontier expansion of the label-correcting SSSP search (relaxation with atomic minima,
 /// deduplicated next frontier) and its helpers.
 pub const SSSP: KernelSource = KernelSource::new("sssp.cl", include_str!("../sssp.cl"))
-    .with_parts(&[KernelSource::new(
-        "sssp_near_far.cl",
-        include_str!("../sssp_near_far.cl"),
-    )])
-    .taking(&["SSSP_", "NF_"])
+    .with_parts(&[
+        KernelSource::new("sssp_near_far.cl", include_str!("../sssp_near_far.cl")),
+        KernelSource::new("sssp_async.cl", include_str!("../sssp_async.cl")),
+    ])
+    .taking(&["SSSP_", "NF_", "NA_"])
     .with_params(SSSP_PARAMS);
 
 /// 0/1 knapsack branch-and-bound nodes expanded on the device, children handed to the
@@ -569,6 +569,13 @@ const SSSP_PARAMS: &[KernelParams] = &[
     KernelParams::new("nf_clear", &["words", "n", "value"]),
     KernelParams::new("nf_step", NF_STEP),
     KernelParams::new("nf_run", NF_RUN),
+    KernelParams::new(
+        "nf_async",
+        &[
+            "offsets", "targets", "weights", "dist", "fstamp", "far0", "far1", "ctl", "expd",
+            "pool", "inq", "delta", "cap", "pool_cap", "count", "bar_base",
+        ],
+    ),
 ];
 
 /// `nf_run`'s iterations in one launch, and a near-far iteration (`nf_step`: the same but

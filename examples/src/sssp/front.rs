@@ -42,6 +42,9 @@ pub struct SsspOptions {
     /// Device delta-stepping on GPUs: work-groups of the one-launch path (`None`: one per
     /// compute unit).
     pub resident_groups: Option<usize>,
+    /// Device delta-stepping on GPUs: buckets without iterations inside them
+    /// ([`DeviceSssp::set_async_buckets`]).
+    pub async_buckets: bool,
 }
 
 impl Default for SsspOptions {
@@ -52,6 +55,7 @@ impl Default for SsspOptions {
             coop_split: CoopSplit::adaptive(),
             local_rounds: None,
             resident_groups: None,
+            async_buckets: false,
         }
     }
 }
@@ -298,6 +302,9 @@ fn configure(dev: &mut DeviceSssp<'_>, options: &SsspOptions) -> Result<()> {
     }
     if options.resident_groups.is_some() {
         dev.set_resident_iterations(None, options.resident_groups)?;
+    }
+    if options.async_buckets {
+        dev.set_async_buckets(true)?;
     }
     Ok(())
 }

@@ -19,7 +19,8 @@ use asym_runtime::{DeviceKind, Error, Kernel, Launch, Result, SvmBuffer};
 use super::device::{groups, program, Batches, DeviceSssp, WG};
 use super::{next_iteration, AnswerMemory, SsspRun, SsspStats};
 
-// Control words (`NF_*` in kernels/sssp_near_far.cl, from `kernel_constants`).
+// Control words (`NF_*`, `NA_*` in kernels/sssp_near_far.cl and sssp_async.cl, from
+// `kernel_constants`).
 /// Three words: the near length of iteration i at `NLEN + i % 3`.
 const NLEN: usize = 0;
 /// Two words each (low, high): vertices expanded, edges scanned.
@@ -48,7 +49,11 @@ const SLOT: usize = 4;
 const BAR_COUNT: usize = 36;
 const ABORT: usize = 38;
 const RAN: usize = 39;
-const CTL_WORDS: usize = 40;
+/// `nf_async`'s pool counters (head, tail; two pairs by phase parity) and the near vertices
+/// its bucket holds.
+const POOL: usize = 40;
+const PENDING: usize = 44;
+const CTL_WORDS: usize = 48;
 /// Local rounds per light iteration on GPUs unless set otherwise (more re-expand more:
 /// docs/decisions.md).
 const LOCAL_ROUNDS: u32 = 1;
@@ -60,7 +65,7 @@ const LOCAL_EDGES_PER_ITEM: u64 = 4;
 
 /// What `kernels/sssp_near_far.cl` takes from the host for the near-far search, built with
 /// work-groups of `wg`.
-pub(super) fn kernel_constants(wg: usize) -> [ClConst; 20] {
+pub(super) fn kernel_constants(wg: usize) -> [ClConst; 22] {
     let int = |name, v: usize| ClConst::int(name, v as u64);
     [
         int("NF_NLEN", NLEN),
@@ -81,6 +86,8 @@ pub(super) fn kernel_constants(wg: usize) -> [ClConst; 20] {
         int("NF_BAR_COUNT", BAR_COUNT),
         int("NF_ABORT", ABORT),
         int("NF_RAN", RAN),
+        int("NA_POOL", POOL),
+        int("NA_PENDING", PENDING),
         ClConst::uint("NF_NONE", NO_VERTEX as u64),
         ClConst::uint("NF_LOCAL_EDGES", LOCAL_EDGES_PER_ITEM * wg as u64),
     ]
@@ -111,6 +118,19 @@ pub(crate) struct NearFar {
     /// Whether searches run as `nf_run` launches: on GPUs until a launch finds its groups
     /// not all resident (then never again on this graph's copy).
     resident: bool,
+    /// `nf_async`: buckets without iterations inside them.
+    bucket_run: Kernel,
+    /// Whether searches run as `nf_async` launches (where chosen, until a launch finds its
+    /// groups not all resident), and its pool once made.
+    asynchronous: bool,
+    pool: Option<AsyncPool>,
+}
+
+/// `nf_async`'s pool: its slots (`NO_VERTEX` where empty) and each vertex's flag (1 while
+/// it is in the pool).
+struct AsyncPool {
+    slots: SvmBuffer<u32>,
+    queued: SvmBuffer<u32>,
 }
 
 impl NearFar {
@@ -141,6 +161,9 @@ impl NearFar {
             resident_groups: units,
             launch_iterations: RESIDENT_ITERATIONS,
             resident: rt.profile().kind == DeviceKind::Gpu,
+            bucket_run: Kernel::from_program(rt, &program, "nf_async")?,
+            asynchronous: false,
+            pool: None,
         })
     }
 }
@@ -148,7 +171,7 @@ impl NearFar {
 /// How a near-far search ended.
 enum Ended {
     /// The control words, the launches, and the first iteration not run.
-    Done([u32; CTL_WORDS], u64, u32),
+    Done(Box<[u32; CTL_WORDS]>, u64, u32),
     /// `nf_run`'s groups were not all resident: the search must run again another way.
     NotResident,
 }
@@ -226,6 +249,19 @@ impl DeviceSssp<'_> {
         Ok(())
     }
 
+    /// Runs the buckets without iterations inside them (`nf_async`: each work-group goes on
+    /// with the near vertices it lowered, a shared pool takes the rest, grid barriers only
+    /// between buckets) where `true` and the resident launch's groups are all resident (else
+    /// as before); `stats.iterations` then counts the groups' rounds. Off by default. For
+    /// measurements and tests.
+    #[doc(hidden)]
+    pub fn set_async_buckets(&mut self, on: bool) -> Result<()> {
+        let mut nf = self.take_near_far()?;
+        nf.asynchronous = on;
+        self.near_far = Some(nf);
+        Ok(())
+    }
+
     /// The search's counters and the time its iterations took (the stint: launches and
     /// control reads, not the resets before it).
     fn run_near_far(
@@ -238,18 +274,23 @@ impl DeviceSssp<'_> {
         let (words, launches) = loop {
             self.reset_near_far(nf, source)?;
             let t = Instant::now();
-            let start = StintStart {
-                iteration: 1,
-                phase: 1,
-                limit: 0,
-                far: &[source],
-                lowest: 0,
-                fresh: 0,
+            let ended = if nf.asynchronous {
+                self.async_buckets(nf, source, delta)?
+            } else {
+                let start = StintStart {
+                    iteration: 1,
+                    phase: 1,
+                    limit: 0,
+                    far: &[source],
+                    lowest: 0,
+                    fresh: 0,
+                };
+                self.near_far_stint(nf, &start, delta, 0)?
             };
-            let ended = self.near_far_stint(nf, &start, delta, 0)?;
             searched += t.elapsed();
             match ended {
                 Ended::Done(words, launches, _) => break (words, launches),
+                Ended::NotResident if nf.asynchronous => nf.asynchronous = false,
                 Ended::NotResident => nf.resident = false,
             }
         };
@@ -366,7 +407,7 @@ impl DeviceSssp<'_> {
             }
             let words = self.read_control(nf)?;
             if words[STATE + (iter & 1) as usize * SLOT + DONE] != 0 {
-                return Ok(Ended::Done(words, launches, iter));
+                return Ok(Ended::Done(Box::new(words), launches, iter));
             }
             batches.check(WAITING_FOR, || progress(iter, &words))?;
         }
@@ -403,10 +444,86 @@ impl DeviceSssp<'_> {
             bar_base = bar_base.wrapping_add(words[RAN].wrapping_mul(nf.resident_groups as u32));
             let next = iter + words[RAN];
             if words[STATE + (next & 1) as usize * SLOT + DONE] != 0 {
-                return Ok(Ended::Done(words, launches, next));
+                return Ok(Ended::Done(Box::new(words), launches, next));
             }
             iter += count;
             batches.check(WAITING_FOR, || progress(iter, &words))?;
+        }
+    }
+}
+
+impl DeviceSssp<'_> {
+    /// A search from `source` by `nf_async` launches of up to `launch_iterations` buckets
+    /// each (after [`reset_near_far`](Self::reset_near_far)).
+    fn async_buckets(&mut self, nf: &mut NearFar, source: u32, delta: u32) -> Result<Ended> {
+        let n = self.graph.vertices().max(1);
+        let resident = nf.resident_groups;
+        // More slots than vertices plus every group's claims (kernels/sssp_async.cl).
+        let pool_cap = u32::try_from(n + (resident + 1) * WG)
+            .map_err(|_| Error::InvalidArgument(format!("a pool for {n} vertices")))?;
+        let pool = match nf.pool.take() {
+            Some(p) if p.slots.len() >= pool_cap as usize => p,
+            _ => AsyncPool {
+                slots: self.rt.alloc::<u32>(pool_cap as usize)?,
+                queued: self.rt.alloc::<u32>(n)?,
+            },
+        };
+        for (words, len, value) in [
+            (&pool.slots, pool_cap, NO_VERTEX),
+            (&pool.queued, n as u32, 0),
+        ] {
+            nf.clear
+                .arg_svm("words", words)?
+                .arg_scalar("n", len)?
+                .arg_scalar("value", value)?
+                .launch(groups(len as usize) * WG, Some(WG))?
+                .wait()?;
+        }
+        // Phase 1 at limit 0, its far pile the source alone: the first bucket is empty and
+        // the split after it opens the source's.
+        let mut ctl = [0u32; CTL_WORDS];
+        ctl[STATE + PHASE] = 1;
+        for p in 0..3 {
+            ctl[FAR + p * SLOT + 1] = u32::MAX;
+        }
+        ctl[FAR + SLOT] = 1;
+        ctl[FAR + SLOT + 1] = 0;
+        nf.ctl.copy_from_host(0, &ctl)?;
+        nf.far[1].copy_from_host(0, &[source])?;
+        nf.bucket_run
+            .arg_svm("offsets", &self.offsets)?
+            .arg_svm("targets", &self.targets)?
+            .arg_svm("weights", &self.weights)?
+            .arg_svm("dist", &self.dist)?
+            .arg_svm("fstamp", &nf.fstamp)?
+            .arg_svm("far0", &nf.far[0])?
+            .arg_svm("far1", &nf.far[1])?
+            .arg_svm("ctl", &nf.ctl)?
+            .arg_svm("expd", &nf.expanded)?
+            .arg_svm("pool", &pool.slots)?
+            .arg_svm("inq", &pool.queued)?
+            .arg_scalar("delta", delta)?
+            .arg_scalar("cap", n as u32)?
+            .arg_scalar("pool_cap", pool_cap)?
+            .arg_scalar("count", nf.launch_iterations)?;
+        nf.pool = Some(pool);
+        let batches = Batches::new(&self.rt);
+        let (mut launches, mut bar_base) = (0u64, 0u32);
+        loop {
+            nf.bucket_run
+                .arg_scalar("bar_base", bar_base)?
+                .launch(resident * WG, Some(WG))?
+                .wait()?;
+            launches += 1;
+            let words = self.read_control(nf)?;
+            if words[ABORT] != 0 {
+                return Ok(Ended::NotResident);
+            }
+            if words[STATE + DONE] != 0 {
+                return Ok(Ended::Done(Box::new(words), launches, 0));
+            }
+            bar_base = bar_base.wrapping_add(words[RAN].wrapping_mul(resident as u32));
+            batches.check(WAITING_FOR, || format!("{} buckets opened", words[SPLITS]))?;
         }
     }
 }
