@@ -164,6 +164,9 @@ inline bool na_bucket(__global const uint *offsets, __global const uint *targets
             uint first = 0u;
             lsums[5] = (n == 0u) ? na_claim(pair, &ctl[NA_PENDING], ctl, &first) : 0u;
             lsums[6] = first;
+            /* Before the barrier: the batch counts its vertices before its first one. */
+            lsums[1] = 0u;
+            lsums[2] = 0u;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         claim = lsums[5];
@@ -174,9 +177,7 @@ inline bool na_bucket(__global const uint *offsets, __global const uint *targets
         n += taken; /* one of the two is 0 */
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {
-            lsums[1] = 0u;
-            lsums[2] = 0u;
-            lsums[3] = 0u;
+            lsums[3] = 0u; /* read above by every work-item; counted into after a barrier */
             lsums[4] = 0u;
         }
         na_expand_batch(u, nf_width(n), offsets, targets, weights, dist, fstamp, expd, far,
