@@ -8,10 +8,12 @@
  * vertices it lowered itself in its next round (the local queue, WG of them) without waiting
  * for the others, and puts what does not fit into the pool, which every group takes from
  * when its own queue is empty. The bucket is over when NA_PENDING, the near vertices held
- * anywhere (in the pool, the local queues and the rounds running), reaches 0: a group adds
- * what a round queued less what it took in one atomic after the round, so the count cannot
- * reach 0 while a vertex is held. Within a bucket this is Bellman–Ford with work lists, as
- * near-far's iterations are: exact for any order.
+ * anywhere (in the pool, the local queues and the rounds running), reaches 0: a vertex is
+ * counted before another group can take it (a spill counts it before its slot write, a
+ * round adds what it kept in its queue less what it took after the round), so the count
+ * cannot reach 0 while a vertex is held (examples/tests/loom_sssp_pool.rs checks the
+ * protocol). Within a bucket this is Bellman–Ford with work lists, as near-far's iterations
+ * are: exact for any order.
  *
  * The pool: `pool_cap` slots, NF_NONE where empty, more than n vertices plus every group's
  * claims. A writer reserves index `tail` (fetch-add) and moves its vertex into slot
@@ -49,11 +51,18 @@ inline bool na_give_up(uint *polls, __global uint *ctl) {
     return false;
 }
 
-/* Puts v into the pool unless it is there already; whether it did. */
+/* Puts v into the pool unless it is there already; whether it did. Within a bucket
+ * (`count`) it counts v into NA_PENDING first: another group may take it as soon as it is in
+ * its slot, and a count added after the round would let the taker's decrement reach 0 while
+ * this group still spills (examples/tests/loom_sssp_pool.rs). A split's vertices are taken
+ * only after the grid barrier that ends it, so the split counts them once a group. */
 inline bool na_spill(uint v, __global uint *pool, uint pool_cap, __global uint *tail,
-                     __global uint *inq, __global uint *ctl) {
+                     __global uint *inq, __global uint *ctl, bool count) {
     if (asym_exchange(&inq[v], 1u) != 0u) {
         return false;
+    }
+    if (count) {
+        asym_fetch_add(&ctl[NA_PENDING], 1u);
     }
     __global uint *slot = &pool[asym_fetch_add(tail, 1u) % pool_cap];
     uint polls = 0u;
@@ -106,7 +115,7 @@ inline uint na_take(__global uint *pool, uint pool_cap, uint index, __global uin
 }
 
 /* Expands a batch (nf_expand_batch's edges) filing lowered near vertices into the local queue
- * (lq, count lsums[3]) while it has room, else into the pool (counted in lsums[4]); far ones
+ * (lq, count lsums[3]) while it has room, else into the pool (counted as they go); far ones
  * into this phase's far pile. Ends with a barrier. */
 inline void na_expand_batch(uint u, uint width, __global const uint *offsets,
                             __global const uint *targets, __global const uint *weights,
@@ -127,8 +136,8 @@ inline void na_expand_batch(uint u, uint width, __global const uint *offsets,
                 uint at = atomic_inc(&lsums[3]);
                 if (at < (uint)WG) {
                     lq[at] = v;
-                } else if (na_spill(v, pool, pool_cap, &pair[1], inq, ctl)) {
-                    atomic_inc(&lsums[4]);
+                } else {
+                    na_spill(v, pool, pool_cap, &pair[1], inq, ctl, true);
                 }
             }
         }
@@ -139,7 +148,7 @@ inline void na_expand_batch(uint u, uint width, __global const uint *offsets,
 /* Runs the open bucket's rounds until NA_PENDING reaches 0 (true) or the search is abandoned
  * (false), each round over the group's local queue or, when it is empty, a claim on the
  * pool. Every work-item of the group calls it. lsums: [0] far minimum, [1] vertices and [2]
- * edges of the round, [3] local queue length, [4] vertices spilled, [5] claimed, [6] first
+ * edges of the round, [3] local queue length, [5] claimed, [6] first
  * claimed index. */
 inline bool na_bucket(__global const uint *offsets, __global const uint *targets,
                       __global const uint *weights, __global uint *dist, __global uint *fstamp,
@@ -178,14 +187,14 @@ inline bool na_bucket(__global const uint *offsets, __global const uint *targets
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {
             lsums[3] = 0u; /* read above by every work-item; counted into after a barrier */
-            lsums[4] = 0u;
         }
         na_expand_batch(u, nf_width(n), offsets, targets, weights, dist, fstamp, expd, far,
                         &fs[0], cap, pool, pool_cap, pair, inq, ctl, limit, phase, lstart,
                         ldist, lscan, lsums, lq);
         if (lid == 0 && n != 0u) {
-            uint added = min(lsums[3], (uint)WG) + lsums[4];
-            asym_fetch_add(&ctl[NA_PENDING], added - n); /* mod 2^32: adds a negative */
+            /* Kept in the local queue less taken (mod 2^32: adds a negative); the spilled
+             * ones were counted as they went. */
+            asym_fetch_add(&ctl[NA_PENDING], min(lsums[3], (uint)WG) - n);
             lcounts[0] += lsums[1];
             lcounts[1] += lsums[2];
             lcounts[2] += 1ul;
@@ -219,7 +228,7 @@ inline void na_split(uint far_len, uint old, uint limit, uint phase, __global ui
         }
         if (d >= limit) {
             nf_file_far(v, d, phase + 1u, fstamp, to, &ns[0], cap, ctl, &lsums[0]);
-        } else if (na_spill(v, pool, pool_cap, &pair[1], inq, ctl)) {
+        } else if (na_spill(v, pool, pool_cap, &pair[1], inq, ctl, false)) {
             atomic_inc(&lsums[4]);
         }
     }
