@@ -74,7 +74,7 @@ inline bool na_spill(uint v, __global uint *pool, uint pool_cap, __global uint *
     return true;
 }
 
-/* Group 0 work-item 0's claim: up to WG indices from `head` below `tail`, the first in
+/* A group's work-item 0's claim: indices from `head` below `tail` (up to WG), the first in
  * *first; NA_OVER once the bucket is over, NA_ABORTED once the search is abandoned. */
 inline uint na_claim(__global uint *pair, __global uint *pending, __global uint *ctl,
                      uint *first) {
@@ -83,7 +83,10 @@ inline uint na_claim(__global uint *pair, __global uint *pending, __global uint 
         uint h = asym_load_relaxed(&pair[0]);
         uint t = asym_load_relaxed(&pair[1]);
         if ((int)(t - h) > 0) {
-            uint n = min(t - h, (uint)WG);
+            /* A share of what waits, not WG at a time: a bucket's first vertices spread
+             * over every group, as near-far spreads a short near list. */
+            uint groups = (uint)get_num_groups(0);
+            uint n = min((uint)WG, max(1u, (t - h + groups - 1u) / groups));
             if (asym_cas(&pair[0], h, h + n)) {
                 *first = h;
                 return n;

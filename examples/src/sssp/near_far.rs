@@ -50,10 +50,10 @@ const BAR_COUNT: usize = 36;
 const ABORT: usize = 38;
 const RAN: usize = 39;
 /// `nf_async`'s pool counters (head, tail; two pairs by phase parity) and the near vertices
-/// its bucket holds.
-const POOL: usize = 40;
-const PENDING: usize = 44;
-const CTL_WORDS: usize = 48;
+/// its bucket holds, each on a cache line of its own (idle groups poll them).
+const POOL: usize = 48;
+const PENDING: usize = 64;
+const CTL_WORDS: usize = 80;
 /// Local rounds per light iteration on GPUs unless set otherwise (more re-expand more:
 /// docs/decisions.md).
 const LOCAL_ROUNDS: u32 = 1;
