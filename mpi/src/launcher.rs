@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// An `mpirun` command line that owns the directory its job keeps its session files in.
+/// An `mpirun` command line that owns the folder its job keeps its scratch files in.
 ///
 /// OpenMPI 4 creates one `ompi.<host>.<uid>` directory under its temporary base for every
 /// job of a user, and two jobs started at the same moment race on that `mkdir`: the loser
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// dereferences to the [`Command`], so arguments and variables are added as to any command.
 pub struct Mpirun {
     command: Command,
-    session_base: PathBuf,
+    job_dir: PathBuf,
 }
 
 impl Deref for Mpirun {
@@ -36,24 +36,24 @@ impl Drop for Mpirun {
     fn drop(&mut self) {
         // OpenMPI removes its own files when the job ends; what is left is at most an empty
         // directory, or the files of a job that was killed.
-        let _ = std::fs::remove_dir_all(&self.session_base);
+        let _ = std::fs::remove_dir_all(&self.job_dir);
     }
 }
 
 /// `mpirun -np ranks program`, with what a small or shared machine needs: more ranks than
 /// cores allowed (`--oversubscribe`), no binding by the launcher (each rank pins its latency
 /// threads to its own share, [`crate::Cluster::cpus`]), shared memory between the ranks of a
-/// host, a session directory of the job's own (see [`Mpirun`]), and as root the two
+/// host, a scratch folder of the job's own (see [`Mpirun`]), and as root the two
 /// variables OpenMPI asks for before it runs there.
 pub fn mpirun(ranks: usize, program: impl AsRef<std::ffi::OsStr>) -> Mpirun {
     static LAUNCHES: AtomicUsize = AtomicUsize::new(0);
-    let session_base = std::env::temp_dir().join(format!(
+    let job_dir = std::env::temp_dir().join(format!(
         "asym-mpirun-{}-{}",
         std::process::id(),
         LAUNCHES.fetch_add(1, Ordering::Relaxed)
     ));
     // A base that cannot be created leaves OpenMPI to report it by name when the job starts.
-    let _ = std::fs::create_dir_all(&session_base);
+    let _ = std::fs::create_dir_all(&job_dir);
     let mut command = Command::new("mpirun");
     command
         .args(["--oversubscribe", "--bind-to", "none", "-np"])
@@ -65,11 +65,8 @@ pub fn mpirun(ranks: usize, program: impl AsRef<std::ffi::OsStr>) -> Mpirun {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         // Shared memory and self only: no probing of network interfaces on one host.
         .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_orte_tmpdir_base", &session_base);
-    Mpirun {
-        command,
-        session_base,
-    }
+        .env("OMPI_MCA_orte_tmpdir_base", &job_dir);
+    Mpirun { command, job_dir }
 }
 
 /// Runs `cmd` with its output captured, killing it past `bound`: `None` when it had to be
