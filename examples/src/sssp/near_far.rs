@@ -219,8 +219,8 @@ impl DeviceSssp<'_> {
         Ok(())
     }
 
-    /// Iterations per launch of the resident path (default 4096; at least 1). For tests of
-    /// searches that span several launches.
+    /// Iterations per launch of the resident path, buckets per launch of the asynchronous
+    /// buckets (default 4096; at least 1). For tests of searches that span several launches.
     #[doc(hidden)]
     pub fn set_iterations_per_launch(&mut self, iterations: u32) -> Result<()> {
         let mut nf = self.take_near_far()?;
@@ -454,7 +454,8 @@ impl DeviceSssp<'_> {
 
 impl DeviceSssp<'_> {
     /// A search from `source` by `nf_async` launches of up to `launch_iterations` buckets
-    /// each (after [`reset_near_far`](Self::reset_near_far)).
+    /// each (after [`reset_near_far`](Self::reset_near_far)); `Ended::Done`'s iteration is
+    /// 0 (the buckets keep no iteration count).
     fn async_buckets(&mut self, nf: &mut NearFar, source: u32, delta: u32) -> Result<Ended> {
         let n = self.graph.vertices().max(1);
         let resident = nf.resident_groups;
