@@ -302,12 +302,7 @@ impl DeviceSssp<'_> {
         self.reset(source as usize)?;
         let n = self.graph.vertices() as u32;
         for (words, value) in [(&nf.fstamp, 0u32), (&nf.expanded, u32::MAX)] {
-            nf.clear
-                .arg_svm("words", words)?
-                .arg_scalar("n", n)?
-                .arg_scalar("value", value)?
-                .launch(groups(n as usize) * WG, Some(WG))?
-                .wait()?;
+            fill(&mut nf.clear, words, n, value)?;
         }
         Ok(())
     }
@@ -473,12 +468,7 @@ impl DeviceSssp<'_> {
             (&pool.slots, pool_cap, NO_VERTEX),
             (&pool.queued, n as u32, 0),
         ] {
-            nf.clear
-                .arg_svm("words", words)?
-                .arg_scalar("n", len)?
-                .arg_scalar("value", value)?
-                .launch(groups(len as usize) * WG, Some(WG))?
-                .wait()?;
+            fill(&mut nf.clear, words, len, value)?;
         }
         // Phase 1 at limit 0, its far pile the source alone: the first bucket is empty and
         // the split after it opens the source's.
@@ -527,6 +517,16 @@ impl DeviceSssp<'_> {
             batches.check(WAITING_FOR, || format!("{} buckets opened", words[SPLITS]))?;
         }
     }
+}
+
+/// Sets the first `n` of `words` to `value` with `nf_clear`, waited for.
+fn fill(clear: &mut Kernel, words: &SvmBuffer<u32>, n: u32, value: u32) -> Result<()> {
+    clear
+        .arg_svm("words", words)?
+        .arg_scalar("n", n)?
+        .arg_scalar("value", value)?
+        .launch(groups(n as usize) * WG, Some(WG))?
+        .wait()
 }
 
 /// A stint's starting state: the near list is empty, so its first iteration splits `far`.
